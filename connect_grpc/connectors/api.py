@@ -1,0 +1,243 @@
+"""The plugin API: what a connector author implements.
+
+A **connector** is the control half of a plugin: it validates its config and splits the
+work into task configs. A **task** is the data half: a source task polls records from its
+system, a sink task writes records to its system. The runtime runs each task as a loop of
+bounded micro-batch Spark jobs; the task methods below run on the worker's driver.
+
+Lifecycle, as Kafka Connect defines it:
+
+* ``Connector.start(config)`` once per instance, then ``task_configs(max_tasks)`` whenever
+  the runtime (re)computes the task set, then ``stop(connector_deleted)`` once.
+* ``Task.start(config)``, then ``poll``/``put`` many times from one thread, then
+  ``stop(connector_deleted)`` once, from the thread that stops the task (which may be
+  another thread while no ``poll``/``put`` call is in progress).
+* ``connector_deleted`` is True only when the user deleted the connector: release external
+  resources then (drop a replication slot, delete a temp table). It is False for any other
+  stop (pause is not a stop; stop, restart, reconfiguration, shutdown are).
+
+Offsets and resuming: a source task names, in each record, the partition it read from and
+the offset after it (two flat maps of primitives, e.g. ``{"filename": "/x"}`` and
+``{"position": 42}``). The runtime commits those offsets after the records are in Kafka.
+On start, a task asks ``context.offset(partition)`` and continues right after that offset;
+``None`` means "never committed: start from the beginning". A sink task is given records
+with their Kafka coordinates; the runtime commits the consumer group's offsets after
+``put`` returned and ``flush`` succeeded, so a restarted sink task receives again every
+record after the last commit (at-least-once).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from connect_grpc.connectors.config import ConfigDef
+from connect_grpc.domain import OffsetMap
+
+__all__ = [
+    "AlterOffsetsUnsupportedError",
+    "Connector",
+    "ConnectorContext",
+    "SinkConnector",
+    "SinkRecord",
+    "SinkTask",
+    "SourceConnector",
+    "SourceRecord",
+    "SourceTask",
+    "SourceTaskContext",
+    "Task",
+    "TaskContext",
+]
+
+PLUGIN_VERSION = "0.1.0"
+
+
+class AlterOffsetsUnsupportedError(Exception):
+    """Raised by ``alter_offsets`` when the connector does not allow external offset changes."""
+
+
+class ConnectorContext(Protocol):
+    """What the runtime offers a connector instance."""
+
+    def request_task_reconfiguration(self) -> None:
+        """Asks the runtime to call ``task_configs`` again (e.g. the source gained a table)."""
+
+    def raise_error(self, error: BaseException) -> None:
+        """Marks the connector FAILED with this error."""
+
+
+class OffsetReader(Protocol):
+    """Reads the committed source offsets of the task's connector."""
+
+    def offset(self, partition: OffsetMap) -> dict[str, object] | None:
+        """The last committed offset of ``partition``, or None when there is none."""
+
+
+class TaskContext(Protocol):
+    """What the runtime offers a task."""
+
+    @property
+    def task_id(self) -> int: ...
+
+    @property
+    def connector_name(self) -> str: ...
+
+
+class SourceTaskContext(TaskContext, Protocol):
+    @property
+    def offset_reader(self) -> OffsetReader: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """A record read by a source task, with where it came from.
+
+    ``source_partition``/``source_offset`` are flat maps of primitives (str, int, float,
+    bool, None) that the runtime stores in the offsets topic under the connector's name.
+    ``value``/``key`` as ``str`` are written UTF-8 encoded; ``kafka_partition=None`` lets the
+    producer's partitioner choose.
+    """
+
+    source_partition: OffsetMap
+    source_offset: OffsetMap
+    topic: str
+    value: bytes | str | None
+    key: bytes | str | None = None
+    kafka_partition: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SinkRecord:
+    """A record consumed from Kafka for a sink task."""
+
+    topic: str
+    kafka_partition: int
+    kafka_offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = field(default=())
+
+
+class Connector(abc.ABC):
+    """The control half of a plugin. Subclass SourceConnector or SinkConnector."""
+
+    context: ConnectorContext
+
+    def initialize(self, context: ConnectorContext) -> None:
+        """Called by the runtime once, before ``start``."""
+        self.context = context
+
+    def version(self) -> str:
+        """The plugin's version, shown by ListPlugins."""
+        return PLUGIN_VERSION
+
+    @abc.abstractmethod
+    def config_def(self) -> ConfigDef:
+        """The keys this connector takes (besides the framework's own: name, tasks.max, …)."""
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Every key's errors. The default checks ``config_def()``; override for cross-key rules."""
+        return self.config_def().validate(config)
+
+    @abc.abstractmethod
+    def start(self, config: Mapping[str, str]) -> None:
+        """Starts the connector with its full config. Raising marks the connector FAILED."""
+
+    @abc.abstractmethod
+    def task_class(self) -> type[Task]:
+        """The task class the runtime instantiates for each task config."""
+
+    @abc.abstractmethod
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """At most ``max_tasks`` task configs; one task runs per config."""
+
+    @abc.abstractmethod
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Stops the connector. ``connector_deleted`` is True only on DeleteConnector."""
+
+
+class SourceConnector(Connector):
+    """A connector that moves data from an external system into Kafka."""
+
+    def alter_offsets(
+        self,
+        config: Mapping[str, str],
+        offsets: Sequence[tuple[OffsetMap, OffsetMap | None]],
+    ) -> bool:
+        """Vets a change of this connector's offsets before anything is written (KIP-875).
+
+        ``offsets`` pairs each partition with its new offset; ``None`` resets it. May be
+        called before ``start`` and on an instance that is never started. Raise
+        ValueError for an invalid offset, AlterOffsetsUnsupportedError to refuse any
+        change. Return True when the connector also applied the change in its own system,
+        False (the default) when only the framework's offsets change.
+        """
+        return False
+
+
+class SinkConnector(Connector):
+    """A connector that moves data from Kafka topics to an external system."""
+
+    def alter_offsets(
+        self, config: Mapping[str, str], offsets: Mapping[tuple[str, int], int | None]
+    ) -> bool:
+        """Like SourceConnector.alter_offsets; keys are (topic, partition), None resets."""
+        return False
+
+
+class Task(abc.ABC):
+    """The data half of a plugin. Subclass SourceTask or SinkTask."""
+
+    def version(self) -> str:
+        return PLUGIN_VERSION
+
+    @abc.abstractmethod
+    def start(self, config: Mapping[str, str]) -> None:
+        """Starts the task with its task config. Raising marks the task FAILED."""
+
+    @abc.abstractmethod
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Stops the task. ``connector_deleted`` is True only on DeleteConnector."""
+
+
+class SourceTask(Task):
+    """Reads from an external system. ``context`` is set before ``start``."""
+
+    context: SourceTaskContext
+
+    def initialize(self, context: SourceTaskContext) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def poll(self, max_records: int) -> list[SourceRecord]:
+        """Returns up to ``max_records`` new records, or [] at once when there is nothing.
+
+        Must not block for long: the runtime checks for stop between calls and launches
+        no Spark job for an empty batch.
+        """
+
+    def commit(self) -> None:
+        """Called after the offsets of every record returned so far have been committed."""
+
+
+class SinkTask(Task):
+    """Writes to an external system."""
+
+    context: TaskContext
+
+    def initialize(self, context: TaskContext) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        """Writes (or buffers) a batch of records."""
+
+    def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Makes every record put so far durable; the runtime commits ``offsets`` next.
+
+        ``offsets`` maps (topic, partition) to the next offset to consume.
+        """

@@ -1,0 +1,205 @@
+"""Config definitions for plugins: what keys a connector takes, their types and defaults.
+
+A small counterpart of Kafka's ``ConfigDef``: it parses string configs, reports every
+problem per key (for ValidateConfig) and describes keys (for ListPlugins).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from connect_grpc.domain import ConfigKeyInfo
+
+
+class ConfigType(enum.Enum):
+    STRING = "STRING"
+    INT = "INT"
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    BOOLEAN = "BOOLEAN"
+    LIST = "LIST"
+    CLASS = "CLASS"
+    PASSWORD = "PASSWORD"
+
+
+class Importance(enum.Enum):
+    HIGH = "HIGH"
+    MEDIUM = "MEDIUM"
+    LOW = "LOW"
+
+
+#: A validator gets the parsed value and returns an error message, or None when valid.
+Validator = Callable[[Any], str | None]
+
+_NO_DEFAULT = object()
+
+
+def at_least(minimum: float) -> Validator:
+    def check(value: Any) -> str | None:
+        if value is not None and value < minimum:
+            return f"Value must be at least {minimum}"
+        return None
+
+    return check
+
+
+def non_empty_string(value: Any) -> str | None:
+    if value is not None and not str(value).strip():
+        return "String must be non-empty"
+    return None
+
+
+def non_empty_list(value: Any) -> str | None:
+    if value is not None and not value:
+        return "List must be non-empty"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    name: str
+    type: ConfigType
+    documentation: str
+    default: Any = _NO_DEFAULT
+    importance: Importance = Importance.MEDIUM
+    validator: Validator | None = None
+    group: str = ""
+    order_in_group: int = 0
+    display_name: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is _NO_DEFAULT
+
+    def describe(self) -> ConfigKeyInfo:
+        return ConfigKeyInfo(
+            name=self.name,
+            type=self.type.value,
+            required=self.required,
+            default_value=None if self.required else _to_text(self.default),
+            importance=self.importance.value,
+            documentation=self.documentation,
+            group=self.group,
+            order_in_group=self.order_in_group,
+            width="NONE",
+            display_name=self.display_name or self.name,
+        )
+
+
+def _to_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def parse_value(key: ConfigKey, raw: str) -> Any:
+    """Parses one string value by the key's type. Raises ValueError with a clear message."""
+    text = raw.strip()
+    match key.type:
+        case ConfigType.INT | ConfigType.LONG:
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError(
+                    f"Invalid value {raw} for configuration {key.name}: Not a number of type "
+                    f"{key.type.value}"
+                ) from None
+        case ConfigType.DOUBLE:
+            try:
+                return float(text)
+            except ValueError:
+                raise ValueError(
+                    f"Invalid value {raw} for configuration {key.name}: Not a number of type DOUBLE"
+                ) from None
+        case ConfigType.BOOLEAN:
+            if text.lower() in ("true", "false"):
+                return text.lower() == "true"
+            raise ValueError(
+                f"Invalid value {raw} for configuration {key.name}: Expected value to be either "
+                "true or false"
+            )
+        case ConfigType.LIST:
+            return [item.strip() for item in text.split(",") if item.strip()]
+        case _:
+            return raw if key.type is ConfigType.PASSWORD else text
+
+
+@dataclass(slots=True)
+class ConfigDef:
+    """An ordered set of config keys."""
+
+    keys: dict[str, ConfigKey] = field(default_factory=dict)
+
+    def define(self, key: ConfigKey) -> ConfigDef:
+        if key.name in self.keys:
+            raise ValueError(f"config key {key.name!r} defined twice")
+        self.keys[key.name] = key
+        return self
+
+    def merged(self, other: ConfigDef) -> ConfigDef:
+        result = ConfigDef(dict(self.keys))
+        for key in other.keys.values():
+            result.keys.setdefault(key.name, key)
+        return result
+
+    def groups(self) -> list[str]:
+        seen: list[str] = []
+        for key in self.keys.values():
+            if key.group and key.group not in seen:
+                seen.append(key.group)
+        return seen
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Returns every key's list of errors (empty when valid), in definition order."""
+        errors: dict[str, list[str]] = {}
+        for key in self.keys.values():
+            problems: list[str] = []
+            raw = config.get(key.name)
+            if raw is None:
+                if key.required:
+                    problems.append(f"Missing required configuration \"{key.name}\" which has "
+                                    "no default value.")
+                value = None if key.required else key.default
+            else:
+                try:
+                    value = parse_value(key, raw)
+                except ValueError as exc:
+                    problems.append(str(exc))
+                    value = None
+            if not problems and key.validator is not None:
+                message = key.validator(value)
+                if message:
+                    problems.append(f"Invalid value {raw} for configuration {key.name}: {message}")
+            errors[key.name] = problems
+        return errors
+
+    def parse(self, config: Mapping[str, str]) -> dict[str, Any]:
+        """Parses the config into typed values (defaults filled in).
+
+        Raises ValueError naming every problem when the config is invalid.
+        """
+        problems = [msg for msgs in self.validate(config).values() for msg in msgs]
+        if problems:
+            raise ValueError("; ".join(problems))
+        parsed: dict[str, Any] = {}
+        for key in self.keys.values():
+            raw = config.get(key.name)
+            parsed[key.name] = key.default if raw is None else parse_value(key, raw)
+        return parsed
+
+    def describe(self) -> list[ConfigKeyInfo]:
+        return [key.describe() for key in self.keys.values()]
+
+
+def define_all(keys: Iterable[ConfigKey]) -> ConfigDef:
+    config_def = ConfigDef()
+    for key in keys:
+        config_def.define(key)
+    return config_def

@@ -1,0 +1,207 @@
+"""Domain types shared by every room: states, ids, infos, statuses and offsets.
+
+Nothing here knows about gRPC, Kafka or Spark.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+#: A primitive value as the offsets topic can hold it (JSON scalar).
+OffsetPrimitive = str | int | float | bool | None
+#: A source partition or offset, or a sink partition/offset map.
+OffsetMap = Mapping[str, OffsetPrimitive]
+
+
+class TargetState(enum.Enum):
+    """What the user asked a connector to be (Kafka's TargetState)."""
+
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+    @classmethod
+    def parse_initial(cls, text: str) -> TargetState:
+        """Parses an ``initial_state`` as files and the CLI spell it: RUNNING, PAUSED, STOPPED.
+
+        Case-insensitive. Raises ValueError for anything else.
+        """
+        normalized = text.strip().upper()
+        if normalized == "RUNNING":
+            return cls.STARTED
+        if normalized in ("PAUSED", "STOPPED"):
+            return cls(normalized)
+        raise ValueError(
+            f"invalid initial_state {text!r}: expected one of RUNNING, PAUSED, STOPPED"
+        )
+
+
+class State(enum.Enum):
+    """The state of a connector or task instance, as reported in statuses."""
+
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    FAILED = "FAILED"
+    RESTARTING = "RESTARTING"
+    STOPPED = "STOPPED"
+
+
+class ConnectorType(enum.Enum):
+    SOURCE = "source"
+    SINK = "sink"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TaskId:
+    connector: str
+    task: int
+
+    def __str__(self) -> str:
+        return f"{self.connector}-{self.task}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorInfo:
+    name: str
+    config: Mapping[str, str]
+    tasks: tuple[TaskId, ...]
+    type: ConnectorType
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    id: TaskId
+    config: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceStatus:
+    """The state of one connector or task instance, where it runs and why it failed."""
+
+    state: State
+    worker_id: str
+    trace: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStatus:
+    id: int
+    status: InstanceStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorStatus:
+    name: str
+    connector: InstanceStatus
+    tasks: tuple[TaskStatus, ...]
+    type: ConnectorType
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorOffset:
+    """One partition's offset. ``offset=None`` means "reset this partition"."""
+
+    partition: OffsetMap | None
+    offset: OffsetMap | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKeyInfo:
+    name: str
+    type: str
+    required: bool
+    default_value: str | None
+    importance: str
+    documentation: str
+    group: str = ""
+    order_in_group: int = 0
+    width: str = "NONE"
+    display_name: str = ""
+    dependents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValueInfo:
+    name: str
+    value: str | None
+    errors: tuple[str, ...] = ()
+    recommended_values: tuple[str, ...] = ()
+    visible: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigInfo:
+    definition: ConfigKeyInfo | None
+    value: ConfigValueInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigInfos:
+    """The result of validating a connector config (Kafka's ConfigInfos)."""
+
+    name: str
+    error_count: int
+    groups: tuple[str, ...]
+    configs: tuple[ConfigInfo, ...]
+
+    def all_errors(self) -> list[tuple[str, str]]:
+        """Every (key, message) pair, in key order."""
+        return [(c.value.name, e) for c in self.configs for e in c.value.errors]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginDesc:
+    class_name: str
+    type: ConnectorType
+    version: str
+    aliases: tuple[str, ...] = ()
+    config_definitions: tuple[ConfigKeyInfo, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerDesc:
+    id: str
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    version: str
+    mode: str
+    kafka_cluster_id: str
+    leader_id: str
+    leader_address: str
+    workers: tuple[WorkerDesc, ...]
+    generation: int
+    worker_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    info: ConnectorInfo
+    offsets_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PutConfigResult:
+    info: ConnectorInfo
+    created: bool
+
+
+@dataclass(slots=True)
+class RestartRequest:
+    """A KIP-745 restart request."""
+
+    connector: str
+    include_tasks: bool = False
+    only_failed: bool = False
+
+    def restarts_connector(self, connector_state: State) -> bool:
+        return not self.only_failed or connector_state is State.FAILED
+
+    def restarts_task(self, task_state: State) -> bool:
+        return self.include_tasks and (not self.only_failed or task_state is State.FAILED)

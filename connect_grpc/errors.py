@@ -1,0 +1,86 @@
+"""Domain exceptions. No gRPC here: ``api/errors.py`` maps each one to a status code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ConnectError(Exception):
+    """Base of every error the control plane reports to a caller."""
+
+    reason = "CONNECT_ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFoundError(ConnectError):
+    """An unknown connector, task or plugin."""
+
+    reason = "NOT_FOUND"
+
+
+class AlreadyExistsError(ConnectError):
+    """A connector with that name exists already."""
+
+    reason = "ALREADY_EXISTS"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    """One bad field of a request: which field, and what is wrong with it."""
+
+    field: str
+    description: str
+
+
+class InvalidArgumentError(ConnectError):
+    """Bad input: the request changes nothing. Carries one violation per bad field."""
+
+    reason = "INVALID_ARGUMENT"
+
+    def __init__(self, message: str, violations: list[FieldViolation] | None = None) -> None:
+        super().__init__(message)
+        self.violations = violations or []
+
+    @classmethod
+    def for_field(cls, field_name: str, description: str) -> InvalidArgumentError:
+        return cls(f"{field_name}: {description}", [FieldViolation(field_name, description)])
+
+
+@dataclass(frozen=True, slots=True)
+class PreconditionViolation:
+    """What state the call needs: type (e.g. STATE), subject (e.g. the connector) and why."""
+
+    type: str
+    subject: str
+    description: str
+
+
+class FailedPreconditionError(ConnectError):
+    """The call is valid but not in the resource's current state; do not retry until it changes."""
+
+    reason = "FAILED_PRECONDITION"
+
+    def __init__(
+        self, message: str, violations: list[PreconditionViolation] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.violations = violations or []
+
+
+class UnavailableError(ConnectError):
+    """Retry the same call later (no leader, rebalance in progress, group still active)."""
+
+    reason = "UNAVAILABLE"
+
+    def __init__(self, message: str, retry_after_seconds: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class UnimplementedError(ConnectError):
+    """The RPC is declared but not available in this mode or version."""
+
+    reason = "UNIMPLEMENTED"

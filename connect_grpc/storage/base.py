@@ -1,0 +1,54 @@
+"""The storage interfaces: offsets and statuses (config state lives with the herder).
+
+Implementations: file/memory ones for standalone mode, Kafka-topic ones for distributed
+mode. Nothing here imports gRPC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from connect_grpc.domain import InstanceStatus, OffsetMap, TaskId
+
+#: A stored source offset: (partition, offset); offset None is a tombstone (reset).
+OffsetEntry = tuple[OffsetMap, OffsetMap | None]
+
+
+class OffsetStore(Protocol):
+    """Source offsets, keyed as Kafka Connect keys them: ``["<connector>", {partition}]``.
+
+    Thread-safe. ``put`` is durable when it returns.
+    """
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def get(self, connector: str, partition: OffsetMap) -> dict[str, object] | None:
+        """The latest offset of one partition, or None (never written, or reset)."""
+
+    def get_all(self, connector: str) -> list[tuple[dict[str, object], dict[str, object]]]:
+        """Every partition of the connector with a live (non-tombstone) offset."""
+
+    def put(self, connector: str, entries: Sequence[OffsetEntry]) -> None:
+        """Writes offsets; an entry whose offset is None removes that partition."""
+
+
+class StatusStore(Protocol):
+    """The last reported status of each connector and task instance. Thread-safe."""
+
+    def put_connector(self, connector: str, status: InstanceStatus) -> None: ...
+
+    def put_task(self, task: TaskId, status: InstanceStatus) -> None: ...
+
+    def get_connector(self, connector: str) -> InstanceStatus | None: ...
+
+    def get_task(self, task: TaskId) -> InstanceStatus | None: ...
+
+    def tasks(self, connector: str) -> dict[int, InstanceStatus]: ...
+
+    def delete_connector(self, connector: str) -> None:
+        """Forgets the connector's and all its tasks' statuses."""
+
+    def delete_task(self, task: TaskId) -> None: ...

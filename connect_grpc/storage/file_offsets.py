@@ -1,0 +1,94 @@
+"""Standalone mode's offset store: a JSON file, rewritten atomically on every put."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from connect_grpc.domain import OffsetMap
+from connect_grpc.storage import offsets_codec
+from connect_grpc.storage.base import OffsetEntry
+
+log = structlog.get_logger(__name__)
+
+
+class FileOffsetStore:
+    """Offsets in ``offset.storage.file.filename``.
+
+    The file holds ``{"offsets": [[key, value], ...]}`` with keys and values in Kafka
+    Connect's JSON form, so a reader can tell which connector and partition each is.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._data: dict[bytes, bytes] = {}
+
+    def start(self) -> None:
+        with self._lock:
+            self._data = self._load()
+        log.info("offset_store_loaded", path=str(self._path), entries=len(self._data))
+
+    def stop(self) -> None:
+        return None
+
+    def get(self, connector: str, partition: OffsetMap) -> dict[str, object] | None:
+        with self._lock:
+            raw = self._data.get(offsets_codec.encode_key(connector, partition))
+        return offsets_codec.decode_value(raw)
+
+    def get_all(self, connector: str) -> list[tuple[dict[str, object], dict[str, object]]]:
+        result: list[tuple[dict[str, object], dict[str, object]]] = []
+        with self._lock:
+            items = list(self._data.items())
+        for key, value in items:
+            decoded = offsets_codec.decode_key(key)
+            offset = offsets_codec.decode_value(value)
+            if decoded is not None and decoded[0] == connector and offset is not None:
+                result.append((decoded[1], offset))
+        return result
+
+    def put(self, connector: str, entries: Sequence[OffsetEntry]) -> None:
+        with self._lock:
+            updated = dict(self._data)
+            for partition, offset in entries:
+                key = offsets_codec.encode_key(connector, partition)
+                value = offsets_codec.encode_value(offset)
+                if value is None:
+                    updated.pop(key, None)
+                else:
+                    updated[key] = value
+            self._save(updated)
+            self._data = updated
+
+    def _load(self) -> dict[bytes, bytes]:
+        if not self._path.exists():
+            return {}
+        document: dict[str, Any] = json.loads(self._path.read_text(encoding="utf-8"))
+        return {
+            json.dumps(key, sort_keys=True, separators=(",", ":")).encode(): json.dumps(
+                value, separators=(",", ":")
+            ).encode()
+            for key, value in document.get("offsets", [])
+        }
+
+    def _save(self, data: dict[bytes, bytes]) -> None:
+        document = {"offsets": [[json.loads(k), json.loads(v)] for k, v in data.items()]}
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=self._path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(document, handle, indent=1)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self._path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

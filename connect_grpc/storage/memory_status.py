@@ -1,0 +1,44 @@
+"""Standalone mode's status store: in memory."""
+
+from __future__ import annotations
+
+import threading
+
+from connect_grpc.domain import InstanceStatus, TaskId
+
+
+class MemoryStatusStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connectors: dict[str, InstanceStatus] = {}
+        self._tasks: dict[TaskId, InstanceStatus] = {}
+
+    def put_connector(self, connector: str, status: InstanceStatus) -> None:
+        with self._lock:
+            self._connectors[connector] = status
+
+    def put_task(self, task: TaskId, status: InstanceStatus) -> None:
+        with self._lock:
+            self._tasks[task] = status
+
+    def get_connector(self, connector: str) -> InstanceStatus | None:
+        with self._lock:
+            return self._connectors.get(connector)
+
+    def get_task(self, task: TaskId) -> InstanceStatus | None:
+        with self._lock:
+            return self._tasks.get(task)
+
+    def tasks(self, connector: str) -> dict[int, InstanceStatus]:
+        with self._lock:
+            return {t.task: s for t, s in self._tasks.items() if t.connector == connector}
+
+    def delete_connector(self, connector: str) -> None:
+        with self._lock:
+            self._connectors.pop(connector, None)
+            for task in [t for t in self._tasks if t.connector == connector]:
+                del self._tasks[task]
+
+    def delete_task(self, task: TaskId) -> None:
+        with self._lock:
+            self._tasks.pop(task, None)

@@ -1,0 +1,579 @@
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class InitialState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INITIAL_STATE_UNSPECIFIED: _ClassVar[InitialState]
+    INITIAL_STATE_RUNNING: _ClassVar[InitialState]
+    INITIAL_STATE_PAUSED: _ClassVar[InitialState]
+    INITIAL_STATE_STOPPED: _ClassVar[InitialState]
+
+class InstanceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INSTANCE_STATE_UNSPECIFIED: _ClassVar[InstanceState]
+    INSTANCE_STATE_UNASSIGNED: _ClassVar[InstanceState]
+    INSTANCE_STATE_RUNNING: _ClassVar[InstanceState]
+    INSTANCE_STATE_PAUSED: _ClassVar[InstanceState]
+    INSTANCE_STATE_FAILED: _ClassVar[InstanceState]
+    INSTANCE_STATE_RESTARTING: _ClassVar[InstanceState]
+    INSTANCE_STATE_STOPPED: _ClassVar[InstanceState]
+
+class ConnectorType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONNECTOR_TYPE_UNSPECIFIED: _ClassVar[ConnectorType]
+    CONNECTOR_TYPE_SOURCE: _ClassVar[ConnectorType]
+    CONNECTOR_TYPE_SINK: _ClassVar[ConnectorType]
+INITIAL_STATE_UNSPECIFIED: InitialState
+INITIAL_STATE_RUNNING: InitialState
+INITIAL_STATE_PAUSED: InitialState
+INITIAL_STATE_STOPPED: InitialState
+INSTANCE_STATE_UNSPECIFIED: InstanceState
+INSTANCE_STATE_UNASSIGNED: InstanceState
+INSTANCE_STATE_RUNNING: InstanceState
+INSTANCE_STATE_PAUSED: InstanceState
+INSTANCE_STATE_FAILED: InstanceState
+INSTANCE_STATE_RESTARTING: InstanceState
+INSTANCE_STATE_STOPPED: InstanceState
+CONNECTOR_TYPE_UNSPECIFIED: ConnectorType
+CONNECTOR_TYPE_SOURCE: ConnectorType
+CONNECTOR_TYPE_SINK: ConnectorType
+
+class OffsetValue(_message.Message):
+    __slots__ = ("null_value", "string_value", "integer_value", "number_value", "bool_value")
+    NULL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    STRING_VALUE_FIELD_NUMBER: _ClassVar[int]
+    INTEGER_VALUE_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    null_value: _struct_pb2.NullValue
+    string_value: str
+    integer_value: int
+    number_value: float
+    bool_value: bool
+    def __init__(self, null_value: _Optional[_Union[_struct_pb2.NullValue, str]] = ..., string_value: _Optional[str] = ..., integer_value: _Optional[int] = ..., number_value: _Optional[float] = ..., bool_value: _Optional[bool] = ...) -> None: ...
+
+class OffsetFields(_message.Message):
+    __slots__ = ("fields",)
+    class FieldsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: OffsetValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[OffsetValue, _Mapping]] = ...) -> None: ...
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    fields: _containers.MessageMap[str, OffsetValue]
+    def __init__(self, fields: _Optional[_Mapping[str, OffsetValue]] = ...) -> None: ...
+
+class ConnectorOffset(_message.Message):
+    __slots__ = ("partition", "offset")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    partition: OffsetFields
+    offset: OffsetFields
+    def __init__(self, partition: _Optional[_Union[OffsetFields, _Mapping]] = ..., offset: _Optional[_Union[OffsetFields, _Mapping]] = ...) -> None: ...
+
+class ConnectorOffsets(_message.Message):
+    __slots__ = ("offsets",)
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
+    def __init__(self, offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
+
+class TaskId(_message.Message):
+    __slots__ = ("connector", "task")
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    connector: str
+    task: int
+    def __init__(self, connector: _Optional[str] = ..., task: _Optional[int] = ...) -> None: ...
+
+class ConnectorInfo(_message.Message):
+    __slots__ = ("name", "config", "tasks", "type")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    config: _containers.ScalarMap[str, str]
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskId]
+    type: ConnectorType
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., tasks: _Optional[_Iterable[_Union[TaskId, _Mapping]]] = ..., type: _Optional[_Union[ConnectorType, str]] = ...) -> None: ...
+
+class TaskInfo(_message.Message):
+    __slots__ = ("id", "config")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    id: TaskId
+    config: _containers.ScalarMap[str, str]
+    def __init__(self, id: _Optional[_Union[TaskId, _Mapping]] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ConnectorInstanceStatus(_message.Message):
+    __slots__ = ("state", "worker_id", "trace")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_FIELD_NUMBER: _ClassVar[int]
+    state: InstanceState
+    worker_id: str
+    trace: str
+    def __init__(self, state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ...) -> None: ...
+
+class TaskStatus(_message.Message):
+    __slots__ = ("id", "state", "worker_id", "trace")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    state: InstanceState
+    worker_id: str
+    trace: str
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ...) -> None: ...
+
+class ConnectorStatus(_message.Message):
+    __slots__ = ("name", "connector", "tasks", "type")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    connector: ConnectorInstanceStatus
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskStatus]
+    type: ConnectorType
+    def __init__(self, name: _Optional[str] = ..., connector: _Optional[_Union[ConnectorInstanceStatus, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[TaskStatus, _Mapping]]] = ..., type: _Optional[_Union[ConnectorType, str]] = ...) -> None: ...
+
+class ConnectorListing(_message.Message):
+    __slots__ = ("name", "info", "status")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    info: ConnectorInfo
+    status: ConnectorStatus
+    def __init__(self, name: _Optional[str] = ..., info: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., status: _Optional[_Union[ConnectorStatus, _Mapping]] = ...) -> None: ...
+
+class ListConnectorsRequest(_message.Message):
+    __slots__ = ("expand_status", "expand_info")
+    EXPAND_STATUS_FIELD_NUMBER: _ClassVar[int]
+    EXPAND_INFO_FIELD_NUMBER: _ClassVar[int]
+    expand_status: bool
+    expand_info: bool
+    def __init__(self, expand_status: _Optional[bool] = ..., expand_info: _Optional[bool] = ...) -> None: ...
+
+class ListConnectorsResponse(_message.Message):
+    __slots__ = ("connectors",)
+    CONNECTORS_FIELD_NUMBER: _ClassVar[int]
+    connectors: _containers.RepeatedCompositeFieldContainer[ConnectorListing]
+    def __init__(self, connectors: _Optional[_Iterable[_Union[ConnectorListing, _Mapping]]] = ...) -> None: ...
+
+class GetConnectorRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetConnectorResponse(_message.Message):
+    __slots__ = ("connector",)
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    connector: ConnectorInfo
+    def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ...) -> None: ...
+
+class CreateConnectorRequest(_message.Message):
+    __slots__ = ("name", "config", "initial_state", "initial_offsets", "request_id")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_STATE_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    config: _containers.ScalarMap[str, str]
+    initial_state: InitialState
+    initial_offsets: ConnectorOffsets
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., initial_state: _Optional[_Union[InitialState, str]] = ..., initial_offsets: _Optional[_Union[ConnectorOffsets, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class CreateConnectorResponse(_message.Message):
+    __slots__ = ("connector", "offsets_message")
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    connector: ConnectorInfo
+    offsets_message: str
+    def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., offsets_message: _Optional[str] = ...) -> None: ...
+
+class PutConnectorConfigRequest(_message.Message):
+    __slots__ = ("name", "config", "request_id")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    config: _containers.ScalarMap[str, str]
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class PutConnectorConfigResponse(_message.Message):
+    __slots__ = ("connector", "created")
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    connector: ConnectorInfo
+    created: bool
+    def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class GetConnectorConfigRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetConnectorConfigResponse(_message.Message):
+    __slots__ = ("config",)
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    config: _containers.ScalarMap[str, str]
+    def __init__(self, config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class DeleteConnectorRequest(_message.Message):
+    __slots__ = ("name", "request_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class DeleteConnectorResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetConnectorStatusRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetConnectorStatusResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: ConnectorStatus
+    def __init__(self, status: _Optional[_Union[ConnectorStatus, _Mapping]] = ...) -> None: ...
+
+class GetTaskStatusRequest(_message.Message):
+    __slots__ = ("name", "task_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    task_id: int
+    def __init__(self, name: _Optional[str] = ..., task_id: _Optional[int] = ...) -> None: ...
+
+class GetTaskStatusResponse(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: TaskStatus
+    def __init__(self, task: _Optional[_Union[TaskStatus, _Mapping]] = ...) -> None: ...
+
+class ListTasksRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ("tasks",)
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskInfo]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[TaskInfo, _Mapping]]] = ...) -> None: ...
+
+class PauseConnectorRequest(_message.Message):
+    __slots__ = ("name", "request_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class PauseConnectorResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ResumeConnectorRequest(_message.Message):
+    __slots__ = ("name", "request_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class ResumeConnectorResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class StopConnectorRequest(_message.Message):
+    __slots__ = ("name", "request_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class StopConnectorResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RestartConnectorRequest(_message.Message):
+    __slots__ = ("name", "include_tasks", "only_failed", "request_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_TASKS_FIELD_NUMBER: _ClassVar[int]
+    ONLY_FAILED_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    include_tasks: bool
+    only_failed: bool
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., include_tasks: _Optional[bool] = ..., only_failed: _Optional[bool] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class RestartConnectorResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: ConnectorStatus
+    def __init__(self, status: _Optional[_Union[ConnectorStatus, _Mapping]] = ...) -> None: ...
+
+class RestartTaskRequest(_message.Message):
+    __slots__ = ("name", "task_id", "request_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    task_id: int
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., task_id: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class RestartTaskResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetOffsetsRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetOffsetsResponse(_message.Message):
+    __slots__ = ("offsets",)
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
+    def __init__(self, offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
+
+class AlterOffsetsRequest(_message.Message):
+    __slots__ = ("name", "offsets", "request_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class AlterOffsetsResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class ResetOffsetsRequest(_message.Message):
+    __slots__ = ("name", "request_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class ResetOffsetsResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class ConfigKeyInfo(_message.Message):
+    __slots__ = ("name", "type", "required", "default_value", "importance", "documentation", "group", "order_in_group", "width", "display_name", "dependents")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTATION_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ORDER_IN_GROUP_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: str
+    required: bool
+    default_value: str
+    importance: str
+    documentation: str
+    group: str
+    order_in_group: int
+    width: str
+    display_name: str
+    dependents: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., required: _Optional[bool] = ..., default_value: _Optional[str] = ..., importance: _Optional[str] = ..., documentation: _Optional[str] = ..., group: _Optional[str] = ..., order_in_group: _Optional[int] = ..., width: _Optional[str] = ..., display_name: _Optional[str] = ..., dependents: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ConfigValueInfo(_message.Message):
+    __slots__ = ("name", "value", "recommended_values", "errors", "visible")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    RECOMMENDED_VALUES_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    VISIBLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    recommended_values: _containers.RepeatedScalarFieldContainer[str]
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    visible: bool
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., recommended_values: _Optional[_Iterable[str]] = ..., errors: _Optional[_Iterable[str]] = ..., visible: _Optional[bool] = ...) -> None: ...
+
+class ConfigInfo(_message.Message):
+    __slots__ = ("definition", "value")
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    definition: ConfigKeyInfo
+    value: ConfigValueInfo
+    def __init__(self, definition: _Optional[_Union[ConfigKeyInfo, _Mapping]] = ..., value: _Optional[_Union[ConfigValueInfo, _Mapping]] = ...) -> None: ...
+
+class ValidateConfigRequest(_message.Message):
+    __slots__ = ("plugin", "config")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    plugin: str
+    config: _containers.ScalarMap[str, str]
+    def __init__(self, plugin: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ValidateConfigResponse(_message.Message):
+    __slots__ = ("name", "error_count", "groups", "configs")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ERROR_COUNT_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    error_count: int
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    configs: _containers.RepeatedCompositeFieldContainer[ConfigInfo]
+    def __init__(self, name: _Optional[str] = ..., error_count: _Optional[int] = ..., groups: _Optional[_Iterable[str]] = ..., configs: _Optional[_Iterable[_Union[ConfigInfo, _Mapping]]] = ...) -> None: ...
+
+class PluginInfo(_message.Message):
+    __slots__ = ("class_name", "type", "version", "aliases", "config_definitions")
+    CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_DEFINITIONS_FIELD_NUMBER: _ClassVar[int]
+    class_name: str
+    type: ConnectorType
+    version: str
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    config_definitions: _containers.RepeatedCompositeFieldContainer[ConfigKeyInfo]
+    def __init__(self, class_name: _Optional[str] = ..., type: _Optional[_Union[ConnectorType, str]] = ..., version: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., config_definitions: _Optional[_Iterable[_Union[ConfigKeyInfo, _Mapping]]] = ...) -> None: ...
+
+class ListPluginsRequest(_message.Message):
+    __slots__ = ("include_config_definitions",)
+    INCLUDE_CONFIG_DEFINITIONS_FIELD_NUMBER: _ClassVar[int]
+    include_config_definitions: bool
+    def __init__(self, include_config_definitions: _Optional[bool] = ...) -> None: ...
+
+class ListPluginsResponse(_message.Message):
+    __slots__ = ("plugins",)
+    PLUGINS_FIELD_NUMBER: _ClassVar[int]
+    plugins: _containers.RepeatedCompositeFieldContainer[PluginInfo]
+    def __init__(self, plugins: _Optional[_Iterable[_Union[PluginInfo, _Mapping]]] = ...) -> None: ...
+
+class WatchConnectorStatusRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class WatchConnectorStatusResponse(_message.Message):
+    __slots__ = ("status", "deleted")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    status: ConnectorStatus
+    deleted: bool
+    def __init__(self, status: _Optional[_Union[ConnectorStatus, _Mapping]] = ..., deleted: _Optional[bool] = ...) -> None: ...
+
+class GetClusterInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WorkerInfo(_message.Message):
+    __slots__ = ("id", "address")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    address: str
+    def __init__(self, id: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
+class GetClusterInfoResponse(_message.Message):
+    __slots__ = ("version", "mode", "kafka_cluster_id", "leader_id", "leader_address", "workers", "generation", "worker_id")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    KAFKA_CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    mode: str
+    kafka_cluster_id: str
+    leader_id: str
+    leader_address: str
+    workers: _containers.RepeatedCompositeFieldContainer[WorkerInfo]
+    generation: int
+    worker_id: str
+    def __init__(self, version: _Optional[str] = ..., mode: _Optional[str] = ..., kafka_cluster_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_address: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ..., generation: _Optional[int] = ..., worker_id: _Optional[str] = ...) -> None: ...
