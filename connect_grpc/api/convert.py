@@ -1,0 +1,236 @@
+"""Proto ⇄ domain conversion. Pure functions; no business logic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from connect_grpc.domain import ClusterInfo as DomainClusterInfo
+from connect_grpc.domain import (
+    ConfigInfos,
+    ConfigKeyInfo,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStatus,
+    ConnectorType,
+    InstanceStatus,
+    OffsetMap,
+    OffsetPrimitive,
+    PluginDesc,
+    State,
+    TargetState,
+    TaskId,
+    TaskInfo,
+    TaskStatus,
+)
+from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.v1 import connect_pb2 as pb
+
+_STATE_TO_PB = {
+    State.UNASSIGNED: pb.INSTANCE_STATE_UNASSIGNED,
+    State.RUNNING: pb.INSTANCE_STATE_RUNNING,
+    State.PAUSED: pb.INSTANCE_STATE_PAUSED,
+    State.FAILED: pb.INSTANCE_STATE_FAILED,
+    State.RESTARTING: pb.INSTANCE_STATE_RESTARTING,
+    State.STOPPED: pb.INSTANCE_STATE_STOPPED,
+}
+_TYPE_TO_PB = {
+    ConnectorType.SOURCE: pb.CONNECTOR_TYPE_SOURCE,
+    ConnectorType.SINK: pb.CONNECTOR_TYPE_SINK,
+    ConnectorType.UNKNOWN: pb.CONNECTOR_TYPE_UNSPECIFIED,
+}
+_INITIAL_STATE_FROM_PB: dict[int, TargetState] = {
+    pb.INITIAL_STATE_UNSPECIFIED: TargetState.STARTED,
+    pb.INITIAL_STATE_RUNNING: TargetState.STARTED,
+    pb.INITIAL_STATE_PAUSED: TargetState.PAUSED,
+    pb.INITIAL_STATE_STOPPED: TargetState.STOPPED,
+}
+
+
+def initial_state_from_pb(value: int) -> TargetState:
+    try:
+        return _INITIAL_STATE_FROM_PB[value]
+    except KeyError:
+        raise InvalidArgumentError.for_field(
+            "initial_state", f"unknown initial state {value}: expected RUNNING, PAUSED or STOPPED"
+        ) from None
+
+
+def state_to_pb(state: State) -> pb.InstanceState:
+    return _STATE_TO_PB[state]
+
+
+def state_from_pb(value: int) -> State:
+    for state, number in _STATE_TO_PB.items():
+        if number == value:
+            return state
+    raise ValueError(f"unknown instance state {value}")
+
+
+def type_to_pb(connector_type: ConnectorType) -> pb.ConnectorType:
+    return _TYPE_TO_PB[connector_type]
+
+
+def task_id_to_pb(task: TaskId) -> pb.TaskId:
+    return pb.TaskId(connector=task.connector, task=task.task)
+
+
+def connector_info_to_pb(info: ConnectorInfo) -> pb.ConnectorInfo:
+    return pb.ConnectorInfo(
+        name=info.name,
+        config=dict(info.config),
+        tasks=[task_id_to_pb(task) for task in info.tasks],
+        type=type_to_pb(info.type),
+    )
+
+
+def task_info_to_pb(info: TaskInfo) -> pb.TaskInfo:
+    return pb.TaskInfo(id=task_id_to_pb(info.id), config=dict(info.config))
+
+
+def instance_status_to_pb(status: InstanceStatus) -> pb.ConnectorInstanceStatus:
+    return pb.ConnectorInstanceStatus(
+        state=state_to_pb(status.state), worker_id=status.worker_id, trace=status.trace
+    )
+
+
+def task_status_to_pb(task: TaskStatus) -> pb.TaskStatus:
+    return pb.TaskStatus(
+        id=task.id,
+        state=state_to_pb(task.status.state),
+        worker_id=task.status.worker_id,
+        trace=task.status.trace,
+    )
+
+
+def connector_status_to_pb(status: ConnectorStatus) -> pb.ConnectorStatus:
+    return pb.ConnectorStatus(
+        name=status.name,
+        connector=instance_status_to_pb(status.connector),
+        tasks=[task_status_to_pb(task) for task in status.tasks],
+        type=type_to_pb(status.type),
+    )
+
+
+def config_key_to_pb(key: ConfigKeyInfo) -> pb.ConfigKeyInfo:
+    message = pb.ConfigKeyInfo(
+        name=key.name,
+        type=key.type,
+        required=key.required,
+        importance=key.importance,
+        documentation=key.documentation,
+        group=key.group,
+        order_in_group=key.order_in_group,
+        width=key.width,
+        display_name=key.display_name,
+        dependents=list(key.dependents),
+    )
+    if key.default_value is not None:
+        message.default_value = key.default_value
+    return message
+
+
+def config_infos_to_pb(infos: ConfigInfos) -> pb.ValidateConfigResponse:
+    configs = []
+    for info in infos.configs:
+        value = pb.ConfigValueInfo(
+            name=info.value.name,
+            recommended_values=list(info.value.recommended_values),
+            errors=list(info.value.errors),
+            visible=info.value.visible,
+        )
+        if info.value.value is not None:
+            value.value = info.value.value
+        entry = pb.ConfigInfo(value=value)
+        if info.definition is not None:
+            entry.definition.CopyFrom(config_key_to_pb(info.definition))
+        configs.append(entry)
+    return pb.ValidateConfigResponse(
+        name=infos.name, error_count=infos.error_count, groups=list(infos.groups), configs=configs
+    )
+
+
+def plugin_to_pb(plugin: PluginDesc) -> pb.PluginInfo:
+    return pb.PluginInfo(
+        class_name=plugin.class_name,
+        type=type_to_pb(plugin.type),
+        version=plugin.version,
+        aliases=list(plugin.aliases),
+        config_definitions=[config_key_to_pb(key) for key in plugin.config_definitions],
+    )
+
+
+def cluster_info_to_pb(info: DomainClusterInfo) -> pb.GetClusterInfoResponse:
+    return pb.GetClusterInfoResponse(
+        version=info.version,
+        mode=info.mode,
+        kafka_cluster_id=info.kafka_cluster_id,
+        leader_id=info.leader_id,
+        leader_address=info.leader_address,
+        workers=[pb.WorkerInfo(id=w.id, address=w.address) for w in info.workers],
+        generation=info.generation,
+        worker_id=info.worker_id,
+    )
+
+
+# offsets: exact primitives, no doubles for integers
+
+
+def offset_value_to_pb(value: OffsetPrimitive) -> pb.OffsetValue:
+    if value is None:
+        return pb.OffsetValue(null_value="NULL_VALUE")
+    if isinstance(value, bool):
+        return pb.OffsetValue(bool_value=value)
+    if isinstance(value, int):
+        return pb.OffsetValue(integer_value=value)
+    if isinstance(value, float):
+        return pb.OffsetValue(number_value=value)
+    return pb.OffsetValue(string_value=value)
+
+
+def offset_value_from_pb(value: pb.OffsetValue, field_path: str) -> OffsetPrimitive:
+    kind = value.WhichOneof("kind")
+    if kind is None:
+        raise InvalidArgumentError.for_field(field_path, "value has no kind set")
+    result: OffsetPrimitive = None if kind == "null_value" else getattr(value, kind)
+    return result
+
+
+def offset_map_to_pb(values: OffsetMap) -> pb.OffsetFields:
+    return pb.OffsetFields(fields={k: offset_value_to_pb(v) for k, v in values.items()})
+
+
+def offset_map_from_pb(message: pb.OffsetFields, field_path: str) -> dict[str, OffsetPrimitive]:
+    return {
+        key: offset_value_from_pb(value, f"{field_path}.{key}")
+        for key, value in message.fields.items()
+    }
+
+
+def connector_offset_to_pb(offset: ConnectorOffset) -> pb.ConnectorOffset:
+    message = pb.ConnectorOffset()
+    if offset.partition is not None:
+        message.partition.CopyFrom(offset_map_to_pb(offset.partition))
+    if offset.offset is not None:
+        message.offset.CopyFrom(offset_map_to_pb(offset.offset))
+    return message
+
+
+def connector_offsets_from_pb(
+    messages: Iterable[pb.ConnectorOffset], field_path: str
+) -> list[ConnectorOffset]:
+    result = []
+    for index, message in enumerate(messages):
+        path = f"{field_path}[{index}]"
+        partition = (
+            offset_map_from_pb(message.partition, f"{path}.partition")
+            if message.HasField("partition")
+            else None
+        )
+        offset = (
+            offset_map_from_pb(message.offset, f"{path}.offset")
+            if message.HasField("offset")
+            else None
+        )
+        result.append(ConnectorOffset(partition, offset))
+    return result
+

@@ -1,0 +1,123 @@
+"""The one place where domain errors become gRPC statuses (with google.rpc details)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+import structlog
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from connect_grpc.errors import (
+    AlreadyExistsError,
+    ConnectError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    UnavailableError,
+    UnimplementedError,
+)
+
+log = structlog.get_logger(__name__)
+
+ERROR_DOMAIN = "connect-grpc"
+
+_CODES: list[tuple[type[ConnectError], int]] = [
+    (NotFoundError, code_pb2.NOT_FOUND),
+    (AlreadyExistsError, code_pb2.ALREADY_EXISTS),
+    (InvalidArgumentError, code_pb2.INVALID_ARGUMENT),
+    (FailedPreconditionError, code_pb2.FAILED_PRECONDITION),
+    (UnavailableError, code_pb2.UNAVAILABLE),
+    (UnimplementedError, code_pb2.UNIMPLEMENTED),
+]
+
+
+def _pack(message: Any) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(message)
+    return packed
+
+
+def to_status(error: ConnectError) -> status_pb2.Status:
+    """The rich status of a domain error: code, message, ErrorInfo and type-specific details."""
+    code = next((c for kind, c in _CODES if isinstance(error, kind)), code_pb2.UNKNOWN)
+    details = [_pack(error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN))]
+    if isinstance(error, InvalidArgumentError) and error.violations:
+        details.append(
+            _pack(
+                error_details_pb2.BadRequest(
+                    field_violations=[
+                        error_details_pb2.BadRequest.FieldViolation(
+                            field=v.field, description=v.description
+                        )
+                        for v in error.violations
+                    ]
+                )
+            )
+        )
+    if isinstance(error, FailedPreconditionError) and error.violations:
+        details.append(
+            _pack(
+                error_details_pb2.PreconditionFailure(
+                    violations=[
+                        error_details_pb2.PreconditionFailure.Violation(
+                            type=v.type, subject=v.subject, description=v.description
+                        )
+                        for v in error.violations
+                    ]
+                )
+            )
+        )
+    if isinstance(error, UnavailableError):
+        retry = duration_pb2.Duration()
+        retry.FromMilliseconds(int(error.retry_after_seconds * 1000))
+        details.append(_pack(error_details_pb2.RetryInfo(retry_delay=retry)))
+    return status_pb2.Status(code=code, message=error.message, details=details)
+
+
+def abort(context: grpc.ServicerContext, error: ConnectError) -> NoReturn:
+    context.abort_with_status(rpc_status.to_status(to_status(error)))
+    raise AssertionError("abort_with_status returned")  # pragma: no cover
+
+
+def _abort_internal(context: grpc.ServicerContext, rpc: str, exc: Exception) -> NoReturn:
+    log.exception("rpc_failed", rpc=rpc, error=str(exc))
+    context.abort(grpc.StatusCode.INTERNAL, f"{rpc} failed: internal error ({type(exc).__name__})")
+    raise AssertionError("abort returned")  # pragma: no cover
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def mapped(method: F) -> F:
+    """Wraps a unary servicer method: domain errors → status; anything else → INTERNAL."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return method(self, request, context)
+        except ConnectError as exc:
+            abort(context, exc)
+        except Exception as exc:
+            _abort_internal(context, method.__name__, exc)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def mapped_stream(method: F) -> F:
+    """Like ``mapped``, for server-streaming methods."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            yield from method(self, request, context)
+        except ConnectError as exc:
+            abort(context, exc)
+        except Exception as exc:
+            _abort_internal(context, method.__name__, exc)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,52 @@
+"""The gRPC server: ConnectService, server reflection and the standard health service."""
+
+from __future__ import annotations
+
+from concurrent import futures
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from connect_grpc.api.servicer import ConnectServicer
+from connect_grpc.herder.base import Herder
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+
+log = structlog.get_logger(__name__)
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ConnectService"].full_name
+
+
+class ApiServer:
+    """Serves the herder over gRPC on ``host:port`` (port 0 picks a free one)."""
+
+    def __init__(self, herder: Herder, host: str, port: int, max_workers: int = 32) -> None:
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
+        )
+        pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), self._server)
+        self._health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+        )
+        self.port = self._server.add_insecure_port(f"{host}:{port}")
+        if self.port == 0:
+            raise OSError(f"could not bind the gRPC listener on {host}:{port}")
+        self.host = host
+
+    def start(self) -> None:
+        self._server.start()
+        for service in ("", SERVICE_NAME):
+            self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        log.info("grpc_server_started", host=self.host, port=self.port)
+
+    def stop(self, grace_seconds: float = 5.0) -> None:
+        self._health.enter_graceful_shutdown()
+        self._server.stop(grace_seconds).wait()
+        log.info("grpc_server_stopped")
+
+    def wait(self) -> None:
+        self._server.wait_for_termination()

@@ -1,0 +1,252 @@
+"""ConnectService: converts requests, calls the herder, converts results. No business logic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+
+from connect_grpc.api import convert
+from connect_grpc.api.errors import mapped, mapped_stream
+from connect_grpc.api.idempotency import RequestLog
+from connect_grpc.domain import RestartRequest, TaskId
+from connect_grpc.herder.base import Herder
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+
+
+class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # generated, untyped
+    def __init__(self, herder: Herder, request_log: RequestLog | None = None) -> None:
+        self._herder = herder
+        self._requests = request_log or RequestLog()
+
+    @mapped
+    def ListConnectors(
+        self, request: pb.ListConnectorsRequest, context: grpc.ServicerContext
+    ) -> pb.ListConnectorsResponse:
+        listings = []
+        for name in self._herder.connectors():
+            listing = pb.ConnectorListing(name=name)
+            if request.expand_info:
+                listing.info.CopyFrom(convert.connector_info_to_pb(self._herder.connector_info(name)))
+            if request.expand_status:
+                listing.status.CopyFrom(
+                    convert.connector_status_to_pb(self._herder.connector_status(name))
+                )
+            listings.append(listing)
+        return pb.ListConnectorsResponse(connectors=listings)
+
+    @mapped
+    def GetConnector(
+        self, request: pb.GetConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.GetConnectorResponse:
+        info = self._herder.connector_info(request.name)
+        return pb.GetConnectorResponse(connector=convert.connector_info_to_pb(info))
+
+    @mapped
+    def CreateConnector(
+        self, request: pb.CreateConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.CreateConnectorResponse:
+        def call() -> pb.CreateConnectorResponse:
+            initial_offsets = (
+                convert.connector_offsets_from_pb(
+                    request.initial_offsets.offsets, "initial_offsets.offsets"
+                )
+                if request.HasField("initial_offsets")
+                else None
+            )
+            result = self._herder.create_connector(
+                request.name,
+                dict(request.config),
+                convert.initial_state_from_pb(request.initial_state),
+                initial_offsets,
+            )
+            return pb.CreateConnectorResponse(
+                connector=convert.connector_info_to_pb(result.info),
+                offsets_message=result.offsets_message,
+            )
+
+        return self._requests.run(
+            "CreateConnector", request.request_id, pb.CreateConnectorResponse, call
+        )
+
+    @mapped
+    def PutConnectorConfig(
+        self, request: pb.PutConnectorConfigRequest, context: grpc.ServicerContext
+    ) -> pb.PutConnectorConfigResponse:
+        def call() -> pb.PutConnectorConfigResponse:
+            result = self._herder.put_connector_config(request.name, dict(request.config))
+            return pb.PutConnectorConfigResponse(
+                connector=convert.connector_info_to_pb(result.info), created=result.created
+            )
+
+        return self._requests.run(
+            "PutConnectorConfig", request.request_id, pb.PutConnectorConfigResponse, call
+        )
+
+    @mapped
+    def GetConnectorConfig(
+        self, request: pb.GetConnectorConfigRequest, context: grpc.ServicerContext
+    ) -> pb.GetConnectorConfigResponse:
+        return pb.GetConnectorConfigResponse(config=self._herder.connector_config(request.name))
+
+    @mapped
+    def DeleteConnector(
+        self, request: pb.DeleteConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteConnectorResponse:
+        def call() -> pb.DeleteConnectorResponse:
+            self._herder.delete_connector(request.name)
+            return pb.DeleteConnectorResponse()
+
+        return self._requests.run(
+            "DeleteConnector", request.request_id, pb.DeleteConnectorResponse, call
+        )
+
+    @mapped
+    def GetConnectorStatus(
+        self, request: pb.GetConnectorStatusRequest, context: grpc.ServicerContext
+    ) -> pb.GetConnectorStatusResponse:
+        status = self._herder.connector_status(request.name)
+        return pb.GetConnectorStatusResponse(status=convert.connector_status_to_pb(status))
+
+    @mapped
+    def GetTaskStatus(
+        self, request: pb.GetTaskStatusRequest, context: grpc.ServicerContext
+    ) -> pb.GetTaskStatusResponse:
+        task = self._herder.task_status(TaskId(request.name, request.task_id))
+        return pb.GetTaskStatusResponse(task=convert.task_status_to_pb(task))
+
+    @mapped
+    def ListTasks(
+        self, request: pb.ListTasksRequest, context: grpc.ServicerContext
+    ) -> pb.ListTasksResponse:
+        tasks = self._herder.task_configs(request.name)
+        return pb.ListTasksResponse(tasks=[convert.task_info_to_pb(task) for task in tasks])
+
+    @mapped
+    def PauseConnector(
+        self, request: pb.PauseConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.PauseConnectorResponse:
+        def call() -> pb.PauseConnectorResponse:
+            self._herder.pause_connector(request.name)
+            return pb.PauseConnectorResponse()
+
+        return self._requests.run(
+            "PauseConnector", request.request_id, pb.PauseConnectorResponse, call
+        )
+
+    @mapped
+    def ResumeConnector(
+        self, request: pb.ResumeConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.ResumeConnectorResponse:
+        def call() -> pb.ResumeConnectorResponse:
+            self._herder.resume_connector(request.name)
+            return pb.ResumeConnectorResponse()
+
+        return self._requests.run(
+            "ResumeConnector", request.request_id, pb.ResumeConnectorResponse, call
+        )
+
+    @mapped
+    def StopConnector(
+        self, request: pb.StopConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.StopConnectorResponse:
+        def call() -> pb.StopConnectorResponse:
+            self._herder.stop_connector(request.name)
+            return pb.StopConnectorResponse()
+
+        return self._requests.run(
+            "StopConnector", request.request_id, pb.StopConnectorResponse, call
+        )
+
+    @mapped
+    def RestartConnector(
+        self, request: pb.RestartConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.RestartConnectorResponse:
+        def call() -> pb.RestartConnectorResponse:
+            status = self._herder.restart_connector(
+                RestartRequest(request.name, request.include_tasks, request.only_failed)
+            )
+            response = pb.RestartConnectorResponse()
+            if status is not None:
+                response.status.CopyFrom(convert.connector_status_to_pb(status))
+            return response
+
+        return self._requests.run(
+            "RestartConnector", request.request_id, pb.RestartConnectorResponse, call
+        )
+
+    @mapped
+    def RestartTask(
+        self, request: pb.RestartTaskRequest, context: grpc.ServicerContext
+    ) -> pb.RestartTaskResponse:
+        def call() -> pb.RestartTaskResponse:
+            self._herder.restart_task(TaskId(request.name, request.task_id))
+            return pb.RestartTaskResponse()
+
+        return self._requests.run(
+            "RestartTask", request.request_id, pb.RestartTaskResponse, call
+        )
+
+    @mapped
+    def GetOffsets(
+        self, request: pb.GetOffsetsRequest, context: grpc.ServicerContext
+    ) -> pb.GetOffsetsResponse:
+        offsets = self._herder.connector_offsets(request.name)
+        return pb.GetOffsetsResponse(
+            offsets=[convert.connector_offset_to_pb(offset) for offset in offsets]
+        )
+
+    @mapped
+    def AlterOffsets(
+        self, request: pb.AlterOffsetsRequest, context: grpc.ServicerContext
+    ) -> pb.AlterOffsetsResponse:
+        def call() -> pb.AlterOffsetsResponse:
+            offsets = convert.connector_offsets_from_pb(request.offsets, "offsets")
+            message = self._herder.alter_offsets(request.name, offsets)
+            return pb.AlterOffsetsResponse(message=message)
+
+        return self._requests.run(
+            "AlterOffsets", request.request_id, pb.AlterOffsetsResponse, call
+        )
+
+    @mapped
+    def ResetOffsets(
+        self, request: pb.ResetOffsetsRequest, context: grpc.ServicerContext
+    ) -> pb.ResetOffsetsResponse:
+        def call() -> pb.ResetOffsetsResponse:
+            return pb.ResetOffsetsResponse(message=self._herder.reset_offsets(request.name))
+
+        return self._requests.run(
+            "ResetOffsets", request.request_id, pb.ResetOffsetsResponse, call
+        )
+
+    @mapped
+    def ValidateConfig(
+        self, request: pb.ValidateConfigRequest, context: grpc.ServicerContext
+    ) -> pb.ValidateConfigResponse:
+        infos = self._herder.validate_config(dict(request.config), request.plugin or None)
+        return convert.config_infos_to_pb(infos)
+
+    @mapped
+    def ListPlugins(
+        self, request: pb.ListPluginsRequest, context: grpc.ServicerContext
+    ) -> pb.ListPluginsResponse:
+        plugins = self._herder.plugins(request.include_config_definitions)
+        return pb.ListPluginsResponse(plugins=[convert.plugin_to_pb(p) for p in plugins])
+
+    @mapped_stream
+    def WatchConnectorStatus(
+        self, request: pb.WatchConnectorStatusRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.WatchConnectorStatusResponse]:
+        for status in self._herder.watch_status(request.name, context.is_active):
+            if status is None:
+                yield pb.WatchConnectorStatusResponse(deleted=True)
+                return
+            yield pb.WatchConnectorStatusResponse(status=convert.connector_status_to_pb(status))
+
+    @mapped
+    def GetClusterInfo(
+        self, request: pb.GetClusterInfoRequest, context: grpc.ServicerContext
+    ) -> pb.GetClusterInfoResponse:
+        return convert.cluster_info_to_pb(self._herder.cluster_info())

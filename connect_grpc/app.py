@@ -1,0 +1,72 @@
+"""The composition root: wires stores, runtime, herder and the gRPC server into a process."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+import structlog
+
+from connect_grpc.api.server import ApiServer
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.herder.connector_files import load_connector_file
+from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.storage.file_offsets import FileOffsetStore
+from connect_grpc.worker_config import WorkerConfig
+
+log = structlog.get_logger(__name__)
+
+
+class StandaloneProcess:
+    """A standalone worker: herder + gRPC server, stopped by ``shutdown()`` or a signal."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        if config.offset_file is None:
+            raise InvalidArgumentError.for_field(
+                "offset.storage.file.filename", "is required in standalone mode"
+            )
+        self.config = config
+        self.herder = StandaloneHerder(
+            config, Plugins(config.plugin_path), FileOffsetStore(config.offset_file)
+        )
+        self.server = ApiServer(self.herder, config.listener_host, config.listener_port)
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+
+    def start(self, connector_files: Sequence[Path] = ()) -> None:
+        self.herder.start()
+        self.server.start()
+        for path in connector_files:
+            request = load_connector_file(path)
+            self.herder.create_connector(
+                request.name, request.config, request.initial_state, request.initial_offsets
+            )
+            log.info("connector_file_loaded", path=str(path), connector=request.name)
+
+    def shutdown(self) -> None:
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        log.info("worker_stopping")
+        try:
+            self.server.stop()
+            self.herder.stop()
+        finally:
+            self._stopped.set()
+        log.info("worker_stopped")
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Blocks until ``shutdown()`` has finished (or the timeout passes)."""
+        self._stopped.wait(timeout)
+
+    def install_signal_handlers(self) -> None:
+        def handle(signum: int, frame: FrameType | None) -> None:
+            log.info("signal_received", signal=signal.Signals(signum).name)
+            threading.Thread(target=self.shutdown, name="shutdown").start()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)

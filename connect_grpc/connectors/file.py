@@ -1,0 +1,371 @@
+"""FileStream connectors: Kafka Connect's demo file source and sink, with the same semantics.
+
+The source tails a text file and sends each complete line to one topic. Its only source
+partition is ``{"filename": <file>}`` and its offset is ``{"position": <byte position right
+after the last line sent>}``, so a restarted task continues with the next line. A trailing
+line without its newline is not sent until it is completed. Unlike Kafka (which reads stdin
+when ``file`` is unset), ``file`` is required: stdin has no offsets to resume from.
+
+The sink appends each record's value, UTF-8 decoded, plus a newline to a file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+import structlog
+
+from connect_grpc.connectors.api import (
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+)
+from connect_grpc.connectors.config import (
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    Importance,
+    at_least,
+    define_all,
+)
+from connect_grpc.domain import OffsetMap
+
+__all__ = [
+    "FILENAME_FIELD",
+    "POSITION_FIELD",
+    "FileStreamSinkConnector",
+    "FileStreamSinkTask",
+    "FileStreamSourceConnector",
+    "FileStreamSourceTask",
+]
+
+_log = structlog.get_logger(__name__)
+
+FILE_CONFIG = "file"
+TOPIC_CONFIG = "topic"
+BATCH_SIZE_CONFIG = "batch.size"
+DEFAULT_BATCH_SIZE = 2000
+
+#: The source partition key: the file's path as configured.
+FILENAME_FIELD = "filename"
+#: The source offset key: the byte position right after the last line sent.
+POSITION_FIELD = "position"
+
+_READ_CHUNK = 64 * 1024
+
+
+def _single_topic(value: Any) -> str | None:
+    if value is None or not str(value).strip():
+        return "String must be non-empty"
+    if "," in str(value):
+        return "FileStreamSourceConnector takes a single topic, not a list"
+    return None
+
+
+def _non_empty(value: Any) -> str | None:
+    if value is None or not str(value).strip():
+        return "String must be non-empty"
+    return None
+
+
+SOURCE_CONFIG = define_all(
+    [
+        ConfigKey(FILE_CONFIG, ConfigType.STRING, "Source filename. Required (stdin is not "
+                  "supported because it has no offsets to resume from).",
+                  importance=Importance.HIGH, validator=_non_empty),
+        ConfigKey(TOPIC_CONFIG, ConfigType.STRING, "The topic to publish data to.",
+                  importance=Importance.HIGH, validator=_single_topic),
+        ConfigKey(BATCH_SIZE_CONFIG, ConfigType.INT,
+                  "The maximum number of records the source task can read from the file each "
+                  "time it is polled.", default=DEFAULT_BATCH_SIZE, importance=Importance.LOW,
+                  validator=at_least(1)),
+    ]
+)
+
+SINK_CONFIG = define_all(
+    [
+        ConfigKey(FILE_CONFIG, ConfigType.STRING,
+                  "Destination filename; each record value is appended as one line.",
+                  importance=Importance.HIGH, validator=_non_empty),
+    ]
+)
+
+
+class FileStreamSourceConnector(SourceConnector):
+    """Reads lines from a file into one topic. Always runs a single task."""
+
+    def __init__(self) -> None:
+        self._config: dict[str, Any] = {}
+
+    def config_def(self) -> ConfigDef:
+        """The source's keys: ``file``, ``topic`` and ``batch.size``."""
+        return SOURCE_CONFIG
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Parses the config. Raises ValueError when it is invalid."""
+        self._config = SOURCE_CONFIG.parse(config)
+        _log.info("file_source_connector_started", file=self._config[FILE_CONFIG])
+
+    def task_class(self) -> type[Task]:
+        """FileStreamSourceTask."""
+        return FileStreamSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """One task config whatever ``max_tasks`` is: a file is read by one reader."""
+        return [
+            {
+                FILE_CONFIG: str(self._config[FILE_CONFIG]),
+                TOPIC_CONFIG: str(self._config[TOPIC_CONFIG]),
+                BATCH_SIZE_CONFIG: str(self._config[BATCH_SIZE_CONFIG]),
+            }
+        ]
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Nothing to release: the task owns the file handle."""
+        _log.info("file_source_connector_stopped", connector_deleted=connector_deleted)
+
+    def alter_offsets(
+        self,
+        config: Mapping[str, str],
+        offsets: Sequence[tuple[OffsetMap, OffsetMap | None]],
+    ) -> bool:
+        """Checks the shape of each offset like Kafka's FileStreamSourceConnector.
+
+        Any partition may be reset (``None``), so stale partitions of an earlier ``file`` can
+        be cleaned up. The task checks the position against the file when it starts.
+
+        Raises:
+            ValueError: ``file`` is unset, or a partition or offset is malformed.
+
+        Returns:
+            True: the framework's offsets are the connector's only state.
+        """
+        if not (config.get(FILE_CONFIG) or "").strip():
+            raise ValueError(
+                f"Offsets cannot be modified if the '{FILE_CONFIG}' configuration is unspecified"
+            )
+        for partition, offset in offsets:
+            check_source_offset(partition, offset)
+        return True
+
+
+def check_source_offset(
+    partition: Mapping[str, object] | None, offset: Mapping[str, object] | None
+) -> None:
+    """Raises ValueError unless ``partition``/``offset`` have the FileStream source's shape."""
+    if offset is None:
+        return
+    if POSITION_FIELD not in offset:
+        raise ValueError(
+            f"Offset objects should either be null or contain the key '{POSITION_FIELD}'"
+        )
+    position = offset[POSITION_FIELD]
+    if not isinstance(position, int) or isinstance(position, bool):
+        raise ValueError(
+            f"The value for the '{POSITION_FIELD}' key in the offset is expected to be an "
+            "integer (Long) value"
+        )
+    if position < 0:
+        raise ValueError(
+            f"The value for the '{POSITION_FIELD}' key in the offset should be a non-negative "
+            "value"
+        )
+    if partition is None:
+        raise ValueError("Partition objects cannot be null")
+    if FILENAME_FIELD not in partition:
+        raise ValueError(f"Partition objects should contain the key '{FILENAME_FIELD}'")
+
+
+class FileStreamSourceTask(SourceTask):
+    """Tails the file; each ``poll`` returns the complete lines appended since the last one.
+
+    Not thread-safe: the runtime calls ``poll`` from one thread. The file is opened lazily,
+    so a file that does not exist yet is waited for (``poll`` returns []).
+    """
+
+    def __init__(self) -> None:
+        self._filename = ""
+        self._topic = ""
+        self._batch_size = DEFAULT_BATCH_SIZE
+        self._stream: IO[bytes] | None = None
+        self._buffer = b""
+        self._position = 0
+        self._missing_logged = False
+
+    @property
+    def position(self) -> int:
+        """The byte position right after the last line returned by ``poll``."""
+        return self._position
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Reads its committed offset and positions itself right after the last line sent.
+
+        Raises:
+            ValueError: the config or the committed offset is malformed.
+        """
+        parsed = SOURCE_CONFIG.parse(config)
+        self._filename = str(parsed[FILE_CONFIG])
+        self._topic = str(parsed[TOPIC_CONFIG])
+        self._batch_size = int(parsed[BATCH_SIZE_CONFIG])
+        self._position = self._committed_position()
+        self._buffer = b""
+        _log.info("file_source_task_started", file=self._filename, position=self._position)
+
+    def _committed_position(self) -> int:
+        partition = {FILENAME_FIELD: self._filename}
+        offset = self.context.offset_reader.offset(partition)
+        if offset is None:
+            return 0
+        check_source_offset(partition, offset)
+        position = offset[POSITION_FIELD]
+        assert isinstance(position, int)  # checked above
+        return position
+
+    def poll(self, max_records: int) -> list[SourceRecord]:
+        """Up to ``min(max_records, batch.size)`` complete lines; [] at once if none is new."""
+        limit = min(max_records, self._batch_size)
+        stream = self._open()
+        if stream is None or limit <= 0:
+            return []
+        lines = self._take_lines(limit)
+        while len(lines) < limit:
+            chunk = stream.read(_READ_CHUNK)
+            if not chunk:
+                break
+            self._buffer += chunk
+            lines.extend(self._take_lines(limit - len(lines)))
+        return [self._record(text, end) for text, end in lines]
+
+    def _open(self) -> IO[bytes] | None:
+        if self._stream is not None:
+            return self._stream
+        try:
+            stream = open(self._filename, "rb")  # noqa: SIM115 - kept open across polls
+        except FileNotFoundError:
+            if not self._missing_logged:
+                _log.warning("file_source_file_missing", file=self._filename)
+                self._missing_logged = True
+            return None
+        stream.seek(self._position)
+        self._stream = stream
+        _log.info("file_source_file_opened", file=self._filename, position=self._position)
+        return stream
+
+    def _take_lines(self, limit: int) -> list[tuple[str, int]]:
+        """Splits complete lines off the buffer: (text without newline, position after it)."""
+        lines: list[tuple[str, int]] = []
+        start = 0
+        while len(lines) < limit:
+            newline = self._buffer.find(b"\n", start)
+            if newline < 0:
+                break
+            raw = self._buffer[start:newline]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            start = newline + 1
+            lines.append((raw.decode("utf-8", errors="replace"), self._position + start))
+        if start:
+            self._buffer = self._buffer[start:]
+            self._position += start
+        return lines
+
+    def _record(self, text: str, end: int) -> SourceRecord:
+        return SourceRecord(
+            source_partition={FILENAME_FIELD: self._filename},
+            source_offset={POSITION_FIELD: end},
+            topic=self._topic,
+            value=text,
+        )
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Closes the file. Idempotent."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        _log.info("file_source_task_stopped", file=self._filename, position=self._position,
+                  connector_deleted=connector_deleted)
+
+
+class FileStreamSinkConnector(SinkConnector):
+    """Appends the values of the records of ``topics`` to a file, one per line."""
+
+    def __init__(self) -> None:
+        self._file = ""
+
+    def config_def(self) -> ConfigDef:
+        """The sink's own key, ``file`` (``topics`` is the framework's)."""
+        return SINK_CONFIG
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Parses the config. Raises ValueError when it is invalid."""
+        self._file = str(SINK_CONFIG.parse(config)[FILE_CONFIG])
+        _log.info("file_sink_connector_started", file=self._file)
+
+    def task_class(self) -> type[Task]:
+        """FileStreamSinkTask."""
+        return FileStreamSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """``max_tasks`` identical configs; every task appends to the same file."""
+        return [{FILE_CONFIG: self._file} for _ in range(max_tasks)]
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Nothing to release: tasks own their file handles."""
+        _log.info("file_sink_connector_stopped", connector_deleted=connector_deleted)
+
+    def alter_offsets(
+        self, config: Mapping[str, str], offsets: Mapping[tuple[str, int], int | None]
+    ) -> bool:
+        """Accepts any change: the consumer group's offsets are the sink's only state."""
+        return True
+
+
+class FileStreamSinkTask(SinkTask):
+    """Appends each record value plus a newline to the file; ``flush`` fsyncs it."""
+
+    def __init__(self) -> None:
+        self._filename = ""
+        self._stream: IO[str] | None = None
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Opens the file for appending (created when missing)."""
+        self._filename = str(SINK_CONFIG.parse(config)[FILE_CONFIG])
+        self._stream = open(self._filename, "a", encoding="utf-8")  # noqa: SIM115
+        _log.info("file_sink_task_started", file=self._filename)
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        """Appends each value decoded as UTF-8 (``null`` for a null value, like Kafka)."""
+        stream = self._require_stream()
+        for record in records:
+            stream.write(_value_text(record.value) + "\n")
+
+    def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Flushes and fsyncs the file, so every record put so far is durable."""
+        stream = self._require_stream()
+        stream.flush()
+        os.fsync(stream.fileno())
+
+    def _require_stream(self) -> IO[str]:
+        if self._stream is None:
+            raise RuntimeError("FileStreamSinkTask is not started")
+        return self._stream
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Flushes and closes the file. Idempotent."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        _log.info("file_sink_task_stopped", file=self._filename,
+                  connector_deleted=connector_deleted)
+
+
+def _value_text(value: bytes | None) -> str:
+    if value is None:
+        return "null"
+    return value.decode("utf-8", errors="replace")

@@ -1,0 +1,275 @@
+"""Discovery and loading of connector plugins.
+
+A connector class is found by any of these names, like Kafka Connect's plugin aliases:
+
+* its fully qualified Python path, ``pkg.mod.Class`` or ``pkg.mod:Class`` — any importable
+  Connector subclass, including ones in the ``plugin.path`` directories;
+* for the known plugins (the built-ins and the entry points of the group
+  ``connect_grpc.connectors``): the simple class name (``FileStreamSourceConnector``), the
+  simple name without its ``Connector`` suffix (``FileStreamSource``) and the entry point's
+  name;
+* Kafka Connect's class names of the FileStream connectors
+  (``org.apache.kafka.connect.file.FileStreamSourceConnector``, ``…FileStreamSinkConnector``).
+
+An alias claimed by two different classes is ambiguous and dropped (a warning is logged);
+the full names still work. ``plugin.path`` directories are appended to ``sys.path``, so the
+modules and the installed distributions (``pip install --target DIR``, whose entry points
+are then discovered) in them can be loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import structlog
+
+from connect_grpc.connectors.api import Connector, SinkConnector, SourceConnector
+from connect_grpc.domain import ConnectorType, PluginDesc
+from connect_grpc.errors import NotFoundError
+
+__all__ = ["BUILTIN_CONNECTORS", "ENTRY_POINT_GROUP", "KAFKA_CLASS_ALIASES", "Plugins"]
+
+_log = structlog.get_logger(__name__)
+
+#: The entry-point group third-party packages declare their connectors in.
+ENTRY_POINT_GROUP = "connect_grpc.connectors"
+
+_FILE_SOURCE = "connect_grpc.connectors.file.FileStreamSourceConnector"
+_FILE_SINK = "connect_grpc.connectors.file.FileStreamSinkConnector"
+
+#: Plugins that ship with the package (the test plugins too, so ListPlugins shows them).
+BUILTIN_CONNECTORS: tuple[str, ...] = (
+    _FILE_SOURCE,
+    _FILE_SINK,
+    "connect_grpc.connectors.sequence.SequenceSourceConnector",
+    "connect_grpc.testing.plugins.InstrumentedSourceConnector",
+    "connect_grpc.testing.plugins.InstrumentedSinkConnector",
+)
+
+#: Kafka Connect's class names, accepted for the equivalent built-ins.
+KAFKA_CLASS_ALIASES: dict[str, str] = {
+    "org.apache.kafka.connect.file.FileStreamSourceConnector": _FILE_SOURCE,
+    "org.apache.kafka.connect.file.FileStreamSinkConnector": _FILE_SINK,
+}
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _simple_aliases(full_name: str) -> set[str]:
+    simple = full_name.rsplit(".", 1)[-1]
+    aliases = {simple}
+    if simple.endswith("Connector") and simple != "Connector":
+        aliases.add(simple.removesuffix("Connector"))
+    return aliases
+
+
+class _ImportFailedError(Exception):
+    """A dotted path could not be imported; the message says why."""
+
+
+def _import_module_prefix(parts: list[str]) -> tuple[object, list[str]]:
+    """Imports the longest importable module prefix of ``parts``; returns it and the rest."""
+    for end in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:end])
+        try:
+            return importlib.import_module(module_name), parts[end:]
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if module_name != missing and not module_name.startswith(missing + "."):
+                raise _ImportFailedError(f"importing {module_name} failed: {exc!r}") from exc
+        except Exception as exc:
+            raise _ImportFailedError(f"importing {module_name} failed: {exc!r}") from exc
+    raise _ImportFailedError(f"no module named {parts[0]!r}")
+
+
+def _import_object(path: str) -> object:
+    """Imports ``pkg.mod.Attr`` or ``pkg.mod:Attr`` (nested attributes allowed)."""
+    if ":" in path:
+        module_name, _, attr_path = path.partition(":")
+        try:
+            target: object = importlib.import_module(module_name)
+        except Exception as exc:
+            raise _ImportFailedError(f"importing {module_name} failed: {exc!r}") from exc
+        attrs = attr_path.split(".")
+    else:
+        target, attrs = _import_module_prefix(path.split("."))
+    for attr in attrs:
+        try:
+            target = getattr(target, attr)
+        except AttributeError:
+            raise _ImportFailedError(f"{path}: no attribute {attr!r}") from None
+    return target
+
+
+class Plugins:
+    """Finds connector classes by name and describes the known ones.
+
+    Thread-safe: lookups only read the alias table built at construction; the class cache
+    tolerates concurrent fills.
+
+    Args:
+        plugin_path: directories appended to ``sys.path`` (the worker's ``plugin.path``).
+    """
+
+    def __init__(self, plugin_path: Sequence[Path] = ()) -> None:
+        self._plugin_path = tuple(plugin_path)
+        self._add_to_sys_path(self._plugin_path)
+        self._known: dict[str, set[str]] = {}
+        self._aliases: dict[str, str] = {}
+        self._classes: dict[str, type[Connector]] = {}
+        self._register_known()
+
+    @staticmethod
+    def _add_to_sys_path(directories: Iterable[Path]) -> None:
+        added = False
+        for directory in directories:
+            entry = str(directory.expanduser().resolve())
+            if entry not in sys.path:
+                sys.path.append(entry)
+                added = True
+                _log.info("plugin_path_added", directory=entry)
+        if added:
+            importlib.invalidate_caches()
+
+    def _register_known(self) -> None:
+        for full_name in BUILTIN_CONNECTORS:
+            self._known.setdefault(full_name, set()).update(_simple_aliases(full_name))
+        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            full_name = f"{entry_point.module}.{entry_point.attr}"
+            aliases = self._known.setdefault(full_name, set())
+            aliases.update(_simple_aliases(full_name))
+            aliases.add(entry_point.name)
+        for kafka_name, full_name in KAFKA_CLASS_ALIASES.items():
+            self._known.setdefault(full_name, set()).add(kafka_name)
+        self._aliases = self._alias_table()
+
+    def _alias_table(self) -> dict[str, str]:
+        claims: dict[str, set[str]] = {}
+        for full_name, aliases in self._known.items():
+            for alias in aliases - {full_name}:
+                claims.setdefault(alias, set()).add(full_name)
+        table: dict[str, str] = {}
+        for alias, owners in claims.items():
+            if len(owners) > 1:
+                _log.warning("plugin_alias_ambiguous", alias=alias, classes=sorted(owners))
+                continue
+            table[alias] = next(iter(owners))
+        for full_name in self._known:
+            table[full_name] = full_name
+        return table
+
+    def _aliases_of(self, full_name: str) -> tuple[str, ...]:
+        return tuple(sorted(a for a, t in self._aliases.items() if t == full_name != a))
+
+    def _resolve(self, name: str) -> str:
+        key = name.strip()
+        target = self._aliases.get(key) or self._aliases.get(key.replace(":", "."))
+        return target or key
+
+    def connector_class(self, name: str) -> type[Connector]:
+        """The connector class ``name`` designates (alias, ``pkg.mod.Class`` or ``pkg.mod:Class``).
+
+        Raises:
+            NotFoundError: nothing by that name, not a concrete Connector subclass, or its
+                import failed (the message includes the cause).
+        """
+        path = self._resolve(name)
+        cached = self._classes.get(path)
+        if cached is not None:
+            return cached
+        cls = self._load(name, path)
+        self._classes[path] = cls
+        return cls
+
+    def _load(self, name: str, path: str) -> type[Connector]:
+        if not path or ("." not in path and ":" not in path):
+            raise self._not_found(name, "not a known alias nor a fully qualified class name")
+        try:
+            target = _import_object(path)
+        except _ImportFailedError as exc:
+            raise self._not_found(name, str(exc)) from exc
+        if not (isinstance(target, type) and issubclass(target, Connector)):
+            raise self._not_found(name, f"{path} is not a subclass of {_class_name(Connector)}")
+        if inspect.isabstract(target):
+            raise self._not_found(name, f"{path} is abstract")
+        return target
+
+    def _not_found(self, name: str, cause: str) -> NotFoundError:
+        available = ", ".join(sorted(self._known))
+        return NotFoundError(
+            f"Failed to find any class that implements Connector and which name matches "
+            f"{name.strip()!r} ({cause}); available connectors are: {available}"
+        )
+
+    def new_connector(self, name: str) -> Connector:
+        """A new, uninitialized instance of the connector class ``name`` designates.
+
+        Raises:
+            NotFoundError: as ``connector_class``, or when the constructor raised.
+        """
+        cls = self.connector_class(name)
+        try:
+            return cls()
+        except Exception as exc:
+            raise NotFoundError(
+                f"Failed to instantiate connector class {_class_name(cls)}: {exc!r}"
+            ) from exc
+
+    @staticmethod
+    def connector_type(cls: type[Connector]) -> ConnectorType:
+        """SOURCE or SINK by base class; UNKNOWN for anything else."""
+        if issubclass(cls, SourceConnector):
+            return ConnectorType.SOURCE
+        if issubclass(cls, SinkConnector):
+            return ConnectorType.SINK
+        return ConnectorType.UNKNOWN
+
+    def canonical_name(self, name: str) -> str:
+        """The fully qualified ``module.Class`` name of the class ``name`` designates.
+
+        Raises:
+            NotFoundError: as ``connector_class``.
+        """
+        return _class_name(self.connector_class(name))
+
+    def describe(self, include_config_definitions: bool = False) -> list[PluginDesc]:
+        """The known plugins (built-ins and entry points), sorted by class name.
+
+        A plugin that fails to load is logged and left out.
+        """
+        descriptions: dict[str, PluginDesc] = {}
+        for full_name in self._known:
+            try:
+                connector = self.new_connector(full_name)
+            except NotFoundError as exc:
+                _log.warning("plugin_load_failed", plugin=full_name, error=exc.message)
+                continue
+            desc = self._describe_one(full_name, connector, include_config_definitions)
+            descriptions[desc.class_name] = desc
+        return [descriptions[name] for name in sorted(descriptions)]
+
+    def _describe_one(
+        self, full_name: str, connector: Connector, include_config_definitions: bool
+    ) -> PluginDesc:
+        cls = type(connector)
+        class_name = _class_name(cls)
+        aliases = set(self._aliases_of(full_name))
+        if full_name != class_name:
+            aliases.add(full_name)
+        definitions = (
+            tuple(connector.config_def().describe()) if include_config_definitions else ()
+        )
+        return PluginDesc(
+            class_name=class_name,
+            type=self.connector_type(cls),
+            version=connector.version(),
+            aliases=tuple(sorted(aliases)),
+            config_definitions=definitions,
+        )

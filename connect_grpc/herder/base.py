@@ -1,0 +1,135 @@
+"""The Herder interface: the control plane the gRPC API is a thin adapter over.
+
+Two implementations: StandaloneHerder (one process, file offsets) and, later, the
+DistributedHerder (Kafka-topic stores, leader election, forwarding). Every method is
+thread-safe and raises only ``connect_grpc.errors`` exceptions for caller mistakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import Protocol
+
+from connect_grpc.domain import (
+    ClusterInfo,
+    ConfigInfos,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStatus,
+    CreateResult,
+    PluginDesc,
+    PutConfigResult,
+    RestartRequest,
+    TargetState,
+    TaskId,
+    TaskInfo,
+    TaskStatus,
+)
+
+
+class WorkerRuntime(Protocol):
+    """What a herder needs of the runtime that runs connector and task instances
+    (``connect_grpc.runtime.worker.Worker``). Instances report their states to the
+    StatusListener the runtime was built with."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def start_connector(self, name: str, config: Mapping[str, str], target: TargetState) -> bool:
+        ...
+
+    def set_connector_target(self, name: str, target: TargetState) -> bool: ...
+
+    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]: ...
+
+    def stop_connector(self, name: str, connector_deleted: bool) -> None: ...
+
+    def connector_running(self, name: str) -> bool: ...
+
+    def connector_names(self) -> set[str]: ...
+
+    def start_task(
+        self,
+        task: TaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        target: TargetState,
+    ) -> bool: ...
+
+    def set_task_target(self, task: TaskId, target: TargetState) -> None: ...
+
+    def stop_tasks(self, tasks: Collection[TaskId], connector_deleted: bool) -> None: ...
+
+    def task_ids(self) -> set[TaskId]: ...
+
+
+class Herder(Protocol):
+    def start(self) -> None:
+        """Starts the worker runtime and the stores. Blocks until ready to serve."""
+
+    def stop(self) -> None:
+        """Stops every connector and task (not as a delete) and closes the stores."""
+
+    def connectors(self) -> list[str]:
+        """Every connector name, sorted."""
+
+    def connector_info(self, name: str) -> ConnectorInfo: ...
+
+    def connector_config(self, name: str) -> dict[str, str]: ...
+
+    def create_connector(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState,
+        initial_offsets: Sequence[ConnectorOffset] | None = None,
+    ) -> CreateResult:
+        """Creates a connector in ``initial_state`` (KIP-980), with optional initial offsets
+        (KIP-995). ALREADY_EXISTS if the name is taken."""
+
+    def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
+        """Creates or replaces the config; the target state of an existing connector is kept."""
+
+    def delete_connector(self, name: str) -> None:
+        """Stops tasks and connector with ``connector_deleted=True`` and forgets the connector."""
+
+    def connector_status(self, name: str) -> ConnectorStatus: ...
+
+    def task_status(self, task: TaskId) -> TaskStatus: ...
+
+    def task_configs(self, name: str) -> list[TaskInfo]: ...
+
+    def pause_connector(self, name: str) -> None: ...
+
+    def resume_connector(self, name: str) -> None: ...
+
+    def stop_connector(self, name: str) -> None: ...
+
+    def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
+        """KIP-745. None for a plain restart; otherwise the status showing RESTARTING."""
+
+    def restart_task(self, task: TaskId) -> None: ...
+
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]: ...
+
+    def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
+        """KIP-875 alter (merge); returns the success message."""
+
+    def reset_offsets(self, name: str) -> str:
+        """KIP-875 reset; returns the success message."""
+
+    def validate_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
+        ...
+
+    def plugins(self, include_config_definitions: bool = False) -> list[PluginDesc]: ...
+
+    def cluster_info(self) -> ClusterInfo: ...
+
+    def watch_status(
+        self, name: str, is_active: Callable[[], bool]
+    ) -> Iterator[ConnectorStatus | None]:
+        """The status now, then after every change; None once the connector is deleted.
+
+        Ends when ``is_active()`` turns False (checked at least every second).
+        """

@@ -1,0 +1,94 @@
+"""StatusBoard: receives the runtime's status reports, keeps them in a StatusStore, and wakes
+status watchers on every change."""
+
+from __future__ import annotations
+
+import threading
+
+import structlog
+
+from connect_grpc.domain import (
+    ConnectorStatus,
+    ConnectorType,
+    InstanceStatus,
+    State,
+    TaskId,
+    TaskStatus,
+)
+from connect_grpc.storage.base import StatusStore
+from connect_grpc.storage.memory_status import MemoryStatusStore
+
+log = structlog.get_logger(__name__)
+
+
+class StatusBoard:
+    """The runtime's StatusListener and the herder's status reader."""
+
+    def __init__(self, worker_id: str, store: StatusStore | None = None) -> None:
+        self._worker_id = worker_id
+        self._store: StatusStore = store or MemoryStatusStore()
+        self._changed = threading.Condition()
+        self._version = 0
+        self._closed = False
+
+    # StatusListener
+
+    def on_connector_status(self, connector: str, status: InstanceStatus) -> None:
+        self._store.put_connector(connector, status)
+        log.info("connector_status", connector=connector, state=status.state.value)
+        self._bump()
+
+    def on_task_status(self, task: TaskId, status: InstanceStatus) -> None:
+        self._store.put_task(task, status)
+        log.info("task_status", connector=task.connector, task=task.task, state=status.state.value)
+        self._bump()
+
+    # reads
+
+    def unassigned(self) -> InstanceStatus:
+        return InstanceStatus(State.UNASSIGNED, self._worker_id)
+
+    def connector(self, name: str) -> InstanceStatus:
+        return self._store.get_connector(name) or self.unassigned()
+
+    def task(self, task: TaskId) -> InstanceStatus:
+        return self._store.get_task(task) or self.unassigned()
+
+    def connector_status(
+        self, name: str, task_count: int, connector_type: ConnectorType
+    ) -> ConnectorStatus:
+        reported = self._store.tasks(name)
+        tasks = tuple(
+            TaskStatus(index, reported.get(index) or self.unassigned())
+            for index in range(task_count)
+        )
+        return ConnectorStatus(name, self.connector(name), tasks, connector_type)
+
+    # changes
+
+    def forget_connector(self, name: str) -> None:
+        self._store.delete_connector(name)
+        self._bump()
+
+    def forget_tasks(self, name: str) -> None:
+        for index in self._store.tasks(name):
+            self._store.delete_task(TaskId(name, index))
+        self._bump()
+
+    def wait_for_change(self, seen_version: int, timeout: float) -> int:
+        """Waits until the version differs from ``seen_version`` (or timeout); returns it."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._version != seen_version or self._closed, timeout=timeout
+            )
+            return self._version
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def _bump(self) -> None:
+        with self._changed:
+            self._version += 1
+            self._changed.notify_all()

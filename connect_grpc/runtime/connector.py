@@ -1,0 +1,123 @@
+"""One connector instance on this worker: its plugin object and its lifecycle.
+
+``Connector.start`` and ``Connector.stop`` are each called at most once per ``start`` that
+returned normally: ``stop`` runs iff the plugin is started (start returned, not yet stopped).
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Mapping
+from typing import Protocol
+
+import structlog
+
+from connect_grpc.connectors.api import Connector
+from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+
+log = structlog.get_logger(__name__)
+
+
+class StatusListener(Protocol):
+    """Receives the state of every connector and task instance this worker runs."""
+
+    def on_connector_status(self, connector: str, status: InstanceStatus) -> None: ...
+
+    def on_task_status(self, task: TaskId, status: InstanceStatus) -> None: ...
+
+
+class _Context:
+    """The ConnectorContext given to the plugin."""
+
+    def __init__(self, instance: ConnectorInstance) -> None:
+        self._instance = instance
+
+    def request_task_reconfiguration(self) -> None:
+        self._instance.log.info("task_reconfiguration_requested")
+
+    def raise_error(self, error: BaseException) -> None:
+        trace = "".join(traceback.format_exception(error))
+        self._instance.fail(trace)
+
+
+class ConnectorInstance:
+    """A plugin connector, started or not, and the state last reported for it."""
+
+    def __init__(
+        self,
+        name: str,
+        plugin: Connector,
+        config: Mapping[str, str],
+        worker_id: str,
+        listener: StatusListener,
+    ) -> None:
+        self.name = name
+        self.plugin = plugin
+        self.config = dict(config)
+        self.log = log.bind(connector=name, worker_id=worker_id)
+        self._worker_id = worker_id
+        self._listener = listener
+        self._lock = threading.RLock()
+        self._started = False
+        self._state = State.UNASSIGNED
+        plugin.initialize(_Context(self))
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def running(self) -> bool:
+        return self._state is State.RUNNING
+
+    def transition(self, target: TargetState) -> bool:
+        """Brings the instance to ``target``; returns False iff starting it failed."""
+        with self._lock:
+            if target is TargetState.STARTED:
+                return self._start()
+            self._stop_plugin(connector_deleted=False)
+            state = State.PAUSED if target is TargetState.PAUSED else State.STOPPED
+            if self._state is not state:
+                self._report(state)
+            return True
+
+    def shutdown(self, connector_deleted: bool) -> None:
+        """Stops the plugin if it is started. Reports nothing."""
+        with self._lock:
+            self._stop_plugin(connector_deleted)
+
+    def fail(self, trace: str) -> None:
+        with self._lock:
+            self.log.error("connector_failed", trace=trace)
+            self._report(State.FAILED, trace)
+
+    def _start(self) -> bool:
+        if self._started and self._state is State.RUNNING:
+            return True
+        if self._started:
+            # FAILED through context.raise_error: restart the plugin.
+            self._stop_plugin(connector_deleted=False)
+        try:
+            self.plugin.start(self.config)
+        except Exception:
+            self.fail(traceback.format_exc())
+            return False
+        self._started = True
+        self.log.info("connector_started")
+        self._report(State.RUNNING)
+        return True
+
+    def _stop_plugin(self, connector_deleted: bool) -> None:
+        if not self._started:
+            return
+        self._started = False
+        try:
+            self.plugin.stop(connector_deleted)
+        except Exception:
+            self.log.warning("connector_stop_failed", exc_info=True)
+        self.log.info("connector_stopped", connector_deleted=connector_deleted)
+
+    def _report(self, state: State, trace: str = "") -> None:
+        self._state = state
+        self._listener.on_connector_status(self.name, InstanceStatus(state, self._worker_id, trace))

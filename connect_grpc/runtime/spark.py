@@ -1,0 +1,136 @@
+"""The worker's one SparkSession, and job tagging so a task's running job can be cancelled.
+
+PySpark runs in pinned-thread mode (its default): each Python thread has its own JVM
+thread, so the job group, job tag and scheduler pool set in a task's loop thread apply to
+that task's jobs only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from connect_grpc.worker_config import WorkerConfig
+
+log = structlog.get_logger(__name__)
+
+#: Applied unless the worker properties set them: modest settings for a small machine.
+SPARK_DEFAULTS: Mapping[str, str] = {
+    "spark.master": "local[*]",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "1g",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.python.worker.reuse": "true",
+    "spark.log.level": "WARN",
+}
+
+
+def spark_conf(config: WorkerConfig) -> dict[str, str]:
+    """Every ``spark.*`` worker property over the defaults; FAIR scheduling always."""
+    conf = dict(SPARK_DEFAULTS)
+    conf["spark.app.name"] = f"connect-grpc-{config.worker_id}"
+    conf["spark.pyspark.python"] = sys.executable
+    conf["spark.pyspark.driver.python"] = sys.executable
+    conf.update(config.spark_conf)
+    conf["spark.scheduler.mode"] = "FAIR"
+    return conf
+
+
+def job_tag(connector: str, task: int) -> str:
+    """The job group and tag of a task's jobs."""
+    return f"connect:{connector}:{task}"
+
+
+def _export_python_exec(conf: Mapping[str, str]) -> None:
+    """PySpark's SparkContext picks the executors' interpreter from ``PYSPARK_PYTHON`` (the
+    ``spark.pyspark.python`` conf only reaches spark-submit), so export the configured one."""
+    os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", conf["spark.pyspark.driver.python"])
+
+
+class SparkRuntime:
+    """Owns the SparkSession: start once, tag and cancel jobs, stop."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self._config = config
+        self._lock = threading.Lock()
+        self._session: Any = None
+
+    def start(self) -> None:
+        """Creates the session (≈ 5 s). Idempotent."""
+        with self._lock:
+            if self._session is not None:
+                return
+            from pyspark.sql import SparkSession
+
+            conf = spark_conf(self._config)
+            _export_python_exec(conf)
+            builder = SparkSession.builder
+            for key, value in conf.items():
+                builder = builder.config(key, value)
+            self._session = builder.getOrCreate()
+            context = self._session.sparkContext
+            log.info(
+                "spark_started",
+                master=context.master,
+                parallelism=context.defaultParallelism,
+                spark_version=context.version,
+            )
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    @property
+    def context(self) -> Any:
+        """The SparkContext. Raises RuntimeError before ``start``."""
+        session = self._session
+        if session is None:
+            raise RuntimeError("Spark is not started")
+        return session.sparkContext
+
+    def parallelism(self) -> int:
+        return int(self.context.defaultParallelism)
+
+    def bind_thread(self, connector: str, task: int) -> None:
+        """Tags every job the calling thread launches as the task's, in the connector's pool."""
+        tag = job_tag(connector, task)
+        context = self.context
+        context.setJobGroup(tag, f"connect task {connector}-{task}", interruptOnCancel=True)
+        context.addJobTag(tag)
+        context.setLocalProperty("spark.scheduler.pool", connector)
+
+    def cancel(self, connector: str, task: int) -> None:
+        """Cancels the task's running jobs, if any. Safe to call from any thread."""
+        if self._session is None:
+            return
+        tag = job_tag(connector, task)
+        try:
+            self.context.cancelJobsWithTag(tag)
+        except Exception:
+            log.warning("spark_cancel_failed", tag=tag, exc_info=True)
+
+    def new_thread(self, target: Callable[[], None], name: str) -> threading.Thread:
+        """A thread whose JVM side is released when it ends (pinned-thread mode)."""
+        from pyspark import InheritableThread
+
+        thread: threading.Thread = InheritableThread(target)
+        thread.name = name
+        thread.daemon = True
+        return thread
+
+    def stop(self) -> None:
+        with self._lock:
+            session, self._session = self._session, None
+        if session is not None:
+            session.stop()
+            log.info("spark_stopped")

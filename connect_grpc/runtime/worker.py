@@ -1,0 +1,224 @@
+"""The Worker: runs this process's connector instances and task loops on one SparkSession.
+
+The herder calls it under its own lock; task loops report statuses from their own threads.
+Every method is thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+import structlog
+
+from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
+from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.errors import ConnectError
+from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
+from connect_grpc.runtime.sink_task import SinkTaskRunner
+from connect_grpc.runtime.source_task import SourceTaskRunner
+from connect_grpc.runtime.spark import SparkRuntime
+from connect_grpc.runtime.task import TaskRunner
+from connect_grpc.storage.base import OffsetStore
+from connect_grpc.worker_config import WorkerConfig
+
+__all__ = ["PluginLoader", "StatusListener", "Worker"]
+
+log = structlog.get_logger(__name__)
+
+#: Seconds ``stop_tasks`` waits for each task's loop to end.
+TASK_STOP_TIMEOUT_S = 10.0
+
+
+class PluginLoader(Protocol):
+    """What the worker needs of ``connectors.plugins.Plugins``."""
+
+    def new_connector(self, name: str, /) -> Connector: ...
+
+
+class Worker:
+    """Runs connector instances and task micro-batch loops for the herder."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        plugins: PluginLoader,
+        offset_store: OffsetStore,
+        listener: StatusListener,
+    ) -> None:
+        self._config = config
+        self._plugins = plugins
+        self._offsets = offset_store
+        self._listener = listener
+        self._spark = SparkRuntime(config)
+        self._lock = threading.RLock()
+        self._connectors: dict[str, ConnectorInstance] = {}
+        self._tasks: dict[TaskId, TaskRunner] = {}
+        self._log = log.bind(worker_id=config.worker_id)
+
+    @property
+    def worker_id(self) -> str:
+        return self._config.worker_id
+
+    # lifecycle
+
+    def start(self) -> None:
+        """Creates the SparkSession. Idempotent."""
+        self._spark.start()
+        self._log.info("worker_started")
+
+    def stop(self) -> None:
+        """Stops every task and connector (not deleted), then Spark."""
+        self.stop_tasks(self.task_ids(), connector_deleted=False)
+        for name in sorted(self.connector_names()):
+            self.stop_connector(name, connector_deleted=False)
+        self._spark.stop()
+        self._log.info("worker_stopped")
+
+    # connectors
+
+    def start_connector(self, name: str, config: Mapping[str, str], target: TargetState) -> bool:
+        """Instantiates the connector and brings it to ``target``. False iff it failed."""
+        with self._lock:
+            if name in self._connectors:
+                self._log.warning("connector_replaced", connector=name)
+                self.stop_connector(name, connector_deleted=False)
+            try:
+                plugin = self._plugins.new_connector(config.get("connector.class", ""))
+                instance = ConnectorInstance(
+                    name, plugin, config, self.worker_id, self._listener
+                )
+            except Exception:
+                self._report_connector(name, State.FAILED, traceback.format_exc())
+                return False
+            self._connectors[name] = instance
+            return instance.transition(target)
+
+    def set_connector_target(self, name: str, target: TargetState) -> bool:
+        """Starts, pauses or stops the instance. False iff starting it failed."""
+        return self._connector(name).transition(target)
+
+    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]:
+        """The running connector's task configs; a raising plugin is reported FAILED."""
+        instance = self._connector(name)
+        if not instance.running:
+            raise ConnectError(f"Connector {name} is not running")
+        try:
+            return [dict(c) for c in instance.plugin.task_configs(max_tasks)]
+        except Exception as exc:
+            instance.fail(traceback.format_exc())
+            raise ConnectError(f"Connector {name} failed to generate task configs: {exc}") from exc
+
+    def stop_connector(self, name: str, connector_deleted: bool) -> None:
+        """Stops the plugin if started and forgets the instance. Reports nothing."""
+        with self._lock:
+            instance = self._connectors.pop(name, None)
+        if instance is not None:
+            instance.shutdown(connector_deleted)
+
+    def connector_running(self, name: str) -> bool:
+        with self._lock:
+            instance = self._connectors.get(name)
+        return instance is not None and instance.running
+
+    def connector_names(self) -> set[str]:
+        with self._lock:
+            return set(self._connectors)
+
+    # tasks
+
+    def start_task(
+        self,
+        task: TaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        target: TargetState,
+    ) -> bool:
+        """Starts the task plugin and its loop. False (reported FAILED) iff it failed."""
+        with self._lock:
+            if task in self._tasks:
+                self._log.warning("task_already_running", connector=task.connector, task=task.task)
+                return self._tasks[task].state is not State.FAILED
+            try:
+                runner = self._new_runner(task, connector_config, task_config)
+            except Exception:
+                self._report_task(task, State.FAILED, traceback.format_exc())
+                return False
+            self._tasks[task] = runner
+        return runner.start(task_config, target)
+
+    def set_task_target(self, task: TaskId, target: TargetState) -> None:
+        """Pauses or resumes a task's loop. Unknown tasks are ignored."""
+        with self._lock:
+            runner = self._tasks.get(task)
+        if runner is not None:
+            runner.set_target(target)
+
+    def stop_tasks(self, tasks: Collection[TaskId], connector_deleted: bool) -> None:
+        """Stops the tasks in parallel (cancel job, join loop, ``stop()``), then forgets them."""
+        with self._lock:
+            runners = [self._tasks[t] for t in tasks if t in self._tasks]
+        if not runners:
+            return
+        for runner in runners:
+            runner.request_stop()
+        with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="task-stop") as pool:
+            for runner in runners:
+                pool.submit(runner.finish_stop, connector_deleted, TASK_STOP_TIMEOUT_S)
+        with self._lock:
+            for runner in runners:
+                if self._tasks.get(runner.id) is runner:
+                    del self._tasks[runner.id]
+
+    def task_ids(self) -> set[TaskId]:
+        with self._lock:
+            return set(self._tasks)
+
+    # helpers
+
+    def _connector(self, name: str) -> ConnectorInstance:
+        with self._lock:
+            instance = self._connectors.get(name)
+        if instance is None:
+            raise ConnectError(f"Connector {name} is not running on worker {self.worker_id}")
+        return instance
+
+    def _new_runner(
+        self, task: TaskId, connector_config: Mapping[str, str], task_config: Mapping[str, str]
+    ) -> TaskRunner:
+        class_name = connector_config.get("connector.class", "")
+        plugin: Task = self._plugins.new_connector(class_name).task_class()()
+        if isinstance(plugin, SourceTask):
+            return SourceTaskRunner(
+                task,
+                plugin,
+                self.worker_id,
+                self._listener,
+                self._spark,
+                worker_config=self._config,
+                connector_config=connector_config,
+                offset_store=self._offsets,
+            )
+        if isinstance(plugin, SinkTask):
+            return SinkTaskRunner(
+                task,
+                plugin,
+                self.worker_id,
+                self._listener,
+                self._spark,
+                worker_config=self._config,
+                connector_config=connector_config,
+                task_config=task_config,
+            )
+        raise TypeError(f"{type(plugin).__name__} is neither a SourceTask nor a SinkTask")
+
+    def _report_connector(self, name: str, state: State, trace: str = "") -> None:
+        self._log.error("connector_failed", connector=name, trace=trace)
+        self._listener.on_connector_status(name, InstanceStatus(state, self.worker_id, trace))
+
+    def _report_task(self, task: TaskId, state: State, trace: str = "") -> None:
+        self._log.error("task_failed", connector=task.connector, task=task.task, trace=trace)
+        self._listener.on_task_status(task, InstanceStatus(state, self.worker_id, trace))

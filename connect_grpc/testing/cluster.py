@@ -1,0 +1,148 @@
+"""Worker processes for tests: start a real standalone worker as a separate process and
+hand back a gRPC channel to it (the counterpart of Kafka's EmbeddedConnectCluster)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class WorkerProcess:
+    """A ``connect-grpc standalone`` process on a free loopback port."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        bootstrap_servers: str,
+        extra_properties: Mapping[str, str] | None = None,
+        connector_files: Sequence[Path] = (),
+    ) -> None:
+        self.work_dir = work_dir
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.log_path = work_dir / "worker.log"
+        self.properties_path = work_dir / "worker.properties"
+        properties = {
+            "bootstrap.servers": bootstrap_servers,
+            "listeners": f"grpc://{self.address}",
+            "worker.id": f"worker-{self.port}",
+            "offset.storage.file.filename": str(work_dir / "connect.offsets"),
+            "spark.master": "local[2]",
+            "log.format": "json",
+            **(extra_properties or {}),
+        }
+        work_dir.mkdir(parents=True, exist_ok=True)
+        self.properties_path.write_text(
+            "".join(f"{key}={value}\n" for key, value in properties.items()), encoding="utf-8"
+        )
+        self._connector_files = list(connector_files)
+        self._process: subprocess.Popen[bytes] | None = None
+        self.channel: grpc.Channel | None = None
+
+    def start(self, timeout: float = 120.0) -> WorkerProcess:
+        command = [sys.executable, "-m", "connect_grpc.cli", "standalone",
+                   str(self.properties_path), *map(str, self._connector_files)]
+        with self.log_path.open("ab") as log_file:
+            self._process = subprocess.Popen(
+                command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        self.channel = grpc.insecure_channel(self.address)
+        self._wait_serving(timeout)
+        return self
+
+    @property
+    def stub(self) -> pb_grpc.ConnectServiceStub:
+        assert self.channel is not None, "worker not started"
+        return pb_grpc.ConnectServiceStub(self.channel)
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._process is None else self._process.poll()
+
+    def _wait_serving(self, timeout: float) -> None:
+        assert self.channel is not None and self._process is not None
+        health = health_pb2_grpc.HealthStub(self.channel)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"worker exited with {self._process.returncode}:\n{self.logs()}")
+            try:
+                reply = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=2)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise TimeoutError(f"worker not serving after {timeout}s:\n{self.logs()}")
+
+    def logs(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")[-20000:]
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """SIGTERM, then wait; SIGKILL the whole process group if it does not exit in time."""
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        if self._process is None:
+            return None
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                self._process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._process.pid, signal.SIGKILL)
+                self._process.wait(10)
+        return self._process.returncode
+
+    def __enter__(self) -> WorkerProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def wait_until(condition: Callable[[], T], timeout: float = 60.0, interval: float = 0.2) -> T:
+    """Polls ``condition()`` until it returns a truthy value; returns it or raises TimeoutError.
+
+    Exceptions from the condition count as "not yet" and are reported on timeout.
+    """
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = condition()
+            if result:
+                return result
+        except Exception as exc:
+            last_error = exc
+        time.sleep(interval)
+    raise TimeoutError(f"condition not met in {timeout}s (last error: {last_error!r})")

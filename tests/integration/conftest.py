@@ -1,0 +1,53 @@
+"""Integration fixtures: one real Kafka broker (KRaft, single node) for the whole test session.
+
+- ``kafka_broker``: the session's :class:`~connect_grpc.kafka.broker.LocalKafka` (None when
+  ``CONNECT_GRPC_KAFKA_BOOTSTRAP`` points the session at an already running broker).
+- ``kafka_bootstrap``: its bootstrap servers, e.g. ``"127.0.0.1:40337"``.
+- ``kafka_admin``: a confluent_kafka ``AdminClient`` connected to it.
+- ``unique_topic``: a fresh topic name per test (``test-<uuid hex>``); not created.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from connect_grpc.kafka.broker import LocalKafka
+
+BOOTSTRAP_ENV = "CONNECT_GRPC_KAFKA_BOOTSTRAP"
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka | None]:
+    if os.environ.get(BOOTSTRAP_ENV):
+        yield None
+        return
+    broker = LocalKafka(tmp_path_factory.mktemp("kafka"), die_with_parent=True)
+    broker.start(timeout=90)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_broker: LocalKafka | None) -> str:
+    if kafka_broker is None:
+        return os.environ[BOOTSTRAP_ENV]
+    return kafka_broker.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def kafka_admin(kafka_bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": kafka_bootstrap})
+
+
+@pytest.fixture
+def unique_topic() -> str:
+    return f"test-{uuid.uuid4().hex}"

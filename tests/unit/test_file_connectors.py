@@ -1,0 +1,192 @@
+"""FileStream source and sink: offsets, partial lines, batch limits, alter_offsets checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connect_grpc.connectors.api import SinkRecord
+from connect_grpc.connectors.file import (
+    FileStreamSinkConnector,
+    FileStreamSinkTask,
+    FileStreamSourceConnector,
+    FileStreamSourceTask,
+)
+from connect_grpc.testing.plugins import FakeSourceTaskContext
+
+
+def _source_task(
+    path: Path, context: FakeSourceTaskContext | None = None, batch_size: int | None = None
+) -> FileStreamSourceTask:
+    task = FileStreamSourceTask()
+    task.initialize(context or FakeSourceTaskContext())
+    config = {"file": str(path), "topic": "lines"}
+    if batch_size is not None:
+        config["batch.size"] = str(batch_size)
+    task.start(config)
+    return task
+
+
+def _values(task: FileStreamSourceTask, max_records: int = 10_000) -> list[str]:
+    return [str(record.value) for record in task.poll(max_records)]
+
+
+def test_source_reads_complete_lines_with_partition_and_byte_offsets(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes("a\nbé\r\nc\n".encode())
+    records = _source_task(path).poll(100)
+    assert [r.value for r in records] == ["a", "bé", "c"]
+    assert [r.source_offset for r in records] == [
+        {"position": 2}, {"position": 7}, {"position": 9}
+    ]
+    assert {r.topic for r in records} == {"lines"}
+    assert all(r.source_partition == {"filename": str(path)} for r in records)
+
+
+def test_source_resumes_after_the_committed_position(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("one\ntwo\nthree\n")
+    context = FakeSourceTaskContext()
+    context.set_offset({"filename": str(path)}, {"position": 4})
+    task = _source_task(path, context)
+    records = task.poll(100)
+    assert [r.value for r in records] == ["two", "three"]
+    assert records[-1].source_offset == {"position": path.stat().st_size}
+
+
+def test_source_holds_back_a_partial_line_until_it_is_completed(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("done\npart")
+    task = _source_task(path)
+    assert _values(task) == ["done"]
+    assert task.poll(100) == []
+    with path.open("a") as stream:
+        stream.write("ial\nnext\n")
+    records = task.poll(100)
+    assert [r.value for r in records] == ["partial", "next"]
+    assert records[-1].source_offset == {"position": len("done\npartial\nnext\n")}
+
+
+def test_source_respects_batch_size_and_max_records(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"{i}\n" for i in range(10)))
+    task = _source_task(path, batch_size=4)
+    assert _values(task, 100) == ["0", "1", "2", "3"]
+    assert _values(task, 3) == ["4", "5", "6"]
+    assert _values(task, 100) == ["7", "8", "9"]
+    assert task.poll(100) == []
+    assert task.position == path.stat().st_size
+
+
+def test_source_reads_batches_larger_than_one_read_chunk(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    line = "x" * 1000
+    path.write_text(f"{line}\n" * 300)
+    task = _source_task(path)
+    assert len(task.poll(250)) == 250
+    assert len(task.poll(250)) == 50
+    assert task.position == 300 * 1001
+
+
+def test_source_waits_for_a_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "later.txt"
+    task = _source_task(path)
+    assert task.poll(10) == []
+    path.write_text("hello\n")
+    assert _values(task) == ["hello"]
+    task.stop()
+
+
+def test_source_rejects_a_malformed_committed_offset(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    context = FakeSourceTaskContext()
+    context.set_offset({"filename": str(path)}, {"position": "12"})
+    with pytest.raises(ValueError, match="'position' key in the offset is expected to be"):
+        _source_task(path, context)
+
+
+def test_source_connector_runs_one_task_whatever_tasks_max() -> None:
+    connector = FileStreamSourceConnector()
+    connector.start({"file": "/tmp/x", "topic": "t"})
+    assert connector.task_configs(5) == [
+        {"file": "/tmp/x", "topic": "t", "batch.size": "2000"}
+    ]
+
+
+def test_source_config_validation() -> None:
+    errors = FileStreamSourceConnector().validate({"topic": "a,b", "batch.size": "0"})
+    assert errors["file"] == ['Missing required configuration "file" which has no default value.']
+    assert errors["topic"] == [
+        "Invalid value a,b for configuration topic: "
+        "FileStreamSourceConnector takes a single topic, not a list"
+    ]
+    assert errors["batch.size"] == ["Invalid value 0 for configuration batch.size: "
+                                    "Value must be at least 1"]
+
+
+CONFIG = {"file": "/tmp/in.txt", "topic": "t"}
+
+
+@pytest.mark.parametrize(
+    ("partition", "offset", "message"),
+    [
+        ({"filename": "/x"}, {"pos": 1}, "Offset objects should either be null or contain the "
+                                         "key 'position'"),
+        ({"filename": "/x"}, {"position": "1"}, "is expected to be an integer"),
+        ({"filename": "/x"}, {"position": True}, "is expected to be an integer"),
+        ({"filename": "/x"}, {"position": 1.5}, "is expected to be an integer"),
+        ({"filename": "/x"}, {"position": -1}, "should be a non-negative value"),
+        ({"file": "/x"}, {"position": 1}, "Partition objects should contain the key 'filename'"),
+    ],
+)
+def test_source_alter_offsets_rejects_malformed_offsets(
+    partition: dict[str, object], offset: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        FileStreamSourceConnector().alter_offsets(CONFIG, [(partition, offset)])  # type: ignore[list-item]
+
+
+def test_source_alter_offsets_accepts_valid_offsets_and_any_reset() -> None:
+    connector = FileStreamSourceConnector()
+    assert connector.alter_offsets(CONFIG, [({"filename": "/x"}, {"position": 2**63 - 1})])
+    assert connector.alter_offsets(CONFIG, [({"garbage": 1}, None)])
+
+
+def test_source_alter_offsets_needs_the_file_config() -> None:
+    with pytest.raises(ValueError, match="'file' configuration is unspecified"):
+        FileStreamSourceConnector().alter_offsets({"topic": "t"}, [])
+
+
+def _sink_record(value: bytes | None, offset: int) -> SinkRecord:
+    return SinkRecord(topic="t", kafka_partition=0, kafka_offset=offset, key=None, value=value)
+
+
+def test_sink_appends_values_as_lines_and_flushes(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    path.write_text("existing\n")
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    task.put([_sink_record("héllo".encode(), 0), _sink_record(None, 1)])
+    task.flush({("t", 0): 2})
+    assert path.read_text(encoding="utf-8") == "existing\nhéllo\nnull\n"
+    task.put([_sink_record(b"more", 2)])
+    task.stop()
+    task.stop()
+    assert path.read_text(encoding="utf-8").endswith("null\nmore\n")
+
+
+def test_sink_put_before_start_fails() -> None:
+    with pytest.raises(RuntimeError, match="not started"):
+        FileStreamSinkTask().put([_sink_record(b"x", 0)])
+
+
+def test_sink_connector_requires_file_and_accepts_topics() -> None:
+    connector = FileStreamSinkConnector()
+    assert connector.validate({"file": "/tmp/o", "topics": "a,b"}) == {"file": []}
+    assert connector.validate({"topics": "a"})["file"] == [
+        'Missing required configuration "file" which has no default value.'
+    ]
+    connector.start({"file": "/tmp/o", "topics": "a"})
+    assert connector.task_configs(3) == [{"file": "/tmp/o"}] * 3
+    assert connector.alter_offsets({}, {("a", 0): 5, ("a", 1): None}) is True

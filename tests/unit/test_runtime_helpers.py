@@ -1,0 +1,212 @@
+"""The runtime's pure helpers: batch sizing, slicing, record conversions, client settings."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from connect_grpc.connectors.api import SourceRecord
+from connect_grpc.runtime.batching import (
+    BatchSizer,
+    OffsetRange,
+    clip_ranges,
+    slice_count,
+)
+from connect_grpc.runtime.kafka_io import member_conf, producer_conf, reader_conf, sink_group_id
+from connect_grpc.runtime.records import (
+    group_for_slices,
+    latest_offsets,
+    next_offsets,
+    to_produce_row,
+    to_sink_records,
+)
+from connect_grpc.runtime.sink_task import incremental_rebalancing, subscription
+from connect_grpc.runtime.source_task import DeliveryError, check_delivery
+from connect_grpc.runtime.spark import job_tag, spark_conf
+from connect_grpc.worker_config import WorkerConfig
+
+pytestmark = pytest.mark.timeout(10)
+
+
+def worker_config(**props: str) -> WorkerConfig:
+    return WorkerConfig.from_properties(
+        {"bootstrap.servers": "b:9092", "worker.id": "w1", **props}
+    )
+
+
+def record(file: str, position: int, value: str | None = "v") -> SourceRecord:
+    return SourceRecord({"filename": file}, {"position": position}, "t", value)
+
+
+# batch sizing
+
+
+def test_batch_size_doubles_while_full_up_to_the_cap() -> None:
+    sizer = BatchSizer(initial=1000, maximum=5000)
+    sizes = []
+    for _ in range(5):
+        sizes.append(sizer.size)
+        sizer.observe(sizer.size)
+    assert sizes == [1000, 2000, 4000, 5000, 5000]
+
+
+def test_batch_size_halves_when_mostly_empty_but_not_below_initial() -> None:
+    sizer = BatchSizer(initial=1000, maximum=50_000)
+    for _ in range(4):
+        sizer.observe(sizer.size)
+    assert sizer.size == 16_000
+    sizer.observe(100)
+    assert sizer.size == 8000
+    sizer.observe(5000)  # more than a quarter: unchanged
+    assert sizer.size == 8000
+    for _ in range(10):
+        sizer.observe(0)
+    assert sizer.size == 1000
+
+
+def test_batch_max_records_caps_initial_and_maximum() -> None:
+    sizer = BatchSizer.from_config({"batch.max.records": "10"})
+    assert (sizer.size, sizer.maximum) == (10, 10)
+    sizer.observe(10)
+    assert sizer.size == 10
+    assert BatchSizer.from_config({}).size == 1000
+    with pytest.raises(ValueError):
+        BatchSizer.from_config({"batch.max.records": "0"})
+
+
+def test_slice_count_is_bounded_by_parallelism_and_size() -> None:
+    assert slice_count(0, 4) == 1
+    assert slice_count(10, 4) == 1
+    assert slice_count(12_000, 4, per_slice=5000) == 3
+    assert slice_count(1_000_000, 4) == 4
+
+
+def test_clip_ranges_drops_empty_and_shares_the_budget() -> None:
+    ranges = [
+        OffsetRange("a", 0, 5, 5),
+        OffsetRange("a", 1, 0, 100),
+        OffsetRange("b", 0, 10, 12),
+    ]
+    clipped = clip_ranges(ranges, 10)
+    assert clipped == [OffsetRange("a", 1, 0, 5), OffsetRange("b", 0, 10, 12)]
+    assert clip_ranges([OffsetRange("a", 0, 3, 3)], 10) == []
+    assert clip_ranges([OffsetRange("a", 0, 0, 9), OffsetRange("a", 1, 0, 9)], 1) == [
+        OffsetRange("a", 0, 0, 1),
+        OffsetRange("a", 1, 0, 1),
+    ]
+
+
+# records
+
+
+def test_produce_row_encodes_strings_and_keeps_bytes() -> None:
+    rec = SourceRecord({"p": 1}, {"o": 2}, "t", "välue", key=b"k", kafka_partition=3,
+                       headers=(("h", b"x"),))
+    assert to_produce_row(rec) == ("t", 3, b"k", "välue".encode(), (("h", b"x"),))
+    assert to_produce_row(record("f", 1, None)) == ("t", -1, None, None, ())
+
+
+def test_group_for_slices_keeps_each_partition_together_and_in_order() -> None:
+    records = [record(f"f{i % 3}", i, str(i)) for i in range(30)]
+    groups = group_for_slices(records, 2)
+    assert sum(len(g) for g in groups) == 30
+    for file_index in range(3):
+        holding = [g for g in groups if any(r[3] == str(file_index).encode() for r in g)]
+        assert len(holding) == 1
+        values = [int(r[3]) for r in holding[0] if int(r[3]) % 3 == file_index]  # type: ignore[arg-type]
+        assert values == sorted(values)
+    assert group_for_slices(records, 1) == [[to_produce_row(r) for r in records]]
+
+
+def test_latest_offsets_takes_the_last_offset_of_each_partition() -> None:
+    records = [record("a", 1), record("b", 5), record("a", 3), record("b", 7)]
+    assert latest_offsets(records) == [
+        ({"filename": "a"}, {"position": 3}),
+        ({"filename": "b"}, {"position": 7}),
+    ]
+    assert latest_offsets([]) == []
+
+
+def test_sink_records_are_sorted_and_timestamps_mapped() -> None:
+    rows = [
+        ("t", 1, 0, None, b"x", -1, ()),
+        ("t", 0, 7, b"k", b"b", 123, (("h", b"v"),)),
+        ("t", 0, 6, None, b"a", 100, ()),
+    ]
+    sink = to_sink_records(rows)
+    assert [(r.kafka_partition, r.kafka_offset) for r in sink] == [(0, 6), (0, 7), (1, 0)]
+    assert sink[1].timestamp_ms == 123 and sink[1].key == b"k"
+    assert sink[1].headers == (("h", b"v"),)
+    assert sink[2].timestamp_ms is None
+
+
+def test_next_offsets_are_the_range_ends() -> None:
+    ranges = [OffsetRange("t", 0, 0, 5), OffsetRange("u", 2, 3, 9)]
+    assert next_offsets(ranges) == {("t", 0): 5, ("u", 2): 9}
+
+
+def test_check_delivery_fails_on_errors_or_missing_records() -> None:
+    check_delivery([(3, 0, []), (2, 0, [])], 5)
+    with pytest.raises(DeliveryError, match="boom"):
+        check_delivery([(3, 1, ["t[0]: boom"])], 3)
+    with pytest.raises(DeliveryError):
+        check_delivery([(2, 0, [])], 3)
+
+
+# client and Spark settings
+
+
+def test_producer_conf_layers_worker_then_connector_overrides() -> None:
+    config = worker_config(**{"producer.linger.ms": "20", "producer.acks": "1"})
+    conf = producer_conf(config, {"producer.override.acks": "all"}, "c-0")
+    assert conf["bootstrap.servers"] == "b:9092"
+    assert conf["linger.ms"] == "20"
+    assert conf["acks"] == "all"
+    assert conf["client.id"] == "c-0"
+
+
+def test_consumer_confs_never_auto_commit() -> None:
+    config = worker_config(**{"consumer.enable.auto.commit": "true"})
+    connector = {"consumer.override.group.id": "custom"}
+    member = member_conf(config, connector, "c", "c-0")
+    reader = reader_conf(config, connector, "c")
+    assert sink_group_id("c", {}) == "connect-c"
+    assert member["group.id"] == "custom"
+    assert member["enable.auto.commit"] == "false"
+    assert member["auto.offset.reset"] == "earliest"
+    assert reader["group.id"] == "custom-reader"
+    assert reader["enable.auto.commit"] == "false"
+    assert reader["enable.partition.eof"] == "true"
+
+
+def test_subscription_from_topics_or_regex() -> None:
+    assert subscription({"topics": "a, b,"}) == ["a", "b"]
+    assert subscription({"topics.regex": "logs-.*"}) == ["^logs-.*"]
+    with pytest.raises(ValueError):
+        subscription({})
+    with pytest.raises(ValueError):
+        subscription({"topics": "a", "topics.regex": "b"})
+
+
+def test_spark_conf_defaults_pass_through_and_fair() -> None:
+    conf = spark_conf(
+        worker_config(**{"spark.master": "local[2]", "spark.scheduler.mode": "FIFO",
+                         "spark.executor.memory": "2g"})
+    )
+    assert conf["spark.master"] == "local[2]"
+    assert conf["spark.executor.memory"] == "2g"
+    assert conf["spark.scheduler.mode"] == "FAIR"
+    assert conf["spark.ui.enabled"] == "false"
+    assert conf["spark.pyspark.python"] == sys.executable
+    assert spark_conf(worker_config())["spark.master"] == "local[*]"
+    custom = spark_conf(worker_config(**{"spark.pyspark.python": str(Path("/x/python"))}))
+    assert custom["spark.pyspark.python"] == "/x/python"
+    assert job_tag("c", 3) == "connect:c:3"
+
+
+def test_incremental_rebalancing_detection() -> None:
+    assert not incremental_rebalancing({})
+    assert incremental_rebalancing({"partition.assignment.strategy": "cooperative-sticky"})
+    assert incremental_rebalancing({"group.protocol": "consumer"})

@@ -1,0 +1,191 @@
+"""Sequence source: task partitioning, resumption after offsets, rate limiting, validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from connect_grpc.connectors.sequence import (
+    SequenceSourceConnector,
+    SequenceSourceTask,
+    next_index,
+)
+from connect_grpc.testing.plugins import FakeSourceTaskContext
+
+
+class FakeClock:
+    """Monotonic time that only moves when the task sleeps or the test advances it."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def _tasks(
+    config: dict[str, str],
+    max_tasks: int,
+    offsets: dict[int, int] | None = None,
+    clock: FakeClock | None = None,
+) -> list[SequenceSourceTask]:
+    connector = SequenceSourceConnector()
+    connector.start({"topic": "seq", **config})
+    tasks = []
+    for task_config in connector.task_configs(max_tasks):
+        task_id = int(task_config["task.id"])
+        context = FakeSourceTaskContext(task_id=task_id)
+        if offsets and task_id in offsets:
+            context.set_offset({"task": task_id}, {"seq": offsets[task_id]})
+        task = SequenceSourceTask(clock, clock.sleep) if clock else SequenceSourceTask()
+        task.initialize(context)
+        task.start(task_config)
+        tasks.append(task)
+    return tasks
+
+
+def _drain(task: SequenceSourceTask, batch: int = 3) -> list[str]:
+    values: list[str] = []
+    while records := task.poll(batch):
+        values.extend(str(r.value) for r in records)
+    return values
+
+
+def test_one_task_emits_the_whole_sequence_with_offsets() -> None:
+    (task,) = _tasks({"sequence.count": "5"}, 1)
+    records = task.poll(10)
+    assert [r.value for r in records] == ["0", "1", "2", "3", "4"]
+    assert [r.key for r in records] == ["0", "1", "2", "3", "4"]
+    assert [r.source_offset for r in records] == [{"seq": i} for i in range(5)]
+    assert {r.topic for r in records} == {"seq"}
+    assert {tuple(r.source_partition.items()) for r in records} == {(("task", 0),)}
+    assert task.poll(10) == []
+
+
+def test_tasks_partition_the_sequence_without_overlap() -> None:
+    tasks = _tasks({"sequence.count": "10", "sequence.start": "100"}, 3)
+    produced = [_drain(task) for task in tasks]
+    assert produced == [
+        ["100", "103", "106", "109"],
+        ["101", "104", "107"],
+        ["102", "105", "108"],
+    ]
+    assert sorted(int(v) for values in produced for v in values) == list(range(100, 110))
+
+
+def test_task_configs_number_every_task() -> None:
+    connector = SequenceSourceConnector()
+    connector.start({"topic": "seq"})
+    configs = connector.task_configs(3)
+    assert [c["task.id"] for c in configs] == ["0", "1", "2"]
+    assert {c["sequence.tasks"] for c in configs} == {"3"}
+    assert all(c["topic"] == "seq" and c["sequence.count"] == "-1" for c in configs)
+
+
+def test_offset_is_the_last_emitted_index_so_resuming_continues_after_it() -> None:
+    (task,) = _tasks({"sequence.count": "10"}, 1, offsets={0: 5})
+    assert _drain(task) == ["6", "7", "8", "9"]
+
+
+def test_resuming_with_several_tasks_skips_to_the_tasks_next_index() -> None:
+    tasks = _tasks({"sequence.count": "10"}, 2, offsets={0: 4, 1: 4})
+    assert _drain(tasks[0]) == ["6", "8"]
+    assert _drain(tasks[1]) == ["5", "7", "9"]
+
+
+def test_offset_at_the_end_produces_nothing() -> None:
+    (task,) = _tasks({"sequence.count": "10"}, 1, offsets={0: 9})
+    assert task.poll(100) == []
+
+
+@pytest.mark.parametrize(
+    ("task", "tasks", "last", "expected"),
+    [(0, 1, None, 0), (2, 3, None, 2), (0, 1, 5, 6), (1, 3, 4, 7), (1, 3, 0, 1), (2, 3, 2, 5)],
+)
+def test_next_index(task: int, tasks: int, last: int | None, expected: int) -> None:
+    assert next_index(task, tasks, last) == expected
+
+
+def test_unbounded_sequence_keeps_going() -> None:
+    (task,) = _tasks({}, 1)
+    assert len(task.poll(1000)) == 1000
+    assert task.poll(1)[0].value == "1000"
+
+
+def test_rate_limit_returns_fewer_records_and_waits_at_most_100_ms() -> None:
+    clock = FakeClock()
+    (task,) = _tasks({"sequence.rate": "10"}, 1, clock=clock)
+    assert len(task.poll(100)) == 1  # one token to start with
+    assert clock.sleeps == []
+    assert len(task.poll(100)) == 1  # waited one token's time: 0.1 s
+    assert clock.sleeps == [pytest.approx(0.1)]
+    clock.now += 5.0  # at most one second's worth accumulates
+    assert len(task.poll(100)) == 10
+    assert all(seconds <= 0.1 for seconds in clock.sleeps)
+
+
+def test_slow_rate_returns_nothing_rather_than_blocking() -> None:
+    clock = FakeClock()
+    (task,) = _tasks({"sequence.rate": "0.5"}, 1, clock=clock)
+    assert len(task.poll(10)) == 1
+    assert task.poll(10) == []
+    assert clock.sleeps == [pytest.approx(0.1)]
+    clock.now += 2.0
+    assert len(task.poll(10)) == 1
+
+
+def test_config_validation() -> None:
+    errors = SequenceSourceConnector().validate(
+        {"sequence.count": "-2", "sequence.rate": "x"}
+    )
+    assert errors["topic"] == [
+        'Missing required configuration "topic" which has no default value.'
+    ]
+    assert errors["sequence.count"] == [
+        "Invalid value -2 for configuration sequence.count: Value must be at least -1"
+    ]
+    assert errors["sequence.rate"] == [
+        "Invalid value x for configuration sequence.rate: Not a number of type DOUBLE"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("partition", "offset", "message"),
+    [
+        ({"task": "0"}, {"seq": 1}, "Partition objects should contain the key 'task'"),
+        ({"task": -1}, {"seq": 1}, "Partition objects should contain the key 'task'"),
+        ({"tsk": 0}, None, "Partition objects should contain the key 'task'"),
+        ({"task": 0}, {"seq": -1}, "contain the key 'seq' with a non-negative integer"),
+        ({"task": 0}, {"seq": True}, "contain the key 'seq' with a non-negative integer"),
+        ({"task": 0}, {"position": 3}, "contain the key 'seq' with a non-negative integer"),
+    ],
+)
+def test_alter_offsets_rejects_malformed_offsets(
+    partition: dict[str, object], offset: dict[str, object] | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        SequenceSourceConnector().alter_offsets({}, [(partition, offset)])  # type: ignore[list-item]
+
+
+def test_alter_offsets_accepts_valid_offsets_and_resets() -> None:
+    connector = SequenceSourceConnector()
+    assert connector.alter_offsets({}, [({"task": 0}, {"seq": 5}), ({"task": 1}, None)]) is True
+
+
+def test_task_rejects_a_malformed_committed_offset() -> None:
+    with pytest.raises(ValueError, match="'seq'"):
+        _tasks_with_raw_offset({"seq": "5"})
+
+
+def _tasks_with_raw_offset(offset: dict[str, object]) -> None:
+    connector = SequenceSourceConnector()
+    connector.start({"topic": "seq"})
+    context = FakeSourceTaskContext()
+    context.set_offset({"task": 0}, offset)
+    task = SequenceSourceTask()
+    task.initialize(context)
+    task.start(connector.task_configs(1)[0])
