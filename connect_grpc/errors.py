@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 
@@ -13,6 +14,13 @@ class ConnectError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def in_step(self, step: str) -> ConnectError:
+        """The same error, its message prefixed with the step of a multi-step call it failed in."""
+        copied = copy.copy(self)
+        copied.message = f"step '{step}' failed: {self.message}"
+        copied.args = (copied.message,)
+        return copied
 
 
 class NotFoundError(ConnectError):

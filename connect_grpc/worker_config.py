@@ -73,7 +73,6 @@ class WorkerConfig:
     offset_file: Path | None
     plugin_path: tuple[Path, ...]
     log_format: str
-    offset_flush_interval_ms: int
     spark_conf: Mapping[str, str]
     raw: Mapping[str, str] = field(default_factory=dict)
 
@@ -96,7 +95,6 @@ class WorkerConfig:
             offset_file=Path(offset_file) if offset_file else None,
             plugin_path=tuple(Path(p.strip()) for p in plugin_path.split(",") if p.strip()),
             log_format=log_format,
-            offset_flush_interval_ms=int(props.get("offset.flush.interval.ms", "1000")),
             spark_conf={k: v for k, v in props.items() if k.startswith("spark.")},
             raw=dict(props),
         )

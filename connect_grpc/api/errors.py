@@ -33,6 +33,7 @@ _CODES: list[tuple[type[ConnectError], int]] = [
     (FailedPreconditionError, code_pb2.FAILED_PRECONDITION),
     (UnavailableError, code_pb2.UNAVAILABLE),
     (UnimplementedError, code_pb2.UNIMPLEMENTED),
+    (ConnectError, code_pb2.INTERNAL),
 ]
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from connect_grpc.connectors.config import ConfigDef
-from connect_grpc.domain import OffsetMap
+from connect_grpc.domain import OffsetMap, OffsetPrimitive
 
 __all__ = [
     "AlterOffsetsUnsupportedError",
@@ -71,7 +71,7 @@ class ConnectorContext(Protocol):
 class OffsetReader(Protocol):
     """Reads the committed source offsets of the task's connector."""
 
-    def offset(self, partition: OffsetMap) -> dict[str, object] | None:
+    def offset(self, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
         """The last committed offset of ``partition``, or None when there is none."""
 
 

@@ -23,9 +23,11 @@ from connect_grpc.domain import (
     ConnectorStatus,
     ConnectorType,
     CreateResult,
+    InstanceStatus,
     PluginDesc,
     PutConfigResult,
     RestartRequest,
+    State,
     TargetState,
     TaskId,
     TaskInfo,
@@ -35,10 +37,13 @@ from connect_grpc.domain import (
 from connect_grpc.errors import (
     AlreadyExistsError,
     ConnectError,
+    FailedPreconditionError,
     NotFoundError,
-    UnimplementedError,
+    PreconditionViolation,
 )
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.offset_manager import OffsetManager
+from connect_grpc.herder.restart import RestartPlan, build_restart_plan
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
@@ -48,6 +53,7 @@ from connect_grpc.herder.validation import (
 )
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetStore
+from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
@@ -79,6 +85,13 @@ class StandaloneHerder:
         self._plugins = plugins
         self._offsets = offset_store
         self._validator = ConfigValidator(plugins)
+        self._offset_manager = OffsetManager(
+            plugins,
+            offset_store,
+            ConsumerGroupOffsets(
+                {"bootstrap.servers": config.bootstrap_servers, **config.prefixed("admin.")}
+            ),
+        )
         self._board = StatusBoard(config.worker_id)
         self._worker: WorkerRuntime = (
             runtime_factory(self._board)
@@ -87,6 +100,7 @@ class StandaloneHerder:
         )
         self._lock = threading.RLock()
         self._connectors: dict[str, _ConnectorState] = {}
+        self._stopped = False
         self._log = log.bind(worker_id=config.worker_id)
 
     # lifecycle
@@ -98,6 +112,7 @@ class StandaloneHerder:
 
     def stop(self) -> None:
         with self._lock:
+            self._stopped = True
             self._worker.stop()
             self._offsets.stop()
         self._board.close()
@@ -174,16 +189,24 @@ class StandaloneHerder:
     ) -> CreateResult:
         name = validate_name(name)
         full_config = config_with_name(name, config)
-        if initial_offsets is not None:
-            raise UnimplementedError("initial_offsets is not supported yet (see issue 3)")
         with self._lock:
             if name in self._connectors:
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            self._validator.ensure_valid(full_config)
+            try:
+                self._validator.ensure_valid(full_config)
+            except ConnectError as exc:
+                if initial_offsets is None:
+                    raise
+                raise exc.in_step("validate config") from exc
+            offsets_message = ""
+            if initial_offsets is not None:
+                offsets_message = self._offset_manager.set_initial(
+                    name, full_config, initial_offsets
+                )
             self._connectors[name] = _ConnectorState(full_config, initial_state)
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
             self._start_connector(name)
-            return CreateResult(self.connector_info(name))
+            return CreateResult(self.connector_info(name), offsets_message)
 
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
         name = validate_name(name)
@@ -237,28 +260,170 @@ class StandaloneHerder:
             self._log.info("connector_stopped", connector=name)
 
     def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
+        """Restarts a connector and, if asked, its tasks (KIP-745).
+
+        Without flags (Kafka's plain restart) the connector instance is stopped and started
+        again before the call returns, in its target state; its tasks keep running (they are
+        replaced only if the restarted connector now generates different task configs), and
+        the answer is None. With ``include_tasks`` or ``only_failed``, the instances the
+        request chooses (see ``RestartRequest``) are shown RESTARTING at once and restarted
+        on a background thread, and the answer is that status; if nothing qualifies nothing
+        restarts. Restarted instances come back in the connector's target state (RUNNING,
+        PAUSED, or STOPPED for the connector instance of a stopped connector, which has no
+        tasks); a restarted task resumes from its committed offsets.
+
+        Raises:
+            NotFoundError: the connector does not exist (whatever the flags).
+        """
         with self._lock:
-            self._state(request.connector)
-        raise UnimplementedError("RestartConnector is not supported yet (see issue 4)")
+            state = self._state(request.connector)
+            name = request.connector.strip()
+            request = RestartRequest(name, request.include_tasks, request.only_failed)
+            self._log.info(
+                "connector_restart_requested",
+                connector=name,
+                include_tasks=request.include_tasks,
+                only_failed=request.only_failed,
+            )
+            if not request.include_tasks and not request.only_failed:
+                if self._restart_connector_instance(name):
+                    self._reconfigure_tasks(name)
+                self._log.info("connector_restarted", connector=name)
+                return None
+            status = self._board.connector_status(
+                name, len(state.task_configs), self._connector_type(state.config)
+            )
+            plan = build_restart_plan(request, status)
+            if plan.empty:
+                self._log.info("connector_restart_skipped", connector=name)
+                return plan.status
+            self._mark_restarting(plan)
+            threading.Thread(
+                target=self._execute_restart,
+                args=(plan,),
+                name=f"connect-restart-{name}",
+                daemon=True,
+            ).start()
+            return plan.status
 
     def restart_task(self, task: TaskId) -> None:
-        self.task_status(task)
-        raise UnimplementedError("RestartTask is not supported yet (see issue 4)")
+        """Stops one task and starts it again with its current task config, synchronously
+        (as Kafka's RestartTask); it resumes from its committed offsets.
+
+        Raises:
+            NotFoundError: the connector or the task does not exist.
+            ConnectError: the task failed to start again (its status holds the trace).
+        """
+        with self._lock:
+            state = self._state(task.connector)
+            task = TaskId(task.connector.strip(), task.task)
+            if not 0 <= task.task < len(state.task_configs):
+                raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
+            self._log.info("task_restart_requested", connector=task.connector, task=task.task)
+            self._worker.stop_tasks([task], False)
+            started = self._worker.start_task(
+                task, state.config, state.task_configs[task.task], self._task_target(state)
+            )
+        if not started:
+            raise ConnectError(f"Failed to start task {task}: see its status for the cause")
+        self._log.info("task_restarted", connector=task.connector, task=task.task)
+
+    # restarts (callers hold the lock unless said otherwise)
+
+    def _restart_connector_instance(self, name: str) -> bool:
+        """Stops and starts the connector instance in its target state.
+
+        True iff it is now running with target STARTED (its task configs may be asked for).
+        """
+        state = self._connectors[name]
+        if name in self._worker.connector_names():
+            self._worker.stop_connector(name, False)
+        started = self._worker.start_connector(name, state.config, state.target)
+        return started and state.target is TargetState.STARTED
+
+    def _mark_restarting(self, plan: RestartPlan) -> None:
+        restarting = InstanceStatus(State.RESTARTING, self._config.worker_id)
+        if plan.restart_connector:
+            self._board.on_connector_status(plan.request.connector, restarting)
+        for task in plan.task_ids:
+            self._board.on_task_status(task, restarting)
+
+    @staticmethod
+    def _task_target(state: _ConnectorState) -> TargetState:
+        return TargetState.PAUSED if state.target is TargetState.PAUSED else TargetState.STARTED
+
+    def _execute_restart(self, plan: RestartPlan) -> None:
+        """Carries out a flagged restart on its own thread (takes the lock).
+
+        Stops the chosen instances, then starts them again: connector first, then tasks with
+        their current configs. Like Kafka's distributed herder, a connector that is running
+        again with target STARTED is then asked for its task configs, which replaces the tasks
+        only if those changed. A connector deleted meanwhile is left alone; tasks that no
+        longer exist are skipped.
+        """
+        name = plan.request.connector
+        try:
+            with self._lock:
+                state = self._connectors.get(name)
+                if state is None or self._stopped:
+                    self._log.info("connector_restart_abandoned", connector=name)
+                    return
+                tasks = [t for t in plan.task_ids if t.task < len(state.task_configs)]
+                if plan.restart_connector and name in self._worker.connector_names():
+                    self._worker.stop_connector(name, False)
+                self._worker.stop_tasks(tasks, False)
+                self._mark_restarting(
+                    RestartPlan(plan.request, plan.restart_connector, tuple(tasks), plan.status)
+                )
+                running = False
+                if plan.restart_connector:
+                    started = self._worker.start_connector(name, state.config, state.target)
+                    running = started and state.target is TargetState.STARTED
+                for task in tasks:
+                    self._worker.start_task(
+                        task, state.config, state.task_configs[task.task], self._task_target(state)
+                    )
+                if running:
+                    self._reconfigure_tasks(name)
+                self._log.info(
+                    "connector_restarted",
+                    connector=name,
+                    connector_restarted=plan.restart_connector,
+                    tasks=[t.task for t in tasks],
+                )
+        except Exception:
+            self._log.exception("connector_restart_failed", connector=name)
 
     def connector_offsets(self, name: str) -> list[ConnectorOffset]:
         with self._lock:
-            self._state(name)
-        raise UnimplementedError("GetOffsets is not supported yet (see issue 3)")
+            config = dict(self._state(name).config)
+        return self._offset_manager.read(name, config)
 
     def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
         with self._lock:
-            self._state(name)
-        raise UnimplementedError("AlterOffsets is not supported yet (see issue 3)")
+            config = self._stopped_config(name)
+            return self._offset_manager.alter(name, config, offsets)
 
     def reset_offsets(self, name: str) -> str:
         with self._lock:
-            self._state(name)
-        raise UnimplementedError("ResetOffsets is not supported yet (see issue 3)")
+            config = self._stopped_config(name)
+            return self._offset_manager.reset(name, config)
+
+    def _stopped_config(self, name: str) -> dict[str, str]:
+        """The config of a connector whose offsets may change: STOPPED, with no tasks."""
+        state = self._state(name)
+        if (
+            state.target is not TargetState.STOPPED
+            or state.task_configs
+            or self._worker.connector_running(name)
+        ):
+            raise FailedPreconditionError(
+                f"Connector {name} must be in the STOPPED state, with no tasks, before its "
+                "offsets can be modified. Stop it first with the StopConnector RPC "
+                "(connect.v1.ConnectService/StopConnector).",
+                [PreconditionViolation("STATE", name, "connector is not STOPPED")],
+            )
+        return dict(state.config)
 
     # plugins and cluster
 

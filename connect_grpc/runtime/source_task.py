@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from connect_grpc.connectors.api import OffsetReader, SourceRecord, SourceTask
-from connect_grpc.domain import OffsetMap, TaskId
+from connect_grpc.domain import OffsetMap, OffsetPrimitive, TaskId
 from connect_grpc.runtime.batching import BatchSizer, slice_count
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.kafka_io import ProduceResult, produce_slices, producer_conf
@@ -29,7 +29,7 @@ class _OffsetReader:
         self._store = store
         self._connector = connector
 
-    def offset(self, partition: OffsetMap) -> dict[str, object] | None:
+    def offset(self, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
         return self._store.get(self._connector, partition)
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from connect_grpc.domain import InstanceStatus, OffsetMap, TaskId
+from connect_grpc.domain import InstanceStatus, OffsetMap, OffsetPrimitive, TaskId
 
 #: A stored source offset: (partition, offset); offset None is a tombstone (reset).
 OffsetEntry = tuple[OffsetMap, OffsetMap | None]
+#: A stored source offset as read back: (partition, offset).
+StoredOffset = tuple[dict[str, OffsetPrimitive], dict[str, OffsetPrimitive]]
 
 
 class OffsetStore(Protocol):
@@ -25,10 +27,10 @@ class OffsetStore(Protocol):
 
     def stop(self) -> None: ...
 
-    def get(self, connector: str, partition: OffsetMap) -> dict[str, object] | None:
+    def get(self, connector: str, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
         """The latest offset of one partition, or None (never written, or reset)."""
 
-    def get_all(self, connector: str) -> list[tuple[dict[str, object], dict[str, object]]]:
+    def get_all(self, connector: str) -> list[StoredOffset]:
         """Every partition of the connector with a live (non-tombstone) offset."""
 
     def put(self, connector: str, entries: Sequence[OffsetEntry]) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.domain import OffsetMap
+from connect_grpc.domain import OffsetMap, OffsetPrimitive
 from connect_grpc.storage import offsets_codec
-from connect_grpc.storage.base import OffsetEntry
+from connect_grpc.storage.base import OffsetEntry, StoredOffset
 
 log = structlog.get_logger(__name__)
 
@@ -39,13 +39,13 @@ class FileOffsetStore:
     def stop(self) -> None:
         return None
 
-    def get(self, connector: str, partition: OffsetMap) -> dict[str, object] | None:
+    def get(self, connector: str, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
         with self._lock:
             raw = self._data.get(offsets_codec.encode_key(connector, partition))
         return offsets_codec.decode_value(raw)
 
-    def get_all(self, connector: str) -> list[tuple[dict[str, object], dict[str, object]]]:
-        result: list[tuple[dict[str, object], dict[str, object]]] = []
+    def get_all(self, connector: str) -> list[StoredOffset]:
+        result: list[StoredOffset] = []
         with self._lock:
             items = list(self._data.items())
         for key, value in items:

@@ -7,38 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import State, TargetState, TaskId
 from connect_grpc.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.worker_config import WorkerConfig
 from tests.unit.fake_worker import FakeWorker
 
 SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
-
-
-@pytest.fixture
-def worker_holder() -> dict[str, FakeWorker]:
-    return {}
-
-
-@pytest.fixture
-def herder(tmp_path: Path, worker_holder: dict[str, FakeWorker]) -> StandaloneHerder:
-    config = WorkerConfig.from_properties(
-        {"bootstrap.servers": "127.0.0.1:1", "listeners": "grpc://127.0.0.1:0",
-         "worker.id": "w1"}
-    )
-
-    def make_runtime(board: object) -> FakeWorker:
-        worker_holder["worker"] = FakeWorker(board)  # type: ignore[arg-type]
-        return worker_holder["worker"]
-
-    result = StandaloneHerder(
-        config, Plugins(), FileOffsetStore(tmp_path / "offsets.json"), make_runtime
-    )
-    result.start()
-    return result
 
 
 def _config(tmp_path: Path, tasks: int = 2, **extra: str) -> dict[str, str]:

@@ -1,0 +1,148 @@
+"""Reads, alters and resets a connector's offsets (KIP-875) and sets initial ones (KIP-995).
+
+Source offsets live in the OffsetStore; sink offsets are the committed offsets of the
+connector's consumer group. Every change is validated, then vetted by the plugin's
+``alter_offsets`` hook, and only then written: a rejected request changes nothing.
+The caller (the herder) checks that the connector is STOPPED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from connect_grpc.connectors.api import (
+    AlterOffsetsUnsupportedError,
+    Connector,
+    SinkConnector,
+    SourceConnector,
+)
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.domain import ConnectorOffset
+from connect_grpc.errors import (
+    ConnectError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    PreconditionViolation,
+)
+from connect_grpc.herder import offsets as rules
+from connect_grpc.runtime.kafka_io import sink_group_id
+from connect_grpc.storage.base import OffsetStore
+from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """A validated change: the parsed offsets in the plugin's shape, and whether it resets."""
+
+    source: rules.SourceOffsets | None = None
+    sink: rules.SinkOffsets | None = None
+
+
+class OffsetManager:
+    def __init__(
+        self, plugins: Plugins, store: OffsetStore, groups: ConsumerGroupOffsets
+    ) -> None:
+        self._plugins = plugins
+        self._store = store
+        self._groups = groups
+
+    def read(self, name: str, config: Mapping[str, str]) -> list[ConnectorOffset]:
+        connector = self._plugins.new_connector(config["connector.class"])
+        if isinstance(connector, SinkConnector):
+            committed = self._groups.committed(sink_group_id(name, config))
+            return rules.sink_offsets_to_connector_offsets(committed)
+        return [ConnectorOffset(p, o) for p, o in self._store.get_all(name)]
+
+    def alter(
+        self, name: str, config: Mapping[str, str], offsets: Sequence[ConnectorOffset]
+    ) -> str:
+        rules.require_offsets(offsets)
+        connector = self._plugins.new_connector(config["connector.class"])
+        change = self._parse(connector, offsets, "offsets")
+        applied = self._vet(connector, config, change)
+        self._write(name, config, change)
+        log.info("offsets_altered", connector=name, partitions=len(offsets))
+        return rules.success_message("altered", applied)
+
+    def reset(self, name: str, config: Mapping[str, str]) -> str:
+        connector = self._plugins.new_connector(config["connector.class"])
+        if isinstance(connector, SinkConnector):
+            group = sink_group_id(name, config)
+            committed = self._groups.committed(group)
+            applied = self._vet(connector, config, _Change(sink=dict.fromkeys(committed)))
+            self._groups.delete_group(group)
+        else:
+            known = [(partition, None) for partition, _ in self._store.get_all(name)]
+            change = _Change(source=list(known))
+            applied = self._vet(connector, config, change)
+            self._store.put(name, known)
+        log.info("offsets_reset", connector=name)
+        return rules.success_message("reset", applied)
+
+    def set_initial(
+        self, name: str, config: Mapping[str, str], offsets: Sequence[ConnectorOffset]
+    ) -> str:
+        """KIP-995 steps 2-4: validate (with the plugin hook), wipe what is stored, write."""
+        step = "validate initial offsets"
+        try:
+            rules.require_offsets(offsets, "initial_offsets.offsets")
+            connector = self._plugins.new_connector(config["connector.class"])
+            change = self._parse(connector, offsets, "initial_offsets.offsets")
+            applied = self._vet(connector, config, change)
+            step = "wipe existing offsets"
+            self._wipe(name, config, connector)
+            step = "write initial offsets"
+            self._write(name, config, change)
+        except ConnectError as exc:
+            raise exc.in_step(step) from exc
+        log.info("initial_offsets_set", connector=name, partitions=len(offsets))
+        return rules.success_message("set", applied)
+
+    # steps
+
+    @staticmethod
+    def _parse(connector: Connector, offsets: Sequence[ConnectorOffset], field: str) -> _Change:
+        if isinstance(connector, SinkConnector):
+            return _Change(sink=rules.parse_sink_offsets(offsets, field))
+        return _Change(source=rules.parse_source_offsets(offsets, field))
+
+    @staticmethod
+    def _vet(connector: Connector, config: Mapping[str, str], change: _Change) -> bool:
+        """Calls the plugin's ``alter_offsets``; maps its refusals to errors."""
+        try:
+            if isinstance(connector, SinkConnector):
+                return bool(connector.alter_offsets(config, change.sink or {}))
+            if isinstance(connector, SourceConnector):
+                return bool(connector.alter_offsets(config, change.source or []))
+        except AlterOffsetsUnsupportedError as exc:
+            raise FailedPreconditionError(
+                f"Connector {config.get('name')} does not support external modification of "
+                f"offsets: {exc}",
+                [PreconditionViolation("PLUGIN", str(config.get("name")),
+                                       "alter_offsets refused the change")],
+            ) from None
+        except ValueError as exc:
+            raise InvalidArgumentError.for_field("offsets", str(exc)) from None
+        except Exception as exc:
+            log.exception("alter_offsets_hook_failed", connector=config.get("name"))
+            raise ConnectError(
+                f"The connector's alter_offsets failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        return False
+
+    def _wipe(self, name: str, config: Mapping[str, str], connector: Connector) -> None:
+        if isinstance(connector, SinkConnector):
+            self._groups.delete_group(sink_group_id(name, config))
+        else:
+            self._store.put(name, [(partition, None) for partition, _ in self._store.get_all(name)])
+
+    def _write(self, name: str, config: Mapping[str, str], change: _Change) -> None:
+        if change.sink is not None:
+            self._groups.alter(sink_group_id(name, config), change.sink)
+        else:
+            self._store.put(name, change.source or [])
