@@ -7,7 +7,9 @@ become UnavailableError (the members are zombie tasks that will time out: retry)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import structlog
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
@@ -22,6 +24,9 @@ log = structlog.get_logger(__name__)
 GroupOffsets = dict[tuple[str, int], int]
 
 ADMIN_TIMEOUT_S = 30.0
+COORDINATOR_RETRY_S = 0.25
+
+T = TypeVar("T")
 
 
 def _active_members_error(group: str) -> UnavailableError:
@@ -33,8 +38,32 @@ def _active_members_error(group: str) -> UnavailableError:
     )
 
 
+class _NotReadyError(Exception):
+    """The group coordinator is still loading or moving: ask again shortly."""
+
+
+_COORDINATOR_NOT_READY = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    }
+)
+
+
+def _error_code(exc: KafkaException) -> int | None:
+    error = exc.args[0] if exc.args else None
+    return error.code() if isinstance(error, KafkaError) else None
+
+
 class ConsumerGroupOffsets:
-    """Admin operations on the committed offsets of consumer groups."""
+    """Admin operations on the committed offsets of consumer groups.
+
+    Every operation first waits until the group's coordinator answers (a new cluster loads
+    ``__consumer_offsets`` lazily): librdkafka's OffsetFetch does not survive a
+    NOT_COORDINATOR answer (it crashes the process), so no offsets request is sent before a
+    DescribeGroups has succeeded. A coordinator that stays unavailable is UnavailableError.
+    """
 
     def __init__(self, admin_config: Mapping[str, str]) -> None:
         self._admin_config: dict[str, str | int | float | bool] = dict(admin_config)
@@ -49,31 +78,27 @@ class ConsumerGroupOffsets:
 
     def committed(self, group: str) -> GroupOffsets:
         """Every committed offset of the group; empty when the group does not exist."""
-        request = [ConsumerGroupTopicPartitions(group)]
-        future = self._admin.list_consumer_group_offsets(request)[group]
-        try:
-            result = future.result(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            if exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+        self.has_active_members(group)
+
+        def list_offsets() -> GroupOffsets:
+            request = [ConsumerGroupTopicPartitions(group)]
+            result = self._result(self._admin.list_consumer_group_offsets(request)[group])
+            if result is None:
                 return {}
-            raise ConnectError(
-                f"Failed to read the offsets of consumer group {group}: {exc}"
-            ) from None
-        return {
-            (tp.topic, tp.partition): tp.offset
-            for tp in result.topic_partitions or []
-            if tp.offset >= 0
-        }
+            return {
+                (tp.topic, tp.partition): tp.offset
+                for tp in result.topic_partitions or []
+                if tp.offset >= 0
+            }
+
+        return self._retrying(f"read the offsets of consumer group {group}", list_offsets)
 
     def has_active_members(self, group: str) -> bool:
-        future = self._admin.describe_consumer_groups([group])[group]
-        try:
-            description = future.result(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            if exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return False
-            raise ConnectError(f"Failed to describe consumer group {group}: {exc}") from None
-        return bool(description.members)
+        def describe() -> bool:
+            description = self._result(self._admin.describe_consumer_groups([group])[group])
+            return description is not None and bool(description.members)
+
+        return self._retrying(f"describe consumer group {group}", describe)
 
     def alter(self, group: str, offsets: Mapping[tuple[str, int], int | None]) -> None:
         """Sets the given offsets; None deletes that partition's offset. Others are kept."""
@@ -86,36 +111,42 @@ class ConsumerGroupOffsets:
 
     def delete_group(self, group: str) -> None:
         """Deletes the group and so all its offsets; a group that does not exist is fine."""
-        future = self._admin.delete_consumer_groups([group])[group]
-        try:
-            future.result(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            code = exc.args[0].code()
-            if code == KafkaError.GROUP_ID_NOT_FOUND:
-                return
-            if code == KafkaError.NON_EMPTY_GROUP:
-                raise _active_members_error(group) from None
-            raise ConnectError(f"Failed to delete consumer group {group}: {exc}") from None
+        if self.has_active_members(group):
+            raise _active_members_error(group)
+
+        def delete() -> None:
+            try:
+                self._result(self._admin.delete_consumer_groups([group])[group])
+            except KafkaException as exc:
+                if _error_code(exc) == KafkaError.NON_EMPTY_GROUP:
+                    raise _active_members_error(group) from None
+                raise
+
+        self._retrying(f"delete consumer group {group}", delete)
         log.info("consumer_group_deleted", group=group)
 
     def _commit(self, group: str, offsets: GroupOffsets) -> None:
         if not offsets:
             return
         partitions = [KafkaTopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-        request = [ConsumerGroupTopicPartitions(group, partitions)]
-        future = self._admin.alter_consumer_group_offsets(request)[group]
-        try:
-            result = future.result(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            raise ConnectError(f"Failed to alter the offsets of group {group}: {exc}") from None
-        for tp in result.topic_partitions or []:
-            if tp.error is not None:
+
+        def alter() -> None:
+            request = [ConsumerGroupTopicPartitions(group, partitions)]
+            result = self._result(self._admin.alter_consumer_group_offsets(request)[group])
+            answered = result.topic_partitions if result is not None else None
+            for tp in answered or []:
+                if tp.error is None:
+                    continue
                 if tp.error.code() == KafkaError.UNKNOWN_MEMBER_ID:
                     raise _active_members_error(group)
+                if tp.error.code() in _COORDINATOR_NOT_READY:
+                    raise _NotReadyError(str(tp.error))
                 raise ConnectError(
                     f"Failed to alter the offset of {tp.topic}-{tp.partition} in group "
                     f"{group}: {tp.error}"
                 )
+
+        self._retrying(f"alter the offsets of consumer group {group}", alter)
         log.info("consumer_group_offsets_altered", group=group, partitions=len(offsets))
 
     def _rewrite_without(self, group: str, offsets: Mapping[tuple[str, int], int | None]) -> None:
@@ -130,3 +161,33 @@ class ConsumerGroupOffsets:
         log.info("consumer_group_rewrite", group=group, kept=remaining)
         self.delete_group(group)
         self._commit(group, remaining)
+
+    @staticmethod
+    def _result(future: Any) -> Any:
+        """The future's result; None for a group that does not exist; _NotReadyError while
+        the coordinator is not ready."""
+        try:
+            return future.result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            code = _error_code(exc)
+            if code == KafkaError.GROUP_ID_NOT_FOUND:
+                return None
+            if code in _COORDINATOR_NOT_READY:
+                raise _NotReadyError(str(exc)) from None
+            raise
+
+    @staticmethod
+    def _retrying(what: str, call: Callable[[], T]) -> T:
+        deadline = time.monotonic() + ADMIN_TIMEOUT_S
+        while True:
+            try:
+                return call()
+            except _NotReadyError as exc:
+                if time.monotonic() >= deadline:
+                    raise UnavailableError(
+                        f"Could not {what}: the group coordinator is not available ({exc})",
+                        retry_after_seconds=5.0,
+                    ) from None
+                time.sleep(COORDINATOR_RETRY_S)
+            except KafkaException as exc:
+                raise ConnectError(f"Failed to {what}: {exc}") from None
