@@ -5,6 +5,9 @@
 - ``kafka_bootstrap``: its bootstrap servers, e.g. ``"127.0.0.1:40337"``.
 - ``kafka_admin``: a confluent_kafka ``AdminClient`` connected to it.
 - ``unique_topic``: a fresh topic name per test (``test-<uuid hex>``); not created.
+- ``worker``: a standalone worker process per test module; ``stub``: a client of it.
+- ``name``: a fresh connector name per test; ``events``: a per-test events file for the
+  instrumented test plugins.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from connect_grpc.kafka.broker import LocalKafka
+from connect_grpc.testing.cluster import WorkerProcess
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
 BOOTSTRAP_ENV = "CONNECT_GRPC_KAFKA_BOOTSTRAP"
 
@@ -51,3 +57,29 @@ def kafka_admin(kafka_bootstrap: str) -> Any:
 @pytest.fixture
 def unique_topic() -> str:
     return f"test-{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="module")
+def worker(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[WorkerProcess]:
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    process = WorkerProcess(tmp_path_factory.mktemp(f"{module}-worker"), kafka_bootstrap)
+    with process:
+        yield process
+
+
+@pytest.fixture
+def stub(worker: WorkerProcess) -> pb_grpc.ConnectServiceStub:
+    return worker.stub
+
+
+@pytest.fixture
+def name(request: pytest.FixtureRequest) -> str:
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    return f"{module}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Path:
+    return tmp_path / "events.jsonl"

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+import uuid
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -87,3 +92,56 @@ def error_reason(error: grpc.RpcError) -> str:
             detail.Unpack(info)
             return str(info.reason)
     return ""
+
+
+def create_topic(admin: AdminClient, name: str, partitions: int = 1) -> str:
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1)], operation_timeout=30
+    )
+    futures[name].result(timeout=30)
+    return name
+
+
+def produce(
+    bootstrap: str, topic: str, values: Sequence[str], partition: int | None = None
+) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for value in values:
+        if partition is None:
+            producer.produce(topic, value=value.encode())
+        else:
+            producer.produce(topic, value=value.encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
+    """Every committed message of the topic, from the beginning to the end of each partition."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    messages: list[Any] = []
+    at_end: set[int] = set()
+    deadline = time.monotonic() + 30
+    try:
+        while len(at_end) < partitions:
+            assert time.monotonic() < deadline, "timed out reading the topic"
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(int(message.partition() or 0))
+                    continue
+                raise KafkaException(error)
+            messages.append(message)
+    finally:
+        consumer.close()
+    return messages

@@ -4,15 +4,13 @@ errors with the right codes, and delete with cleanup."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
-from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.testing.plugins import read_events
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
@@ -31,28 +29,6 @@ from tests.integration.helpers import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
-@pytest.fixture(scope="module")
-def worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WorkerProcess]:
-    process = WorkerProcess(tmp_path_factory.mktemp("lifecycle-worker"), kafka_bootstrap)
-    with process:
-        yield process
-
-
-@pytest.fixture
-def stub(worker: WorkerProcess) -> pb_grpc.ConnectServiceStub:
-    return worker.stub
-
-
-@pytest.fixture
-def name() -> str:
-    return f"conn-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def events(tmp_path: Path) -> Path:
-    return tmp_path / "events.jsonl"
 
 
 def test_created_running_runs_tasks_max_tasks(

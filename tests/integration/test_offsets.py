@@ -25,10 +25,8 @@ from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
-    Producer,
-    TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
@@ -42,8 +40,11 @@ from tests.integration.helpers import (
     RUNNING,
     STOPPED,
     create,
+    create_topic,
     error_reason,
     field_violations,
+    produce,
+    read_all,
     source_config,
     wait_for_states,
 )
@@ -216,53 +217,10 @@ def hook_calls(events: Path) -> list[Any]:
 # ---- Kafka helpers ------------------------------------------------------------------------
 
 
-def create_topic(admin: Any, topic: str, partitions: int = 1) -> str:
-    futures = admin.create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=1)], operation_timeout=30
-    )
-    futures[topic].result(timeout=30)
-    return topic
-
-
-def produce(bootstrap: str, topic: str, values: Sequence[str], partition: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for value in values:
-        producer.produce(topic, value=value.encode(), partition=partition)
-    assert producer.flush(30) == 0
-
-
 def topic_values(bootstrap: str, topic: str, partitions: int = 1) -> list[str]:
     """Every committed value of the topic, from the beginning to the current end."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[str] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + 30
-    try:
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, "timed out reading the topic"
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    at_end.add(int(message.partition() or 0))
-                    continue
-                raise KafkaException(error)
-            raw = message.value()
-            values.append("null" if raw is None else raw.decode("utf-8"))
-    finally:
-        consumer.close()
-    return values
+    raw = (message.value() for message in read_all(bootstrap, topic, partitions))
+    return ["null" if value is None else value.decode("utf-8") for value in raw]
 
 
 COORDINATOR_NOT_READY = {
@@ -320,28 +278,6 @@ def settle() -> None:
 # ---- fixtures -----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WorkerProcess]:
-    process = WorkerProcess(tmp_path_factory.mktemp("offsets-worker"), kafka_bootstrap)
-    with process:
-        yield process
-
-
-@pytest.fixture
-def stub(worker: WorkerProcess) -> pb_grpc.ConnectServiceStub:
-    return worker.stub
-
-
-@pytest.fixture
-def name() -> str:
-    return f"offsets-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def events(tmp_path: Path) -> Path:
-    return tmp_path / "events.jsonl"
 
 
 def instrumented_source(events: Path, mode: str = "true") -> dict[str, str]:

@@ -7,7 +7,6 @@ nothing."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from connect_grpc.testing.cluster import WorkerProcess, wait_until
+from connect_grpc.testing.cluster import wait_until
 from connect_grpc.testing.plugins import count, read_events
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
@@ -38,28 +37,6 @@ FLAGS = [(False, False), (True, False), (False, True), (True, True)]
 FLAG_IDS = ["plain", "include_tasks", "only_failed", "include_tasks+only_failed"]
 
 
-@pytest.fixture(scope="module")
-def worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WorkerProcess]:
-    process = WorkerProcess(tmp_path_factory.mktemp("restart-worker"), kafka_bootstrap)
-    with process:
-        yield process
-
-
-@pytest.fixture
-def stub(worker: WorkerProcess) -> pb_grpc.ConnectServiceStub:
-    return worker.stub
-
-
-@pytest.fixture
-def name() -> str:
-    return f"restart-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def events(tmp_path: Path) -> Path:
-    return tmp_path / "events.jsonl"
 
 
 def restart(

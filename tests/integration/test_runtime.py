@@ -10,20 +10,16 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import (
-    Consumer,
     ConsumerGroupTopicPartitions,
-    KafkaError,
-    KafkaException,
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from connect_grpc.connectors.api import (
     SourceConnector,
@@ -38,6 +34,7 @@ from connect_grpc.runtime.spark import job_tag
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
+from tests.integration.helpers import create_topic, produce, read_all
 
 pytestmark = [pytest.mark.integration]
 
@@ -182,52 +179,6 @@ def wait_for(condition: Callable[[], object], timeout: float = 60.0, what: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or condition}")
         time.sleep(0.1)
-
-
-def create_topic(admin: AdminClient, name: str, partitions: int = 1) -> None:
-    futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1)], operation_timeout=30
-    )
-    futures[name].result(timeout=30)
-
-
-def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
-    """Every message of the topic, read from the beginning up to the end of each partition."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    messages: list[Any] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + 30
-    try:
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, "timed out reading the topic"
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            error = msg.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    at_end.add(int(msg.partition() or 0))
-                    continue
-                raise KafkaException(error)
-            messages.append(msg)
-    finally:
-        consumer.close()
-    return messages
-
-
-def produce(bootstrap: str, topic: str, values: Sequence[str]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for value in values:
-        producer.produce(topic, value=value.encode())
-    assert producer.flush(30) == 0
 
 
 def group_offset(admin: AdminClient, group: str, topic: str) -> int:
