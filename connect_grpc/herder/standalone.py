@@ -93,6 +93,7 @@ class StandaloneHerder:
             ),
         )
         self._board = StatusBoard(config.worker_id)
+        self._board.set_reconfiguration_handler(self._request_reconfiguration)
         self._worker: WorkerRuntime = (
             runtime_factory(self._board)
             if runtime_factory
@@ -448,6 +449,17 @@ class StandaloneHerder:
         )
 
     # reconciliation (callers hold the lock)
+
+    def _request_reconfiguration(self, name: str) -> None:
+        """A connector asked for new task configs: recompute them off the plugin's thread."""
+
+        def reconfigure() -> None:
+            with self._lock:
+                state = self._connectors.get(name)
+                if state is not None and state.target is TargetState.STARTED and not self._stopped:
+                    self._reconfigure_tasks(name)
+
+        threading.Thread(target=reconfigure, name=f"reconfigure-{name}", daemon=True).start()
 
     def _state(self, name: str) -> _ConnectorState:
         state = self._connectors.get(name.strip())

@@ -4,6 +4,7 @@ status watchers on every change."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import structlog
 
@@ -30,6 +31,7 @@ class StatusBoard:
         self._changed = threading.Condition()
         self._version = 0
         self._closed = False
+        self._reconfiguration_handler: Callable[[str], None] | None = None
 
     # StatusListener
 
@@ -42,6 +44,14 @@ class StatusBoard:
         self._store.put_task(task, status)
         log.info("task_status", connector=task.connector, task=task.task, state=status.state.value)
         self._bump()
+
+    def on_reconfiguration_requested(self, connector: str) -> None:
+        if self._reconfiguration_handler is not None:
+            self._reconfiguration_handler(connector)
+
+    def set_reconfiguration_handler(self, handler: Callable[[str], None]) -> None:
+        """Who recomputes a connector's tasks when its plugin asks (the herder)."""
+        self._reconfiguration_handler = handler
 
     # reads
 

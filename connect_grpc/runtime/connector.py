@@ -26,6 +26,9 @@ class StatusListener(Protocol):
 
     def on_task_status(self, task: TaskId, status: InstanceStatus) -> None: ...
 
+    def on_reconfiguration_requested(self, connector: str) -> None:
+        """The connector asked for its task configs to be computed again."""
+
 
 class _Context:
     """The ConnectorContext given to the plugin."""
@@ -35,6 +38,7 @@ class _Context:
 
     def request_task_reconfiguration(self) -> None:
         self._instance.log.info("task_reconfiguration_requested")
+        self._instance.listener.on_reconfiguration_requested(self._instance.name)
 
     def raise_error(self, error: BaseException) -> None:
         trace = "".join(traceback.format_exception(error))
@@ -57,7 +61,7 @@ class ConnectorInstance:
         self.config = dict(config)
         self.log = log.bind(connector=name, worker_id=worker_id)
         self._worker_id = worker_id
-        self._listener = listener
+        self.listener = listener
         self._lock = threading.RLock()
         self._started = False
         self._state = State.UNASSIGNED
@@ -120,4 +124,4 @@ class ConnectorInstance:
 
     def _report(self, state: State, trace: str = "") -> None:
         self._state = state
-        self._listener.on_connector_status(self.name, InstanceStatus(state, self._worker_id, trace))
+        self.listener.on_connector_status(self.name, InstanceStatus(state, self._worker_id, trace))

@@ -118,6 +118,7 @@ class RecordingListener:
         self._lock = threading.Lock()
         self.connectors: dict[str, list[InstanceStatus]] = {}
         self.tasks: dict[TaskId, list[InstanceStatus]] = {}
+        self.reconfiguration_requests: list[str] = []
 
     def on_connector_status(self, connector: str, status: InstanceStatus) -> None:
         with self._lock:
@@ -126,6 +127,10 @@ class RecordingListener:
     def on_task_status(self, task: TaskId, status: InstanceStatus) -> None:
         with self._lock:
             self.tasks.setdefault(task, []).append(status)
+
+    def on_reconfiguration_requested(self, connector: str) -> None:
+        with self._lock:
+            self.reconfiguration_requests.append(connector)
 
     def connector_state(self, name: str) -> InstanceStatus | None:
         with self._lock:
