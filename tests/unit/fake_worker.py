@@ -32,6 +32,7 @@ class FakeWorker:
     worker_id: str = "fake:0"
     connectors: dict[str, _Instance] = field(default_factory=dict)
     tasks: dict[TaskId, TargetState] = field(default_factory=dict)
+    task_starts: list[TaskId] = field(default_factory=list)
     task_stops: list[tuple[TaskId, bool]] = field(default_factory=list)
     connector_stops: list[tuple[str, bool]] = field(default_factory=list)
     failing_tasks: set[TaskId] = field(default_factory=set)
@@ -107,6 +108,7 @@ class FakeWorker:
         target: TargetState,
     ) -> bool:
         self.tasks[task] = target
+        self.task_starts.append(task)
         state = State.RUNNING if target is TargetState.STARTED else State.PAUSED
         if task in self.failing_tasks:
             state = State.FAILED
@@ -119,7 +121,8 @@ class FakeWorker:
         self.listener.on_task_status(task, InstanceStatus(state, self.worker_id))
 
     def stop_tasks(self, tasks: Collection[TaskId], connector_deleted: bool) -> None:
-        for task in tasks:
+        """Like the runtime: unknown ids are ignored."""
+        for task in [t for t in tasks if t in self.tasks]:
             del self.tasks[task]
             self.task_stops.append((task, connector_deleted))
 

@@ -5,13 +5,11 @@ stand-in that also counts task starts)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import (
     ConnectorStatus,
     ConnectorType,
@@ -30,9 +28,7 @@ from connect_grpc.herder.restart import (
     restart_record_value,
 )
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.testing.plugins import count, read_events
-from connect_grpc.worker_config import WorkerConfig
 from tests.unit.fake_worker import FakeWorker
 
 pytestmark = pytest.mark.timeout(30)
@@ -146,49 +142,6 @@ def test_plan_keeps_worker_id_and_trace() -> None:
 # ---------------------------------------------------------------------------- the herder
 
 
-@dataclass
-class CountingWorker(FakeWorker):
-    """FakeWorker that also records task starts (in order)."""
-
-    task_starts: list[TaskId] = field(default_factory=list)
-
-    def start_task(
-        self,
-        task: TaskId,
-        connector_config: Mapping[str, str],
-        task_config: Mapping[str, str],
-        target: TargetState,
-    ) -> bool:
-        self.task_starts.append(task)
-        return super().start_task(task, connector_config, task_config, target)
-
-    def stop_tasks(self, tasks: Collection[TaskId], connector_deleted: bool) -> None:
-        super().stop_tasks([t for t in tasks if t in self.tasks], connector_deleted)
-
-
-@pytest.fixture
-def holder() -> dict[str, CountingWorker]:
-    return {}
-
-
-@pytest.fixture
-def herder(tmp_path: Path, holder: dict[str, CountingWorker]) -> StandaloneHerder:
-    config = WorkerConfig.from_properties(
-        {"bootstrap.servers": "127.0.0.1:1", "listeners": "grpc://127.0.0.1:0",
-         "worker.id": "w1"}
-    )
-
-    def make_runtime(board: object) -> CountingWorker:
-        holder["worker"] = CountingWorker(board)  # type: ignore[arg-type]
-        return holder["worker"]
-
-    result = StandaloneHerder(
-        config, Plugins(), FileOffsetStore(tmp_path / "offsets.json"), make_runtime
-    )
-    result.start()
-    return result
-
-
 @pytest.fixture
 def events(tmp_path: Path) -> Path:
     return tmp_path / "events.jsonl"
@@ -227,7 +180,7 @@ class Counts:
     task_stops: list[int]
 
 
-def _counts(worker: CountingWorker, events: Path, tasks: int = 2) -> Counts:
+def _counts(worker: FakeWorker, events: Path, tasks: int = 2) -> Counts:
     return Counts(
         count(read_events(events), "connector_start"),
         len(worker.connector_stops),
@@ -251,14 +204,14 @@ def test_unknown_connector_is_not_found(
 )
 def test_running_connector(
     herder: StandaloneHerder,
-    holder: dict[str, CountingWorker],
+    worker_holder: dict[str, FakeWorker],
     events: Path,
     flags: tuple[bool, bool],
     restarted_connector: int,
     restarted_tasks: int,
 ) -> None:
     herder.create_connector("c", _config(events), TargetState.STARTED)
-    worker = holder["worker"]
+    worker = worker_holder["worker"]
     response = herder.restart_connector(RestartRequest("c", *flags))
     if flags == (False, False):
         assert response is None
@@ -276,7 +229,7 @@ def test_running_connector(
 @pytest.mark.parametrize(("include_tasks", "only_failed"), FLAGS, ids=FLAG_IDS)
 def test_failed_connector_restarts_and_fails_again(
     herder: StandaloneHerder,
-    holder: dict[str, CountingWorker],
+    worker_holder: dict[str, FakeWorker],
     events: Path,
     include_tasks: bool,
     only_failed: bool,
@@ -289,7 +242,7 @@ def test_failed_connector_restarts_and_fails_again(
         assert _shown(response) == (X, [])
     assert _settled(herder) == (F, [])
     # a connector whose start raised was never started, so it is never stopped
-    assert _counts(holder["worker"], events, tasks=0) == Counts(2, 0, [], [])
+    assert _counts(worker_holder["worker"], events, tasks=0) == Counts(2, 0, [], [])
 
 
 @pytest.mark.parametrize(
@@ -307,14 +260,14 @@ def test_failed_connector_restarts_and_fails_again(
 )
 def test_failed_tasks(
     herder: StandaloneHerder,
-    holder: dict[str, CountingWorker],
+    worker_holder: dict[str, FakeWorker],
     events: Path,
     failing: set[int],
     flags: tuple[bool, bool],
     shown: tuple[State, list[State]] | None,
     task_restarts: list[int],
 ) -> None:
-    worker = holder["worker"]
+    worker = worker_holder["worker"]
     worker.failing_tasks = {TaskId("c", t) for t in failing}
     herder.create_connector("c", _config(events), TargetState.STARTED)
     before = [F if t in failing else R for t in range(2)]
@@ -330,9 +283,9 @@ def test_failed_tasks(
 
 
 def test_failed_tasks_run_after_the_cause_is_fixed(
-    herder: StandaloneHerder, holder: dict[str, CountingWorker], events: Path
+    herder: StandaloneHerder, worker_holder: dict[str, FakeWorker], events: Path
 ) -> None:
-    worker = holder["worker"]
+    worker = worker_holder["worker"]
     worker.failing_tasks = {TaskId("c", 0), TaskId("c", 1)}
     herder.create_connector("c", _config(events), TargetState.STARTED)
     worker.failing_tasks = set()
@@ -342,18 +295,18 @@ def test_failed_tasks_run_after_the_cause_is_fixed(
 
 
 def test_only_failed_on_healthy_connector_restarts_nothing(
-    herder: StandaloneHerder, holder: dict[str, CountingWorker], events: Path
+    herder: StandaloneHerder, worker_holder: dict[str, FakeWorker], events: Path
 ) -> None:
     herder.create_connector("c", _config(events), TargetState.STARTED)
     for include_tasks in (False, True):
         response = herder.restart_connector(RestartRequest("c", include_tasks, True))
         assert response is not None and _shown(response) == (R, [R, R])
         assert _states(herder) == (R, [R, R])
-    assert _counts(holder["worker"], events) == Counts(1, 0, [1, 1], [0, 0])
+    assert _counts(worker_holder["worker"], events) == Counts(1, 0, [1, 1], [0, 0])
 
 
 def test_paused_connector_restarts_into_paused(
-    herder: StandaloneHerder, holder: dict[str, CountingWorker], events: Path
+    herder: StandaloneHerder, worker_holder: dict[str, FakeWorker], events: Path
 ) -> None:
     herder.create_connector("c", _config(events), TargetState.STARTED)
     herder.pause_connector("c")
@@ -361,10 +314,10 @@ def test_paused_connector_restarts_into_paused(
     response = herder.restart_connector(RestartRequest("c", include_tasks=True))
     assert response is not None and _shown(response) == (X, [X, X])
     assert _settled(herder) == (P, [P, P])
-    assert holder["worker"].tasks == {TaskId("c", 0): TargetState.PAUSED,
+    assert worker_holder["worker"].tasks == {TaskId("c", 0): TargetState.PAUSED,
                                       TaskId("c", 1): TargetState.PAUSED}
     # the paused connector's plugin was stopped by the pause and is not started again
-    assert _counts(holder["worker"], events) == Counts(1, 1, [2, 2], [1, 1])
+    assert _counts(worker_holder["worker"], events) == Counts(1, 1, [2, 2], [1, 1])
     herder.resume_connector("c")
     assert _states(herder) == (R, [R, R])
 
@@ -372,7 +325,7 @@ def test_paused_connector_restarts_into_paused(
 @pytest.mark.parametrize(("include_tasks", "only_failed"), FLAGS, ids=FLAG_IDS)
 def test_stopped_connector_restarts_its_instance_into_stopped(
     herder: StandaloneHerder,
-    holder: dict[str, CountingWorker],
+    worker_holder: dict[str, FakeWorker],
     events: Path,
     include_tasks: bool,
     only_failed: bool,
@@ -383,14 +336,14 @@ def test_stopped_connector_restarts_its_instance_into_stopped(
         assert _shown(response) == ((S if only_failed else X), [])
     assert _settled(herder) == (S, [])
     assert read_events(events) == []
-    assert holder["worker"].task_starts == []
-    assert "c" in holder["worker"].connectors
+    assert worker_holder["worker"].task_starts == []
+    assert "c" in worker_holder["worker"].connectors
 
 
 def test_restart_task_runs_a_failed_task_once_fixed(
-    herder: StandaloneHerder, holder: dict[str, CountingWorker], events: Path
+    herder: StandaloneHerder, worker_holder: dict[str, FakeWorker], events: Path
 ) -> None:
-    worker = holder["worker"]
+    worker = worker_holder["worker"]
     worker.failing_tasks = {TaskId("c", 1)}
     herder.create_connector("c", _config(events), TargetState.STARTED)
     with pytest.raises(ConnectError, match="Failed to start task c-1"):
