@@ -509,12 +509,9 @@ class StandaloneHerder:
 
     def _start_tasks(self, name: str) -> None:
         state = self._connectors[name]
-        task_target = (
-            TargetState.PAUSED if state.target is TargetState.PAUSED else TargetState.STARTED
-        )
         for task, task_config in zip(state.task_ids(name), state.task_configs, strict=True):
             if task not in self._worker.task_ids():
-                self._worker.start_task(task, state.config, task_config, task_target)
+                self._worker.start_task(task, state.config, task_config, self._task_target(state))
 
     def _stop_tasks(self, name: str, connector_deleted: bool) -> None:
         running = sorted(task for task in self._worker.task_ids() if task.connector == name)
