@@ -1,0 +1,468 @@
+"""A compacted Kafka topic read as a log: the machinery shared by the Kafka-topic stores.
+
+:class:`KafkaBasedLog` (after Kafka Connect's class of that name) makes sure the topic
+exists, reads it from the beginning with a plain assigned consumer (no group membership,
+``read_committed``), keeps a background thread tailing it and hands every record to a
+callback, in offset order per partition. :meth:`KafkaBasedLog.read_to_end` blocks until
+the callback has seen everything that was in the topic when it was called, which is how a
+store catches up with other workers' writes. Writes go through one idempotent producer and
+are synchronous: :meth:`KafkaBasedLog.send_all` returns once every record is acknowledged
+by all in-sync replicas, with the offset each one was written at.
+
+Every store keeps its own in-memory view and applies both the records read back and its
+own writes to it; :class:`Freshness` lets it ignore a record read late that is older than
+one it applied already.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+# Public, but re-exported without __all__ in confluent-kafka 2.16's typed package.
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+from connect_grpc.errors import ConnectError, UnavailableError
+
+log = structlog.get_logger(__name__)
+
+#: A librdkafka client configuration (``bootstrap.servers`` and security settings).
+ClientConfig = Mapping[str, str | int | float | bool]
+#: What the log calls for every record it reads, in offset order per partition.
+RecordCallback = Callable[["LogRecord"], None]
+
+DEFAULT_TIMEOUT_S = 30.0
+POLL_TIMEOUT_S = 0.1
+POLL_BATCH = 500
+METADATA_RETRY_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One record of the topic: its raw key and value (None is a tombstone) and position."""
+
+    key: bytes | None
+    value: bytes | None
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """How an internal topic is created when it is missing."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    compact: bool = True
+
+
+class Freshness:
+    """The log offset last applied per key, so that a record read late never overrides a newer one.
+
+    A key's records all land on one partition (the key decides it), so their offsets are
+    comparable; should the same key appear on another partition (a writer with another
+    partitioner), the later arrival wins. Not thread-safe: use it under the store's lock.
+    """
+
+    def __init__(self) -> None:
+        self._applied: dict[object, tuple[int, int]] = {}
+
+    def accept(self, key: object, record: LogRecord) -> bool:
+        """Whether ``record`` is newer than what was applied for ``key``; remembers it if so."""
+        previous = self._applied.get(key)
+        if (
+            previous is not None
+            and previous[0] == record.partition
+            and previous[1] >= record.offset
+        ):
+            return False
+        self._applied[key] = (record.partition, record.offset)
+        return True
+
+
+def ensure_topic(admin: AdminClient, spec: TopicSpec, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
+    """Creates the topic unless it exists; returns whether it was created.
+
+    An existing topic is used as it is, except that a topic expected to be compacted must
+    have ``cleanup.policy=compact`` (a ``delete`` policy would lose state): ConnectError.
+    """
+    config = {"cleanup.policy": "compact"} if spec.compact else {}
+    topic = NewTopic(
+        spec.name,
+        num_partitions=spec.partitions,
+        replication_factor=spec.replication_factor,
+        config=config,
+    )
+    future = admin.create_topics([topic], operation_timeout=timeout, request_timeout=timeout)
+    try:
+        future[spec.name].result(timeout=timeout)
+    except TimeoutError as exc:
+        raise UnavailableError(f"cannot create topic {spec.name}: no answer in {timeout}s") from exc
+    except KafkaException as exc:
+        if _error_code(exc) != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise UnavailableError(f"cannot create topic {spec.name}: {exc}") from exc
+        if spec.compact:
+            _verify_compacted(admin, spec.name, timeout)
+        return False
+    log.info("topic_created", topic=spec.name, partitions=spec.partitions, compact=spec.compact)
+    return True
+
+
+def _verify_compacted(admin: AdminClient, topic: str, timeout: float) -> None:
+    policy = describe_topic_config(admin, topic, "cleanup.policy", timeout)
+    if policy is None or {p.strip() for p in policy.split(",")} != {"compact"}:
+        raise ConnectError(
+            f"topic {topic} must have cleanup.policy=compact to hold worker state, "
+            f"but has cleanup.policy={policy}"
+        )
+
+
+def describe_topic_config(
+    admin: AdminClient, topic: str, name: str, timeout: float = DEFAULT_TIMEOUT_S
+) -> str | None:
+    """The current value of one config of a topic (None when unset)."""
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
+        timeout=timeout
+    )
+    entry = entries.get(name)
+    if entry is None or entry.value is None:
+        return None
+    return str(entry.value)
+
+
+def _error_code(exc: KafkaException) -> int | None:
+    error = exc.args[0] if exc.args else None
+    return error.code() if isinstance(error, KafkaError) else None
+
+
+#: Answers that mean "ask again shortly": leadership settling after a create or a move.
+#: (librdkafka does not flag these as retriable in admin results.)
+_TRANSIENT = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+    }
+)
+
+
+def _retriable(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and (bool(error.retriable()) or error.code() in _TRANSIENT)
+
+
+def _partition_count(admin: AdminClient, topic: str, timeout: float) -> int:
+    """The topic's partition count, waiting for its metadata to appear after a create."""
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if metadata is not None and metadata.error is None and metadata.partitions:
+            leaders = [p.leader for p in metadata.partitions.values()]
+            if all(leader >= 0 for leader in leaders):
+                return len(leaders)
+        if time.monotonic() >= deadline:
+            raise UnavailableError(f"topic {topic} has no leader for all partitions in {timeout}s")
+        time.sleep(METADATA_RETRY_S)
+
+
+@dataclass(slots=True)
+class _Waiter:
+    """A read_to_end call: the end offsets it waits for and the event the tail thread sets."""
+
+    targets: dict[int, int]
+    done: threading.Event
+
+
+class KafkaBasedLog:
+    """One topic: created if missing, read from the beginning, tailed, written synchronously.
+
+    ``on_record`` runs on the log's thread for every record, in offset order per partition;
+    an exception it raises is logged and the record skipped. ``start``/``stop`` are called
+    once each, from one thread; ``read_to_end`` and ``send_all`` are thread-safe.
+    """
+
+    def __init__(
+        self,
+        client_config: ClientConfig,
+        spec: TopicSpec,
+        on_record: RecordCallback,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self._config: dict[str, str | int | float | bool] = dict(client_config)
+        self._spec = spec
+        self._on_record = on_record
+        self._timeout = timeout
+        self._log = log.bind(topic=spec.name)
+        self._admin: AdminClient | None = None
+        self._producer: Producer | None = None
+        self._partitions: list[TopicPartition] = []
+        self._positions: dict[int, int] = {}
+        self._waiters: list[_Waiter] = []
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    @property
+    def topic(self) -> str:
+        return self._spec.name
+
+    def start(self) -> None:
+        """Creates the topic if needed, starts tailing it and reads it to its current end.
+
+        Raises UnavailableError when the broker does not answer within the timeout.
+        """
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        self._log.info("kafka_log_started", partitions=len(self._partitions))
+
+    def _start(self) -> None:
+        self._admin = AdminClient(dict(self._config))
+        ensure_topic(self._admin, self._spec, self._timeout)
+        count = _partition_count(self._admin, self._spec.name, self._timeout)
+        self._partitions = [TopicPartition(self._spec.name, p) for p in range(count)]
+        self._producer = Producer(self._producer_config())
+        consumer = Consumer(self._consumer_config())
+        consumer.assign(
+            [TopicPartition(self._spec.name, p, OFFSET_BEGINNING) for p in range(count)]
+        )
+        self._thread = threading.Thread(
+            target=self._run, args=(consumer,), name=f"kafka-log-{self._spec.name}", daemon=True
+        )
+        self._thread.start()
+        self.read_to_end(self._timeout)
+
+    def stop(self) -> None:
+        """Stops tailing and closes the clients. Idempotent."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self._timeout)
+            self._thread = None
+        if self._producer is not None:
+            self._producer.flush(self._timeout)
+            self._producer = None
+        self._admin = None
+        self._log.info("kafka_log_stopped")
+
+    def read_to_end(self, timeout: float | None = None) -> None:
+        """Blocks until every record in the topic when called has been passed to ``on_record``.
+
+        Raises UnavailableError if that takes longer than ``timeout`` seconds (default: the
+        log's timeout) and ConnectError if the log is not running.
+        """
+        limit = self._timeout if timeout is None else timeout
+        waiter = _Waiter(self._end_offsets(limit), threading.Event())
+        with self._lock:
+            self._check_running()
+            if self._reached(waiter.targets):
+                return
+            self._waiters.append(waiter)
+        if not waiter.done.wait(limit):
+            with self._lock:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+            self._check_running()
+            raise UnavailableError(f"topic {self._spec.name} not read to its end in {limit}s")
+        self._check_running()
+
+    def send_all(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[LogRecord]:
+        """Writes the (key, value) records, in order; a None value is a tombstone.
+
+        Returns once all are acknowledged (acks=all), with the offset each was written at.
+        Raises ConnectError if any record was not written.
+        """
+        producer = self._producer
+        if producer is None:
+            raise ConnectError(f"the log of topic {self._spec.name} is not started")
+        with self._write_lock:
+            reports: list[Future[LogRecord]] = []
+            for key, value in records:
+                report: Future[LogRecord] = Future()
+                try:
+                    producer.produce(
+                        self._spec.name, value=value, key=key, on_delivery=_reporter(report)
+                    )
+                except (BufferError, KafkaException) as exc:
+                    producer.flush(self._timeout)
+                    raise ConnectError(f"write to {self._spec.name} failed: {exc}") from exc
+                reports.append(report)
+            remaining = producer.flush(self._timeout)
+        if remaining:
+            raise UnavailableError(
+                f"{remaining} records to topic {self._spec.name} not acknowledged in "
+                f"{self._timeout}s"
+            )
+        return [report.result(timeout=0) for report in reports]
+
+    def _producer_config(self) -> dict[str, str | int | float | bool]:
+        delivery_ms = int(self._timeout * 1000)
+        return {
+            **self._config,
+            "acks": "all",
+            "enable.idempotence": True,
+            # Kafka Connect's (Java) default partitioner: murmur2 of the key bytes, so our
+            # records land on the same partition as a Java worker's for the same key.
+            "partitioner": "murmur2_random",
+            "linger.ms": 0,
+            "delivery.timeout.ms": delivery_ms,
+            "request.timeout.ms": min(delivery_ms, 30_000),
+        }
+
+    def _consumer_config(self) -> dict[str, str | int | float | bool]:
+        # Assigned, never subscribed: the group id is required by the client but no group
+        # is joined and nothing is committed.
+        return {
+            **self._config,
+            "group.id": f"connect-grpc-log-{self._spec.name}-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+
+    def _end_offsets(self, timeout: float) -> dict[int, int]:
+        """Per partition, the offset reading must reach; partitions with nothing are left out.
+
+        Retriable errors (a leader just elected or moving) are retried until ``timeout``.
+        """
+        admin = self._admin
+        if admin is None:
+            raise ConnectError(f"the log of topic {self._spec.name} is not started")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                # OffsetSpec's factory methods are unannotated in confluent-kafka 2.16.
+                latest = self._list_offsets(admin, OffsetSpec.latest(), timeout)  # type: ignore[no-untyped-call]
+                earliest = self._list_offsets(admin, OffsetSpec.earliest(), timeout)  # type: ignore[no-untyped-call]
+                return {p: end for p, end in latest.items() if end > earliest.get(p, 0)}
+            except KafkaException as exc:
+                if not _retriable(exc) or time.monotonic() >= deadline:
+                    raise UnavailableError(
+                        f"cannot read the end offsets of topic {self._spec.name}: {exc}"
+                    ) from exc
+            except TimeoutError as exc:
+                raise UnavailableError(
+                    f"no end offsets of topic {self._spec.name} in {timeout}s"
+                ) from exc
+            time.sleep(METADATA_RETRY_S)
+
+    def _list_offsets(self, admin: AdminClient, spec: OffsetSpec, timeout: float) -> dict[int, int]:
+        request = {TopicPartition(tp.topic, tp.partition): spec for tp in self._partitions}
+        futures = admin.list_offsets(
+            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
+        )
+        return {tp.partition: f.result(timeout=timeout).offset for tp, f in futures.items()}
+
+    def _check_running(self) -> None:
+        if self._failure is not None:
+            raise ConnectError(f"reading topic {self._spec.name} failed: {self._failure!r}")
+        if self._thread is None or self._stopping.is_set():
+            raise ConnectError(f"the log of topic {self._spec.name} is not running")
+
+    def _reached(self, targets: Mapping[int, int]) -> bool:
+        return all(self._positions.get(p, -1) >= end for p, end in targets.items())
+
+    def _run(self, consumer: Consumer) -> None:
+        """The tail thread: polls, hands records to the callback, wakes satisfied waiters."""
+        try:
+            while not self._stopping.is_set():
+                self._poll_once(consumer)
+        except BaseException as exc:
+            self._failure = exc
+            self._log.exception("kafka_log_failed")
+        finally:
+            self._wake_all()
+            consumer.close()
+
+    def _poll_once(self, consumer: Consumer) -> None:
+        for message in consumer.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S):
+            self._handle(message)
+        positions = {
+            tp.partition: tp.offset for tp in consumer.position(self._partitions) if tp.offset >= 0
+        }
+        with self._lock:
+            self._positions.update(positions)
+            satisfied = [w for w in self._waiters if self._reached(w.targets)]
+            for waiter in satisfied:
+                self._waiters.remove(waiter)
+        for waiter in satisfied:
+            waiter.done.set()
+
+    def _handle(self, message: Message) -> None:
+        error = message.error()
+        if error is not None:
+            if error.code() != KafkaError._PARTITION_EOF:
+                self._log.warning("kafka_log_consume_error", error=str(error))
+            return
+        partition = message.partition()
+        offset = message.offset()
+        if partition is None or offset is None:
+            return
+        record = LogRecord(_as_bytes(message.key()), _as_bytes(message.value()), partition, offset)
+        try:
+            self._on_record(record)
+        except Exception:
+            self._log.exception("kafka_log_record_skipped", partition=partition, offset=offset)
+
+    def _wake_all(self) -> None:
+        with self._lock:
+            waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.done.set()
+
+
+def _as_bytes(data: Any) -> bytes | None:
+    if data is None or isinstance(data, bytes):
+        return data
+    return str(data).encode()
+
+
+def _reporter(report: Future[LogRecord]) -> Callable[[KafkaError | None, Message], None]:
+    """A delivery callback completing ``report`` with the written record or the error."""
+
+    def on_delivery(error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            report.set_exception(ConnectError(f"write to {message.topic()} failed: {error}"))
+            return
+        report.set_result(
+            LogRecord(
+                _as_bytes(message.key()),
+                _as_bytes(message.value()),
+                message.partition() or 0,
+                message.offset() or 0,
+            )
+        )
+
+    return on_delivery

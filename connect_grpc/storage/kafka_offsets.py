@@ -1,0 +1,145 @@
+"""Distributed mode's offset store: the offsets topic (``offset.storage.topic``).
+
+Records have Kafka Connect's format, so Kafka tooling and Kafka Connect itself can read
+them: the key is the JSON ``["<connector>", {partition}]``, the value the JSON offset map,
+and a tombstone (null value) resets the partition. We write keys canonically (sorted
+fields, no spaces, see :mod:`~connect_grpc.storage.offsets_codec`) so one partition always
+has the same key bytes and so the same topic partition; keys written by other writers are
+read in whatever field order they have and normalised.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import structlog
+
+from connect_grpc.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.storage import offsets_codec
+from connect_grpc.storage.base import OffsetEntry, StoredOffset
+from connect_grpc.storage.kafka_log import (
+    DEFAULT_TIMEOUT_S,
+    ClientConfig,
+    Freshness,
+    KafkaBasedLog,
+    LogRecord,
+    TopicSpec,
+)
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_TOPIC = "connect-offsets"
+DEFAULT_PARTITIONS = 25
+DEFAULT_REPLICATION_FACTOR = 1
+
+
+class KafkaOffsetStore:
+    """Source offsets in a compacted topic, mirrored in memory.
+
+    ``start`` creates the topic if missing (compacted, ``partitions`` partitions,
+    ``replication_factor`` replicas) and reads it to its end; a background thread then keeps
+    applying other workers' writes, and :meth:`refresh` waits until they are all seen.
+    ``put`` returns once the records are acknowledged by all in-sync replicas (idempotent
+    producer) and is visible to ``get`` at once. Reads are answered from memory. Thread-safe.
+    """
+
+    def __init__(
+        self,
+        client_config: ClientConfig,
+        topic: str = DEFAULT_TOPIC,
+        partitions: int = DEFAULT_PARTITIONS,
+        replication_factor: int = DEFAULT_REPLICATION_FACTOR,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self._lock = threading.Lock()
+        #: connector → canonical key → (partition, offset); only live offsets.
+        self._offsets: dict[str, dict[bytes, StoredOffset]] = {}
+        self._freshness = Freshness()
+        spec = TopicSpec(topic, partitions, replication_factor, compact=True)
+        self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
+
+    def start(self) -> None:
+        """Creates the topic if needed and reads it to its end. Call once."""
+        self._log.start()
+        with self._lock:
+            entries = sum(len(partitions) for partitions in self._offsets.values())
+        log.info("offset_store_started", topic=self._log.topic, entries=entries)
+
+    def stop(self) -> None:
+        """Stops following the topic. Idempotent."""
+        self._log.stop()
+
+    def refresh(self, timeout: float | None = None) -> None:
+        """Blocks until every offset in the topic when called is visible here.
+
+        Raises UnavailableError after ``timeout`` seconds (default: the store's timeout).
+        """
+        self._log.read_to_end(timeout)
+
+    def get(self, connector: str, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
+        """The latest offset of one partition, or None (never written, or reset)."""
+        key = offsets_codec.encode_key(connector, partition)
+        with self._lock:
+            stored = self._offsets.get(connector, {}).get(key)
+        return None if stored is None else dict(stored[1])
+
+    def get_all(self, connector: str) -> list[StoredOffset]:
+        """Every partition of the connector with a live (non-tombstone) offset."""
+        with self._lock:
+            stored = list(self._offsets.get(connector, {}).values())
+        return [(dict(partition), dict(offset)) for partition, offset in stored]
+
+    def put(self, connector: str, entries: Sequence[OffsetEntry]) -> None:
+        """Writes offsets; an entry whose offset is None resets that partition (tombstone).
+
+        Durable and visible to ``get`` when it returns; raises ConnectError if any record
+        was not written (the others may have been).
+        """
+        records = [
+            (offsets_codec.encode_key(connector, partition), offsets_codec.encode_value(offset))
+            for partition, offset in entries
+        ]
+        if not records:
+            return
+        for written in self._log.send_all(records):
+            self._apply(written)
+        log.debug("offsets_written", connector=connector, count=len(records))
+
+    def _apply(self, record: LogRecord) -> None:
+        """Applies one record of the topic (read back, or just written) to the in-memory view."""
+        decoded = decode_record(record)
+        if decoded is None:
+            log.warning("offset_record_skipped", partition=record.partition, offset=record.offset)
+            return
+        connector, key, stored = decoded
+        with self._lock:
+            if not self._freshness.accept(key, record):
+                return
+            partitions = self._offsets.setdefault(connector, {})
+            if stored is None:
+                partitions.pop(key, None)
+            else:
+                partitions[key] = stored
+            if not partitions:
+                del self._offsets[connector]
+
+
+def decode_record(record: LogRecord) -> tuple[str, bytes, StoredOffset | None] | None:
+    """(connector, canonical key, (partition, offset) or None for a reset) of one record.
+
+    None when the record is not an offset record (bad key or value).
+    """
+    if record.key is None:
+        return None
+    decoded_key = offsets_codec.decode_key(record.key)
+    if decoded_key is None:
+        return None
+    connector, partition = decoded_key
+    try:
+        offset = offsets_codec.decode_value(record.value)
+    except ValueError:
+        return None
+    canonical = offsets_codec.encode_key(connector, partition)
+    return connector, canonical, None if offset is None else (partition, offset)

@@ -1,0 +1,137 @@
+"""The pure parts of the Kafka-topic stores: status keys and values, offset records, freshness."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from connect_grpc.domain import InstanceStatus, State, TaskId
+from connect_grpc.storage.kafka_log import Freshness, LogRecord
+from connect_grpc.storage.kafka_offsets import decode_record
+from connect_grpc.storage.kafka_status import (
+    connector_key,
+    decode_status,
+    encode_status,
+    parse_key,
+    parse_task_key,
+    task_key,
+)
+
+MAX_LONG = 2**63 - 1
+
+
+def _record(
+    key: bytes | None, value: bytes | None, partition: int = 0, offset: int = 0
+) -> LogRecord:
+    return LogRecord(key, value, partition, offset)
+
+
+def test_status_keys_have_kafka_connect_form() -> None:
+    assert connector_key("my-conn") == b"status-connector-my-conn"
+    assert task_key(TaskId("my-conn", 12)) == b"status-task-my-conn-12"
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("status-task-conn-0", TaskId("conn", 0)),
+        ("status-task-my-dashed-conn-17", TaskId("my-dashed-conn", 17)),
+        ("status-task-a--b-3", TaskId("a--b", 3)),
+        ("status-task-conn-7-2", TaskId("conn-7", 2)),
+        ("status-task-conn", None),
+        ("status-task--4", None),
+        ("status-task-conn-", None),
+        ("status-task-conn-x", None),
+        ("status-task-conn-\u0661", None),
+        ("status-connector-conn-1", None),
+    ],
+)
+def test_parse_task_key(key: str, expected: TaskId | None) -> None:
+    assert parse_task_key(key) == expected
+
+
+def test_task_keys_round_trip_with_dashes() -> None:
+    for task in (TaskId("a", 0), TaskId("a-b-c", 4), TaskId("x-1", 10)):
+        assert parse_key(task_key(task)) == task
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"status-connector-conn", "conn"),
+        (b"status-connector-my-conn-1", "my-conn-1"),
+        (b"status-task-my-conn-1", TaskId("my-conn", 1)),
+        (b"status-connector-", None),
+        (b"status-topic-t1:connector-conn", None),
+        (b"something-else", None),
+        (b"\xff\xfe", None),
+        (None, None),
+    ],
+)
+def test_parse_key(raw: bytes | None, expected: object) -> None:
+    assert parse_key(raw) == expected
+
+
+def test_status_value_has_kafka_field_names() -> None:
+    raw = encode_status(InstanceStatus(State.RUNNING, "w1"), 3)
+    assert json.loads(raw) == {
+        "state": "RUNNING",
+        "trace": None,
+        "worker_id": "w1",
+        "generation": 3,
+    }
+
+
+def test_status_value_round_trips() -> None:
+    status = InstanceStatus(State.FAILED, "10.0.0.1:8083", "Traceback ...\nboom")
+    assert decode_status(encode_status(status, 7)) == (status, 7)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"state": "DESTROYED", "trace": null, "worker_id": "w", "generation": 0}',
+        b'{"state": "RUNNING", "trace": 5, "worker_id": "w", "generation": 0}',
+        b'{"state": "RUNNING", "trace": null, "generation": 0}',
+        b'{"state": "RUNNING", "trace": null, "worker_id": "w", "generation": "1"}',
+        b'{"state": "RUNNING", "trace": null, "worker_id": "w", "generation": true}',
+    ],
+)
+def test_malformed_status_values_are_rejected(raw: bytes) -> None:
+    assert decode_status(raw) is None
+
+
+def test_offset_record_key_is_normalised() -> None:
+    raw_key = b'["conn", {"b": 1, "a": "x"}]'
+    decoded = decode_record(_record(raw_key, b'{"pos": 9223372036854775807}'))
+    assert decoded == ("conn", b'["conn",{"a":"x","b":1}]', ({"b": 1, "a": "x"}, {"pos": MAX_LONG}))
+
+
+def test_offset_tombstone_is_a_reset() -> None:
+    assert decode_record(_record(b'["conn",{"p":1}]', None)) == ("conn", b'["conn",{"p":1}]', None)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (None, b"{}"),
+        (b"status-connector-x", b"{}"),
+        (b'["conn"]', b"{}"),
+        (b'["conn",{"p":1}]', b"{not json"),
+    ],
+)
+def test_non_offset_records_are_skipped(key: bytes | None, value: bytes) -> None:
+    assert decode_record(_record(key, value)) is None
+
+
+def test_freshness_ignores_older_records_of_a_key() -> None:
+    freshness = Freshness()
+    assert freshness.accept("k", _record(b"k", b"v", partition=2, offset=10))
+    assert not freshness.accept("k", _record(b"k", b"v", partition=2, offset=10))
+    assert not freshness.accept("k", _record(b"k", b"v", partition=2, offset=4))
+    assert freshness.accept("k", _record(b"k", b"v", partition=2, offset=11))
+    assert freshness.accept("other", _record(b"o", b"v", partition=2, offset=1))
+    assert freshness.accept("k", _record(b"k", b"v", partition=0, offset=1))
