@@ -36,9 +36,12 @@ class StandaloneProcess:
         self.server = ApiServer(self.herder, config.listener_host, config.listener_port)
         self._stopping = threading.Event()
         self._stopped = threading.Event()
+        self._handle_signals = False
 
     def start(self, connector_files: Sequence[Path] = ()) -> None:
         self.herder.start()
+        if self._handle_signals:
+            self.install_signal_handlers()
         self.server.start()
         for path in connector_files:
             request = load_connector_file(path)
@@ -64,9 +67,12 @@ class StandaloneProcess:
         self._stopped.wait(timeout)
 
     def install_signal_handlers(self) -> None:
-        def handle(signum: int, frame: FrameType | None) -> None:
-            log.info("signal_received", signal=signal.Signals(signum).name)
-            threading.Thread(target=self.shutdown, name="shutdown").start()
+        """SIGTERM and SIGINT shut the worker down gracefully. Installed again once Spark has
+        started, because PySpark's SparkContext replaces the SIGINT handler with its own."""
+        self._handle_signals = True
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
 
-        signal.signal(signal.SIGTERM, handle)
-        signal.signal(signal.SIGINT, handle)
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        log.info("signal_received", signal=signal.Signals(signum).name)
+        threading.Thread(target=self.shutdown, name="shutdown").start()
