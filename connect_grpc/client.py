@@ -1,0 +1,495 @@
+"""A typed Python client of ``connect.v1.ConnectService``.
+
+Every RPC has one method here (a unit test checks that none is missing and none is extra).
+Methods take and return the domain types of :mod:`connect_grpc.domain` and raise the
+domain exceptions of :mod:`connect_grpc.errors`, read back from the server's rich gRPC
+status; the original ``grpc.RpcError`` is kept as the exception's ``__cause__``.
+
+Example::
+
+    with ConnectClient("localhost:8083") as client:
+        client.create_connector("files", {"connector.class": "FileStreamSource", ...})
+        status = client.get_connector_status("files")
+
+Thread safety: a client may be shared by threads (gRPC channels and stubs are thread-safe).
+
+Idempotence: every mutation accepts a ``request_id``. A retry carrying the same id gets the
+answer of the first successful call back (remembered for a while, ten minutes by
+default) instead of applying the change twice or failing with, e.g., ALREADY_EXISTS on a retried
+create. Use a fresh id (a UUID) per logical change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+
+from connect_grpc import client_convert as cc
+from connect_grpc.client_convert import ConnectorListing
+from connect_grpc.domain import (
+    ClusterInfo,
+    ConfigInfos,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStatus,
+    CreateResult,
+    PluginDesc,
+    PutConfigResult,
+    TargetState,
+    TaskInfo,
+    TaskStatus,
+)
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+
+__all__ = ["ConnectClient", "ConnectorListing"]
+
+R = TypeVar("R")
+
+
+class ConnectClient:
+    """A client of one worker (or a load balancer in front of a cluster).
+
+    Any worker answers: reads are answered from its view of the cluster, mutations are
+    forwarded to the leader. A mutation that finds no leader raises
+    :class:`~connect_grpc.errors.UnavailableError` with a retry hint.
+
+    Args:
+        target: A ``host:port`` address (an insecure channel is created and closed with the
+            client) or an existing ``grpc.Channel`` (left open; its owner closes it).
+        timeout: Deadline in seconds of each unary call.
+    """
+
+    def __init__(self, target: str | grpc.Channel, *, timeout: float = 30.0) -> None:
+        if isinstance(target, str):
+            self._channel: grpc.Channel = grpc.insecure_channel(target)
+            self._owns_channel = True
+        else:
+            self._channel = target
+            self._owns_channel = False
+        self._stub = pb_grpc.ConnectServiceStub(self._channel)
+        self.timeout = timeout
+
+    # lifecycle
+
+    def close(self) -> None:
+        """Closes the channel if the client created it. Idempotent."""
+        if self._owns_channel:
+            self._channel.close()
+
+    def __enter__(self) -> ConnectClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _call(self, rpc: Callable[..., Any], request: Any, convert: Callable[[Any], R]) -> R:
+        try:
+            response = rpc(request, timeout=self.timeout)
+        except grpc.RpcError as error:
+            raise cc.error_from_rpc_error(error) from error
+        return convert(response)
+
+    # connectors
+
+    def list_connectors(
+        self, expand_status: bool = False, expand_info: bool = False
+    ) -> list[ConnectorListing]:
+        """Lists the connectors, sorted by name.
+
+        Args:
+            expand_status: Include each connector's status.
+            expand_info: Include each connector's config and tasks.
+
+        Returns:
+            One listing per connector; ``info``/``status`` are None unless expanded.
+        """
+        return self._call(
+            self._stub.ListConnectors,
+            pb.ListConnectorsRequest(expand_status=expand_status, expand_info=expand_info),
+            lambda r: [cc.connector_listing_from_pb(c) for c in r.connectors],
+        )
+
+    def get_connector(self, name: str) -> ConnectorInfo:
+        """Returns a connector's config and task ids.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        return self._call(
+            self._stub.GetConnector,
+            pb.GetConnectorRequest(name=name),
+            lambda r: cc.connector_info_from_pb(r.connector),
+        )
+
+    def create_connector(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState | str = TargetState.STARTED,
+        initial_offsets: Iterable[ConnectorOffset] | None = None,
+        *,
+        request_id: str = "",
+    ) -> CreateResult:
+        """Creates a connector (KIP-980 initial state, KIP-995 initial offsets).
+
+        Not idempotent by itself (a second create raises AlreadyExistsError); pass a
+        ``request_id`` to make retries of the same create return the first answer.
+
+        Args:
+            name: The connector name (trimmed by the server).
+            config: The connector config; a ``name`` entry, if any, must equal ``name``.
+            initial_state: STARTED (the default), PAUSED or STOPPED; also accepted as text
+                (``"running"``, ``"PAUSED"``, ...).
+            initial_offsets: Offsets to start from; they replace any stored under this name.
+            request_id: Optional idempotency key.
+
+        Returns:
+            The created connector, and a message when initial offsets were written.
+
+        Raises:
+            AlreadyExistsError: A connector with that name exists.
+            InvalidArgumentError: Bad name, config, state or offsets; see ``violations``.
+        """
+        state = (
+            TargetState.parse_initial(initial_state)
+            if isinstance(initial_state, str)
+            else initial_state
+        )
+        request = pb.CreateConnectorRequest(
+            name=name,
+            config=dict(config),
+            initial_state=cc.initial_state_to_pb(state),
+            request_id=request_id,
+        )
+        if initial_offsets is not None:
+            request.initial_offsets.SetInParent()
+            request.initial_offsets.offsets.extend(
+                cc.connector_offset_to_pb(o) for o in initial_offsets
+            )
+        return self._call(
+            self._stub.CreateConnector,
+            request,
+            lambda r: CreateResult(
+                info=cc.connector_info_from_pb(r.connector), offsets_message=r.offsets_message
+            ),
+        )
+
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str], *, request_id: str = ""
+    ) -> PutConfigResult:
+        """Creates the connector or replaces its whole config.
+
+        Idempotent in effect: putting the same config again leaves the same connector
+        (the second answer says ``created=False``); a ``request_id`` replays the first answer.
+
+        Args:
+            name: The connector name.
+            config: The full new config.
+            request_id: Optional idempotency key.
+
+        Returns:
+            The connector after the change, and whether it was created.
+
+        Raises:
+            InvalidArgumentError: The config is invalid; see ``violations``.
+        """
+        return self._call(
+            self._stub.PutConnectorConfig,
+            pb.PutConnectorConfigRequest(name=name, config=dict(config), request_id=request_id),
+            lambda r: PutConfigResult(
+                info=cc.connector_info_from_pb(r.connector), created=r.created
+            ),
+        )
+
+    def get_connector_config(self, name: str) -> dict[str, str]:
+        """Returns a connector's config.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        return self._call(
+            self._stub.GetConnectorConfig,
+            pb.GetConnectorConfigRequest(name=name),
+            lambda r: dict(r.config),
+        )
+
+    def delete_connector(self, name: str, *, request_id: str = "") -> None:
+        """Deletes a connector; its tasks and the connector stop with ``connector_deleted``.
+
+        Not idempotent by itself (deleting again raises NotFoundError); pass a
+        ``request_id`` to make a retried delete succeed.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        self._call(
+            self._stub.DeleteConnector,
+            pb.DeleteConnectorRequest(name=name, request_id=request_id),
+            lambda r: None,
+        )
+
+    # status and tasks
+
+    def get_connector_status(self, name: str) -> ConnectorStatus:
+        """Returns the state of the connector and each of its tasks.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        return self._call(
+            self._stub.GetConnectorStatus,
+            pb.GetConnectorStatusRequest(name=name),
+            lambda r: cc.connector_status_from_pb(r.status),
+        )
+
+    def get_task_status(self, name: str, task_id: int) -> TaskStatus:
+        """Returns the state of one task.
+
+        Raises:
+            NotFoundError: No such connector or task.
+        """
+        return self._call(
+            self._stub.GetTaskStatus,
+            pb.GetTaskStatusRequest(name=name, task_id=task_id),
+            lambda r: cc.task_status_from_pb(r.task),
+        )
+
+    def list_tasks(self, name: str) -> list[TaskInfo]:
+        """Lists a connector's tasks with the configs the connector generated, by task number.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        return self._call(
+            self._stub.ListTasks,
+            pb.ListTasksRequest(name=name),
+            lambda r: [cc.task_info_from_pb(t) for t in r.tasks],
+        )
+
+    def watch_connector_status(
+        self, name: str, *, timeout: float | None = None
+    ) -> Generator[ConnectorStatus | None, None, None]:
+        """Streams the connector's status: the current one first, then every change.
+
+        The stream yields ``None`` once when the connector is deleted, then ends. Closing
+        the generator (``close()``, or dropping it after leaving a ``for`` loop) cancels the
+        call. Reading only: safe to retry or reopen at any time.
+
+        Args:
+            name: The connector name.
+            timeout: Deadline of the whole stream in seconds; None (the default) for none.
+
+        Raises:
+            NotFoundError: No connector has that name (raised on the first ``next``).
+        """
+        try:
+            call = self._stub.WatchConnectorStatus(
+                pb.WatchConnectorStatusRequest(name=name), timeout=timeout
+            )
+        except grpc.RpcError as error:  # pragma: no cover - stream calls fail lazily
+            raise cc.error_from_rpc_error(error) from error
+        try:
+            for message in call:
+                if message.deleted:
+                    yield None
+                    return
+                yield cc.connector_status_from_pb(message.status)
+        except grpc.RpcError as error:
+            raise cc.error_from_rpc_error(error) from error
+        finally:
+            call.cancel()
+
+    # target states and restarts
+
+    def pause_connector(self, name: str, *, request_id: str = "") -> None:
+        """Pauses the connector and its tasks. Idempotent.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        self._call(
+            self._stub.PauseConnector,
+            pb.PauseConnectorRequest(name=name, request_id=request_id),
+            lambda r: None,
+        )
+
+    def resume_connector(self, name: str, *, request_id: str = "") -> None:
+        """Resumes a paused or stopped connector. Idempotent.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        self._call(
+            self._stub.ResumeConnector,
+            pb.ResumeConnectorRequest(name=name, request_id=request_id),
+            lambda r: None,
+        )
+
+    def stop_connector(self, name: str, *, request_id: str = "") -> None:
+        """Stops the connector and removes its tasks (KIP-875). Idempotent.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        self._call(
+            self._stub.StopConnector,
+            pb.StopConnectorRequest(name=name, request_id=request_id),
+            lambda r: None,
+        )
+
+    def restart_connector(
+        self,
+        name: str,
+        include_tasks: bool = False,
+        only_failed: bool = False,
+        *,
+        request_id: str = "",
+    ) -> ConnectorStatus | None:
+        """Restarts the connector and, optionally, its (failed) tasks (KIP-745).
+
+        Each call restarts again; pass a ``request_id`` so that a retry does not.
+
+        Args:
+            name: The connector name.
+            include_tasks: Also restart the tasks.
+            only_failed: Restart only the instances that are FAILED.
+            request_id: Optional idempotency key.
+
+        Returns:
+            None for a plain restart (no flags); otherwise the status with every instance
+            chosen for restart shown RESTARTING.
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        return self._call(
+            self._stub.RestartConnector,
+            pb.RestartConnectorRequest(
+                name=name,
+                include_tasks=include_tasks,
+                only_failed=only_failed,
+                request_id=request_id,
+            ),
+            lambda r: cc.connector_status_from_pb(r.status) if r.HasField("status") else None,
+        )
+
+    def restart_task(self, name: str, task_id: int, *, request_id: str = "") -> None:
+        """Restarts one task.
+
+        Each call restarts again; pass a ``request_id`` so that a retry does not.
+
+        Raises:
+            NotFoundError: No such connector or task.
+        """
+        self._call(
+            self._stub.RestartTask,
+            pb.RestartTaskRequest(name=name, task_id=task_id, request_id=request_id),
+            lambda r: None,
+        )
+
+    # offsets (KIP-875)
+
+    def get_offsets(self, name: str) -> list[ConnectorOffset]:
+        """Reads the connector's offsets; integers come back exact (up to 2^63-1).
+
+        Raises:
+            NotFoundError: No connector has that name.
+        """
+        return self._call(
+            self._stub.GetOffsets,
+            pb.GetOffsetsRequest(name=name),
+            lambda r: cc.connector_offsets_from_pb(r.offsets, "offsets"),
+        )
+
+    def alter_offsets(
+        self, name: str, offsets: Iterable[ConnectorOffset], *, request_id: str = ""
+    ) -> str:
+        """Merges offsets into those of a STOPPED connector; ``offset=None`` resets a partition.
+
+        Idempotent in effect (the same offsets again leave the same offsets); a
+        ``request_id`` also replays the first answer.
+
+        Returns:
+            What was altered, and where.
+
+        Raises:
+            NotFoundError: No connector has that name.
+            FailedPreconditionError: The connector is not STOPPED; see ``violations``.
+            InvalidArgumentError: Malformed offsets; see ``violations``.
+        """
+        return self._call(
+            self._stub.AlterOffsets,
+            pb.AlterOffsetsRequest(
+                name=name,
+                offsets=[cc.connector_offset_to_pb(o) for o in offsets],
+                request_id=request_id,
+            ),
+            lambda r: str(r.message),
+        )
+
+    def reset_offsets(self, name: str, *, request_id: str = "") -> str:
+        """Resets all offsets of a STOPPED connector. Idempotent in effect.
+
+        Returns:
+            What was reset, and where.
+
+        Raises:
+            NotFoundError: No connector has that name.
+            FailedPreconditionError: The connector is not STOPPED.
+        """
+        return self._call(
+            self._stub.ResetOffsets,
+            pb.ResetOffsetsRequest(name=name, request_id=request_id),
+            lambda r: str(r.message),
+        )
+
+    # plugins and cluster
+
+    def validate_config(
+        self, config: Mapping[str, str], plugin: str | None = None
+    ) -> ConfigInfos:
+        """Validates a config against its plugin's definitions; changes nothing.
+
+        Args:
+            config: The config to validate.
+            plugin: The plugin's class name or alias; None for ``config["connector.class"]``.
+
+        Returns:
+            Per-key definitions and errors; ``error_count`` is 0 for a valid config.
+
+        Raises:
+            InvalidArgumentError: No plugin given and no ``connector.class`` in the config.
+            NotFoundError: Unknown plugin.
+        """
+        return self._call(
+            self._stub.ValidateConfig,
+            pb.ValidateConfigRequest(plugin=plugin or "", config=dict(config)),
+            cc.config_infos_from_pb,
+        )
+
+    def list_plugins(self, include_config_definitions: bool = False) -> list[PluginDesc]:
+        """Lists the installed connector plugins, sorted by class name.
+
+        Args:
+            include_config_definitions: Include each plugin's config key definitions.
+        """
+        return self._call(
+            self._stub.ListPlugins,
+            pb.ListPluginsRequest(include_config_definitions=include_config_definitions),
+            lambda r: [cc.plugin_from_pb(p) for p in r.plugins],
+        )
+
+    def get_cluster_info(self) -> ClusterInfo:
+        """Describes the cluster: mode, version, leader, live workers, generation."""
+        return self._call(
+            self._stub.GetClusterInfo, pb.GetClusterInfoRequest(), cc.cluster_info_from_pb
+        )

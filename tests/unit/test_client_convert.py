@@ -1,0 +1,390 @@
+"""Client conversions: domain → proto (api/convert.py) → wire → domain (client_convert.py)
+gives back what went in; a rich gRPC status becomes the domain exception it came from, both
+as a pure function and through a real in-process gRPC server called by the client."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from concurrent import futures
+from typing import TypeVar
+
+import grpc
+import pytest
+from google.protobuf.message import Message
+from grpc_status import rpc_status
+
+from connect_grpc import client_convert as cc
+from connect_grpc.api import convert
+from connect_grpc.api.errors import to_status
+from connect_grpc.client import ConnectClient
+from connect_grpc.domain import (
+    ClusterInfo,
+    ConfigInfo,
+    ConfigInfos,
+    ConfigKeyInfo,
+    ConfigValueInfo,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStatus,
+    ConnectorType,
+    InstanceStatus,
+    PluginDesc,
+    State,
+    TargetState,
+    TaskId,
+    TaskInfo,
+    TaskStatus,
+    WorkerDesc,
+)
+from connect_grpc.errors import (
+    AlreadyExistsError,
+    ConnectError,
+    FailedPreconditionError,
+    FieldViolation,
+    InvalidArgumentError,
+    NotFoundError,
+    PreconditionViolation,
+    UnavailableError,
+    UnimplementedError,
+)
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+
+MAX_LONG = 2**63 - 1
+
+pytestmark = pytest.mark.timeout(30)
+
+
+M = TypeVar("M", bound=Message)
+
+
+def wire(message: M) -> M:
+    """The message after serialization and parsing, as a client receives it."""
+    return type(message).FromString(message.SerializeToString())
+
+
+def info(name: str = "c", connector_type: ConnectorType = ConnectorType.SOURCE) -> ConnectorInfo:
+    return ConnectorInfo(
+        name=name,
+        config={"connector.class": "X", "tasks.max": "2", "name": name},
+        tasks=(TaskId(name, 0), TaskId(name, 1)),
+        type=connector_type,
+    )
+
+
+def status(state: State, name: str = "c") -> ConnectorStatus:
+    return ConnectorStatus(
+        name=name,
+        connector=InstanceStatus(
+            state, "worker-1", "trace\n  at x" if state is State.FAILED else ""
+        ),
+        tasks=(
+            TaskStatus(0, InstanceStatus(state, "worker-2")),
+            TaskStatus(1, InstanceStatus(State.RUNNING, "worker-1", "")),
+        ),
+        type=ConnectorType.SINK,
+    )
+
+
+# domain → proto → domain
+
+
+@pytest.mark.parametrize("connector_type", list(ConnectorType))
+def test_connector_info_round_trips(connector_type: ConnectorType) -> None:
+    original = info(connector_type=connector_type)
+    assert cc.connector_info_from_pb(wire(convert.connector_info_to_pb(original))) == original
+
+
+def test_task_info_round_trips() -> None:
+    original = TaskInfo(TaskId("c", 3), {"task.key": "v"})
+    assert cc.task_info_from_pb(wire(convert.task_info_to_pb(original))) == original
+
+
+@pytest.mark.parametrize("state", list(State))
+def test_status_round_trips_in_every_state(state: State) -> None:
+    original = status(state)
+    assert cc.connector_status_from_pb(wire(convert.connector_status_to_pb(original))) == original
+    task = original.tasks[0]
+    assert cc.task_status_from_pb(wire(convert.task_status_to_pb(task))) == task
+
+
+def test_listing_keeps_absent_expansions_absent() -> None:
+    response = wire(
+        pb.ListConnectorsResponse(
+            connectors=[
+                pb.ConnectorListing(name="a"),
+                pb.ConnectorListing(
+                    name="b",
+                    info=convert.connector_info_to_pb(info("b")),
+                    status=convert.connector_status_to_pb(status(State.PAUSED, "b")),
+                ),
+            ]
+        )
+    )
+    assert [cc.connector_listing_from_pb(c) for c in response.connectors] == [
+        cc.ConnectorListing("a"),
+        cc.ConnectorListing("b", info("b"), status(State.PAUSED, "b")),
+    ]
+
+
+def test_offsets_round_trip_exactly() -> None:
+    offsets = [
+        ConnectorOffset(
+            partition={"filename": "/tmp/a", "shard": 3, "flag": True, "none": None},
+            offset={"position": MAX_LONG, "min": -(2**63), "ratio": 0.5, "note": "x"},
+        ),
+        ConnectorOffset(partition={"kafka_topic": "t", "kafka_partition": 0}, offset=None),
+    ]
+    response = wire(pb.GetOffsetsResponse(offsets=[cc.connector_offset_to_pb(o) for o in offsets]))
+    back = cc.connector_offsets_from_pb(response.offsets, "offsets")
+    assert back == offsets
+    assert back[0].offset is not None
+    assert back[0].offset["position"] == MAX_LONG and type(back[0].offset["position"]) is int
+    assert type(back[0].partition and back[0].partition["flag"]) is bool
+
+
+@pytest.mark.parametrize("state", list(TargetState))
+def test_initial_state_round_trips(state: TargetState) -> None:
+    assert convert.initial_state_from_pb(cc.initial_state_to_pb(state)) is state
+
+
+def key(name: str, default: str | None) -> ConfigKeyInfo:
+    return ConfigKeyInfo(
+        name=name,
+        type="INT",
+        required=default is None,
+        default_value=default,
+        importance="HIGH",
+        documentation=f"what {name} does",
+        group="Common",
+        order_in_group=2,
+        width="SHORT",
+        display_name=name.title(),
+        dependents=("other",),
+    )
+
+
+def test_config_infos_round_trip() -> None:
+    original = ConfigInfos(
+        name="X",
+        error_count=2,
+        groups=("Common", "Extra"),
+        configs=(
+            ConfigInfo(key("tasks.max", "1"), ConfigValueInfo("tasks.max", "x", ("not an int",))),
+            ConfigInfo(key("file", None), ConfigValueInfo("file", None, ("missing",), (), False)),
+            ConfigInfo(None, ConfigValueInfo("extra", "", (), ("a", "b"))),
+        ),
+    )
+    assert cc.config_infos_from_pb(wire(convert.config_infos_to_pb(original))) == original
+
+
+@pytest.mark.parametrize("connector_type", list(ConnectorType))
+def test_plugin_round_trips(connector_type: ConnectorType) -> None:
+    original = PluginDesc(
+        class_name="a.b.C",
+        type=connector_type,
+        version="1.2.3",
+        aliases=("C", "CConnector"),
+        config_definitions=(key("k", "0"), key("r", None)),
+    )
+    assert cc.plugin_from_pb(wire(convert.plugin_to_pb(original))) == original
+    bare = PluginDesc("a.b.D", connector_type, "")
+    assert cc.plugin_from_pb(wire(convert.plugin_to_pb(bare))) == bare
+
+
+def test_cluster_info_round_trips() -> None:
+    original = ClusterInfo(
+        version="0.1.0",
+        mode="distributed",
+        kafka_cluster_id="abc",
+        leader_id="w1",
+        leader_address="127.0.0.1:1",
+        workers=(WorkerDesc("w1", "127.0.0.1:1"), WorkerDesc("w2", "127.0.0.1:2")),
+        generation=MAX_LONG,
+        worker_id="w2",
+    )
+    assert cc.cluster_info_from_pb(wire(convert.cluster_info_to_pb(original))) == original
+
+
+# errors: domain → rich status → domain
+
+ERRORS: list[ConnectError] = [
+    NotFoundError("connector c not found"),
+    AlreadyExistsError("connector c exists"),
+    InvalidArgumentError(
+        "2 error(s)",
+        [FieldViolation("config.tasks.max", "not an int"), FieldViolation("name", "empty")],
+    ),
+    InvalidArgumentError("no details"),
+    FailedPreconditionError(
+        "connector c is not STOPPED", [PreconditionViolation("STATE", "c", "is RUNNING")]
+    ),
+    UnavailableError("no leader", retry_after_seconds=2.5),
+    UnimplementedError("not in standalone mode"),
+    ConnectError("something broke"),
+]
+
+
+def assert_same_error(actual: ConnectError, expected: ConnectError) -> None:
+    assert type(actual) is type(expected)
+    assert actual.message == expected.message
+    assert getattr(actual, "violations", None) == getattr(expected, "violations", None)
+    assert getattr(actual, "retry_after_seconds", None) == getattr(
+        expected, "retry_after_seconds", None
+    )
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda e: f"{type(e).__name__}-{e.message}")
+def test_error_round_trips_through_the_status(error: ConnectError) -> None:
+    assert_same_error(cc.error_from_status(wire(to_status(error))), error)
+
+
+def test_unavailable_without_retry_info_has_the_default_delay() -> None:
+    bare = to_status(UnavailableError("x"))
+    del bare.details[:]
+    back = cc.error_from_status(bare)
+    assert isinstance(back, UnavailableError)
+    assert back.retry_after_seconds == cc.DEFAULT_RETRY_AFTER_SECONDS
+
+
+# through a real in-process gRPC server
+
+
+class ScriptedServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # generated
+    """GetConnector fails with ``error``; WatchConnectorStatus streams ``watch``, then fails
+    with ``error`` if it is set; GetConnectorStatus answers ``status``."""
+
+    def __init__(self) -> None:
+        self.error: ConnectError | None = None
+        self.plain_abort: grpc.StatusCode | None = None
+        self.watch: list[pb.WatchConnectorStatusResponse] = []
+        self.status = status(State.RUNNING)
+
+    def _fail(self, context: grpc.ServicerContext) -> None:
+        if self.plain_abort is not None:
+            context.abort(self.plain_abort, "plain")
+        if self.error is not None:
+            context.abort_with_status(rpc_status.to_status(to_status(self.error)))
+
+    def GetConnector(
+        self, request: pb.GetConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.GetConnectorResponse:
+        self._fail(context)
+        return pb.GetConnectorResponse(connector=convert.connector_info_to_pb(info(request.name)))
+
+    def GetConnectorStatus(
+        self, request: pb.GetConnectorStatusRequest, context: grpc.ServicerContext
+    ) -> pb.GetConnectorStatusResponse:
+        return pb.GetConnectorStatusResponse(status=convert.connector_status_to_pb(self.status))
+
+    def WatchConnectorStatus(
+        self, request: pb.WatchConnectorStatusRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.WatchConnectorStatusResponse]:
+        yield from self.watch
+        self._fail(context)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[ScriptedServicer, str]]:
+    servicer = ScriptedServicer()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    pb_grpc.add_ConnectServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield servicer, f"127.0.0.1:{port}"
+    finally:
+        server.stop(grace=None)
+
+
+@pytest.fixture
+def servicer(served: tuple[ScriptedServicer, str]) -> Iterator[ScriptedServicer]:
+    servicer = served[0]
+    yield servicer
+    servicer.error, servicer.plain_abort, servicer.watch = None, None, []
+
+
+@pytest.fixture
+def client(served: tuple[ScriptedServicer, str]) -> Iterator[ConnectClient]:
+    with ConnectClient(served[1], timeout=10) as client:
+        yield client
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda e: f"{type(e).__name__}-{e.message}")
+def test_client_raises_the_domain_error_the_server_sent(
+    servicer: ScriptedServicer, client: ConnectClient, error: ConnectError
+) -> None:
+    servicer.error = error
+    with pytest.raises(ConnectError) as excinfo:
+        client.get_connector("c")
+    assert_same_error(excinfo.value, error)
+    assert isinstance(excinfo.value.__cause__, grpc.RpcError)
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        (grpc.StatusCode.NOT_FOUND, NotFoundError),
+        (grpc.StatusCode.INTERNAL, ConnectError),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, ConnectError),
+    ],
+)
+def test_plain_status_without_details_maps_by_code(
+    servicer: ScriptedServicer, client: ConnectClient, code: grpc.StatusCode, kind: type
+) -> None:
+    servicer.plain_abort = code
+    with pytest.raises(ConnectError) as excinfo:
+        client.get_connector("c")
+    assert type(excinfo.value) is kind and excinfo.value.message == "plain"
+
+
+def test_unreachable_worker_is_unavailable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"  # bound, not listening: refused
+        with ConnectClient(address, timeout=5) as client, pytest.raises(UnavailableError):
+            client.get_cluster_info()
+
+
+def test_client_answers_with_domain_types(
+    servicer: ScriptedServicer, client: ConnectClient
+) -> None:
+    assert client.get_connector("x") == info("x")
+    assert client.get_connector_status("c") == status(State.RUNNING)
+
+
+def test_watch_yields_statuses_then_none_on_delete_then_ends(
+    servicer: ScriptedServicer, client: ConnectClient
+) -> None:
+    servicer.watch = [
+        pb.WatchConnectorStatusResponse(status=convert.connector_status_to_pb(status(s)))
+        for s in (State.RUNNING, State.PAUSED)
+    ] + [pb.WatchConnectorStatusResponse(deleted=True)]
+    assert list(client.watch_connector_status("c")) == [
+        status(State.RUNNING), status(State.PAUSED), None
+    ]
+
+
+def test_watch_raises_the_domain_error_mid_stream(
+    servicer: ScriptedServicer, client: ConnectClient
+) -> None:
+    servicer.watch = [
+        pb.WatchConnectorStatusResponse(status=convert.connector_status_to_pb(status(State.FAILED)))
+    ]
+    servicer.error = UnavailableError("leader moved", retry_after_seconds=0.25)
+    stream = client.watch_connector_status("c")
+    assert next(stream) == status(State.FAILED)
+    with pytest.raises(UnavailableError) as excinfo:
+        next(stream)
+    assert excinfo.value.retry_after_seconds == 0.25
+
+
+def test_a_given_channel_is_left_open(served: tuple[ScriptedServicer, str]) -> None:
+    channel = grpc.insecure_channel(served[1])
+    try:
+        with ConnectClient(channel, timeout=10) as client:
+            client.get_connector("c")
+        assert ConnectClient(channel).get_connector("d").name == "d"
+    finally:
+        channel.close()
