@@ -169,6 +169,10 @@ _TRANSIENT = frozenset(
         KafkaError.UNKNOWN_TOPIC_OR_PART,
         KafkaError.REQUEST_TIMED_OUT,
         KafkaError._TRANSPORT,
+        # Right after a topic is created, leader epochs are still settling.
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
     }
 )
 

@@ -1,0 +1,509 @@
+"""Distributed mode's config store: the config topic (``config.storage.topic``).
+
+Records have Kafka Connect's format (``KafkaConfigBackingStore``), so Kafka tooling and
+Kafka Connect itself can read them. The topic has one partition and is compacted. Keys are
+UTF-8 strings, values compact JSON (null is a tombstone)::
+
+    connector-<c>          {"properties": {"k": "v", ...}}     null: connector deleted
+    task-<c>-<n>           {"properties": {"k": "v", ...}}
+    commit-<c>             {"tasks": N}
+    target-state-<c>       {"state": "PAUSED", "state.v2": "STOPPED"}
+    restart-connector-<c>  {"include-tasks": true, "only-failed": false}
+    tasks-fencing-<c>      {"task-count": N}
+
+Task configs are written in two phases, as Kafka does: ``task-<c>-<n>`` records are held
+back until the ``commit-<c>`` record arrives, and only then replace the connector's task
+set, provided every task ``0..N-1`` arrived; otherwise (compaction, or a writer that died
+midway) the connector is marked inconsistent and keeps its previous tasks. ``state`` holds
+the target state an older reader understands (STOPPED is written as PAUSED), ``state.v2``
+the real one; reading prefers ``state.v2``. A connector tombstone forgets the connector's
+tasks, target state and task count too. Restart requests are events, not state: they go
+to the listener and are not kept in the snapshot. Other keys (session keys, logger levels)
+are ignored.
+
+The parsing is pure (:class:`SnapshotBuilder`, :func:`apply_record`) and the state it
+produces is an immutable :class:`ConfigSnapshot`; :class:`KafkaConfigStore` tails the topic
+with a :class:`~connect_grpc.storage.kafka_log.KafkaBasedLog` and feeds it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+import structlog
+
+from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.herder.restart import (
+    RESTART_KEY_PREFIX,
+    parse_restart_record,
+    restart_key,
+    restart_record_value,
+)
+from connect_grpc.storage.kafka_log import (
+    DEFAULT_TIMEOUT_S,
+    ClientConfig,
+    KafkaBasedLog,
+    LogRecord,
+    TopicSpec,
+)
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_TOPIC = "connect-configs"
+DEFAULT_REPLICATION_FACTOR = 1
+#: Kafka Connect's ``ClusterConfigState.NO_OFFSET``: nothing has been read.
+NO_OFFSET = -1
+
+CONNECTOR_PREFIX = "connector-"
+TASK_PREFIX = "task-"
+COMMIT_PREFIX = "commit-"
+TARGET_STATE_PREFIX = "target-state-"
+TASK_COUNT_PREFIX = "tasks-fencing-"
+
+PROPERTIES_FIELD = "properties"
+TASKS_FIELD = "tasks"
+STATE_FIELD = "state"
+STATE_V2_FIELD = "state.v2"
+TASK_COUNT_FIELD = "task-count"
+
+#: What a record changed, as reported to the listener.
+ChangeKind = Literal["connector", "tasks", "target_state", "restart", "task_count"]
+#: The listener: (kind, connector, the restart request for kind "restart", else None).
+ConfigListener = Callable[[ChangeKind, str, RestartRequest | None], None]
+#: A connector's or task's configuration.
+Config = Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """One applied record, as the listener hears of it."""
+
+    kind: ChangeKind
+    connector: str
+    restart: RestartRequest | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSnapshot:
+    """The config topic's state up to ``offset`` (Kafka's ``ClusterConfigState``). Immutable.
+
+    Attributes:
+        offset: the offset after the last record applied (NO_OFFSET before any).
+        connectors: connector name → its config.
+        tasks: connector name → its committed task configs, task ``n`` at index ``n``.
+        target_states: connector name → target state (STARTED for a connector without one).
+        task_counts: connector name → the task count of its latest ``tasks-fencing`` record.
+        inconsistent: connectors whose latest commit named tasks that were not all present.
+    """
+
+    offset: int = NO_OFFSET
+    connectors: Mapping[str, Config] = field(default_factory=lambda: MappingProxyType({}))
+    tasks: Mapping[str, tuple[Config, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    target_states: Mapping[str, TargetState] = field(default_factory=lambda: MappingProxyType({}))
+    task_counts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    inconsistent: frozenset[str] = frozenset()
+
+    def contains(self, connector: str) -> bool:
+        """Whether the connector has a config."""
+        return connector in self.connectors
+
+    def task_configs(self, connector: str) -> tuple[Config, ...]:
+        """The connector's committed task configs (empty when none)."""
+        return self.tasks.get(connector, ())
+
+    def target_state(self, connector: str) -> TargetState | None:
+        """The connector's target state, or None when it has none."""
+        return self.target_states.get(connector)
+
+
+@dataclass(slots=True)
+class SnapshotBuilder:
+    """The mutable state :func:`apply_record` updates; :meth:`build` freezes it."""
+
+    offset: int = NO_OFFSET
+    connectors: dict[str, Config] = field(default_factory=dict)
+    tasks: dict[str, tuple[Config, ...]] = field(default_factory=dict)
+    target_states: dict[str, TargetState] = field(default_factory=dict)
+    task_counts: dict[str, int] = field(default_factory=dict)
+    inconsistent: set[str] = field(default_factory=set)
+    #: connector → task number → config, written but not yet committed.
+    deferred: dict[str, dict[int, Config]] = field(default_factory=dict)
+
+    def build(self) -> ConfigSnapshot:
+        """An immutable copy of the current state (pending task configs left out)."""
+        return ConfigSnapshot(
+            offset=self.offset,
+            connectors=MappingProxyType(dict(self.connectors)),
+            tasks=MappingProxyType(dict(self.tasks)),
+            target_states=MappingProxyType(dict(self.target_states)),
+            task_counts=MappingProxyType(dict(self.task_counts)),
+            inconsistent=frozenset(self.inconsistent),
+        )
+
+
+# --- keys -------------------------------------------------------------------------------
+
+
+def connector_key(connector: str) -> str:
+    """The key of a connector's config record."""
+    return f"{CONNECTOR_PREFIX}{connector}"
+
+
+def task_key(connector: str, task: int) -> str:
+    """The key of one task's config record."""
+    return f"{TASK_PREFIX}{connector}-{task}"
+
+
+def commit_key(connector: str) -> str:
+    """The key of a connector's task-config commit record."""
+    return f"{COMMIT_PREFIX}{connector}"
+
+
+def target_state_key(connector: str) -> str:
+    """The key of a connector's target-state record."""
+    return f"{TARGET_STATE_PREFIX}{connector}"
+
+
+def task_count_key(connector: str) -> str:
+    """The key of a connector's task-count (``tasks-fencing``) record."""
+    return f"{TASK_COUNT_PREFIX}{connector}"
+
+
+def parse_task_key(key: str) -> tuple[str, int] | None:
+    """(connector, task number) of a ``task-<connector>-<n>`` key, or None if malformed."""
+    if not key.startswith(TASK_PREFIX):
+        return None
+    connector, dash, number = key[len(TASK_PREFIX) :].rpartition("-")
+    if not dash or not connector or not (number.isascii() and number.isdigit()):
+        return None
+    return connector, int(number)
+
+
+# --- values -----------------------------------------------------------------------------
+
+
+def _dump(value: Mapping[str, object]) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def encode_properties(config: Config) -> bytes:
+    """A connector or task config value: ``{"properties": {...}}``."""
+    return _dump({PROPERTIES_FIELD: dict(config)})
+
+
+def encode_commit(task_count: int) -> bytes:
+    """A task-config commit value: ``{"tasks": N}``."""
+    return _dump({TASKS_FIELD: task_count})
+
+
+def encode_target_state(state: TargetState) -> bytes:
+    """A target-state value; STOPPED reads as PAUSED to readers that only know ``state``."""
+    legacy = TargetState.PAUSED if state is TargetState.STOPPED else state
+    return _dump({STATE_FIELD: legacy.value, STATE_V2_FIELD: state.value})
+
+
+def encode_restart(request: RestartRequest) -> bytes:
+    """A restart request value: ``{"include-tasks": bool, "only-failed": bool}``."""
+    return _dump(restart_record_value(request))
+
+
+def encode_task_count(task_count: int) -> bytes:
+    """A task-count value: ``{"task-count": N}``."""
+    return _dump({TASK_COUNT_FIELD: task_count})
+
+
+def _load(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from exc
+
+
+def decode_properties(raw: bytes) -> dict[str, str]:
+    """The config of a connector or task value. Raises ValueError when malformed."""
+    value = _load(raw)
+    properties = value.get(PROPERTIES_FIELD) if isinstance(value, dict) else None
+    if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
+        raise ValueError("'properties' must be an object of strings")
+    return dict(properties)
+
+
+def _decode_count(raw: bytes, name: str) -> int:
+    value = _load(raw)
+    count = value.get(name) if isinstance(value, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ValueError(f"{name!r} must be a non-negative integer")
+    return count
+
+
+def decode_commit(raw: bytes) -> int:
+    """The task count of a commit value. Raises ValueError when malformed."""
+    return _decode_count(raw, TASKS_FIELD)
+
+
+def decode_task_count(raw: bytes) -> int:
+    """The task count of a ``tasks-fencing`` value. Raises ValueError when malformed."""
+    return _decode_count(raw, TASK_COUNT_FIELD)
+
+
+def decode_target_state(raw: bytes) -> TargetState:
+    """The target state of a value, ``state.v2`` preferred. Raises ValueError when malformed."""
+    value = _load(raw)
+    if not isinstance(value, dict):
+        raise ValueError("target state must be an object")
+    state = value.get(STATE_V2_FIELD, value.get(STATE_FIELD))
+    if not isinstance(state, str):
+        raise ValueError("target state has no 'state.v2' or 'state' string")
+    return TargetState(state)
+
+
+def decode_restart(connector: str, raw: bytes) -> RestartRequest:
+    """The restart request of a value (missing flags read false). Raises ValueError."""
+    return parse_restart_record(connector, _load(raw))
+
+
+# --- applying records -------------------------------------------------------------------
+
+
+def apply_record(builder: SnapshotBuilder, key: str, value: bytes | None) -> ConfigChange | None:
+    """Applies one config-topic record to ``builder``; returns what changed, if anything.
+
+    None for records that change nothing visible (a task config awaiting its commit, a
+    target-state tombstone, an unknown key). Raises ValueError for a malformed value; the
+    builder is then unchanged.
+    """
+    if key.startswith(TARGET_STATE_PREFIX):
+        return _apply_target_state(builder, key[len(TARGET_STATE_PREFIX) :], value)
+    if key.startswith(TASK_COUNT_PREFIX):
+        return _apply_task_count(builder, key[len(TASK_COUNT_PREFIX) :], value)
+    if key.startswith(RESTART_KEY_PREFIX):
+        return _apply_restart(key[len(RESTART_KEY_PREFIX) :], value)
+    if key.startswith(CONNECTOR_PREFIX):
+        return _apply_connector(builder, key[len(CONNECTOR_PREFIX) :], value)
+    if key.startswith(COMMIT_PREFIX):
+        return _apply_commit(builder, key[len(COMMIT_PREFIX) :], value)
+    task = parse_task_key(key)
+    if task is not None:
+        _apply_task(builder, task, value)
+    return None
+
+
+def _apply_connector(builder: SnapshotBuilder, connector: str, value: bytes | None) -> ConfigChange:
+    if value is None:
+        builder.connectors.pop(connector, None)
+        builder.tasks.pop(connector, None)
+        builder.target_states.pop(connector, None)
+        builder.task_counts.pop(connector, None)
+        builder.deferred.pop(connector, None)
+        builder.inconsistent.discard(connector)
+    else:
+        builder.connectors[connector] = MappingProxyType(decode_properties(value))
+        builder.target_states.setdefault(connector, TargetState.STARTED)
+    return ConfigChange("connector", connector)
+
+
+def _apply_task(builder: SnapshotBuilder, task: tuple[str, int], value: bytes | None) -> None:
+    """Holds a task config back until its commit; a tombstone is ignored, as in Kafka."""
+    if value is None:
+        return
+    connector, number = task
+    builder.deferred.setdefault(connector, {})[number] = MappingProxyType(decode_properties(value))
+
+
+def _apply_commit(
+    builder: SnapshotBuilder, connector: str, value: bytes | None
+) -> ConfigChange | None:
+    """Makes the held-back task configs ``0..N-1`` the connector's tasks, if all arrived."""
+    if value is None:
+        return None
+    count = decode_commit(value)
+    deferred = builder.deferred.pop(connector, {})
+    if all(n in deferred for n in range(count)):
+        builder.tasks[connector] = tuple(deferred[n] for n in range(count))
+        builder.inconsistent.discard(connector)
+    else:
+        builder.inconsistent.add(connector)
+    return ConfigChange("tasks", connector)
+
+
+def _apply_target_state(
+    builder: SnapshotBuilder, connector: str, value: bytes | None
+) -> ConfigChange | None:
+    """Sets the state; a tombstone falls back to STARTED while the connector exists."""
+    if value is not None:
+        builder.target_states[connector] = decode_target_state(value)
+        return ConfigChange("target_state", connector)
+    builder.target_states.pop(connector, None)
+    if connector in builder.connectors:
+        builder.target_states[connector] = TargetState.STARTED
+    return None
+
+
+def _apply_task_count(
+    builder: SnapshotBuilder, connector: str, value: bytes | None
+) -> ConfigChange:
+    if value is None:
+        builder.task_counts.pop(connector, None)
+    else:
+        builder.task_counts[connector] = decode_task_count(value)
+    return ConfigChange("task_count", connector)
+
+
+def _apply_restart(connector: str, value: bytes | None) -> ConfigChange | None:
+    if value is None:
+        return None
+    return ConfigChange("restart", connector, decode_restart(connector, value))
+
+
+# --- the store --------------------------------------------------------------------------
+
+
+def _record(key: str, value: bytes | None) -> tuple[bytes, bytes | None]:
+    return key.encode(), value
+
+
+class KafkaConfigStore:
+    """Connector configs, task configs and target states in the config topic, mirrored here.
+
+    ``start`` creates the topic if missing (compacted, one partition) and reads it to its
+    end; a background thread then applies every record, in order, to the in-memory state,
+    and :meth:`refresh` waits until all records present when called are applied. Every
+    write returns once its records are acknowledged by all in-sync replicas (idempotent
+    producer) and read back, so :meth:`snapshot` shows it at once. The listener is called
+    on the tailing thread after each record that changed something, this store's own
+    writes included. Thread-safe.
+
+    Writes use the plain idempotent producer of
+    :meth:`~connect_grpc.storage.kafka_log.KafkaBasedLog.send_all`: nothing stops a
+    deposed leader from writing. Fencing the previous leader with a transactional producer
+    (``<group.id>-leader``, DESIGN §4) is left to the distributed herder's work.
+    """
+
+    def __init__(
+        self,
+        client_config: ClientConfig,
+        topic: str = DEFAULT_TOPIC,
+        replication_factor: int = DEFAULT_REPLICATION_FACTOR,
+        *,
+        on_change: ConfigListener | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._builder = SnapshotBuilder()
+        #: The frozen state, built on demand after records were applied.
+        self._snapshot: ConfigSnapshot | None = None
+        self._on_change = on_change
+        self._timeout = timeout
+        spec = TopicSpec(topic, 1, replication_factor, compact=True)
+        self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
+
+    def start(self) -> None:
+        """Creates the topic if needed and reads it to its end. Call once."""
+        self._log.start()
+        snapshot = self.snapshot()
+        log.info(
+            "config_store_started",
+            topic=self._log.topic,
+            connectors=len(snapshot.connectors),
+            offset=snapshot.offset,
+        )
+
+    def stop(self) -> None:
+        """Stops following the topic. Idempotent."""
+        self._log.stop()
+
+    def refresh(self, timeout: float | None = None) -> None:
+        """Blocks until every record in the topic when called is applied here.
+
+        Raises UnavailableError after ``timeout`` seconds (default: the store's timeout).
+        """
+        self._log.read_to_end(timeout)
+
+    def snapshot(self) -> ConfigSnapshot:
+        """The current state (immutable)."""
+        with self._lock:
+            if self._snapshot is None:
+                self._snapshot = self._builder.build()
+            return self._snapshot
+
+    def put_connector_config(
+        self, name: str, config: Config, target_state: TargetState | None = None
+    ) -> None:
+        """Writes the connector's config, preceded by its target state when one is given."""
+        records = [] if target_state is None else [self._target_state_record(name, target_state)]
+        records.append(_record(connector_key(name), encode_properties(config)))
+        self._write(records)
+
+    def remove_connector(self, name: str) -> None:
+        """Deletes the connector: tombstones its config, target state and task configs."""
+        numbers = range(len(self.snapshot().task_configs(name)))
+        records = [_record(connector_key(name), None), _record(target_state_key(name), None)]
+        records += [_record(task_key(name, n), None) for n in numbers]
+        self._write(records)
+
+    def put_task_configs(self, name: str, configs: list[Config]) -> None:
+        """Writes the connector's task configs, then the commit that makes them visible."""
+        records = [_record(task_key(name, n), encode_properties(c)) for n, c in enumerate(configs)]
+        records.append(_record(commit_key(name), encode_commit(len(configs))))
+        self._write(records)
+
+    def put_target_state(self, name: str, state: TargetState) -> None:
+        """Writes the connector's target state."""
+        self._write([self._target_state_record(name, state)])
+
+    def put_restart_request(self, request: RestartRequest) -> None:
+        """Writes a restart request; every store's listener hears of it."""
+        self._write([_record(restart_key(request.connector), encode_restart(request))])
+
+    def put_task_count_record(self, name: str, count: int) -> None:
+        """Writes the connector's task count (``tasks-fencing-<name>``)."""
+        self._write([_record(task_count_key(name), encode_task_count(count))])
+
+    @staticmethod
+    def _target_state_record(name: str, state: TargetState) -> tuple[bytes, bytes | None]:
+        return _record(target_state_key(name), encode_target_state(state))
+
+    def _write(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Writes the records in order and waits until they are applied here."""
+        self._log.send_all(records)
+        self._log.read_to_end(self._timeout)
+        log.debug("configs_written", count=len(records))
+
+    def _apply(self, record: LogRecord) -> None:
+        """Applies one record read from the topic (on the tailing thread)."""
+        key = _decode_key(record.key)
+        if key is None:
+            log.warning("config_record_skipped", offset=record.offset)
+            return
+        with self._lock:
+            try:
+                change = apply_record(self._builder, key, record.value)
+            except ValueError as exc:
+                change = None
+                log.warning("config_record_skipped", key=key, offset=record.offset, error=str(exc))
+            self._builder.offset = record.offset + 1
+            self._snapshot = None
+        if change is not None:
+            self._notify(change)
+
+    def _notify(self, change: ConfigChange) -> None:
+        if self._on_change is None:
+            return
+        try:
+            self._on_change(change.kind, change.connector, change.restart)
+        except Exception:
+            log.exception("config_listener_failed", kind=change.kind, connector=change.connector)
+
+
+def _decode_key(raw: bytes | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return None

@@ -1,0 +1,184 @@
+"""The Kafka-topic config store against the real broker.
+
+Every test uses its own topic; stores are stopped at teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.storage.kafka_config import ChangeKind, KafkaConfigStore
+from connect_grpc.storage.kafka_log import describe_topic_config
+from connect_grpc.testing.cluster import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+TIMEOUT_S = 30.0
+
+#: One listener call: (kind, connector, restart request).
+Change = tuple[ChangeKind, str, RestartRequest | None]
+Starter = Callable[..., KafkaConfigStore]
+
+
+class Recorder:
+    """A thread-safe listener that remembers every call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changes: list[Change] = []
+
+    def __call__(self, kind: ChangeKind, connector: str, restart: RestartRequest | None) -> None:
+        with self._lock:
+            self._changes.append((kind, connector, restart))
+
+    @property
+    def changes(self) -> list[Change]:
+        with self._lock:
+            return list(self._changes)
+
+
+@pytest.fixture
+def started(kafka_bootstrap: str, unique_topic: str) -> Iterator[Starter]:
+    """Starts a config store on the test's topic and stops it at teardown."""
+    stores: list[KafkaConfigStore] = []
+
+    def start(**kwargs: Any) -> KafkaConfigStore:
+        store = KafkaConfigStore(
+            {"bootstrap.servers": kafka_bootstrap}, unique_topic, timeout=TIMEOUT_S, **kwargs
+        )
+        store.start()
+        stores.append(store)
+        return store
+
+    yield start
+    for store in reversed(stores):
+        store.stop()
+
+
+def _raw_records(bootstrap: str, topic: str, expected: int) -> list[tuple[Any, Any]]:
+    """At least ``expected`` (key, value) records of the topic, read with a plain consumer."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-raw", "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        records: list[tuple[Any, Any]] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(records) < expected and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=100, timeout=0.2):
+                if message.error() is None:
+                    records.append((message.key(), message.value()))
+        return records
+    finally:
+        consumer.close()
+
+
+def test_put_and_remove_round_trip(started: Starter) -> None:
+    store = started()
+    store.put_connector_config("c", {"connector.class": "X"}, TargetState.PAUSED)
+    store.put_task_configs("c", [{"t": "0"}, {"t": "1"}])
+    store.put_task_count_record("c", 2)
+
+    snapshot = store.snapshot()
+    assert snapshot.connectors == {"c": {"connector.class": "X"}}
+    assert snapshot.target_state("c") is TargetState.PAUSED
+    assert snapshot.task_configs("c") == ({"t": "0"}, {"t": "1"})
+    assert snapshot.task_counts == {"c": 2}
+    assert snapshot.offset == 6  # six records written: the offset after the last
+
+    store.put_target_state("c", TargetState.STOPPED)
+    assert store.snapshot().target_state("c") is TargetState.STOPPED
+
+    store.remove_connector("c")
+    snapshot = store.snapshot()
+    assert not snapshot.contains("c")
+    assert snapshot.task_configs("c") == ()
+    assert snapshot.target_state("c") is None
+
+
+def test_a_store_started_later_sees_everything(started: Starter) -> None:
+    first = started()
+    first.put_connector_config("a", {"k": "a"})
+    first.put_task_configs("a", [{"t": "a0"}])
+    first.put_connector_config("b", {"k": "b"}, TargetState.STOPPED)
+    first.put_task_configs("b", [{"t": "b0"}, {"t": "b1"}])
+    first.put_task_configs("b", [{"t": "b0'"}])
+    first.put_connector_config("gone", {"k": "gone"})
+    first.remove_connector("gone")
+    first.put_restart_request(RestartRequest("a", include_tasks=True))
+
+    second = started()
+    assert second.snapshot() == first.snapshot()
+    snapshot = second.snapshot()
+    assert set(snapshot.connectors) == {"a", "b"}
+    assert snapshot.task_configs("b") == ({"t": "b0'"},)
+    assert snapshot.target_states == {"a": TargetState.STARTED, "b": TargetState.STOPPED}
+
+
+def test_a_running_store_sees_writes_and_hears_of_them(started: Starter) -> None:
+    recorder = Recorder()
+    writer = started()
+    reader = started(on_change=recorder)
+
+    writer.put_connector_config("c", {"k": "v"})
+    writer.put_task_configs("c", [{"t": "0"}])
+    writer.put_target_state("c", TargetState.PAUSED)
+    writer.put_restart_request(RestartRequest("c", only_failed=True))
+    writer.put_task_count_record("c", 1)
+
+    reader.refresh(TIMEOUT_S)
+    assert reader.snapshot() == writer.snapshot()
+    expected: list[Change] = [
+        ("connector", "c", None),
+        ("tasks", "c", None),
+        ("target_state", "c", None),
+        ("restart", "c", RestartRequest("c", only_failed=True)),
+        ("task_count", "c", None),
+    ]
+    wait_until(lambda: recorder.changes == expected, timeout=TIMEOUT_S)
+
+    writer.remove_connector("c")
+    wait_until(lambda: not reader.snapshot().contains("c"), timeout=TIMEOUT_S)
+    wait_until(lambda: recorder.changes[-1] == ("connector", "c", None), timeout=TIMEOUT_S)
+
+
+def test_own_writes_reach_the_listener(started: Starter) -> None:
+    recorder = Recorder()
+    store = started(on_change=recorder)
+    store.put_connector_config("c", {"k": "v"}, TargetState.STARTED)
+    assert recorder.changes == [("target_state", "c", None), ("connector", "c", None)]
+
+
+def test_topic_is_compacted_with_one_partition(
+    started: Starter, kafka_admin: Any, unique_topic: str
+) -> None:
+    started()
+    assert describe_topic_config(kafka_admin, unique_topic, "cleanup.policy") == "compact"
+    metadata = kafka_admin.list_topics(unique_topic, timeout=TIMEOUT_S).topics[unique_topic]
+    assert len(metadata.partitions) == 1
+
+
+def test_records_have_kafka_connect_shape(
+    started: Starter, kafka_bootstrap: str, unique_topic: str
+) -> None:
+    store = started()
+    store.put_connector_config("my-conn", {"connector.class": "X", "tasks.max": "1"})
+    store.put_task_configs("my-conn", [{"t": "0"}])
+    store.put_target_state("my-conn", TargetState.STOPPED)
+
+    records = _raw_records(kafka_bootstrap, unique_topic, 4)
+    assert [(key, json.loads(value)) for key, value in records] == [
+        (b"connector-my-conn", {"properties": {"connector.class": "X", "tasks.max": "1"}}),
+        (b"task-my-conn-0", {"properties": {"t": "0"}}),
+        (b"commit-my-conn", {"tasks": 1}),
+        (b"target-state-my-conn", {"state": "PAUSED", "state.v2": "STOPPED"}),
+    ]
+    assert records[0][1] == b'{"properties":{"connector.class":"X","tasks.max":"1"}}'

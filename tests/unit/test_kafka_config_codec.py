@@ -1,0 +1,260 @@
+"""The pure part of the config store: keys, values and applying records to a snapshot."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.storage.kafka_config import (
+    NO_OFFSET,
+    ConfigChange,
+    SnapshotBuilder,
+    apply_record,
+    commit_key,
+    connector_key,
+    decode_target_state,
+    encode_commit,
+    encode_properties,
+    encode_restart,
+    encode_target_state,
+    encode_task_count,
+    parse_task_key,
+    target_state_key,
+    task_count_key,
+    task_key,
+)
+
+
+def _tasks(builder: SnapshotBuilder, name: str, configs: list[dict[str, str]]) -> None:
+    """Applies the task records of ``configs`` without their commit."""
+    for n, config in enumerate(configs):
+        apply_record(builder, task_key(name, n), encode_properties(config))
+
+
+def _commit(builder: SnapshotBuilder, name: str, count: int) -> ConfigChange | None:
+    return apply_record(builder, commit_key(name), encode_commit(count))
+
+
+def test_keys_have_kafka_connect_form() -> None:
+    assert connector_key("c") == "connector-c"
+    assert task_key("my-conn", 3) == "task-my-conn-3"
+    assert commit_key("c") == "commit-c"
+    assert target_state_key("c") == "target-state-c"
+    assert task_count_key("c") == "tasks-fencing-c"
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("task-c-0", ("c", 0)),
+        ("task-my-dashed-conn-12", ("my-dashed-conn", 12)),
+        ("task-c", None),
+        ("task--1", None),
+        ("task-c-x", None),
+        ("tasks-fencing-c", None),
+    ],
+)
+def test_parse_task_key(key: str, expected: tuple[str, int] | None) -> None:
+    assert parse_task_key(key) == expected
+
+
+def test_values_have_kafka_json_shapes() -> None:
+    assert json.loads(encode_properties({"a": "1"})) == {"properties": {"a": "1"}}
+    assert json.loads(encode_commit(2)) == {"tasks": 2}
+    assert json.loads(encode_task_count(4)) == {"task-count": 4}
+    assert json.loads(encode_restart(RestartRequest("c", include_tasks=True))) == {
+        "include-tasks": True,
+        "only-failed": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        (TargetState.STARTED, {"state": "STARTED", "state.v2": "STARTED"}),
+        (TargetState.PAUSED, {"state": "PAUSED", "state.v2": "PAUSED"}),
+        (TargetState.STOPPED, {"state": "PAUSED", "state.v2": "STOPPED"}),
+    ],
+)
+def test_target_state_value(state: TargetState, expected: dict[str, str]) -> None:
+    raw = encode_target_state(state)
+    assert json.loads(raw) == expected
+    assert decode_target_state(raw) is state
+
+
+def test_state_v2_is_preferred_and_state_is_the_fallback() -> None:
+    assert decode_target_state(b'{"state":"PAUSED","state.v2":"STOPPED"}') is TargetState.STOPPED
+    assert decode_target_state(b'{"state":"PAUSED"}') is TargetState.PAUSED
+    with pytest.raises(ValueError):
+        decode_target_state(b'{"state":"SLEEPING"}')
+
+
+def test_connector_record_sets_config_and_default_target_state() -> None:
+    builder = SnapshotBuilder()
+    change = apply_record(builder, "connector-c", encode_properties({"k": "v"}))
+
+    snapshot = builder.build()
+    assert change == ConfigChange("connector", "c")
+    assert snapshot.connectors == {"c": {"k": "v"}}
+    assert snapshot.target_state("c") is TargetState.STARTED
+    assert snapshot.offset == NO_OFFSET
+
+
+def test_target_state_written_before_the_connector_is_kept() -> None:
+    builder = SnapshotBuilder()
+    apply_record(builder, "target-state-c", encode_target_state(TargetState.STOPPED))
+    apply_record(builder, "connector-c", encode_properties({}))
+    assert builder.build().target_state("c") is TargetState.STOPPED
+
+
+def test_task_configs_without_a_commit_are_not_visible() -> None:
+    builder = SnapshotBuilder()
+    apply_record(builder, "connector-c", encode_properties({}))
+    _tasks(builder, "c", [{"t": "0"}, {"t": "1"}])
+    assert builder.build().task_configs("c") == ()
+
+    change = _commit(builder, "c", 2)
+    assert change == ConfigChange("tasks", "c")
+    assert builder.build().task_configs("c") == ({"t": "0"}, {"t": "1"})
+
+
+def test_a_newer_commit_replaces_the_task_set() -> None:
+    builder = SnapshotBuilder()
+    _tasks(builder, "c", [{"t": "0"}, {"t": "1"}, {"t": "2"}])
+    _commit(builder, "c", 3)
+    _tasks(builder, "c", [{"t": "new"}])
+    assert len(builder.build().task_configs("c")) == 3
+
+    _commit(builder, "c", 1)
+    assert builder.build().task_configs("c") == ({"t": "new"},)
+
+
+def test_a_commit_to_zero_tasks_empties_the_set() -> None:
+    builder = SnapshotBuilder()
+    _tasks(builder, "c", [{"t": "0"}])
+    _commit(builder, "c", 1)
+    _commit(builder, "c", 0)
+    snapshot = builder.build()
+    assert snapshot.task_configs("c") == ()
+    assert "c" in snapshot.tasks
+
+
+def test_an_incomplete_commit_marks_the_connector_inconsistent() -> None:
+    builder = SnapshotBuilder()
+    _tasks(builder, "c", [{"t": "0"}])
+    _commit(builder, "c", 1)
+    apply_record(builder, task_key("c", 1), encode_properties({"t": "1"}))
+    _commit(builder, "c", 2)
+
+    snapshot = builder.build()
+    assert snapshot.inconsistent == {"c"}
+    assert snapshot.task_configs("c") == ({"t": "0"},)
+
+    _tasks(builder, "c", [{"a": "0"}, {"a": "1"}])
+    _commit(builder, "c", 2)
+    assert builder.build().inconsistent == frozenset()
+
+
+def test_connector_tombstone_removes_tasks_target_state_and_pending_configs() -> None:
+    builder = SnapshotBuilder()
+    apply_record(builder, "target-state-c", encode_target_state(TargetState.PAUSED))
+    apply_record(builder, "connector-c", encode_properties({"k": "v"}))
+    _tasks(builder, "c", [{"t": "0"}])
+    _commit(builder, "c", 1)
+    apply_record(builder, "tasks-fencing-c", encode_task_count(1))
+    _tasks(builder, "c", [{"pending": "x"}])
+
+    change = apply_record(builder, "connector-c", None)
+
+    snapshot = builder.build()
+    assert change == ConfigChange("connector", "c")
+    assert not snapshot.contains("c")
+    assert snapshot.task_configs("c") == ()
+    assert snapshot.target_state("c") is None
+    assert snapshot.task_counts == {}
+    _commit(builder, "c", 1)
+    assert builder.build().inconsistent == {"c"}
+
+
+def test_target_state_tombstone_falls_back_to_started_for_a_live_connector() -> None:
+    builder = SnapshotBuilder()
+    apply_record(builder, "connector-c", encode_properties({}))
+    apply_record(builder, "target-state-c", encode_target_state(TargetState.PAUSED))
+    assert apply_record(builder, "target-state-c", None) is None
+    assert builder.build().target_state("c") is TargetState.STARTED
+
+
+@pytest.mark.parametrize(
+    ("value", "include_tasks", "only_failed"),
+    [
+        (b'{"include-tasks":true,"only-failed":true}', True, True),
+        (b'{"include-tasks":true}', True, False),
+        (b'{"only-failed":true}', False, True),
+        (b"{}", False, False),
+        (b'{"include-tasks":"yes"}', False, False),
+    ],
+)
+def test_restart_records_are_reported_not_kept(
+    value: bytes, include_tasks: bool, only_failed: bool
+) -> None:
+    builder = SnapshotBuilder()
+    before = builder.build()
+
+    change = apply_record(builder, "restart-connector-my-c", value)
+
+    expected = RestartRequest("my-c", include_tasks=include_tasks, only_failed=only_failed)
+    assert change == ConfigChange("restart", "my-c", expected)
+    assert builder.build() == before
+
+
+def test_task_count_records() -> None:
+    builder = SnapshotBuilder()
+    assert apply_record(builder, "tasks-fencing-c", encode_task_count(3)) == ConfigChange(
+        "task_count", "c"
+    )
+    assert builder.build().task_counts == {"c": 3}
+    apply_record(builder, "tasks-fencing-c", None)
+    assert builder.build().task_counts == {}
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("connector-c", b"not json"),
+        ("connector-c", b'{"properties":{"k":1}}'),
+        ("connector-c", b'{"config":{}}'),
+        ("commit-c", b'{"tasks":"2"}'),
+        ("commit-c", b'{"tasks":-1}'),
+        ("tasks-fencing-c", b"[]"),
+        ("target-state-c", b'{"state.v2":1}'),
+        ("restart-connector-c", b"[true]"),
+    ],
+)
+def test_malformed_values_raise_and_change_nothing(key: str, value: bytes) -> None:
+    builder = SnapshotBuilder()
+    before = builder.build()
+    with pytest.raises(ValueError):
+        apply_record(builder, key, value)
+    assert builder.build() == before
+
+
+def test_unknown_keys_are_ignored() -> None:
+    builder = SnapshotBuilder()
+    assert apply_record(builder, "session-key", b'{"key":"x"}') is None
+    assert apply_record(builder, "logger-cluster-org.foo", b'{"level":"DEBUG"}') is None
+    assert builder.build() == SnapshotBuilder().build()
+
+
+def test_snapshot_is_immutable() -> None:
+    builder = SnapshotBuilder()
+    apply_record(builder, "connector-c", encode_properties({"k": "v"}))
+    snapshot = builder.build()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snapshot.offset = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        snapshot.connectors["d"] = {}  # type: ignore[index]
+    apply_record(builder, "connector-c", None)
+    assert snapshot.contains("c")
