@@ -47,6 +47,8 @@ class State(enum.Enum):
     FAILED = "FAILED"
     RESTARTING = "RESTARTING"
     STOPPED = "STOPPED"
+    #: Started, but not moving data: retrying a retriable error (e.g. Kafka unreachable).
+    RETRYING = "RETRYING"
 
 
 class ConnectorType(enum.Enum):

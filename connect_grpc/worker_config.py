@@ -8,9 +8,69 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from connect_grpc.connectors.config import (
+    INT_MAX,
+    LONG_MAX,
+    java_trim,
+    parse_java_integer,
+)
 from connect_grpc.errors import InvalidArgumentError
 
 DEFAULT_LISTENER = "grpc://127.0.0.1:8083"
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one request or connector may ask of a worker (each a worker property)."""
+
+    #: ``tasks.max.limit``: the most tasks a connector may ask for (its ``tasks.max``).
+    tasks_max: int = 256
+    #: ``connector.config.max.bytes``: the largest connector config, keys and values in
+    #: UTF-8. Below Kafka's default 1 MB record limit, so any config fits the config topic.
+    config_bytes: int = 512 * 1024
+    #: ``grpc.max.receive.message.bytes`` / ``grpc.max.send.message.bytes``.
+    grpc_receive_bytes: int = 4 * MIB
+    grpc_send_bytes: int = 4 * MIB
+
+
+@dataclass(frozen=True, slots=True)
+class Resilience:
+    """How a worker rides out Kafka outages (each a worker property)."""
+
+    #: ``task.retry.timeout.ms``: how long a task retries retriable errors before it fails;
+    #: -1 retries forever.
+    task_retry_timeout_ms: int = 600_000
+    #: ``task.retry.backoff.max.ms``: the longest wait between two retries of a task's batch.
+    task_retry_backoff_max_ms: int = 10_000
+    #: ``health.kafka.unreachable.grace.ms``: how long Kafka may be unreachable before the
+    #: worker's health turns NOT_SERVING.
+    kafka_unreachable_grace_ms: int = 30_000
+
+
+def _int_property(
+    props: Mapping[str, str], name: str, default: int, minimum: int, maximum: int = INT_MAX
+) -> int:
+    """A numeric worker property, parsed as Kafka's ConfigDef parses INT and LONG."""
+    raw = props.get(name)
+    if raw is None:
+        return default
+    try:
+        return parse_java_integer(java_trim(raw), minimum, maximum)
+    except ValueError:
+        raise InvalidArgumentError.for_field(
+            name, f"expected an integer in [{minimum}, {maximum}], got {raw!r}"
+        ) from None
+
+
+def _bool_property(props: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = props.get(name)
+    if raw is None:
+        return default
+    text = java_trim(raw).lower()
+    if text not in ("true", "false"):
+        raise InvalidArgumentError.for_field(name, f"expected true or false, got {raw!r}")
+    return text == "true"
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -75,6 +135,11 @@ class WorkerConfig:
     log_format: str
     spark_conf: Mapping[str, str]
     raw: Mapping[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    resilience: Resilience = field(default_factory=Resilience)
+    #: ``test.plugins.enabled``: whether the instrumented plugins of ``connect_grpc.testing``
+    #: are loadable and listed (tests set it; hidden from users by default).
+    test_plugins_enabled: bool = False
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> WorkerConfig:
@@ -97,8 +162,46 @@ class WorkerConfig:
             log_format=log_format,
             spark_conf={k: v for k, v in props.items() if k.startswith("spark.")},
             raw=dict(props),
+            limits=_limits(props),
+            resilience=_resilience(props),
+            test_plugins_enabled=_bool_property(props, "test.plugins.enabled", False),
         )
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """Every property under ``prefix`` with the prefix removed (e.g. ``producer.``)."""
         return {k[len(prefix) :]: v for k, v in self.raw.items() if k.startswith(prefix)}
+
+
+def _limits(props: Mapping[str, str]) -> Limits:
+    defaults = Limits()
+    return Limits(
+        tasks_max=_int_property(props, "tasks.max.limit", defaults.tasks_max, 1),
+        config_bytes=_int_property(
+            props, "connector.config.max.bytes", defaults.config_bytes, 1024
+        ),
+        grpc_receive_bytes=_int_property(
+            props, "grpc.max.receive.message.bytes", defaults.grpc_receive_bytes, 64 * 1024
+        ),
+        grpc_send_bytes=_int_property(
+            props, "grpc.max.send.message.bytes", defaults.grpc_send_bytes, 64 * 1024
+        ),
+    )
+
+
+def _resilience(props: Mapping[str, str]) -> Resilience:
+    defaults = Resilience()
+    return Resilience(
+        task_retry_timeout_ms=_int_property(
+            props, "task.retry.timeout.ms", defaults.task_retry_timeout_ms, -1, LONG_MAX
+        ),
+        task_retry_backoff_max_ms=_int_property(
+            props, "task.retry.backoff.max.ms", defaults.task_retry_backoff_max_ms, 1, LONG_MAX
+        ),
+        kafka_unreachable_grace_ms=_int_property(
+            props,
+            "health.kafka.unreachable.grace.ms",
+            defaults.kafka_unreachable_grace_ms,
+            0,
+            LONG_MAX,
+        ),
+    )

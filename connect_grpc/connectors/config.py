@@ -7,6 +7,8 @@ problem per key (for ValidateConfig) and describes keys (for ListPlugins).
 from __future__ import annotations
 
 import enum
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,13 +101,76 @@ def _to_text(value: Any) -> str | None:
     return str(value)
 
 
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+#: Java's ``Double.parseDouble`` grammar (decimal and hexadecimal floating literals, with an
+#: optional ``f``/``d`` suffix, ``NaN`` and ``Infinity``), less nothing and plus nothing.
+_JAVA_DOUBLE = re.compile(
+    r"""[+-]?(?:
+        NaN | Infinity
+      | (?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?
+      | 0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?\d+[fFdD]?
+    )""",
+    re.VERBOSE | re.ASCII,
+)
+
+
+def java_trim(text: str) -> str:
+    """Java's ``String.trim``: strips code points up to U+0020 (not Unicode white space)."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def parse_java_integer(text: str, minimum: int, maximum: int) -> int:
+    """Java's ``Integer.parseInt``/``Long.parseLong`` of an already trimmed string: an
+    optional sign and decimal digits only (no underscores, no spaces, no ``0x``), within
+    ``[minimum, maximum]``. Raises ValueError."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not all(ch.isdecimal() for ch in digits):
+        raise ValueError(f"not an integer: {text!r}")
+    value = int(text)
+    if not minimum <= value <= maximum:
+        raise ValueError(f"out of range [{minimum}, {maximum}]: {text!r}")
+    return value
+
+
+def parse_java_double(text: str) -> float:
+    """Java's ``Double.parseDouble``, which trims the string itself. Raises ValueError."""
+    trimmed = java_trim(text)
+    if not _JAVA_DOUBLE.fullmatch(trimmed):
+        raise ValueError(f"not a number: {text!r}")
+    body = trimmed.rstrip("fFdD") if not trimmed.endswith("Infinity") else trimmed
+    sign = -1.0 if body.startswith("-") else 1.0
+    unsigned = body.lstrip("+-")
+    if unsigned == "NaN":
+        return math.nan
+    if unsigned == "Infinity":
+        return sign * math.inf
+    if unsigned[:2].lower() == "0x":
+        return sign * float.fromhex(unsigned)
+    return sign * float(unsigned)
+
+
 def parse_value(key: ConfigKey, raw: str) -> Any:
-    """Parses one string value by the key's type. Raises ValueError with a clear message."""
-    text = raw.strip()
+    """Parses one string value by the key's type, as Kafka's ``ConfigDef.parseType`` does.
+
+    INT and LONG are Java's ``parseInt``/``parseLong`` of the trimmed string (32-/64-bit,
+    optional sign, no underscores); DOUBLE is ``Double.parseDouble`` (so ``NaN`` and
+    ``Infinity`` parse: validators decide whether they are allowed); BOOLEAN is ``true`` or
+    ``false`` in any case; LIST splits on commas, trims each item and drops empty ones. Raises ValueError with
+    Kafka's message.
+    """
+    text = java_trim(raw)
     match key.type:
         case ConfigType.INT | ConfigType.LONG:
+            bounds = (INT_MIN, INT_MAX) if key.type is ConfigType.INT else (LONG_MIN, LONG_MAX)
             try:
-                return int(text)
+                return parse_java_integer(text, *bounds)
             except ValueError:
                 raise ValueError(
                     f"Invalid value {raw} for configuration {key.name}: Not a number of type "
@@ -113,7 +178,7 @@ def parse_value(key: ConfigKey, raw: str) -> Any:
                 ) from None
         case ConfigType.DOUBLE:
             try:
-                return float(text)
+                return parse_java_double(text)
             except ValueError:
                 raise ValueError(
                     f"Invalid value {raw} for configuration {key.name}: Not a number of type DOUBLE"
@@ -126,7 +191,9 @@ def parse_value(key: ConfigKey, raw: str) -> Any:
                 "true or false"
             )
         case ConfigType.LIST:
-            return [item.strip() for item in text.split(",") if item.strip()]
+            # Kafka keeps empty items ("a,,b" has three); they are dropped here, so a list
+            # of blanks is an empty list and fails the non-empty check with a clear message.
+            return [java_trim(item) for item in text.split(",") if java_trim(item)]
         case _:
             return raw if key.type is ConfigType.PASSWORD else text
 

@@ -24,6 +24,7 @@ class InstanceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INSTANCE_STATE_FAILED: _ClassVar[InstanceState]
     INSTANCE_STATE_RESTARTING: _ClassVar[InstanceState]
     INSTANCE_STATE_STOPPED: _ClassVar[InstanceState]
+    INSTANCE_STATE_RETRYING: _ClassVar[InstanceState]
 
 class ConnectorType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -41,6 +42,7 @@ INSTANCE_STATE_PAUSED: InstanceState
 INSTANCE_STATE_FAILED: InstanceState
 INSTANCE_STATE_RESTARTING: InstanceState
 INSTANCE_STATE_STOPPED: InstanceState
+INSTANCE_STATE_RETRYING: InstanceState
 CONNECTOR_TYPE_UNSPECIFIED: ConnectorType
 CONNECTOR_TYPE_SOURCE: ConnectorType
 CONNECTOR_TYPE_SINK: ConnectorType
@@ -173,18 +175,24 @@ class ConnectorListing(_message.Message):
     def __init__(self, name: _Optional[str] = ..., info: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., status: _Optional[_Union[ConnectorStatus, _Mapping]] = ...) -> None: ...
 
 class ListConnectorsRequest(_message.Message):
-    __slots__ = ("expand_status", "expand_info")
+    __slots__ = ("expand_status", "expand_info", "page_size", "page_token")
     EXPAND_STATUS_FIELD_NUMBER: _ClassVar[int]
     EXPAND_INFO_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     expand_status: bool
     expand_info: bool
-    def __init__(self, expand_status: _Optional[bool] = ..., expand_info: _Optional[bool] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, expand_status: _Optional[bool] = ..., expand_info: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListConnectorsResponse(_message.Message):
-    __slots__ = ("connectors",)
+    __slots__ = ("connectors", "next_page_token")
     CONNECTORS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     connectors: _containers.RepeatedCompositeFieldContainer[ConnectorListing]
-    def __init__(self, connectors: _Optional[_Iterable[_Union[ConnectorListing, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, connectors: _Optional[_Iterable[_Union[ConnectorListing, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetConnectorRequest(_message.Message):
     __slots__ = ("name",)
