@@ -33,7 +33,9 @@ class StandaloneProcess:
         self.herder = StandaloneHerder(
             config, Plugins(config.plugin_path), FileOffsetStore(config.offset_file)
         )
-        self.server = ApiServer(self.herder, config.listener_host, config.listener_port)
+        self.server = ApiServer(
+            self.herder, config.listener_host, config.listener_port, config.limits
+        )
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._handle_signals = False

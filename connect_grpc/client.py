@@ -101,22 +101,38 @@ class ConnectClient:
     # connectors
 
     def list_connectors(
-        self, expand_status: bool = False, expand_info: bool = False
+        self, expand_status: bool = False, expand_info: bool = False, *, page_size: int = 0
     ) -> list[ConnectorListing]:
-        """Lists the connectors, sorted by name.
+        """Lists every connector, sorted by name, reading page after page.
 
         Args:
             expand_status: Include each connector's status.
             expand_info: Include each connector's config and tasks.
+            page_size: The most connectors per call (0: the server's default). The server
+                also ends a page early to keep each answer under 4 MiB.
 
         Returns:
-            One listing per connector; ``info``/``status`` are None unless expanded.
+            One listing per connector; ``info``/``status`` are None unless expanded. A
+            connector created or deleted while the pages are read may be missing or listed.
         """
-        return self._call(
-            self._stub.ListConnectors,
-            pb.ListConnectorsRequest(expand_status=expand_status, expand_info=expand_info),
-            lambda r: [cc.connector_listing_from_pb(c) for c in r.connectors],
-        )
+        listings: list[ConnectorListing] = []
+        token = ""
+        while True:
+            request = pb.ListConnectorsRequest(
+                expand_status=expand_status,
+                expand_info=expand_info,
+                page_size=page_size,
+                page_token=token,
+            )
+            page, token = self._call(
+                self._stub.ListConnectors,
+                request,
+                lambda r: ([cc.connector_listing_from_pb(c) for c in r.connectors],
+                           r.next_page_token),
+            )
+            listings.extend(page)
+            if not token:
+                return listings
 
     def get_connector(self, name: str) -> ConnectorInfo:
         """Returns a connector's config and task ids.

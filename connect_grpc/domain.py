@@ -183,6 +183,14 @@ class ClusterInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class HealthReport:
+    """Whether a worker can serve its API now, and if not, why."""
+
+    serving: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class CreateResult:
     info: ConnectorInfo
     offsets_message: str = ""

@@ -88,6 +88,14 @@ class UnavailableError(ConnectError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class InstanceFailedError(ConnectError):
+    """A connector or task instance failed to start when the caller waited for it (a plain
+    restart, RestartTask); its status holds the trace. Mapped to INTERNAL, as Kafka answers
+    500 for a synchronous restart that failed."""
+
+    reason = "INSTANCE_FAILED"
+
+
 class UnimplementedError(ConnectError):
     """The RPC is declared but not available in this mode or version."""
 

@@ -12,6 +12,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from connect_grpc import deadline
 from connect_grpc.errors import (
     AlreadyExistsError,
     ConnectError,
@@ -91,18 +92,29 @@ def _abort_internal(context: grpc.ServicerContext, rpc: str, exc: Exception) -> 
     raise AssertionError("abort returned")  # pragma: no cover
 
 
+def _timed_out(rpc: str, exc: TimeoutError) -> UnavailableError:
+    """A wait that ran out (on Kafka, a lock, a plugin) is retryable, not an internal error."""
+    log.warning("rpc_timed_out", rpc=rpc, error=str(exc))
+    return UnavailableError(f"{rpc} timed out waiting: {exc or 'no answer in time'}; retry")
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def mapped(method: F) -> F:
-    """Wraps a unary servicer method: domain errors → status; anything else → INTERNAL."""
+    """Wraps a unary servicer method: runs it within the caller's deadline (see
+    ``connect_grpc.deadline``); domain errors → status; timeouts → UNAVAILABLE; anything
+    else → INTERNAL."""
 
     @functools.wraps(method)
     def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
         try:
-            return method(self, request, context)
+            with deadline.scope(context.time_remaining()):
+                return method(self, request, context)
         except ConnectError as exc:
             abort(context, exc)
+        except TimeoutError as exc:
+            abort(context, _timed_out(method.__name__, exc))
         except Exception as exc:
             _abort_internal(context, method.__name__, exc)
 
@@ -110,7 +122,7 @@ def mapped(method: F) -> F:
 
 
 def mapped_stream(method: F) -> F:
-    """Like ``mapped``, for server-streaming methods."""
+    """Like ``mapped``, for server-streaming methods (which have no overall deadline)."""
 
     @functools.wraps(method)
     def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
@@ -118,6 +130,8 @@ def mapped_stream(method: F) -> F:
             yield from method(self, request, context)
         except ConnectError as exc:
             abort(context, exc)
+        except TimeoutError as exc:
+            abort(context, _timed_out(method.__name__, exc))
         except Exception as exc:
             _abort_internal(context, method.__name__, exc)
 

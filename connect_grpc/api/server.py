@@ -6,13 +6,15 @@ from concurrent import futures
 
 import grpc
 import structlog
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from connect_grpc.api.health import HealthReporter
 from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.herder.base import Herder
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from connect_grpc.worker_config import Limits
 
 log = structlog.get_logger(__name__)
 
@@ -22,13 +24,27 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ConnectService"].full_name
 class ApiServer:
     """Serves the herder over gRPC on ``host:port`` (port 0 picks a free one)."""
 
-    def __init__(self, herder: Herder, host: str, port: int, max_workers: int = 32) -> None:
+    def __init__(
+        self,
+        herder: Herder,
+        host: str,
+        port: int,
+        limits: Limits | None = None,
+        max_workers: int = 32,
+    ) -> None:
+        limits = limits or Limits()
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
+            options=[
+                ("grpc.max_receive_message_length", limits.grpc_receive_bytes),
+                ("grpc.max_send_message_length", limits.grpc_send_bytes),
+            ],
         )
-        pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), self._server)
+        servicer = ConnectServicer(herder, max_send_bytes=limits.grpc_send_bytes)
+        pb_grpc.add_ConnectServiceServicer_to_server(servicer, self._server)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        self._health_reporter = HealthReporter(herder, self._health, (SERVICE_NAME,))
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
@@ -39,11 +55,11 @@ class ApiServer:
 
     def start(self) -> None:
         self._server.start()
-        for service in ("", SERVICE_NAME):
-            self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        self._health_reporter.start()
         log.info("grpc_server_started", host=self.host, port=self.port)
 
     def stop(self, grace_seconds: float = 5.0) -> None:
+        self._health_reporter.stop()
         self._health.enter_graceful_shutdown()
         self._server.stop(grace_seconds).wait()
         log.info("grpc_server_stopped")

@@ -1,45 +1,91 @@
-"""ConnectService: converts requests, calls the herder, converts results. No business logic."""
+"""ConnectService: converts requests, calls the herder, converts results. No business logic.
+
+Every request is normalised once, here, before anything else sees it: the connector name
+is trimmed and checked (``_named``), so the herder, the request log and the answer all use
+the same spelling.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from connect_grpc.api import convert
 from connect_grpc.api.errors import mapped, mapped_stream
 from connect_grpc.api.idempotency import RequestLog
+from connect_grpc.api.paging import PageRequest, answer_budget
 from connect_grpc.domain import RestartRequest, TaskId
+from connect_grpc.errors import NotFoundError
 from connect_grpc.herder.base import Herder
+from connect_grpc.herder.validation import validate_name
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
+R = TypeVar("R", bound=Message)
+
+#: Bytes a listing adds to its response beyond its own size (field tag and length).
+_LISTING_OVERHEAD = 8
+
+
+def _named(request: R) -> R:
+    """A copy of the request with its connector name normalised (trimmed and checked)."""
+    normalised = type(request)()
+    normalised.CopyFrom(request)
+    normalised.name = validate_name(request.name)  # type: ignore[attr-defined]
+    return normalised
+
 
 class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # generated, untyped
-    def __init__(self, herder: Herder, request_log: RequestLog | None = None) -> None:
+    def __init__(
+        self,
+        herder: Herder,
+        request_log: RequestLog | None = None,
+        max_send_bytes: int = 4 * 1024 * 1024,
+    ) -> None:
         self._herder = herder
         self._requests = request_log or RequestLog()
+        self._page_budget = answer_budget(max_send_bytes)
 
     @mapped
     def ListConnectors(
         self, request: pb.ListConnectorsRequest, context: grpc.ServicerContext
     ) -> pb.ListConnectorsResponse:
-        listings = []
-        for name in self._herder.connectors():
-            listing = pb.ConnectorListing(name=name)
-            if request.expand_info:
-                listing.info.CopyFrom(convert.connector_info_to_pb(self._herder.connector_info(name)))
-            if request.expand_status:
-                listing.status.CopyFrom(
-                    convert.connector_status_to_pb(self._herder.connector_status(name))
-                )
-            listings.append(listing)
-        return pb.ListConnectorsResponse(connectors=listings)
+        query = f"status={request.expand_status},info={request.expand_info}"
+        page = PageRequest.parse(request.page_size, request.page_token, query)
+        response = pb.ListConnectorsResponse()
+        used = 0
+        for name in page.candidates(self._herder.connectors()):
+            try:
+                listing = self._listing(name, request)
+            except NotFoundError:
+                continue  # deleted since the names were read
+            size = listing.ByteSize() + _LISTING_OVERHEAD
+            full = len(response.connectors) >= page.size or used + size > self._page_budget
+            if full and response.connectors:
+                response.next_page_token = page.token_after(response.connectors[-1].name)
+                break
+            response.connectors.append(listing)
+            used += size
+        return response
+
+    def _listing(self, name: str, request: pb.ListConnectorsRequest) -> pb.ConnectorListing:
+        listing = pb.ConnectorListing(name=name)
+        if request.expand_info:
+            listing.info.CopyFrom(convert.connector_info_to_pb(self._herder.connector_info(name)))
+        if request.expand_status:
+            listing.status.CopyFrom(
+                convert.connector_status_to_pb(self._herder.connector_status(name))
+            )
+        return listing
 
     @mapped
     def GetConnector(
         self, request: pb.GetConnectorRequest, context: grpc.ServicerContext
     ) -> pb.GetConnectorResponse:
+        request = _named(request)
         info = self._herder.connector_info(request.name)
         return pb.GetConnectorResponse(connector=convert.connector_info_to_pb(info))
 
@@ -47,6 +93,8 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     def CreateConnector(
         self, request: pb.CreateConnectorRequest, context: grpc.ServicerContext
     ) -> pb.CreateConnectorResponse:
+        request = _named(request)
+
         def call() -> pb.CreateConnectorResponse:
             initial_offsets = (
                 convert.connector_offsets_from_pb(
@@ -66,14 +114,14 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
                 offsets_message=result.offsets_message,
             )
 
-        return self._requests.run(
-            "CreateConnector", request.request_id, pb.CreateConnectorResponse, call
-        )
+        return self._requests.run("CreateConnector", request, pb.CreateConnectorResponse, call)
 
     @mapped
     def PutConnectorConfig(
         self, request: pb.PutConnectorConfigRequest, context: grpc.ServicerContext
     ) -> pb.PutConnectorConfigResponse:
+        request = _named(request)
+
         def call() -> pb.PutConnectorConfigResponse:
             result = self._herder.put_connector_config(request.name, dict(request.config))
             return pb.PutConnectorConfigResponse(
@@ -81,31 +129,33 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             )
 
         return self._requests.run(
-            "PutConnectorConfig", request.request_id, pb.PutConnectorConfigResponse, call
+            "PutConnectorConfig", request, pb.PutConnectorConfigResponse, call
         )
 
     @mapped
     def GetConnectorConfig(
         self, request: pb.GetConnectorConfigRequest, context: grpc.ServicerContext
     ) -> pb.GetConnectorConfigResponse:
+        request = _named(request)
         return pb.GetConnectorConfigResponse(config=self._herder.connector_config(request.name))
 
     @mapped
     def DeleteConnector(
         self, request: pb.DeleteConnectorRequest, context: grpc.ServicerContext
     ) -> pb.DeleteConnectorResponse:
+        request = _named(request)
+
         def call() -> pb.DeleteConnectorResponse:
             self._herder.delete_connector(request.name)
             return pb.DeleteConnectorResponse()
 
-        return self._requests.run(
-            "DeleteConnector", request.request_id, pb.DeleteConnectorResponse, call
-        )
+        return self._requests.run("DeleteConnector", request, pb.DeleteConnectorResponse, call)
 
     @mapped
     def GetConnectorStatus(
         self, request: pb.GetConnectorStatusRequest, context: grpc.ServicerContext
     ) -> pb.GetConnectorStatusResponse:
+        request = _named(request)
         status = self._herder.connector_status(request.name)
         return pb.GetConnectorStatusResponse(status=convert.connector_status_to_pb(status))
 
@@ -113,6 +163,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     def GetTaskStatus(
         self, request: pb.GetTaskStatusRequest, context: grpc.ServicerContext
     ) -> pb.GetTaskStatusResponse:
+        request = _named(request)
         task = self._herder.task_status(TaskId(request.name, request.task_id))
         return pb.GetTaskStatusResponse(task=convert.task_status_to_pb(task))
 
@@ -120,6 +171,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     def ListTasks(
         self, request: pb.ListTasksRequest, context: grpc.ServicerContext
     ) -> pb.ListTasksResponse:
+        request = _named(request)
         tasks = self._herder.task_configs(request.name)
         return pb.ListTasksResponse(tasks=[convert.task_info_to_pb(task) for task in tasks])
 
@@ -127,42 +179,44 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     def PauseConnector(
         self, request: pb.PauseConnectorRequest, context: grpc.ServicerContext
     ) -> pb.PauseConnectorResponse:
+        request = _named(request)
+
         def call() -> pb.PauseConnectorResponse:
             self._herder.pause_connector(request.name)
             return pb.PauseConnectorResponse()
 
-        return self._requests.run(
-            "PauseConnector", request.request_id, pb.PauseConnectorResponse, call
-        )
+        return self._requests.run("PauseConnector", request, pb.PauseConnectorResponse, call)
 
     @mapped
     def ResumeConnector(
         self, request: pb.ResumeConnectorRequest, context: grpc.ServicerContext
     ) -> pb.ResumeConnectorResponse:
+        request = _named(request)
+
         def call() -> pb.ResumeConnectorResponse:
             self._herder.resume_connector(request.name)
             return pb.ResumeConnectorResponse()
 
-        return self._requests.run(
-            "ResumeConnector", request.request_id, pb.ResumeConnectorResponse, call
-        )
+        return self._requests.run("ResumeConnector", request, pb.ResumeConnectorResponse, call)
 
     @mapped
     def StopConnector(
         self, request: pb.StopConnectorRequest, context: grpc.ServicerContext
     ) -> pb.StopConnectorResponse:
+        request = _named(request)
+
         def call() -> pb.StopConnectorResponse:
             self._herder.stop_connector(request.name)
             return pb.StopConnectorResponse()
 
-        return self._requests.run(
-            "StopConnector", request.request_id, pb.StopConnectorResponse, call
-        )
+        return self._requests.run("StopConnector", request, pb.StopConnectorResponse, call)
 
     @mapped
     def RestartConnector(
         self, request: pb.RestartConnectorRequest, context: grpc.ServicerContext
     ) -> pb.RestartConnectorResponse:
+        request = _named(request)
+
         def call() -> pb.RestartConnectorResponse:
             status = self._herder.restart_connector(
                 RestartRequest(request.name, request.include_tasks, request.only_failed)
@@ -172,26 +226,25 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
                 response.status.CopyFrom(convert.connector_status_to_pb(status))
             return response
 
-        return self._requests.run(
-            "RestartConnector", request.request_id, pb.RestartConnectorResponse, call
-        )
+        return self._requests.run("RestartConnector", request, pb.RestartConnectorResponse, call)
 
     @mapped
     def RestartTask(
         self, request: pb.RestartTaskRequest, context: grpc.ServicerContext
     ) -> pb.RestartTaskResponse:
+        request = _named(request)
+
         def call() -> pb.RestartTaskResponse:
             self._herder.restart_task(TaskId(request.name, request.task_id))
             return pb.RestartTaskResponse()
 
-        return self._requests.run(
-            "RestartTask", request.request_id, pb.RestartTaskResponse, call
-        )
+        return self._requests.run("RestartTask", request, pb.RestartTaskResponse, call)
 
     @mapped
     def GetOffsets(
         self, request: pb.GetOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.GetOffsetsResponse:
+        request = _named(request)
         offsets = self._herder.connector_offsets(request.name)
         return pb.GetOffsetsResponse(
             offsets=[convert.connector_offset_to_pb(offset) for offset in offsets]
@@ -201,25 +254,25 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     def AlterOffsets(
         self, request: pb.AlterOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.AlterOffsetsResponse:
+        request = _named(request)
+
         def call() -> pb.AlterOffsetsResponse:
             offsets = convert.connector_offsets_from_pb(request.offsets, "offsets")
             message = self._herder.alter_offsets(request.name, offsets)
             return pb.AlterOffsetsResponse(message=message)
 
-        return self._requests.run(
-            "AlterOffsets", request.request_id, pb.AlterOffsetsResponse, call
-        )
+        return self._requests.run("AlterOffsets", request, pb.AlterOffsetsResponse, call)
 
     @mapped
     def ResetOffsets(
         self, request: pb.ResetOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.ResetOffsetsResponse:
+        request = _named(request)
+
         def call() -> pb.ResetOffsetsResponse:
             return pb.ResetOffsetsResponse(message=self._herder.reset_offsets(request.name))
 
-        return self._requests.run(
-            "ResetOffsets", request.request_id, pb.ResetOffsetsResponse, call
-        )
+        return self._requests.run("ResetOffsets", request, pb.ResetOffsetsResponse, call)
 
     @mapped
     def ValidateConfig(
@@ -239,6 +292,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     def WatchConnectorStatus(
         self, request: pb.WatchConnectorStatusRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.WatchConnectorStatusResponse]:
+        request = _named(request)
         for status in self._herder.watch_status(request.name, context.is_active):
             if status is None:
                 yield pb.WatchConnectorStatusResponse(deleted=True)

@@ -162,8 +162,8 @@ def parse_value(key: ConfigKey, raw: str) -> Any:
     INT and LONG are Java's ``parseInt``/``parseLong`` of the trimmed string (32-/64-bit,
     optional sign, no underscores); DOUBLE is ``Double.parseDouble`` (so ``NaN`` and
     ``Infinity`` parse: validators decide whether they are allowed); BOOLEAN is ``true`` or
-    ``false`` in any case; LIST splits on commas, trims each item and drops empty ones. Raises ValueError with
-    Kafka's message.
+    ``false`` in any case; LIST splits on commas, trims each item and drops empty ones.
+    Raises ValueError with Kafka's message.
     """
     text = java_trim(raw)
     match key.type:

@@ -17,6 +17,7 @@ from connect_grpc.domain import (
     ConnectorOffset,
     ConnectorStatus,
     CreateResult,
+    HealthReport,
     PluginDesc,
     PutConfigResult,
     RestartRequest,
@@ -70,6 +71,10 @@ class Herder(Protocol):
 
     def stop(self) -> None:
         """Stops every connector and task (not as a delete) and closes the stores."""
+
+    def health(self) -> HealthReport:
+        """Whether the worker can serve now (the control plane answers, Kafka is reachable).
+        Returns within a few seconds whatever the state."""
 
     def connectors(self) -> list[str]:
         """Every connector name, sorted."""

@@ -1,8 +1,15 @@
 """StandaloneHerder: one process, in-memory configs, file-backed offsets, memory statuses.
 
-Every mutation runs under one lock, so the connector's config, target state and task set
-change together; status reports from task threads go straight to the status store (they
-never take the herder lock).
+Two kinds of lock, so that no request can wedge the control plane:
+
+- the herder lock guards only the in-memory map of connectors and their fields; it is held
+  for dictionary work, never across plugin, Spark or Kafka I/O;
+- one lock per connector serialises the mutations of that connector (which do that I/O):
+  a slow plugin or an unreachable broker holds up changes to its own connector only, and a
+  caller waiting for it gets UNAVAILABLE within its deadline.
+
+Reads take the herder lock only. Status reports from task threads go straight to the status
+store (they take neither lock).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from connect_grpc.domain import (
     ConnectorStatus,
     ConnectorType,
     CreateResult,
+    HealthReport,
     InstanceStatus,
     PluginDesc,
     PutConfigResult,
@@ -38,15 +46,18 @@ from connect_grpc.errors import (
     AlreadyExistsError,
     ConnectError,
     FailedPreconditionError,
+    InstanceFailedError,
     NotFoundError,
     PreconditionViolation,
 )
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.restart import RestartPlan, build_restart_plan
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
+    check_config_size,
     config_with_name,
     tasks_max,
     validate_name,
@@ -58,6 +69,9 @@ from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
+#: How long ``health`` waits for the herder lock before calling the control plane stuck.
+RESPONSIVE_TIMEOUT_S = 2.0
+
 
 @dataclass(slots=True)
 class _ConnectorState:
@@ -65,6 +79,7 @@ class _ConnectorState:
 
     config: dict[str, str]
     target: TargetState
+    type: ConnectorType
     task_configs: list[dict[str, str]] = field(default_factory=list)
 
     def task_ids(self, name: str) -> list[TaskId]:
@@ -72,7 +87,11 @@ class _ConnectorState:
 
 
 class StandaloneHerder:
-    """The Herder of a single standalone worker."""
+    """The Herder of a single standalone worker.
+
+    Connector names reach it normalised (``validation.validate_name``, applied at the API
+    edge and by ``create_connector``/``put_connector_config``); lookups do not trim again.
+    """
 
     def __init__(
         self,
@@ -100,6 +119,7 @@ class StandaloneHerder:
             else Worker(config, plugins, offset_store, self._board)
         )
         self._lock = threading.RLock()
+        self._connector_locks = ConnectorLocks()
         self._connectors: dict[str, _ConnectorState] = {}
         self._stopped = False
         self._log = log.bind(worker_id=config.worker_id)
@@ -114,10 +134,17 @@ class StandaloneHerder:
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
-            self._worker.stop()
-            self._offsets.stop()
+        self._worker.stop()
+        self._offsets.stop()
         self._board.close()
         self._log.info("herder_stopped")
+
+    def health(self) -> HealthReport:
+        """NOT serving while the control plane is stuck (its lock not free within 2 s)."""
+        if not self._lock.acquire(timeout=RESPONSIVE_TIMEOUT_S):
+            return HealthReport(False, "the control plane has been busy for over 2 s")
+        self._lock.release()
+        return HealthReport(True, "")
 
     # reads
 
@@ -132,7 +159,7 @@ class StandaloneHerder:
                 name=name,
                 config=dict(state.config),
                 tasks=tuple(state.task_ids(name)),
-                type=self._connector_type(state.config),
+                type=state.type,
             )
 
     def connector_config(self, name: str) -> dict[str, str]:
@@ -150,16 +177,15 @@ class StandaloneHerder:
     def connector_status(self, name: str) -> ConnectorStatus:
         with self._lock:
             state = self._state(name)
-            return self._board.connector_status(
-                name, len(state.task_configs), self._connector_type(state.config)
-            )
+            task_count, connector_type = len(state.task_configs), state.type
+        return self._board.connector_status(name, task_count, connector_type)
 
     def task_status(self, task: TaskId) -> TaskStatus:
         with self._lock:
-            state = self._state(task.connector)
-            if not 0 <= task.task < len(state.task_configs):
-                raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
-            return TaskStatus(task.task, self._board.task(task))
+            task_count = len(self._state(task.connector).task_configs)
+        if not 0 <= task.task < task_count:
+            raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
+        return TaskStatus(task.task, self._board.task(task))
 
     def watch_status(
         self, name: str, is_active: Callable[[], bool]
@@ -179,7 +205,7 @@ class StandaloneHerder:
                 last = current
                 yield current
 
-    # mutations
+    # mutations (each holds its connector's lock; the herder lock only around map updates)
 
     def create_connector(
         self,
@@ -190,8 +216,9 @@ class StandaloneHerder:
     ) -> CreateResult:
         name = validate_name(name)
         full_config = config_with_name(name, config)
-        with self._lock:
-            if name in self._connectors:
+        check_config_size(full_config, self._config.limits.config_bytes)
+        with self._connector_locks.hold(name):
+            if self._exists(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
             try:
                 self._validator.ensure_valid(full_config)
@@ -204,7 +231,10 @@ class StandaloneHerder:
                 offsets_message = self._offset_manager.set_initial(
                     name, full_config, initial_offsets
                 )
-            self._connectors[name] = _ConnectorState(full_config, initial_state)
+            with self._lock:
+                self._connectors[name] = _ConnectorState(
+                    full_config, initial_state, self._connector_type(full_config)
+                )
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
             self._start_connector(name)
             return CreateResult(self.connector_info(name), offsets_message)
@@ -212,50 +242,55 @@ class StandaloneHerder:
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
         name = validate_name(name)
         full_config = config_with_name(name, config)
-        with self._lock:
+        check_config_size(full_config, self._config.limits.config_bytes)
+        connector_type = self._connector_type(full_config)
+        with self._connector_locks.hold(name):
             self._validator.ensure_valid(full_config)
-            existing = self._connectors.get(name)
-            if existing is None:
-                self._connectors[name] = _ConnectorState(full_config, TargetState.STARTED)
+            created = not self._exists(name)
+            if created:
+                with self._lock:
+                    self._connectors[name] = _ConnectorState(
+                        full_config, TargetState.STARTED, connector_type
+                    )
                 self._log.info("connector_created", connector=name)
             else:
                 self._stop_instances(name, connector_deleted=False)
-                existing.config = full_config
+                with self._lock:
+                    state = self._connectors[name]
+                    state.config, state.type = full_config, connector_type
                 self._log.info("connector_config_updated", connector=name)
             self._start_connector(name)
-            return PutConfigResult(self.connector_info(name), created=existing is None)
+            return PutConfigResult(self.connector_info(name), created=created)
 
     def delete_connector(self, name: str) -> None:
-        with self._lock:
-            self._state(name)
+        with self._connector_locks.hold(name):
+            self._require(name)
             self._stop_instances(name, connector_deleted=True)
-            del self._connectors[name]
+            with self._lock:
+                del self._connectors[name]
             self._board.forget_connector(name)
             self._log.info("connector_deleted", connector=name)
 
     def pause_connector(self, name: str) -> None:
-        with self._lock:
-            state = self._state(name)
-            state.target = TargetState.PAUSED
+        with self._connector_locks.hold(name):
+            tasks = self._set_target(name, TargetState.PAUSED)
             self._worker.set_connector_target(name, TargetState.PAUSED)
-            for task in state.task_ids(name):
+            for task in tasks:
                 self._worker.set_task_target(task, TargetState.PAUSED)
             self._log.info("connector_paused", connector=name)
 
     def resume_connector(self, name: str) -> None:
-        with self._lock:
-            state = self._state(name)
-            state.target = TargetState.STARTED
+        with self._connector_locks.hold(name):
+            tasks = self._set_target(name, TargetState.STARTED)
             if self._worker.set_connector_target(name, TargetState.STARTED):
-                for task in state.task_ids(name):
+                for task in tasks:
                     self._worker.set_task_target(task, TargetState.STARTED)
                 self._reconfigure_tasks(name)
             self._log.info("connector_resumed", connector=name)
 
     def stop_connector(self, name: str) -> None:
-        with self._lock:
-            state = self._state(name)
-            state.target = TargetState.STOPPED
+        with self._connector_locks.hold(name):
+            self._set_target(name, TargetState.STOPPED)
             self._replace_tasks(name, [])
             self._worker.set_connector_target(name, TargetState.STOPPED)
             self._log.info("connector_stopped", connector=name)
@@ -275,11 +310,13 @@ class StandaloneHerder:
 
         Raises:
             NotFoundError: the connector does not exist (whatever the flags).
+            InstanceFailedError: a plain restart whose connector failed to start again (as
+                Kafka passes the failure to the caller of a synchronous restart); the
+                connector is FAILED, with the trace in its status.
         """
-        with self._lock:
-            state = self._state(request.connector)
-            name = request.connector.strip()
-            request = RestartRequest(name, request.include_tasks, request.only_failed)
+        name = request.connector
+        with self._connector_locks.hold(name):
+            self._require(name)
             self._log.info(
                 "connector_restart_requested",
                 connector=name,
@@ -287,25 +324,20 @@ class StandaloneHerder:
                 only_failed=request.only_failed,
             )
             if not request.include_tasks and not request.only_failed:
-                if self._restart_connector_instance(name):
-                    self._reconfigure_tasks(name)
-                self._log.info("connector_restarted", connector=name)
+                self._restart_connector_now(name)
                 return None
-            status = self._board.connector_status(
-                name, len(state.task_configs), self._connector_type(state.config)
-            )
-            plan = build_restart_plan(request, status)
+            plan = build_restart_plan(request, self.connector_status(name))
             if plan.empty:
                 self._log.info("connector_restart_skipped", connector=name)
                 return plan.status
             self._mark_restarting(plan)
-            threading.Thread(
-                target=self._execute_restart,
-                args=(plan,),
-                name=f"connect-restart-{name}",
-                daemon=True,
-            ).start()
-            return plan.status
+        threading.Thread(
+            target=self._execute_restart,
+            args=(plan,),
+            name=f"connect-restart-{name}",
+            daemon=True,
+        ).start()
+        return plan.status
 
     def restart_task(self, task: TaskId) -> None:
         """Stops one task and starts it again with its current task config, synchronously
@@ -313,34 +345,40 @@ class StandaloneHerder:
 
         Raises:
             NotFoundError: the connector or the task does not exist.
-            ConnectError: the task failed to start again (its status holds the trace).
+            InstanceFailedError: the task failed to start again (its status holds the trace).
         """
-        with self._lock:
-            state = self._state(task.connector)
-            task = TaskId(task.connector.strip(), task.task)
-            if not 0 <= task.task < len(state.task_configs):
-                raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
+        with self._connector_locks.hold(task.connector):
+            with self._lock:
+                state = self._state(task.connector)
+                if not 0 <= task.task < len(state.task_configs):
+                    raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
+                config, task_config = dict(state.config), dict(state.task_configs[task.task])
+                target = self._task_target(state)
             self._log.info("task_restart_requested", connector=task.connector, task=task.task)
             self._worker.stop_tasks([task], False)
-            started = self._worker.start_task(
-                task, state.config, state.task_configs[task.task], self._task_target(state)
-            )
-        if not started:
-            raise ConnectError(f"Failed to start task {task}: see its status for the cause")
+            if not self._worker.start_task(task, config, task_config, target):
+                raise InstanceFailedError(
+                    f"Failed to start task {task}: see its status (GetTaskStatus) for the cause"
+                )
         self._log.info("task_restarted", connector=task.connector, task=task.task)
 
-    # restarts (callers hold the lock unless said otherwise)
+    # restarts (callers hold the connector's lock)
 
-    def _restart_connector_instance(self, name: str) -> bool:
-        """Stops and starts the connector instance in its target state.
-
-        True iff it is now running with target STARTED (its task configs may be asked for).
-        """
-        state = self._connectors[name]
+    def _restart_connector_now(self, name: str) -> None:
+        """A plain restart: the connector instance only, synchronously; raises if it failed."""
+        with self._lock:
+            state = self._connectors[name]
+            config, target = dict(state.config), state.target
         if name in self._worker.connector_names():
             self._worker.stop_connector(name, False)
-        started = self._worker.start_connector(name, state.config, state.target)
-        return started and state.target is TargetState.STARTED
+        if not self._worker.start_connector(name, config, target):
+            raise InstanceFailedError(
+                f"Failed to start connector {name}: see its status (GetConnectorStatus) for "
+                "the cause"
+            )
+        if target is TargetState.STARTED:
+            self._reconfigure_tasks(name)
+        self._log.info("connector_restarted", connector=name)
 
     def _mark_restarting(self, plan: RestartPlan) -> None:
         restarting = InstanceStatus(State.RESTARTING, self._config.worker_id)
@@ -354,7 +392,7 @@ class StandaloneHerder:
         return TargetState.PAUSED if state.target is TargetState.PAUSED else TargetState.STARTED
 
     def _execute_restart(self, plan: RestartPlan) -> None:
-        """Carries out a flagged restart on its own thread (takes the lock).
+        """Carries out a flagged restart on its own thread (takes the connector's lock).
 
         Stops the chosen instances, then starts them again: connector first, then tasks with
         their current configs. Like Kafka's distributed herder, a connector that is running
@@ -364,67 +402,74 @@ class StandaloneHerder:
         """
         name = plan.request.connector
         try:
-            with self._lock:
-                state = self._connectors.get(name)
-                if state is None or self._stopped:
-                    self._log.info("connector_restart_abandoned", connector=name)
-                    return
-                tasks = [t for t in plan.task_ids if t.task < len(state.task_configs)]
-                if plan.restart_connector and name in self._worker.connector_names():
-                    self._worker.stop_connector(name, False)
-                self._worker.stop_tasks(tasks, False)
-                self._mark_restarting(
-                    RestartPlan(plan.request, plan.restart_connector, tuple(tasks), plan.status)
-                )
-                running = False
-                if plan.restart_connector:
-                    started = self._worker.start_connector(name, state.config, state.target)
-                    running = started and state.target is TargetState.STARTED
-                for task in tasks:
-                    self._worker.start_task(
-                        task, state.config, state.task_configs[task.task], self._task_target(state)
-                    )
-                if running:
-                    self._reconfigure_tasks(name)
-                self._log.info(
-                    "connector_restarted",
-                    connector=name,
-                    connector_restarted=plan.restart_connector,
-                    tasks=[t.task for t in tasks],
-                )
+            with self._connector_locks.hold(name, bounded=False):
+                self._restart_planned(plan)
         except Exception:
             self._log.exception("connector_restart_failed", connector=name)
 
-    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
+    def _restart_planned(self, plan: RestartPlan) -> None:
+        name = plan.request.connector
         with self._lock:
-            config = dict(self._state(name).config)
-        return self._offset_manager.read(name, config)
+            state = self._connectors.get(name)
+            if state is None or self._stopped:
+                self._log.info("connector_restart_abandoned", connector=name)
+                return
+            config, target = dict(state.config), state.target
+            task_target = self._task_target(state)
+            tasks = [
+                (t, dict(state.task_configs[t.task]))
+                for t in plan.task_ids
+                if t.task < len(state.task_configs)
+            ]
+        if plan.restart_connector and name in self._worker.connector_names():
+            self._worker.stop_connector(name, False)
+        self._worker.stop_tasks([t for t, _ in tasks], False)
+        self._mark_restarting(
+            RestartPlan(plan.request, plan.restart_connector, tuple(t for t, _ in tasks),
+                        plan.status)
+        )
+        running = False
+        if plan.restart_connector:
+            started = self._worker.start_connector(name, config, target)
+            running = started and target is TargetState.STARTED
+        for task, task_config in tasks:
+            self._worker.start_task(task, config, task_config, task_target)
+        if running:
+            self._reconfigure_tasks(name)
+        self._log.info(
+            "connector_restarted",
+            connector=name,
+            connector_restarted=plan.restart_connector,
+            tasks=[t.task for t, _ in tasks],
+        )
+
+    # offsets (Kafka or file I/O, under the connector's lock only)
+
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
+        return self._offset_manager.read(name, self.connector_config(name))
 
     def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
-        with self._lock:
-            config = self._stopped_config(name)
-            return self._offset_manager.alter(name, config, offsets)
+        with self._connector_locks.hold(name):
+            return self._offset_manager.alter(name, self._stopped_config(name), offsets)
 
     def reset_offsets(self, name: str) -> str:
-        with self._lock:
-            config = self._stopped_config(name)
-            return self._offset_manager.reset(name, config)
+        with self._connector_locks.hold(name):
+            return self._offset_manager.reset(name, self._stopped_config(name))
 
     def _stopped_config(self, name: str) -> dict[str, str]:
         """The config of a connector whose offsets may change: STOPPED, with no tasks."""
-        state = self._state(name)
-        if (
-            state.target is not TargetState.STOPPED
-            or state.task_configs
-            or self._worker.connector_running(name)
-        ):
+        with self._lock:
+            state = self._state(name)
+            stopped = state.target is TargetState.STOPPED and not state.task_configs
+            config = dict(state.config)
+        if not stopped or self._worker.connector_running(name):
             raise FailedPreconditionError(
                 f"Connector {name} must be in the STOPPED state, with no tasks, before its "
                 "offsets can be modified. Stop it first with the StopConnector RPC "
                 "(connect.v1.ConnectService/StopConnector).",
                 [PreconditionViolation("STATE", name, "connector is not STOPPED")],
             )
-        return dict(state.config)
+        return config
 
     # plugins and cluster
 
@@ -448,24 +493,29 @@ class StandaloneHerder:
             worker_id=worker.id,
         )
 
-    # reconciliation (callers hold the lock)
-
-    def _request_reconfiguration(self, name: str) -> None:
-        """A connector asked for new task configs: recompute them off the plugin's thread."""
-
-        def reconfigure() -> None:
-            with self._lock:
-                state = self._connectors.get(name)
-                if state is not None and state.target is TargetState.STARTED and not self._stopped:
-                    self._reconfigure_tasks(name)
-
-        threading.Thread(target=reconfigure, name=f"reconfigure-{name}", daemon=True).start()
+    # state (each helper takes the herder lock only for its own map work)
 
     def _state(self, name: str) -> _ConnectorState:
-        state = self._connectors.get(name.strip())
+        """The connector's state; the caller holds the herder lock."""
+        state = self._connectors.get(name)
         if state is None:
             raise NotFoundError(f"Connector {name} not found")
         return state
+
+    def _require(self, name: str) -> None:
+        with self._lock:
+            self._state(name)
+
+    def _exists(self, name: str) -> bool:
+        with self._lock:
+            return name in self._connectors
+
+    def _set_target(self, name: str, target: TargetState) -> list[TaskId]:
+        """Sets the target state; returns the connector's current task ids."""
+        with self._lock:
+            state = self._state(name)
+            state.target = target
+            return state.task_ids(name)
 
     def _connector_type(self, config: Mapping[str, str]) -> ConnectorType:
         try:
@@ -475,43 +525,88 @@ class StandaloneHerder:
         except NotFoundError:
             return ConnectorType.UNKNOWN
 
+    # reconciliation (callers hold the connector's lock)
+
+    def _request_reconfiguration(self, name: str) -> None:
+        """A connector asked for new task configs: recompute them off the plugin's thread."""
+
+        def reconfigure() -> None:
+            with self._connector_locks.hold(name, bounded=False):
+                with self._lock:
+                    state = self._connectors.get(name)
+                    wanted = (
+                        state is not None
+                        and state.target is TargetState.STARTED
+                        and not self._stopped
+                    )
+                if wanted:
+                    self._reconfigure_tasks(name)
+
+        threading.Thread(target=reconfigure, name=f"reconfigure-{name}", daemon=True).start()
+
     def _start_connector(self, name: str) -> None:
         """Starts the connector instance in its target state, then its tasks if running."""
-        state = self._connectors[name]
-        started = self._worker.start_connector(name, state.config, state.target)
-        if started and state.target is TargetState.STARTED:
+        with self._lock:
+            state = self._connectors[name]
+            config, target, has_tasks = dict(state.config), state.target, bool(state.task_configs)
+        started = self._worker.start_connector(name, config, target)
+        if started and target is TargetState.STARTED:
             self._reconfigure_tasks(name)
-        elif state.task_configs:
+        elif has_tasks:
             self._start_tasks(name)
 
     def _reconfigure_tasks(self, name: str) -> None:
-        """Asks the running connector for its task configs; replaces the tasks if they changed."""
-        state = self._connectors[name]
+        """Asks the running connector for its task configs; replaces the tasks if they changed.
+
+        A connector that generates more configs than its ``tasks.max`` is FAILED and its
+        tasks are left as they were (as Kafka does since KIP-1004).
+        """
         if not self._worker.connector_running(name):
             return
+        with self._lock:
+            state = self._connectors[name]
+            max_tasks, current = tasks_max(state.config), list(state.task_configs)
+            task_ids = state.task_ids(name)
         try:
-            new_configs = self._worker.connector_task_configs(name, tasks_max(state.config))
+            new_configs = self._worker.connector_task_configs(name, max_tasks)
         except ConnectError as exc:
             self._log.warning("task_configs_failed", connector=name, error=exc.message)
             return
-        if new_configs == state.task_configs and all(
-            task in self._worker.task_ids() for task in state.task_ids(name)
-        ):
+        if len(new_configs) > max_tasks:
+            self._fail_connector(
+                name,
+                f"The connector {name} has generated {len(new_configs)} tasks, which is greater "
+                f"than {max_tasks}, the maximum number of tasks it is configured to create "
+                "(tasks.max).",
+            )
+            return
+        running = self._worker.task_ids()
+        if new_configs == current and all(task in running for task in task_ids):
             return
         self._replace_tasks(name, new_configs)
 
+    def _fail_connector(self, name: str, reason: str) -> None:
+        self._log.error("connector_failed", connector=name, reason=reason)
+        self._board.on_connector_status(
+            name, InstanceStatus(State.FAILED, self._config.worker_id, reason)
+        )
+
     def _replace_tasks(self, name: str, new_configs: list[dict[str, str]]) -> None:
-        state = self._connectors[name]
         self._stop_tasks(name, connector_deleted=False)
-        state.task_configs = [dict(config) for config in new_configs]
+        with self._lock:
+            self._connectors[name].task_configs = [dict(config) for config in new_configs]
         self._start_tasks(name)
         self._log.info("tasks_reconfigured", connector=name, tasks=len(new_configs))
 
     def _start_tasks(self, name: str) -> None:
-        state = self._connectors[name]
-        for task, task_config in zip(state.task_ids(name), state.task_configs, strict=True):
-            if task not in self._worker.task_ids():
-                self._worker.start_task(task, state.config, task_config, self._task_target(state))
+        with self._lock:
+            state = self._connectors[name]
+            config, target = dict(state.config), self._task_target(state)
+            tasks = list(zip(state.task_ids(name), state.task_configs, strict=True))
+        running = self._worker.task_ids()
+        for task, task_config in tasks:
+            if task not in running:
+                self._worker.start_task(task, config, task_config, target)
 
     def _stop_tasks(self, name: str, connector_deleted: bool) -> None:
         running = sorted(task for task in self._worker.task_ids() if task.connector == name)

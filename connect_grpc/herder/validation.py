@@ -51,8 +51,14 @@ SINK_CONFIG = define_all(
 )
 
 
+#: The longest connector name, in characters (it becomes part of Kafka record keys,
+#: consumer group ids and transactional ids).
+MAX_NAME_LENGTH = 255
+
+
 def validate_name(raw_name: str) -> str:
-    """Trims the connector name; rejects an empty one or one with control characters."""
+    """Trims the connector name; rejects an empty one, one with control characters, and one
+    longer than MAX_NAME_LENGTH. Every RPC's name goes through here, once, at the API edge."""
     name = raw_name.strip()
     if not name:
         raise InvalidArgumentError.for_field("name", "connector name must not be empty")
@@ -60,7 +66,24 @@ def validate_name(raw_name: str) -> str:
         raise InvalidArgumentError.for_field(
             "name", "connector name must not contain ISO control characters"
         )
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidArgumentError.for_field(
+            "name", f"connector name is {len(name)} characters long; the limit is "
+            f"{MAX_NAME_LENGTH}"
+        )
     return name
+
+
+def check_config_size(config: Mapping[str, str], max_bytes: int) -> None:
+    """Rejects a config whose keys and values take more than ``max_bytes`` in UTF-8 (the
+    worker property ``connector.config.max.bytes``)."""
+    size = sum(len(key.encode()) + len(value.encode()) for key, value in config.items())
+    if size > max_bytes:
+        raise InvalidArgumentError.for_field(
+            "config",
+            f"the connector config takes {size} bytes (keys and values, UTF-8); the limit is "
+            f"{max_bytes} bytes (worker property connector.config.max.bytes)",
+        )
 
 
 def config_with_name(name: str, config: Mapping[str, str]) -> dict[str, str]:

@@ -20,7 +20,7 @@ from connect_grpc.domain import (
     TaskId,
     TaskStatus,
 )
-from connect_grpc.errors import ConnectError, NotFoundError
+from connect_grpc.errors import ConnectError, InstanceFailedError, NotFoundError
 from connect_grpc.herder.restart import (
     build_restart_plan,
     parse_restart_record,
@@ -237,8 +237,14 @@ def test_failed_connector_restarts_and_fails_again(
     config = _config(events, 2, **{"test.fail.connector.start": "true"})
     herder.create_connector("c", config, TargetState.STARTED)
     assert _states(herder) == (F, [])
-    response = herder.restart_connector(RestartRequest("c", include_tasks, only_failed))
-    if response is not None:
+    request = RestartRequest("c", include_tasks, only_failed)
+    if not include_tasks and not only_failed:
+        # a plain restart is synchronous: its caller learns that the start failed (item 10)
+        with pytest.raises(InstanceFailedError, match="Failed to start connector c"):
+            herder.restart_connector(request)
+    else:
+        response = herder.restart_connector(request)
+        assert response is not None
         assert _shown(response) == (X, [])
     assert _settled(herder) == (F, [])
     # a connector whose start raised was never started, so it is never stopped
