@@ -25,6 +25,7 @@ from tests.integration.helpers import (
     RUNNING,
     STOPPED,
     create,
+    error_reason,
     source_config,
     states,
     wait_for_states,
@@ -140,9 +141,16 @@ def test_failed_connector_restarts_and_fails_again(
     wait_for_states(stub, name, FAILED, [])
     wait_for_counts(events, 0, expected_counts((1, 0), []))
 
-    answer = shown(restart(stub, name, include_tasks, only_failed))
     flagged = include_tasks or only_failed
-    assert answer == ((RESTARTING, []) if flagged else None)
+    if flagged:
+        assert shown(restart(stub, name, include_tasks, only_failed)) == (RESTARTING, [])
+    else:
+        # a plain restart is synchronous: like Kafka's, it passes the failure to its caller
+        with pytest.raises(grpc.RpcError) as caught:
+            restart(stub, name, include_tasks, only_failed)
+        assert caught.value.code() == grpc.StatusCode.INTERNAL
+        assert f"Failed to start connector {name}" in (caught.value.details() or "")
+        assert error_reason(caught.value) == "INSTANCE_FAILED"
 
     # its start raised, so it is never stopped: one more start, still no stop
     wait_for_counts(events, 0, expected_counts((2, 0), []))
