@@ -1,16 +1,14 @@
-"""KIP-745 restart requests: their config-topic record and the plan of what to restart.
+"""KIP-745 restart requests: the plan of what to restart.
 
-Pure functions shared by both herders. The record follows Kafka Connect's config topic:
-key ``restart-connector-<name>``, value ``{"include-tasks": bool, "only-failed": bool}``,
-where a missing or non-boolean field reads as false (as Kafka's KafkaConfigBackingStore
-does). The plan follows Kafka's ``AbstractHerder.buildRestartPlan``: it is built from the
-connector's current status, and its status shows every instance chosen for restart as
-RESTARTING while the others keep their state.
+Pure functions shared by both herders (the config-topic record of a request is encoded
+with the other config-topic records, in ``storage/kafka_config.py``). The plan follows
+Kafka's ``AbstractHerder.buildRestartPlan``: it is built from the connector's current
+status, and its status shows every instance chosen for restart as RESTARTING while the
+others keep their state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from connect_grpc.domain import (
@@ -21,45 +19,6 @@ from connect_grpc.domain import (
     TaskId,
     TaskStatus,
 )
-
-#: Key prefix of restart records in the config topic.
-RESTART_KEY_PREFIX = "restart-connector-"
-INCLUDE_TASKS_FIELD = "include-tasks"
-ONLY_FAILED_FIELD = "only-failed"
-
-
-def restart_key(connector: str) -> str:
-    """The config-topic key of a restart request for ``connector``."""
-    return f"{RESTART_KEY_PREFIX}{connector}"
-
-
-def restart_record_value(request: RestartRequest) -> dict[str, bool]:
-    """The config-topic value of ``request`` (the connector's name is in the key)."""
-    return {
-        INCLUDE_TASKS_FIELD: bool(request.include_tasks),
-        ONLY_FAILED_FIELD: bool(request.only_failed),
-    }
-
-
-def parse_restart_record(connector: str, value: object) -> RestartRequest:
-    """Reads a restart record's value back into a request for ``connector``.
-
-    A missing or non-boolean field reads as false, as in Kafka Connect.
-
-    Raises:
-        ValueError: the value is not a JSON object (the record should be ignored).
-    """
-    if not isinstance(value, Mapping):
-        raise ValueError(
-            f"restart record of {connector!r} is not an object: {type(value).__name__}"
-        )
-    include_tasks = value.get(INCLUDE_TASKS_FIELD)
-    only_failed = value.get(ONLY_FAILED_FIELD)
-    return RestartRequest(
-        connector,
-        include_tasks=include_tasks if isinstance(include_tasks, bool) else False,
-        only_failed=only_failed if isinstance(only_failed, bool) else False,
-    )
 
 
 @dataclass(frozen=True, slots=True)

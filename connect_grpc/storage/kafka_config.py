@@ -38,12 +38,6 @@ from typing import Any, Literal
 import structlog
 
 from connect_grpc.domain import RestartRequest, TargetState
-from connect_grpc.herder.restart import (
-    RESTART_KEY_PREFIX,
-    parse_restart_record,
-    restart_key,
-    restart_record_value,
-)
 from connect_grpc.storage.kafka_log import (
     DEFAULT_TIMEOUT_S,
     ClientConfig,
@@ -147,6 +141,48 @@ class SnapshotBuilder:
 
 
 # --- keys -------------------------------------------------------------------------------
+
+
+#: Restart requests (KIP-745): key ``restart-connector-<name>``, value
+#: ``{"include-tasks": bool, "only-failed": bool}``; a missing or non-boolean field reads
+#: as false, as in Kafka Connect's KafkaConfigBackingStore.
+RESTART_KEY_PREFIX = "restart-connector-"
+INCLUDE_TASKS_FIELD = "include-tasks"
+ONLY_FAILED_FIELD = "only-failed"
+
+
+def restart_key(connector: str) -> str:
+    """The config-topic key of a restart request for ``connector``."""
+    return f"{RESTART_KEY_PREFIX}{connector}"
+
+
+def restart_record_value(request: RestartRequest) -> dict[str, bool]:
+    """The config-topic value of ``request`` (the connector's name is in the key)."""
+    return {
+        INCLUDE_TASKS_FIELD: bool(request.include_tasks),
+        ONLY_FAILED_FIELD: bool(request.only_failed),
+    }
+
+
+def parse_restart_record(connector: str, value: object) -> RestartRequest:
+    """Reads a restart record's value back into a request for ``connector``.
+
+    A missing or non-boolean field reads as false, as in Kafka Connect.
+
+    Raises:
+        ValueError: the value is not a JSON object (the record should be ignored).
+    """
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"restart record of {connector!r} is not an object: {type(value).__name__}"
+        )
+    include_tasks = value.get(INCLUDE_TASKS_FIELD)
+    only_failed = value.get(ONLY_FAILED_FIELD)
+    return RestartRequest(
+        connector,
+        include_tasks=include_tasks if isinstance(include_tasks, bool) else False,
+        only_failed=only_failed if isinstance(only_failed, bool) else False,
+    )
 
 
 def connector_key(connector: str) -> str:

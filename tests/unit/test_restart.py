@@ -21,13 +21,13 @@ from connect_grpc.domain import (
     TaskStatus,
 )
 from connect_grpc.errors import ConnectError, InstanceFailedError, NotFoundError
-from connect_grpc.herder.restart import (
-    build_restart_plan,
+from connect_grpc.herder.restart import build_restart_plan
+from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.storage.kafka_config import (
     parse_restart_record,
     restart_key,
     restart_record_value,
 )
-from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.testing.plugins import count, read_events
 from tests.unit.fake_worker import FakeWorker
 
