@@ -1,7 +1,8 @@
 """The Worker: runs this process's connector instances and task loops on one SparkSession.
 
-The herder calls it under its own lock; task loops report statuses from their own threads.
-Every method is thread-safe.
+The herder calls it under the lock of the connector concerned (never two calls for one
+connector at once); task loops report statuses from their own threads. Every method is
+thread-safe, and no plugin code runs under the worker's own lock.
 """
 
 from __future__ import annotations
@@ -81,21 +82,23 @@ class Worker:
     # connectors
 
     def start_connector(self, name: str, config: Mapping[str, str], target: TargetState) -> bool:
-        """Instantiates the connector and brings it to ``target``. False iff it failed."""
+        """Instantiates the connector and brings it to ``target``. False iff it failed.
+
+        The plugin's code runs outside the worker's lock (the herder serialises the calls
+        for one connector), so a slow plugin delays its own connector only.
+        """
+        if name in self.connector_names():
+            self._log.warning("connector_replaced", connector=name)
+            self.stop_connector(name, connector_deleted=False)
+        try:
+            plugin = self._plugins.new_connector(config.get("connector.class", ""))
+            instance = ConnectorInstance(name, plugin, config, self.worker_id, self._listener)
+        except Exception:
+            self._report_connector(name, State.FAILED, traceback.format_exc())
+            return False
         with self._lock:
-            if name in self._connectors:
-                self._log.warning("connector_replaced", connector=name)
-                self.stop_connector(name, connector_deleted=False)
-            try:
-                plugin = self._plugins.new_connector(config.get("connector.class", ""))
-                instance = ConnectorInstance(
-                    name, plugin, config, self.worker_id, self._listener
-                )
-            except Exception:
-                self._report_connector(name, State.FAILED, traceback.format_exc())
-                return False
             self._connectors[name] = instance
-            return instance.transition(target)
+        return instance.transition(target)
 
     def set_connector_target(self, name: str, target: TargetState) -> bool:
         """Starts, pauses or stops the instance. False iff starting it failed."""
@@ -139,14 +142,16 @@ class Worker:
     ) -> bool:
         """Starts the task plugin and its loop. False (reported FAILED) iff it failed."""
         with self._lock:
-            if task in self._tasks:
-                self._log.warning("task_already_running", connector=task.connector, task=task.task)
-                return self._tasks[task].state is not State.FAILED
-            try:
-                runner = self._new_runner(task, connector_config, task_config)
-            except Exception:
-                self._report_task(task, State.FAILED, traceback.format_exc())
-                return False
+            existing = self._tasks.get(task)
+        if existing is not None:
+            self._log.warning("task_already_running", connector=task.connector, task=task.task)
+            return existing.state is not State.FAILED
+        try:
+            runner = self._new_runner(task, connector_config, task_config)
+        except Exception:
+            self._report_task(task, State.FAILED, traceback.format_exc())
+            return False
+        with self._lock:
             self._tasks[task] = runner
         return runner.start(task_config, target)
 
