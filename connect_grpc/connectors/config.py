@@ -48,6 +48,78 @@ def at_least(minimum: float) -> Validator:
     return check
 
 
+def at_most(maximum: float, why: str = "") -> Validator:
+    def check(value: Any) -> str | None:
+        if value is not None and value > maximum:
+            return f"Value must be no more than {maximum}{why}"
+        return None
+
+    return check
+
+
+def finite(value: Any) -> str | None:
+    """Rejects NaN and ±Infinity, which Java's ``Double.parseDouble`` accepts."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "Value must be a finite number"
+    return None
+
+
+def valid_regex(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        re.compile(str(value))
+    except re.error as exc:
+        return f"Not a valid regular expression: {exc}"
+    return None
+
+
+def all_of(*validators: Validator) -> Validator:
+    """Runs validators in order; the first error wins."""
+
+    def check(value: Any) -> str | None:
+        for validator in validators:
+            message = validator(value)
+            if message:
+                return message
+        return None
+
+    return check
+
+
+#: Kafka's legal topic names (``org.apache.kafka.common.internals.Topic``).
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_NAME_LENGTH = 249
+
+
+def topic_name_error(name: str) -> str | None:
+    """Kafka's own reason a topic name is illegal, or None when it is legal."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return (f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
+                "characters")
+    if not _TOPIC_NAME.fullmatch(name):
+        return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
+                "alphanumerics, '.', '_' and '-'")
+    return None
+
+
+def single_topic(connector: str) -> Validator:
+    """A STRING value naming exactly one legal Kafka topic."""
+
+    def check(value: Any) -> str | None:
+        if value is None or not str(value).strip():
+            return "String must be non-empty"
+        if "," in str(value):
+            return f"{connector} takes a single topic, not a list"
+        return topic_name_error(str(value).strip())
+
+    return check
+
+
 def non_empty_string(value: Any) -> str | None:
     if value is not None and not str(value).strip():
         return "String must be non-empty"

@@ -33,6 +33,7 @@ from connect_grpc.connectors.config import (
     Importance,
     at_least,
     define_all,
+    single_topic,
 )
 from connect_grpc.domain import OffsetMap
 
@@ -60,14 +61,6 @@ POSITION_FIELD = "position"
 _READ_CHUNK = 64 * 1024
 
 
-def _single_topic(value: Any) -> str | None:
-    if value is None or not str(value).strip():
-        return "String must be non-empty"
-    if "," in str(value):
-        return "FileStreamSourceConnector takes a single topic, not a list"
-    return None
-
-
 def _non_empty(value: Any) -> str | None:
     if value is None or not str(value).strip():
         return "String must be non-empty"
@@ -80,7 +73,7 @@ SOURCE_CONFIG = define_all(
                   "supported because it has no offsets to resume from).",
                   importance=Importance.HIGH, validator=_non_empty),
         ConfigKey(TOPIC_CONFIG, ConfigType.STRING, "The topic to publish data to.",
-                  importance=Importance.HIGH, validator=_single_topic),
+                  importance=Importance.HIGH, validator=single_topic("FileStreamSourceConnector")),
         ConfigKey(BATCH_SIZE_CONFIG, ConfigType.INT,
                   "The maximum number of records the source task can read from the file each "
                   "time it is polled.", default=DEFAULT_BATCH_SIZE, importance=Importance.LOW,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import structlog
 
@@ -30,8 +29,11 @@ from connect_grpc.connectors.config import (
     ConfigKey,
     ConfigType,
     Importance,
+    all_of,
     at_least,
     define_all,
+    finite,
+    single_topic,
 )
 from connect_grpc.domain import OffsetMap
 
@@ -59,24 +61,17 @@ _UNBOUNDED = 2**62
 _EPSILON = 1e-9
 
 
-def _single_topic(value: Any) -> str | None:
-    if value is None or not str(value).strip():
-        return "String must be non-empty"
-    if "," in str(value):
-        return "SequenceSourceConnector takes a single topic, not a list"
-    return None
-
-
 CONFIG = define_all(
     [
         ConfigKey(TOPIC_CONFIG, ConfigType.STRING, "The topic to publish the sequence to.",
-                  importance=Importance.HIGH, validator=_single_topic),
+                  importance=Importance.HIGH, validator=single_topic("SequenceSourceConnector")),
         ConfigKey(COUNT_CONFIG, ConfigType.LONG,
                   "Number of entries in the sequence, over all tasks; -1 for unbounded.",
                   default=-1, importance=Importance.MEDIUM, validator=at_least(-1)),
         ConfigKey(RATE_CONFIG, ConfigType.DOUBLE,
                   "Maximum records per second per task; 0 for unlimited.",
-                  default=0.0, importance=Importance.LOW, validator=at_least(0)),
+                  default=0.0, importance=Importance.LOW,
+                  validator=all_of(finite, at_least(0))),
         ConfigKey(START_CONFIG, ConfigType.LONG, "The value of the entry of index 0.",
                   default=0, importance=Importance.LOW),
     ]

@@ -103,7 +103,7 @@ class StandaloneHerder:
         self._config = config
         self._plugins = plugins
         self._offsets = offset_store
-        self._validator = ConfigValidator(plugins)
+        self._validator = ConfigValidator(plugins, config.limits.tasks_max)
         self._offset_manager = OffsetManager(
             plugins,
             offset_store,

@@ -14,10 +14,15 @@ from connect_grpc.connectors.config import (
     Importance,
     at_least,
     define_all,
+    java_trim,
+    parse_value,
+    topic_name_error,
+    valid_regex,
 )
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfo, ConfigInfos, ConfigValueInfo
 from connect_grpc.errors import FieldViolation, InvalidArgumentError, NotFoundError
+from connect_grpc.runtime.batching import BATCH_MAX_RECORDS_KEY, DEFAULT_MAX_RECORDS
 
 CONNECTOR_CLASS = "connector.class"
 TASKS_MAX = "tasks.max"
@@ -35,6 +40,12 @@ COMMON_CONFIG = define_all(
         ConfigKey(TASKS_MAX, ConfigType.INT, "Maximum number of tasks to use for this connector.",
                   default=1, importance=Importance.HIGH, validator=at_least(1),
                   group=COMMON_GROUP, order_in_group=3, display_name="Tasks max"),
+        ConfigKey(BATCH_MAX_RECORDS_KEY, ConfigType.INT,
+                  "The most records one micro-batch (one Spark job) of a task moves; batches "
+                  f"grow up to it while the backlog keeps them full (default "
+                  f"{DEFAULT_MAX_RECORDS}).", default=None, importance=Importance.LOW,
+                  validator=at_least(1), group=COMMON_GROUP, order_in_group=4,
+                  display_name="Batch max records"),
     ]
 )
 
@@ -42,11 +53,11 @@ SINK_CONFIG = define_all(
     [
         ConfigKey("topics", ConfigType.LIST, "Topics to consume (or use topics.regex).",
                   default=None, importance=Importance.HIGH, group=COMMON_GROUP,
-                  order_in_group=4, display_name="Topics"),
+                  order_in_group=5, display_name="Topics"),
         ConfigKey("topics.regex", ConfigType.STRING,
                   "Regular expression of topics to consume (or use topics).",
-                  default=None, importance=Importance.HIGH, group=COMMON_GROUP,
-                  order_in_group=5, display_name="Topics regex"),
+                  default=None, importance=Importance.HIGH, validator=valid_regex,
+                  group=COMMON_GROUP, order_in_group=6, display_name="Topics regex"),
     ]
 )
 
@@ -106,14 +117,20 @@ def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     if not has_topics and not has_regex:
         message = "Must configure one of topics or topics.regex"
         return {"topics": [message], "topics.regex": [message]}
+    if has_topics:
+        topics = [java_trim(topic) for topic in config["topics"].split(",")]
+        illegal = [error for topic in topics if (error := topic_name_error(topic))]
+        if illegal:
+            return {"topics": illegal}
     return {}
 
 
 class ConfigValidator:
     """Validates connector configs the way Kafka Connect's AbstractHerder does."""
 
-    def __init__(self, plugins: Plugins) -> None:
+    def __init__(self, plugins: Plugins, max_tasks: int) -> None:
         self._plugins = plugins
+        self._max_tasks = max_tasks
 
     def plugin_for(self, config: Mapping[str, str], plugin: str | None = None) -> Connector:
         class_name = (plugin or config.get(CONNECTOR_CLASS) or "").strip()
@@ -132,6 +149,7 @@ class ConfigValidator:
         connector = self.plugin_for(config, plugin)
         framework_def = COMMON_CONFIG
         errors = COMMON_CONFIG.validate(config)
+        errors[TASKS_MAX].extend(self._tasks_limit_errors(config, errors[TASKS_MAX]))
         if isinstance(connector, SinkConnector):
             framework_def = COMMON_CONFIG.merged(SINK_CONFIG)
             errors.update(SINK_CONFIG.validate(config))
@@ -145,6 +163,15 @@ class ConfigValidator:
             config,
             errors,
         )
+
+    def _tasks_limit_errors(self, config: Mapping[str, str], parse_errors: list[str]) -> list[str]:
+        raw = config.get(TASKS_MAX)
+        if raw is None or parse_errors or tasks_max(config) <= self._max_tasks:
+            return []
+        return [
+            f"Invalid value {raw} for configuration {TASKS_MAX}: Value must be no more than "
+            f"{self._max_tasks} (the worker property tasks.max.limit)"
+        ]
 
     def ensure_valid(self, config: Mapping[str, str]) -> ConfigInfos:
         """Raises InvalidArgumentError listing every error, as ValidateConfig reports them."""
@@ -183,4 +210,7 @@ def _config_infos(
 
 
 def tasks_max(config: Mapping[str, str]) -> int:
-    return int(config.get(TASKS_MAX, "1").strip())
+    """The parsed ``tasks.max`` of a config that passed validation."""
+    raw = config.get(TASKS_MAX)
+    key = COMMON_CONFIG.keys[TASKS_MAX]
+    return key.default if raw is None else int(parse_value(key, raw))

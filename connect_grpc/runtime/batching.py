@@ -10,6 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from connect_grpc.connectors.config import INT_MAX, java_trim, parse_java_integer
+
 DEFAULT_INITIAL_RECORDS = 1000
 DEFAULT_MAX_RECORDS = 50_000
 #: Below this many records per slice, splitting a batch costs more than it saves.
@@ -37,9 +39,12 @@ class BatchSizer:
         raw = config.get(BATCH_MAX_RECORDS_KEY)
         if raw is None or not raw.strip():
             return cls()
-        maximum = int(raw)
-        if maximum < 1:
-            raise ValueError(f"{BATCH_MAX_RECORDS_KEY} must be at least 1, got {raw}")
+        try:
+            maximum = parse_java_integer(java_trim(raw), 1, INT_MAX)
+        except ValueError:
+            raise ValueError(
+                f"{BATCH_MAX_RECORDS_KEY} must be an integer from 1 to {INT_MAX}, got {raw}"
+            ) from None
         return cls(maximum=maximum)
 
     @property
