@@ -64,6 +64,7 @@ class OffsetManager:
         rules.require_offsets(offsets)
         connector = self._plugins.new_connector(config["connector.class"])
         change = self._parse(connector, offsets, "offsets")
+        self._check_topics(change, offsets, "offsets")
         applied = self._vet(connector, config, change)
         self._write(name, config, change)
         log.info("offsets_altered", connector=name, partitions=len(offsets))
@@ -93,6 +94,7 @@ class OffsetManager:
             rules.require_offsets(offsets, "initial_offsets.offsets")
             connector = self._plugins.new_connector(config["connector.class"])
             change = self._parse(connector, offsets, "initial_offsets.offsets")
+            self._check_topics(change, offsets, "initial_offsets.offsets")
             applied = self._vet(connector, config, change)
             step = "wipe existing offsets"
             self._wipe(name, config, connector)
@@ -110,6 +112,16 @@ class OffsetManager:
         if isinstance(connector, SinkConnector):
             return _Change(sink=rules.parse_sink_offsets(offsets, field))
         return _Change(source=rules.parse_source_offsets(offsets, field))
+
+    def _check_topics(
+        self, change: _Change, offsets: Sequence[ConnectorOffset], field: str
+    ) -> None:
+        """Sink offsets name topic partitions that must exist (Kafka would refuse them)."""
+        if not change.sink:
+            return
+        topics = {topic for (topic, _), offset in change.sink.items() if offset is not None}
+        if topics:
+            rules.check_partitions_exist(offsets, self._groups.partition_counts(topics), field)
 
     @staticmethod
     def _vet(connector: Connector, config: Mapping[str, str], change: _Change) -> bool:

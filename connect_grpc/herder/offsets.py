@@ -6,8 +6,9 @@ anything is written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from connect_grpc.connectors.config import INT_MAX, LONG_MAX, parse_java_integer
 from connect_grpc.domain import ConnectorOffset, OffsetMap, OffsetPrimitive
 from connect_grpc.errors import InvalidArgumentError
 
@@ -39,17 +40,24 @@ def require_offsets(offsets: Sequence[ConnectorOffset], field: str = "offsets") 
         raise InvalidArgumentError.for_field(field, EMPTY_OFFSETS)
 
 
-def _integer(value: OffsetPrimitive) -> int | None:
-    """An integer given as a JSON integer or a decimal string ("10" and 10, not 10.0 or true)."""
+#: Kafka Connect's messages for a missing or null sink partition key.
+NULL_TOPIC = "Kafka topic names must be valid strings and may not be null"
+NULL_PARTITION = "Kafka partitions must be valid numbers and may not be null"
+
+
+def _integer(value: OffsetPrimitive, maximum: int) -> int | None:
+    """A JSON integer or a decimal string as Java's ``parseInt``/``parseLong`` reads it (``10``
+    and ``"10"``, not ``10.0``, ``true`` or ``" 10"``), or None when it is not one or lies
+    outside [-maximum-1, maximum]."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
+        return value if -maximum - 1 <= value <= maximum else None
     if isinstance(value, str):
-        text = value.strip()
-        digits = text[1:] if text[:1] in "+-" else text
-        if digits.isdigit():
-            return int(text)
+        try:
+            return parse_java_integer(value, -maximum - 1, maximum)
+        except ValueError:
+            return None
     return None
 
 
@@ -60,25 +68,23 @@ def _sink_partition(entry: ConnectorOffset, path: str) -> tuple[str, int]:
             f"{path}.partition",
             "The partition for a sink connector offset cannot be null or missing",
         )
-    if KAFKA_TOPIC not in partition or KAFKA_PARTITION not in partition:
-        raise InvalidArgumentError.for_field(
-            f"{path}.partition",
-            f"The partition for a sink connector offset must contain the keys "
-            f"'{KAFKA_TOPIC}' and '{KAFKA_PARTITION}'",
-        )
-    topic = partition[KAFKA_TOPIC]
+    topic = partition.get(KAFKA_TOPIC)
+    if topic is None:
+        raise InvalidArgumentError.for_field(f"{path}.partition.{KAFKA_TOPIC}", NULL_TOPIC)
     if not isinstance(topic, str) or not topic:
         raise InvalidArgumentError.for_field(
             f"{path}.partition.{KAFKA_TOPIC}",
             f"The Kafka topic in a sink connector offset must be a non-empty string, got {topic!r}",
         )
-    number = _integer(partition[KAFKA_PARTITION])
+    if partition.get(KAFKA_PARTITION) is None:
+        raise InvalidArgumentError.for_field(f"{path}.partition.{KAFKA_PARTITION}", NULL_PARTITION)
+    number = _integer(partition[KAFKA_PARTITION], INT_MAX)
     if number is None:
         raise InvalidArgumentError.for_field(
             f"{path}.partition.{KAFKA_PARTITION}",
             f"Failed to parse the following Kafka partition value in the provided offsets: "
             f"'{partition[KAFKA_PARTITION]}'. Partition values for sink connectors need to be "
-            "integers.",
+            "integers (32-bit).",
         )
     if number < 0:
         raise InvalidArgumentError.for_field(
@@ -98,12 +104,13 @@ def _sink_offset(entry: ConnectorOffset, path: str) -> int | None:
             f"The offset for a sink connector should either be null or contain the key "
             f"'{KAFKA_OFFSET}'",
         )
-    number = _integer(offset[KAFKA_OFFSET])
+    number = _integer(offset[KAFKA_OFFSET], LONG_MAX)
     if number is None:
         raise InvalidArgumentError.for_field(
             f"{path}.offset.{KAFKA_OFFSET}",
             f"Failed to parse the following Kafka offset value in the provided offsets: "
-            f"'{offset[KAFKA_OFFSET]}'. Offset values for sink connectors need to be integers.",
+            f"'{offset[KAFKA_OFFSET]}'. Offset values for sink connectors need to be integers "
+            "(64-bit).",
         )
     if number < 0:
         raise InvalidArgumentError.for_field(
@@ -119,6 +126,33 @@ def parse_sink_offsets(offsets: Sequence[ConnectorOffset], field: str = "offsets
         path = f"{field}[{index}]"
         parsed[_sink_partition(entry, path)] = _sink_offset(entry, path)
     return parsed
+
+
+def check_partitions_exist(
+    offsets: Sequence[ConnectorOffset],
+    partition_counts: Mapping[str, int],
+    field: str = "offsets",
+) -> None:
+    """Rejects an offset for a topic or partition the Kafka cluster does not have (the
+    request is already parsed). ``partition_counts`` maps each existing topic to its number of
+    partitions. Resets (null offsets) are allowed anywhere: they only delete."""
+    for index, entry in enumerate(offsets):
+        if entry.offset is None:
+            continue
+        path = f"{field}[{index}]"
+        topic, partition = _sink_partition(entry, path)
+        count = partition_counts.get(topic)
+        if count is None:
+            raise InvalidArgumentError.for_field(
+                f"{path}.partition.{KAFKA_TOPIC}",
+                f"Topic {topic} does not exist on the Kafka cluster",
+            )
+        if partition >= count:
+            raise InvalidArgumentError.for_field(
+                f"{path}.partition.{KAFKA_PARTITION}",
+                f"Partition {partition} of topic {topic} does not exist: the topic has {count} "
+                f"partition(s), numbered from 0",
+            )
 
 
 def parse_source_offsets(

@@ -8,7 +8,7 @@ become UnavailableError (the members are zombie tasks that will time out: retry)
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import structlog
@@ -16,6 +16,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from connect_grpc import deadline
 from connect_grpc.errors import ConnectError, UnavailableError
 
 log = structlog.get_logger(__name__)
@@ -124,6 +125,25 @@ class ConsumerGroupOffsets:
 
         self._retrying(f"delete consumer group {group}", delete)
         log.info("consumer_group_deleted", group=group)
+
+    def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+        """Each of ``topics`` that exists on the cluster, with its number of partitions (one
+        metadata request, bounded by the caller's deadline)."""
+        try:
+            metadata = self._admin.list_topics(timeout=max(deadline.remaining(), 0.1))
+        except KafkaException as exc:
+            raise UnavailableError(
+                f"Could not read the cluster's topics to check the offsets' partitions: {exc}",
+                retry_after_seconds=5.0,
+            ) from None
+        counts: dict[str, int] = {}
+        for topic in topics:
+            found = metadata.topics.get(topic)
+            if found is None:
+                continue
+            if found.error is None or found.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                counts[topic] = len(found.partitions)
+        return counts
 
     def _commit(self, group: str, offsets: GroupOffsets) -> None:
         if not offsets:

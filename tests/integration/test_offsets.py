@@ -680,9 +680,9 @@ def test_sequence_source_continues_from_altered_offset_and_starts_over_after_res
 SINK_VALIDATION: list[tuple[str, pb.ConnectorOffset, str]] = [
     ("partition missing", entry(None, {"kafka_offset": 1}), "offsets[1].partition"),
     ("kafka_topic missing", entry({"kafka_partition": 0}, {"kafka_offset": 1}),
-     "offsets[1].partition"),
+     "offsets[1].partition.kafka_topic"),
     ("kafka_partition missing", entry({"kafka_topic": "{topic}"}, {"kafka_offset": 1}),
-     "offsets[1].partition"),
+     "offsets[1].partition.kafka_partition"),
     ("null topic", entry({"kafka_topic": None, "kafka_partition": 0}, {"kafka_offset": 1}),
      "offsets[1].partition.kafka_topic"),
     ("partition as double", entry({"kafka_topic": "{topic}", "kafka_partition": 0.0},

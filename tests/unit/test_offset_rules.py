@@ -27,10 +27,24 @@ def test_sink_offsets_parse_strings_and_integers() -> None:
     ("partition", "offset", "field", "text"),
     [
         (None, {"kafka_offset": 1}, "offsets[0].partition", "cannot be null or missing"),
-        ({"kafka_topic": "t"}, None, "offsets[0].partition", "must contain the keys"),
-        ({"kafka_partition": 0}, None, "offsets[0].partition", "must contain the keys"),
+        ({"kafka_topic": "t"}, None, "offsets[0].partition.kafka_partition",
+         "Kafka partitions must be valid numbers and may not be null"),
+        ({"kafka_partition": 0}, None, "offsets[0].partition.kafka_topic",
+         "Kafka topic names must be valid strings and may not be null"),
         ({"kafka_topic": None, "kafka_partition": 0}, None,
+         "offsets[0].partition.kafka_topic", "may not be null"),
+        ({"kafka_topic": "t", "kafka_partition": None}, None,
+         "offsets[0].partition.kafka_partition", "may not be null"),
+        ({"kafka_topic": 5, "kafka_partition": 0}, None,
          "offsets[0].partition.kafka_topic", "non-empty string"),
+        ({"kafka_topic": "t", "kafka_partition": 2**31}, None,
+         "offsets[0].partition.kafka_partition", "need to be integers"),
+        ({"kafka_topic": "t", "kafka_partition": "2147483648"}, None,
+         "offsets[0].partition.kafka_partition", "need to be integers"),
+        ({"kafka_topic": "t", "kafka_partition": "1_0"}, None,
+         "offsets[0].partition.kafka_partition", "need to be integers"),
+        ({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": 2**63},
+         "offsets[0].offset.kafka_offset", "need to be integers"),
         ({"kafka_topic": "t", "kafka_partition": 10.0}, None,
          "offsets[0].partition.kafka_partition", "need to be integers"),
         ({"kafka_topic": "t", "kafka_partition": "x"}, None,
@@ -84,3 +98,28 @@ def test_success_messages() -> None:
         "However, if this connector manages offsets externally, they will need to be manually "
         "reset in the system that the connector uses."
     )
+
+
+def test_offsets_for_missing_topics_or_partitions_name_the_field() -> None:
+    counts = {"t": 2}
+    rules.check_partitions_exist(
+        _sink({"kafka_topic": "t", "kafka_partition": 1}, {"kafka_offset": 1})
+        + _sink({"kafka_topic": "gone", "kafka_partition": 0}, None),  # a reset only deletes
+        counts,
+    )
+    with pytest.raises(InvalidArgumentError) as missing_topic:
+        rules.check_partitions_exist(
+            _sink({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": 1})
+            + _sink({"kafka_topic": "u", "kafka_partition": 0}, {"kafka_offset": 1}),
+            counts,
+        )
+    assert missing_topic.value.violations[0].field == "offsets[1].partition.kafka_topic"
+    assert "Topic u does not exist" in missing_topic.value.violations[0].description
+    with pytest.raises(InvalidArgumentError) as missing_partition:
+        rules.check_partitions_exist(
+            _sink({"kafka_topic": "t", "kafka_partition": 2}, {"kafka_offset": 1}), counts,
+            "initial_offsets.offsets",
+        )
+    violation = missing_partition.value.violations[0]
+    assert violation.field == "initial_offsets.offsets[0].partition.kafka_partition"
+    assert "has 2 partition(s)" in violation.description
