@@ -31,7 +31,9 @@ class StandaloneProcess:
             )
         self.config = config
         self.herder = StandaloneHerder(
-            config, Plugins(config.plugin_path), FileOffsetStore(config.offset_file)
+            config,
+            Plugins(config.plugin_path, include_testing=config.test_plugins_enabled),
+            FileOffsetStore(config.offset_file),
         )
         self.server = ApiServer(
             self.herder, config.listener_host, config.listener_port, config.limits

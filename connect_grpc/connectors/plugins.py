@@ -32,7 +32,13 @@ from connect_grpc.connectors.api import Connector, SinkConnector, SourceConnecto
 from connect_grpc.domain import ConnectorType, PluginDesc
 from connect_grpc.errors import NotFoundError
 
-__all__ = ["BUILTIN_CONNECTORS", "ENTRY_POINT_GROUP", "KAFKA_CLASS_ALIASES", "Plugins"]
+__all__ = [
+    "BUILTIN_CONNECTORS",
+    "ENTRY_POINT_GROUP",
+    "KAFKA_CLASS_ALIASES",
+    "TESTING_CONNECTORS",
+    "Plugins",
+]
 
 _log = structlog.get_logger(__name__)
 
@@ -42,11 +48,16 @@ ENTRY_POINT_GROUP = "connect_grpc.connectors"
 _FILE_SOURCE = "connect_grpc.connectors.file.FileStreamSourceConnector"
 _FILE_SINK = "connect_grpc.connectors.file.FileStreamSinkConnector"
 
-#: Plugins that ship with the package (the test plugins too, so ListPlugins shows them).
+#: Plugins that ship with the package.
 BUILTIN_CONNECTORS: tuple[str, ...] = (
     _FILE_SOURCE,
     _FILE_SINK,
     "connect_grpc.connectors.sequence.SequenceSourceConnector",
+)
+
+#: The instrumented plugins of ``connect_grpc.testing``: known (listed, aliased, named in
+#: "unknown class" errors) only when the worker property ``test.plugins.enabled`` is true.
+TESTING_CONNECTORS: tuple[str, ...] = (
     "connect_grpc.testing.plugins.InstrumentedSourceConnector",
     "connect_grpc.testing.plugins.InstrumentedSinkConnector",
 )
@@ -116,10 +127,12 @@ class Plugins:
 
     Args:
         plugin_path: directories appended to ``sys.path`` (the worker's ``plugin.path``).
+        include_testing: also know the test plugins (the worker's ``test.plugins.enabled``).
     """
 
-    def __init__(self, plugin_path: Sequence[Path] = ()) -> None:
+    def __init__(self, plugin_path: Sequence[Path] = (), include_testing: bool = False) -> None:
         self._plugin_path = tuple(plugin_path)
+        self._builtins = BUILTIN_CONNECTORS + (TESTING_CONNECTORS if include_testing else ())
         self._add_to_sys_path(self._plugin_path)
         self._known: dict[str, set[str]] = {}
         self._aliases: dict[str, str] = {}
@@ -139,7 +152,7 @@ class Plugins:
             importlib.invalidate_caches()
 
     def _register_known(self) -> None:
-        for full_name in BUILTIN_CONNECTORS:
+        for full_name in self._builtins:
             self._known.setdefault(full_name, set()).update(_simple_aliases(full_name))
         for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             full_name = f"{entry_point.module}.{entry_point.attr}"

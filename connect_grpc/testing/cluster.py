@@ -51,6 +51,7 @@ class WorkerProcess:
             "offset.storage.file.filename": str(work_dir / "connect.offsets"),
             "spark.master": "local[2]",
             "log.format": "json",
+            "test.plugins.enabled": "true",
             **(extra_properties or {}),
         }
         work_dir.mkdir(parents=True, exist_ok=True)

@@ -170,7 +170,7 @@ def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     offsets = FileOffsetStore(tmp / "offsets.json")
     offsets.start()
     listener = RecordingListener()
-    worker = Worker(config, Plugins(), offsets, listener)
+    worker = Worker(config, Plugins(include_testing=True), offsets, listener)
     worker.start()
     try:
         yield Env(worker, listener, offsets, kafka_bootstrap, tmp)

@@ -30,7 +30,10 @@ def herder(tmp_path: Path, worker_holder: dict[str, FakeWorker]) -> StandaloneHe
         return worker_holder["worker"]
 
     result = StandaloneHerder(
-        config, Plugins(), FileOffsetStore(tmp_path / "offsets.json"), make_runtime
+        config,
+        Plugins(include_testing=True),
+        FileOffsetStore(tmp_path / "offsets.json"),
+        make_runtime,
     )
     result.start()
     return result

@@ -76,7 +76,7 @@ def _write_plugin(directory: Path, module: str, class_name: str, entry_point: st
     ],
 )
 def test_builtins_resolve_by_every_alias(name: str, expected: type) -> None:
-    assert Plugins().connector_class(name) is expected
+    assert Plugins(include_testing=True).connector_class(name) is expected
 
 
 def test_canonical_name_and_type() -> None:
@@ -167,7 +167,7 @@ def test_constructor_failure_is_reported(tmp_path: Path) -> None:
 
 
 def test_describe_lists_builtins_sorted_with_aliases() -> None:
-    descs = Plugins().describe()
+    descs = Plugins(include_testing=True).describe()
     names = [d.class_name for d in descs]
     assert names == sorted(names)
     by_name = {d.class_name: d for d in descs}
@@ -180,6 +180,22 @@ def test_describe_lists_builtins_sorted_with_aliases() -> None:
         ConnectorType.SINK
     )
     assert "connect_grpc.connectors.sequence.SequenceSourceConnector" in by_name
+
+
+def test_test_plugins_are_hidden_unless_enabled() -> None:
+    plugins = Plugins()
+    listed = {d.class_name for d in plugins.describe()}
+    assert not any(name.startswith("connect_grpc.testing.") for name in listed)
+    assert "connect_grpc.connectors.sequence.SequenceSourceConnector" in listed
+    with pytest.raises(NotFoundError) as caught:
+        plugins.connector_class("InstrumentedSource")
+    assert "connect_grpc.testing" not in caught.value.message
+    enabled = Plugins(include_testing=True)
+    with pytest.raises(NotFoundError) as listed_when_enabled:
+        enabled.connector_class("NoSuchConnector")
+    assert "connect_grpc.testing.plugins.InstrumentedSourceConnector" in (
+        listed_when_enabled.value.message
+    )
 
 
 def test_describe_can_include_config_definitions() -> None:
