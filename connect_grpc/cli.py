@@ -11,6 +11,7 @@ import structlog
 
 from connect_grpc.app import StandaloneProcess
 from connect_grpc.errors import ConnectError
+from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
 from connect_grpc.logs import configure_logging
 from connect_grpc.worker_config import WorkerConfig, read_properties
 
@@ -27,10 +28,16 @@ def _parser() -> argparse.ArgumentParser:
 
     kafka = commands.add_parser("kafka", help="manage the local development broker")
     kafka.add_argument("action", choices=("start", "stop", "status"))
-    kafka.add_argument("--state-dir", type=Path, default=None)
+    kafka.add_argument("--state-dir", type=Path, default=None,
+                       help="where the broker keeps its data and pid (default: "
+                            "~/.cache/connect-grpc/run/kafka, or $CONNECT_GRPC_CACHE/run/kafka)")
+    kafka.add_argument("--port", type=int, default=DEFAULT_BROKER_PORT,
+                       help=f"broker port on 127.0.0.1 for start (default {DEFAULT_BROKER_PORT})")
 
     dev = commands.add_parser("dev", help="local broker + standalone worker + demo pipeline")
-    dev.add_argument("--port", type=int, default=8083)
+    dev.add_argument("--port", type=int, default=8083, help="the worker's gRPC port")
+    dev.add_argument("--kafka-port", type=int, default=DEFAULT_BROKER_PORT,
+                     help=f"the local broker's port (default {DEFAULT_BROKER_PORT})")
     dev.add_argument("--run-seconds", type=float, default=0.0,
                      help="stop after this many seconds (0: run until interrupted)")
     return parser
@@ -44,11 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from connect_grpc.kafka.cli import run_kafka_command
 
         configure_logging("console")
-        return run_kafka_command(args.action, args.state_dir)
+        return run_kafka_command(args.action, args.state_dir, args.port)
     from connect_grpc.dev import run_dev
 
     configure_logging("console")
-    return run_dev(args.port, args.run_seconds)
+    return run_dev(args.port, args.run_seconds, args.kafka_port)
 
 
 def run_standalone(worker_properties: Path, connector_files: Sequence[Path]) -> int:

@@ -63,10 +63,14 @@ def _wait_for_lines(path: Path, count: int, timeout: float) -> int:
     return seen
 
 
-def run_dev(port: int, run_seconds: float) -> int:
+def run_dev(port: int, run_seconds: float, kafka_port: int = broker.DEFAULT_BROKER_PORT) -> int:
     """Runs the demo; returns the process exit code."""
     started_broker = broker.status() is None
-    bootstrap = broker.start_background()
+    try:
+        bootstrap = broker.start_background(port=kafka_port)
+    except broker.KafkaBrokerError as exc:
+        log.error("kafka_start_failed", error=str(exc))
+        return 1
     demo_dir = _fresh_demo_dir()
     config = WorkerConfig.from_properties({
         "bootstrap.servers": bootstrap,

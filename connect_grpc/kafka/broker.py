@@ -27,9 +27,13 @@ die_with_parent: bool = False)``
     also a context manager. Ports of 0 are replaced by free loopback ports. The JVM runs in its
     own session/process group; its stdout/stderr go to ``<data_dir>/logs/stdout.log`` and its
     log4j2 output to ``<data_dir>/logs/server.log``.
-``start_background(state_dir: Path | None = None, timeout: float = 60.0) -> str``
-    Starts a detached broker whose data lives in ``<state_dir>/data`` and records pid/ports in
-    ``<state_dir>/state.json``; when one is already running there, returns its bootstrap servers.
+``DEFAULT_BROKER_PORT: int``
+    ``9092``: the port ``connect-grpc kafka start`` and ``dev`` use unless told otherwise.
+``start_background(state_dir: Path | None = None, timeout: float = 60.0,
+port: int = DEFAULT_BROKER_PORT) -> str``
+    Starts a detached broker on ``127.0.0.1:<port>`` whose data lives in ``<state_dir>/data``
+    and records pid/ports in ``<state_dir>/state.json``; when one is already running there,
+    returns its bootstrap servers. A port in use is a KafkaBrokerError.
 ``stop(state_dir: Path | None = None, timeout: float = 30.0) -> bool``
     Stops the broker recorded in the state dir (SIGTERM to its process group, SIGKILL after
     ``timeout``); returns whether one was running.
@@ -69,6 +73,7 @@ LOG4J_VERSION = "2.24.3"  # the log4j-core version kafka-server 4.1.1 depends on
 MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 LIBS_MARKER = ".complete"
 STATE_FILE = "state.json"
+DEFAULT_BROKER_PORT = 9092
 _PR_SET_PDEATHSIG = 1
 
 
@@ -577,11 +582,14 @@ def status(state_dir: Path | None = None) -> str | None:
     return state.bootstrap_servers
 
 
-def start_background(state_dir: Path | None = None, timeout: float = 60.0) -> str:
-    """Starts a detached broker (or finds the running one) and returns its bootstrap servers.
+def start_background(
+    state_dir: Path | None = None, timeout: float = 60.0, port: int = DEFAULT_BROKER_PORT
+) -> str:
+    """Starts a detached broker listening on ``127.0.0.1:<port>`` (or finds the one running
+    in ``state_dir``) and returns its bootstrap servers.
 
-    Data lives in ``<state_dir>/data`` and survives restarts; the previous ports are reused when
-    they are still free so the bootstrap address stays stable.
+    Data lives in ``<state_dir>/data`` and survives restarts. A port another process holds is
+    a KafkaBrokerError naming it and the ``--port`` option.
     """
     state_dir = (state_dir or default_state_dir()).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -591,15 +599,17 @@ def start_background(state_dir: Path | None = None, timeout: float = 60.0) -> st
             log.info("kafka_already_running", pid=previous.pid,
                      bootstrap_servers=previous.bootstrap_servers)
             return previous.bootstrap_servers
-        broker_port = controller_port = 0
-        if previous is not None:
-            if port_is_free(previous.broker_port):
-                broker_port = previous.broker_port
-            if previous.controller_port != broker_port and port_is_free(previous.controller_port):
-                controller_port = previous.controller_port
-        kafka = LocalKafka(
-            state_dir / "data", broker_port=broker_port, controller_port=controller_port
-        )
+        if not port_is_free(port):
+            raise KafkaBrokerError(
+                f"port {port} is already in use (another Kafka broker?): stop what holds it, "
+                "or choose another port with --port"
+            )
+        controller_port = 0
+        if previous is not None and previous.controller_port != port and port_is_free(
+            previous.controller_port
+        ):
+            controller_port = previous.controller_port
+        kafka = LocalKafka(state_dir / "data", broker_port=port, controller_port=controller_port)
         bootstrap = kafka.start(timeout)
         assert kafka.pid is not None and kafka.config is not None
         _write_state(

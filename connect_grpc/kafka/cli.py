@@ -8,6 +8,7 @@ from pathlib import Path
 import structlog
 
 from connect_grpc.kafka.broker import (
+    DEFAULT_BROKER_PORT,
     KafkaBrokerError,
     default_state_dir,
     start_background,
@@ -18,12 +19,14 @@ from connect_grpc.kafka.broker import (
 log = structlog.get_logger(__name__)
 
 
-def run_kafka_command(action: str, state_dir: Path | None = None) -> int:
+def run_kafka_command(
+    action: str, state_dir: Path | None = None, port: int = DEFAULT_BROKER_PORT
+) -> int:
     """Runs one action, writing bootstrap servers to stdout; exit 0, or 1 (not running/failed)."""
     state_dir = state_dir or default_state_dir()
     if action == "start":
         try:
-            bootstrap = start_background(state_dir)
+            bootstrap = start_background(state_dir, port=port)
         except KafkaBrokerError as exc:
             log.error("kafka_start_failed", error=str(exc), state_dir=str(state_dir))
             return 1

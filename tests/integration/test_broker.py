@@ -6,6 +6,7 @@ offset administration, all against the real broker from the ``kafka_bootstrap`` 
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -267,10 +268,18 @@ def test_consumer_group_offsets_admin(
 def test_background_start_status_stop(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     assert broker.status(state_dir) is None
-    bootstrap = broker.start_background(state_dir, timeout=90)
+    port = broker.free_port()
+    bootstrap = broker.start_background(state_dir, timeout=90, port=port)
     try:
+        assert bootstrap == f"127.0.0.1:{port}"
         assert broker.status(state_dir) == bootstrap
-        assert broker.start_background(state_dir) == bootstrap  # already running: same broker
+        # already running: the same broker, whatever port is asked for
+        assert broker.start_background(state_dir, port=broker.free_port()) == bootstrap
+        with socket.socket() as holder:
+            holder.bind(("127.0.0.1", 0))
+            busy = holder.getsockname()[1]
+            with pytest.raises(broker.KafkaBrokerError, match=f"port {busy} .*--port"):
+                broker.start_background(tmp_path / "other", port=busy)
         pid = broker.read_state(state_dir).pid  # type: ignore[union-attr]
         assert broker.is_kafka_process(pid)
         admin = AdminClient({"bootstrap.servers": bootstrap})
