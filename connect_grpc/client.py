@@ -51,11 +51,15 @@ R = TypeVar("R")
 
 
 class ConnectClient:
-    """A client of one worker (or a load balancer in front of a cluster).
+    """A client of one worker.
 
-    Any worker answers: reads are answered from its view of the cluster, mutations are
-    forwarded to the leader. A mutation that finds no leader raises
-    :class:`~connect_grpc.errors.UnavailableError` with a retry hint.
+    Every method raises the domain exception of the gRPC status it gets back (see
+    ``client_convert.error_from_status``). Besides those each method lists, any call may raise
+    :class:`~connect_grpc.errors.InvalidArgumentError` for a bad connector name (empty, control
+    characters, longer than 255 characters) or a ``request_id`` reused with another request,
+    :class:`~connect_grpc.errors.UnavailableError` (with ``retry_after_seconds``) when the
+    worker cannot answer in time (Kafka unreachable, a busy connector), and a plain
+    :class:`~connect_grpc.errors.ConnectError` for INTERNAL and other codes.
 
     Args:
         target: A ``host:port`` address (an insecure channel is created and closed with the
@@ -386,6 +390,8 @@ class ConnectClient:
 
         Raises:
             NotFoundError: No connector has that name.
+            ConnectError: A plain restart whose connector failed to start (INTERNAL, reason
+                INSTANCE_FAILED); the connector is FAILED and its trace is in its status.
         """
         return self._call(
             self._stub.RestartConnector,
@@ -405,6 +411,8 @@ class ConnectClient:
 
         Raises:
             NotFoundError: No such connector or task.
+            ConnectError: The task failed to start (INTERNAL, reason INSTANCE_FAILED); it is
+                FAILED and its trace is in its status.
         """
         self._call(
             self._stub.RestartTask,
@@ -471,20 +479,23 @@ class ConnectClient:
     # plugins and cluster
 
     def validate_config(
-        self, config: Mapping[str, str], plugin: str | None = None
+        self, *, plugin: str | None = None, config: Mapping[str, str]
     ) -> ConfigInfos:
         """Validates a config against its plugin's definitions; changes nothing.
 
+        Keyword-only, in the proto's field order (``plugin``, ``config``).
+
         Args:
-            config: The config to validate.
             plugin: The plugin's class name or alias; None for ``config["connector.class"]``.
+            config: The config to validate.
 
         Returns:
-            Per-key definitions and errors; ``error_count`` is 0 for a valid config.
+            Per-key definitions and errors; ``error_count`` is 0 for a valid config (invalid
+            values are reported here, not raised).
 
         Raises:
-            InvalidArgumentError: No plugin given and no ``connector.class`` in the config.
-            NotFoundError: Unknown plugin.
+            InvalidArgumentError: No plugin given and no ``connector.class`` in the config, or
+                an unknown plugin (the message lists the available ones).
         """
         return self._call(
             self._stub.ValidateConfig,

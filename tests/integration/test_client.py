@@ -133,8 +133,15 @@ def test_errors_are_domain_exceptions(client: ConnectClient, name: str, events: 
     assert {v.field for v in invalid.value.violations} == {
         "config.tasks.max", "config.test.source.records"
     }
-    validated = client.validate_config(bad)
+    validated = client.validate_config(config=bad)
     assert validated.error_count == len(invalid.value.violations) == len(validated.all_errors())
+    assert client.validate_config(plugin="InstrumentedSource", config=bad).error_count == (
+        validated.error_count
+    )
+    with pytest.raises(InvalidArgumentError, match="NoSuchPlugin"):
+        client.validate_config(plugin="NoSuchPlugin", config=bad)
+    with pytest.raises(TypeError):
+        client.validate_config(bad)  # type: ignore[misc]  # keyword-only, as documented
     client.delete_connector(name)
 
 
