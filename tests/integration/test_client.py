@@ -180,6 +180,10 @@ def test_readme_example_runs(worker: WorkerProcess, name: str, tmp_path: Path) -
     exec(compile(block, str(README), "exec"), namespace)
     run = namespace["run"]
     assert callable(run)
-    run(worker.address, name=name, file=str(tmp_path / "in.txt"))
+    missing = tmp_path / "in.txt"
+    with pytest.raises(FileNotFoundError, match="create it first"):
+        run(worker.address, name=name, file=str(missing))
+    missing.write_text("hello\n", encoding="utf-8")
+    run(worker.address, name=name, file=str(missing))
     with ConnectClient(worker.address) as client, pytest.raises(NotFoundError):
         client.get_connector(name)
