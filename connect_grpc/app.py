@@ -12,8 +12,8 @@ import structlog
 
 from connect_grpc.api.server import ApiServer
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.herder.connector_files import load_connector_file
+from connect_grpc.errors import AlreadyExistsError, InvalidArgumentError, StartupError
+from connect_grpc.herder.connector_files import ConnectorRequest
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
@@ -42,16 +42,25 @@ class StandaloneProcess:
         self._stopped = threading.Event()
         self._handle_signals = False
 
-    def start(self, connector_files: Sequence[Path] = ()) -> None:
+    def start(self, connector_files: Sequence[tuple[Path, ConnectorRequest]] = ()) -> None:
+        """Starts the herder and the server, then creates the connectors of the files given
+        (already read). A connector a file describes that cannot be created is a
+        StartupError naming the file."""
         self.herder.start()
         if self._handle_signals:
             self.install_signal_handlers()
         self.server.start()
-        for path in connector_files:
-            request = load_connector_file(path)
-            self.herder.create_connector(
-                request.name, request.config, request.initial_state, request.initial_offsets
-            )
+        for path, request in connector_files:
+            try:
+                self.herder.create_connector(
+                    request.name, request.config, request.initial_state, request.initial_offsets
+                )
+            except (InvalidArgumentError, AlreadyExistsError) as exc:
+                raise StartupError(
+                    f"the connector of {path} cannot be created: {exc.message}",
+                    fix=f"fix the connector in {path}",
+                    file=str(path),
+                ) from None
             log.info("connector_file_loaded", path=str(path), connector=request.name)
 
     def shutdown(self) -> None:

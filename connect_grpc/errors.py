@@ -100,3 +100,23 @@ class UnimplementedError(ConnectError):
     """The RPC is declared but not available in this mode or version."""
 
     reason = "UNIMPLEMENTED"
+
+
+class StartupError(ConnectError):
+    """The worker cannot start. Names the file or property at fault and says how to fix it;
+    the command reports it as one ``worker_start_failed`` line."""
+
+    reason = "STARTUP_FAILED"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fix: str,
+        file: str | None = None,
+        property_name: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.fix = fix
+        self.file = file
+        self.property_name = property_name

@@ -48,7 +48,10 @@ class ApiServer:
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
-        self.port = self._server.add_insecure_port(f"{host}:{port}")
+        try:
+            self.port = self._server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:  # grpcio raises it when the address cannot be bound
+            self.port = 0
         if self.port == 0:
             raise OSError(f"could not bind the gRPC listener on {host}:{port}")
         self.host = host

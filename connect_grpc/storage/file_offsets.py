@@ -13,10 +13,14 @@ from typing import Any
 import structlog
 
 from connect_grpc.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.errors import ConnectError, StartupError
 from connect_grpc.storage import offsets_codec
 from connect_grpc.storage.base import OffsetEntry, StoredOffset
 
 log = structlog.get_logger(__name__)
+
+#: The worker property naming the file.
+OFFSET_FILE_PROPERTY = "offset.storage.file.filename"
 
 
 class FileOffsetStore:
@@ -32,8 +36,15 @@ class FileOffsetStore:
         self._data: dict[bytes, bytes] = {}
 
     def start(self) -> None:
+        """Loads the file and checks that it can be written.
+
+        Raises:
+            StartupError: the file is not an offsets file, is not a regular file, or its
+                directory cannot be written; the message names the path.
+        """
         with self._lock:
             self._data = self._load()
+        self._check_writable()
         log.info("offset_store_loaded", path=str(self._path), entries=len(self._data))
 
     def stop(self) -> None:
@@ -71,15 +82,67 @@ class FileOffsetStore:
     def _load(self) -> dict[bytes, bytes]:
         if not self._path.exists():
             return {}
-        document: dict[str, Any] = json.loads(self._path.read_text(encoding="utf-8"))
+        try:
+            document: Any = json.loads(self._path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise self._startup_error(
+                f"cannot read the offsets file {self._path}: {exc.strerror or exc}",
+                "point offset.storage.file.filename at a readable file (or at a path that "
+                "does not exist yet)",
+            ) from None
+        except ValueError as exc:
+            raise self._corrupt(f"not valid JSON ({exc})") from None
+        pairs = document.get("offsets") if isinstance(document, dict) else None
+        if not isinstance(pairs, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 for pair in pairs
+        ):
+            raise self._corrupt('expected {"offsets": [[key, value], ...]}')
         return {
             json.dumps(key, sort_keys=True, separators=(",", ":")).encode(): json.dumps(
                 value, separators=(",", ":")
             ).encode()
-            for key, value in document.get("offsets", [])
+            for key, value in pairs
         }
 
+    def _check_writable(self) -> None:
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self._path.parent):
+                pass
+        except OSError as exc:
+            raise self._startup_error(
+                f"cannot write offsets next to {self._path}: {exc.strerror or exc}",
+                f"make {self._path.parent} a writable directory, or point "
+                "offset.storage.file.filename somewhere writable",
+            ) from None
+
+    def _corrupt(self, why: str) -> StartupError:
+        return self._startup_error(
+            f"the offsets file {self._path} is not an offsets file: {why}",
+            "restore it from a backup, or move it away to start with no source offsets "
+            "(sources then start from the beginning)",
+        )
+
+    def _startup_error(self, message: str, fix: str) -> StartupError:
+        return StartupError(
+            message, fix=fix, file=str(self._path), property_name=OFFSET_FILE_PROPERTY
+        )
+
     def _save(self, data: dict[bytes, bytes]) -> None:
+        """Writes a temporary file and renames it over the offsets file.
+
+        Raises:
+            ConnectError: the file could not be written (the message names it and why).
+        """
+        try:
+            self._write_atomically(data)
+        except OSError as exc:
+            log.error("offsets_file_write_failed", path=str(self._path), error=str(exc))
+            raise ConnectError(
+                f"Could not write the offsets file {self._path}: {exc.strerror or exc}"
+            ) from None
+
+    def _write_atomically(self, data: dict[bytes, bytes]) -> None:
         document = {"offsets": [[json.loads(k), json.loads(v)] for k, v in data.items()]}
         self._path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=self._path.name, suffix=".tmp")
