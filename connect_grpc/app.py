@@ -12,9 +12,17 @@ import structlog
 
 from connect_grpc.api.server import ApiServer
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.errors import AlreadyExistsError, InvalidArgumentError, StartupError
+from connect_grpc.errors import (
+    AlreadyExistsError,
+    ConnectError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    StartupError,
+)
 from connect_grpc.herder.connector_files import ConnectorRequest
 from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.herder.validation import check_config_size, config_with_name, validate_name
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
 
@@ -43,9 +51,11 @@ class StandaloneProcess:
         self._handle_signals = False
 
     def start(self, connector_files: Sequence[tuple[Path, ConnectorRequest]] = ()) -> None:
-        """Starts the herder and the server, then creates the connectors of the files given
-        (already read). A connector a file describes that cannot be created is a
-        StartupError naming the file."""
+        """Checks the connectors of the files given (already read), starts the herder and the
+        server, then creates those connectors. A connector a file describes that is invalid
+        or cannot be created is a StartupError naming the file; what can be checked without
+        Spark and Kafka is checked before they start."""
+        self._check_connector_files(connector_files)
         self.herder.start()
         if self._handle_signals:
             self.install_signal_handlers()
@@ -55,13 +65,30 @@ class StandaloneProcess:
                 self.herder.create_connector(
                     request.name, request.config, request.initial_state, request.initial_offsets
                 )
-            except (InvalidArgumentError, AlreadyExistsError) as exc:
-                raise StartupError(
-                    f"the connector of {path} cannot be created: {exc.message}",
-                    fix=f"fix the connector in {path}",
-                    file=str(path),
-                ) from None
+            except ConnectError as exc:
+                raise _connector_file_error(path, exc) from None
             log.info("connector_file_loaded", path=str(path), connector=request.name)
+
+    def _check_connector_files(
+        self, connector_files: Sequence[tuple[Path, ConnectorRequest]]
+    ) -> None:
+        """Name, size and config of each file's connector, and no name twice."""
+        seen: dict[str, Path] = {}
+        for path, request in connector_files:
+            try:
+                name = validate_name(request.name)
+                config = config_with_name(name, request.config)
+                check_config_size(config, self.config.limits.config_bytes)
+                problems = self.herder.validate_config(config).all_errors()
+            except ConnectError as exc:
+                raise _connector_file_error(path, exc) from None
+            if problems:
+                raise _connector_file_error(path, _invalid_config(problems))
+            if name in seen:
+                raise _connector_file_error(path, AlreadyExistsError(
+                    f"connector {name} is also defined by {seen[name]}"
+                ))
+            seen[name] = path
 
     def shutdown(self) -> None:
         if self._stopping.is_set():
@@ -89,3 +116,30 @@ class StandaloneProcess:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         log.info("signal_received", signal=signal.Signals(signum).name)
         threading.Thread(target=self.shutdown, name="shutdown").start()
+
+
+#: What a connector file can cause by its content (exit 2); other errors are run-time (exit 1).
+_CONFIG_ERRORS = (InvalidArgumentError, AlreadyExistsError, NotFoundError, FailedPreconditionError)
+
+
+def _invalid_config(problems: Sequence[tuple[str, str]]) -> InvalidArgumentError:
+    lines = "; ".join(f"{key}: {message}" for key, message in problems)
+    return InvalidArgumentError(
+        f"the connector configuration contains {len(problems)} error(s): {lines}"
+    )
+
+
+def _connector_file_error(path: Path, exc: ConnectError) -> StartupError:
+    """The start-up failure of the connector a file describes, naming the file."""
+    if isinstance(exc, _CONFIG_ERRORS):
+        return StartupError(
+            f"the connector of {path} cannot be created: {exc.message}",
+            fix=f"fix the connector in {path}",
+            file=str(path),
+        )
+    return StartupError(
+        f"the connector of {path} could not be created: {exc.message}",
+        fix="check that Kafka (bootstrap.servers) is reachable, then start the worker again",
+        file=str(path),
+        exit_code=1,
+    )

@@ -1,9 +1,16 @@
-"""The ``connect-grpc`` command: standalone worker, local Kafka broker, development demo."""
+"""The ``connect-grpc`` command: standalone worker, local Kafka broker, development demo.
+
+standalone exits with 0 after a graceful stop, 2 when its configuration is unusable (worker
+properties, connector files, offsets file, plugin.path, listener) and 1 when starting failed
+at run time (Spark, Kafka); each start-up failure is one worker_start_failed log line that
+names the file or property and the fix.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -62,42 +69,69 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_standalone(worker_properties: Path, connector_files: Sequence[Path]) -> int:
     """Runs a standalone worker until it is stopped.
 
-    Exit codes: 0 after a graceful stop; 2 when the worker properties, a connector file, the
-    offsets file or the listener are unusable (nothing was started); 1 when starting the
-    worker's runtime or its connectors failed. Each failure is one ``worker_start_failed``
-    log line naming the file or property and the fix, without a stack trace.
+    Every start-up failure is one ``worker_start_failed`` log line naming the file or
+    property at fault and the fix (``error``, ``fix``, ``file``, ``property``), without a
+    stack trace, and a non-zero exit code, as Kafka Connect's start-up errors:
+
+    - 2: the worker properties, a connector file, the offsets file, ``plugin.path`` or the
+      listener is unusable. Everything the worker can check alone is checked before Spark
+      starts or Kafka is contacted.
+    - 1: a failure at run time (Spark or Kafka while starting, anything unexpected).
+
+    Whatever had started (gRPC server, Spark) is stopped before the command returns.
+    0 is the exit code after a graceful stop.
     """
     try:
-        props = _read_worker_properties(worker_properties)
-        configure_logging(_log_format(props))
-        config = _worker_config(worker_properties, props)
-        requests = [(path, _connector_request(path)) for path in connector_files]
-        process = _standalone_process(config)
-    except StartupError as exc:
-        _report(exc)
-        return 2
-    structlog.contextvars.bind_contextvars(worker_id=config.worker_id)
+        process, requests = _prepare(worker_properties, connector_files)
+    except Exception as exc:  # every start-up failure ends in one line, without a trace
+        return _report(_startup_error(exc))
+    structlog.contextvars.bind_contextvars(worker_id=process.config.worker_id)
     process.install_signal_handlers()
     try:
         process.start(requests)
-    except StartupError as exc:
-        _report(exc)
-        process.shutdown()
-        return 2
-    except Exception as exc:  # every start-up failure ends in one line, without a trace
-        _report(StartupError(
-            f"the worker could not start: {type(exc).__name__}: {exc}",
-            fix="check that Kafka (bootstrap.servers) and Spark (spark.*) are reachable, "
-                "then start the worker again",
-        ))
-        process.shutdown()
-        return 1
+    except Exception as exc:
+        code = _report(_startup_error(exc))
+        _stop_quietly(process)
+        return code
     log.info("worker_ready", port=process.server.port)
     process.wait()
     return 0
 
 
-def _report(error: StartupError) -> None:
+def _prepare(
+    worker_properties: Path, connector_files: Sequence[Path]
+) -> tuple[StandaloneProcess, list[tuple[Path, ConnectorRequest]]]:
+    """Reads and checks every input, then builds the process (binding its listener); starts
+    nothing."""
+    props = _read_worker_properties(worker_properties)
+    configure_logging(_log_format(props))
+    config = _worker_config(worker_properties, props)
+    _check_plugin_path(worker_properties, config)
+    requests = [(path, _connector_request(path)) for path in connector_files]
+    return _standalone_process(config), requests
+
+
+def _startup_error(exc: Exception) -> StartupError:
+    if isinstance(exc, StartupError):
+        return exc
+    return StartupError(
+        f"the worker could not start: {type(exc).__name__}: {exc}",
+        fix="check that Kafka (bootstrap.servers) is reachable and that Spark (spark.*) and "
+            "the plugins (plugin.path) can start, then start the worker again",
+        exit_code=1,
+    )
+
+
+def _stop_quietly(process: StandaloneProcess) -> None:
+    """Stops what had started; a failure to stop is logged in one line, not raised."""
+    try:
+        process.shutdown()
+    except Exception as exc:
+        log.warning("worker_stop_failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def _report(error: StartupError) -> int:
+    """Logs the one ``worker_start_failed`` line; returns the exit code."""
     if not structlog.is_configured():
         configure_logging("console")
     details = {"file": error.file, "property": error.property_name}
@@ -107,6 +141,7 @@ def _report(error: StartupError) -> None:
         fix=error.fix,
         **{key: value for key, value in details.items() if value is not None},
     )
+    return error.exit_code
 
 
 def _read_worker_properties(path: Path) -> dict[str, str]:
@@ -160,10 +195,25 @@ def _connector_request(path: Path) -> ConnectorRequest:
         ) from None
     except InvalidArgumentError as exc:
         raise StartupError(
-            f"invalid connector file {path}: {exc.message}",
+            f"invalid connector file {path}: {exc.message.removeprefix(f'{path}: ')}",
             fix=f"fix {path} (see config/file-source.json for the format)",
             file=str(path),
         ) from None
+
+
+def _check_plugin_path(path: Path, config: WorkerConfig) -> None:
+    """Each ``plugin.path`` entry must be a directory or a zip archive (what ``sys.path``
+    can import from): a typo would otherwise surface later as an unknown connector class."""
+    for entry in config.plugin_path:
+        resolved = entry.expanduser()
+        if resolved.is_dir() or zipfile.is_zipfile(resolved):
+            continue
+        raise StartupError(
+            f"the plugin.path entry {entry} is not a directory or a zip archive",
+            fix=f"fix plugin.path in {path}: a comma-separated list of existing directories",
+            file=str(path),
+            property_name="plugin.path",
+        )
 
 
 def _standalone_process(config: WorkerConfig) -> StandaloneProcess:
@@ -172,8 +222,10 @@ def _standalone_process(config: WorkerConfig) -> StandaloneProcess:
     except OSError as exc:
         listener = f"grpc://{config.listener_host}:{config.listener_port}"
         raise StartupError(
-            f"cannot listen on {listener}: {exc} (is another worker running on that port?)",
-            fix="stop what holds the port, or choose another one with the property listeners",
+            f"cannot listen on {listener}: {exc} (the port is in use, e.g. by another "
+            "worker, or the host is not an address of this machine)",
+            fix="stop what holds the port, or set the property listeners to "
+                "grpc://HOST:PORT with a free port and an address of this machine",
             property_name="listeners",
         ) from None
 

@@ -88,6 +88,17 @@ class UnavailableError(ConnectError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class StorageError(UnavailableError):
+    """A store (e.g. the standalone offsets file) cannot be written now. The call changed
+    nothing; the message names the store (the file's path) and the cause. Retry once the
+    storage is fixed: UNAVAILABLE, as a Kafka-backed store that cannot be reached."""
+
+    reason = "STORAGE_UNAVAILABLE"
+
+    def __init__(self, message: str, retry_after_seconds: float = 5.0) -> None:
+        super().__init__(message, retry_after_seconds)
+
+
 class InstanceFailedError(ConnectError):
     """A connector or task instance failed to start when the caller waited for it (a plain
     restart, RestartTask); its status holds the trace. Mapped to INTERNAL, as Kafka answers
@@ -104,7 +115,8 @@ class UnimplementedError(ConnectError):
 
 class StartupError(ConnectError):
     """The worker cannot start. Names the file or property at fault and says how to fix it;
-    the command reports it as one ``worker_start_failed`` line."""
+    the command reports it as one ``worker_start_failed`` line and exits with ``exit_code``:
+    2 for a configuration error (the default), 1 for a failure at run time."""
 
     reason = "STARTUP_FAILED"
 
@@ -115,8 +127,10 @@ class StartupError(ConnectError):
         fix: str,
         file: str | None = None,
         property_name: str | None = None,
+        exit_code: int = 2,
     ) -> None:
         super().__init__(message)
         self.fix = fix
         self.file = file
         self.property_name = property_name
+        self.exit_code = exit_code

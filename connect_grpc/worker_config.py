@@ -18,6 +18,7 @@ from connect_grpc.errors import InvalidArgumentError
 
 DEFAULT_LISTENER = "grpc://127.0.0.1:8083"
 MIB = 1024 * 1024
+MAX_PORT = 65535
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +115,16 @@ def parse_listener(listener: str) -> tuple[str, int]:
             "listeners", f"expected grpc://host:port, got {listener!r}"
         )
     host, colon, port_text = rest.rpartition(":")
-    if not colon or not port_text.isdigit():
+    if not colon or not port_text.isascii() or not port_text.isdigit():
         raise InvalidArgumentError.for_field(
             "listeners", f"expected grpc://host:port, got {listener!r}"
         )
-    return host.strip("[]") or "0.0.0.0", int(port_text)
+    port = int(port_text)
+    if port > MAX_PORT:
+        raise InvalidArgumentError.for_field(
+            "listeners", f"the port must be in [0, {MAX_PORT}], got {listener!r}"
+        )
+    return host.strip("[]") or "0.0.0.0", port
 
 
 @dataclass(frozen=True, slots=True)

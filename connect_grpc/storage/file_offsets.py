@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 
 from connect_grpc.domain import OffsetMap, OffsetPrimitive
-from connect_grpc.errors import ConnectError, StartupError
+from connect_grpc.errors import StartupError, StorageError
 from connect_grpc.storage import offsets_codec
 from connect_grpc.storage.base import OffsetEntry, StoredOffset
 
@@ -67,6 +67,12 @@ class FileOffsetStore:
         return result
 
     def put(self, connector: str, entries: Sequence[OffsetEntry]) -> None:
+        """Stores the entries (an offset of None removes its partition) in the file first,
+        then in memory: a write that fails changes neither.
+
+        Raises:
+            StorageError: the file could not be written; it names the file.
+        """
         with self._lock:
             updated = dict(self._data)
             for partition, offset in entries:
@@ -80,6 +86,12 @@ class FileOffsetStore:
             self._data = updated
 
     def _load(self) -> dict[bytes, bytes]:
+        if self._path.is_dir():
+            raise self._startup_error(
+                f"the offsets file {self._path} is a directory",
+                "point offset.storage.file.filename at a file (or at a path that does not "
+                "exist yet), or move the directory away",
+            )
         if not self._path.exists():
             return {}
         try:
@@ -90,15 +102,15 @@ class FileOffsetStore:
                 "point offset.storage.file.filename at a readable file (or at a path that "
                 "does not exist yet)",
             ) from None
-        except ValueError as exc:
+        except ValueError as exc:  # UnicodeDecodeError included
             raise self._corrupt(f"not valid JSON ({exc})") from None
         pairs = document.get("offsets") if isinstance(document, dict) else None
-        if not isinstance(pairs, list) or not all(
-            isinstance(pair, list) and len(pair) == 2 for pair in pairs
-        ):
-            raise self._corrupt('expected {"offsets": [[key, value], ...]}')
+        if not isinstance(pairs, list) or not all(map(_is_entry, pairs)):
+            raise self._corrupt(
+                'expected {"offsets": [[["<connector>", {partition}], {offset}], ...]}'
+            )
         return {
-            json.dumps(key, sort_keys=True, separators=(",", ":")).encode(): json.dumps(
+            offsets_codec.encode_key(key[0], key[1]): json.dumps(
                 value, separators=(",", ":")
             ).encode()
             for key, value in pairs
@@ -111,7 +123,7 @@ class FileOffsetStore:
                 pass
         except OSError as exc:
             raise self._startup_error(
-                f"cannot write offsets next to {self._path}: {exc.strerror or exc}",
+                f"cannot write offsets next to {self._path}: {self._why(exc)}",
                 f"make {self._path.parent} a writable directory, or point "
                 "offset.storage.file.filename somewhere writable",
             ) from None
@@ -132,15 +144,24 @@ class FileOffsetStore:
         """Writes a temporary file and renames it over the offsets file.
 
         Raises:
-            ConnectError: the file could not be written (the message names it and why).
+            StorageError: the file could not be written (the message names it and why); the
+                file on disk is unchanged.
         """
         try:
             self._write_atomically(data)
         except OSError as exc:
             log.error("offsets_file_write_failed", path=str(self._path), error=str(exc))
-            raise ConnectError(
-                f"Could not write the offsets file {self._path}: {exc.strerror or exc}"
+            raise StorageError(
+                f"Could not write the offsets file {self._path} "
+                f"({OFFSET_FILE_PROPERTY}): {self._why(exc)}; nothing was changed"
             ) from None
+
+    def _why(self, exc: OSError) -> str:
+        """Why a write failed, saying so when the directory's path is taken by a file."""
+        parent = self._path.parent
+        if any(p.exists() and not p.is_dir() for p in (parent, *parent.parents)):
+            return f"{parent} is not a directory (a file is in the way)"
+        return exc.strerror or str(exc)
 
     def _write_atomically(self, data: dict[bytes, bytes]) -> None:
         document = {"offsets": [[json.loads(k), json.loads(v)] for k, v in data.items()]}
@@ -155,3 +176,16 @@ class FileOffsetStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def _is_entry(pair: Any) -> bool:
+    """Whether ``pair`` is ``[["<connector>", {partition}], {offset}]``, as ``put`` writes."""
+    return (
+        isinstance(pair, list)
+        and len(pair) == 2
+        and isinstance(pair[0], list)
+        and len(pair[0]) == 2
+        and isinstance(pair[0][0], str)
+        and isinstance(pair[0][1], dict)
+        and isinstance(pair[1], dict)
+    )
