@@ -96,10 +96,14 @@ class OffsetManager:
             change = self._parse(connector, offsets, "initial_offsets.offsets")
             self._check_topics(change, offsets, "initial_offsets.offsets")
             applied = self._vet(connector, config, change)
-            step = "wipe existing offsets"
-            self._wipe(name, config, connector)
-            step = "write initial offsets"
-            self._write(name, config, change)
+            if isinstance(connector, SinkConnector):
+                step = "wipe existing offsets"
+                self._groups.delete_group(sink_group_id(name, config))
+                step = "write initial offsets"
+                self._write(name, config, change)
+            else:
+                step = "write initial offsets"
+                self._store.put(name, self._replacing(name, change.source or []))
         except ConnectError as exc:
             raise exc.in_step(step) from exc
         log.info("initial_offsets_set", connector=name, partitions=len(offsets))
@@ -147,11 +151,12 @@ class OffsetManager:
             ) from exc
         return False
 
-    def _wipe(self, name: str, config: Mapping[str, str], connector: Connector) -> None:
-        if isinstance(connector, SinkConnector):
-            self._groups.delete_group(sink_group_id(name, config))
-        else:
-            self._store.put(name, [(partition, None) for partition, _ in self._store.get_all(name)])
+    def _replacing(self, name: str, offsets: rules.SourceOffsets) -> rules.SourceOffsets:
+        """The stored partitions reset, then ``offsets``: one write that wipes and sets, so
+        a failed write leaves the old offsets (KIP-995 steps 3 and 4 at once)."""
+        given = [partition for partition, _ in offsets]
+        stale = [(p, None) for p, _ in self._store.get_all(name) if p not in given]
+        return [*stale, *offsets]
 
     def _write(self, name: str, config: Mapping[str, str], change: _Change) -> None:
         if change.sink is not None:

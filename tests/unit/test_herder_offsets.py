@@ -12,6 +12,7 @@ from connect_grpc.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
+    StorageError,
 )
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.testing.plugins import read_events
@@ -102,6 +103,25 @@ def test_create_with_initial_offsets_wipes_old_ones(
     )
     assert result.offsets_message == "The offsets for this connector have been set successfully"
     assert _stored(herder, "c") == {0: {"pos": 3}}
+
+
+def test_initial_offsets_that_cannot_be_written_leave_the_old_ones(
+    herder: StandaloneHerder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    herder.create_connector("c", _config(tmp_path), TargetState.STOPPED)
+    herder.alter_offsets("c", [_offset(7, 7)])
+    herder.delete_connector("c")
+    store = herder._offsets
+
+    def disk_full(data: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "_write_atomically", disk_full)
+    with pytest.raises(StorageError, match="write initial offsets"):
+        herder.create_connector("c", _config(tmp_path), TargetState.STOPPED, [_offset(0, 3)])
+    monkeypatch.undo()
+    herder.create_connector("c", _config(tmp_path), TargetState.STOPPED)
+    assert _stored(herder, "c") == {7: {"pos": 7}}
 
 
 def test_create_with_rejected_initial_offsets_leaves_no_connector(
