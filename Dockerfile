@@ -29,12 +29,12 @@ RUN python -m venv "$VIRTUAL_ENV" \
     && pip install --no-cache-dir .
 
 # A non-root user with a numeric id, so `USER` resolves even where /etc/passwd differs.
-# /tmp/connect-demo/input.txt is the demo source file (compose seeds a volume from it).
+# /tmp/connect-local/input.txt is the demo source file (compose seeds a volume from it).
 RUN groupadd --gid 10001 connect \
     && useradd --create-home --uid 10001 --gid 10001 --shell /usr/sbin/nologin connect \
-    && mkdir -p /config /var/lib/connect-grpc /tmp/connect-demo \
-    && touch /tmp/connect-demo/input.txt \
-    && chown -R connect:connect /var/lib/connect-grpc /tmp/connect-demo
+    && mkdir -p /config /var/lib/connect-grpc /tmp/connect-local \
+    && touch /tmp/connect-local/input.txt \
+    && chown -R connect:connect /var/lib/connect-grpc /tmp/connect-local
 COPY config/worker-docker.properties /config/worker.properties
 
 USER 10001:10001

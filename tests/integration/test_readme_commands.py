@@ -1,0 +1,440 @@
+"""The README works as written: its commands and the grpcurl recipes run against a live worker.
+
+- grpcurl is installed once, pinned (:data:`GRPCURL_VERSION`), from the Go module proxy with
+  the ``go install`` command README.md shows, into ``<cache>/go-bin/<version>`` (``<cache>`` is
+  ``$CONNECT_GRPC_CACHE`` or ``~/.cache/connect-grpc``).
+- The worker is what ``make demo`` (``connect-grpc dev``) runs: a standalone worker with the
+  demo's two connectors (``connect_grpc.dev``'s own definitions, on topic ``connect-demo``)
+  and no test plugins, but against the session's broker and on a free port, with the demo's
+  files in a temporary directory.
+- Every ``grpcurl`` command of README.md, and every command of clients/grpcurl/README.md,
+  runs with bash in document order (the recipes in one shell, so their variables carry over)
+  with only the address ``localhost:8083`` rewritten to the test worker's. Each must exit 0;
+  a command followed by a ``# ERROR:`` / ``# Error …`` comment must fail with the documented
+  text; a command marked ``# streams until Ctrl-C`` must still be streaming after a few
+  seconds (it is then interrupted).
+- README.md shows ``connect-grpc kafka start|status|stop`` bare (port 9092, the default state
+  dir), for users; the test runs the same commands with ``--state-dir`` (a temporary dir) and,
+  for start, ``--port`` (a free port) added.
+- README.md's ``connect-grpc standalone …`` command runs with the files it names; only the
+  worker properties that name this machine's ports and paths (``bootstrap.servers``,
+  ``listeners``, ``offset.storage.file.filename``) are replaced.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from connect_grpc.dev import DEMO_DIR, DEMO_TOPIC, _demo_connectors
+from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, cache_root, default_state_dir
+from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.worker_config import read_properties
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+RECIPES = ROOT / "clients" / "grpcurl" / "README.md"
+
+GRPCURL_VERSION = "v1.9.4"
+GRPCURL_MODULE = "github.com/fullstorydev/grpcurl/cmd/grpcurl"
+#: What README.md tells users to run, and what the test runs (with GOBIN set).
+GRPCURL_INSTALL = f"go install {GRPCURL_MODULE}@{GRPCURL_VERSION}"
+
+DOCUMENTED_ADDRESS = "localhost:8083"
+STREAMING_MARK = "# streams until Ctrl-C"
+STREAM_SECONDS = 3
+DEMO_LINES = 20
+
+
+# --------------------------------------------------------------------------------------------
+# reading the documents
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One shell command of a document's ```sh blocks, as written."""
+
+    text: str
+    line: int
+    #: Which ```sh block of the document it is in (0: the first).
+    block: int
+    #: The documented failure (the comment lines right after the command), if any.
+    expected_error: tuple[str, ...] = ()
+
+    @property
+    def words(self) -> list[str]:
+        return shlex.split(self.text.split("\n", 1)[0].rstrip("\\"), comments=True)
+
+    @property
+    def streams(self) -> bool:
+        return STREAMING_MARK in self.text
+
+
+def _sh_blocks(document: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number of the first line, lines) of every ```sh block."""
+    lines = document.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        if lines[index].strip() == "```sh":  # possibly indented, inside a list item
+            indent = len(lines[index]) - len(lines[index].lstrip())
+            end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
+            yield index + 2, [line[indent:] for line in lines[index + 1 : end]]
+            index = end
+        index += 1
+
+
+def _complete(text: str) -> bool:
+    if text.endswith("\\"):
+        return False
+    heredoc = re.search(r"<<-?\s*'?(\w+)'?", text.split("\n", 1)[0])
+    if heredoc is not None:
+        return text.split("\n")[-1] == heredoc.group(1) and "\n" in text
+    try:
+        shlex.split(text, comments=True)
+    except ValueError:  # an open quote: a multi-line argument
+        return False
+    return True
+
+
+def commands(document: Path) -> list[Command]:
+    """Every command of the document's ```sh blocks, in order."""
+    found: list[Command] = []
+    for block_index, (first_line, block) in enumerate(_sh_blocks(document)):
+        pending: list[str] = []
+        start = 0
+        error_lines: list[str] | None = None
+        for offset, line in enumerate(block):
+            if pending:
+                pending.append(line)
+                if _complete("\n".join(pending)):
+                    found.append(Command("\n".join(pending), start, block_index))
+                    pending = []
+                continue
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                comment = stripped.lstrip("#").strip()
+                if error_lines is None and found and comment.startswith(("ERROR:", "Error ")):
+                    error_lines = []
+                if error_lines is not None:
+                    error_lines.append(comment)
+                    last = found[-1]
+                    found[-1] = Command(last.text, last.line, last.block, tuple(error_lines))
+                continue
+            error_lines = None
+            if not stripped:
+                continue
+            start = first_line + offset
+            pending = [line]
+            if _complete(line):
+                found.append(Command(line, start, block_index))
+                pending = []
+        assert not pending, f"{document}:{start}: unterminated command"
+    return found
+
+
+# --------------------------------------------------------------------------------------------
+# running them
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    command: Command
+    returncode: int
+    output: str
+
+    def problem(self) -> str | None:
+        """Why this outcome is not what the document promises, or None."""
+        if self.command.streams:
+            if self.returncode != 124 or not self.output.lstrip().startswith("{"):
+                return f"expected a stream still running after {STREAM_SECONDS}s"
+            return None
+        if self.command.expected_error:
+            wanted = [line for line in self.command.expected_error
+                      if "…" not in line and "..." not in line]
+            if self.returncode == 0:
+                return "expected the documented error, got exit 0"
+            missing = [line for line in wanted if _squash(line) not in _squash(self.output)]
+            return f"documented error text missing: {missing}" if missing else None
+        return None if self.returncode == 0 else f"exit {self.returncode}"
+
+    def describe(self) -> str:
+        return (f"line {self.command.line}: {self.problem()}\n$ {self.command.text}\n"
+                f"{self.output[-3000:]}")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def run_in_one_shell(
+    chosen: list[Command], address: str, path_dirs: list[Path], work: Path, timeout: float
+) -> list[Outcome]:
+    """Runs the commands in order in one bash process (variables carry over), each with its
+    own output and exit code; ``localhost:8083`` becomes ``address``."""
+    work.mkdir(parents=True, exist_ok=True)
+    script: list[str] = []
+    for index, command in enumerate(chosen):
+        text = command.text.replace(DOCUMENTED_ADDRESS, address)
+        if command.streams:
+            assert command.words[0] == "grpcurl" and "<<" not in text, command
+            text = f"timeout -s INT -k 5 {STREAM_SECONDS} {text}"
+        script += ["{", text, f"}} >{work}/{index}.out 2>&1", f"echo $? >{work}/{index}.rc"]
+    (work / "script.sh").write_text("\n".join(script) + "\n", encoding="utf-8")
+    env = {**os.environ, "PATH": os.pathsep.join([*map(str, path_dirs), os.environ["PATH"]])}
+    subprocess.run(
+        ["bash", str(work / "script.sh")], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        timeout=timeout, check=True,
+    )
+    return [
+        Outcome(
+            command,
+            int((work / f"{index}.rc").read_text(encoding="utf-8")),
+            (work / f"{index}.out").read_text(encoding="utf-8", errors="replace"),
+        )
+        for index, command in enumerate(chosen)
+    ]
+
+
+def assert_as_documented(outcomes: list[Outcome], worker: WorkerProcess) -> None:
+    failed = [outcome.describe() for outcome in outcomes if outcome.problem() is not None]
+    assert not failed, (f"{len(failed)} command(s) not as documented:\n\n" + "\n\n".join(failed)
+                        + f"\n\nworker log (tail):\n{worker.logs()[-5000:]}")
+
+
+# --------------------------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture(scope="module")
+def grpcurl_dir() -> Path:
+    """The directory of the pinned grpcurl, installed once (cached across sessions)."""
+    bin_dir = cache_root() / "go-bin" / GRPCURL_VERSION
+    binary = bin_dir / "grpcurl"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    with (bin_dir / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.access(binary, os.X_OK):
+            go = shutil.which("go")
+            assert go is not None, "Go is needed to install grpcurl (https://go.dev/dl/)"
+            result = subprocess.run(
+                [go, *GRPCURL_INSTALL.split()[1:]], env={**os.environ, "GOBIN": str(bin_dir)},
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
+                check=False,
+            )
+            assert result.returncode == 0, f"{GRPCURL_INSTALL} failed:\n{result.stderr[-3000:]}"
+    return bin_dir
+
+
+@dataclass(frozen=True, slots=True)
+class Demo:
+    worker: WorkerProcess
+    bootstrap_servers: str
+    input: Path
+    output: Path
+
+
+@pytest.fixture(scope="module")
+def demo(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    """A worker like ``make demo``'s: the demo's connectors, no test plugins."""
+    work = tmp_path_factory.mktemp("readme-demo")
+    demo_dir = work / "connect-demo"
+    demo_dir.mkdir()
+    (demo_dir / "input.txt").touch()
+    files = []
+    for name, config in _demo_connectors(demo_dir).items():
+        path = work / f"{name}.json"
+        path.write_text(json.dumps({"name": name, "config": config}), encoding="utf-8")
+        files.append(path)
+    worker = WorkerProcess(
+        work / "worker", kafka_bootstrap,
+        extra_properties={"test.plugins.enabled": "false"}, connector_files=files,
+    )
+    with worker:
+        yield Demo(worker, kafka_bootstrap, demo_dir / "input.txt", demo_dir / "output.txt")
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def _records_in(bootstrap_servers: str, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "readme-check"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        total = 0
+        for partition in partitions:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=10
+            )
+            total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
+# --------------------------------------------------------------------------------------------
+# tests
+
+
+def test_readme_installs_the_pinned_grpcurl() -> None:
+    assert GRPCURL_INSTALL in README.read_text(encoding="utf-8")
+
+
+def test_readme_grpcurl_commands(demo: Demo, grpcurl_dir: Path, tmp_path: Path) -> None:
+    chosen = [command for command in commands(README) if command.words[0] == "grpcurl"]
+    assert len(chosen) >= 2
+    for command in chosen:
+        assert DOCUMENTED_ADDRESS in command.text, command
+    assert any("demo-file-source" in command.text for command in chosen)
+    outcomes = run_in_one_shell(chosen, demo.worker.address, [grpcurl_dir], tmp_path, 120)
+    assert_as_documented(outcomes, demo.worker)
+
+
+def test_grpcurl_recipes(demo: Demo, grpcurl_dir: Path, tmp_path: Path) -> None:
+    """Every recipe runs as written; they leave the demo's connectors, files and topic alone
+    and clean up after themselves; ListPlugins shows no test plugin."""
+    demo_lines = [f"readme demo line {i}" for i in range(DEMO_LINES)]
+    with demo.input.open("a", encoding="utf-8") as handle:
+        handle.writelines(f"{line}\n" for line in demo_lines)
+    try:
+        wait_until(lambda: _lines(demo.output) == demo_lines, timeout=60)
+    except TimeoutError:
+        pytest.fail(f"the demo pipeline did not copy its lines:\n{demo.worker.logs()[-5000:]}")
+
+    recipes = commands(RECIPES)
+    text = RECIPES.read_text(encoding="utf-8")
+    assert f"ADDR={DOCUMENTED_ADDRESS}" in text
+    for command in recipes:
+        assert str(DEMO_DIR) not in command.text and DEMO_TOPIC not in command.text, command
+    outcomes = run_in_one_shell(recipes, demo.worker.address, [grpcurl_dir], tmp_path, 300)
+    assert_as_documented(outcomes, demo.worker)
+
+    plugin_lists = [o.output for o in outcomes if "/ListPlugins" in o.command.text]
+    assert plugin_lists and all('"class_name"' in output for output in plugin_lists)
+    assert not any("connect_grpc.testing" in output for output in plugin_lists)
+    stub = demo.worker.stub
+    listed = stub.ListConnectors(pb.ListConnectorsRequest(), timeout=10)
+    assert sorted(c.name for c in listed.connectors) == sorted(_demo_connectors(Path()))
+    assert _records_in(demo.bootstrap_servers, DEMO_TOPIC) == DEMO_LINES
+    assert _lines(demo.output) == demo_lines
+
+
+def _is_cli(command: Command, subcommand: str) -> bool:
+    words = command.words
+    return Path(words[0]).name == "connect-grpc" and words[1:2] == [subcommand]
+
+
+def _cli_env() -> dict[str, str]:
+    """README.md may say ``connect-grpc`` or ``.venv/bin/connect-grpc``: both must work."""
+    venv_bin = Path(sys.executable).parent
+    return {**os.environ, "PATH": os.pathsep.join([str(venv_bin), os.environ["PATH"]])}
+
+
+def test_readme_kafka_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``connect-grpc kafka start|status|stop`` as "Running" shows them, then the block that
+    wipes the broker's data (stop, ``rm -rf`` of the documented directory, here the test's)."""
+    monkeypatch.delenv("CONNECT_GRPC_CACHE", raising=False)
+    documented_dir = default_state_dir()
+    state_dir = tmp_path / "kafka"
+    port = free_port()
+    readme = commands(README)
+    [wipe_block] = {c.block for c in readme if c.words[:2] == ["rm", "-rf"]}
+    running_block = [c for c in readme if _is_cli(c, "kafka") and c.block != wipe_block]
+    wipe = [c for c in readme if c.block == wipe_block]
+    assert [c.words[2] for c in running_block] == ["start", "status", "stop"]
+    assert wipe[-1].words[:2] == ["rm", "-rf"]
+    running = False
+    try:
+        for command in [*running_block, *wipe]:
+            words = command.words
+            if words[0] == "rm":
+                [target] = [Path(word).expanduser() for word in words[2:]]
+                assert target == documented_dir or documented_dir in target.parents, command
+                assert not running, f"{command.text}: the broker still runs"
+                shutil.rmtree(state_dir / target.relative_to(documented_dir))
+                continue
+            assert _is_cli(command, "kafka"), command
+            assert "--state-dir" not in words and "--port" not in words, command
+            flags = ["--state-dir", str(state_dir)]
+            if words[2] == "start":
+                flags += ["--port", str(port)]
+            result = subprocess.run(
+                [*words, *flags], cwd=ROOT, env=_cli_env(), stdin=subprocess.DEVNULL,
+                capture_output=True, text=True, timeout=120, check=False,
+            )
+            outcome = (result.returncode, result.stdout.strip())
+            if words[2] == "start":
+                running = True
+                assert outcome == (0, f"127.0.0.1:{port}"), result.stderr
+                assert (state_dir / "data" / "kraft" / "meta.properties").exists()
+            elif words[2] == "status":
+                expected = (0, f"127.0.0.1:{port}") if running else (1, "not running")
+                assert outcome == expected, result.stderr
+            else:
+                running = False
+                assert outcome[0] == 0, result.stderr
+    finally:
+        subprocess.run([sys.executable, "-m", "connect_grpc.cli", "kafka", "stop",
+                        "--state-dir", str(state_dir)], timeout=60, check=False)
+    assert not (state_dir / "data").exists()  # wiped
+
+
+def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """README.md's "Running" worker: the files it names work together, use their own
+    files and topic (not the demo's), and move data."""
+    [command] = [c for c in commands(README) if _is_cli(c, "standalone")]
+    words = shlex.split(command.text.replace("\\\n", " "), comments=True)
+    worker_file, *connector_files = (ROOT / word for word in words[2:])
+    properties = read_properties(worker_file)
+    assert properties["bootstrap.servers"].endswith(f":{DEFAULT_BROKER_PORT}")
+    replaced = {"bootstrap.servers", "listeners", "offset.storage.file.filename"}
+    worker = WorkerProcess(
+        tmp_path / "worker", kafka_bootstrap,
+        extra_properties={
+            "test.plugins.enabled": "false",
+            **{key: value for key, value in properties.items() if key not in replaced},
+        },
+        connector_files=connector_files,
+    )
+    with worker:
+        listed = worker.stub.ListConnectors(pb.ListConnectorsRequest(expand_info=True),
+                                            timeout=10)
+        configs = {c.name: dict(c.info.config) for c in listed.connectors}
+        assert len(configs) == len(connector_files) == 2
+        [source] = [c for c in configs.values() if "topic" in c]
+        [sink] = [c for c in configs.values() if "topics" in c]
+        assert source["topic"] == sink["topics"] != DEMO_TOPIC
+        for config in (source, sink):
+            assert not config["file"].startswith(str(DEMO_DIR)), config
+        marker = f"readme standalone {uuid.uuid4().hex}"
+        source_file = Path(source["file"])
+        source_file.parent.mkdir(parents=True, exist_ok=True)
+        with source_file.open("a", encoding="utf-8") as handle:
+            handle.write(marker + "\n")
+        try:
+            wait_until(lambda: marker in _lines(Path(sink["file"])), timeout=90)
+        except TimeoutError:
+            pytest.fail(f"{marker!r} did not reach {sink['file']}:\n{worker.logs()[-5000:]}")
+        running = pb.INSTANCE_STATE_RUNNING
+        for listing in worker.stub.ListConnectors(
+            pb.ListConnectorsRequest(expand_status=True), timeout=10
+        ).connectors:
+            assert listing.status.connector.state == running
+            assert [t.state for t in listing.status.tasks] == [running]
