@@ -40,6 +40,7 @@ __all__ = [
     "AlterOffsetsUnsupportedError",
     "Connector",
     "ConnectorContext",
+    "RetriableError",
     "SinkConnector",
     "SinkRecord",
     "SinkTask",
@@ -56,6 +57,13 @@ PLUGIN_VERSION = "0.1.0"
 
 class AlterOffsetsUnsupportedError(Exception):
     """Raised by ``alter_offsets`` when the connector does not allow external offset changes."""
+
+
+class RetriableError(Exception):
+    """Raised by ``poll``, ``put`` or ``flush`` for a failure expected to pass (Kafka Connect's
+    RetriableException): the task shows RETRYING and the call is made again after a back-off
+    (``put`` with the same records), within ``task.retry.timeout.ms``. Any other exception
+    fails the task."""
 
 
 class ConnectorContext(Protocol):

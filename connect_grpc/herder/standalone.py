@@ -62,6 +62,7 @@ from connect_grpc.herder.validation import (
     tasks_max,
     validate_name,
 )
+from connect_grpc.runtime.kafka_monitor import KafkaReachability
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
@@ -140,10 +141,20 @@ class StandaloneHerder:
         self._log.info("herder_stopped")
 
     def health(self) -> HealthReport:
-        """NOT serving while the control plane is stuck (its lock not free within 2 s)."""
+        """NOT serving while the control plane is stuck (its lock not free within 2 s), or
+        while Kafka has been unreachable for longer than ``health.kafka.unreachable.grace.ms``."""
         if not self._lock.acquire(timeout=RESPONSIVE_TIMEOUT_S):
             return HealthReport(False, "the control plane has been busy for over 2 s")
         self._lock.release()
+        if isinstance(self._worker, KafkaReachability):
+            away = self._worker.kafka_unreachable_for()
+            grace_ms = self._config.resilience.kafka_unreachable_grace_ms
+            if away is not None and away * 1000 > grace_ms:
+                return HealthReport(
+                    False,
+                    f"Kafka ({self._config.bootstrap_servers}) has been unreachable for "
+                    f"{away:.0f} s (health.kafka.unreachable.grace.ms={grace_ms})",
+                )
         return HealthReport(True, "")
 
     # reads

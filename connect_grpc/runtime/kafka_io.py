@@ -2,30 +2,85 @@
 
 ``produce_slices`` and ``read_ranges`` are shipped to executors by reference (this module is
 importable there because executors run the worker's own interpreter); they take only
-plain dicts and tuples.
+plain dicts and tuples. They never raise for a Kafka error: they report it in their result
+(a ``KafkaFailure``, picklable, saying whether it is retriable), so the driver can tell a
+transient outage from a fatal error without parsing an executor's stack trace.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
+from confluent_kafka import KafkaError
+
+from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.records import ConsumedRow, ProduceRow
 from connect_grpc.worker_config import WorkerConfig
 
-#: Seconds a producer may take to deliver a slice.
-FLUSH_TIMEOUT_S = 120.0
-#: Seconds a reader may go without progress before the batch fails.
-READ_STALL_TIMEOUT_S = 60.0
+#: Seconds a producer may take to deliver a slice; undelivered records are then a retriable
+#: failure (the batch is produced again).
+FLUSH_TIMEOUT_S = 60.0
+#: Seconds a reader may go without progress before the batch fails (retriable).
+READ_STALL_TIMEOUT_S = 30.0
 #: How many delivery errors a slice reports in full (the count is always exact).
 MAX_REPORTED_ERRORS = 5
 
-#: What a produce slice reports: (records produced, delivery errors, first error messages).
-ProduceResult = tuple[int, int, list[str]]
-#: What reading one range returns: (topic, partition, next offset to consume, rows).
-RangeResult = tuple[str, int, int, list[ConsumedRow]]
+
+class KafkaFailure(NamedTuple):
+    """A Kafka error as an executor reports it to the driver."""
+
+    code: int
+    name: str
+    retriable: bool
+    message: str
+
+    @classmethod
+    def of(cls, error: KafkaError, context: str = "") -> KafkaFailure:
+        prefix = f"{context}: " if context else ""
+        return cls(error.code(), error.name(), is_retriable(error), f"{prefix}{error.str()}")
+
+
+class KafkaIoError(Exception):
+    """A batch's Kafka I/O failed; ``retriable`` says whether a retry may succeed."""
+
+    def __init__(self, message: str, retriable: bool) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+
+class ProduceResult(NamedTuple):
+    """What a produce slice reports: records handed to the producer, records not delivered
+    (errors, or still queued at the flush timeout), the first error messages, and whether
+    every failure was retriable."""
+
+    produced: int
+    failed: int
+    messages: list[str]
+    retriable: bool = True
+
+
+class RangeResult(NamedTuple):
+    """What reading one range returns: the next offset to consume and the rows read, or the
+    failure that stopped the read (then the rows are to be discarded)."""
+
+    topic: str
+    partition: int
+    next_offset: int
+    rows: list[ConsumedRow]
+    failure: KafkaFailure | None = None
+
+
+def raise_read_failure(results: Sequence[RangeResult]) -> None:
+    """Raises KafkaIoError for the first failed range (retriable iff every failure is)."""
+    failures = [r.failure for r in results if r.failure is not None]
+    if failures:
+        raise KafkaIoError(
+            "; ".join(f"{f.name}: {f.message}" for f in failures[:MAX_REPORTED_ERRORS]),
+            retriable=all(f.retriable for f in failures),
+        )
 
 PRODUCER_OVERRIDE_PREFIX = "producer.override."
 CONSUMER_OVERRIDE_PREFIX = "consumer.override."
@@ -99,20 +154,44 @@ def reader_conf(
 # ---- executor side -------------------------------------------------------------------------
 
 
-class _DeliveryErrors:
+def _configure_executor_logging() -> None:
+    """Executor Python workers log (rate-limited client lines) in the worker's format."""
+    import os
+
+    import structlog
+
+    from connect_grpc.logs import configure_logging
+
+    if not structlog.is_configured():
+        configure_logging(os.environ.get("CONNECT_LOG_FORMAT", "console"))
+
+
+class _ProduceErrors:
+    """Delivery reports and client errors of one producer."""
+
     def __init__(self) -> None:
         self.count = 0
         self.messages: list[str] = []
+        self.retriable = True
+        self.fatal = False
+
+    def add(self, failure: KafkaFailure) -> None:
+        self.count += 1
+        self.retriable = self.retriable and failure.retriable
+        if len(self.messages) < MAX_REPORTED_ERRORS:
+            self.messages.append(f"{failure.name}: {failure.message}")
 
     def on_delivery(self, err: Any, msg: Any) -> None:
-        if err is None:
-            return
-        self.count += 1
-        if len(self.messages) < MAX_REPORTED_ERRORS:
-            self.messages.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+        if err is not None:
+            self.add(KafkaFailure.of(err, f"{msg.topic()}[{msg.partition()}]"))
+
+    def on_fatal(self, err: KafkaError) -> None:
+        if err.fatal():
+            self.fatal = True
+            self.add(KafkaFailure.of(err, "producer"))
 
 
-def _produce_one(producer: Any, row: ProduceRow, errors: _DeliveryErrors) -> None:
+def _produce_one(producer: Any, row: ProduceRow, errors: _ProduceErrors) -> None:
     topic, partition, key, value, headers = row
     kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": errors.on_delivery}
     if partition >= 0:
@@ -127,25 +206,54 @@ def _produce_one(producer: Any, row: ProduceRow, errors: _DeliveryErrors) -> Non
             producer.poll(0.05)
 
 
+def _producer(conf: Mapping[str, str], errors: _ProduceErrors) -> Any:
+    from confluent_kafka import Producer
+
+    settings = with_client_log(conf, conf.get("client.id", "producer"))
+    client_error = settings["error_cb"]
+
+    def on_error(err: KafkaError) -> None:
+        errors.on_fatal(err)
+        client_error(err)
+
+    settings["error_cb"] = on_error
+    return Producer(settings)
+
+
+def _produce_rows(producer: Any, slices: Iterable[list[ProduceRow]], errors: _ProduceErrors) -> int:
+    """Hands every row to the producer (stops at a fatal error); returns how many it took."""
+    from confluent_kafka import KafkaException
+
+    produced = 0
+    try:
+        for rows in slices:
+            for row in rows:
+                if errors.fatal:
+                    return produced
+                _produce_one(producer, row, errors)
+                produced += 1
+            producer.poll(0)
+    except KafkaException as exc:
+        error = kafka_error_of(exc)
+        if error is None:
+            raise
+        errors.add(KafkaFailure.of(error, "produce"))
+    return produced
+
+
 def produce_slices(
     conf: Mapping[str, str], slices: Iterable[list[ProduceRow]]
 ) -> Iterator[ProduceResult]:
     """Produces every row of this Spark partition with one producer; yields one result."""
-    from confluent_kafka import Producer
-
-    producer = Producer(dict(conf))
-    errors = _DeliveryErrors()
-    produced = 0
-    for rows in slices:
-        for row in rows:
-            _produce_one(producer, row, errors)
-            produced += 1
-        producer.poll(0)
+    _configure_executor_logging()
+    errors = _ProduceErrors()
+    producer = _producer(conf, errors)
+    produced = _produce_rows(producer, slices, errors)
     remaining = producer.flush(FLUSH_TIMEOUT_S)
     if remaining:
         errors.count += remaining
         errors.messages.append(f"{remaining} records not delivered within {FLUSH_TIMEOUT_S}s")
-    yield produced, errors.count, errors.messages
+    yield ProduceResult(produced, errors.count, errors.messages, errors.retriable)
 
 
 def _row(msg: Any) -> ConsumedRow:
@@ -162,9 +270,19 @@ def _row(msg: Any) -> ConsumedRow:
     )
 
 
+def _stalled(rng: OffsetRange, reached: int) -> KafkaFailure:
+    return KafkaFailure(
+        KafkaError._TIMED_OUT,
+        "_TIMED_OUT",
+        True,
+        f"no progress reading {rng.topic}[{rng.partition}] at offset {reached} "
+        f"(range end {rng.end}) for {READ_STALL_TIMEOUT_S}s",
+    )
+
+
 def _read_range(consumer: Any, rng: OffsetRange) -> RangeResult:
     """Reads [start, end) of one partition; stops early at the partition's (stable) end."""
-    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import TopicPartition
 
     tp = TopicPartition(rng.topic, rng.partition, rng.start)
     consumer.assign([tp])
@@ -176,9 +294,12 @@ def _read_range(consumer: Any, rng: OffsetRange) -> RangeResult:
             error = msg.error()
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
-                    raise KafkaException(error)
+                    failure = KafkaFailure.of(error, f"{rng.topic}[{rng.partition}]")
+                    return RangeResult(rng.topic, rng.partition, reached, [], failure)
                 position = consumer.position([tp])[0].offset
-                return rng.topic, rng.partition, max(reached, min(position, rng.end)), rows
+                return RangeResult(
+                    rng.topic, rng.partition, max(reached, min(position, rng.end)), rows
+                )
             if msg.offset() >= rng.end:
                 reached = rng.end
                 break
@@ -186,20 +307,35 @@ def _read_range(consumer: Any, rng: OffsetRange) -> RangeResult:
             reached = msg.offset() + 1
             last_progress = time.monotonic()
         if time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
-            raise TimeoutError(
-                f"no progress reading {rng.topic}[{rng.partition}] at offset {reached} "
-                f"(range end {rng.end}) for {READ_STALL_TIMEOUT_S}s"
-            )
-    return rng.topic, rng.partition, reached, rows
+            return RangeResult(rng.topic, rng.partition, reached, [], _stalled(rng, reached))
+    return RangeResult(rng.topic, rng.partition, reached, rows)
+
+
+def _read_or_fail(consumer: Any, rng: OffsetRange) -> RangeResult:
+    from confluent_kafka import KafkaException
+
+    try:
+        return _read_range(consumer, rng)
+    except KafkaException as exc:
+        error = kafka_error_of(exc)
+        if error is None:
+            raise
+        failure = KafkaFailure.of(error, f"{rng.topic}[{rng.partition}]")
+        return RangeResult(rng.topic, rng.partition, rng.start, [], failure)
 
 
 def read_ranges(conf: Mapping[str, str], ranges: Iterable[OffsetRange]) -> Iterator[RangeResult]:
-    """Reads each range of this Spark partition with one plain assigned consumer."""
+    """Reads each range of this Spark partition with one plain assigned consumer; stops at
+    the first failed range."""
     from confluent_kafka import Consumer
 
-    consumer = Consumer(dict(conf))
+    _configure_executor_logging()
+    consumer = Consumer(with_client_log(conf, conf.get("client.id", "reader")))
     try:
         for rng in ranges:
-            yield _read_range(consumer, rng)
+            result = _read_or_fail(consumer, rng)
+            yield result
+            if result.failure is not None:
+                return
     finally:
         consumer.close()

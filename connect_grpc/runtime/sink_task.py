@@ -1,8 +1,14 @@
 """Sink tasks: a driver-side group member owns partitions and commits; executors read the
-ranges [committed, end) with plain assigned consumers; the task puts and flushes them.
+ranges [position, end) with plain assigned consumers; the task puts and flushes them.
 
 The member never hands records to the task: its partitions are paused as soon as they are
-assigned, and it is polled only to keep its membership and run rebalance callbacks.
+assigned, and it is polled only to keep its membership and run rebalance callbacks. It is
+created once per task and closed once, when the task stops.
+
+A batch whose read fails (Kafka unreachable, a leader moving) is read again from the same
+position; once put and flushed, its records are never read again by this member, even if
+the commit fails (the commit is retried before the next batch), so an outage causes no
+duplicates short of a rebalance.
 """
 
 from __future__ import annotations
@@ -10,20 +16,29 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from connect_grpc.connectors.api import SinkTask
 from connect_grpc.domain import TaskId
+from connect_grpc.kafka_clients import with_client_log
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.connector import StatusListener
-from connect_grpc.runtime.kafka_io import RangeResult, member_conf, read_ranges, reader_conf
+from connect_grpc.runtime.kafka_io import (
+    RangeResult,
+    member_conf,
+    raise_read_failure,
+    read_ranges,
+    reader_conf,
+)
 from connect_grpc.runtime.records import ConsumedRow, to_sink_records
 from connect_grpc.runtime.spark import SparkRuntime
-from connect_grpc.runtime.task import TaskRunner
+from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
 from connect_grpc.worker_config import WorkerConfig
 
-#: Seconds the driver waits for a broker answer (committed offsets, watermarks, commit).
-BROKER_TIMEOUT_S = 10.0
+#: Seconds the driver waits for a broker answer (committed offsets, watermarks).
+BROKER_TIMEOUT_S = 5.0
+
+TopicPartitionKey = tuple[str, int]
 
 
 def subscription(config: Mapping[str, str]) -> list[str]:
@@ -60,15 +75,18 @@ class _SinkTaskContext:
 
 
 class _Member:
-    """The group member: tracks its assignment and the committed offset of each partition."""
+    """The group member: tracks its assignment and each partition's position (the next offset
+    to read: the committed offset when assigned, then the end of each batch put)."""
 
     def __init__(self, conf: Mapping[str, str], topics: list[str]) -> None:
         from confluent_kafka import Consumer
 
         self._incremental = incremental_rebalancing(conf)
-        self.consumer: Any = Consumer(dict(conf))
-        self.assigned: set[tuple[str, int]] = set()
-        self.committed: dict[tuple[str, int], int] = {}
+        self.consumer: Any = Consumer(with_client_log(conf, conf.get("client.id", "member")))
+        self.assigned: set[TopicPartitionKey] = set()
+        self.positions: dict[TopicPartitionKey, int] = {}
+        #: Positions put and flushed but not committed yet (the commit failed).
+        self.uncommitted: dict[TopicPartitionKey, int] = {}
         self.consumer.subscribe(
             topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
         )
@@ -82,12 +100,16 @@ class _Member:
             consumer.pause(partitions)
         for tp in partitions:
             self.assigned.add((tp.topic, tp.partition))
-            self.committed.pop((tp.topic, tp.partition), None)
+            self._forget((tp.topic, tp.partition))
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         for tp in partitions:
             self.assigned.discard((tp.topic, tp.partition))
-            self.committed.pop((tp.topic, tp.partition), None)
+            self._forget((tp.topic, tp.partition))
+
+    def _forget(self, key: TopicPartitionKey) -> None:
+        self.positions.pop(key, None)
+        self.uncommitted.pop(key, None)
 
     def poll(self) -> None:
         """Serves callbacks and heartbeats; any record (fetched before the pause) is dropped."""
@@ -98,21 +120,21 @@ class _Member:
             raise KafkaException(msg.error())
 
     def pending_ranges(self) -> list[OffsetRange]:
-        """[committed (or earliest), high watermark) of each assigned partition."""
+        """[position (or earliest), high watermark) of each assigned partition."""
         from confluent_kafka import TopicPartition
 
         owned = sorted(self.assigned)
-        self._load_committed([p for p in owned if p not in self.committed])
+        self._load_committed([p for p in owned if p not in self.positions])
         ranges: list[OffsetRange] = []
         for topic, partition in owned:
             low, high = self.consumer.get_watermark_offsets(
                 TopicPartition(topic, partition), timeout=BROKER_TIMEOUT_S, cached=False
             )
-            start = max(self.committed.get((topic, partition), low), low)
+            start = max(self.positions.get((topic, partition), low), low)
             ranges.append(OffsetRange(topic, partition, start, high))
         return ranges
 
-    def _load_committed(self, partitions: list[tuple[str, int]]) -> None:
+    def _load_committed(self, partitions: list[TopicPartitionKey]) -> None:
         from confluent_kafka import TopicPartition
 
         if not partitions:
@@ -122,20 +144,27 @@ class _Member:
         )
         for tp in answer:
             if tp.offset >= 0:
-                self.committed[(tp.topic, tp.partition)] = tp.offset
+                self.positions[(tp.topic, tp.partition)] = tp.offset
 
-    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        """Commits synchronously; on failure forgets the cached offsets (they are re-read)."""
+    def advance(self, offsets: Mapping[TopicPartitionKey, int]) -> None:
+        """Moves past a batch that was put and flushed; its offsets are to be committed."""
+        owned = {key: offset for key, offset in offsets.items() if key in self.assigned}
+        self.positions.update(owned)
+        self.uncommitted.update(owned)
+
+    def commit(self) -> None:
+        """Commits the uncommitted positions synchronously; raises (keeping them) on failure."""
         from confluent_kafka import TopicPartition
 
-        tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-        try:
-            self.consumer.commit(offsets=tps, asynchronous=False)
-        except Exception:
-            for key in offsets:
-                self.committed.pop(key, None)
-            raise
-        self.committed.update(offsets)
+        pending = {k: o for k, o in self.uncommitted.items() if k in self.assigned}
+        if not pending:
+            self.uncommitted.clear()
+            return
+        tps = [TopicPartition(t, p, o) for (t, p), o in sorted(pending.items())]
+        self.consumer.commit(offsets=tps, asynchronous=False)
+        for key, offset in pending.items():
+            if self.uncommitted.get(key) == offset:
+                del self.uncommitted[key]
 
     def close(self) -> None:
         self.consumer.close()
@@ -157,14 +186,16 @@ class SinkTaskRunner(TaskRunner):
         worker_config: WorkerConfig,
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
+        **options: Unpack[RunnerOptions],
     ) -> None:
-        super().__init__(task_id, plugin, worker_id, listener, spark)
-        self._subscription_config = {**task_config, **connector_config}
-        self._sizer = BatchSizer.from_config(connector_config)
         client_id = f"connect-{task_id.connector}-{task_id.task}"
         self._member_conf = member_conf(
             worker_config, connector_config, task_id.connector, client_id
         )
+        options = for_cluster(options, self._member_conf, worker_config)
+        super().__init__(task_id, plugin, worker_id, listener, spark, **options)
+        self._subscription_config = {**task_config, **connector_config}
+        self._sizer = BatchSizer.from_config(connector_config)
         self._reader_conf = reader_conf(worker_config, connector_config, task_id.connector)
         self._member: _Member | None = None
 
@@ -180,22 +211,23 @@ class SinkTaskRunner(TaskRunner):
         member = self._member
         if member is None or not member.assigned:
             return False
+        member.commit()
         ranges = clip_ranges(member.pending_ranges(), self._sizer.size)
+        self.kafka_ok()
         if not ranges:
             self._sizer.observe(0)
             return False
         results = self._read(ranges)
-        rows: list[ConsumedRow] = [row for result in results for row in result[3]]
-        offsets = {(topic, partition): end for topic, partition, end, _ in results}
+        raise_read_failure(results)
+        rows: list[ConsumedRow] = [row for result in results for row in result.rows]
+        offsets = {(r.topic, r.partition): r.next_offset for r in results}
         progressed = any(offsets[(r.topic, r.partition)] > r.start for r in ranges)
         self.plugin.put(to_sink_records(rows))
         self.plugin.flush(offsets)
-        try:
-            member.commit(offsets)
-        except Exception:
-            self.log.warning("sink_commit_failed", exc_info=True)
+        member.advance(offsets)
         self._sizer.observe(len(rows))
         self.log.debug("batch_consumed", records=len(rows), partitions=len(ranges))
+        member.commit()
         return progressed
 
     def _read(self, ranges: list[OffsetRange]) -> list[RangeResult]:

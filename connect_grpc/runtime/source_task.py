@@ -1,5 +1,9 @@
 """Source tasks: poll a batch on the driver, produce it to Kafka from executors, then commit
 the batch's source offsets (at-least-once: offsets are written after every record is acked).
+
+A batch whose produce fails on a retriable error (Kafka unreachable, a leader moving) is
+kept and produced again by the next attempt, before the task is polled for more: records
+the plugin returned are never dropped (some may be written twice).
 """
 
 from __future__ import annotations
@@ -7,21 +11,36 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Unpack
 
 from connect_grpc.connectors.api import OffsetReader, SourceRecord, SourceTask
 from connect_grpc.domain import OffsetMap, OffsetPrimitive, TaskId
 from connect_grpc.runtime.batching import BatchSizer, slice_count
 from connect_grpc.runtime.connector import StatusListener
-from connect_grpc.runtime.kafka_io import ProduceResult, produce_slices, producer_conf
+from connect_grpc.runtime.kafka_io import (
+    KafkaIoError,
+    ProduceResult,
+    produce_slices,
+    producer_conf,
+)
 from connect_grpc.runtime.records import group_for_slices, latest_offsets
 from connect_grpc.runtime.spark import SparkRuntime
-from connect_grpc.runtime.task import TaskRunner
+from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.worker_config import WorkerConfig
 
 
-class DeliveryError(RuntimeError):
-    """Some records of a batch were not written to Kafka."""
+class DeliveryError(KafkaIoError):
+    """Some records of a batch were not written to Kafka (retriable iff every failure was)."""
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Records polled from the plugin and not yet committed (kept across retries)."""
+
+    records: Sequence[SourceRecord]
+    produced: bool = False
 
 
 class _OffsetReader:
@@ -53,13 +72,14 @@ class _SourceTaskContext:
 
 def check_delivery(results: Sequence[ProduceResult], expected: int) -> None:
     """Raises DeliveryError unless every slice delivered every record."""
-    produced = sum(r[0] for r in results)
-    errors = sum(r[1] for r in results)
+    produced = sum(r.produced for r in results)
+    errors = sum(r.failed for r in results)
     if errors or produced != expected:
-        messages = [m for r in results for m in r[2]]
+        messages = [m for r in results for m in r.messages]
         raise DeliveryError(
             f"{errors} of {expected} records failed delivery ({produced} produced): "
-            + "; ".join(messages)
+            + "; ".join(messages),
+            retriable=all(r.retriable for r in results),
         )
 
 
@@ -79,34 +99,58 @@ class SourceTaskRunner(TaskRunner):
         worker_config: WorkerConfig,
         connector_config: Mapping[str, str],
         offset_store: OffsetStore,
+        **options: Unpack[RunnerOptions],
     ) -> None:
-        super().__init__(task_id, plugin, worker_id, listener, spark)
-        self._offsets = offset_store
-        self._sizer = BatchSizer.from_config(connector_config)
         self._producer_conf = producer_conf(
             worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
         )
+        options = for_cluster(options, self._producer_conf, worker_config)
+        super().__init__(task_id, plugin, worker_id, listener, spark, **options)
+        self._offsets = offset_store
+        self._sizer = BatchSizer.from_config(connector_config)
+        self._pending: _Batch | None = None
 
     def prepare(self) -> None:
         self.plugin.initialize(_SourceTaskContext(self.id, self._offsets))
 
     def run_batch(self) -> bool:
+        batch = self._pending or self._poll()
+        if batch is None:
+            return False
+        self._pending = batch
+        if not batch.produced:
+            self._produce(batch.records)
+            batch.produced = True
+            self.kafka_ok()
+        self._offsets.put(self.id.connector, latest_offsets(batch.records))
+        self._pending = None
+        self._commit_plugin()
+        self._sizer.observe(len(batch.records))
+        return True
+
+    def _commit_plugin(self) -> None:
+        """``SourceTask.commit`` is a notification: as in Kafka Connect, its failure is logged
+        and does not fail the task (the offsets are already committed)."""
+        try:
+            self.plugin.commit()
+        except Exception:
+            self.log.warning("source_task_commit_failed", exc_info=True)
+
+    def _poll(self) -> _Batch | None:
         records = self.plugin.poll(self._sizer.size)
         if not records:
             self._sizer.observe(0)
-            return False
-        self._produce(records)
-        self._offsets.put(self.id.connector, latest_offsets(records))
-        self.plugin.commit()
-        self._sizer.observe(len(records))
-        return True
+            return None
+        return _Batch(records)
 
     def _produce(self, records: Sequence[SourceRecord]) -> None:
         begun = time.monotonic()
         context = self._spark.context
         slices = group_for_slices(records, slice_count(len(records), self._spark.parallelism()))
         produce = functools.partial(produce_slices, self._producer_conf)
-        results = context.parallelize(slices, len(slices)).mapPartitions(produce).collect()
+        results: list[ProduceResult] = (
+            context.parallelize(slices, len(slices)).mapPartitions(produce).collect()
+        )
         check_delivery(results, len(records))
         self.log.debug(
             "batch_produced",

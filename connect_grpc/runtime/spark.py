@@ -30,6 +30,8 @@ SPARK_DEFAULTS: Mapping[str, str] = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.python.worker.reuse": "true",
+    # a crashed executor Python worker (segfault, librdkafka assertion) shows its traceback
+    "spark.python.worker.faulthandler.enabled": "true",
     "spark.log.level": "WARN",
 }
 
@@ -48,6 +50,37 @@ def spark_conf(config: WorkerConfig) -> dict[str, str]:
 def job_tag(connector: str, task: int) -> str:
     """The job group and tag of a task's jobs."""
     return f"connect:{connector}:{task}"
+
+
+#: How Spark's PythonRunner describes an executor Python worker that died (os._exit, a
+#: segfault, a librdkafka assertion) instead of raising; the job fails, the worker lives.
+PYTHON_WORKER_CRASHED = "Python worker exited unexpectedly"
+#: How deep to follow a Java exception's causes.
+_MAX_CAUSES = 16
+
+
+def is_python_worker_crash(exc: BaseException) -> bool:
+    """Whether a failed Spark job failed because an executor's Python worker crashed.
+
+    Spark reports it as a ``SparkException`` (no error class) among the causes of the
+    ``Py4JJavaError`` the driver gets; its message is the only thing that tells it apart.
+    """
+    cause = getattr(exc, "java_exception", None)
+    for _ in range(_MAX_CAUSES):
+        if cause is None:
+            return False
+        try:
+            message = str(cause.getMessage() or "")
+            if PYTHON_WORKER_CRASHED in message.partition("\n")[0]:
+                return True
+            cause = cause.getCause()
+        except Exception:  # the JVM is gone (stopping): not a crash to retry
+            return False
+    return False
+
+
+#: Tells executor Python workers the worker's log format (they inherit its environment).
+LOG_FORMAT_ENV = "CONNECT_LOG_FORMAT"
 
 
 def _export_python_exec(conf: Mapping[str, str]) -> None:
@@ -74,6 +107,7 @@ class SparkRuntime:
 
             conf = spark_conf(self._config)
             _export_python_exec(conf)
+            os.environ[LOG_FORMAT_ENV] = self._config.log_format
             builder = SparkSession.builder
             for key, value in conf.items():
                 builder = builder.config(key, value)

@@ -1,25 +1,33 @@
 """The task loop shared by source and sink tasks: one driver thread per task, each iteration
 moving one bounded batch with at most one Spark job.
 
-States: RUNNING (loop schedules batches), PAUSED (loop idles, launches no job), FAILED (an
-iteration raised; the loop ends, the instance stays until it is stopped). ``Task.start`` and
+States: RUNNING (loop schedules batches), PAUSED (loop idles, launches no job), RETRYING (the
+last batch failed on a retriable error, or the worker cannot reach Kafka: the loop tries
+again after a back-off, and the trace says why), FAILED (a non-retriable error, or retrying
+outlasted ``task.retry.timeout.ms``; the loop ends, the instance stays until it is stopped).
+A batch that succeeds brings a RETRYING task back to RUNNING. ``Task.start`` and
 ``Task.stop`` are each called at most once, ``stop`` iff ``start`` returned normally.
 """
 
 from __future__ import annotations
 
 import abc
+import math
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypedDict, Unpack
 
 import structlog
 
 from connect_grpc.connectors.api import Task
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.runtime.connector import StatusListener
+from connect_grpc.runtime.kafka_monitor import KafkaOutage
+from connect_grpc.runtime.retry import RetriableError, RetryPolicy, RetryTracker, is_retriable_error
 from connect_grpc.runtime.spark import SparkRuntime
+from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
@@ -29,8 +37,45 @@ IDLE_SLEEP_S = 0.1
 CANCEL_INTERVAL_S = 0.5
 
 
+class KafkaUnreachableError(RetriableError):
+    """The worker's Kafka monitor says Kafka has not answered since the task last reached it."""
+
+    def __init__(self, outage: KafkaOutage) -> None:
+        super().__init__(unreachable_trace(outage))
+
+
+def unreachable_trace(outage: KafkaOutage) -> str:
+    return f"Kafka unreachable: {outage.reason}"
+
+
+def _no_outage() -> KafkaOutage | None:
+    return None
+
+
+class RunnerOptions(TypedDict, total=False):
+    """How a task rides out failures (the worker passes them; defaults suit tests)."""
+
+    #: ``task.retry.*``: how long retriable errors are retried, and the back-off.
+    retry_policy: RetryPolicy
+    #: The worker's view of Kafka (``KafkaMonitor.outage``).
+    kafka_outage: Callable[[], KafkaOutage | None]
+    clock: Callable[[], float]
+
+
+def for_cluster(
+    options: RunnerOptions, conf: Mapping[str, str], worker: WorkerConfig
+) -> RunnerOptions:
+    """The options, less the worker's Kafka monitor when the task's clients use another
+    cluster (a ``*.override.bootstrap.servers``): the monitor does not speak for it."""
+    if conf.get("bootstrap.servers") == worker.bootstrap_servers:
+        return options
+    trimmed = options.copy()
+    trimmed.pop("kafka_outage", None)
+    return trimmed
+
+
 class TaskRunner(abc.ABC):
-    """Runs one task instance: start, the batch loop, pause/resume, stop."""
+    """Runs one task instance: start, the batch loop with its retries, pause/resume, stop."""
 
     def __init__(
         self,
@@ -39,6 +84,7 @@ class TaskRunner(abc.ABC):
         worker_id: str,
         listener: StatusListener,
         spark: SparkRuntime,
+        **options: Unpack[RunnerOptions],
     ) -> None:
         self.id = task_id
         self.plugin = plugin
@@ -46,14 +92,26 @@ class TaskRunner(abc.ABC):
         self._worker_id = worker_id
         self._listener = listener
         self._spark = spark
+        self._clock = options.get("clock", time.monotonic)
+        self._retry = RetryTracker(options.get("retry_policy", RetryPolicy()), self._clock)
+        self._kafka_outage = options.get("kafka_outage", _no_outage)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._paused = True
         self._failed = False
+        self._fail_trace = ""
+        #: Why the task cannot move data now; non-empty means RETRYING (unless paused).
+        self._retry_trace = ""
+        #: When the task last exchanged with Kafka successfully (its own evidence, which
+        #: outranks an outage the monitor saw begin earlier).
+        self._kafka_ok_at = -math.inf
+        self._reported: tuple[State, str] | None = None
         self._started = False
         self._stopped = False
         self._thread: threading.Thread | None = None
+        self._loop_done = False
+        self._close_on_exit = False
 
     # hooks for source and sink tasks
 
@@ -63,7 +121,11 @@ class TaskRunner(abc.ABC):
 
     @abc.abstractmethod
     def run_batch(self) -> bool:
-        """Moves at most one batch (one Spark job). Returns False when there was no work."""
+        """Moves at most one batch (one Spark job). Returns False when there was no work.
+
+        Raises a retriable error (see ``retry.is_retriable_error``) for a failure worth
+        retrying; the same batch must then be moved by a later call, nothing lost.
+        """
 
     def keep_alive(self) -> None:  # noqa: B027 - optional hook
         """Called on every loop turn, also when paused (e.g. to keep a group membership)."""
@@ -71,13 +133,16 @@ class TaskRunner(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Closes the task's Kafka clients, after ``Task.stop``."""
 
+    def kafka_ok(self) -> None:
+        """Subclasses call it after a successful exchange with Kafka."""
+        self._kafka_ok_at = self._clock()
+
     # lifecycle
 
     @property
     def state(self) -> State:
-        if self._failed:
-            return State.FAILED
-        return State.PAUSED if self._paused else State.RUNNING
+        with self._lock:
+            return self._current()[0]
 
     def start(self, task_config: Mapping[str, str], target: TargetState) -> bool:
         """Starts the plugin and the loop thread. Returns False (reported FAILED) if it raised."""
@@ -88,10 +153,11 @@ class TaskRunner(abc.ABC):
             self._fail(traceback.format_exc())
             self._close_quietly()
             return False
-        self._started = True
-        self._paused = target is not TargetState.STARTED
+        with self._lock:
+            self._started = True
+            self._paused = target is not TargetState.STARTED
+            self._publish()
         self.log.info("task_started", state=self.state.value)
-        self._report(self.state)
         name = f"connect-task-{self.id.connector}-{self.id.task}"
         self._thread = self._spark.new_thread(self._run, name)
         self._thread.start()
@@ -104,9 +170,24 @@ class TaskRunner(abc.ABC):
             if self._failed or not self._started or paused == self._paused:
                 return
             self._paused = paused
-            self._report(self.state)
+            self._retry_trace = ""
+            self._publish()
         self._wake.set()
         self.log.info("task_paused" if paused else "task_resumed")
+
+    def kafka_unreachable(self, outage: KafkaOutage) -> None:
+        """The worker's monitor saw Kafka go away: a running task that has not reached Kafka
+        since shows RETRYING at once, rather than when its in-flight batch times out."""
+        if self._kafka_outage is _no_outage:
+            return  # its clients use another cluster than the one the monitor watches
+        with self._lock:
+            if not self._started or self._failed or self._paused or self._retry_trace:
+                return
+            if outage.since <= self._kafka_ok_at:
+                return
+            self._retry_trace = unreachable_trace(outage)
+            self._publish()
+        self._wake.set()
 
     def request_stop(self) -> None:
         """Stops scheduling batches and cancels the running job. Returns at once."""
@@ -115,21 +196,45 @@ class TaskRunner(abc.ABC):
         self._spark.cancel(self.id.connector, self.id.task)
 
     def finish_stop(self, connector_deleted: bool, timeout: float) -> None:
-        """Waits for the loop (bounded), then stops the plugin once and closes the clients."""
+        """Waits for the loop (bounded), then stops the plugin once and closes the clients.
+
+        A loop still inside a Kafka call when the wait ends closes the clients itself when
+        that call returns: a client is never destroyed while a call on it is outstanding.
+        """
         self.request_stop()
-        self._join(timeout)
+        loop_ended = self._join(timeout)
         if self._started and not self._stopped:
             self._stopped = True
             try:
                 self.plugin.stop(connector_deleted)
             except Exception:
                 self.log.warning("task_stop_failed", exc_info=True)
-        self._close_quietly()
+        if loop_ended or not self._leave_close_to_loop():
+            self._close_quietly()
         self.log.info("task_stopped", connector_deleted=connector_deleted)
 
     # the loop
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            with self._lock:
+                self._loop_done = True
+                close = self._close_on_exit
+            if close:
+                self._close_quietly()
+
+    def _leave_close_to_loop(self) -> bool:
+        """True if the loop is still running and will close the clients when it ends."""
+        with self._lock:
+            if self._loop_done:
+                return False
+            self._close_on_exit = True
+        self.log.warning("task_clients_closed_by_loop")
+        return True
+
+    def _loop(self) -> None:
         try:
             self._spark.bind_thread(self.id.connector, self.id.task)
         except Exception:
@@ -137,23 +242,75 @@ class TaskRunner(abc.ABC):
             return
         while not self._stopping.is_set():
             try:
-                self.keep_alive()
-                moved = False if self._paused else self.run_batch()
-            except Exception:
-                if not self._stopping.is_set():
-                    self._fail(traceback.format_exc())
-                return
+                moved = self._turn()
+            except Exception as exc:
+                if self._stopping.is_set() or not self._retry_later(exc):
+                    return
+                continue
             if not moved:
-                self._idle()
+                self._idle(IDLE_SLEEP_S)
 
-    def _idle(self) -> None:
-        self._wake.wait(IDLE_SLEEP_S)
+    def _turn(self) -> bool:
+        """One loop turn: keep the membership alive, then (unless paused) one batch."""
+        self.keep_alive()
+        if self._paused:
+            self._retry.reset()
+            return False
+        outage = self._kafka_outage()
+        if outage is not None and outage.since > self._kafka_ok_at:
+            raise KafkaUnreachableError(outage)
+        moved = self.run_batch()
+        self._succeeded()
+        return moved
+
+    def _retry_later(self, exc: Exception) -> bool:
+        """Shows RETRYING and waits out the back-off. False (the task is then FAILED) when the
+        error is not retriable or retrying has lasted longer than the policy allows."""
+        trace = str(exc) if isinstance(exc, KafkaUnreachableError) else traceback.format_exc()
+        if not is_retriable_error(exc):
+            self._fail(trace)
+            return False
+        delay = self._retry.on_failure()
+        if delay is None:
+            self._fail(self._gave_up(trace))
+            return False
+        with self._lock:
+            self._retry_trace = trace
+            self._publish()
+        (self.log.warning if self._retry.attempts == 1 else self.log.debug)(
+            "task_retrying",
+            error=f"{type(exc).__name__}: {exc}",
+            attempt=self._retry.attempts,
+            backoff_s=round(delay, 3),
+        )
+        self._idle(delay)
+        return True
+
+    def _gave_up(self, trace: str) -> str:
+        elapsed = self._retry.elapsed()
+        return (
+            f"Retried a retriable error for {elapsed:.1f} s ({self._retry.attempts} attempts); "
+            f"the task {self._retry.policy.describe()}. Last error:\n{trace}"
+        )
+
+    def _succeeded(self) -> None:
+        self._retry.reset()
+        with self._lock:
+            if not self._retry_trace:
+                return
+            self._retry_trace = ""
+            self._publish()
+        self.log.info("task_recovered")
+
+    def _idle(self, seconds: float) -> None:
+        self._wake.wait(seconds)
         self._wake.clear()
 
-    def _join(self, timeout: float) -> None:
+    def _join(self, timeout: float) -> bool:
+        """Waits for the loop to end; returns whether it did."""
         thread = self._thread
         if thread is None:
-            return
+            return True
         deadline = time.monotonic() + timeout
         while thread.is_alive() and time.monotonic() < deadline:
             thread.join(min(CANCEL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
@@ -161,15 +318,34 @@ class TaskRunner(abc.ABC):
                 self._spark.cancel(self.id.connector, self.id.task)
         if thread.is_alive():
             self.log.warning("task_loop_not_stopped", timeout_s=timeout)
+            return False
+        return True
+
+    # status
+
+    def _current(self) -> tuple[State, str]:
+        if self._failed:
+            return State.FAILED, self._fail_trace
+        if self._paused:
+            return State.PAUSED, ""
+        if self._retry_trace:
+            return State.RETRYING, self._retry_trace
+        return State.RUNNING, ""
+
+    def _publish(self) -> None:
+        """Reports the current state if it (or its trace) changed. Call under the lock."""
+        current = self._current()
+        if current != self._reported:
+            self._reported = current
+            state, trace = current
+            self._listener.on_task_status(self.id, InstanceStatus(state, self._worker_id, trace))
 
     def _fail(self, trace: str) -> None:
         with self._lock:
             self._failed = True
-            self._report(State.FAILED, trace)
+            self._fail_trace = trace
+            self._publish()
         self.log.error("task_failed", trace=trace)
-
-    def _report(self, state: State, trace: str = "") -> None:
-        self._listener.on_task_status(self.id, InstanceStatus(state, self._worker_id, trace))
 
     def _close_quietly(self) -> None:
         try:

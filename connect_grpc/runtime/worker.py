@@ -3,6 +3,9 @@
 The herder calls it under the lock of the connector concerned (never two calls for one
 connector at once); task loops report statuses from their own threads. Every method is
 thread-safe, and no plugin code runs under the worker's own lock.
+
+It also watches Kafka (``KafkaMonitor``): tasks that cannot reach it show RETRYING, and
+``kafka_unreachable_for`` tells the herder's health check how long it has been away.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
+from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
+from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.sink_task import SinkTaskRunner
 from connect_grpc.runtime.source_task import SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
-from connect_grpc.runtime.task import TaskRunner
+from connect_grpc.runtime.task import RunnerOptions, TaskRunner
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.worker_config import WorkerConfig
 
@@ -49,12 +54,17 @@ class Worker:
         plugins: PluginLoader,
         offset_store: OffsetStore,
         listener: StatusListener,
+        kafka_monitor: KafkaMonitor | None = None,
     ) -> None:
+        """``kafka_monitor`` defaults to one probing ``bootstrap.servers``."""
         self._config = config
         self._plugins = plugins
         self._offsets = offset_store
         self._listener = listener
         self._spark = SparkRuntime(config)
+        self._monitor = kafka_monitor or KafkaMonitor(monitor_conf(config))
+        self._monitor.add_listener(self._on_kafka_change)
+        self._retry_policy = RetryPolicy.from_resilience(config.resilience)
         self._lock = threading.RLock()
         self._connectors: dict[str, ConnectorInstance] = {}
         self._tasks: dict[TaskId, TaskRunner] = {}
@@ -67,17 +77,23 @@ class Worker:
     # lifecycle
 
     def start(self) -> None:
-        """Creates the SparkSession. Idempotent."""
+        """Starts the Kafka monitor and creates the SparkSession. Idempotent."""
+        self._monitor.start()
         self._spark.start()
         self._log.info("worker_started")
 
     def stop(self) -> None:
-        """Stops every task and connector (not deleted), then Spark."""
+        """Stops every task and connector (not deleted), then Spark and the monitor."""
         self.stop_tasks(self.task_ids(), connector_deleted=False)
         for name in sorted(self.connector_names()):
             self.stop_connector(name, connector_deleted=False)
         self._spark.stop()
+        self._monitor.stop()
         self._log.info("worker_stopped")
+
+    def kafka_unreachable_for(self) -> float | None:
+        """Seconds Kafka (``bootstrap.servers``) has not answered, or None while it does."""
+        return self._monitor.unreachable_for()
 
     # connectors
 
@@ -184,6 +200,17 @@ class Worker:
 
     # helpers
 
+    def _on_kafka_change(self, outage: KafkaOutage | None) -> None:
+        if outage is None:
+            return  # each task shows RUNNING again once one of its batches succeeds
+        with self._lock:
+            runners = list(self._tasks.values())
+        for runner in runners:
+            runner.kafka_unreachable(outage)
+
+    def _runner_options(self) -> RunnerOptions:
+        return {"retry_policy": self._retry_policy, "kafka_outage": self._monitor.outage}
+
     def _connector(self, name: str) -> ConnectorInstance:
         with self._lock:
             instance = self._connectors.get(name)
@@ -206,6 +233,7 @@ class Worker:
                 worker_config=self._config,
                 connector_config=connector_config,
                 offset_store=self._offsets,
+                **self._runner_options(),
             )
         if isinstance(plugin, SinkTask):
             return SinkTaskRunner(
@@ -217,6 +245,7 @@ class Worker:
                 worker_config=self._config,
                 connector_config=connector_config,
                 task_config=task_config,
+                **self._runner_options(),
             )
         raise TypeError(f"{type(plugin).__name__} is neither a SourceTask nor a SinkTask")
 

@@ -1,33 +1,44 @@
 """Sink connector offsets: the committed offsets of the connector's consumer group.
 
-Read, altered and deleted with Kafka's admin API. Kafka answers an alter of a group that
-still has members with a per-partition error and refuses to delete a non-empty group; both
-become UnavailableError (the members are zombie tasks that will time out: retry).
+Read, altered and deleted with Kafka's admin API, in a child process (``kafka_admin``): a
+librdkafka bug in these requests can abort the process that sends them. Every wait is
+bounded by the caller's deadline (``deadline.remaining()``); Kafka unreachable or not
+answering in time is UnavailableError. Kafka answers an alter of a group that still has
+members with a per-partition error and refuses to delete a non-empty group; both become
+UnavailableError too (the members are zombie tasks that will time out: retry).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import structlog
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
-from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaError
 
 from connect_grpc import deadline
 from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.storage.kafka_admin import AdminCallError, IsolatedAdmin
 
 log = structlog.get_logger(__name__)
 
 #: (topic, partition) → offset.
 GroupOffsets = dict[tuple[str, int], int]
 
-ADMIN_TIMEOUT_S = 30.0
 COORDINATOR_RETRY_S = 0.25
+#: Retry hint when Kafka did not answer or a group coordinator is not ready.
+RETRY_AFTER_S = 5.0
 
 T = TypeVar("T")
+
+
+class AdminCalls(Protocol):
+    """What the offsets need of an admin client (``IsolatedAdmin``; a fake in tests)."""
+
+    def call(self, op: str, *args: Any) -> Any: ...
+
+    def close(self) -> None: ...
 
 
 def _active_members_error(group: str) -> UnavailableError:
@@ -52,54 +63,39 @@ _COORDINATOR_NOT_READY = frozenset(
 )
 
 
-def _error_code(exc: KafkaException) -> int | None:
-    error = exc.args[0] if exc.args else None
-    return error.code() if isinstance(error, KafkaError) else None
-
-
 class ConsumerGroupOffsets:
     """Admin operations on the committed offsets of consumer groups.
 
     Every operation first waits until the group's coordinator answers (a new cluster loads
-    ``__consumer_offsets`` lazily): librdkafka's OffsetFetch does not survive a
-    NOT_COORDINATOR answer (it crashes the process), so no offsets request is sent before a
-    DescribeGroups has succeeded. A coordinator that stays unavailable is UnavailableError.
+    ``__consumer_offsets`` lazily) with a DescribeGroups, so no offsets request is sent to a
+    coordinator that is not ready. A coordinator that stays unavailable until the caller's
+    deadline is UnavailableError.
     """
 
-    def __init__(self, admin_config: Mapping[str, str]) -> None:
-        self._admin_config: dict[str, str | int | float | bool] = dict(admin_config)
-        self._admin_client: AdminClient | None = None
+    def __init__(
+        self,
+        admin_config: Mapping[str, str],
+        *,
+        log_format: str = "json",
+        admin: AdminCalls | None = None,
+    ) -> None:
+        self._admin: AdminCalls = admin or IsolatedAdmin(admin_config, log_format)
 
-    @property
-    def _admin(self) -> AdminClient:
-        """Created on first use: a worker that never touches sink offsets opens no connection."""
-        if self._admin_client is None:
-            self._admin_client = AdminClient(self._admin_config)
-        return self._admin_client
+    def close(self) -> None:
+        """Stops the admin client's process. Idempotent."""
+        self._admin.close()
 
     def committed(self, group: str) -> GroupOffsets:
         """Every committed offset of the group; empty when the group does not exist."""
-        self.has_active_members(group)
-
-        def list_offsets() -> GroupOffsets:
-            request = [ConsumerGroupTopicPartitions(group)]
-            result = self._result(self._admin.list_consumer_group_offsets(request)[group])
-            if result is None:
-                return {}
-            return {
-                (tp.topic, tp.partition): tp.offset
-                for tp in result.topic_partitions or []
-                if tp.offset >= 0
-            }
-
-        return self._retrying(f"read the offsets of consumer group {group}", list_offsets)
+        if self._group(f"describe consumer group {group}", "describe_group", group) is None:
+            return {}
+        answer = self._group(
+            f"read the offsets of consumer group {group}", "list_group_offsets", group
+        )
+        return {(t, p): o for t, p, o in answer or [] if o >= 0}
 
     def has_active_members(self, group: str) -> bool:
-        def describe() -> bool:
-            description = self._result(self._admin.describe_consumer_groups([group])[group])
-            return description is not None and bool(description.members)
-
-        return self._retrying(f"describe consumer group {group}", describe)
+        return bool(self._group(f"describe consumer group {group}", "describe_group", group))
 
     def alter(self, group: str, offsets: Mapping[tuple[str, int], int | None]) -> None:
         """Sets the given offsets; None deletes that partition's offset. Others are kept."""
@@ -114,59 +110,37 @@ class ConsumerGroupOffsets:
         """Deletes the group and so all its offsets; a group that does not exist is fine."""
         if self.has_active_members(group):
             raise _active_members_error(group)
-
-        def delete() -> None:
-            try:
-                self._result(self._admin.delete_consumer_groups([group])[group])
-            except KafkaException as exc:
-                if _error_code(exc) == KafkaError.NON_EMPTY_GROUP:
-                    raise _active_members_error(group) from None
-                raise
-
-        self._retrying(f"delete consumer group {group}", delete)
+        try:
+            self._group(f"delete consumer group {group}", "delete_group", group)
+        except AdminCallError as exc:  # _group lets NON_EMPTY_GROUP through
+            raise _active_members_error(group) from exc
         log.info("consumer_group_deleted", group=group)
 
     def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
         """Each of ``topics`` that exists on the cluster, with its number of partitions (one
         metadata request, bounded by the caller's deadline)."""
         try:
-            metadata = self._admin.list_topics(timeout=max(deadline.remaining(), 0.1))
-        except KafkaException as exc:
+            counts: dict[str, int] = self._admin.call("partition_counts", sorted(topics))
+        except AdminCallError as exc:
             raise UnavailableError(
                 f"Could not read the cluster's topics to check the offsets' partitions: {exc}",
-                retry_after_seconds=5.0,
+                retry_after_seconds=RETRY_AFTER_S,
             ) from None
-        counts: dict[str, int] = {}
-        for topic in topics:
-            found = metadata.topics.get(topic)
-            if found is None:
-                continue
-            if found.error is None or found.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                counts[topic] = len(found.partitions)
         return counts
 
     def _commit(self, group: str, offsets: GroupOffsets) -> None:
         if not offsets:
             return
-        partitions = [KafkaTopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-
-        def alter() -> None:
-            request = [ConsumerGroupTopicPartitions(group, partitions)]
-            result = self._result(self._admin.alter_consumer_group_offsets(request)[group])
-            answered = result.topic_partitions if result is not None else None
-            for tp in answered or []:
-                if tp.error is None:
-                    continue
-                if tp.error.code() == KafkaError.UNKNOWN_MEMBER_ID:
-                    raise _active_members_error(group)
-                if tp.error.code() in _COORDINATOR_NOT_READY:
-                    raise _NotReadyError(str(tp.error))
-                raise ConnectError(
-                    f"Failed to alter the offset of {tp.topic}-{tp.partition} in group "
-                    f"{group}: {tp.error}"
-                )
-
-        self._retrying(f"alter the offsets of consumer group {group}", alter)
+        request = [(t, p, o) for (t, p), o in sorted(offsets.items())]
+        errors = self._group(
+            f"alter the offsets of consumer group {group}", "alter_group_offsets", group, request
+        )
+        for topic, partition, code, message in errors or []:
+            if code == KafkaError.UNKNOWN_MEMBER_ID:
+                raise _active_members_error(group)
+            raise ConnectError(
+                f"Failed to alter the offset of {topic}-{partition} in group {group}: {message}"
+            )
         log.info("consumer_group_offsets_altered", group=group, partitions=len(offsets))
 
     def _rewrite_without(self, group: str, offsets: Mapping[tuple[str, int], int | None]) -> None:
@@ -182,32 +156,44 @@ class ConsumerGroupOffsets:
         self.delete_group(group)
         self._commit(group, remaining)
 
-    @staticmethod
-    def _result(future: Any) -> Any:
-        """The future's result; None for a group that does not exist; _NotReadyError while
-        the coordinator is not ready."""
+    def _group(self, what: str, op: str, *args: Any) -> Any:
+        """Runs a group operation until the coordinator answers or the deadline passes.
+
+        Returns None when the group does not exist. Raises UnavailableError when Kafka is
+        unreachable, slow or its coordinator not ready; AdminCallError for NON_EMPTY_GROUP;
+        ConnectError for any other error.
+        """
+        return self._retrying(what, lambda: self._group_once(op, args))
+
+    def _group_once(self, op: str, args: tuple[Any, ...]) -> Any:
         try:
-            return future.result(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            code = _error_code(exc)
-            if code == KafkaError.GROUP_ID_NOT_FOUND:
+            return self._admin.call(op, *args)
+        except AdminCallError as exc:
+            if exc.code == KafkaError.GROUP_ID_NOT_FOUND:
                 return None
-            if code in _COORDINATOR_NOT_READY:
+            if exc.code in _COORDINATOR_NOT_READY:
                 raise _NotReadyError(str(exc)) from None
             raise
 
     @staticmethod
     def _retrying(what: str, call: Callable[[], T]) -> T:
-        deadline = time.monotonic() + ADMIN_TIMEOUT_S
         while True:
             try:
                 return call()
             except _NotReadyError as exc:
-                if time.monotonic() >= deadline:
+                if deadline.remaining() <= COORDINATOR_RETRY_S:
                     raise UnavailableError(
                         f"Could not {what}: the group coordinator is not available ({exc})",
-                        retry_after_seconds=5.0,
+                        retry_after_seconds=RETRY_AFTER_S,
                     ) from None
                 time.sleep(COORDINATOR_RETRY_S)
-            except KafkaException as exc:
+            except AdminCallError as exc:
+                if exc.code == KafkaError.NON_EMPTY_GROUP:
+                    raise
+                if exc.retriable:
+                    raise UnavailableError(
+                        f"Could not {what}: Kafka is unreachable or did not answer in time "
+                        f"({exc})",
+                        retry_after_seconds=RETRY_AFTER_S,
+                    ) from None
                 raise ConnectError(f"Failed to {what}: {exc}") from None

@@ -14,7 +14,13 @@ from connect_grpc.runtime.batching import (
     clip_ranges,
     slice_count,
 )
-from connect_grpc.runtime.kafka_io import member_conf, producer_conf, reader_conf, sink_group_id
+from connect_grpc.runtime.kafka_io import (
+    ProduceResult,
+    member_conf,
+    producer_conf,
+    reader_conf,
+    sink_group_id,
+)
 from connect_grpc.runtime.records import (
     group_for_slices,
     latest_offsets,
@@ -148,11 +154,13 @@ def test_next_offsets_are_the_range_ends() -> None:
 
 
 def test_check_delivery_fails_on_errors_or_missing_records() -> None:
-    check_delivery([(3, 0, []), (2, 0, [])], 5)
-    with pytest.raises(DeliveryError, match="boom"):
-        check_delivery([(3, 1, ["t[0]: boom"])], 3)
-    with pytest.raises(DeliveryError):
-        check_delivery([(2, 0, [])], 3)
+    check_delivery([ProduceResult(3, 0, []), ProduceResult(2, 0, [])], 5)
+    with pytest.raises(DeliveryError, match="boom") as raised:
+        check_delivery([ProduceResult(3, 1, ["t[0]: boom"], retriable=False)], 3)
+    assert not raised.value.retriable
+    with pytest.raises(DeliveryError) as raised:
+        check_delivery([ProduceResult(2, 0, [])], 3)
+    assert raised.value.retriable
 
 
 # client and Spark settings

@@ -1,0 +1,44 @@
+"""Fakes for tests of one TaskRunner: a listener that records statuses and a task that does
+nothing (unit tests drive the loop without Spark, the crash test with a real Spark)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+from connect_grpc.connectors.api import Task
+from connect_grpc.domain import InstanceStatus, State, TaskId
+
+
+class StatusRecorder:
+    """A StatusListener that records every task status, in order."""
+
+    def __init__(self) -> None:
+        self.statuses: list[InstanceStatus] = []
+        self._lock = threading.Lock()
+
+    def on_task_status(self, task: TaskId, status: InstanceStatus) -> None:
+        with self._lock:
+            self.statuses.append(status)
+
+    def on_connector_status(self, connector: str, status: InstanceStatus) -> None:
+        return None
+
+    def on_reconfiguration_requested(self, connector: str) -> None:
+        return None
+
+    def states(self) -> list[State]:
+        with self._lock:
+            return [s.state for s in self.statuses]
+
+    def last(self) -> InstanceStatus:
+        with self._lock:
+            return self.statuses[-1]
+
+
+class NoopTask(Task):
+    def start(self, config: Mapping[str, str]) -> None:
+        return None
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        return None
