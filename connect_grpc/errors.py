@@ -99,6 +99,30 @@ class StorageError(UnavailableError):
         super().__init__(message, retry_after_seconds)
 
 
+class NotLeaderError(UnavailableError):
+    """A write reached a worker that is not the cluster's leader (distributed mode).
+
+    The herder raises it; the API layer forwards the call to ``leader_address`` (one hop).
+    A call already forwarded that meets it answers UNAVAILABLE with reason NOT_LEADER, which
+    the forwarding worker retries: callers never see it as long as a leader appears within
+    their deadline. ``leader_address`` is empty while no leader is known.
+    """
+
+    reason = "NOT_LEADER"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        leader_id: str = "",
+        leader_address: str = "",
+        retry_after_seconds: float = 0.5,
+    ) -> None:
+        super().__init__(message, retry_after_seconds)
+        self.leader_id = leader_id
+        self.leader_address = leader_address
+
+
 class InstanceFailedError(ConnectError):
     """A connector or task instance failed to start when the caller waited for it (a plain
     restart, RestartTask); its status holds the trace. Mapped to INTERNAL, as Kafka answers

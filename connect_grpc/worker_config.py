@@ -49,7 +49,7 @@ class Resilience:
     kafka_unreachable_grace_ms: int = 30_000
 
 
-def _int_property(
+def int_property(
     props: Mapping[str, str], name: str, default: int, minimum: int, maximum: int = INT_MAX
 ) -> int:
     """A numeric worker property, parsed as Kafka's ConfigDef parses INT and LONG."""
@@ -181,14 +181,14 @@ class WorkerConfig:
 def _limits(props: Mapping[str, str]) -> Limits:
     defaults = Limits()
     return Limits(
-        tasks_max=_int_property(props, "tasks.max.limit", defaults.tasks_max, 1),
-        config_bytes=_int_property(
+        tasks_max=int_property(props, "tasks.max.limit", defaults.tasks_max, 1),
+        config_bytes=int_property(
             props, "connector.config.max.bytes", defaults.config_bytes, 1024
         ),
-        grpc_receive_bytes=_int_property(
+        grpc_receive_bytes=int_property(
             props, "grpc.max.receive.message.bytes", defaults.grpc_receive_bytes, 64 * 1024
         ),
-        grpc_send_bytes=_int_property(
+        grpc_send_bytes=int_property(
             props, "grpc.max.send.message.bytes", defaults.grpc_send_bytes, 64 * 1024
         ),
     )
@@ -197,13 +197,13 @@ def _limits(props: Mapping[str, str]) -> Limits:
 def _resilience(props: Mapping[str, str]) -> Resilience:
     defaults = Resilience()
     return Resilience(
-        task_retry_timeout_ms=_int_property(
+        task_retry_timeout_ms=int_property(
             props, "task.retry.timeout.ms", defaults.task_retry_timeout_ms, -1, LONG_MAX
         ),
-        task_retry_backoff_max_ms=_int_property(
+        task_retry_backoff_max_ms=int_property(
             props, "task.retry.backoff.max.ms", defaults.task_retry_backoff_max_ms, 1, LONG_MAX
         ),
-        kafka_unreachable_grace_ms=_int_property(
+        kafka_unreachable_grace_ms=int_property(
             props,
             "health.kafka.unreachable.grace.ms",
             defaults.kafka_unreachable_grace_ms,

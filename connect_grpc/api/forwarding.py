@@ -1,0 +1,349 @@
+"""Forwarding of mutations from a follower to the cluster's leader, at the gRPC layer.
+
+Kafka Connect forwards at its REST layer: the herder throws ``NotLeaderException`` and the
+REST resource re-sends the request to the leader's URL. We do the same one layer down: the
+herder raises :class:`~connect_grpc.errors.NotLeaderError`, and :func:`forwardable` (applied
+under ``@mapped`` on each mutating RPC) re-issues the *same request message* to the leader
+through a :class:`Forwarder`, then answers the caller with the leader's answer, unchanged.
+
+Rules, as the distributed-mode issue states them:
+
+* **One hop.** A forwarded call carries ``x-connect-forwarded-by: <worker id>``. A call that
+  carries it and meets ``NotLeaderError`` is not forwarded again: ``mapped`` answers it
+  UNAVAILABLE with ErrorInfo ``NOT_LEADER``, and the *original* worker retries.
+* **Retry until the caller's deadline.** The original worker retries, with back-off, while
+  the target says ``NOT_LEADER`` or cannot be reached, asking ``leader_lookup`` for the
+  current leader before each retry. When the deadline is near it answers UNAVAILABLE with
+  ErrorInfo ``LEADER_UNAVAILABLE`` and a RetryInfo: the caller never sees "not the leader".
+* **The leader's answer is final.** Any other status (INVALID_ARGUMENT with its BadRequest,
+  NOT_FOUND, ALREADY_EXISTS, an UNAVAILABLE that carries a reason, …) reaches the caller
+  with the same code, message and ``google.rpc`` details.
+
+Idempotency (``request_id``) applies on the leader only: the follower's ``RequestLog.run``
+stores nothing for a call that raised (``NotLeaderError`` included), and the forwarded
+message still carries its ``request_id``, so the leader's request log decides whether the
+request is new or a replay.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from connect_grpc import deadline
+from connect_grpc.errors import NotLeaderError, UnavailableError
+
+log = structlog.get_logger(__name__)
+
+#: Metadata key marking a call as forwarded; its value is the forwarding worker's id.
+FORWARDED_BY = "x-connect-forwarded-by"
+#: The gRPC service every forwarded method belongs to (the proto's ``package`` + service).
+SERVICE = "connect.v1.ConnectService"
+#: The ErrorInfo reason of a forward that found no leader before the caller's deadline.
+LEADER_UNAVAILABLE = "LEADER_UNAVAILABLE"
+#: A forward is not attempted with less time than this left: it could not complete.
+MIN_ATTEMPT_S = 0.01
+
+#: Channel options for worker-to-worker channels: a restarted leader at the same address is
+#: reached again within about a second (gRPC's default reconnect back-off grows to 2 min).
+CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
+M = TypeVar("M", bound=Message)
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Who leads now, as ``(worker id, advertised address)``; None while unknown or moving.
+LeaderLookup = Callable[[], tuple[str, str] | None]
+
+
+class LeaderUnavailableError(UnavailableError):
+    """No leader accepted a forwarded write before the caller's deadline: retry the call.
+
+    It replaces the leader's own "not the leader" answer, which a caller must never see.
+    """
+
+    reason = LEADER_UNAVAILABLE
+
+
+class LeaderAnswered(Exception):  # an outcome to pass on, not a failure of ours
+    """The leader answered the forwarded call with an error status, to pass on unchanged."""
+
+    def __init__(self, status: grpc.Status) -> None:
+        super().__init__(status.details)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Delays between forwarding attempts: ``initial_s`` doubling up to ``max_s``."""
+
+    initial_s: float = 0.05
+    max_s: float = 1.0
+
+    def next(self, current: float) -> float:
+        return min(self.max_s, current * 2)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    leader_id: str
+    address: str
+
+
+class Forwarder:
+    """Re-issues calls to the leader over one long-lived channel per leader address.
+
+    Thread-safe: every gRPC handler thread of the worker shares one instance. Channels are
+    created on first use of an address and closed once, by :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        worker_id: str,
+        leader_lookup: LeaderLookup,
+        *,
+        backoff: Backoff | None = None,
+        channel_options: Sequence[tuple[str, Any]] = CHANNEL_OPTIONS,
+    ) -> None:
+        self._worker_id = worker_id
+        self._leader_lookup = leader_lookup
+        self._backoff = backoff or Backoff()
+        self._channel_options = list(channel_options)
+        self._channels: dict[str, grpc.Channel] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def forward(
+        self,
+        method: str,
+        request: Message,
+        response_type: type[M],
+        error: NotLeaderError,
+        is_active: Callable[[], bool] = lambda: True,
+    ) -> M:
+        """Sends ``request`` to the leader ``error`` names (or, later, the one
+        ``leader_lookup`` names) and returns its response, retrying while no leader takes
+        it, until the caller's deadline (the ambient :mod:`connect_grpc.deadline` scope).
+
+        Args:
+            method: the full method name, e.g. ``/connect.v1.ConnectService/CreateConnector``.
+            request: the request as the caller sent it (with its ``request_id``).
+            response_type: the RPC's response message class.
+            error: what this worker's herder raised; names the first target, if known.
+            is_active: False once the caller went away; stops the retries early.
+
+        Raises:
+            LeaderAnswered: the leader answered with an error status (final).
+            LeaderUnavailableError: no leader took the call in time.
+        """
+        give_up_at = time.monotonic() + deadline.remaining()
+        target = _Target(error.leader_id, error.leader_address) if error.leader_address else None
+        delay = self._backoff.initial_s
+        attempt = 0
+        while True:
+            if target is not None:
+                attempt += 1
+                response = self._attempt(method, request, response_type, target, give_up_at)
+                if response is not None:
+                    return response
+            wait = min(delay, give_up_at - time.monotonic())
+            if wait <= 0 or not is_active():
+                raise self._gave_up(method, target, attempt)
+            time.sleep(wait)
+            delay = self._backoff.next(delay)
+            target = self._lookup()
+
+    def close(self) -> None:
+        """Closes every channel. Idempotent; a forward after it finds no leader."""
+        with self._lock:
+            self._closed = True
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            channel.close()
+
+    def _lookup(self) -> _Target | None:
+        leader = self._leader_lookup()
+        if leader is None or not leader[1]:
+            return None
+        return _Target(*leader)
+
+    def _attempt(
+        self,
+        method: str,
+        request: Message,
+        response_type: type[M],
+        target: _Target,
+        give_up_at: float,
+    ) -> M | None:
+        """One call to ``target``: its response, or None when another attempt may succeed.
+
+        Raises:
+            LeaderAnswered: a final error status.
+        """
+        timeout = give_up_at - time.monotonic()
+        channel = self._channel(target.address)
+        if timeout < MIN_ATTEMPT_S or channel is None:
+            return None
+        call = channel.unary_unary(
+            method,
+            request_serializer=_serialize,
+            response_deserializer=response_type.FromString,
+        )
+        try:
+            response: M = call(
+                request, timeout=timeout, metadata=((FORWARDED_BY, self._worker_id),)
+            )
+        except grpc.RpcError as exc:
+            status = _status_of(exc)
+            if _retryable(status):
+                log.info(
+                    "forward_retrying",
+                    rpc=method,
+                    leader_id=target.leader_id,
+                    leader_address=target.address,
+                    code=status.code.name,
+                )
+                return None
+            raise LeaderAnswered(status) from None
+        log.debug("request_forwarded", rpc=method, leader_id=target.leader_id)
+        return response
+
+    def _channel(self, address: str) -> grpc.Channel | None:
+        """The channel to ``address``, created once; None once the forwarder is closed."""
+        with self._lock:
+            if self._closed:
+                return None
+            channel = self._channels.get(address)
+            if channel is None:
+                channel = grpc.insecure_channel(address, options=self._channel_options)
+                self._channels[address] = channel
+            return channel
+
+    def _gave_up(
+        self, method: str, target: _Target | None, attempts: int
+    ) -> LeaderUnavailableError:
+        log.warning(
+            "forward_gave_up",
+            rpc=method,
+            attempts=attempts,
+            leader_id=target.leader_id if target else "",
+        )
+        where = f"leader {target.leader_id!r} did not accept it" if target else "no leader known"
+        return LeaderUnavailableError(
+            f"the write could not reach the cluster's leader before the deadline ({where}; "
+            f"{attempts} attempt(s)); retry",
+            retry_after_seconds=self._backoff.max_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _BareStatus(grpc.Status):
+    """A status with no ``google.rpc`` details (transport failures, deadlines)."""
+
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, bytes], ...]
+
+
+def _serialize(message: Message) -> bytes:
+    return message.SerializeToString()
+
+
+def _status_of(exc: grpc.RpcError) -> grpc.Status:
+    """The status the target answered: its rich status (code, message, details) when it
+    sent one, else the bare code and message (a connection failure, a deadline)."""
+    call: grpc.Call = exc  # type: ignore[assignment]  # a unary call's RpcError is its Call
+    try:
+        rich = rpc_status.from_call(call)
+    except ValueError:  # details that disagree with the code: keep the code
+        rich = None
+    if rich is not None:
+        status: grpc.Status = rpc_status.to_status(rich)
+        return status
+    return _BareStatus(call.code(), call.details() or "", ())
+
+
+def _reason(status: grpc.Status) -> str | None:
+    """The ErrorInfo reason of a rich status, None when it carries none."""
+    for key, value in status.trailing_metadata or ():
+        if key != "grpc-status-details-bin":
+            continue
+        rich = status_pb2.Status.FromString(value)
+        for detail in rich.details:
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info):
+                return str(info.reason)
+    return None
+
+
+def _retryable(status: grpc.Status) -> bool:
+    """True for "try the leader again": the target is not the leader (one hop ended
+    there), or it could not be reached (UNAVAILABLE from the transport, no details)."""
+    if status.code != grpc.StatusCode.UNAVAILABLE:
+        return False
+    reason = _reason(status)
+    return reason is None or reason == NotLeaderError.reason
+
+
+def forwarded_by(context: grpc.ServicerContext) -> str | None:
+    """The id of the worker that forwarded this call to us; None for a caller's own call."""
+    for key, value in context.invocation_metadata() or ():
+        if key == FORWARDED_BY:
+            return str(value)
+    return None
+
+
+def _answer_with(context: grpc.ServicerContext, status: grpc.Status) -> None:
+    """Makes the call end with ``status`` without raising, so that ``mapped`` (around us)
+    neither turns it into INTERNAL nor replaces it: aborting raises, and ``mapped`` would
+    catch that as an unexpected exception."""
+    context.set_trailing_metadata(status.trailing_metadata)
+    context.set_code(status.code)
+    context.set_details(status.details)
+
+
+def forwardable(response_type: type[M]) -> Callable[[F], F]:
+    """Decorates a mutating servicer method (under ``@mapped``) so that a ``NotLeaderError``
+    it raises forwards the call to the leader through ``self.forwarder``.
+
+    The servicer needs an attribute ``forwarder: Forwarder | None``; None (standalone mode)
+    or a missing attribute lets the error through, as does a call that was forwarded to us
+    already (one hop: ``mapped`` answers it UNAVAILABLE / NOT_LEADER).
+    """
+
+    def decorate(method: F) -> F:
+        full_name = f"/{SERVICE}/{method.__name__}"
+
+        @functools.wraps(method)
+        def wrapper(self: Any, request: Message, context: grpc.ServicerContext) -> Any:
+            try:
+                return method(self, request, context)
+            except NotLeaderError as exc:
+                forwarder: Forwarder | None = getattr(self, "forwarder", None)
+                if forwarder is None or forwarded_by(context) is not None:
+                    raise
+                try:
+                    return forwarder.forward(
+                        full_name, request, response_type, exc, context.is_active
+                    )
+                except LeaderAnswered as answered:
+                    _answer_with(context, answered.status)
+                    return response_type()
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+

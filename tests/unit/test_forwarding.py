@@ -1,0 +1,406 @@
+"""Forwarding of writes to the leader (issue 8, item 4), over real gRPC channels between
+in-process servers on 127.0.0.1: success through a follower, the leader's errors unchanged,
+one hop only, retries while the leader moves, UNAVAILABLE once the deadline runs out, and
+the caller's deadline carried to the leader. No Kafka: each "herder" is a fake that either
+answers or raises NotLeaderError."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from dataclasses import dataclass, field
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from connect_grpc import deadline
+from connect_grpc.api.errors import mapped
+from connect_grpc.api.forwarding import (
+    FORWARDED_BY,
+    LEADER_UNAVAILABLE,
+    Backoff,
+    Forwarder,
+    LeaderUnavailableError,
+    forwardable,
+    forwarded_by,
+)
+from connect_grpc.api.idempotency import RequestLog
+from connect_grpc.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    NotLeaderError,
+    StorageError,
+)
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+
+pytestmark = pytest.mark.timeout(30)
+
+CREATE = "/connect.v1.ConnectService/CreateConnector"
+FAST = Backoff(initial_s=0.01, max_s=0.05)
+
+Handler = Callable[[pb.CreateConnectorRequest], pb.CreateConnectorResponse]
+
+
+@dataclass
+class Seen:
+    """One call a node received: who forwarded it (None: a client) and its time left."""
+
+    forwarded_by: str | None
+    time_remaining: float | None
+
+
+@dataclass
+class Node:
+    """One worker: a gRPC server whose CreateConnector goes through ``forwardable``."""
+
+    worker_id: str
+    handle: Handler
+    lookup: Callable[[], tuple[str, str] | None] = lambda: None
+    seen: list[Seen] = field(default_factory=list)
+    applied: int = 0
+    address: str = ""
+    forwarder: Forwarder | None = None
+
+    def leads(self, request: pb.CreateConnectorRequest) -> pb.CreateConnectorResponse:
+        self.applied += 1
+        return pb.CreateConnectorResponse(
+            connector=pb.ConnectorInfo(name=request.name), offsets_message=self.worker_id
+        )
+
+
+class Servicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # generated, untyped
+    """The servicer shape the lead wires: ``@mapped`` over ``@forwardable``, a request log,
+    and a ``forwarder`` attribute."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self._requests = RequestLog()
+        self.forwarder = node.forwarder
+
+    @mapped
+    @forwardable(pb.CreateConnectorResponse)
+    def CreateConnector(
+        self, request: pb.CreateConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.CreateConnectorResponse:
+        self._node.seen.append(Seen(forwarded_by(context), context.time_remaining()))
+        return self._requests.run(
+            "CreateConnector",
+            request,
+            pb.CreateConnectorResponse,
+            lambda: self._node.handle(request),
+        )
+
+
+def not_leader(leader: Node | None = None, address: str = "") -> Handler:
+    """A follower's herder: names ``leader`` (or ``address``) as the leader."""
+
+    def handle(request: pb.CreateConnectorRequest) -> pb.CreateConnectorResponse:
+        raise NotLeaderError(
+            "not the leader",
+            leader_id=leader.worker_id if leader else "",
+            leader_address=leader.address if leader else address,
+        )
+
+    return handle
+
+
+def raising(error: Exception) -> Handler:
+    def handle(request: pb.CreateConnectorRequest) -> pb.CreateConnectorResponse:
+        raise error
+
+    return handle
+
+
+class Cluster:
+    """Starts nodes on free ports; stops them and closes their forwarders at the end."""
+
+    def __init__(self) -> None:
+        self._servers: list[grpc.Server] = []
+        self._channels: list[grpc.Channel] = []
+        self._forwarders: list[Forwarder] = []
+
+    def node(self, worker_id: str) -> Node:
+        node = Node(worker_id, handle=lambda request: node.leads(request))
+        node.forwarder = Forwarder(worker_id, lambda: node.lookup(), backoff=FAST)
+        self._forwarders.append(node.forwarder)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        pb_grpc.add_ConnectServiceServicer_to_server(Servicer(node), server)
+        node.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        server.start()
+        self._servers.append(server)
+        return node
+
+    def client(self, node: Node) -> pb_grpc.ConnectServiceStub:
+        channel = grpc.insecure_channel(node.address)
+        self._channels.append(channel)
+        return pb_grpc.ConnectServiceStub(channel)
+
+    def close(self) -> None:
+        for forwarder in self._forwarders:
+            forwarder.close()
+        for channel in self._channels:
+            channel.close()
+        for server in self._servers:
+            server.stop(0).wait()
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    result = Cluster()
+    yield result
+    result.close()
+
+
+def create(
+    stub: pb_grpc.ConnectServiceStub,
+    timeout: float = 5.0,
+    request_id: str = "",
+    metadata: tuple[tuple[str, str], ...] = (),
+) -> pb.CreateConnectorResponse:
+    request = pb.CreateConnectorRequest(name="c", config={"a": "1"}, request_id=request_id)
+    response: pb.CreateConnectorResponse = stub.CreateConnector(
+        request, timeout=timeout, metadata=metadata
+    )
+    return response
+
+
+def failure(call: Callable[[], object]) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as caught:
+        call()
+    return caught.value
+
+
+def rich_status(error: grpc.RpcError) -> status_pb2.Status:
+    call: grpc.Call = error  # type: ignore[assignment]  # a unary call's error is its Call
+    status = rpc_status.from_call(call)
+    assert status is not None, "no google.rpc status in the answer"
+    return status
+
+
+def detail(status: status_pb2.Status, kind: type[object]) -> object | None:
+    for packed in status.details:
+        message = kind()
+        if packed.Unpack(message):
+            return message
+    return None
+
+
+def reason(error: grpc.RpcError) -> str:
+    info = detail(rich_status(error), error_details_pb2.ErrorInfo)
+    assert isinstance(info, error_details_pb2.ErrorInfo)
+    return str(info.reason)
+
+
+def free_address() -> str:
+    """An address nothing listens on (a port just bound and released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+def hops(*nodes: Node) -> set[str | None]:
+    """Every forwarder id seen by ``nodes``."""
+    return {seen.forwarded_by for node in nodes for seen in node.seen}
+
+
+def test_a_follower_answers_with_the_leaders_response(cluster: Cluster) -> None:
+    follower, leader = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader(leader)
+
+    response = create(cluster.client(follower))
+
+    assert response.connector.name == "c" and response.offsets_message == "b"
+    assert [seen.forwarded_by for seen in follower.seen] == [None]
+    assert [seen.forwarded_by for seen in leader.seen] == ["a"]
+    assert leader.applied == 1
+
+
+def test_the_leaders_invalid_argument_reaches_the_caller_unchanged(cluster: Cluster) -> None:
+    follower, leader = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader(leader)
+    leader.handle = raising(InvalidArgumentError.for_field("config.x", "must be a number"))
+
+    forwarded = failure(lambda: create(cluster.client(follower)))
+    direct = failure(lambda: create(cluster.client(leader)))
+
+    assert forwarded.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert forwarded.details() == direct.details() == "config.x: must be a number"
+    assert rich_status(forwarded) == rich_status(direct)
+    bad_request = detail(rich_status(forwarded), error_details_pb2.BadRequest)
+    assert isinstance(bad_request, error_details_pb2.BadRequest)
+    assert [v.field for v in bad_request.field_violations] == ["config.x"]
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "expected_reason"),
+    [
+        (NotFoundError("connector 'c' not found"), grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
+        (StorageError("offsets file not writable"), grpc.StatusCode.UNAVAILABLE,
+         "STORAGE_UNAVAILABLE"),
+    ],
+    ids=["not-found", "unavailable-with-a-reason"],
+)
+def test_other_errors_of_the_leader_are_final(
+    cluster: Cluster, error: Exception, code: grpc.StatusCode, expected_reason: str
+) -> None:
+    follower, leader = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader(leader)
+    follower.lookup = lambda: ("b", leader.address)
+    leader.handle = raising(error)
+
+    answer = failure(lambda: create(cluster.client(follower)))
+
+    assert answer.code() == code and reason(answer) == expected_reason
+    assert len(leader.seen) == 1, "a final answer is not retried"
+
+
+def test_a_forwarded_call_that_meets_a_non_leader_is_not_forwarded_again(
+    cluster: Cluster,
+) -> None:
+    follower, stale, leader = cluster.node("a"), cluster.node("b"), cluster.node("c")
+    follower.handle = not_leader(stale)
+    stale.handle = not_leader(leader)
+    lookups = iter([("b", stale.address), ("b", stale.address)])
+    follower.lookup = lambda: next(lookups, ("c", leader.address))
+
+    response = create(cluster.client(follower))
+
+    assert response.offsets_message == "c"
+    assert len(stale.seen) == 3, "b was asked on the first try and on both stale lookups"
+    assert hops(stale, leader) == {"a"}, "only the first worker forwards"
+    assert leader.applied == 1
+
+
+def test_a_direct_call_carrying_the_mark_is_answered_not_leader(cluster: Cluster) -> None:
+    stale, leader = cluster.node("b"), cluster.node("c")
+    stale.handle = not_leader(leader)
+
+    answer = failure(lambda: create(cluster.client(stale), metadata=((FORWARDED_BY, "x"),)))
+
+    assert answer.code() == grpc.StatusCode.UNAVAILABLE and reason(answer) == "NOT_LEADER"
+    assert detail(rich_status(answer), error_details_pb2.RetryInfo) is not None
+    assert leader.seen == []
+
+
+def test_a_target_that_stays_not_leader_ends_in_unavailable(cluster: Cluster) -> None:
+    follower, stale = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader(stale)
+    stale.handle = not_leader(address=follower.address)
+    follower.lookup = lambda: ("b", stale.address)
+
+    answer = failure(lambda: create(cluster.client(follower), timeout=1.0))
+
+    assert answer.code() == grpc.StatusCode.UNAVAILABLE
+    assert reason(answer) == LEADER_UNAVAILABLE, "the caller never sees NOT_LEADER"
+    assert len(stale.seen) > 1 and hops(stale) == {"a"}
+    assert len(follower.seen) == 1, "b never forwarded back to a"
+
+
+def test_an_unknown_leader_ends_in_unavailable_with_retry_info_within_the_deadline(
+    cluster: Cluster,
+) -> None:
+    follower = cluster.node("a")
+    follower.handle = not_leader()
+    client_deadline = 1.0
+
+    started = time.monotonic()
+    answer = failure(lambda: create(cluster.client(follower), timeout=client_deadline))
+    took = time.monotonic() - started
+
+    assert answer.code() == grpc.StatusCode.UNAVAILABLE
+    assert reason(answer) == LEADER_UNAVAILABLE
+    assert detail(rich_status(answer), error_details_pb2.RetryInfo) is not None
+    assert client_deadline - deadline.ANSWER_MARGIN_S - 0.1 <= took <= client_deadline + 0.5
+
+
+def test_a_dead_target_is_retried_with_the_next_leader(cluster: Cluster) -> None:
+    follower, leader = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader(address=free_address())
+    follower.lookup = lambda: ("b", leader.address)
+
+    assert create(cluster.client(follower)).offsets_message == "b"
+    assert hops(leader) == {"a"}
+
+
+def test_a_leader_appearing_later_takes_the_call(cluster: Cluster) -> None:
+    follower, leader = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader()
+    known_after = time.monotonic() + 0.2
+    follower.lookup = lambda: ("b", leader.address) if time.monotonic() > known_after else None
+
+    assert create(cluster.client(follower)).offsets_message == "b"
+
+
+def test_the_callers_deadline_reaches_the_leader(cluster: Cluster) -> None:
+    follower, leader = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader(leader)
+    client_deadline = 3.0
+
+    create(cluster.client(follower), timeout=client_deadline)
+
+    remaining = leader.seen[0].time_remaining
+    assert remaining is not None
+    assert 1.0 < remaining <= client_deadline - deadline.ANSWER_MARGIN_S
+
+
+def test_request_ids_are_applied_by_the_leader_once(cluster: Cluster) -> None:
+    follower, leader = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader(leader)
+    client = cluster.client(follower)
+
+    first = create(client, request_id="r1")
+    again = create(client, request_id="r1")
+
+    assert first == again and leader.applied == 1
+    assert len(follower.seen) == 2, "the follower remembered nothing, so it forwarded twice"
+
+
+def test_channels_are_opened_once_per_address_and_closed_once(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leader = cluster.node("b")
+    opened: list[grpc.Channel] = []
+    real = grpc.insecure_channel
+
+    def counting(target: str, options: object = None) -> grpc.Channel:
+        opened.append(real(target, options=options))  # type: ignore[arg-type]
+        return opened[-1]
+
+    monkeypatch.setattr(grpc, "insecure_channel", counting)
+    forwarder = Forwarder("a", lambda: None, backoff=FAST)
+    error = NotLeaderError("not the leader", leader_id="b", leader_address=leader.address)
+    request = pb.CreateConnectorRequest(name="c")
+
+    for _ in range(3):
+        forwarder.forward(CREATE, request, pb.CreateConnectorResponse, error)
+    forwarder.close()
+    forwarder.close()
+
+    assert len(opened) == 1 and len(leader.seen) == 3
+    with deadline.scope(0.4), pytest.raises(LeaderUnavailableError):
+        forwarder.forward(CREATE, request, pb.CreateConnectorResponse, error)
+    assert len(opened) == 1, "a closed forwarder opens nothing"
+
+
+def test_concurrent_forwards_all_reach_the_leader(cluster: Cluster) -> None:
+    follower, leader = cluster.node("a"), cluster.node("b")
+    follower.handle = not_leader(leader)
+    client = cluster.client(follower)
+    answers: list[str] = []
+
+    threads = [
+        threading.Thread(target=lambda: answers.append(create(client).offsets_message))
+        for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert answers == ["b"] * 8 and leader.applied == 8
