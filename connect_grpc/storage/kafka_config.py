@@ -261,12 +261,18 @@ def _load(raw: bytes) -> Any:
 
 
 def decode_properties(raw: bytes) -> dict[str, str]:
-    """The config of a connector or task value. Raises ValueError when malformed."""
+    """The config of a connector or task value. Raises ValueError when malformed.
+
+    Kafka Connect's schema allows null property values (a REST config may carry
+    ``"key": null``); such a property is read as not set, rather than losing the record.
+    """
     value = _load(raw)
     properties = value.get(PROPERTIES_FIELD) if isinstance(value, dict) else None
-    if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
+    if not isinstance(properties, dict) or not all(
+        v is None or isinstance(v, str) for v in properties.values()
+    ):
         raise ValueError("'properties' must be an object of strings")
-    return dict(properties)
+    return {k: v for k, v in properties.items() if v is not None}
 
 
 def _decode_count(raw: bytes, name: str) -> int:

@@ -258,3 +258,9 @@ def test_snapshot_is_immutable() -> None:
         snapshot.connectors["d"] = {}  # type: ignore[index]
     apply_record(builder, "connector-c", None)
     assert snapshot.contains("c")
+
+
+def test_null_property_values_read_as_not_set() -> None:
+    builder = SnapshotBuilder()
+    apply_record(builder, "connector-c", b'{"properties":{"connector.class":"X","topic":null}}')
+    assert dict(builder.build().connectors["c"]) == {"connector.class": "X"}
