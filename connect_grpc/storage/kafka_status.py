@@ -118,6 +118,10 @@ class KafkaStatusStore:
     then keeps applying other workers' writes, and :meth:`refresh` waits until they are all
     seen. Writes are synchronous (acknowledged by all in-sync replicas) and visible here at
     once; each carries the store's current generation (:meth:`set_generation`).
+
+    A status from an older generation never replaces one from a newer generation written by
+    another worker (as Kafka Connect's status store guards it): a worker that has not yet
+    noticed its instance moved cannot hide the new owner's status. Tombstones always apply.
     Thread-safe.
     """
 
@@ -135,6 +139,8 @@ class KafkaStatusStore:
         self._generation = generation
         self._connectors: dict[str, InstanceStatus] = {}
         self._tasks: dict[str, dict[int, InstanceStatus]] = {}
+        #: The generation each current status was written in.
+        self._generations: dict[StatusKey, int] = {}
         self._freshness = Freshness()
         spec = TopicSpec(topic, partitions, replication_factor, compact=True)
         self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
@@ -163,12 +169,22 @@ class KafkaStatusStore:
             self._generation = generation
 
     def put_connector(self, connector: str, status: InstanceStatus) -> None:
-        """Writes the connector's status; raises ConnectError if it was not written."""
-        self._write([(connector_key(connector), self._encode(status))])
+        """Writes the connector's status, unless another worker's status of a newer
+        generation stands; raises ConnectError if it was not written."""
+        self._put(connector, connector_key(connector), status)
 
     def put_task(self, task: TaskId, status: InstanceStatus) -> None:
-        """Writes the task's status; raises ConnectError if it was not written."""
-        self._write([(task_key(task), self._encode(status))])
+        """Writes the task's status, unless another worker's status of a newer generation
+        stands; raises ConnectError if it was not written."""
+        self._put(task, task_key(task), status)
+
+    def _put(self, key: StatusKey, raw_key: bytes, status: InstanceStatus) -> None:
+        with self._lock:
+            generation = self._generation
+            if self._superseded(key, status, generation):
+                log.info("status_not_written_superseded", key=str(key), generation=generation)
+                return
+        self._write([(raw_key, encode_status(status, generation))])
 
     def get_connector(self, connector: str) -> InstanceStatus | None:
         with self._lock:
@@ -193,11 +209,6 @@ class KafkaStatusStore:
         """Forgets the task's status (a tombstone)."""
         self._write([(task_key(task), None)])
 
-    def _encode(self, status: InstanceStatus) -> bytes:
-        with self._lock:
-            generation = self._generation
-        return encode_status(status, generation)
-
     def _write(self, records: list[tuple[bytes, bytes | None]]) -> None:
         for written in self._log.send_all(records):
             self._apply(written)
@@ -212,19 +223,38 @@ class KafkaStatusStore:
                     "status_record_skipped", partition=record.partition, offset=record.offset
                 )
             return
-        status = None
+        decoded: tuple[InstanceStatus, int] | None = None
         if record.value is not None:
             decoded = decode_status(record.value)
             if decoded is None:
                 log.warning("status_record_skipped", key=str(key), offset=record.offset)
                 return
-            status = decoded[0]
         with self._lock:
-            if self._freshness.accept(key, record):
-                self._set(key, status)
+            if not self._freshness.accept(key, record):
+                return
+            if decoded is None:
+                self._set(key, None)
+            elif self._superseded(key, *decoded):
+                log.debug("status_record_superseded", key=str(key), generation=decoded[1])
+            else:
+                self._set(key, decoded[0])
+                self._generations[key] = decoded[1]
+
+    def _superseded(self, key: StatusKey, status: InstanceStatus, generation: int) -> bool:
+        """Whether another worker's status of a newer generation stands. Under the lock."""
+        current = (
+            self._tasks.get(key.connector, {}).get(key.task)
+            if isinstance(key, TaskId)
+            else self._connectors.get(key)
+        )
+        if current is None or current.worker_id == status.worker_id:
+            return False
+        return generation < self._generations.get(key, generation)
 
     def _set(self, key: StatusKey, status: InstanceStatus | None) -> None:
         """Sets or (None) removes one status; called under the lock."""
+        if status is None:
+            self._forget_generations(key)
         if isinstance(key, TaskId):
             tasks = self._tasks.setdefault(key.connector, {})
             if status is None:
@@ -238,3 +268,11 @@ class KafkaStatusStore:
             self._tasks.pop(key, None)
         else:
             self._connectors[key] = status
+
+    def _forget_generations(self, key: StatusKey) -> None:
+        """A tombstone: the key's generation, and for a connector its tasks' too."""
+        self._generations.pop(key, None)
+        if not isinstance(key, TaskId):
+            for task in [k for k in self._generations if isinstance(k, TaskId)]:
+                if task.connector == key:
+                    del self._generations[task]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from connect_grpc.domain import InstanceStatus, State, TaskId
 from connect_grpc.storage.kafka_log import Freshness, LogRecord
 from connect_grpc.storage.kafka_offsets import decode_record
 from connect_grpc.storage.kafka_status import (
+    KafkaStatusStore,
     connector_key,
     decode_status,
     encode_status,
@@ -135,3 +137,32 @@ def test_freshness_ignores_older_records_of_a_key() -> None:
     assert freshness.accept("k", _record(b"k", b"v", partition=2, offset=11))
     assert freshness.accept("other", _record(b"o", b"v", partition=2, offset=1))
     assert freshness.accept("k", _record(b"k", b"v", partition=0, offset=1))
+
+
+def _status_record(key: bytes, offset: int, state: str, worker: str, generation: int) -> Any:
+    value = f'{{"state":"{state}","trace":null,"worker_id":"{worker}","generation":{generation}}}'
+    return LogRecord(key, value.encode(), 0, offset)
+
+
+def test_an_older_generation_from_another_worker_never_replaces_a_newer_status() -> None:
+    store = KafkaStatusStore({"bootstrap.servers": "127.0.0.1:1"}, "status")
+    key, task = b"status-task-c-0", TaskId("c", 0)
+    apply = store._apply  # the tailing thread's entry point
+    apply(_status_record(key, 0, "RUNNING", "w1", 3))
+    apply(_status_record(key, 1, "RUNNING", "w2", 4))  # moved to w2 in generation 4
+    apply(_status_record(key, 2, "UNASSIGNED", "w1", 3))  # w1 had not noticed yet
+    assert store.get_task(task) == InstanceStatus(State.RUNNING, "w2", "")
+    apply(_status_record(key, 3, "FAILED", "w2", 4))  # the owner's own updates apply
+    assert store.get_task(task) == InstanceStatus(State.FAILED, "w2", "")
+    apply(_status_record(key, 4, "RUNNING", "w1", 5))  # a newer generation applies
+    assert store.get_task(task) == InstanceStatus(State.RUNNING, "w1", "")
+    apply(LogRecord(b"status-connector-c", None, 0, 5))  # tombstones always apply
+    apply(_status_record(key, 6, "RUNNING", "w3", 1))  # and reset the generation
+    assert store.get_task(task) == InstanceStatus(State.RUNNING, "w3", "")
+
+
+def test_a_worker_does_not_write_over_a_newer_generations_status() -> None:
+    store = KafkaStatusStore({"bootstrap.servers": "127.0.0.1:1"}, "status", generation=3)
+    store._apply(_status_record(b"status-connector-c", 0, "RUNNING", "w2", 4))
+    store.put_connector("c", InstanceStatus(State.UNASSIGNED, "w1", ""))  # no write: no broker
+    assert store.get_connector("c") == InstanceStatus(State.RUNNING, "w2", "")
