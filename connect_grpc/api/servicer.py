@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 
 from connect_grpc.api import convert
 from connect_grpc.api.errors import mapped, mapped_stream
+from connect_grpc.api.forwarding import Forwarder, forwardable
 from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.paging import PageRequest, answer_budget
 from connect_grpc.domain import RestartRequest, TaskId
@@ -44,7 +45,11 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         herder: Herder,
         request_log: RequestLog | None = None,
         max_send_bytes: int = 4 * 1024 * 1024,
+        forwarder: Forwarder | None = None,
     ) -> None:
+        """``forwarder`` (distributed mode) re-sends a write the herder refuses with
+        NotLeaderError to the leader; None (standalone) lets the error through."""
+        self.forwarder = forwarder
         self._herder = herder
         self._requests = request_log or RequestLog()
         self._page_budget = answer_budget(max_send_bytes)
@@ -90,6 +95,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return pb.GetConnectorResponse(connector=convert.connector_info_to_pb(info))
 
     @mapped
+    @forwardable(pb.CreateConnectorResponse)
     def CreateConnector(
         self, request: pb.CreateConnectorRequest, context: grpc.ServicerContext
     ) -> pb.CreateConnectorResponse:
@@ -117,6 +123,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return self._requests.run("CreateConnector", request, pb.CreateConnectorResponse, call)
 
     @mapped
+    @forwardable(pb.PutConnectorConfigResponse)
     def PutConnectorConfig(
         self, request: pb.PutConnectorConfigRequest, context: grpc.ServicerContext
     ) -> pb.PutConnectorConfigResponse:
@@ -140,6 +147,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return pb.GetConnectorConfigResponse(config=self._herder.connector_config(request.name))
 
     @mapped
+    @forwardable(pb.DeleteConnectorResponse)
     def DeleteConnector(
         self, request: pb.DeleteConnectorRequest, context: grpc.ServicerContext
     ) -> pb.DeleteConnectorResponse:
@@ -176,6 +184,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return pb.ListTasksResponse(tasks=[convert.task_info_to_pb(task) for task in tasks])
 
     @mapped
+    @forwardable(pb.PauseConnectorResponse)
     def PauseConnector(
         self, request: pb.PauseConnectorRequest, context: grpc.ServicerContext
     ) -> pb.PauseConnectorResponse:
@@ -188,6 +197,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return self._requests.run("PauseConnector", request, pb.PauseConnectorResponse, call)
 
     @mapped
+    @forwardable(pb.ResumeConnectorResponse)
     def ResumeConnector(
         self, request: pb.ResumeConnectorRequest, context: grpc.ServicerContext
     ) -> pb.ResumeConnectorResponse:
@@ -200,6 +210,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return self._requests.run("ResumeConnector", request, pb.ResumeConnectorResponse, call)
 
     @mapped
+    @forwardable(pb.StopConnectorResponse)
     def StopConnector(
         self, request: pb.StopConnectorRequest, context: grpc.ServicerContext
     ) -> pb.StopConnectorResponse:
@@ -212,6 +223,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return self._requests.run("StopConnector", request, pb.StopConnectorResponse, call)
 
     @mapped
+    @forwardable(pb.RestartConnectorResponse)
     def RestartConnector(
         self, request: pb.RestartConnectorRequest, context: grpc.ServicerContext
     ) -> pb.RestartConnectorResponse:
@@ -229,6 +241,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return self._requests.run("RestartConnector", request, pb.RestartConnectorResponse, call)
 
     @mapped
+    @forwardable(pb.RestartTaskResponse)
     def RestartTask(
         self, request: pb.RestartTaskRequest, context: grpc.ServicerContext
     ) -> pb.RestartTaskResponse:
@@ -251,6 +264,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         )
 
     @mapped
+    @forwardable(pb.AlterOffsetsResponse)
     def AlterOffsets(
         self, request: pb.AlterOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.AlterOffsetsResponse:
@@ -264,6 +278,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return self._requests.run("AlterOffsets", request, pb.AlterOffsetsResponse, call)
 
     @mapped
+    @forwardable(pb.ResetOffsetsResponse)
     def ResetOffsets(
         self, request: pb.ResetOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.ResetOffsetsResponse:

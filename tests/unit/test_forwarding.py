@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
+from typing import cast
 
 import grpc
 import pytest
@@ -30,12 +31,14 @@ from connect_grpc.api.forwarding import (
     forwarded_by,
 )
 from connect_grpc.api.idempotency import RequestLog
+from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.errors import (
     InvalidArgumentError,
     NotFoundError,
     NotLeaderError,
     StorageError,
 )
+from connect_grpc.herder.base import Herder
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
@@ -404,3 +407,62 @@ def test_concurrent_forwards_all_reach_the_leader(cluster: Cluster) -> None:
         thread.join()
 
     assert answers == ["b"] * 8 and leader.applied == 8
+
+
+# ---- the project's own ConnectServicer -----------------------------------------------------
+
+
+class _PauseHerder:
+    """The one herder call these tests make: the leader records it, a follower refuses."""
+
+    def __init__(self, leader_address: str | None = None) -> None:
+        self.leader_address = leader_address
+        self.paused: list[str] = []
+
+    def pause_connector(self, name: str) -> None:
+        if self.leader_address is not None:
+            raise NotLeaderError(
+                "not the leader", leader_id="l", leader_address=self.leader_address
+            )
+        self.paused.append(name)
+
+
+def _serve(servicer: ConnectServicer) -> tuple[grpc.Server, str]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    pb_grpc.add_ConnectServiceServicer_to_server(servicer, server)
+    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    server.start()
+    return server, address
+
+
+def test_the_servicers_writes_are_forwarded_to_the_leader_by_name() -> None:
+    leader_herder = _PauseHerder()
+    leader, leader_address = _serve(ConnectServicer(cast(Herder, leader_herder)))
+    forwarder = Forwarder("f", lambda: ("l", leader_address), backoff=FAST)
+    follower_herder = _PauseHerder(leader_address)
+    follower, follower_address = _serve(
+        ConnectServicer(cast(Herder, follower_herder), forwarder=forwarder)
+    )
+    try:
+        with grpc.insecure_channel(follower_address) as channel:
+            pb_grpc.ConnectServiceStub(channel).PauseConnector(
+                pb.PauseConnectorRequest(name="  c1 "), timeout=5
+            )
+        assert leader_herder.paused == ["c1"]  # normalised once, on the follower and leader
+        assert follower_herder.paused == []
+    finally:
+        forwarder.close()
+        follower.stop(0).wait()
+        leader.stop(0).wait()
+
+
+def test_a_servicer_without_forwarder_answers_not_leader() -> None:
+    server, address = _serve(ConnectServicer(cast(Herder, _PauseHerder("127.0.0.1:1"))))
+    try:
+        with grpc.insecure_channel(address) as channel:
+            error = failure(lambda: pb_grpc.ConnectServiceStub(channel).PauseConnector(
+                pb.PauseConnectorRequest(name="c1"), timeout=5))
+        assert error.code() == grpc.StatusCode.UNAVAILABLE
+        assert reason(error) == "NOT_LEADER"
+    finally:
+        server.stop(0).wait()
