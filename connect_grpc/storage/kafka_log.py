@@ -287,7 +287,26 @@ class KafkaBasedLog:
         log's timeout) and ConnectError if the log is not running.
         """
         limit = self._timeout if timeout is None else timeout
-        waiter = _Waiter(self._end_offsets(limit), threading.Event())
+        self._wait_for(self._end_offsets(limit), limit)
+
+    def read_past(self, records: Sequence[LogRecord], timeout: float | None = None) -> None:
+        """Blocks until ``records`` (written to this topic by any writer) have been passed
+        to ``on_record``, or skipped as aborted.
+
+        Why not :meth:`read_to_end` after a transactional write: a commit returns before
+        the commit markers reach the partition, and until they do, the end a
+        ``read_committed`` reader is told of (the last stable offset) lies before the
+        records, so ``read_to_end`` may return without them. Raises as ``read_to_end``.
+        """
+        limit = self._timeout if timeout is None else timeout
+        targets: dict[int, int] = {}
+        for record in records:
+            targets[record.partition] = max(targets.get(record.partition, 0), record.offset + 1)
+        self._wait_for(targets, limit)
+
+    def _wait_for(self, targets: dict[int, int], limit: float) -> None:
+        """Blocks until the tail's position reaches ``targets`` on every partition listed."""
+        waiter = _Waiter(targets, threading.Event())
         with self._lock:
             self._check_running()
             if self._reached(waiter.targets):
