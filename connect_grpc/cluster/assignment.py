@@ -210,8 +210,11 @@ def _remainders(
     everyone = set(live)
     idlest = sorted(live, key=lambda w: (load[w], w))
     spare_c, spare_t = _disjoint(
-        idlest, everyone - wants_c, everyone - wants_t,
-        len(live) - extra_c, len(live) - extra_t,
+        idlest,
+        everyone - wants_c,
+        everyone - wants_t,
+        len(live) - extra_c,
+        len(live) - extra_t,
     )
     return everyone - spare_c, everyone - spare_t
 
