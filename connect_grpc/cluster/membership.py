@@ -18,10 +18,13 @@ Why these settings:
   long leaves the group (and is deposed here, as for any revocation).
 - ``enable.auto.commit=false``: there is nothing to commit; no offsets are ever stored.
 
-Timing, measured against a local broker (librdkafka 2.16, Kafka 4.1): a leader that closes
-its consumer leaves the group and the next member leads about 0.15 s later; a leader that is
-killed (SIGKILL) is replaced once the coordinator expires it, i.e. ``session.timeout.ms``
-minus the time since its last heartbeat (5.0 s with a 6 s session and 1 s heartbeat).
+Timing, measured against a local broker (librdkafka 2.16, Kafka 4.1): the other members
+learn of a rebalance at their next heartbeat, so a leader that closes (and so leaves the
+group) is replaced 0.1 s to ``heartbeat.interval.ms`` later; a leader that is killed is
+replaced once the coordinator expires it, ``session.timeout.ms`` after its last heartbeat,
+plus up to one heartbeat interval (SIGKILL: 5.2-5.8 s with a 6 s session and 1 s heartbeat,
+9.0-11.0 s with 10 s and 3 s). Failover within ``session.timeout.ms`` + 2 s therefore needs
+``heartbeat.interval.ms`` of at most about 2 s.
 
 A deposed leader may still believe it leads until its own client notices (at the latest
 ``session.timeout.ms`` after its last successful heartbeat): the config writer is therefore
@@ -103,9 +106,10 @@ class Leadership:
 class LeadershipListener(Protocol):
     """Told of every leadership change, in order, on the election's thread.
 
-    Both methods must return quickly: while one runs, this member cannot heartbeat its
-    rebalance through, and a rebalance of the whole group waits for it. Hand slow work
-    (fencing the previous leader, reading the config topic) to another thread.
+    Both methods must return quickly: while one runs, no rebalance callback of this member
+    can run, so a rebalance of the whole group waits for it (and after
+    ``max.poll.interval.ms`` the group expels this member). Hand slow work (fencing the
+    previous leader, reading the config topic) to another thread.
     """
 
     def on_elected(self, leadership: Leadership) -> None: ...
@@ -210,13 +214,13 @@ class LeaderElection:
         except KafkaException as exc:
             self._on_error(kafka_error_of(exc), exc)
             return
-        except RuntimeError as exc:  # the client refuses calls once it is unusable
+        except Exception as exc:  # e.g. RuntimeError: the client refuses calls when unusable
             self._on_error(None, exc)
             return
         error = message.error() if message is not None else None
         if error is not None and error.code() != KafkaError._PARTITION_EOF:
             self._on_error(error, None)
-        if self._state.error is not None:
+        if self.leadership().error is not None:
             self._stopping.wait(FATAL_BACKOFF_S)
 
     def _on_error(self, error: KafkaError | None, exc: BaseException | None) -> None:
