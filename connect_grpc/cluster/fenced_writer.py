@@ -30,11 +30,11 @@ from concurrent.futures import Future
 from typing import Any
 
 import structlog
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from connect_grpc.errors import NotLeaderError, UnavailableError
 from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
-from connect_grpc.storage.kafka_log import LogRecord
+from connect_grpc.storage.kafka_log import LogRecord, delivery_reporter
 
 log = structlog.get_logger(__name__)
 
@@ -255,7 +255,8 @@ class FencedWriter:
 
     def _produce(self, key: bytes, value: bytes | None) -> Future[LogRecord]:
         report: Future[LogRecord] = Future()
-        self._producer.produce(self._topic, value=value, key=key, on_delivery=_reporter(report))
+        on_delivery = delivery_reporter(report, KafkaException)
+        self._producer.produce(self._topic, value=value, key=key, on_delivery=on_delivery)
         return report
 
     def _commit(self, deadline: float) -> None:
@@ -395,32 +396,3 @@ def _producer_config(client_config: Mapping[str, Any], transactional_id: str) ->
         "partitioner": "murmur2_random",
         "linger.ms": 0,
     }
-
-
-def _reporter(report: Future[LogRecord]) -> Callable[[KafkaError | None, Message], None]:
-    """A delivery callback completing ``report`` with the written record or the error.
-
-    On error it touches nothing of ``message``: once the producer failed, librdkafka may call
-    it while a Python exception is pending, and any call into the message then raises.
-    """
-
-    def on_delivery(error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            report.set_exception(KafkaException(error))
-            return
-        report.set_result(
-            LogRecord(
-                _as_bytes(message.key()),
-                _as_bytes(message.value()),
-                message.partition() or 0,
-                message.offset() or 0,
-            )
-        )
-
-    return on_delivery
-
-
-def _as_bytes(data: object) -> bytes | None:
-    if data is None or isinstance(data, bytes):
-        return data
-    return str(data).encode()

@@ -335,7 +335,10 @@ class KafkaBasedLog:
                 report: Future[LogRecord] = Future()
                 try:
                     producer.produce(
-                        self._spec.name, value=value, key=key, on_delivery=_reporter(report)
+                        self._spec.name,
+                        value=value,
+                        key=key,
+                        on_delivery=delivery_reporter(report, self._write_error),
                     )
                 except (BufferError, KafkaException) as exc:
                     producer.flush(self._timeout)
@@ -348,6 +351,9 @@ class KafkaBasedLog:
                 f"{self._timeout}s"
             )
         return [report.result(timeout=0) for report in reports]
+
+    def _write_error(self, error: KafkaError) -> Exception:
+        return ConnectError(f"write to {self._spec.name} failed: {error}")
 
     def _producer_config(self) -> dict[str, str | int | float | bool]:
         delivery_ms = int(self._timeout * 1000)
@@ -472,12 +478,19 @@ def _as_bytes(data: Any) -> bytes | None:
     return str(data).encode()
 
 
-def _reporter(report: Future[LogRecord]) -> Callable[[KafkaError | None, Message], None]:
-    """A delivery callback completing ``report`` with the written record or the error."""
+def delivery_reporter(
+    report: Future[LogRecord], to_exception: Callable[[KafkaError], Exception]
+) -> Callable[[KafkaError | None, Message], None]:
+    """A delivery callback completing ``report`` with the written record, or with
+    ``to_exception(error)``.
+
+    On error it touches nothing of ``message``: once a producer failed fatally, librdkafka
+    may call it while a Python exception is pending, and any call into the message raises.
+    """
 
     def on_delivery(error: KafkaError | None, message: Message) -> None:
         if error is not None:
-            report.set_exception(ConnectError(f"write to {message.topic()} failed: {error}"))
+            report.set_exception(to_exception(error))
             return
         report.set_result(
             LogRecord(
