@@ -10,7 +10,10 @@ from types import FrameType
 
 import structlog
 
+from connect_grpc.api.cluster_service import TaskConfigSender
+from connect_grpc.api.forwarding import Forwarder
 from connect_grpc.api.server import ApiServer
+from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.errors import (
     AlreadyExistsError,
@@ -20,7 +23,9 @@ from connect_grpc.errors import (
     NotFoundError,
     StartupError,
 )
+from connect_grpc.herder.base import Herder
 from connect_grpc.herder.connector_files import ConnectorRequest
+from connect_grpc.herder.distributed import DistributedHerder
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import check_config_size, config_with_name, validate_name
 from connect_grpc.storage.file_offsets import FileOffsetStore
@@ -29,10 +34,93 @@ from connect_grpc.worker_config import WorkerConfig
 log = structlog.get_logger(__name__)
 
 
-class StandaloneProcess:
+class _ServingProcess:
+    """A worker process: a herder behind a gRPC server, stopped by ``shutdown()`` or a
+    signal. Subclasses build ``herder`` and ``server``."""
+
+    herder: Herder
+    server: ApiServer
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._handle_signals = False
+
+    def shutdown(self) -> None:
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        log.info("worker_stopping")
+        try:
+            self.server.stop()
+            self.herder.stop()
+            self._close()
+        finally:
+            self._stopped.set()
+        log.info("worker_stopped")
+
+    def _close(self) -> None:
+        """What a subclass closes after the herder stopped."""
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Blocks until ``shutdown()`` has finished (or the timeout passes)."""
+        self._stopped.wait(timeout)
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGINT shut the worker down gracefully. Installed again once Spark has
+        started, because PySpark's SparkContext replaces the SIGINT handler with its own."""
+        self._handle_signals = True
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        log.info("signal_received", signal=signal.Signals(signum).name)
+        threading.Thread(target=self.shutdown, name="shutdown").start()
+
+
+class DistributedProcess(_ServingProcess):
+    """A worker of a cluster (``connect-grpc distributed``): DistributedHerder, the gRPC
+    server with forwarding to the leader, and the workers' ClusterService."""
+
+    def __init__(self, config: WorkerConfig, cluster: DistributedConfig) -> None:
+        super().__init__()
+        self.config = config
+        self._sender = TaskConfigSender(config.worker_id)
+        self.herder = self.distributed = DistributedHerder(
+            config,
+            cluster,
+            Plugins(config.plugin_path, include_testing=config.test_plugins_enabled),
+            task_config_sender=self._sender,
+        )
+        self._forwarder = Forwarder(
+            config.worker_id, self.distributed.leader_address, view=self.distributed
+        )
+        self.server = ApiServer(
+            self.herder,
+            config.listener_host,
+            config.listener_port,
+            config.limits,
+            forwarder=self._forwarder,
+            cluster=self.distributed,
+        )
+
+    def start(self) -> None:
+        """Starts the herder (topics, stores, Spark, group membership), then serves."""
+        self.herder.start()
+        if self._handle_signals:
+            self.install_signal_handlers()
+        self.server.start()
+
+    def _close(self) -> None:
+        self._forwarder.close()
+        self._sender.close()
+
+
+class StandaloneProcess(_ServingProcess):
     """A standalone worker: herder + gRPC server, stopped by ``shutdown()`` or a signal."""
 
     def __init__(self, config: WorkerConfig) -> None:
+        super().__init__()
         if config.offset_file is None:
             raise InvalidArgumentError.for_field(
                 "offset.storage.file.filename", "is required in standalone mode"
@@ -46,9 +134,6 @@ class StandaloneProcess:
         self.server = ApiServer(
             self.herder, config.listener_host, config.listener_port, config.limits
         )
-        self._stopping = threading.Event()
-        self._stopped = threading.Event()
-        self._handle_signals = False
 
     def start(self, connector_files: Sequence[tuple[Path, ConnectorRequest]] = ()) -> None:
         """Checks the connectors of the files given (already read), starts the herder and the
@@ -89,33 +174,6 @@ class StandaloneProcess:
                     f"connector {name} is also defined by {seen[name]}"
                 ))
             seen[name] = path
-
-    def shutdown(self) -> None:
-        if self._stopping.is_set():
-            return
-        self._stopping.set()
-        log.info("worker_stopping")
-        try:
-            self.server.stop()
-            self.herder.stop()
-        finally:
-            self._stopped.set()
-        log.info("worker_stopped")
-
-    def wait(self, timeout: float | None = None) -> None:
-        """Blocks until ``shutdown()`` has finished (or the timeout passes)."""
-        self._stopped.wait(timeout)
-
-    def install_signal_handlers(self) -> None:
-        """SIGTERM and SIGINT shut the worker down gracefully. Installed again once Spark has
-        started, because PySpark's SparkContext replaces the SIGINT handler with its own."""
-        self._handle_signals = True
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        log.info("signal_received", signal=signal.Signals(signum).name)
-        threading.Thread(target=self.shutdown, name="shutdown").start()
 
 
 #: What a connector file can cause by its content (exit 2); other errors are run-time (exit 1).

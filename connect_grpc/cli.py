@@ -1,9 +1,10 @@
-"""The ``connect-grpc`` command: standalone worker, local Kafka broker, development demo.
+"""The ``connect-grpc`` command: standalone and distributed workers, local Kafka broker,
+development demo.
 
-standalone exits with 0 after a graceful stop, 2 when its configuration is unusable (worker
-properties, connector files, offsets file, plugin.path, listener) and 1 when starting failed
-at run time (Spark, Kafka); each start-up failure is one worker_start_failed log line that
-names the file or property and the fix.
+standalone and distributed exit with 0 after a graceful stop, 2 when their configuration is
+unusable (worker properties, connector files, offsets file, plugin.path, listener, internal
+topics) and 1 when starting failed at run time (Spark, Kafka); each start-up failure is
+one worker_start_failed log line that names the file or property and the fix.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import structlog
 
-from connect_grpc.app import StandaloneProcess
+from connect_grpc.app import DistributedProcess, StandaloneProcess
+from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.errors import InvalidArgumentError, StartupError
 from connect_grpc.herder.connector_files import ConnectorRequest, load_connector_file
 from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
@@ -24,6 +27,8 @@ from connect_grpc.logs import configure_logging
 from connect_grpc.worker_config import WorkerConfig, read_properties
 
 log = structlog.get_logger(__name__)
+
+P = TypeVar("P", StandaloneProcess, DistributedProcess)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     standalone = commands.add_parser("standalone", help="run a standalone worker")
     standalone.add_argument("worker_properties", type=Path)
     standalone.add_argument("connector_files", type=Path, nargs="*")
+
+    distributed = commands.add_parser(
+        "distributed", help="run a worker of a cluster (Kafka Connect's connect-distributed)"
+    )
+    distributed.add_argument("worker_properties", type=Path)
 
     kafka = commands.add_parser("kafka", help="manage the local development broker")
     kafka.add_argument("action", choices=("start", "stop", "status"))
@@ -55,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "standalone":
         return run_standalone(args.worker_properties, args.connector_files)
+    if args.command == "distributed":
+        return run_distributed(args.worker_properties)
     if args.command == "kafka":
         from connect_grpc.kafka.cli import run_kafka_command
 
@@ -85,10 +97,25 @@ def run_standalone(worker_properties: Path, connector_files: Sequence[Path]) -> 
         process, requests = _prepare(worker_properties, connector_files)
     except Exception as exc:  # every start-up failure ends in one line, without a trace
         return _report(_startup_error(exc))
+    return _serve(process, lambda: process.start(requests))
+
+
+def run_distributed(worker_properties: Path) -> int:
+    """Runs a worker of a cluster until it is stopped; exit codes as :func:`run_standalone`
+    (2 also for a bad ``group.id``, topic or ``advertised.listener`` and for internal
+    topics that exist but are unusable)."""
+    try:
+        process = _prepare_distributed(worker_properties)
+    except Exception as exc:  # every start-up failure ends in one line, without a trace
+        return _report(_startup_error(exc))
+    return _serve(process, process.start)
+
+
+def _serve(process: StandaloneProcess | DistributedProcess, start: Callable[[], None]) -> int:
     structlog.contextvars.bind_contextvars(worker_id=process.config.worker_id)
     process.install_signal_handlers()
     try:
-        process.start(requests)
+        start()
     except Exception as exc:
         code = _report(_startup_error(exc))
         _stop_quietly(process)
@@ -96,6 +123,18 @@ def run_standalone(worker_properties: Path, connector_files: Sequence[Path]) -> 
     log.info("worker_ready", port=process.server.port)
     process.wait()
     return 0
+
+
+def _prepare_distributed(worker_properties: Path) -> DistributedProcess:
+    props = _read_worker_properties(worker_properties)
+    configure_logging(_log_format(props))
+    try:
+        config = WorkerConfig.from_properties(props)
+        cluster = DistributedConfig.from_properties(props)
+    except InvalidArgumentError as exc:
+        raise _property_error(worker_properties, exc) from None
+    _check_plugin_path(worker_properties, config)
+    return _bound(config, lambda: DistributedProcess(config, cluster))
 
 
 def _prepare(
@@ -122,7 +161,7 @@ def _startup_error(exc: Exception) -> StartupError:
     )
 
 
-def _stop_quietly(process: StandaloneProcess) -> None:
+def _stop_quietly(process: StandaloneProcess | DistributedProcess) -> None:
     """Stops what had started; a failure to stop is logged in one line, not raised."""
     try:
         process.shutdown()
@@ -217,8 +256,14 @@ def _check_plugin_path(path: Path, config: WorkerConfig) -> None:
 
 
 def _standalone_process(config: WorkerConfig) -> StandaloneProcess:
+    return _bound(config, lambda: StandaloneProcess(config))
+
+
+def _bound(config: WorkerConfig, build: Callable[[], P]) -> P:
+    """Builds the process (which binds its listener); a listener that cannot be bound is a
+    StartupError naming ``listeners``."""
     try:
-        return StandaloneProcess(config)
+        return build()
     except OSError as exc:
         listener = f"grpc://{config.listener_host}:{config.listener_port}"
         raise StartupError(

@@ -226,7 +226,15 @@ def cluster_info_from_pb(message: pb.GetClusterInfoResponse) -> ClusterInfo:
         kafka_cluster_id=message.kafka_cluster_id,
         leader_id=message.leader_id,
         leader_address=message.leader_address,
-        workers=tuple(WorkerDesc(id=w.id, address=w.address) for w in message.workers),
+        workers=tuple(
+            WorkerDesc(
+                id=w.id,
+                address=w.address,
+                connectors=tuple(w.connectors),
+                tasks=tuple(task_id_from_pb(t) for t in w.tasks),
+            )
+            for w in message.workers
+        ),
         generation=message.generation,
         worker_id=message.worker_id,
     )

@@ -168,6 +168,9 @@ class PluginDesc:
 class WorkerDesc:
     id: str
     address: str
+    #: What the worker runs (distributed mode: its current assignment).
+    connectors: tuple[str, ...] = ()
+    tasks: tuple[TaskId, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

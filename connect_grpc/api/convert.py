@@ -167,7 +167,15 @@ def cluster_info_to_pb(info: DomainClusterInfo) -> pb.GetClusterInfoResponse:
         kafka_cluster_id=info.kafka_cluster_id,
         leader_id=info.leader_id,
         leader_address=info.leader_address,
-        workers=[pb.WorkerInfo(id=w.id, address=w.address) for w in info.workers],
+        workers=[
+            pb.WorkerInfo(
+                id=w.id,
+                address=w.address,
+                connectors=list(w.connectors),
+                tasks=[task_id_to_pb(t) for t in w.tasks],
+            )
+            for w in info.workers
+        ],
         generation=info.generation,
         worker_id=info.worker_id,
     )

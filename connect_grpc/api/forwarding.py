@@ -19,6 +19,11 @@ Rules, as the distributed-mode issue states them:
   NOT_FOUND, ALREADY_EXISTS, an UNAVAILABLE that carries a reason, …) reaches the caller
   with the same code, message and ``google.rpc`` details.
 
+* **Read-your-writes.** The leader's answer to a forwarded call carries, in trailing
+  metadata ``x-connect-config-position``, how far its view of the config topic had got
+  after the write; the forwarding worker waits until its own view has got as far before
+  it answers, so that a read sent to it right after sees the write.
+
 Idempotency (``request_id``) applies on the leader only: the follower's ``RequestLog.run``
 stores nothing for a call that raised (``NotLeaderError`` included), and the forwarded
 message still carries its ``request_id``, so the leader's request log decides whether the
@@ -32,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 import structlog
@@ -47,6 +52,8 @@ log = structlog.get_logger(__name__)
 
 #: Metadata key marking a call as forwarded; its value is the forwarding worker's id.
 FORWARDED_BY = "x-connect-forwarded-by"
+#: Trailing metadata of a forwarded call's answer: the leader's config-topic position.
+CONFIG_POSITION = "x-connect-config-position"
 #: The gRPC service every forwarded method belongs to (the proto's ``package`` + service).
 SERVICE = "connect.v1.ConnectService"
 #: The ErrorInfo reason of a forward that found no leader before the caller's deadline.
@@ -67,6 +74,43 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Who leads now, as ``(worker id, advertised address)``; None while unknown or moving.
 LeaderLookup = Callable[[], tuple[str, str] | None]
+
+
+class ChannelPool:
+    """One long-lived channel per worker address, created on first use, closed once."""
+
+    def __init__(self, options: Sequence[tuple[str, Any]] = CHANNEL_OPTIONS) -> None:
+        self._options = list(options)
+        self._channels: dict[str, grpc.Channel] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def get(self, address: str) -> grpc.Channel | None:
+        """The channel to ``address``; None once the pool is closed."""
+        with self._lock:
+            if self._closed:
+                return None
+            channel = self._channels.get(address)
+            if channel is None:
+                channel = grpc.insecure_channel(address, options=self._options)
+                self._channels[address] = channel
+            return channel
+
+    def close(self) -> None:
+        """Closes every channel. Idempotent."""
+        with self._lock:
+            self._closed = True
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            channel.close()
+
+
+class ConfigView(Protocol):
+    """A worker's view of the config topic, for read-your-writes after a forward."""
+
+    def config_position(self) -> int: ...
+
+    def wait_for_config_position(self, position: int, timeout: float) -> None: ...
 
 
 class LeaderUnavailableError(UnavailableError):
@@ -117,14 +161,15 @@ class Forwarder:
         *,
         backoff: Backoff | None = None,
         channel_options: Sequence[tuple[str, Any]] = CHANNEL_OPTIONS,
+        view: ConfigView | None = None,
     ) -> None:
+        """``view`` (this worker's config topic view) makes the answer to a forwarded
+        write wait until this worker has read that write."""
+        self.view = view
         self._worker_id = worker_id
         self._leader_lookup = leader_lookup
         self._backoff = backoff or Backoff()
-        self._channel_options = list(channel_options)
-        self._channels: dict[str, grpc.Channel] = {}
-        self._lock = threading.Lock()
-        self._closed = False
+        self._channels = ChannelPool(channel_options)
 
     def forward(
         self,
@@ -168,11 +213,7 @@ class Forwarder:
 
     def close(self) -> None:
         """Closes every channel. Idempotent; a forward after it finds no leader."""
-        with self._lock:
-            self._closed = True
-            channels, self._channels = list(self._channels.values()), {}
-        for channel in channels:
-            channel.close()
+        self._channels.close()
 
     def _lookup(self) -> _Target | None:
         leader = self._leader_lookup()
@@ -194,7 +235,7 @@ class Forwarder:
             LeaderAnswered: a final error status.
         """
         timeout = give_up_at - time.monotonic()
-        channel = self._channel(target.address)
+        channel = self._channels.get(target.address)
         if timeout < MIN_ATTEMPT_S or channel is None:
             return None
         call = channel.unary_unary(
@@ -203,7 +244,7 @@ class Forwarder:
             response_deserializer=response_type.FromString,
         )
         try:
-            response: M = call(
+            response, answered = call.with_call(
                 request, timeout=timeout, metadata=((FORWARDED_BY, self._worker_id),)
             )
         except grpc.RpcError as exc:
@@ -219,18 +260,20 @@ class Forwarder:
                 return None
             raise LeaderAnswered(status) from None
         log.debug("request_forwarded", rpc=method, leader_id=target.leader_id)
-        return response
+        self._catch_up(answered, give_up_at)
+        typed: M = response
+        return typed
 
-    def _channel(self, address: str) -> grpc.Channel | None:
-        """The channel to ``address``, created once; None once the forwarder is closed."""
-        with self._lock:
-            if self._closed:
-                return None
-            channel = self._channels.get(address)
-            if channel is None:
-                channel = grpc.insecure_channel(address, options=self._channel_options)
-                self._channels[address] = channel
-            return channel
+    def _catch_up(self, answered: grpc.Call, give_up_at: float) -> None:
+        """Waits (within the deadline) until this worker's view shows the leader's write;
+        if it cannot, the write still succeeded: answer anyway, and log it."""
+        position = _config_position(answered)
+        if self.view is None or position is None:
+            return
+        try:
+            self.view.wait_for_config_position(position, max(0.0, give_up_at - time.monotonic()))
+        except UnavailableError as exc:
+            log.warning("forward_catch_up_late", position=position, error=exc.message)
 
     def _gave_up(
         self, method: str, target: _Target | None, attempts: int
@@ -256,6 +299,16 @@ class _BareStatus(grpc.Status):
     code: grpc.StatusCode
     details: str
     trailing_metadata: tuple[tuple[str, bytes], ...]
+
+
+def _config_position(answered: grpc.Call) -> int | None:
+    for key, value in answered.trailing_metadata() or ():
+        if key == CONFIG_POSITION:
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
 
 
 def _serialize(message: Message) -> bytes:
@@ -329,10 +382,10 @@ def forwardable(response_type: type[M]) -> Callable[[F], F]:
 
         @functools.wraps(method)
         def wrapper(self: Any, request: Message, context: grpc.ServicerContext) -> Any:
+            forwarder: Forwarder | None = getattr(self, "forwarder", None)
             try:
-                return method(self, request, context)
+                response = method(self, request, context)
             except NotLeaderError as exc:
-                forwarder: Forwarder | None = getattr(self, "forwarder", None)
                 if forwarder is None or forwarded_by(context) is not None:
                     raise
                 try:
@@ -342,6 +395,10 @@ def forwardable(response_type: type[M]) -> Callable[[F], F]:
                 except LeaderAnswered as answered:
                     _answer_with(context, answered.status)
                     return response_type()
+            if forwarder is not None and forwarder.view is not None and forwarded_by(context):
+                position = forwarder.view.config_position()
+                context.set_trailing_metadata(((CONFIG_POSITION, str(position)),))
+            return response
 
         return wrapper  # type: ignore[return-value]
 

@@ -9,6 +9,9 @@ import structlog
 from grpc_health.v1 import health, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from connect_grpc.api.cluster_service import SERVICE_NAME as CLUSTER_SERVICE_NAME
+from connect_grpc.api.cluster_service import ClusterServicer, TaskConfigSink
+from connect_grpc.api.forwarding import Forwarder
 from connect_grpc.api.health import HealthReporter
 from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.herder.base import Herder
@@ -31,7 +34,12 @@ class ApiServer:
         port: int,
         limits: Limits | None = None,
         max_workers: int = 32,
+        *,
+        forwarder: Forwarder | None = None,
+        cluster: TaskConfigSink | None = None,
     ) -> None:
+        """Distributed mode passes ``forwarder`` (writes a follower receives go to the
+        leader) and ``cluster`` (the herder, serving the workers' ClusterService)."""
         limits = limits or Limits()
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
@@ -40,13 +48,19 @@ class ApiServer:
                 ("grpc.max_send_message_length", limits.grpc_send_bytes),
             ],
         )
-        servicer = ConnectServicer(herder, max_send_bytes=limits.grpc_send_bytes)
+        servicer = ConnectServicer(
+            herder, max_send_bytes=limits.grpc_send_bytes, forwarder=forwarder
+        )
         pb_grpc.add_ConnectServiceServicer_to_server(servicer, self._server)
+        services = [SERVICE_NAME]
+        if cluster is not None:
+            pb_grpc.add_ClusterServiceServicer_to_server(ClusterServicer(cluster), self._server)
+            services.append(CLUSTER_SERVICE_NAME)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         self._health_reporter = HealthReporter(herder, self._health, (SERVICE_NAME,))
         reflection.enable_server_reflection(
-            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+            (*services, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
         try:
             self.port = self._server.add_insecure_port(f"{host}:{port}")

@@ -270,3 +270,23 @@ def _rounds(live: Sequence[str], room: Mapping[str, int]) -> list[str]:
     """One slot per free place, dealt in rounds: every worker with room once, then again."""
     deepest = max(room.values(), default=0)
     return [w for depth in range(deepest) for w in live if room[w] > depth]
+
+
+def safe_step(
+    target: Mapping[str, WorkerAssignment], current: Mapping[str, WorkerAssignment]
+) -> dict[str, WorkerAssignment]:
+    """The part of ``target`` that can be published now without running an instance twice.
+
+    ``current`` is what each live worker holds (it has carried out that assignment). An
+    instance that ``target`` moves to another worker is withheld from its new owner while
+    its current owner still holds it: this step revokes it, and once the owner has
+    confirmed (or left the group) the next step gives it away.
+    """
+    step: dict[str, WorkerAssignment] = {}
+    for worker, wanted in target.items():
+        held_elsewhere = _instances(a for w, a in current.items() if w != worker)
+        step[worker] = WorkerAssignment.of(
+            (c for c in wanted.connectors if c not in held_elsewhere),
+            (t for t in wanted.tasks if t not in held_elsewhere),
+        )
+    return step

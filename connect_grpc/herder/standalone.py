@@ -15,7 +15,7 @@ store (they take neither lock).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -24,7 +24,6 @@ from connect_grpc import __version__
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import (
     ClusterInfo,
-    ConfigInfos,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStatus,
@@ -32,7 +31,6 @@ from connect_grpc.domain import (
     CreateResult,
     HealthReport,
     InstanceStatus,
-    PluginDesc,
     PutConfigResult,
     RestartRequest,
     State,
@@ -45,24 +43,20 @@ from connect_grpc.domain import (
 from connect_grpc.errors import (
     AlreadyExistsError,
     ConnectError,
-    FailedPreconditionError,
     InstanceFailedError,
     NotFoundError,
-    PreconditionViolation,
 )
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.common import HerderCommon
 from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.restart import RestartPlan, build_restart_plan
+from connect_grpc.herder.rules import connector_type, not_stopped, task_target, too_many_tasks
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
-    check_config_size,
-    config_with_name,
     tasks_max,
-    validate_name,
 )
-from connect_grpc.runtime.kafka_monitor import KafkaReachability
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
@@ -87,7 +81,7 @@ class _ConnectorState:
         return [TaskId(name, index) for index in range(len(self.task_configs))]
 
 
-class StandaloneHerder:
+class StandaloneHerder(HerderCommon):
     """The Herder of a single standalone worker.
 
     Connector names reach it normalised (``validation.validate_name``, applied at the API
@@ -146,15 +140,9 @@ class StandaloneHerder:
         if not self._lock.acquire(timeout=RESPONSIVE_TIMEOUT_S):
             return HealthReport(False, "the control plane has been busy for over 2 s")
         self._lock.release()
-        if isinstance(self._worker, KafkaReachability):
-            away = self._worker.kafka_unreachable_for()
-            grace_ms = self._config.resilience.kafka_unreachable_grace_ms
-            if away is not None and away * 1000 > grace_ms:
-                return HealthReport(
-                    False,
-                    f"Kafka ({self._config.bootstrap_servers}) has been unreachable for "
-                    f"{away:.0f} s (health.kafka.unreachable.grace.ms={grace_ms})",
-                )
+        kafka_problem = self._kafka_unhealthy()
+        if kafka_problem is not None:
+            return HealthReport(False, kafka_problem)
         return HealthReport(True, "")
 
     # reads
@@ -198,24 +186,6 @@ class StandaloneHerder:
             raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
         return TaskStatus(task.task, self._board.task(task))
 
-    def watch_status(
-        self, name: str, is_active: Callable[[], bool]
-    ) -> Iterator[ConnectorStatus | None]:
-        last: ConnectorStatus | None = None
-        version = -1
-        while is_active():
-            version = self._board.wait_for_change(version, timeout=1.0)
-            try:
-                current = self.connector_status(name)
-            except NotFoundError:
-                if last is not None:
-                    yield None
-                    return
-                raise
-            if current != last:
-                last = current
-                yield current
-
     # mutations (each holds its connector's lock; the herder lock only around map updates)
 
     def create_connector(
@@ -225,18 +195,11 @@ class StandaloneHerder:
         initial_state: TargetState,
         initial_offsets: Sequence[ConnectorOffset] | None = None,
     ) -> CreateResult:
-        name = validate_name(name)
-        full_config = config_with_name(name, config)
-        check_config_size(full_config, self._config.limits.config_bytes)
+        name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
             if self._exists(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            try:
-                self._validator.ensure_valid(full_config)
-            except ConnectError as exc:
-                if initial_offsets is None:
-                    raise
-                raise exc.in_step("validate config") from exc
+            self._validate_for_create(full_config, initial_offsets)
             offsets_message = ""
             if initial_offsets is not None:
                 offsets_message = self._offset_manager.set_initial(
@@ -251,9 +214,7 @@ class StandaloneHerder:
             return CreateResult(self.connector_info(name), offsets_message)
 
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
-        name = validate_name(name)
-        full_config = config_with_name(name, config)
-        check_config_size(full_config, self._config.limits.config_bytes)
+        name, full_config = self._normalised(name, config)
         connector_type = self._connector_type(full_config)
         with self._connector_locks.hold(name):
             self._validator.ensure_valid(full_config)
@@ -400,7 +361,7 @@ class StandaloneHerder:
 
     @staticmethod
     def _task_target(state: _ConnectorState) -> TargetState:
-        return TargetState.PAUSED if state.target is TargetState.PAUSED else TargetState.STARTED
+        return task_target(state.target)
 
     def _execute_restart(self, plan: RestartPlan) -> None:
         """Carries out a flagged restart on its own thread (takes the connector's lock).
@@ -474,21 +435,10 @@ class StandaloneHerder:
             stopped = state.target is TargetState.STOPPED and not state.task_configs
             config = dict(state.config)
         if not stopped or self._worker.connector_running(name):
-            raise FailedPreconditionError(
-                f"Connector {name} must be in the STOPPED state, with no tasks, before its "
-                "offsets can be modified. Stop it first with the StopConnector RPC "
-                "(connect.v1.ConnectService/StopConnector).",
-                [PreconditionViolation("STATE", name, "connector is not STOPPED")],
-            )
+            raise not_stopped(name)
         return config
 
     # plugins and cluster
-
-    def validate_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
-        return self._validator.validate(config, plugin)
-
-    def plugins(self, include_config_definitions: bool = False) -> list[PluginDesc]:
-        return self._plugins.describe(include_config_definitions)
 
     def cluster_info(self) -> ClusterInfo:
         address = f"{self._config.listener_host}:{self._config.listener_port}"
@@ -529,12 +479,7 @@ class StandaloneHerder:
             return state.task_ids(name)
 
     def _connector_type(self, config: Mapping[str, str]) -> ConnectorType:
-        try:
-            return Plugins.connector_type(
-                self._plugins.connector_class(config.get("connector.class", ""))
-            )
-        except NotFoundError:
-            return ConnectorType.UNKNOWN
+        return connector_type(self._plugins, config)
 
     # reconciliation (callers hold the connector's lock)
 
@@ -583,13 +528,9 @@ class StandaloneHerder:
         except ConnectError as exc:
             self._log.warning("task_configs_failed", connector=name, error=exc.message)
             return
-        if len(new_configs) > max_tasks:
-            self._fail_connector(
-                name,
-                f"The connector {name} has generated {len(new_configs)} tasks, which is greater "
-                f"than {max_tasks}, the maximum number of tasks it is configured to create "
-                "(tasks.max).",
-            )
+        too_many = too_many_tasks(name, len(new_configs), max_tasks)
+        if too_many is not None:
+            self._fail_connector(name, too_many)
             return
         running = self._worker.task_ids()
         if new_configs == current and all(task in running for task in task_ids):

@@ -78,6 +78,12 @@ def _describe_group(admin: Any, timeout_s: float, group: str) -> bool:
     return bool(_result(future, timeout_s).members)
 
 
+def _group_members(admin: Any, timeout_s: float, group: str) -> list[str]:
+    """The client ids of the group's current members, sorted (empty: no such group)."""
+    future = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group]
+    return sorted(member.client_id for member in _result(future, timeout_s).members or [])
+
+
 def _list_group_offsets(admin: Any, timeout_s: float, group: str) -> GroupOffsetList:
     from confluent_kafka import ConsumerGroupTopicPartitions
 
@@ -125,6 +131,7 @@ def _partition_counts(admin: Any, timeout_s: float, topics: list[str]) -> dict[s
 
 _OPS: Mapping[str, Callable[..., Any]] = {
     "describe_group": _describe_group,
+    "group_members": _group_members,
     "list_group_offsets": _list_group_offsets,
     "alter_group_offsets": _alter_group_offsets,
     "delete_group": _delete_group,

@@ -10,6 +10,8 @@ UTF-8 strings, values compact JSON (null is a tombstone)::
     target-state-<c>       {"state": "PAUSED", "state.v2": "STOPPED"}
     restart-connector-<c>  {"include-tasks": true, "only-failed": false}
     tasks-fencing-<c>      {"task-count": N}
+    connect-grpc-<...>     any JSON value: the cluster layer's own records (leader,
+                           assignment), which Kafka Connect skips as unknown keys
 
 Task configs are written in two phases, as Kafka does: ``task-<c>-<n>`` records are held
 back until the ``commit-<c>`` record arrives, and only then replace the connector's task
@@ -58,6 +60,8 @@ TASK_PREFIX = "task-"
 COMMIT_PREFIX = "commit-"
 TARGET_STATE_PREFIX = "target-state-"
 TASK_COUNT_PREFIX = "tasks-fencing-"
+#: Keys of the records the cluster layer adds (``connect_grpc.cluster.records``).
+EXTENSION_PREFIX = "connect-grpc-"
 
 PROPERTIES_FIELD = "properties"
 TASKS_FIELD = "tasks"
@@ -66,7 +70,9 @@ STATE_V2_FIELD = "state.v2"
 TASK_COUNT_FIELD = "task-count"
 
 #: What a record changed, as reported to the listener.
-ChangeKind = Literal["connector", "tasks", "target_state", "restart", "task_count"]
+ChangeKind = Literal[
+    "connector", "tasks", "target_state", "restart", "task_count", "extension"
+]
 #: The listener: (kind, connector, the restart request for kind "restart", else None).
 ConfigListener = Callable[[ChangeKind, str, RestartRequest | None], None]
 #: A connector's or task's configuration.
@@ -93,6 +99,7 @@ class ConfigSnapshot:
         target_states: connector name → target state (STARTED for a connector without one).
         task_counts: connector name → the task count of its latest ``tasks-fencing`` record.
         inconsistent: connectors whose latest commit named tasks that were not all present.
+        extensions: key → decoded JSON value of each live ``connect-grpc-`` record.
     """
 
     offset: int = NO_OFFSET
@@ -101,6 +108,7 @@ class ConfigSnapshot:
     target_states: Mapping[str, TargetState] = field(default_factory=lambda: MappingProxyType({}))
     task_counts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     inconsistent: frozenset[str] = frozenset()
+    extensions: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def contains(self, connector: str) -> bool:
         """Whether the connector has a config."""
@@ -125,6 +133,7 @@ class SnapshotBuilder:
     target_states: dict[str, TargetState] = field(default_factory=dict)
     task_counts: dict[str, int] = field(default_factory=dict)
     inconsistent: set[str] = field(default_factory=set)
+    extensions: dict[str, Any] = field(default_factory=dict)
     #: connector → task number → config, written but not yet committed.
     deferred: dict[str, dict[int, Config]] = field(default_factory=dict)
 
@@ -137,6 +146,7 @@ class SnapshotBuilder:
             target_states=MappingProxyType(dict(self.target_states)),
             task_counts=MappingProxyType(dict(self.task_counts)),
             inconsistent=frozenset(self.inconsistent),
+            extensions=MappingProxyType(dict(self.extensions)),
         )
 
 
@@ -319,6 +329,8 @@ def apply_record(builder: SnapshotBuilder, key: str, value: bytes | None) -> Con
     target-state tombstone, an unknown key). Raises ValueError for a malformed value; the
     builder is then unchanged.
     """
+    if key.startswith(EXTENSION_PREFIX):
+        return _apply_extension(builder, key, value)
     if key.startswith(TARGET_STATE_PREFIX):
         return _apply_target_state(builder, key[len(TARGET_STATE_PREFIX) :], value)
     if key.startswith(TASK_COUNT_PREFIX):
@@ -396,17 +408,72 @@ def _apply_task_count(
     return ConfigChange("task_count", connector)
 
 
+def _apply_extension(builder: SnapshotBuilder, key: str, value: bytes | None) -> ConfigChange:
+    if value is None:
+        builder.extensions.pop(key, None)
+    else:
+        builder.extensions[key] = _load(value)
+    return ConfigChange("extension", key)
+
+
 def _apply_restart(connector: str, value: bytes | None) -> ConfigChange | None:
     if value is None:
         return None
     return ConfigChange("restart", connector, decode_restart(connector, value))
 
 
-# --- the store --------------------------------------------------------------------------
+# --- records to write ------------------------------------------------------------------
+
+#: A record to write: (key, value); a None value is a tombstone.
+RawRecord = tuple[bytes, bytes | None]
 
 
-def _record(key: str, value: bytes | None) -> tuple[bytes, bytes | None]:
+def _record(key: str, value: bytes | None) -> RawRecord:
     return key.encode(), value
+
+
+def connector_config_records(
+    name: str, config: Config, target_state: TargetState | None = None
+) -> list[RawRecord]:
+    """The connector's config, preceded by its target state when one is given."""
+    records = [] if target_state is None else target_state_records(name, target_state)
+    records.append(_record(connector_key(name), encode_properties(config)))
+    return records
+
+
+def removal_records(name: str, task_count: int) -> list[RawRecord]:
+    """Tombstones for the connector's config, target state and ``task_count`` task configs."""
+    records = [_record(connector_key(name), None), _record(target_state_key(name), None)]
+    records += [_record(task_key(name, n), None) for n in range(task_count)]
+    return records
+
+
+def task_config_records(name: str, configs: list[Config]) -> list[RawRecord]:
+    """The connector's task configs, then the commit that makes them visible."""
+    records = [_record(task_key(name, n), encode_properties(c)) for n, c in enumerate(configs)]
+    records.append(_record(commit_key(name), encode_commit(len(configs))))
+    return records
+
+
+def target_state_records(name: str, state: TargetState) -> list[RawRecord]:
+    """The connector's target state."""
+    return [_record(target_state_key(name), encode_target_state(state))]
+
+
+def restart_records(request: RestartRequest) -> list[RawRecord]:
+    """A restart request; every worker's store hears of it."""
+    return [_record(restart_key(request.connector), encode_restart(request))]
+
+
+def extension_record(key: str, value: object | None) -> RawRecord:
+    """One of the cluster layer's records (``key`` starts with ``connect-grpc-``)."""
+    if not key.startswith(EXTENSION_PREFIX):
+        raise ValueError(f"extension keys start with {EXTENSION_PREFIX!r}: {key!r}")
+    encoded = None if value is None else json.dumps(value, separators=(",", ":")).encode()
+    return _record(key, encoded)
+
+
+# --- the store --------------------------------------------------------------------------
 
 
 class KafkaConfigStore:
@@ -420,10 +487,10 @@ class KafkaConfigStore:
     on the tailing thread after each record that changed something, this store's own
     writes included. Thread-safe.
 
-    Writes use the plain idempotent producer of
-    :meth:`~connect_grpc.storage.kafka_log.KafkaBasedLog.send_all`: nothing stops a
-    deposed leader from writing. Fencing the previous leader with a transactional producer
-    (``<group.id>-leader``, DESIGN §4) is left to the distributed herder's work.
+    The ``put_*`` methods write with the plain idempotent producer of
+    :meth:`~connect_grpc.storage.kafka_log.KafkaBasedLog.send_all` (tools and tests); the
+    distributed herder's leader writes the same records (the ``*_records`` functions)
+    through its fenced transactional writer and waits for them with :meth:`wait_for`.
     """
 
     def __init__(
@@ -477,40 +544,42 @@ class KafkaConfigStore:
         self, name: str, config: Config, target_state: TargetState | None = None
     ) -> None:
         """Writes the connector's config, preceded by its target state when one is given."""
-        records = [] if target_state is None else [self._target_state_record(name, target_state)]
-        records.append(_record(connector_key(name), encode_properties(config)))
-        self._write(records)
+        self._write(connector_config_records(name, config, target_state))
 
     def remove_connector(self, name: str) -> None:
         """Deletes the connector: tombstones its config, target state and task configs."""
-        numbers = range(len(self.snapshot().task_configs(name)))
-        records = [_record(connector_key(name), None), _record(target_state_key(name), None)]
-        records += [_record(task_key(name, n), None) for n in numbers]
-        self._write(records)
+        self._write(removal_records(name, len(self.snapshot().task_configs(name))))
 
     def put_task_configs(self, name: str, configs: list[Config]) -> None:
         """Writes the connector's task configs, then the commit that makes them visible."""
-        records = [_record(task_key(name, n), encode_properties(c)) for n, c in enumerate(configs)]
-        records.append(_record(commit_key(name), encode_commit(len(configs))))
-        self._write(records)
+        self._write(task_config_records(name, configs))
 
     def put_target_state(self, name: str, state: TargetState) -> None:
         """Writes the connector's target state."""
-        self._write([self._target_state_record(name, state)])
+        self._write(target_state_records(name, state))
 
     def put_restart_request(self, request: RestartRequest) -> None:
         """Writes a restart request; every store's listener hears of it."""
-        self._write([_record(restart_key(request.connector), encode_restart(request))])
+        self._write(restart_records(request))
 
     def put_task_count_record(self, name: str, count: int) -> None:
         """Writes the connector's task count (``tasks-fencing-<name>``)."""
         self._write([_record(task_count_key(name), encode_task_count(count))])
 
-    @staticmethod
-    def _target_state_record(name: str, state: TargetState) -> tuple[bytes, bytes | None]:
-        return _record(target_state_key(name), encode_target_state(state))
+    def wait_for(self, written: list[LogRecord], timeout: float | None = None) -> None:
+        """Blocks until records another writer wrote (a transaction) are applied here.
 
-    def _write(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        Raises UnavailableError after ``timeout`` seconds (default: the store's timeout).
+        """
+        self._log.read_past(written, timeout)
+
+    def wait_for_offset(self, offset: int, timeout: float | None = None) -> None:
+        """Blocks until the records before ``offset`` are applied here (read-your-writes
+        after another worker's write); raises UnavailableError after ``timeout``."""
+        if offset > 0:
+            self._log.read_past([LogRecord(None, None, 0, offset - 1)], timeout)
+
+    def _write(self, records: list[RawRecord]) -> None:
         """Writes the records in order and waits until they are applied here."""
         self._log.send_all(records)
         self._log.read_to_end(self._timeout)

@@ -9,7 +9,9 @@ names may contain dashes). Values (JSON)::
 
 A tombstone (null value) deletes: a connector's tombstone forgets the connector and all
 its tasks, a task's the task. Kafka Connect's ``status-topic-…`` records (active topics)
-are ignored.
+are ignored. Keys starting ``connect-grpc-`` are the cluster layer's own records (each
+worker's address, ``connect_grpc.cluster.records``), any JSON value, which Kafka Connect
+skips.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ DEFAULT_REPLICATION_FACTOR = 1
 CONNECTOR_PREFIX = "status-connector-"
 TASK_PREFIX = "status-task-"
 TOPIC_PREFIX = "status-topic-"
+EXTENSION_PREFIX = "connect-grpc-"
 
 _STATES = frozenset(state.value for state in State)
 
@@ -142,6 +145,8 @@ class KafkaStatusStore:
         #: The generation each current status was written in.
         self._generations: dict[StatusKey, int] = {}
         self._freshness = Freshness()
+        #: key → decoded value of each live ``connect-grpc-`` record.
+        self._extensions: dict[str, Any] = {}
         spec = TopicSpec(topic, partitions, replication_factor, compact=True)
         self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
 
@@ -209,6 +214,19 @@ class KafkaStatusStore:
         """Forgets the task's status (a tombstone)."""
         self._write([(task_key(task), None)])
 
+    def put_extension(self, key: str, value: object | None) -> None:
+        """Writes (None: deletes) one of the cluster layer's records; ``key`` starts with
+        ``connect-grpc-``. Raises ConnectError if it was not written."""
+        if not key.startswith(EXTENSION_PREFIX):
+            raise ValueError(f"extension keys start with {EXTENSION_PREFIX!r}: {key!r}")
+        encoded = None if value is None else json.dumps(value, separators=(",", ":")).encode()
+        self._write([(key.encode(), encoded)])
+
+    def extensions(self, prefix: str = EXTENSION_PREFIX) -> dict[str, Any]:
+        """The live cluster-layer records whose key starts with ``prefix``."""
+        with self._lock:
+            return {k: v for k, v in self._extensions.items() if k.startswith(prefix)}
+
     def _write(self, records: list[tuple[bytes, bytes | None]]) -> None:
         for written in self._log.send_all(records):
             self._apply(written)
@@ -216,6 +234,9 @@ class KafkaStatusStore:
 
     def _apply(self, record: LogRecord) -> None:
         """Applies one record of the topic (read back, or just written) to the in-memory view."""
+        if record.key is not None and record.key.startswith(EXTENSION_PREFIX.encode()):
+            self._apply_extension(record)
+            return
         key = parse_key(record.key)
         if key is None:
             if record.key is None or not record.key.startswith(TOPIC_PREFIX.encode()):
@@ -239,6 +260,21 @@ class KafkaStatusStore:
             else:
                 self._set(key, decoded[0])
                 self._generations[key] = decoded[1]
+
+    def _apply_extension(self, record: LogRecord) -> None:
+        key = bytes(record.key or b"").decode(errors="replace")
+        try:
+            value = None if record.value is None else json.loads(record.value)
+        except ValueError:
+            log.warning("status_record_skipped", key=key, offset=record.offset)
+            return
+        with self._lock:
+            if not self._freshness.accept(key, record):
+                return
+            if value is None:
+                self._extensions.pop(key, None)
+            else:
+                self._extensions[key] = value
 
     def _superseded(self, key: StatusKey, status: InstanceStatus, generation: int) -> bool:
         """Whether another worker's status of a newer generation stands. Under the lock."""

@@ -1,5 +1,6 @@
-"""Worker processes for tests: start a real standalone worker as a separate process and
-hand back a gRPC channel to it (the counterpart of Kafka's EmbeddedConnectCluster)."""
+"""Worker processes for tests: start real workers (standalone, or the workers of a
+distributed cluster) as separate processes and hand back gRPC channels to them (the
+counterpart of Kafka's EmbeddedConnectCluster)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def free_port() -> int:
 
 
 class WorkerProcess:
-    """A ``connect-grpc standalone`` process on a free loopback port."""
+    """A ``connect-grpc standalone`` (or, with ``mode="distributed"``, ``distributed``)
+    process on a free loopback port. A distributed worker needs ``group.id`` and the three
+    ``*.storage.topic`` properties in ``extra_properties`` (see :func:`cluster_properties`)."""
 
     def __init__(
         self,
@@ -38,9 +41,12 @@ class WorkerProcess:
         bootstrap_servers: str,
         extra_properties: Mapping[str, str] | None = None,
         connector_files: Sequence[Path] = (),
+        mode: str = "standalone",
+        port: int | None = None,
     ) -> None:
         self.work_dir = work_dir
-        self.port = free_port()
+        self.mode = mode
+        self.port = port or free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.log_path = work_dir / "worker.log"
         self.properties_path = work_dir / "worker.properties"
@@ -63,7 +69,7 @@ class WorkerProcess:
         self.channel: grpc.Channel | None = None
 
     def start(self, timeout: float = 120.0) -> WorkerProcess:
-        command = [sys.executable, "-m", "connect_grpc.cli", "standalone",
+        command = [sys.executable, "-m", "connect_grpc.cli", self.mode,
                    str(self.properties_path), *map(str, self._connector_files)]
         with self.log_path.open("ab") as log_file:
             self._process = subprocess.Popen(
@@ -103,6 +109,15 @@ class WorkerProcess:
     def logs(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")[-20000:]
 
+    def kill(self) -> None:
+        """SIGKILL the whole process group (kill -9): nothing is closed, the group expires it."""
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        if self._process is not None and self._process.poll() is None:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(10)
+
     def stop(self, timeout: float = 60.0) -> int | None:
         """SIGTERM, then wait; SIGKILL the whole process group if it does not exit in time."""
         if self.channel is not None:
@@ -129,6 +144,26 @@ class WorkerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def cluster_properties(
+    group_id: str, session_timeout_ms: int = 6000, heartbeat_interval_ms: int = 1000
+) -> dict[str, str]:
+    """The properties that make workers members of one cluster ``group_id``, with internal
+    topics of their own (replication factor 1: a single test broker)."""
+    return {
+        "group.id": group_id,
+        "config.storage.topic": f"{group_id}-configs",
+        "offset.storage.topic": f"{group_id}-offsets",
+        "status.storage.topic": f"{group_id}-status",
+        "config.storage.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "offset.storage.partitions": "5",
+        "status.storage.partitions": "3",
+        "session.timeout.ms": str(session_timeout_ms),
+        "heartbeat.interval.ms": str(heartbeat_interval_ms),
+    }
 
 
 def wait_until(condition: Callable[[], T], timeout: float = 60.0, interval: float = 0.2) -> T:

@@ -559,12 +559,16 @@ class GetClusterInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class WorkerInfo(_message.Message):
-    __slots__ = ("id", "address")
+    __slots__ = ("id", "address", "connectors", "tasks")
     ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTORS_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
     id: str
     address: str
-    def __init__(self, id: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+    connectors: _containers.RepeatedScalarFieldContainer[str]
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskId]
+    def __init__(self, id: _Optional[str] = ..., address: _Optional[str] = ..., connectors: _Optional[_Iterable[str]] = ..., tasks: _Optional[_Iterable[_Union[TaskId, _Mapping]]] = ...) -> None: ...
 
 class GetClusterInfoResponse(_message.Message):
     __slots__ = ("version", "mode", "kafka_cluster_id", "leader_id", "leader_address", "workers", "generation", "worker_id")
@@ -585,3 +589,30 @@ class GetClusterInfoResponse(_message.Message):
     generation: int
     worker_id: str
     def __init__(self, version: _Optional[str] = ..., mode: _Optional[str] = ..., kafka_cluster_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_address: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ..., generation: _Optional[int] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class TaskConfig(_message.Message):
+    __slots__ = ("config",)
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    config: _containers.ScalarMap[str, str]
+    def __init__(self, config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class PutTaskConfigsRequest(_message.Message):
+    __slots__ = ("name", "tasks", "worker_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskConfig]
+    worker_id: str
+    def __init__(self, name: _Optional[str] = ..., tasks: _Optional[_Iterable[_Union[TaskConfig, _Mapping]]] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class PutTaskConfigsResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -979,3 +979,86 @@ class ConnectService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class ClusterServiceStub:
+    """The workers' own calls to each other in distributed mode (not for clients): the worker
+    that runs a connector hands the task configs it generated to the leader, which alone
+    writes the config topic (Kafka Connect's internal PUT /connectors/{name}/tasks).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.PutTaskConfigs = channel.unary_unary(
+                '/connect.v1.ClusterService/PutTaskConfigs',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsResponse.FromString,
+                _registered_method=True)
+
+
+class ClusterServiceServicer:
+    """The workers' own calls to each other in distributed mode (not for clients): the worker
+    that runs a connector hands the task configs it generated to the leader, which alone
+    writes the config topic (Kafka Connect's internal PUT /connectors/{name}/tasks).
+    """
+
+    def PutTaskConfigs(self, request, context):
+        """Replaces a connector's task configs. Answered by the leader only: any other worker
+        answers UNAVAILABLE with ErrorInfo reason NOT_LEADER.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ClusterServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'PutTaskConfigs': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutTaskConfigs,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'connect.v1.ClusterService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('connect.v1.ClusterService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class ClusterService:
+    """The workers' own calls to each other in distributed mode (not for clients): the worker
+    that runs a connector hands the task configs it generated to the leader, which alone
+    writes the config topic (Kafka Connect's internal PUT /connectors/{name}/tasks).
+    """
+
+    @staticmethod
+    def PutTaskConfigs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ClusterService/PutTaskConfigs',
+            connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

@@ -168,10 +168,12 @@ CASES = [
 ]
 
 
-def _run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _run(
+    args: list[str], timeout: float = 120, mode: str = "standalone"
+) -> subprocess.CompletedProcess[str]:
     """The real command, in its own session so that anything it leaves running is found."""
     return subprocess.run(
-        [sys.executable, "-m", "connect_grpc.cli", "standalone", *args],
+        [sys.executable, "-m", "connect_grpc.cli", mode, *args],
         capture_output=True, text=True, timeout=timeout, check=False, start_new_session=True,
     )
 
@@ -262,3 +264,36 @@ def test_spark_that_cannot_start_is_a_run_time_failure(tmp_path: Path) -> None:
     assert "Traceback" not in output, output
     (event,) = _failure_lines(output)
     assert "could not start" in event["error"] and event["fix"], event
+
+
+_CLUSTER = {
+    "group.id": "g",
+    "config.storage.topic": "g-configs",
+    "offset.storage.topic": "g-offsets",
+    "status.storage.topic": "g-status",
+}
+
+DISTRIBUTED_CASES = [
+    Case("no group.id", lambda tmp: [str(_worker(tmp, **{**_CLUSTER, "group.id": None}))],
+         "property", "group.id", "required"),
+    Case("no status topic",
+         lambda tmp: [str(_worker(tmp, **{**_CLUSTER, "status.storage.topic": None}))],
+         "property", "status.storage.topic"),
+    Case("bad partitions",
+         lambda tmp: [str(_worker(tmp, **_CLUSTER, **{"offset.storage.partitions": "0"}))],
+         "property", "offset.storage.partitions"),
+    Case("heartbeat not below session",
+         lambda tmp: [str(_worker(tmp, **_CLUSTER, **{"heartbeat.interval.ms": "20000"}))],
+         "property", "heartbeat.interval.ms"),
+    Case("wildcard advertised listener",
+         lambda tmp: [str(_worker(tmp, **_CLUSTER, **{"advertised.listener": "grpc://0.0.0.0:1"}))],
+         "property", "advertised.listener"),
+    Case("Kafka unreachable", lambda tmp: [str(_worker(tmp, **_CLUSTER))],
+         "property", "bootstrap.servers", exit_code=1),
+]
+
+
+@pytest.mark.parametrize("case", DISTRIBUTED_CASES, ids=[c.id for c in DISTRIBUTED_CASES])
+def test_distributed_start_up_failure_is_one_line(tmp_path: Path, case: Case) -> None:
+    result = _run(case.arrange(tmp_path), timeout=120, mode="distributed")
+    _check(result, case, case.culprit)

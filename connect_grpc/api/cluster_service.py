@@ -1,0 +1,79 @@
+"""ClusterService: the workers' own calls to each other (distributed mode, not for clients).
+
+The worker that runs a connector generates its task configs; only the leader writes the
+config topic, so the worker sends them to the leader's ClusterService/PutTaskConfigs (Kafka
+Connect's internal ``PUT /connectors/{name}/tasks``). A worker that is not the leader
+answers UNAVAILABLE / NOT_LEADER, and the sender tries again on its next round.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import grpc
+import structlog
+
+from connect_grpc.api.errors import mapped
+from connect_grpc.api.forwarding import ChannelPool
+from connect_grpc.errors import UnavailableError
+from connect_grpc.herder.validation import validate_name
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+
+log = structlog.get_logger(__name__)
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ClusterService"].full_name
+
+
+class TaskConfigSink(Protocol):
+    def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None: ...
+
+
+class ClusterServicer(pb_grpc.ClusterServiceServicer):  # type: ignore[misc]  # generated, untyped
+    def __init__(self, herder: TaskConfigSink) -> None:
+        self._herder = herder
+
+    @mapped
+    def PutTaskConfigs(
+        self, request: pb.PutTaskConfigsRequest, context: grpc.ServicerContext
+    ) -> pb.PutTaskConfigsResponse:
+        name = validate_name(request.name)
+        configs = [dict(task.config) for task in request.tasks]
+        log.info("task_configs_received", connector=name, tasks=len(configs),
+                 from_worker=request.worker_id)
+        self._herder.put_task_configs(name, configs)
+        return pb.PutTaskConfigsResponse()
+
+
+class TaskConfigSender:
+    """Sends task configs to the leader over one long-lived channel per address."""
+
+    def __init__(self, worker_id: str) -> None:
+        self._worker_id = worker_id
+        self._channels = ChannelPool()
+
+    def __call__(
+        self, address: str, name: str, configs: list[dict[str, str]], timeout: float
+    ) -> None:
+        """Raises UnavailableError when the leader did not take them (try again later)."""
+        channel = self._channels.get(address)
+        if channel is None:
+            raise UnavailableError("the worker is stopping", 1.0)
+        stub = pb_grpc.ClusterServiceStub(channel)
+        request = pb.PutTaskConfigsRequest(
+            name=name,
+            tasks=[pb.TaskConfig(config=config) for config in configs],
+            worker_id=self._worker_id,
+        )
+        try:
+            stub.PutTaskConfigs(request, timeout=timeout)
+        except grpc.RpcError as exc:
+            call: grpc.Call = exc  # type: ignore[assignment]  # a unary call's error is its Call
+            raise UnavailableError(
+                f"the leader at {address} did not take the task configs of {name}: "
+                f"{call.code().name} {call.details()}",
+                1.0,
+            ) from None
+
+    def close(self) -> None:
+        self._channels.close()

@@ -1,0 +1,166 @@
+"""The records the cluster layer adds to Kafka Connect's topics, under keys of its own.
+
+Kafka Connect skips keys it does not know, so these live beside its records untouched:
+
+config topic (written by the leader only, through its fenced writer)::
+
+    connect-grpc-leader       {"id": "w1", "address": "10.0.0.1:8083", "term": 4}
+    connect-grpc-assignment   {"generation": 7, "leader": "w1",
+                               "workers": {"w1": {"connectors": ["a"],
+                                                  "tasks": [["a", 0], ["b", 1]]}}}
+
+status topic (each worker writes its own)::
+
+    connect-grpc-worker-<id>  {"address": "10.0.0.2:8083", "generation": 7}
+
+``term`` counts leadership changes as the config topic saw them (each new leader writes
+the previous term + 1); ``generation`` counts assignments. A worker's record names the
+last assignment generation it has carried out, which is how the leader knows that a
+revoked instance has stopped before it gives it to another worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+from connect_grpc.cluster.assignment import WorkerAssignment
+from connect_grpc.domain import TaskId
+
+LEADER_KEY = "connect-grpc-leader"
+ASSIGNMENT_KEY = "connect-grpc-assignment"
+WORKER_KEY_PREFIX = "connect-grpc-worker-"
+
+
+def worker_key(worker_id: str) -> str:
+    return f"{WORKER_KEY_PREFIX}{worker_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderRecord:
+    worker_id: str
+    address: str
+    term: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.worker_id, "address": self.address, "term": self.term}
+
+    @classmethod
+    def from_json(cls, value: Any) -> LeaderRecord | None:
+        """None when ``value`` is not a leader record (absent or malformed)."""
+        if not isinstance(value, Mapping):
+            return None
+        worker_id, address, term = value.get("id"), value.get("address"), value.get("term")
+        if not isinstance(worker_id, str) or not isinstance(address, str) or not _count(term):
+            return None
+        return cls(worker_id, address, term)
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentRecord:
+    """An assignment the leader published: every live worker's instances."""
+
+    generation: int = 0
+    leader_id: str = ""
+    workers: Mapping[str, WorkerAssignment] = field(default_factory=dict)
+
+    def of(self, worker_id: str) -> WorkerAssignment | None:
+        """The worker's instances; None when the assignment does not list it (not live)."""
+        return self.workers.get(worker_id)
+
+    def owner_of(self, instance: str | TaskId) -> str | None:
+        """The worker that runs a connector (by name) or a task, if any."""
+        for worker_id, held in self.workers.items():
+            if instance in (held.tasks if isinstance(instance, TaskId) else held.connectors):
+                return worker_id
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "leader": self.leader_id,
+            "workers": {
+                worker_id: {
+                    "connectors": list(held.connectors),
+                    "tasks": [[task.connector, task.task] for task in held.tasks],
+                }
+                for worker_id, held in sorted(self.workers.items())
+            },
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> AssignmentRecord | None:
+        """None when ``value`` is not an assignment record (absent or malformed)."""
+        if not isinstance(value, Mapping):
+            return None
+        generation, leader, workers = (
+            value.get("generation"), value.get("leader"), value.get("workers")
+        )
+        if not _count(generation) or not isinstance(leader, str):
+            return None
+        if not isinstance(workers, Mapping):
+            return None
+        parsed: dict[str, WorkerAssignment] = {}
+        for worker_id, held in workers.items():
+            assignment = _worker_assignment(held)
+            if assignment is None:
+                return None
+            parsed[str(worker_id)] = assignment
+        return cls(generation, leader, parsed)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    worker_id: str
+    address: str
+    generation: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"address": self.address, "generation": self.generation}
+
+    @classmethod
+    def from_json(cls, worker_id: str, value: Any) -> WorkerRecord | None:
+        if not isinstance(value, Mapping):
+            return None
+        address, generation = value.get("address"), value.get("generation")
+        if not isinstance(address, str) or not _count(generation):
+            return None
+        return cls(worker_id, address, generation)
+
+
+def worker_records(extensions: Mapping[str, Any]) -> dict[str, WorkerRecord]:
+    """The well-formed worker records among a status store's extension records, by id."""
+    found: dict[str, WorkerRecord] = {}
+    for key, value in extensions.items():
+        if key.startswith(WORKER_KEY_PREFIX):
+            worker_id = key[len(WORKER_KEY_PREFIX) :]
+            record = WorkerRecord.from_json(worker_id, value)
+            if record is not None:
+                found[worker_id] = record
+    return found
+
+
+def _count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _worker_assignment(value: Any) -> WorkerAssignment | None:
+    if not isinstance(value, Mapping):
+        return None
+    connectors, tasks = value.get("connectors"), value.get("tasks")
+    if not isinstance(connectors, list) or not all(isinstance(c, str) for c in connectors):
+        return None
+    if not isinstance(tasks, list):
+        return None
+    task_ids: list[TaskId] = []
+    for task in tasks:
+        if (
+            not isinstance(task, list)
+            or len(task) != 2
+            or not isinstance(task[0], str)
+            or not _count(task[1])
+        ):
+            return None
+        task_ids.append(TaskId(task[0], task[1]))
+    return WorkerAssignment.of(connectors, task_ids)

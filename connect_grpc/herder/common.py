@@ -1,0 +1,88 @@
+"""What the standalone and the distributed herder do the same way, written once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.domain import ConfigInfos, ConnectorOffset, ConnectorStatus, PluginDesc
+from connect_grpc.errors import ConnectError, NotFoundError
+from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.validation import (
+    ConfigValidator,
+    check_config_size,
+    config_with_name,
+    validate_name,
+)
+from connect_grpc.runtime.kafka_monitor import KafkaReachability
+from connect_grpc.worker_config import WorkerConfig
+
+
+class HerderCommon:
+    """Reads, validation and health checks both herders share. Subclasses set the
+    attributes below in their constructor and implement ``connector_status``."""
+
+    _config: WorkerConfig
+    _plugins: Plugins
+    _validator: ConfigValidator
+    _board: StatusBoard
+    _worker: WorkerRuntime
+
+    def connector_status(self, name: str) -> ConnectorStatus:
+        raise NotImplementedError
+
+    def watch_status(
+        self, name: str, is_active: Callable[[], bool]
+    ) -> Iterator[ConnectorStatus | None]:
+        last: ConnectorStatus | None = None
+        version = -1
+        while is_active():
+            version = self._board.wait_for_change(version, timeout=1.0)
+            try:
+                current = self.connector_status(name)
+            except NotFoundError:
+                if last is not None:
+                    yield None
+                    return
+                raise
+            if current != last:
+                last = current
+                yield current
+
+    def validate_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
+        return self._validator.validate(config, plugin)
+
+    def plugins(self, include_config_definitions: bool = False) -> list[PluginDesc]:
+        return self._plugins.describe(include_config_definitions)
+
+    def _normalised(self, name: str, config: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+        """The trimmed, checked name and the config with it, within the size limit."""
+        name = validate_name(name)
+        full_config = config_with_name(name, config)
+        check_config_size(full_config, self._config.limits.config_bytes)
+        return name, full_config
+
+    def _validate_for_create(
+        self, config: Mapping[str, str], initial_offsets: Sequence[ConnectorOffset] | None
+    ) -> None:
+        """Raises the validation error; with initial offsets, as the failed step."""
+        try:
+            self._validator.ensure_valid(config)
+        except ConnectError as exc:
+            if initial_offsets is None:
+                raise
+            raise exc.in_step("validate config") from exc
+
+    def _kafka_unhealthy(self) -> str | None:
+        """Why the worker should not serve because of Kafka, or None."""
+        if not isinstance(self._worker, KafkaReachability):
+            return None
+        away = self._worker.kafka_unreachable_for()
+        grace_ms = self._config.resilience.kafka_unreachable_grace_ms
+        if away is None or away * 1000 <= grace_ms:
+            return None
+        return (
+            f"Kafka ({self._config.bootstrap_servers}) has been unreachable for "
+            f"{away:.0f} s (health.kafka.unreachable.grace.ms={grace_ms})"
+        )

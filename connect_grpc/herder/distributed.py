@@ -1,0 +1,903 @@
+"""DistributedHerder: one worker of a cluster that shares its state through Kafka topics.
+
+Who does what (docs/distributed.md):
+
+- **Every worker** tails the three topics (configs, offsets, statuses), answers reads from
+  that local view, and runs the connectors and tasks the published assignment gives it
+  (the *reconciler* thread: the assignment and the config topic are the truth, the
+  worker's instances are brought in line with them).
+- **The leader** (the member the group coordinator gives the election partition,
+  ``cluster.membership``) alone writes the config topic, through a transactional writer
+  that fenced the previous leader (``cluster.fenced_writer``). It carries out every
+  mutation (other workers forward them: they raise NotLeaderError, which the gRPC layer
+  turns into a call to the leader) and publishes the assignment of connectors and tasks
+  over the live workers (the *leader* thread).
+
+Locks: the herder lock guards only this object's small maps; a connector lock serialises
+the leader's mutations of one connector (plugin validation and Kafka writes happen under
+it, bounded by the caller's deadline); no lock is held across a wait for another worker.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Mapping, Sequence
+
+import structlog
+
+from connect_grpc import __version__, deadline
+from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment, rebalance, safe_step
+from connect_grpc.cluster.config import DistributedConfig
+from connect_grpc.cluster.fenced_writer import FencedWriter, leader_transactional_id
+from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
+from connect_grpc.cluster.records import (
+    ASSIGNMENT_KEY,
+    LEADER_KEY,
+    AssignmentRecord,
+    LeaderRecord,
+    WorkerRecord,
+    worker_key,
+    worker_records,
+)
+from connect_grpc.cluster.topics import ensure_internal_topics
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.domain import (
+    ClusterInfo,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStatus,
+    CreateResult,
+    HealthReport,
+    InstanceStatus,
+    PutConfigResult,
+    RestartRequest,
+    State,
+    TargetState,
+    TaskId,
+    TaskInfo,
+    TaskStatus,
+    WorkerDesc,
+)
+from connect_grpc.errors import (
+    AlreadyExistsError,
+    ConnectError,
+    InstanceFailedError,
+    NotFoundError,
+    NotLeaderError,
+    UnavailableError,
+)
+from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.common import HerderCommon
+from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.herder.offset_manager import OffsetManager
+from connect_grpc.herder.restart import build_restart_plan
+from connect_grpc.herder.rules import connector_type, not_stopped, task_target, too_many_tasks
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.validation import (
+    ConfigValidator,
+    tasks_max,
+)
+from connect_grpc.runtime.worker import Worker
+from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
+from connect_grpc.storage.kafka_admin import IsolatedAdmin
+from connect_grpc.storage.kafka_config import (
+    ConfigSnapshot,
+    KafkaConfigStore,
+    RawRecord,
+    connector_config_records,
+    extension_record,
+    removal_records,
+    restart_records,
+    target_state_records,
+    task_config_records,
+)
+from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
+from connect_grpc.storage.kafka_status import KafkaStatusStore
+from connect_grpc.worker_config import WorkerConfig
+
+log = structlog.get_logger(__name__)
+
+#: How often the leader re-checks the group's members, and the reconciler its instances,
+#: without being woken by a change.
+TICK_S = 0.5
+#: Bound of the leader's own Kafka calls (opening its writer, publishing an assignment).
+LEADER_CALL_TIMEOUT_S = 30.0
+#: How long a worker's wait for its stores to start may take.
+STORE_TIMEOUT_S = 60.0
+
+#: Sends task configs to the leader: (leader address, connector, configs, timeout).
+TaskConfigSender = Callable[[str, str, list[dict[str, str]], float], None]
+
+
+def client_config(config: WorkerConfig) -> dict[str, str]:
+    """The librdkafka settings every Kafka client of the worker shares."""
+    return {"bootstrap.servers": config.bootstrap_servers, **config.prefixed("admin.")}
+
+
+class DistributedHerder(HerderCommon):
+    """The Herder of a worker in distributed mode (``connect-grpc distributed``)."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        cluster: DistributedConfig,
+        plugins: Plugins,
+        *,
+        task_config_sender: TaskConfigSender | None = None,
+        runtime_factory: Callable[[StatusBoard, KafkaOffsetStore], WorkerRuntime] | None = None,
+    ) -> None:
+        self._config = config
+        self._cluster = cluster
+        self._plugins = plugins
+        self._id = config.worker_id
+        self._client = client_config(config)
+        self._configs = KafkaConfigStore(
+            self._client,
+            cluster.config_topic,
+            cluster.config_replication_factor,
+            on_change=self._on_config_change,
+        )
+        self._statuses = KafkaStatusStore(
+            self._client,
+            cluster.status_topic,
+            cluster.status_partitions,
+            cluster.status_replication_factor,
+        )
+        self._offsets = KafkaOffsetStore(
+            self._client,
+            cluster.offset_topic,
+            cluster.offset_partitions,
+            cluster.offset_replication_factor,
+        )
+        self._validator = ConfigValidator(plugins, config.limits.tasks_max)
+        self._offset_manager = OffsetManager(
+            plugins, self._offsets, ConsumerGroupOffsets(self._client)
+        )
+        self._board = StatusBoard(self._id, self._statuses)
+        self._board.set_reconfiguration_handler(self._on_reconfiguration_requested)
+        self._worker: WorkerRuntime = (
+            runtime_factory(self._board, self._offsets)
+            if runtime_factory
+            else Worker(config, plugins, self._offsets, self._board)
+        )
+        self._election = LeaderElection(
+            ElectionConfig(
+                self._client,
+                cluster.group_id,
+                cluster.leader_election_topic,
+                self._id,
+                cluster.session_timeout_ms,
+                cluster.heartbeat_interval_ms,
+                cluster.rebalance_timeout_ms,
+            ),
+            listener=self,
+        )
+        self._admin = IsolatedAdmin({**self._client, "client.id": f"{self._id}-admin"},
+                                    config.log_format)
+        self._send_task_configs = task_config_sender
+        self._connector_locks = ConnectorLocks()
+        self._lock = threading.Lock()
+        self._writer: FencedWriter | None = None
+        self._writer_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._leader_wake = threading.Event()
+        self._reconcile_wake = threading.Event()
+        self._threads: list[threading.Thread] = []
+        #: Restart requests read from the config topic since the store started.
+        self._restarts: queue.SimpleQueue[RestartRequest] = queue.SimpleQueue()
+        self._listening = False
+        #: What each running instance runs with: connector → (config, target).
+        self._running_connectors: dict[str, tuple[Mapping[str, str], TargetState]] = {}
+        #: task → (connector config, task config, task target).
+        self._running_tasks: dict[TaskId, tuple[Mapping[str, str], Mapping[str, str],
+                                                TargetState]] = {}
+        #: Connectors whose task configs should be generated again.
+        self._regenerate: set[str] = set()
+        self._applied_generation = 0
+        self._log = log.bind(worker_id=self._id)
+
+    # lifecycle
+
+    def start(self) -> None:
+        """Creates or checks the internal topics, reads them, starts the runtime, joins the
+        group, then serves. Raises StartupError for unusable topics."""
+        ensure_internal_topics(self._client, self._cluster, STORE_TIMEOUT_S)
+        self._offsets.start()
+        self._statuses.start()
+        self._configs.start()
+        self._listening = True
+        self._worker.start()
+        self._write_worker_record()
+        self._election.start()
+        for target, name in ((self._lead_loop, "cluster-leader"),
+                             (self._reconcile_loop, "cluster-reconciler")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        self._log.info("herder_started", mode="distributed", group_id=self._cluster.group_id)
+
+    def stop(self) -> None:
+        """Stops this worker's instances, then leaves the group (so that another worker
+        takes them over only once they stopped), then closes the stores."""
+        self._stopping.set()
+        self._leader_wake.set()
+        self._reconcile_wake.set()
+        for thread in self._threads:
+            thread.join(timeout=LEADER_CALL_TIMEOUT_S)
+        self._worker.stop()
+        self._election.close()
+        self._close_writer()
+        self._admin.close()
+        self._configs.stop()
+        self._statuses.stop()
+        self._offsets.stop()
+        self._board.close()
+        self._log.info("herder_stopped")
+
+    def health(self) -> HealthReport:
+        kafka_problem = self._kafka_unhealthy()
+        if kafka_problem is not None:
+            return HealthReport(False, kafka_problem)
+        error = self._election.leadership().error
+        if error is not None:
+            return HealthReport(False, f"this worker left the cluster: {error}")
+        return HealthReport(True, "")
+
+    # LeadershipListener (on the election's thread: only wakes the leader thread)
+
+    def on_elected(self, leadership: Leadership) -> None:
+        self._log.info("leadership_won", changes=leadership.changes)
+        self._leader_wake.set()
+
+    def on_deposed(self, leadership: Leadership) -> None:
+        self._log.info("leadership_lost", changes=leadership.changes, error=leadership.error)
+        self._leader_wake.set()
+
+    # reads (from this worker's view of the topics)
+
+    def connectors(self) -> list[str]:
+        return sorted(self._snapshot().connectors)
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        snapshot = self._snapshot()
+        config = self._config_of(snapshot, name)
+        return ConnectorInfo(
+            name=name,
+            config=dict(config),
+            tasks=tuple(TaskId(name, n) for n in range(len(snapshot.task_configs(name)))),
+            type=connector_type(self._plugins, config),
+        )
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._config_of(self._snapshot(), name))
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        snapshot = self._snapshot()
+        self._config_of(snapshot, name)
+        return [
+            TaskInfo(TaskId(name, n), dict(config))
+            for n, config in enumerate(snapshot.task_configs(name))
+        ]
+
+    def connector_status(self, name: str) -> ConnectorStatus:
+        snapshot = self._snapshot()
+        config = self._config_of(snapshot, name)
+        return self._board.connector_status(
+            name, len(snapshot.task_configs(name)), connector_type(self._plugins, config)
+        )
+
+    def task_status(self, task: TaskId) -> TaskStatus:
+        snapshot = self._snapshot()
+        self._config_of(snapshot, task.connector)
+        if not 0 <= task.task < len(snapshot.task_configs(task.connector)):
+            raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
+        return TaskStatus(task.task, self._board.task(task))
+
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
+        """Read after catching up with the offsets topic (as Kafka Connect reads it to its
+        end), so that offsets another worker just wrote are seen."""
+        config = self.connector_config(name)
+        self._offsets.refresh(deadline.remaining())
+        return self._offset_manager.read(name, config)
+
+    def cluster_info(self) -> ClusterInfo:
+        snapshot = self._snapshot()
+        leader = LeaderRecord.from_json(snapshot.extensions.get(LEADER_KEY))
+        assignment = self._assignment(snapshot)
+        addresses = {w: r.address for w, r in worker_records(self._statuses.extensions()).items()}
+        workers = tuple(
+            WorkerDesc(w, addresses.get(w, ""), held.connectors, held.tasks)
+            for w, held in sorted(assignment.workers.items())
+        )
+        return ClusterInfo(
+            version=__version__,
+            mode="distributed",
+            kafka_cluster_id="",
+            leader_id=leader.worker_id if leader else "",
+            leader_address=leader.address if leader else "",
+            workers=workers,
+            generation=assignment.generation,
+            worker_id=self._id,
+        )
+
+    def leader_address(self) -> tuple[str, str] | None:
+        """(id, address) of the leader as the config topic names it; None before any."""
+        leader = LeaderRecord.from_json(self._snapshot().extensions.get(LEADER_KEY))
+        return (leader.worker_id, leader.address) if leader else None
+
+    def config_position(self) -> int:
+        """How far this worker has read the config topic (for read-your-writes elsewhere)."""
+        return self._snapshot().offset
+
+    def wait_for_config_position(self, position: int, timeout: float) -> None:
+        """Blocks until this worker has read the config topic up to ``position``."""
+        self._configs.wait_for_offset(position, timeout)
+
+    # mutations (the leader carries them out; any other worker raises NotLeaderError)
+
+    def create_connector(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState,
+        initial_offsets: Sequence[ConnectorOffset] | None = None,
+    ) -> CreateResult:
+        name, full_config = self._normalised(name, config)
+        with self._connector_locks.hold(name):
+            writer = self._leader_writer()
+            if self._snapshot().contains(name):
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            self._validate_for_create(full_config, initial_offsets)
+            offsets_message = ""
+            if initial_offsets is not None:
+                offsets_message = self._offset_manager.set_initial(
+                    name, full_config, initial_offsets
+                )
+            self._write(writer, connector_config_records(name, full_config, initial_state))
+            self._log.info("connector_created", connector=name, initial_state=initial_state.value)
+            return CreateResult(self.connector_info(name), offsets_message)
+
+    def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
+        name, full_config = self._normalised(name, config)
+        with self._connector_locks.hold(name):
+            writer = self._leader_writer()
+            self._validator.ensure_valid(full_config)
+            created = not self._snapshot().contains(name)
+            initial = TargetState.STARTED if created else None
+            self._write(writer, connector_config_records(name, full_config, initial))
+            self._log.info("connector_config_written", connector=name, created=created)
+            return PutConfigResult(self.connector_info(name), created=created)
+
+    def delete_connector(self, name: str) -> None:
+        with self._connector_locks.hold(name):
+            writer = self._leader_writer()
+            snapshot = self._snapshot()
+            self._config_of(snapshot, name)
+            self._write(writer, removal_records(name, len(snapshot.task_configs(name))))
+            self._log.info("connector_deleted", connector=name)
+
+    def pause_connector(self, name: str) -> None:
+        self._write_target_state(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._write_target_state(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        """STOPPED, and no task configs: the tasks stop everywhere (KIP-875)."""
+        self._write_target_state(name, TargetState.STOPPED, task_config_records(name, []))
+
+    def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
+        """KIP-745 on a cluster: the leader writes the request to the config topic, and the
+        worker of each chosen instance restarts it when it reads the request.
+
+        A plain restart (no flags) is carried out by the connector's worker synchronously,
+        as in standalone mode: another worker raises NotLeaderError naming that worker, so
+        that the call is forwarded there.
+        """
+        name = request.connector
+        if not request.include_tasks and not request.only_failed:
+            self._restart_connector_here(name)
+            return None
+        with self._connector_locks.hold(name):
+            writer = self._leader_writer()
+            self._config_of(self._snapshot(), name)
+            plan = build_restart_plan(request, self.connector_status(name))
+            if plan.empty:
+                self._log.info("connector_restart_skipped", connector=name)
+                return plan.status
+            self._write(writer, restart_records(request))
+            self._log.info("connector_restart_requested", connector=name,
+                           include_tasks=request.include_tasks, only_failed=request.only_failed)
+            return plan.status
+
+    def restart_task(self, task: TaskId) -> None:
+        """Restarts one task on the worker that runs it, synchronously (forwarded there)."""
+        snapshot = self._snapshot()
+        self._config_of(snapshot, task.connector)
+        if not 0 <= task.task < len(snapshot.task_configs(task.connector)):
+            raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
+        self._require_owner(snapshot, task)
+        with self._lock:
+            running = self._running_tasks.get(task)
+        if running is None:
+            raise UnavailableError(f"task {task} is not running on this worker yet; retry", 1.0)
+        config, task_config, target = running
+        self._log.info("task_restart_requested", connector=task.connector, task=task.task)
+        self._worker.stop_tasks([task], False)
+        if not self._worker.start_task(task, config, task_config, target):
+            raise InstanceFailedError(
+                f"Failed to start task {task}: see its status (GetTaskStatus) for the cause"
+            )
+
+    def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
+        with self._connector_locks.hold(name):
+            self._leader_writer()
+            return self._offset_manager.alter(name, self._stopped_config(name), offsets)
+
+    def reset_offsets(self, name: str) -> str:
+        with self._connector_locks.hold(name):
+            self._leader_writer()
+            return self._offset_manager.reset(name, self._stopped_config(name))
+
+    def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """Writes the task configs the connector's worker generated (leader only).
+
+        Ignored when the connector is gone or no longer STARTED (a late submission)."""
+        with self._connector_locks.hold(name):
+            writer = self._leader_writer()
+            snapshot = self._snapshot()
+            if snapshot.target_state(name) is not TargetState.STARTED:
+                self._log.info("task_configs_ignored", connector=name)
+                return
+            if [dict(c) for c in snapshot.task_configs(name)] == configs:
+                return
+            self._write(writer, task_config_records(name, list(configs)))
+            self._log.info("task_configs_written", connector=name, tasks=len(configs))
+
+    # the leader's writes
+
+    def _write_target_state(
+        self, name: str, state: TargetState, extra: list[RawRecord] | None = None
+    ) -> None:
+        with self._connector_locks.hold(name):
+            writer = self._leader_writer()
+            self._config_of(self._snapshot(), name)
+            self._write(writer, (extra or []) + target_state_records(name, state))
+            self._log.info("connector_target_state_written", connector=name, state=state.value)
+
+    def _leader_writer(self) -> FencedWriter:
+        with self._writer_lock:
+            writer = self._writer
+        if writer is None or not writer.usable or not self._election.is_leader():
+            raise self._not_leader()
+        return writer
+
+    def _not_leader(self) -> NotLeaderError:
+        leader = self.leader_address()
+        if leader is None or leader[0] == self._id:
+            return NotLeaderError("this worker is not the leader; no leader is known yet")
+        return NotLeaderError(
+            f"this worker is not the leader ({leader[0]} is)",
+            leader_id=leader[0],
+            leader_address=leader[1],
+        )
+
+    def _write(self, writer: FencedWriter, records: list[RawRecord]) -> None:
+        """One transaction, then waits until this worker's view shows it."""
+        written = writer.send_all(records, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        self._leader_wake.set()
+
+    def _stopped_config(self, name: str) -> dict[str, str]:
+        """Cluster-wide STOPPED: the target state, and no task configs (so no task of it
+        runs on any worker once each has read the config topic)."""
+        snapshot = self._snapshot()
+        config = dict(self._config_of(snapshot, name))
+        if snapshot.target_state(name) is not TargetState.STOPPED or snapshot.task_configs(name):
+            raise not_stopped(name)
+        return config
+
+    # leader thread: take office, publish assignments
+
+    def _lead_loop(self) -> None:
+        while not self._stopping.is_set():
+            self._leader_wake.wait(TICK_S)
+            self._leader_wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                if self._election.is_leader():
+                    self._lead()
+                else:
+                    self._close_writer()
+            except ConnectError as exc:
+                self._log.warning("leader_duties_failed", error=exc.message)
+            except Exception:
+                self._log.exception("leader_duties_failed")
+
+    def _lead(self) -> None:
+        with deadline.scope(LEADER_CALL_TIMEOUT_S):
+            writer = self._take_office()
+            self._publish_assignment(writer)
+
+    def _take_office(self) -> FencedWriter:
+        """The usable writer; when there is none, claims the leader's transactional id
+        (fencing the previous leader), reads the config topic to its end and announces
+        this worker as leader."""
+        with self._writer_lock:
+            writer = self._writer
+        if writer is not None and writer.usable:
+            return writer
+        self._close_writer()
+        writer = FencedWriter.open(
+            self._client,
+            self._cluster.config_topic,
+            leader_transactional_id(self._cluster.group_id),
+            deadline.remaining(LEADER_CALL_TIMEOUT_S),
+            still_leader=self._election.is_leader,
+            worker_id=self._id,
+        )
+        try:
+            self._configs.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
+            previous = LeaderRecord.from_json(self._snapshot().extensions.get(LEADER_KEY))
+            term = (previous.term if previous else 0) + 1
+            record = LeaderRecord(self._id, self._cluster.advertised_address, term)
+            written = writer.send_all(
+                [extension_record(LEADER_KEY, record.to_json())],
+                deadline.remaining(LEADER_CALL_TIMEOUT_S),
+            )
+            self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        except BaseException:
+            writer.close(0)
+            raise
+        with self._writer_lock:
+            self._writer = writer
+        self._log.info("leader_in_office", term=term)
+        return writer
+
+    def _close_writer(self) -> None:
+        with self._writer_lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close(5.0)
+            self._log.info("leader_writer_closed")
+
+    def _publish_assignment(self, writer: FencedWriter) -> None:
+        """Publishes the next assignment step when the live members or the connectors and
+        tasks changed and every live worker has carried out the current one."""
+        members = set(self._admin.call("group_members", self._cluster.group_id))
+        members.add(self._id)
+        snapshot = self._snapshot()
+        current = self._assignment(snapshot)
+        live_current = {w: a for w, a in current.workers.items() if w in members}
+        reported = worker_records(self._statuses.extensions())
+        waiting = [
+            w for w in live_current
+            if current.generation and reported.get(w, _NO_RECORD).generation < current.generation
+        ]
+        if waiting:
+            return
+        instances = {
+            name: [TaskId(name, n) for n in range(len(snapshot.task_configs(name)))]
+            for name in snapshot.connectors
+        }
+        target = rebalance(members, instances, live_current).assignment
+        step = safe_step(target, live_current)
+        if step == dict(current.workers):
+            return
+        record = AssignmentRecord(current.generation + 1, self._id, step)
+        written = writer.send_all(
+            [extension_record(ASSIGNMENT_KEY, record.to_json())],
+            deadline.remaining(LEADER_CALL_TIMEOUT_S),
+        )
+        self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        self._mark_departed(current, members, step)
+        self._log.info(
+            "assignment_published",
+            generation=record.generation,
+            workers={w: a.size for w, a in step.items()},
+        )
+
+    def _mark_departed(
+        self,
+        previous: AssignmentRecord,
+        members: set[str],
+        step: Mapping[str, WorkerAssignment],
+    ) -> None:
+        """Instances of workers that left the group show UNASSIGNED until they run again."""
+        assigned = {i for a in step.values() for i in (*a.connectors, *a.tasks)}
+        for worker, held in previous.workers.items():
+            if worker in members:
+                continue
+            unassigned = InstanceStatus(State.UNASSIGNED, worker)
+            for connector in held.connectors:
+                if connector not in assigned:
+                    self._board.on_connector_status(connector, unassigned)
+            for task in held.tasks:
+                if task not in assigned:
+                    self._board.on_task_status(task, unassigned)
+
+    # reconciler thread: bring this worker's instances in line with the view
+
+    def _reconcile_loop(self) -> None:
+        while not self._stopping.is_set():
+            self._reconcile_wake.wait(TICK_S)
+            self._reconcile_wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                self._reconcile()
+            except ConnectError as exc:
+                self._log.warning("reconcile_failed", error=exc.message)
+            except Exception:
+                self._log.exception("reconcile_failed")
+
+    def _reconcile(self) -> None:
+        snapshot = self._snapshot()
+        assignment = self._assignment(snapshot)
+        mine = assignment.of(self._id) or EMPTY
+        self._statuses.set_generation(assignment.generation)
+        self._stop_unwanted_tasks(snapshot, mine)
+        self._reconcile_connectors(snapshot, mine)
+        self._start_wanted_tasks(snapshot, mine)
+        self._carry_out_restarts(snapshot, mine)
+        if assignment.generation != self._applied_generation:
+            self._applied_generation = assignment.generation
+            self._write_worker_record()
+            self._log.info("assignment_applied", generation=assignment.generation,
+                           connectors=list(mine.connectors), tasks=len(mine.tasks))
+
+    def _stop_unwanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
+        """Stops tasks no longer ours or whose configs changed. A deleted connector's tasks
+        are told so; a task that no longer exists as it ran (deleted, or its config
+        replaced) has its status removed, as standalone mode does, so that a stale RUNNING
+        is never shown for its successor. A task that only moved keeps its status: its new
+        worker overwrites it."""
+        wanted = self._wanted_tasks(snapshot, mine)
+        deleted: list[TaskId] = []
+        replaced: list[TaskId] = []
+        moved: list[TaskId] = []
+        with self._lock:
+            for task, running in self._running_tasks.items():
+                if not snapshot.contains(task.connector):
+                    deleted.append(task)
+                elif not _same_task(snapshot, task, running):
+                    replaced.append(task)
+                elif task not in wanted or wanted[task][:2] != running[:2]:
+                    moved.append(task)
+        for tasks, connector_deleted, forget in (
+            (deleted, True, True), (replaced, False, True), (moved, False, False)
+        ):
+            if not tasks:
+                continue
+            self._worker.stop_tasks(tasks, connector_deleted)
+            with self._lock:
+                for task in tasks:
+                    self._running_tasks.pop(task, None)
+            if forget:
+                for task in tasks:
+                    self._statuses.delete_task(task)
+
+    def _reconcile_connectors(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
+        with self._lock:
+            running = dict(self._running_connectors)
+            regenerate, self._regenerate = self._regenerate, set()
+        for name, (config, _target) in running.items():
+            gone = not snapshot.contains(name)
+            if gone or name not in mine.connectors or snapshot.connectors[name] != config:
+                self._stop_connector_instance(name, connector_deleted=gone)
+        for name in mine.connectors:
+            if not snapshot.contains(name):
+                continue
+            config = snapshot.connectors[name]
+            target = snapshot.target_state(name) or TargetState.STARTED
+            with self._lock:
+                current = self._running_connectors.get(name)
+            if current is None:
+                started = self._worker.start_connector(name, config, target)
+                with self._lock:
+                    self._running_connectors[name] = (config, target)
+                if started and target is TargetState.STARTED:
+                    regenerate.add(name)
+            elif current[1] is not target:
+                self._worker.set_connector_target(name, target)
+                with self._lock:
+                    self._running_connectors[name] = (config, target)
+                if target is TargetState.STARTED:
+                    regenerate.add(name)
+        for name in sorted(regenerate):
+            if name in mine.connectors and snapshot.target_state(name) is TargetState.STARTED:
+                self._generate_task_configs(snapshot, name)
+
+    def _stop_connector_instance(self, name: str, connector_deleted: bool) -> None:
+        self._worker.stop_connector(name, connector_deleted)
+        with self._lock:
+            self._running_connectors.pop(name, None)
+        if connector_deleted:
+            self._board.forget_connector(name)
+
+    def _generate_task_configs(self, snapshot: ConfigSnapshot, name: str) -> None:
+        """Asks the running connector for its task configs; hands them to the leader if
+        they differ from the committed ones. On failure, tries again next round."""
+        if not self._worker.connector_running(name):
+            return
+        max_tasks = tasks_max(snapshot.connectors[name])
+        try:
+            configs = self._worker.connector_task_configs(name, max_tasks)
+        except ConnectError as exc:
+            self._log.warning("task_configs_failed", connector=name, error=exc.message)
+            return
+        too_many = too_many_tasks(name, len(configs), max_tasks)
+        if too_many is not None:
+            self._log.error("connector_failed", connector=name, reason=too_many)
+            self._board.on_connector_status(
+                name, InstanceStatus(State.FAILED, self._id, too_many)
+            )
+            return
+        if [dict(c) for c in snapshot.task_configs(name)] == configs:
+            return
+        try:
+            self._submit_task_configs(name, configs)
+        except ConnectError as exc:
+            self._log.warning("task_configs_not_submitted", connector=name, error=exc.message)
+            with self._lock:
+                self._regenerate.add(name)
+
+    def _submit_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        if self._election.is_leader():
+            with deadline.scope(LEADER_CALL_TIMEOUT_S):
+                try:
+                    self.put_task_configs(name, configs)
+                    return
+                except NotLeaderError:
+                    pass
+        leader = self.leader_address()
+        if leader is None or leader[0] == self._id or self._send_task_configs is None:
+            raise UnavailableError("no leader to send task configs to", 1.0)
+        self._send_task_configs(leader[1], name, configs, LEADER_CALL_TIMEOUT_S)
+
+    def _start_wanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
+        for task, wanted in sorted(self._wanted_tasks(snapshot, mine).items()):
+            with self._lock:
+                running = self._running_tasks.get(task)
+            if running is None:
+                config, task_config, target = wanted
+                self._worker.start_task(task, config, task_config, target)
+                with self._lock:
+                    self._running_tasks[task] = wanted
+            elif running[2] is not wanted[2]:
+                self._worker.set_task_target(task, wanted[2])
+                with self._lock:
+                    self._running_tasks[task] = wanted
+
+    def _wanted_tasks(
+        self, snapshot: ConfigSnapshot, mine: WorkerAssignment
+    ) -> dict[TaskId, tuple[Mapping[str, str], Mapping[str, str], TargetState]]:
+        wanted: dict[TaskId, tuple[Mapping[str, str], Mapping[str, str], TargetState]] = {}
+        for task in mine.tasks:
+            configs = snapshot.task_configs(task.connector)
+            if snapshot.contains(task.connector) and task.task < len(configs):
+                target = task_target(snapshot.target_state(task.connector) or TargetState.STARTED)
+                wanted[task] = (snapshot.connectors[task.connector], configs[task.task], target)
+        return wanted
+
+    def _carry_out_restarts(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
+        """Restarts the instances of each restart request (KIP-745) that run here."""
+        while True:
+            try:
+                request = self._restarts.get_nowait()
+            except queue.Empty:
+                return
+            name = request.connector
+            if not snapshot.contains(name):
+                continue
+            plan = build_restart_plan(request, self.connector_status(name))
+            restart_connector = plan.restart_connector and name in mine.connectors
+            tasks = [t for t in plan.task_ids if t in mine.tasks]
+            if not restart_connector and not tasks:
+                continue
+            self._restart_instances(name, restart_connector, tasks)
+
+    def _restart_instances(self, name: str, restart_connector: bool, tasks: list[TaskId]) -> None:
+        restarting = InstanceStatus(State.RESTARTING, self._id)
+        if restart_connector:
+            self._board.on_connector_status(name, restarting)
+        for task in tasks:
+            self._board.on_task_status(task, restarting)
+        with self._lock:
+            for task in tasks:
+                self._running_tasks.pop(task, None)
+        self._worker.stop_tasks(tasks, False)
+        if restart_connector:
+            self._stop_connector_instance(name, connector_deleted=False)
+        self._log.info("instances_restarting", connector=name,
+                       connector_restarted=restart_connector, tasks=[t.task for t in tasks])
+        self._reconcile_wake.set()  # the next round starts them again
+
+    def _restart_connector_here(self, name: str) -> None:
+        """A plain restart of a connector this worker runs, synchronously."""
+        snapshot = self._snapshot()
+        self._config_of(snapshot, name)
+        self._require_owner(snapshot, name)
+        with self._lock:
+            running = self._running_connectors.get(name)
+        if running is None:
+            raise UnavailableError(f"connector {name} is not running on this worker yet; retry",
+                                   1.0)
+        config, target = running
+        self._log.info("connector_restart_requested", connector=name)
+        self._worker.stop_connector(name, False)
+        if not self._worker.start_connector(name, config, target):
+            raise InstanceFailedError(
+                f"Failed to start connector {name}: see its status (GetConnectorStatus) for "
+                "the cause"
+            )
+        if target is TargetState.STARTED:
+            with self._lock:
+                self._regenerate.add(name)
+            self._reconcile_wake.set()
+
+    def _require_owner(self, snapshot: ConfigSnapshot, instance: str | TaskId) -> None:
+        """Raises NotLeaderError naming the worker that runs ``instance`` unless it is this
+        one (the forwarding layer then sends the call there)."""
+        owner = self._assignment(snapshot).owner_of(instance)
+        if owner == self._id:
+            return
+        address = worker_records(self._statuses.extensions()).get(owner or "")
+        if owner is None or address is None:
+            raise UnavailableError(f"{instance} is not assigned to a worker yet; retry", 1.0)
+        raise NotLeaderError(
+            f"{instance} runs on worker {owner}", leader_id=owner, leader_address=address.address
+        )
+
+    # events
+
+    def _on_config_change(self, kind: str, connector: str, restart: RestartRequest | None) -> None:
+        """On the config store's thread: queue restart requests read after start-up (a
+        worker that joins later does not replay old ones) and wake both threads."""
+        if kind == "restart" and restart is not None and self._listening:
+            self._restarts.put(restart)
+        self._reconcile_wake.set()
+        self._leader_wake.set()
+
+    def _on_reconfiguration_requested(self, name: str) -> None:
+        with self._lock:
+            self._regenerate.add(name)
+        self._reconcile_wake.set()
+
+    # view helpers
+
+    def _snapshot(self) -> ConfigSnapshot:
+        return self._configs.snapshot()
+
+    @staticmethod
+    def _config_of(snapshot: ConfigSnapshot, name: str) -> Mapping[str, str]:
+        config = snapshot.connectors.get(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return config
+
+    @staticmethod
+    def _assignment(snapshot: ConfigSnapshot) -> AssignmentRecord:
+        return AssignmentRecord.from_json(snapshot.extensions.get(ASSIGNMENT_KEY)) or (
+            AssignmentRecord()
+        )
+
+    def _write_worker_record(self) -> None:
+        record = WorkerRecord(self._id, self._cluster.advertised_address, self._applied_generation)
+        self._statuses.put_extension(worker_key(self._id), record.to_json())
+
+
+_NO_RECORD = WorkerRecord("", "", -1)
+
+
+def _same_task(
+    snapshot: ConfigSnapshot,
+    task: TaskId,
+    running: tuple[Mapping[str, str], Mapping[str, str], TargetState],
+) -> bool:
+    """Whether the task still exists with the config it runs with."""
+    configs = snapshot.task_configs(task.connector)
+    return task.task < len(configs) and configs[task.task] == running[1]
+

@@ -1,0 +1,44 @@
+"""Rules both herders apply the same way (standalone and distributed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.domain import ConnectorType, TargetState
+from connect_grpc.errors import FailedPreconditionError, NotFoundError, PreconditionViolation
+
+
+def task_target(connector_target: TargetState) -> TargetState:
+    """The state a connector's tasks run in: paused with it, otherwise started (a STOPPED
+    connector has no tasks)."""
+    return TargetState.PAUSED if connector_target is TargetState.PAUSED else TargetState.STARTED
+
+
+def too_many_tasks(name: str, generated: int, max_tasks: int) -> str | None:
+    """Why a connector that generated ``generated`` task configs is FAILED, or None if that
+    is within its ``tasks.max`` (KIP-1004: its tasks are then left as they were)."""
+    if generated <= max_tasks:
+        return None
+    return (
+        f"The connector {name} has generated {generated} tasks, which is greater than "
+        f"{max_tasks}, the maximum number of tasks it is configured to create (tasks.max)."
+    )
+
+
+def connector_type(plugins: Plugins, config: Mapping[str, str]) -> ConnectorType:
+    """SOURCE or SINK by the connector's class; UNKNOWN when the class is not installed."""
+    try:
+        return Plugins.connector_type(plugins.connector_class(config.get("connector.class", "")))
+    except NotFoundError:
+        return ConnectorType.UNKNOWN
+
+
+def not_stopped(name: str) -> FailedPreconditionError:
+    """The answer to an offsets change of a connector that is not STOPPED (KIP-875)."""
+    return FailedPreconditionError(
+        f"Connector {name} must be in the STOPPED state, with no tasks, before its "
+        "offsets can be modified. Stop it first with the StopConnector RPC "
+        "(connect.v1.ConnectService/StopConnector).",
+        [PreconditionViolation("STATE", name, "connector is not STOPPED")],
+    )

@@ -1,0 +1,308 @@
+"""Distributed mode end to end: three `connect-grpc distributed` processes on one real
+broker, driven over real gRPC channels. Every write goes to a worker that is neither the
+leader nor (where it matters) the owner of the connector's instances."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from connect_grpc.testing.plugins import count, read_events
+from connect_grpc.v1 import connect_pb2 as pb
+from tests.integration.helpers import (
+    PAUSED,
+    RUNNING,
+    STOPPED,
+    create,
+    source_config,
+    wait_for_states,
+)
+from tests.integration.test_offsets import entry
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SESSION_TIMEOUT_MS = 6000
+
+
+class Cluster:
+    """Workers of one group, started and stopped by the tests."""
+
+    def __init__(self, root: Path, bootstrap: str) -> None:
+        self.root = root
+        self.bootstrap = bootstrap
+        self.properties = cluster_properties(
+            f"cluster-{uuid.uuid4().hex[:8]}", session_timeout_ms=SESSION_TIMEOUT_MS
+        )
+        self.workers: list[WorkerProcess] = []
+
+    def add(self, port: int | None = None) -> WorkerProcess:
+        index = len(self.workers)
+        worker = WorkerProcess(
+            self.root / f"worker-{index}", self.bootstrap, self.properties,
+            mode="distributed", port=port,
+        )
+        self.workers.append(worker)
+        return worker
+
+    def start(self, count: int) -> None:
+        for _ in range(count):
+            self.add().start()
+
+    @property
+    def live(self) -> list[WorkerProcess]:
+        return [w for w in self.workers if w.channel is not None]
+
+    def info(self, via: WorkerProcess | None = None) -> pb.GetClusterInfoResponse:
+        worker = via or self.live[0]
+        return worker.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
+
+    def leader(self) -> WorkerProcess:
+        leader_id = wait_until(lambda: self.info().leader_id, timeout=60)
+        return next(w for w in self.live if f"worker-{w.port}" == leader_id)
+
+    def settled(self, workers: int) -> pb.GetClusterInfoResponse:
+        """Waits until the assignment lists exactly the live workers and every worker
+        agrees on it."""
+
+        def agreed() -> pb.GetClusterInfoResponse | None:
+            views = [self.info(w) for w in self.live]
+            first = views[0]
+            same = all(
+                (v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views
+            )
+            return first if same and len(first.workers) == workers and first.leader_id else None
+
+        return wait_until(agreed, timeout=90)
+
+    def follower_not_running(self, connector: str) -> WorkerProcess:
+        """A worker that neither leads nor runs any instance of ``connector`` (or, if every
+        worker runs one, a follower)."""
+        info = self.info()
+        owners = {
+            w.id
+            for w in info.workers
+            if connector in w.connectors or any(t.connector == connector for t in w.tasks)
+        }
+        followers = [w for w in self.live if f"worker-{w.port}" != info.leader_id]
+        idle = [w for w in followers if f"worker-{w.port}" not in owners]
+        return (idle or followers)[0]
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    cluster = Cluster(tmp_path_factory.mktemp("cluster"), kafka_bootstrap)
+    try:
+        cluster.start(3)
+        cluster.settled(3)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _id(worker: WorkerProcess) -> str:
+    return f"worker-{worker.port}"
+
+
+def test_cluster_info_names_leader_and_every_worker(cluster: Cluster) -> None:
+    info = cluster.settled(3)
+    assert {w.id for w in info.workers} == {_id(w) for w in cluster.live}
+    assert {w.address for w in info.workers} == {w.address for w in cluster.live}
+    assert info.mode == "distributed"
+    assert info.generation > 0
+    leader = cluster.leader()
+    assert info.leader_address == leader.address
+
+
+def test_lifecycle_through_a_follower(cluster: Cluster, tmp_path: Path) -> None:
+    name = f"lifecycle-{uuid.uuid4().hex[:6]}"
+    events = tmp_path / "events.jsonl"
+    leader = cluster.leader()
+    follower = next(w for w in cluster.live if w is not leader)
+    stub = follower.stub
+    response = create(stub, name, source_config(events, tasks=3))
+    assert response.connector.name == name
+    # read-your-writes on the worker that answered
+    assert name in [c.name for c in stub.ListConnectors(pb.ListConnectorsRequest()).connectors]
+    wait_for_states(stub, name, RUNNING, [RUNNING] * 3)
+    info = cluster.info()
+    tasks_per_worker = sorted(len(w.tasks) for w in info.workers)
+    assert tasks_per_worker == [1, 1, 1], info
+
+    other = cluster.follower_not_running(name)
+    other.stub.PauseConnector(pb.PauseConnectorRequest(name=name), timeout=30)
+    wait_for_states(other.stub, name, PAUSED, [PAUSED] * 3)
+    other.stub.ResumeConnector(pb.ResumeConnectorRequest(name=name), timeout=30)
+    wait_for_states(other.stub, name, RUNNING, [RUNNING] * 3)
+    other.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=30)
+    wait_for_states(other.stub, name, STOPPED, [])
+    other.stub.ResumeConnector(pb.ResumeConnectorRequest(name=name), timeout=30)
+    wait_for_states(other.stub, name, RUNNING, [RUNNING] * 3)
+    other.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+    with pytest.raises(grpc.RpcError) as caught:
+        other.stub.GetConnector(pb.GetConnectorRequest(name=name), timeout=5)
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    def deleted() -> list[tuple[str, int | None]]:
+        return sorted(
+            (e["event"], e["task"]) for e in read_events(events) if e["connector_deleted"]
+        )
+
+    expected = [("connector_stop", None), ("task_stop", 0), ("task_stop", 1), ("task_stop", 2)]
+    try:
+        wait_until(lambda: deleted() == expected, timeout=30)
+    except TimeoutError:
+        raise AssertionError(f"{deleted()} != {expected}: {read_events(events)}") from None
+
+
+def test_offsets_through_a_follower(cluster: Cluster, tmp_path: Path) -> None:
+    name = f"offsets-{uuid.uuid4().hex[:6]}"
+    stub = cluster.follower_not_running(name).stub
+    offsets = [entry({"file": "a.txt"}, {"position": 42})]
+    stub.CreateConnector(
+        pb.CreateConnectorRequest(
+            name=name,
+            config=source_config(tmp_path / "events.jsonl", tasks=1),
+            initial_state=pb.INITIAL_STATE_STOPPED,
+            initial_offsets=pb.ConnectorOffsets(offsets=offsets),
+        ),
+        timeout=60,
+    )
+    read = stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=10).offsets
+    assert [o.offset.fields["position"].integer_value for o in read] == [42]
+    stub = cluster.follower_not_running(name).stub
+    stub.ResetOffsets(pb.ResetOffsetsRequest(name=name), timeout=30)
+    assert list(stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=10).offsets) == []
+    stub.ResumeConnector(pb.ResumeConnectorRequest(name=name), timeout=30)
+    wait_for_states(stub, name, RUNNING, [RUNNING])
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.ResetOffsets(pb.ResetOffsetsRequest(name=name), timeout=30)
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+
+
+def test_restart_with_tasks_through_a_follower(cluster: Cluster, tmp_path: Path) -> None:
+    name = f"restart-{uuid.uuid4().hex[:6]}"
+    events = tmp_path / "events.jsonl"
+    stub = cluster.follower_not_running(name).stub
+    create(stub, name, source_config(events, tasks=2))
+    wait_for_states(stub, name, RUNNING, [RUNNING] * 2)
+    starts = count(read_events(events), "task_start")
+    answer = stub.RestartConnector(
+        pb.RestartConnectorRequest(name=name, include_tasks=True), timeout=30
+    )
+    assert answer.status.connector.state == pb.INSTANCE_STATE_RESTARTING
+    wait_until(lambda: count(read_events(events), "task_start") >= starts + 2, timeout=60)
+    wait_for_states(stub, name, RUNNING, [RUNNING] * 2)
+    # a plain restart runs on the connector's worker, synchronously
+    cluster.follower_not_running(name).stub.RestartConnector(
+        pb.RestartConnectorRequest(name=name), timeout=30
+    )
+    cluster.follower_not_running(name).stub.RestartTask(
+        pb.RestartTaskRequest(name=name, task_id=1), timeout=30
+    )
+    wait_for_states(stub, name, RUNNING, [RUNNING] * 2)
+    stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+
+
+def test_joining_worker_gets_a_share_and_leadership_stays(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    name = f"join-{uuid.uuid4().hex[:6]}"
+    stub = cluster.live[0].stub
+    create(stub, name, source_config(tmp_path / "events.jsonl", tasks=4))
+    wait_for_states(stub, name, RUNNING, [RUNNING] * 4)
+    leader = cluster.info().leader_id
+    joined = cluster.add()
+    joined.start()
+    try:
+        # moves happen in two steps (revoke, then assign), so balance comes a step later
+        info = wait_until(lambda: _balanced(cluster.settled(4)), timeout=60)
+        assert info.leader_id == leader
+        assert len(joined_instances := _instances_of(info, _id(joined))) >= 1, info
+        assert all(i[0] == name for i in joined_instances)
+        wait_for_states(stub, name, RUNNING, [RUNNING] * 4)
+    finally:
+        joined.stop()
+    info = cluster.settled(3)
+    assert info.leader_id == leader
+    wait_for_states(stub, name, RUNNING, [RUNNING] * 4)
+    stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+
+
+def _balanced(info: pb.GetClusterInfoResponse) -> pb.GetClusterInfoResponse | None:
+    sizes = [len(w.connectors) + len(w.tasks) for w in info.workers]
+    return info if max(sizes) - min(sizes) <= 1 else None
+
+
+def _instances_of(info: pb.GetClusterInfoResponse, worker_id: str) -> list[tuple[str, int]]:
+    worker = next(w for w in info.workers if w.id == worker_id)
+    return [(c, -1) for c in worker.connectors] + [(t.connector, t.task) for t in worker.tasks]
+
+
+def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Path) -> None:
+    """kill -9 the leader during a stream of writes through a follower: every acknowledged
+    write is there afterwards, and writes succeed again within session.timeout.ms + 2 s."""
+    leader = cluster.leader()
+    follower = next(w for w in cluster.live if w is not leader)
+    acknowledged: list[str] = []
+    failures: list[float] = []
+    stop = threading.Event()
+    config = source_config(tmp_path / "events.jsonl", tasks=1)
+
+    def write_stream() -> None:
+        n = 0
+        while not stop.is_set():
+            name = f"stream-{n}"
+            try:
+                follower.stub.CreateConnector(
+                    pb.CreateConnectorRequest(
+                        name=name, config=config, initial_state=pb.INITIAL_STATE_STOPPED
+                    ),
+                    timeout=20,
+                )
+                acknowledged.append(name)
+                n += 1
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.ALREADY_EXISTS:  # applied, answer lost
+                    acknowledged.append(name)
+                    n += 1
+                else:
+                    failures.append(time.monotonic())
+
+    writer = threading.Thread(target=write_stream)
+    writer.start()
+    wait_until(lambda: len(acknowledged) >= 3, timeout=60)
+    before = len(acknowledged)
+    killed_at = time.monotonic()
+    leader.kill()
+    wait_until(lambda: len(acknowledged) > before, timeout=60)
+    recovered_after = time.monotonic() - killed_at
+    wait_until(lambda: len(acknowledged) > before + 2, timeout=60)
+    stop.set()
+    writer.join(30)
+    print(f"first write acknowledged {recovered_after:.1f} s after the kill")
+    # the bound of issue 8: a new leader within session.timeout.ms + 2 s, plus the time the
+    # write itself takes on a loaded test machine
+    assert recovered_after <= SESSION_TIMEOUT_MS / 1000 + 5, recovered_after
+    names = {c.name for c in follower.stub.ListConnectors(pb.ListConnectorsRequest()).connectors}
+    assert set(acknowledged) <= names
+    new_leader = cluster.leader()
+    assert new_leader is not leader
+    for name in acknowledged:
+        new_leader.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+    # bring the cluster back to three workers for the tests after this one
+    cluster.add().start()
+    cluster.settled(3)
+
