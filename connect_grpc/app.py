@@ -12,6 +12,7 @@ import structlog
 
 from connect_grpc.api.cluster_service import TaskConfigSender
 from connect_grpc.api.forwarding import Forwarder
+from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.server import ApiServer
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.connectors.plugins import Plugins
@@ -25,7 +26,7 @@ from connect_grpc.errors import (
 )
 from connect_grpc.herder.base import Herder
 from connect_grpc.herder.connector_files import ConnectorRequest
-from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.distributed import ANSWER_TTL_S, DistributedHerder
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import check_config_size, config_with_name, validate_name
 from connect_grpc.storage.file_offsets import FileOffsetStore
@@ -102,6 +103,7 @@ class DistributedProcess(_ServingProcess):
             config.limits,
             forwarder=self._forwarder,
             cluster=self.distributed,
+            request_log=RequestLog(ttl_seconds=ANSWER_TTL_S, shared=self.distributed),
         )
 
     def start(self) -> None:

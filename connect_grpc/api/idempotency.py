@@ -6,6 +6,11 @@ An id names one request (AIP-155): it is bound to the RPC and to the request's p
 (normalised, without the id). The same id with another payload or another RPC is the
 caller's mistake, and is rejected rather than answered with the first request's answer.
 Only successful answers are remembered; a failed call changed nothing and may be retried.
+
+Where answers live: in this process (standalone), or, in distributed mode, in the config
+topic through a :class:`SharedAnswers` store (the herder's), so that a retry that reaches
+another worker or a new leader after a failover gets the same answer. The in-process log
+stays in front of it: concurrent retries to one worker wait for the first to finish.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
+import structlog
 from google.protobuf.message import Message
 
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.errors import ConnectError, InvalidArgumentError
+
+log = structlog.get_logger(__name__)
 
 M = TypeVar("M", bound=Message)
 
@@ -42,12 +50,31 @@ def fingerprint(method: str, request: Message) -> bytes:
     ).digest()
 
 
-class RequestLog:
-    """Remembers the answers to the last ``capacity`` request ids for ``ttl_seconds``."""
+class SharedAnswers(Protocol):
+    """Answers kept where every worker reads them (distributed mode: the config topic)."""
 
-    def __init__(self, capacity: int = 10_000, ttl_seconds: float = 600.0) -> None:
+    def answer_for(self, request_id: str) -> tuple[float, bytes, bytes] | None:
+        """(stored at, as ``time.time()``; fingerprint; serialized answer), or None."""
+
+    def remember_answer(
+        self, request_id: str, stored_at: float, fingerprint: bytes, payload: bytes
+    ) -> None:
+        """Stores an answer (on the leader); raises ConnectError if it could not."""
+
+
+class RequestLog:
+    """Remembers the answers to the last ``capacity`` request ids for ``ttl_seconds``, in
+    this process and, when given, in ``shared``."""
+
+    def __init__(
+        self,
+        capacity: int = 10_000,
+        ttl_seconds: float = 600.0,
+        shared: SharedAnswers | None = None,
+    ) -> None:
         self._capacity = capacity
         self._ttl = ttl_seconds
+        self._shared = shared
         self._answers: OrderedDict[str, _Answer] = OrderedDict()
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Lock] = {}
@@ -86,19 +113,34 @@ class RequestLog:
                     if request_id not in self._answers:
                         self._in_flight.pop(request_id, None)
                 raise
-            payload = response.SerializeToString()
-            self._remember(request_id, _Answer(time.monotonic(), asked, payload))
+            answer = _Answer(time.time(), asked, response.SerializeToString())
+            self._remember(request_id, answer)
+            self._share(request_id, answer)
             return response
 
     def _lookup(self, request_id: str) -> _Answer | None:
         with self._lock:
             answer = self._answers.get(request_id)
-            if answer is None:
-                return None
-            if time.monotonic() - answer.stored_at > self._ttl:
+            if answer is not None and time.time() - answer.stored_at > self._ttl:
                 del self._answers[request_id]
-                return None
-            return answer
+                answer = None
+        if answer is None and self._shared is not None:
+            stored = self._shared.answer_for(request_id)
+            if stored is not None and time.time() - stored[0] <= self._ttl:
+                answer = _Answer(*stored)
+        return answer
+
+    def _share(self, request_id: str, answer: _Answer) -> None:
+        """Stores the answer for the other workers. The request succeeded whatever happens
+        here: a failure only narrows the replay to this worker (logged)."""
+        if self._shared is None:
+            return
+        try:
+            self._shared.remember_answer(
+                request_id, answer.stored_at, answer.fingerprint, answer.payload
+            )
+        except ConnectError as exc:
+            log.warning("request_answer_not_shared", request_id=request_id, error=exc.message)
 
     def _remember(self, request_id: str, answer: _Answer) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ from connect_grpc.api.cluster_service import SERVICE_NAME as CLUSTER_SERVICE_NAM
 from connect_grpc.api.cluster_service import ClusterServicer, TaskConfigSink
 from connect_grpc.api.forwarding import Forwarder
 from connect_grpc.api.health import HealthReporter
+from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.herder.base import Herder
 from connect_grpc.v1 import connect_pb2 as pb
@@ -37,9 +38,11 @@ class ApiServer:
         *,
         forwarder: Forwarder | None = None,
         cluster: TaskConfigSink | None = None,
+        request_log: RequestLog | None = None,
     ) -> None:
         """Distributed mode passes ``forwarder`` (writes a follower receives go to the
-        leader) and ``cluster`` (the herder, serving the workers' ClusterService)."""
+        leader), ``cluster`` (the herder, serving the workers' ClusterService) and a
+        ``request_log`` whose answers live in the config topic."""
         limits = limits or Limits()
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
@@ -49,7 +52,10 @@ class ApiServer:
             ],
         )
         servicer = ConnectServicer(
-            herder, max_send_bytes=limits.grpc_send_bytes, forwarder=forwarder
+            herder,
+            request_log=request_log,
+            max_send_bytes=limits.grpc_send_bytes,
+            forwarder=forwarder,
         )
         pb_grpc.add_ConnectServiceServicer_to_server(servicer, self._server)
         services = [SERVICE_NAME]

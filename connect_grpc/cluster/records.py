@@ -9,6 +9,9 @@ config topic (written by the leader only, through its fenced writer)::
                                "workers": {"w1": {"connectors": ["a"],
                                                   "tasks": [["a", 0], ["b", 1]]}}}
 
+    connect-grpc-request-<id> {"at": 1763900000.5, "fingerprint": "<hex>",
+                               "answer": "<base64 of the serialized response>"}
+
 status topic (each worker writes its own)::
 
     connect-grpc-worker-<id>  {"address": "10.0.0.2:8083", "generation": 7}
@@ -21,6 +24,7 @@ revoked instance has stopped before it gives it to another worker.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
@@ -31,10 +35,46 @@ from connect_grpc.domain import TaskId
 LEADER_KEY = "connect-grpc-leader"
 ASSIGNMENT_KEY = "connect-grpc-assignment"
 WORKER_KEY_PREFIX = "connect-grpc-worker-"
+REQUEST_KEY_PREFIX = "connect-grpc-request-"
 
 
 def worker_key(worker_id: str) -> str:
     return f"{WORKER_KEY_PREFIX}{worker_id}"
+
+
+def request_key(request_id: str) -> str:
+    return f"{REQUEST_KEY_PREFIX}{request_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRecord:
+    """The answer to a mutation that carried a ``request_id`` (config topic, written by the
+    leader once the mutation is written; tombstoned when it expires)."""
+
+    stored_at: float
+    fingerprint: bytes
+    payload: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "at": self.stored_at,
+            "fingerprint": self.fingerprint.hex(),
+            "answer": base64.b64encode(self.payload).decode(),
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> AnswerRecord | None:
+        if not isinstance(value, Mapping):
+            return None
+        at, digest, answer = value.get("at"), value.get("fingerprint"), value.get("answer")
+        if not isinstance(at, int | float) or isinstance(at, bool):
+            return None
+        if not isinstance(digest, str) or not isinstance(answer, str):
+            return None
+        try:
+            return cls(float(at), bytes.fromhex(digest), base64.b64decode(answer, validate=True))
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
@@ -34,9 +35,12 @@ from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Lead
 from connect_grpc.cluster.records import (
     ASSIGNMENT_KEY,
     LEADER_KEY,
+    REQUEST_KEY_PREFIX,
+    AnswerRecord,
     AssignmentRecord,
     LeaderRecord,
     WorkerRecord,
+    request_key,
     worker_key,
     worker_records,
 )
@@ -105,6 +109,11 @@ TICK_S = 0.5
 LEADER_CALL_TIMEOUT_S = 30.0
 #: How long a worker's wait for its stores to start may take.
 STORE_TIMEOUT_S = 60.0
+
+#: How long an answer to a request id is replayed (as the standalone RequestLog's default).
+ANSWER_TTL_S = 600.0
+#: How often the leader tombstones expired answers.
+ANSWER_EXPIRY_INTERVAL_S = 60.0
 
 #: Sends task configs to the leader: (leader address, connector, configs, timeout).
 TaskConfigSender = Callable[[str, str, list[dict[str, str]], float], None]
@@ -195,6 +204,7 @@ class DistributedHerder(HerderCommon):
         #: Connectors whose task configs should be generated again.
         self._regenerate: set[str] = set()
         self._applied_generation = 0
+        self._next_expiry = 0.0
         self._log = log.bind(worker_id=self._id)
 
     # lifecycle
@@ -455,6 +465,36 @@ class DistributedHerder(HerderCommon):
             self._write(writer, task_config_records(name, list(configs)))
             self._log.info("task_configs_written", connector=name, tasks=len(configs))
 
+    # request ids (api.idempotency.SharedAnswers): answers in the config topic
+
+    def answer_for(self, request_id: str) -> tuple[float, bytes, bytes] | None:
+        record = AnswerRecord.from_json(self._snapshot().extensions.get(request_key(request_id)))
+        return None if record is None else (record.stored_at, record.fingerprint, record.payload)
+
+    def remember_answer(
+        self, request_id: str, stored_at: float, fingerprint: bytes, payload: bytes
+    ) -> None:
+        record = AnswerRecord(stored_at, fingerprint, payload)
+        self._write(
+            self._leader_writer(),
+            [extension_record(request_key(request_id), record.to_json())],
+            wake_leader=False,
+        )
+
+    def _expire_answers(self, writer: FencedWriter) -> None:
+        """Tombstones the answers older than the replay window (the leader, now and then)."""
+        cutoff = time.time() - ANSWER_TTL_S
+        expired = [
+            key
+            for key, value in self._snapshot().extensions.items()
+            if key.startswith(REQUEST_KEY_PREFIX)
+            and (record := AnswerRecord.from_json(value)) is not None
+            and record.stored_at < cutoff
+        ]
+        if expired:
+            self._write(writer, [extension_record(k, None) for k in expired], wake_leader=False)
+            self._log.info("request_answers_expired", count=len(expired))
+
     # the leader's writes
 
     def _write_target_state(
@@ -483,11 +523,14 @@ class DistributedHerder(HerderCommon):
             leader_address=leader[1],
         )
 
-    def _write(self, writer: FencedWriter, records: list[RawRecord]) -> None:
+    def _write(
+        self, writer: FencedWriter, records: list[RawRecord], *, wake_leader: bool = True
+    ) -> None:
         """One transaction, then waits until this worker's view shows it."""
         written = writer.send_all(records, deadline.remaining(LEADER_CALL_TIMEOUT_S))
         self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
-        self._leader_wake.set()
+        if wake_leader:
+            self._leader_wake.set()
 
     def _stopped_config(self, name: str) -> dict[str, str]:
         """Cluster-wide STOPPED: the target state, and no task configs (so no task of it
@@ -520,6 +563,9 @@ class DistributedHerder(HerderCommon):
         with deadline.scope(LEADER_CALL_TIMEOUT_S):
             writer = self._take_office()
             self._publish_assignment(writer)
+            if time.monotonic() >= self._next_expiry:
+                self._next_expiry = time.monotonic() + ANSWER_EXPIRY_INTERVAL_S
+                self._expire_answers(writer)
 
     def _take_office(self) -> FencedWriter:
         """The usable writer; when there is none, claims the leader's transactional id

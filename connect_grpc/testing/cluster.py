@@ -118,6 +118,17 @@ class WorkerProcess:
             os.killpg(self._process.pid, signal.SIGKILL)
             self._process.wait(10)
 
+    def freeze(self) -> None:
+        """SIGSTOP the process group: alive but silent, so the group expels it (a zombie
+        to be, once :meth:`thaw` wakes it)."""
+        assert self._process is not None
+        os.killpg(self._process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT the process group."""
+        assert self._process is not None
+        os.killpg(self._process.pid, signal.SIGCONT)
+
     def stop(self, timeout: float = 60.0) -> int | None:
         """SIGTERM, then wait; SIGKILL the whole process group if it does not exit in time."""
         if self.channel is not None:
