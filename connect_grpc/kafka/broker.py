@@ -370,7 +370,7 @@ class LocalKafka:
                 stderr=subprocess.STDOUT,
                 cwd=self.data_dir,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if self.die_with_parent else None,
+                preexec_fn=die_with_parent_signal if self.die_with_parent else None,
             )
         finally:
             stdout.close()
@@ -455,12 +455,12 @@ class LocalKafka:
         if process is None:
             return
         if process.poll() is None:
-            _signal_group(process.pid, signal.SIGTERM)
+            signal_group(process.pid, signal.SIGTERM)
             try:
                 process.wait(timeout)
             except subprocess.TimeoutExpired:
                 log.warning("kafka_stop_timeout", pid=process.pid, timeout=timeout)
-                _signal_group(process.pid, signal.SIGKILL)
+                signal_group(process.pid, signal.SIGKILL)
                 process.wait(10)
             log.info("kafka_stopped", pid=process.pid, exit_code=process.returncode)
         self._process = None
@@ -489,13 +489,13 @@ def _free_port_except(taken: int) -> int:
             return port
 
 
-def _die_with_parent() -> None:
+def die_with_parent_signal() -> None:
     """Runs in the forked child: the kernel sends SIGTERM when the parent dies."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
+def signal_group(pid: int, sig: signal.Signals) -> None:
     """Signals the process group led by ``pid`` (the JVM's own session), or just ``pid``."""
     try:
         os.killpg(pid, sig)
@@ -632,12 +632,12 @@ def stop(state_dir: Path | None = None, timeout: float = 30.0) -> bool:
     if state is None or not is_kafka_process(state.pid):
         log.info("kafka_not_running", state_dir=str(state_dir))
         return False
-    _signal_group(state.pid, signal.SIGTERM)
+    signal_group(state.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while is_kafka_process(state.pid):
         if time.monotonic() > deadline:
             log.warning("kafka_stop_timeout", pid=state.pid, timeout=timeout)
-            _signal_group(state.pid, signal.SIGKILL)
+            signal_group(state.pid, signal.SIGKILL)
             kill_deadline = time.monotonic() + 10
             while is_kafka_process(state.pid) and time.monotonic() < kill_deadline:
                 time.sleep(0.1)

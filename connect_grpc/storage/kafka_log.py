@@ -133,7 +133,17 @@ def ensure_topic(admin: AdminClient, spec: TopicSpec, timeout: float = DEFAULT_T
 
 
 def _verify_compacted(admin: AdminClient, topic: str, timeout: float) -> None:
-    policy = describe_topic_config(admin, topic, "cleanup.policy", timeout)
+    """Raises ConnectError unless the topic is compacted. A topic another worker has just
+    created may not be known to every broker yet (UNKNOWN_TOPIC_OR_PART): asked again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            policy = describe_topic_config(admin, topic, "cleanup.policy", timeout)
+            break
+        except KafkaException as exc:
+            if not _retriable(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(METADATA_RETRY_S)
     if policy is None or {p.strip() for p in policy.split(",")} != {"compact"}:
         raise ConnectError(
             f"topic {topic} must have cleanup.policy=compact to hold worker state, "

@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -52,8 +53,12 @@ class Cluster:
         return worker
 
     def start(self, count: int) -> None:
-        for _ in range(count):
-            self.add().start()
+        """Starts ``count`` workers at once (as docker compose does): concurrent first
+        starts race to create the internal topics, which every worker must survive."""
+        workers = [self.add() for _ in range(count)]
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            for started in [pool.submit(w.start) for w in workers]:
+                started.result()
 
     @property
     def live(self) -> list[WorkerProcess]:

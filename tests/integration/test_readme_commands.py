@@ -438,3 +438,57 @@ def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None
         ).connectors:
             assert listing.status.connector.state == running
             assert [t.state for t in listing.status.tasks] == [running]
+
+
+def test_readme_distributed_commands(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """README.md's "Distributed mode" workers: the two files it names make one cluster
+    (only the broker address and the listeners are replaced, to fit the test's broker)."""
+    chosen = [c for c in commands(README) if _is_cli(c, "distributed")]
+    assert len(chosen) == 2, chosen
+    files = [ROOT / shlex.split(c.text, comments=True)[2] for c in chosen]
+    properties = [read_properties(path) for path in files]
+    for props in properties:
+        assert props["bootstrap.servers"].endswith(f":{DEFAULT_BROKER_PORT}")
+    differing = {k for k in properties[0] if properties[0][k] != properties[1].get(k)}
+    assert differing == {"listeners", "worker.id"}, differing
+    replaced = {"bootstrap.servers", "listeners"}
+    workers = [
+        WorkerProcess(
+            tmp_path / f"worker-{index}", kafka_bootstrap,
+            extra_properties={
+                "test.plugins.enabled": "false",
+                **{key: value for key, value in props.items() if key not in replaced},
+            },
+            mode="distributed",
+        )
+        for index, props in enumerate(properties)
+    ]
+    try:
+        for worker in workers:
+            worker.start()
+
+        def both_members() -> bool:
+            info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
+            return {w.id for w in info.workers} == {p["worker.id"] for p in properties}
+
+        wait_until(both_members, timeout=90)
+        name = f"readme-distributed-{uuid.uuid4().hex[:6]}"
+        config = {"connector.class": "SequenceSource", "topic": name, "tasks.max": "2"}
+        workers[1].stub.CreateConnector(
+            pb.CreateConnectorRequest(name=name, config=config), timeout=60
+        )
+        running = pb.INSTANCE_STATE_RUNNING
+
+        def running_everywhere() -> bool:
+            status = workers[0].stub.GetConnectorStatus(
+                pb.GetConnectorStatusRequest(name=name), timeout=5
+            ).status
+            return status.connector.state == running and [t.state for t in status.tasks] == [
+                running, running
+            ]
+
+        wait_until(running_everywhere, timeout=90)
+        workers[0].stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+    finally:
+        for worker in workers:
+            worker.stop()

@@ -54,7 +54,7 @@ def test_defaults_are_kafka_connects() -> None:
     assert config.offset_partitions == 25
     assert config.status_partitions == 5
     assert config.session_timeout_ms == 10_000
-    assert config.heartbeat_interval_ms == 3_000
+    assert config.heartbeat_interval_ms == 1_000
     assert config.rebalance_timeout_ms == 60_000
 
 

@@ -1,0 +1,148 @@
+"""Distributed workers on a real Spark standalone cluster (issue 8, item 10).
+
+A Spark master and one Spark worker (2 cores, 1g) are started from pyspark's own
+distribution; two ``connect-grpc distributed`` workers join it with
+``spark.master=spark://…``. Each worker is its own Spark application; a SequenceSource with
+two tasks (one per worker) writes to a topic, and every batch is produced by a Python task on
+an executor the Spark worker launched for that worker's application.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from connect_grpc.testing.spark_cluster import SparkStandaloneCluster
+from connect_grpc.v1 import connect_pb2 as pb
+from tests.integration.helpers import RUNNING, create, create_topic, read_all, wait_for_states
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+RECORDS = 1000
+#: What two applications sharing a 2-core, 1g Spark worker need: by default an application
+#: takes every free core (spark.deploy.defaultCores is unlimited) and executors have 1g,
+#: so the second application would get no executor at all.
+EXECUTOR_PROPERTIES = {
+    "spark.cores.max": "1",
+    "spark.executor.cores": "1",
+    "spark.executor.memory": "512m",
+}
+#: What the executor's stderr (Spark's default log4j profile, INFO) says for each Python task.
+PYTHON_TASK_LINE = "PythonRunner: Starting Python task execution"
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandaloneCluster]:
+    with SparkStandaloneCluster(tmp_path_factory.mktemp("spark"), cores=2, memory="1g") as cluster:
+        yield cluster
+
+
+def _app_name(worker: WorkerProcess) -> str:
+    return f"connect-grpc-worker-{worker.port}"
+
+
+def _apps_with_executors(
+    spark: SparkStandaloneCluster, workers: list[WorkerProcess]
+) -> dict[str, str] | None:
+    """App name → app id once every worker's application runs with one core granted."""
+    apps = {app["name"]: app for app in spark.master_state()["activeapps"]}
+    wanted = {_app_name(w) for w in workers}
+    if set(apps) != wanted:
+        return None
+    if any(apps[name]["state"] != "RUNNING" or apps[name]["cores"] != 1 for name in wanted):
+        return None
+    return {name: str(apps[name]["id"]) for name in wanted}
+
+
+def _settled(worker: WorkerProcess, count: int) -> pb.GetClusterInfoResponse | None:
+    info = worker.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
+    return info if len(info.workers) == count and info.leader_id else None
+
+
+def _python_tasks_ran(spark: SparkStandaloneCluster, app_id: str) -> bool:
+    return any(
+        PYTHON_TASK_LINE in (path / "stderr").read_text("utf-8", errors="replace")
+        for path in spark.executor_dirs(app_id)
+    )
+
+
+def _completed_apps(spark: SparkStandaloneCluster) -> set[str]:
+    """The ids of the completed applications once none is active (empty until then)."""
+    state = spark.master_state()
+    if state["activeapps"]:
+        return set()
+    return {str(app["id"]) for app in state["completedapps"]}
+
+
+def test_two_workers_share_a_spark_standalone_cluster(
+    spark_cluster: SparkStandaloneCluster,
+    kafka_bootstrap: str,
+    kafka_admin: Any,
+    unique_topic: str,
+    tmp_path: Path,
+) -> None:
+    properties = {
+        **cluster_properties(f"spark-cluster-{uuid.uuid4().hex[:8]}"),
+        "spark.master": spark_cluster.master_url,
+        **EXECUTOR_PROPERTIES,
+    }
+    workers = [
+        WorkerProcess(tmp_path / f"worker-{i}", kafka_bootstrap, properties, mode="distributed")
+        for i in range(2)
+    ]
+    try:
+        # one after the other: workers of a new cluster that start at the same instant race
+        # to create its internal topics (the loser may exit: UNKNOWN_TOPIC_OR_PART)
+        for worker in workers:
+            worker.start(timeout=120)
+
+        # two Spark applications, each with an executor (1 of the Spark worker's 2 cores)
+        found = wait_until(lambda: _apps_with_executors(spark_cluster, workers), timeout=60)
+        assert found is not None
+        apps: dict[str, str] = found
+        assert spark_cluster.master_state()["coresused"] == 2
+        executors = spark_cluster.worker_state()["executors"]
+        assert sorted(e["appid"] for e in executors) == sorted(apps.values())
+
+        stub = workers[0].stub
+        wait_until(lambda: _settled(workers[0], 2), timeout=90)
+        create_topic(kafka_admin, unique_topic)
+        name = f"sequence-{uuid.uuid4().hex[:6]}"
+        create(stub, name, {
+            "connector.class": "SequenceSource",
+            "tasks.max": "2",
+            "topic": unique_topic,
+            "sequence.count": str(RECORDS),
+        })
+        wait_for_states(stub, name, RUNNING, [RUNNING, RUNNING], timeout=90)
+        info = stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
+        owners = {w.id: [t.task for t in w.tasks if t.connector == name] for w in info.workers}
+        assert sorted(map(len, owners.values())) == [1, 1], owners
+
+        def values() -> list[str]:
+            return [m.value().decode() for m in read_all(kafka_bootstrap, unique_topic)]
+
+        wait_until(lambda: len(values()) >= RECORDS, timeout=90, interval=1)
+        assert set(values()) == {str(i) for i in range(RECORDS)}
+
+        # each worker's batches ran as Python tasks on its application's executor
+        for app_name, app_id in apps.items():
+            assert spark_cluster.executor_dirs(app_id), f"{app_name}: no executor directory"
+            try:
+                wait_until(functools.partial(_python_tasks_ran, spark_cluster, app_id), timeout=30)
+            except TimeoutError:
+                raise AssertionError(f"{app_name}: no Python task ran on its executor") from None
+
+        for worker in workers:
+            assert worker.stop() == 0, worker.logs()
+        completed = wait_until(lambda: _completed_apps(spark_cluster), timeout=60)
+        assert set(apps.values()) <= completed
+    finally:
+        for worker in workers:
+            worker.stop()
