@@ -152,6 +152,7 @@ class DistributedHerder(HerderCommon):
             cluster.status_topic,
             cluster.status_partitions,
             cluster.status_replication_factor,
+            on_change=self._on_status_change,
         )
         self._offsets = KafkaOffsetStore(
             self._client,
@@ -695,11 +696,12 @@ class DistributedHerder(HerderCommon):
                            connectors=list(mine.connectors), tasks=len(mine.tasks))
 
     def _stop_unwanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
-        """Stops tasks no longer ours or whose configs changed. A deleted connector's tasks
-        are told so; a task that no longer exists as it ran (deleted, or its config
-        replaced) has its status removed, as standalone mode does, so that a stale RUNNING
-        is never shown for its successor. A task that only moved keeps its status: its new
-        worker overwrites it."""
+        """Stops tasks no longer ours or whose task configs changed (a new connector config
+        alone does not restart them: its new task configs do, if they differ, as in Kafka
+        Connect). A deleted connector's tasks are told so; a task that no longer exists as
+        it ran (deleted, or its config replaced) has its status removed, as standalone mode
+        does, so that a stale RUNNING is never shown for its successor. A task that only
+        moved keeps its status: its new worker overwrites it."""
         wanted = self._wanted_tasks(snapshot, mine)
         deleted: list[TaskId] = []
         replaced: list[TaskId] = []
@@ -710,7 +712,7 @@ class DistributedHerder(HerderCommon):
                     deleted.append(task)
                 elif not _same_task(snapshot, task, running):
                     replaced.append(task)
-                elif task not in wanted or wanted[task][:2] != running[:2]:
+                elif task not in wanted:
                     moved.append(task)
         for tasks, connector_deleted, forget in (
             (deleted, True, True), (replaced, False, True), (moved, False, False)
@@ -906,6 +908,9 @@ class DistributedHerder(HerderCommon):
             self._restarts.put(restart)
         self._reconcile_wake.set()
         self._leader_wake.set()
+
+    def _on_status_change(self) -> None:
+        self._board.notify_changed()
 
     def _on_reconfiguration_requested(self, name: str) -> None:
         with self._lock:

@@ -85,6 +85,11 @@ class StatusBoard:
             self._store.delete_task(TaskId(name, index))
         self._bump()
 
+    def notify_changed(self) -> None:
+        """A status changed in the store without passing through this board (another
+        worker's report, read from the status topic): wakes the watchers."""
+        self._bump()
+
     def wait_for_change(self, seen_version: int, timeout: float) -> int:
         """Waits until the version differs from ``seen_version`` (or timeout); returns it."""
         with self._changed:

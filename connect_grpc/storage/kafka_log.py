@@ -446,7 +446,7 @@ class KafkaBasedLog:
             consumer.close()
 
     def _poll_once(self, consumer: Consumer) -> None:
-        for message in consumer.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S):
+        for message in _next_messages(consumer):
             self._handle(message)
         positions = {
             tp.partition: tp.offset for tp in consumer.position(self._partitions) if tp.offset >= 0
@@ -480,6 +480,19 @@ class KafkaBasedLog:
             waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             waiter.done.set()
+
+
+def _next_messages(consumer: Consumer) -> list[Message]:
+    """What has arrived, as soon as anything has (at most POLL_TIMEOUT_S of waiting).
+
+    ``consume(n, timeout)`` alone would wait for ``n`` messages or the whole timeout, so
+    every write would be seen up to POLL_TIMEOUT_S late: ``poll`` returns on the first
+    message, and a non-blocking ``consume`` takes what came with it.
+    """
+    first = consumer.poll(POLL_TIMEOUT_S)
+    if first is None:
+        return []
+    return [first, *consumer.consume(num_messages=POLL_BATCH - 1, timeout=0)]
 
 
 def _as_bytes(data: Any) -> bytes | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -137,7 +138,11 @@ class KafkaStatusStore:
         *,
         generation: int = 0,
         timeout: float = DEFAULT_TIMEOUT_S,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
+        """``on_change`` is called (on the tailing thread) after a record of another
+        worker changed a status, so that watchers wake without polling."""
+        self._on_change = on_change
         self._lock = threading.Lock()
         self._generation = generation
         self._connectors: dict[str, InstanceStatus] = {}
@@ -257,9 +262,12 @@ class KafkaStatusStore:
                 self._set(key, None)
             elif self._superseded(key, *decoded):
                 log.debug("status_record_superseded", key=str(key), generation=decoded[1])
+                return
             else:
                 self._set(key, decoded[0])
                 self._generations[key] = decoded[1]
+        if self._on_change is not None:
+            self._on_change()
 
     def _apply_extension(self, record: LogRecord) -> None:
         key = bytes(record.key or b"").decode(errors="replace")

@@ -8,6 +8,9 @@
 - ``worker``: a standalone worker process per test module; ``stub``: a client of it.
 - ``name``: a fresh connector name per test; ``events``: a per-test events file for the
   instrumented test plugins.
+- ``cluster``: three ``connect-grpc distributed`` workers shared by the session;
+  :func:`helpers.deployment_stub` gives a module's ``stub`` fixture both deployments (standalone,
+  and the cluster through :class:`helpers.RoutingStub`).
 """
 
 from __future__ import annotations
@@ -15,14 +18,17 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from connect_grpc.kafka.broker import LocalKafka
-from connect_grpc.testing.cluster import WorkerProcess
+from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.integration.helpers import CLUSTER_SIZE
 
 BOOTSTRAP_ENV = "CONNECT_GRPC_KAFKA_BOOTSTRAP"
 
@@ -83,3 +89,29 @@ def name(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def events(tmp_path: Path) -> Path:
     return tmp_path / "events.jsonl"
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[WorkerProcess]]:
+    root = tmp_path_factory.mktemp("cluster")
+    properties = cluster_properties(f"tests-{uuid.uuid4().hex[:8]}")
+    workers = [
+        WorkerProcess(root / f"worker-{n}", kafka_bootstrap, properties, mode="distributed")
+        for n in range(CLUSTER_SIZE)
+    ]
+    try:
+        with ThreadPoolExecutor(max_workers=CLUSTER_SIZE) as pool:
+            for started in [pool.submit(w.start) for w in workers]:
+                started.result()
+
+        def all_assigned() -> bool:
+            info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
+            return bool(info.leader_id) and len(info.workers) == CLUSTER_SIZE
+
+        wait_until(all_assigned, timeout=120)
+        yield workers
+    finally:
+        for worker in workers:
+            worker.stop()

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from connect_grpc.testing.cluster import wait_until
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
@@ -145,3 +146,49 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
     finally:
         consumer.close()
     return messages
+
+
+#: The deployments a parametrized ``stub`` runs against.
+DEPLOYMENTS = ("standalone", "cluster")
+CLUSTER_SIZE = 3
+
+
+class RoutingStub:
+    """A ConnectService stub over a cluster that sends each call to a worker that neither
+    leads nor runs any instance of the connector the request names (a follower when every
+    worker runs one), so that every write is forwarded and every read is answered from a
+    view that did not make the change."""
+
+    def __init__(self, workers: Sequence[WorkerProcess]) -> None:
+        self._workers = workers
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        def call(request: Any, *args: Any, **kwargs: Any) -> Any:
+            target = self._route(getattr(request, "name", ""))
+            return getattr(target.stub, method)(request, *args, **kwargs)
+
+        return call
+
+    def _route(self, connector: str) -> WorkerProcess:
+        return idle_worker(self._workers, connector)
+
+
+def idle_worker(workers: Sequence[WorkerProcess], connector: str) -> WorkerProcess:
+    """A worker that neither leads nor runs any instance of ``connector`` (a follower when
+    every worker runs one). Worker ids are ``worker-<port>`` (WorkerProcess's default)."""
+    info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=10)
+    busy = {info.leader_id} | {
+        w.id
+        for w in info.workers
+        if connector in w.connectors or any(t.connector == connector for t in w.tasks)
+    }
+    idle = [w for w in workers if f"worker-{w.port}" not in busy]
+    followers = [w for w in workers if f"worker-{w.port}" != info.leader_id]
+    return (idle or followers or list(workers))[0]
+
+
+def deployment_stub(request: pytest.FixtureRequest) -> Any:
+    """For a ``stub`` fixture parametrized over :data:`DEPLOYMENTS`."""
+    if request.param == "standalone":
+        return request.getfixturevalue("worker").stub
+    return RoutingStub(request.getfixturevalue("cluster"))

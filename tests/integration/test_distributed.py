@@ -22,6 +22,7 @@ from tests.integration.helpers import (
     RUNNING,
     STOPPED,
     create,
+    idle_worker,
     source_config,
     wait_for_states,
 )
@@ -89,15 +90,7 @@ class Cluster:
     def follower_not_running(self, connector: str) -> WorkerProcess:
         """A worker that neither leads nor runs any instance of ``connector`` (or, if every
         worker runs one, a follower)."""
-        info = self.info()
-        owners = {
-            w.id
-            for w in info.workers
-            if connector in w.connectors or any(t.connector == connector for t in w.tasks)
-        }
-        followers = [w for w in self.live if f"worker-{w.port}" != info.leader_id]
-        idle = [w for w in followers if f"worker-{w.port}" not in owners]
-        return (idle or followers)[0]
+        return idle_worker(self.live, connector)
 
     def stop(self) -> None:
         for worker in self.workers:
@@ -370,7 +363,7 @@ def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Pat
     leader = cluster.leader()
     follower = next(w for w in cluster.live if w is not leader)
     acknowledged: list[str] = []
-    failures: list[float] = []
+    unanswered: list[str] = []
     stop = threading.Event()
     config = source_config(tmp_path / "events.jsonl", tasks=1)
 
@@ -382,25 +375,37 @@ def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Pat
                 follower.stub.CreateConnector(_stream_request(name, config), timeout=20)
                 acknowledged.append(name)
                 n += 1
-            except grpc.RpcError:
-                failures.append(time.monotonic())  # retried with the same request_id
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.ALREADY_EXISTS:
+                    # the leader died between the create's transaction and its answer's
+                    # (docs/distributed.md): applied once, first answer lost
+                    unanswered.append(name)
+                    n += 1
+                # otherwise retried with the same request_id
 
     writer = threading.Thread(target=write_stream)
     writer.start()
-    wait_until(lambda: len(acknowledged) >= 3, timeout=60)
-    before = len(acknowledged)
-    killed_at = time.monotonic()
-    leader.kill()
-    wait_until(lambda: len(acknowledged) > before, timeout=60)
-    recovered_after = time.monotonic() - killed_at
-    wait_until(lambda: len(acknowledged) > before + 2, timeout=60)
-    stop.set()
-    writer.join(30)
+    try:
+        wait_until(lambda: len(acknowledged) >= 3, timeout=60)
+        before = len(acknowledged)
+        killed_at = time.monotonic()
+        leader.kill()
+        try:
+            wait_until(lambda: len(acknowledged) + len(unanswered) > before, timeout=60)
+        except TimeoutError:
+            logs = "\n".join(f"--- {_id(w)}\n{w.logs()[-6000:]}" for w in cluster.live)
+            raise AssertionError(f"no write acknowledged after the kill:\n{logs}") from None
+        recovered_after = time.monotonic() - killed_at
+        wait_until(lambda: len(acknowledged) > before + 2, timeout=60)
+    finally:
+        stop.set()
+        writer.join(30)
     # the bound of issue 8: a new leader within session.timeout.ms + 2 s, plus the time the
     # write itself takes on a loaded test machine
     assert recovered_after <= SESSION_TIMEOUT_MS / 1000 + 5, recovered_after
     names = {c.name for c in follower.stub.ListConnectors(pb.ListConnectorsRequest()).connectors}
-    assert set(acknowledged) <= names
+    assert set(acknowledged) | set(unanswered) <= names
+    assert len(unanswered) <= 1, unanswered  # only the write in flight at the kill
     new_leader = cluster.leader()
     assert new_leader is not leader
     # every acknowledged create, retried with its request_id through any survivor after
@@ -409,7 +414,7 @@ def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Pat
         survivor = cluster.live[index % len(cluster.live)]
         again = survivor.stub.CreateConnector(_stream_request(name, config), timeout=20)
         assert again.connector.name == name
-    for name in acknowledged:
+    for name in acknowledged + unanswered:
         new_leader.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
     # bring the cluster back to three workers for the tests after this one
     cluster.add().start()

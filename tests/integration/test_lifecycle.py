@@ -1,6 +1,7 @@
-"""Connector lifecycle over a real gRPC channel to a standalone worker process (real Kafka,
-real Spark): create in state (KIP-980), pause/resume/stop (KIP-875), failures, tasks.max,
-errors with the right codes, and delete with cleanup."""
+"""Connector lifecycle over real gRPC channels (real Kafka, real Spark): create in state
+(KIP-980), pause/resume/stop (KIP-875), failures, tasks.max, errors with the right codes, and
+delete with cleanup. Every test runs against a standalone worker process and against a
+3-worker cluster, each call sent to a worker that neither leads nor runs the connector."""
 
 from __future__ import annotations
 
@@ -11,15 +12,18 @@ from typing import Any
 import grpc
 import pytest
 
+from connect_grpc.testing.cluster import wait_until
 from connect_grpc.testing.plugins import read_events
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.helpers import (
+    DEPLOYMENTS,
     FAILED,
     PAUSED,
     RUNNING,
     STOPPED,
     create,
+    deployment_stub,
     error_reason,
     field_violations,
     source_config,
@@ -27,6 +31,11 @@ from tests.integration.helpers import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(params=DEPLOYMENTS)
+def stub(request: pytest.FixtureRequest) -> Any:
+    return deployment_stub(request)
 
 
 
@@ -135,20 +144,25 @@ def test_delete_tells_tasks_and_connector_they_were_deleted(
     wait_for_states(stub, name, RUNNING, [RUNNING, RUNNING])
     stub.StopConnector(pb.StopConnectorRequest(name=name))
     wait_for_states(stub, name, STOPPED, [])
-    stops = [e for e in read_events(events) if e["event"] in ("task_stop", "connector_stop")]
-    assert len(stops) == 3 and all(e["connector_deleted"] is False for e in stops)
+
+    def stops() -> list[dict[str, Any]]:  # on a cluster, each worker stops its own
+        return [e for e in read_events(events) if e["event"] in ("task_stop", "connector_stop")]
+
+    wait_until(lambda: len(stops()) == 3, 30)
+    assert all(e["connector_deleted"] is False for e in stops())
 
     stub.ResumeConnector(pb.ResumeConnectorRequest(name=name))
     wait_for_states(stub, name, RUNNING, [RUNNING, RUNNING])
     seen_before_delete = len(read_events(events))
     stub.DeleteConnector(pb.DeleteConnectorRequest(name=name))
 
-    after_delete = read_events(events)[seen_before_delete:]
-    deleted = [e for e in after_delete if e["event"].endswith("_stop")]
-    assert sorted((e["event"], e["task"]) for e in deleted) == [
-        ("connector_stop", None), ("task_stop", 0), ("task_stop", 1)
-    ]
-    assert all(e["connector_deleted"] is True for e in deleted)
+    def deleted() -> list[dict[str, Any]]:  # a cluster's workers stop theirs a moment later
+        after_delete = read_events(events)[seen_before_delete:]
+        return [e for e in after_delete if e["event"].endswith("_stop")]
+
+    expected = [("connector_stop", None), ("task_stop", 0), ("task_stop", 1)]
+    wait_until(lambda: sorted((e["event"], e["task"]) for e in deleted()) == expected, 30)
+    assert all(e["connector_deleted"] is True for e in deleted())
     with pytest.raises(grpc.RpcError) as excinfo:
         stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name))
     assert excinfo.value.code() is grpc.StatusCode.NOT_FOUND
@@ -274,7 +288,12 @@ def test_reads_list_expand_config_plugins_and_cluster(
         pb.CONNECTOR_TYPE_SINK
     )
     cluster = stub.GetClusterInfo(pb.GetClusterInfoRequest())
-    assert cluster.mode == "standalone" and cluster.worker_id == cluster.leader_id
+    assert cluster.leader_id and cluster.leader_address
+    if cluster.mode == "standalone":
+        assert cluster.worker_id == cluster.leader_id
+    else:
+        assert cluster.mode == "distributed" and len(cluster.workers) == 3
+        assert cluster.worker_id != cluster.leader_id  # a follower answered
 
 
 def test_validate_config_reports_per_key_errors(stub: pb_grpc.ConnectServiceStub) -> None:

@@ -1,7 +1,8 @@
-"""Connector offsets over real gRPC against a standalone worker process (real Kafka, real
+"""Connector offsets over real gRPC against a standalone worker process and a 3-worker cluster
+(each call sent to a worker that neither leads nor runs the connector; real Kafka, real
 Spark): GetOffsets / AlterOffsets / ResetOffsets (KIP-875) and CreateConnector with
-initial_offsets (KIP-995), for source connectors (file offset store) and sink connectors
-(the consumer group's committed offsets).
+initial_offsets (KIP-995), for source connectors (the file offset store of standalone mode,
+the offsets topic of a cluster) and sink connectors (the consumer group's committed offsets).
 
 One worker process serves the module (plus one short-lived worker for connector files);
 every test uses its own connector names and topics.
@@ -35,12 +36,14 @@ from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.conftest import BOOTSTRAP_ENV
 from tests.integration.helpers import (
+    DEPLOYMENTS,
     INSTRUMENTED_SINK,
     PAUSED,
     RUNNING,
     STOPPED,
     create,
     create_topic,
+    deployment_stub,
     error_reason,
     field_violations,
     produce,
@@ -50,6 +53,11 @@ from tests.integration.helpers import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(params=DEPLOYMENTS)
+def stub(request: pytest.FixtureRequest) -> Any:
+    return deployment_stub(request)
 
 T = TypeVar("T")
 

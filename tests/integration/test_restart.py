@@ -1,5 +1,6 @@
-"""KIP-745 restarts over a real gRPC channel to a standalone worker process (real Kafka, real
-Spark): RestartConnector with every flag combination on running, failed and partly failed
+"""KIP-745 restarts over real gRPC channels to a standalone worker process and to a 3-worker
+cluster (each call sent to a worker that neither leads nor runs the connector; real Kafka,
+real Spark): RestartConnector with every flag combination on running, failed and partly failed
 connectors (exact start/stop counts of every instance, RESTARTING in the immediate answer),
 RestartTask, and a restart in the middle of a FileStream pipeline that loses and duplicates
 nothing."""
@@ -20,11 +21,13 @@ from connect_grpc.testing.plugins import count, read_events
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.helpers import (
+    DEPLOYMENTS,
     FAILED,
     PAUSED,
     RUNNING,
     STOPPED,
     create,
+    deployment_stub,
     error_reason,
     source_config,
     states,
@@ -37,6 +40,10 @@ RESTARTING = pb.INSTANCE_STATE_RESTARTING
 FLAGS = [(False, False), (True, False), (False, True), (True, True)]
 FLAG_IDS = ["plain", "include_tasks", "only_failed", "include_tasks+only_failed"]
 
+
+@pytest.fixture(params=DEPLOYMENTS)
+def stub(request: pytest.FixtureRequest) -> Any:
+    return deployment_stub(request)
 
 
 
