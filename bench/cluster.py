@@ -1,0 +1,629 @@
+"""Distributed mode: forwarding cost, read latency and leader failover of a 3-worker cluster.
+
+Run from the repository root::
+
+    .venv/bin/python bench/cluster.py [--samples N] [--reads R] [--kills K]
+                                       [--session-timeouts 6000,10000]
+
+Starts the project's own local broker (``LocalKafka``) in a temporary directory and, on it,
+three real ``connect-grpc distributed`` worker processes (``WorkerProcess``, started
+concurrently, test plugins off), then waits until ``GetClusterInfo`` lists 3 workers and a
+leader and every worker agrees on the assignment. It fails (non-zero exit) if the broker or
+the cluster cannot be started. In the same run it measures, over long-lived gRPC channels:
+
+1. **Forwarding cost.** ``PutConnectorConfig`` of one connector created STOPPED (a
+   ``SequenceSource``; each call changes ``sequence.start``, so every call is a real write
+   to the config topic and nothing runs), sent N times (a) directly to the leader and (b) to
+   a follower, which forwards it to the leader and waits until its own view shows the write
+   (read-your-writes). The two kinds are interleaved (order alternating) after a warm-up.
+   Reported: p50 / p90 of each and forwarded minus direct at p50 (issue 8's goal: <= 1 ms).
+2. **Read latency.** ``GetConnectorStatus`` of that connector on a follower, against the
+   anchor: a bare grpcio unary call to a minimal server started by this script as a
+   subprocess (a generic handler whose one method returns its input bytes), sent the bytes
+   of the same ``GetConnectorStatusRequest``. Interleaved, R of each after a warm-up.
+   Reported: p50 / p90 of each and the ratio of the p50s (goal: <= 2x).
+3. **Failover.** A thread sends ``PutConnectorConfig`` writes through a survivor (a
+   follower) in a loop, each with a short deadline (``--call-timeout``), retrying at once on
+   any error; once it has been acknowledged a few times the leader's process group is sent
+   SIGKILL (``WorkerProcess.kill``). Reported: the time from the kill to the end of the first
+   acknowledged write that was *sent after* the kill, its ratio to ``session.timeout.ms``,
+   whether it is <= ``session.timeout.ms`` + 2 s (issue 8's bound), and, for reference, when
+   the survivor's ``GetClusterInfo`` first named a new leader. Between kills a fresh worker
+   is started and the cluster is let settle at 3 workers again. Each session timeout of
+   ``--session-timeouts`` gets a cluster of its own (fresh group and topics), with
+   ``heartbeat.interval.ms=1000``; measurements 1 and 2 run on the first one.
+
+The Markdown tables go to stdout; progress goes to stderr. ``--keep-logs DIR`` copies the
+workers' logs there before the temporary directory is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
+from connect_grpc.logs import configure_logging
+from connect_grpc.testing.cluster import (
+    WorkerProcess,
+    cluster_properties,
+    free_port,
+    wait_until,
+)
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+
+WORKERS = 3
+HEARTBEAT_INTERVAL_MS = 1000
+CONNECTOR = "bench-connector"
+ECHO_METHOD = "/bench.Echo/Echo"
+WRITE_TIMEOUT_S = 30.0
+READ_TIMEOUT_S = 10.0
+#: How many writes the failover loop must see acknowledged before the kill.
+ACKS_BEFORE_KILL = 3
+#: The longest wait for the first write acknowledged after a kill.
+RECOVERY_TIMEOUT_S = 90.0
+
+
+def log(message: str) -> None:
+    sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {message}\n")
+    sys.stderr.flush()
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values``, linearly interpolated."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass
+class Latencies:
+    label: str
+    seconds: list[float] = field(default_factory=list)
+
+    def ms(self, q: float) -> float:
+        return percentile(self.seconds, q) * 1000
+
+
+@dataclass
+class Failover:
+    session_timeout_ms: int
+    kill: int
+    recovered_s: float
+    new_leader_seen_s: float | None
+    failed_calls: int
+    failure_codes: dict[str, int]
+
+    @property
+    def ratio(self) -> float:
+        return self.recovered_s / (self.session_timeout_ms / 1000)
+
+    @property
+    def within_bound(self) -> bool:
+        return self.recovered_s <= self.session_timeout_ms / 1000 + 2
+
+
+# --- the anchor: a bare grpcio server -----------------------------------------------------
+
+
+def _echo(request: bytes, context: grpc.ServicerContext) -> bytes:
+    return request
+
+
+def serve_echo(port: int) -> int:
+    """Runs the anchor's server until SIGTERM: one unary method that returns its input."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(_echo)}
+    )
+    server.add_generic_rpc_handlers((handler,))
+    if server.add_insecure_port(f"127.0.0.1:{port}") == 0:
+        raise OSError(f"could not bind 127.0.0.1:{port}")
+    server.start()
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    stopped.wait()
+    server.stop(grace=1).wait()
+    return 0
+
+
+class EchoServer:
+    """The anchor's server, in a subprocess of its own (as each worker is)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self._process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--echo-server", str(self.port)]
+        )
+        self.channel = grpc.insecure_channel(self.address)
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=30)
+        except grpc.FutureTimeoutError:
+            self.stop()
+            raise RuntimeError("the anchor's echo server did not start") from None
+        self.call: grpc.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary(
+            ECHO_METHOD, request_serializer=None, response_deserializer=None
+        )
+
+    def stop(self) -> None:
+        self.channel.close()
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(10)
+
+
+# --- the cluster ----------------------------------------------------------------------------
+
+
+def worker_id(worker: WorkerProcess) -> str:
+    return f"worker-{worker.port}"
+
+
+class Cluster:
+    """Workers of one group on the bench's broker (as tests/integration/test_distributed.py)."""
+
+    def __init__(self, root: Path, bootstrap: str, session_timeout_ms: int) -> None:
+        self.root = root
+        self.bootstrap = bootstrap
+        self.session_timeout_ms = session_timeout_ms
+        group = f"bench-{session_timeout_ms}-{uuid.uuid4().hex[:6]}"
+        self.properties = {
+            **cluster_properties(
+                group,
+                session_timeout_ms=session_timeout_ms,
+                heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+            ),
+            "test.plugins.enabled": "false",
+        }
+        self.workers: list[WorkerProcess] = []
+
+    def add(self) -> WorkerProcess:
+        worker = WorkerProcess(
+            self.root / f"worker-{len(self.workers)}",
+            self.bootstrap,
+            self.properties,
+            mode="distributed",
+        )
+        self.workers.append(worker)
+        return worker
+
+    def start(self, count: int) -> None:
+        """Starts ``count`` workers at once; raises if any does not come up."""
+        workers = [self.add() for _ in range(count)]
+        with futures.ThreadPoolExecutor(max_workers=count) as pool:
+            for started in [pool.submit(w.start) for w in workers]:
+                started.result()
+
+    @property
+    def live(self) -> list[WorkerProcess]:
+        return [w for w in self.workers if w.channel is not None]
+
+    def info(self, via: WorkerProcess) -> pb.GetClusterInfoResponse:
+        answer: pb.GetClusterInfoResponse = via.stub.GetClusterInfo(
+            pb.GetClusterInfoRequest(), timeout=5
+        )
+        return answer
+
+    def settled(self, count: int, timeout: float = 120.0) -> pb.GetClusterInfoResponse:
+        """Waits until every live worker reports the same generation and leader, the
+        assignment lists ``count`` workers, and there is a leader."""
+
+        def agreed() -> pb.GetClusterInfoResponse | None:
+            views = [self.info(w) for w in self.live]
+            first = views[0]
+            same = all(
+                (v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views
+            )
+            ok = same and first.leader_id and len(first.workers) == count
+            return first if ok else None
+
+        info = wait_until(agreed, timeout=timeout)
+        assert info is not None  # wait_until returns a truthy value
+        return info
+
+    def leader(self) -> WorkerProcess:
+        leader_id = self.settled(len(self.live)).leader_id
+        return next(w for w in self.live if worker_id(w) == leader_id)
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+
+    def copy_logs(self, target: Path) -> None:
+        for worker in self.workers:
+            if worker.log_path.exists():
+                name = f"{self.properties['group.id']}-{worker.work_dir.name}-{worker.port}.log"
+                shutil.copy(worker.log_path, target / name)
+
+
+def connector_config(start: int) -> dict[str, str]:
+    return {
+        "connector.class": "SequenceSource",
+        "topic": "bench-cluster",
+        "sequence.count": "10",
+        "sequence.start": str(start),
+        "tasks.max": "1",
+    }
+
+
+class Writer:
+    """``PutConnectorConfig`` of the STOPPED bench connector, a new ``sequence.start`` each."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def request(self) -> pb.PutConnectorConfigRequest:
+        with self._lock:
+            self._next += 1
+            start = self._next
+        return pb.PutConnectorConfigRequest(name=CONNECTOR, config=connector_config(start))
+
+    def write(self, stub: pb_grpc.ConnectServiceStub, timeout: float = WRITE_TIMEOUT_S) -> None:
+        answer = stub.PutConnectorConfig(self.request(), timeout=timeout)
+        if answer.created:
+            raise RuntimeError(f"{CONNECTOR} was created by a config write: it had vanished")
+
+
+def create_connector(stub: pb_grpc.ConnectServiceStub) -> None:
+    stub.CreateConnector(
+        pb.CreateConnectorRequest(
+            name=CONNECTOR,
+            config=connector_config(0),
+            initial_state=pb.INITIAL_STATE_STOPPED,
+        ),
+        timeout=60,
+    )
+
+
+# --- measurements ---------------------------------------------------------------------------
+
+
+def forwarding(
+    cluster: Cluster, writer: Writer, samples: int, warmup: int
+) -> tuple[Latencies, Latencies]:
+    leader = cluster.leader()
+    follower = next(w for w in cluster.live if w is not leader)
+    log(f"forwarding: leader {worker_id(leader)}, follower {worker_id(follower)}")
+    direct_stub = leader.stub
+    forwarded_stub = follower.stub
+    direct = Latencies("PutConnectorConfig sent to the leader (direct)")
+    forwarded = Latencies("PutConnectorConfig sent to a follower (forwarded)")
+    for _ in range(warmup):
+        writer.write(direct_stub)
+        writer.write(forwarded_stub)
+    for index in range(samples):
+        pair = [(direct, direct_stub), (forwarded, forwarded_stub)]
+        if index % 2:
+            pair.reverse()
+        for result, stub in pair:
+            started = time.perf_counter()
+            writer.write(stub)
+            result.seconds.append(time.perf_counter() - started)
+    return direct, forwarded
+
+
+def reads(cluster: Cluster, anchor: EchoServer, samples: int, warmup: int) -> tuple[
+    Latencies, Latencies, int
+]:
+    leader = cluster.leader()
+    follower = next(w for w in cluster.live if w is not leader)
+    stub = follower.stub
+    request = pb.GetConnectorStatusRequest(name=CONNECTOR)
+    payload = request.SerializeToString()
+    answer = anchor.call(payload, timeout=READ_TIMEOUT_S)
+    if answer != payload:
+        raise RuntimeError("the echo server did not echo")
+    log(f"reads: GetConnectorStatus on follower {worker_id(follower)}, {len(payload)} bytes")
+    bare = Latencies(f"anchor: bare grpcio unary echo ({len(payload)}-byte request)")
+    status = Latencies("GetConnectorStatus on a follower")
+
+    def read_status() -> None:
+        stub.GetConnectorStatus(request, timeout=READ_TIMEOUT_S)
+
+    def read_echo() -> None:
+        anchor.call(payload, timeout=READ_TIMEOUT_S)
+
+    for _ in range(warmup):
+        read_status()
+        read_echo()
+    for index in range(samples):
+        pair: list[tuple[Latencies, Callable[[], None]]] = [
+            (bare, read_echo),
+            (status, read_status),
+        ]
+        if index % 2:
+            pair.reverse()
+        for result, call in pair:
+            started = time.perf_counter()
+            call()
+            result.seconds.append(time.perf_counter() - started)
+    return bare, status, len(payload)
+
+
+def failover(
+    cluster: Cluster, writer: Writer, kill: int, call_timeout: float
+) -> Failover:
+    leader = cluster.leader()
+    survivor = next(w for w in cluster.live if w is not leader)
+    stub = survivor.stub
+    log(
+        f"failover {kill} (session.timeout.ms={cluster.session_timeout_ms}): "
+        f"killing leader {worker_id(leader)}, writing through {worker_id(survivor)}"
+    )
+    acks: list[tuple[float, float]] = []  # (sent, acknowledged), time.monotonic()
+    codes: dict[str, int] = {}
+    stop = threading.Event()
+
+    def write_loop() -> None:
+        while not stop.is_set():
+            sent = time.monotonic()
+            try:
+                writer.write(stub, timeout=call_timeout)
+            except grpc.RpcError as exc:
+                code = exc.code().name if isinstance(exc, grpc.Call) else "?"
+                codes[code] = codes.get(code, 0) + 1
+                if time.monotonic() - sent < 0.01:
+                    time.sleep(0.01)  # an immediate refusal: do not spin
+                continue
+            acks.append((sent, time.monotonic()))
+
+    thread = threading.Thread(target=write_loop, name="failover-writes", daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: len(acks) >= ACKS_BEFORE_KILL, timeout=60, interval=0.01)
+        failed_before = sum(codes.values())
+        killed_at = time.monotonic()
+        leader.kill()
+        new_leader_seen: float | None = None
+        deadline = killed_at + RECOVERY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            if new_leader_seen is None:
+                try:
+                    seen = cluster.info(survivor).leader_id
+                    if seen and seen != worker_id(leader):
+                        new_leader_seen = time.monotonic() - killed_at
+                except grpc.RpcError:
+                    pass
+            after = [ack for sent, ack in acks if sent >= killed_at]
+            if after and new_leader_seen is not None:
+                break
+            time.sleep(max(0.0, 0.02 - (time.monotonic() - now)))
+        after = [ack for sent, ack in acks if sent >= killed_at]
+        if not after:
+            raise RuntimeError(
+                f"no write acknowledged within {RECOVERY_TIMEOUT_S} s of killing the leader"
+            )
+        recovered = after[0] - killed_at
+    finally:
+        stop.set()
+        thread.join(call_timeout + 5)
+    failed = sum(codes.values()) - failed_before
+    log(
+        f"failover {kill}: first write acknowledged {recovered:.2f} s after the kill, "
+        f"new leader seen after {new_leader_seen}, {failed} failed calls {codes}"
+    )
+    return Failover(
+        cluster.session_timeout_ms, kill, recovered, new_leader_seen, failed, dict(codes)
+    )
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def machine(load_before: tuple[float, float, float]) -> dict[str, str]:
+    import confluent_kafka
+
+    mem_kib = 0
+    with open("/proc/meminfo", encoding="utf-8") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    java = subprocess.run(
+        ["java", "-version"], capture_output=True, text=True, check=False
+    ).stderr.splitlines()
+    load_after = os.getloadavg()
+    return {
+        "nproc": str(os.cpu_count()),
+        "RAM": f"{mem_kib / 1024 / 1024:.1f} GiB",
+        "Python": platform.python_version(),
+        "Java": java[0] if java else "?",
+        "grpcio": grpc.__version__,
+        "Kafka broker": KAFKA_VERSION,
+        "librdkafka": confluent_kafka.libversion()[0],
+        "load average (1/5/15 min) before": " / ".join(f"{x:.2f}" for x in load_before),
+        "load average (1/5/15 min) after": " / ".join(f"{x:.2f}" for x in load_after),
+    }
+
+
+def met(ok: bool) -> str:
+    return "**met**" if ok else "**not met**"
+
+
+def report(
+    direct: Latencies,
+    forwarded: Latencies,
+    bare: Latencies,
+    status: Latencies,
+    failovers: list[Failover],
+) -> str:
+    lines = [
+        f"### Forwarding cost ({len(direct.seconds)} writes of each kind, interleaved)",
+        "",
+        "| measurement | p50 (ms) | p90 (ms) |",
+        "|---|---:|---:|",
+    ]
+    for result in (direct, forwarded):
+        lines.append(f"| {result.label} | {result.ms(50):.2f} | {result.ms(90):.2f} |")
+    difference = forwarded.ms(50) - direct.ms(50)
+    lines += [
+        "",
+        f"Forwarded minus direct at p50: **{difference:.2f} ms** "
+        f"(p90: {forwarded.ms(90) - direct.ms(90):.2f} ms); goal <= 1 ms: {met(difference <= 1)}.",
+        "",
+        f"### Read latency ({len(bare.seconds)} calls of each, interleaved)",
+        "",
+        "| measurement | p50 (ms) | p90 (ms) | p50 ratio vs anchor |",
+        "|---|---:|---:|---:|",
+    ]
+    for result in (bare, status):
+        ratio = result.ms(50) / bare.ms(50)
+        lines.append(
+            f"| {result.label} | {result.ms(50):.3f} | {result.ms(90):.3f} | {ratio:.2f} |"
+        )
+    read_ratio = status.ms(50) / bare.ms(50)
+    lines += [
+        "",
+        f"GetConnectorStatus / anchor at p50: **{read_ratio:.2f}x**; goal <= 2x: "
+        f"{met(read_ratio <= 2)}.",
+        "",
+        "### Failover (kill -9 of the leader, writes through a survivor)",
+        "",
+        "| session.timeout.ms | kill | first write acked after kill (s) "
+        "| ratio to session.timeout.ms | <= session.timeout.ms + 2 s "
+        "| new leader named by survivor (s) | failed calls meanwhile |",
+        "|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for f in failovers:
+        seen = f"{f.new_leader_seen_s:.2f}" if f.new_leader_seen_s is not None else "-"
+        failures = ", ".join(f"{n} {code}" for code, n in sorted(f.failure_codes.items()))
+        lines.append(
+            f"| {f.session_timeout_ms} | {f.kill} | {f.recovered_s:.2f} | {f.ratio:.2f} "
+            f"| {'yes' if f.within_bound else 'no'} | {seen} | {failures or '0'} |"
+        )
+    by_timeout: dict[int, list[float]] = {}
+    for f in failovers:
+        by_timeout.setdefault(f.session_timeout_ms, []).append(f.recovered_s)
+    lines.append("")
+    for timeout_ms, values in by_timeout.items():
+        median = statistics.median(values)
+        lines.append(
+            f"session.timeout.ms={timeout_ms}: median {median:.2f} s "
+            f"({median / (timeout_ms / 1000):.2f}x); bound {timeout_ms / 1000 + 2:.0f} s: "
+            f"{met(all(v <= timeout_ms / 1000 + 2 for v in values))} "
+            f"({len(values)} kill(s))."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--samples", type=int, default=200, help="writes of each kind")
+    parser.add_argument("--warmup", type=int, default=20, help="unrecorded writes of each kind")
+    parser.add_argument("--reads", type=int, default=1000, help="reads of each kind")
+    parser.add_argument("--kills", type=int, default=2, help="leader kills per session timeout")
+    parser.add_argument(
+        "--session-timeouts", default="6000,10000", help="comma-separated session.timeout.ms"
+    )
+    parser.add_argument(
+        "--call-timeout", type=float, default=1.0, help="deadline of each failover write (s)"
+    )
+    parser.add_argument("--keep-logs", type=Path, help="copy the workers' logs here")
+    parser.add_argument("--echo-server", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.echo_server is not None:
+        return serve_echo(args.echo_server)
+
+    configure_logging("console", "WARNING")
+    timeouts = [int(t) for t in args.session_timeouts.split(",") if t.strip()]
+    if not timeouts or args.samples < 1 or args.reads < 1:
+        parser.error("need at least one session timeout, one sample and one read")
+    load_before = os.getloadavg()
+    run_started = time.monotonic()
+    failovers: list[Failover] = []
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
+        root = Path(tmp)
+        broker = LocalKafka(root / "kafka", die_with_parent=True)
+        clusters: list[Cluster] = []
+        anchor: EchoServer | None = None
+        try:
+            started = time.monotonic()
+            bootstrap = broker.start()
+            log(f"broker {bootstrap} started in {time.monotonic() - started:.1f} s")
+            anchor = EchoServer()
+            for position, timeout_ms in enumerate(timeouts):
+                cluster = Cluster(root / f"cluster-{timeout_ms}", bootstrap, timeout_ms)
+                clusters.append(cluster)
+                started = time.monotonic()
+                cluster.start(WORKERS)
+                info = cluster.settled(WORKERS)
+                log(
+                    f"cluster session.timeout.ms={timeout_ms}: {WORKERS} workers, leader "
+                    f"{info.leader_id}, generation {info.generation}, up in "
+                    f"{time.monotonic() - started:.1f} s"
+                )
+                writer = Writer()
+                create_connector(cluster.leader().stub)
+                if position == 0:
+                    direct, forwarded = forwarding(cluster, writer, args.samples, args.warmup)
+                    log(
+                        f"forwarding: direct p50 {direct.ms(50):.2f} ms, "
+                        f"forwarded p50 {forwarded.ms(50):.2f} ms"
+                    )
+                    bare, status, _ = reads(cluster, anchor, args.reads, args.warmup * 5)
+                    log(
+                        f"reads: anchor p50 {bare.ms(50):.3f} ms, "
+                        f"GetConnectorStatus p50 {status.ms(50):.3f} ms"
+                    )
+                for kill in range(1, args.kills + 1):
+                    if kill > 1:
+                        started = time.monotonic()
+                        cluster.add().start()
+                        cluster.settled(WORKERS)
+                        log(f"replacement worker up in {time.monotonic() - started:.1f} s")
+                    failovers.append(failover(cluster, writer, kill, args.call_timeout))
+                cluster.stop()
+        except BaseException:
+            for cluster in clusters:
+                for worker in cluster.workers:
+                    log(f"--- log tail of {worker_id(worker)} ({cluster.properties['group.id']})")
+                    sys.stderr.write(worker.logs()[-4000:] if worker.log_path.exists() else "")
+            raise
+        finally:
+            for cluster in clusters:
+                cluster.stop()
+                if args.keep_logs is not None:
+                    args.keep_logs.mkdir(parents=True, exist_ok=True)
+                    cluster.copy_logs(args.keep_logs)
+            if anchor is not None:
+                anchor.stop()
+            broker.stop()
+
+    out = sys.stdout
+    out.write("\n")
+    for key, value in machine(load_before).items():
+        out.write(f"- {key}: {value}\n")
+    out.write(f"- wall time of the run: {time.monotonic() - run_started:.0f} s\n\n")
+    out.write(report(direct, forwarded, bare, status, failovers))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
