@@ -150,6 +150,14 @@ class AssignmentRecord:
         return cls(generation, leader, parsed)
 
 
+def assignment_in(snapshot: Any) -> AssignmentRecord:
+    """The assignment a config snapshot holds (an empty one before the first); takes any
+    object with an ``extensions`` mapping (``storage.kafka_config.ConfigSnapshot``)."""
+    return AssignmentRecord.from_json(snapshot.extensions.get(ASSIGNMENT_KEY)) or (
+        AssignmentRecord()
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerRecord:
     worker_id: str

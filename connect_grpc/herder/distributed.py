@@ -20,7 +20,6 @@ it, bounded by the caller's deadline); no lock is held across a wait for another
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 
 from connect_grpc import __version__, deadline
-from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment, rebalance, safe_step
+from connect_grpc.cluster.assignment import WorkerAssignment, rebalance, safe_step
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.cluster.fenced_writer import FencedWriter, leader_transactional_id
 from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
@@ -40,6 +39,7 @@ from connect_grpc.cluster.records import (
     AssignmentRecord,
     LeaderRecord,
     WorkerRecord,
+    assignment_in,
     request_key,
     worker_key,
     worker_records,
@@ -66,7 +66,6 @@ from connect_grpc.domain import (
 from connect_grpc.errors import (
     AlreadyExistsError,
     ConnectError,
-    InstanceFailedError,
     NotFoundError,
     NotLeaderError,
     UnavailableError,
@@ -75,12 +74,12 @@ from connect_grpc.herder.base import WorkerRuntime
 from connect_grpc.herder.common import HerderCommon
 from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
+from connect_grpc.herder.reconciler import Reconciler
 from connect_grpc.herder.restart import build_restart_plan
-from connect_grpc.herder.rules import connector_type, not_stopped, task_target, too_many_tasks
+from connect_grpc.herder.rules import connector_type, not_stopped
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
-    tasks_max,
 )
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
@@ -102,8 +101,7 @@ from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
-#: How often the leader re-checks the group's members, and the reconciler its instances,
-#: without being woken by a change.
+#: How often the leader re-checks the group's members without being woken by a change.
 TICK_S = 0.5
 #: Bound of the leader's own Kafka calls (opening its writer, publishing an assignment).
 LEADER_CALL_TIMEOUT_S = 30.0
@@ -192,20 +190,24 @@ class DistributedHerder(HerderCommon):
         self._writer_lock = threading.Lock()
         self._stopping = threading.Event()
         self._leader_wake = threading.Event()
-        self._reconcile_wake = threading.Event()
         self._threads: list[threading.Thread] = []
-        #: Restart requests read from the config topic since the store started.
-        self._restarts: queue.SimpleQueue[RestartRequest] = queue.SimpleQueue()
+        #: Whether restart requests read from the config topic are carried out (not those
+        #: read while the store starts: a worker that joins does not replay old ones).
         self._listening = False
-        #: What each running instance runs with: connector → (config, target).
-        self._running_connectors: dict[str, tuple[Mapping[str, str], TargetState]] = {}
-        #: task → (connector config, task config, task target).
-        self._running_tasks: dict[TaskId, tuple[Mapping[str, str], Mapping[str, str],
-                                                TargetState]] = {}
-        #: Connectors whose task configs should be generated again.
-        self._regenerate: set[str] = set()
-        self._applied_generation = 0
+        self._reconciler = Reconciler(
+            self._id,
+            self._worker,
+            self._board,
+            self._statuses,
+            snapshot=self._snapshot,
+            connector_status=self.connector_status,
+            submit_task_configs=self._submit_task_configs,
+            confirm=self._write_worker_record,
+            stopping=self._stopping,
+        )
         self._next_expiry = 0.0
+        #: The generation the leader waits for workers to confirm, and since when.
+        self._awaited: tuple[int, float] = (-1, 0.0)
         self._log = log.bind(worker_id=self._id)
 
     # lifecycle
@@ -222,7 +224,7 @@ class DistributedHerder(HerderCommon):
         self._write_worker_record()
         self._election.start()
         for target, name in ((self._lead_loop, "cluster-leader"),
-                             (self._reconcile_loop, "cluster-reconciler")):
+                             (self._reconciler.run, "cluster-reconciler")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -233,7 +235,7 @@ class DistributedHerder(HerderCommon):
         takes them over only once they stopped), then closes the stores."""
         self._stopping.set()
         self._leader_wake.set()
-        self._reconcile_wake.set()
+        self._reconciler.wake()
         for thread in self._threads:
             thread.join(timeout=LEADER_CALL_TIMEOUT_S)
         self._worker.stop()
@@ -315,7 +317,7 @@ class DistributedHerder(HerderCommon):
     def cluster_info(self) -> ClusterInfo:
         snapshot = self._snapshot()
         leader = LeaderRecord.from_json(snapshot.extensions.get(LEADER_KEY))
-        assignment = self._assignment(snapshot)
+        assignment = assignment_in(snapshot)
         addresses = {w: r.address for w, r in worker_records(self._statuses.extensions()).items()}
         workers = tuple(
             WorkerDesc(w, addresses.get(w, ""), held.connectors, held.tasks)
@@ -408,7 +410,10 @@ class DistributedHerder(HerderCommon):
         """
         name = request.connector
         if not request.include_tasks and not request.only_failed:
-            self._restart_connector_here(name)
+            snapshot = self._snapshot()
+            self._config_of(snapshot, name)
+            self._require_owner(snapshot, name)
+            self._reconciler.restart_connector(name)
             return None
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
@@ -429,17 +434,7 @@ class DistributedHerder(HerderCommon):
         if not 0 <= task.task < len(snapshot.task_configs(task.connector)):
             raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
         self._require_owner(snapshot, task)
-        with self._lock:
-            running = self._running_tasks.get(task)
-        if running is None:
-            raise UnavailableError(f"task {task} is not running on this worker yet; retry", 1.0)
-        config, task_config, target = running
-        self._log.info("task_restart_requested", connector=task.connector, task=task.task)
-        self._worker.stop_tasks([task], False)
-        if not self._worker.start_task(task, config, task_config, target):
-            raise InstanceFailedError(
-                f"Failed to start task {task}: see its status (GetTaskStatus) for the cause"
-            )
+        self._reconciler.restart_task(task)
 
     def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
         with self._connector_locks.hold(name):
@@ -616,14 +611,14 @@ class DistributedHerder(HerderCommon):
         members = set(self._admin.call("group_members", self._cluster.group_id))
         members.add(self._id)
         snapshot = self._snapshot()
-        current = self._assignment(snapshot)
+        current = assignment_in(snapshot)
         live_current = {w: a for w, a in current.workers.items() if w in members}
         reported = worker_records(self._statuses.extensions())
         waiting = [
             w for w in live_current
             if current.generation and reported.get(w, _NO_RECORD).generation < current.generation
         ]
-        if waiting:
+        if waiting and not self._confirmation_overdue(current.generation, waiting):
             return
         instances = {
             name: [TaskId(name, n) for n in range(len(snapshot.task_configs(name)))]
@@ -646,6 +641,21 @@ class DistributedHerder(HerderCommon):
             workers={w: a.size for w, a in step.items()},
         )
 
+    def _confirmation_overdue(self, generation: int, waiting: list[str]) -> bool:
+        """Whether live workers have failed to confirm ``generation`` for longer than
+        ``rebalance.timeout.ms`` (as Kafka's group would expel a member that long in a
+        rebalance): the leader then goes on without them rather than stall every change.
+        Instances they held stay theirs (``safe_step``)."""
+        now = time.monotonic()
+        if self._awaited[0] != generation:
+            self._awaited = (generation, now)
+            return False
+        if (now - self._awaited[1]) * 1000 < self._cluster.rebalance_timeout_ms:
+            return False
+        self._log.warning("assignment_confirmation_overdue", generation=generation,
+                          workers=sorted(waiting))
+        return True
+
     def _mark_departed(
         self,
         previous: AssignmentRecord,
@@ -665,133 +675,6 @@ class DistributedHerder(HerderCommon):
                 if task not in assigned:
                     self._board.on_task_status(task, unassigned)
 
-    # reconciler thread: bring this worker's instances in line with the view
-
-    def _reconcile_loop(self) -> None:
-        while not self._stopping.is_set():
-            self._reconcile_wake.wait(TICK_S)
-            self._reconcile_wake.clear()
-            if self._stopping.is_set():
-                return
-            try:
-                self._reconcile()
-            except ConnectError as exc:
-                self._log.warning("reconcile_failed", error=exc.message)
-            except Exception:
-                self._log.exception("reconcile_failed")
-
-    def _reconcile(self) -> None:
-        snapshot = self._snapshot()
-        assignment = self._assignment(snapshot)
-        mine = assignment.of(self._id) or EMPTY
-        self._statuses.set_generation(assignment.generation)
-        self._stop_unwanted_tasks(snapshot, mine)
-        self._reconcile_connectors(snapshot, mine)
-        self._start_wanted_tasks(snapshot, mine)
-        self._carry_out_restarts(snapshot, mine)
-        if assignment.generation != self._applied_generation:
-            self._applied_generation = assignment.generation
-            self._write_worker_record()
-            self._log.info("assignment_applied", generation=assignment.generation,
-                           connectors=list(mine.connectors), tasks=len(mine.tasks))
-
-    def _stop_unwanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
-        """Stops tasks no longer ours or whose task configs changed (a new connector config
-        alone does not restart them: its new task configs do, if they differ, as in Kafka
-        Connect). A deleted connector's tasks are told so; a task that no longer exists as
-        it ran (deleted, or its config replaced) has its status removed, as standalone mode
-        does, so that a stale RUNNING is never shown for its successor. A task that only
-        moved keeps its status: its new worker overwrites it."""
-        wanted = self._wanted_tasks(snapshot, mine)
-        deleted: list[TaskId] = []
-        replaced: list[TaskId] = []
-        moved: list[TaskId] = []
-        with self._lock:
-            for task, running in self._running_tasks.items():
-                if not snapshot.contains(task.connector):
-                    deleted.append(task)
-                elif not _same_task(snapshot, task, running):
-                    replaced.append(task)
-                elif task not in wanted:
-                    moved.append(task)
-        for tasks, connector_deleted, forget in (
-            (deleted, True, True), (replaced, False, True), (moved, False, False)
-        ):
-            if not tasks:
-                continue
-            self._worker.stop_tasks(tasks, connector_deleted)
-            with self._lock:
-                for task in tasks:
-                    self._running_tasks.pop(task, None)
-            if forget:
-                for task in tasks:
-                    self._statuses.delete_task(task)
-
-    def _reconcile_connectors(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
-        with self._lock:
-            running = dict(self._running_connectors)
-            regenerate, self._regenerate = self._regenerate, set()
-        for name, (config, _target) in running.items():
-            gone = not snapshot.contains(name)
-            if gone or name not in mine.connectors or snapshot.connectors[name] != config:
-                self._stop_connector_instance(name, connector_deleted=gone)
-        for name in mine.connectors:
-            if not snapshot.contains(name):
-                continue
-            config = snapshot.connectors[name]
-            target = snapshot.target_state(name) or TargetState.STARTED
-            with self._lock:
-                current = self._running_connectors.get(name)
-            if current is None:
-                started = self._worker.start_connector(name, config, target)
-                with self._lock:
-                    self._running_connectors[name] = (config, target)
-                if started and target is TargetState.STARTED:
-                    regenerate.add(name)
-            elif current[1] is not target:
-                self._worker.set_connector_target(name, target)
-                with self._lock:
-                    self._running_connectors[name] = (config, target)
-                if target is TargetState.STARTED:
-                    regenerate.add(name)
-        for name in sorted(regenerate):
-            if name in mine.connectors and snapshot.target_state(name) is TargetState.STARTED:
-                self._generate_task_configs(snapshot, name)
-
-    def _stop_connector_instance(self, name: str, connector_deleted: bool) -> None:
-        self._worker.stop_connector(name, connector_deleted)
-        with self._lock:
-            self._running_connectors.pop(name, None)
-        if connector_deleted:
-            self._board.forget_connector(name)
-
-    def _generate_task_configs(self, snapshot: ConfigSnapshot, name: str) -> None:
-        """Asks the running connector for its task configs; hands them to the leader if
-        they differ from the committed ones. On failure, tries again next round."""
-        if not self._worker.connector_running(name):
-            return
-        max_tasks = tasks_max(snapshot.connectors[name])
-        try:
-            configs = self._worker.connector_task_configs(name, max_tasks)
-        except ConnectError as exc:
-            self._log.warning("task_configs_failed", connector=name, error=exc.message)
-            return
-        too_many = too_many_tasks(name, len(configs), max_tasks)
-        if too_many is not None:
-            self._log.error("connector_failed", connector=name, reason=too_many)
-            self._board.on_connector_status(
-                name, InstanceStatus(State.FAILED, self._id, too_many)
-            )
-            return
-        if [dict(c) for c in snapshot.task_configs(name)] == configs:
-            return
-        try:
-            self._submit_task_configs(name, configs)
-        except ConnectError as exc:
-            self._log.warning("task_configs_not_submitted", connector=name, error=exc.message)
-            with self._lock:
-                self._regenerate.add(name)
-
     def _submit_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         if self._election.is_leader():
             with deadline.scope(LEADER_CALL_TIMEOUT_S):
@@ -805,91 +688,10 @@ class DistributedHerder(HerderCommon):
             raise UnavailableError("no leader to send task configs to", 1.0)
         self._send_task_configs(leader[1], name, configs, LEADER_CALL_TIMEOUT_S)
 
-    def _start_wanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
-        for task, wanted in sorted(self._wanted_tasks(snapshot, mine).items()):
-            with self._lock:
-                running = self._running_tasks.get(task)
-            if running is None:
-                config, task_config, target = wanted
-                self._worker.start_task(task, config, task_config, target)
-                with self._lock:
-                    self._running_tasks[task] = wanted
-            elif running[2] is not wanted[2]:
-                self._worker.set_task_target(task, wanted[2])
-                with self._lock:
-                    self._running_tasks[task] = wanted
-
-    def _wanted_tasks(
-        self, snapshot: ConfigSnapshot, mine: WorkerAssignment
-    ) -> dict[TaskId, tuple[Mapping[str, str], Mapping[str, str], TargetState]]:
-        wanted: dict[TaskId, tuple[Mapping[str, str], Mapping[str, str], TargetState]] = {}
-        for task in mine.tasks:
-            configs = snapshot.task_configs(task.connector)
-            if snapshot.contains(task.connector) and task.task < len(configs):
-                target = task_target(snapshot.target_state(task.connector) or TargetState.STARTED)
-                wanted[task] = (snapshot.connectors[task.connector], configs[task.task], target)
-        return wanted
-
-    def _carry_out_restarts(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
-        """Restarts the instances of each restart request (KIP-745) that run here."""
-        while True:
-            try:
-                request = self._restarts.get_nowait()
-            except queue.Empty:
-                return
-            name = request.connector
-            if not snapshot.contains(name):
-                continue
-            plan = build_restart_plan(request, self.connector_status(name))
-            restart_connector = plan.restart_connector and name in mine.connectors
-            tasks = [t for t in plan.task_ids if t in mine.tasks]
-            if not restart_connector and not tasks:
-                continue
-            self._restart_instances(name, restart_connector, tasks)
-
-    def _restart_instances(self, name: str, restart_connector: bool, tasks: list[TaskId]) -> None:
-        restarting = InstanceStatus(State.RESTARTING, self._id)
-        if restart_connector:
-            self._board.on_connector_status(name, restarting)
-        for task in tasks:
-            self._board.on_task_status(task, restarting)
-        with self._lock:
-            for task in tasks:
-                self._running_tasks.pop(task, None)
-        self._worker.stop_tasks(tasks, False)
-        if restart_connector:
-            self._stop_connector_instance(name, connector_deleted=False)
-        self._log.info("instances_restarting", connector=name,
-                       connector_restarted=restart_connector, tasks=[t.task for t in tasks])
-        self._reconcile_wake.set()  # the next round starts them again
-
-    def _restart_connector_here(self, name: str) -> None:
-        """A plain restart of a connector this worker runs, synchronously."""
-        snapshot = self._snapshot()
-        self._config_of(snapshot, name)
-        self._require_owner(snapshot, name)
-        with self._lock:
-            running = self._running_connectors.get(name)
-        if running is None:
-            raise UnavailableError(f"connector {name} is not running on this worker yet; retry",
-                                   1.0)
-        config, target = running
-        self._log.info("connector_restart_requested", connector=name)
-        self._worker.stop_connector(name, False)
-        if not self._worker.start_connector(name, config, target):
-            raise InstanceFailedError(
-                f"Failed to start connector {name}: see its status (GetConnectorStatus) for "
-                "the cause"
-            )
-        if target is TargetState.STARTED:
-            with self._lock:
-                self._regenerate.add(name)
-            self._reconcile_wake.set()
-
     def _require_owner(self, snapshot: ConfigSnapshot, instance: str | TaskId) -> None:
         """Raises NotLeaderError naming the worker that runs ``instance`` unless it is this
         one (the forwarding layer then sends the call there)."""
-        owner = self._assignment(snapshot).owner_of(instance)
+        owner = assignment_in(snapshot).owner_of(instance)
         if owner == self._id:
             return
         address = worker_records(self._statuses.extensions()).get(owner or "")
@@ -905,17 +707,15 @@ class DistributedHerder(HerderCommon):
         """On the config store's thread: queue restart requests read after start-up (a
         worker that joins later does not replay old ones) and wake both threads."""
         if kind == "restart" and restart is not None and self._listening:
-            self._restarts.put(restart)
-        self._reconcile_wake.set()
+            self._reconciler.queue_restart(restart)
+        self._reconciler.wake()
         self._leader_wake.set()
 
     def _on_status_change(self) -> None:
         self._board.notify_changed()
 
     def _on_reconfiguration_requested(self, name: str) -> None:
-        with self._lock:
-            self._regenerate.add(name)
-        self._reconcile_wake.set()
+        self._reconciler.request_regeneration(name)
 
     # view helpers
 
@@ -929,26 +729,11 @@ class DistributedHerder(HerderCommon):
             raise NotFoundError(f"Connector {name} not found")
         return config
 
-    @staticmethod
-    def _assignment(snapshot: ConfigSnapshot) -> AssignmentRecord:
-        return AssignmentRecord.from_json(snapshot.extensions.get(ASSIGNMENT_KEY)) or (
-            AssignmentRecord()
-        )
-
-    def _write_worker_record(self) -> None:
-        record = WorkerRecord(self._id, self._cluster.advertised_address, self._applied_generation)
+    def _write_worker_record(self, generation: int = 0) -> None:
+        """This worker's address and the assignment generation it has carried out."""
+        record = WorkerRecord(self._id, self._cluster.advertised_address, generation)
         self._statuses.put_extension(worker_key(self._id), record.to_json())
 
 
 _NO_RECORD = WorkerRecord("", "", -1)
-
-
-def _same_task(
-    snapshot: ConfigSnapshot,
-    task: TaskId,
-    running: tuple[Mapping[str, str], Mapping[str, str], TargetState],
-) -> bool:
-    """Whether the task still exists with the config it runs with."""
-    configs = snapshot.task_configs(task.connector)
-    return task.task < len(configs) and configs[task.task] == running[1]
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import ConnectorType, TargetState
-from connect_grpc.errors import FailedPreconditionError, NotFoundError, PreconditionViolation
+from connect_grpc.domain import ConnectorType, TargetState, TaskId
+from connect_grpc.errors import (
+    FailedPreconditionError,
+    InstanceFailedError,
+    NotFoundError,
+    PreconditionViolation,
+)
+from connect_grpc.herder.base import WorkerRuntime
 
 
 def task_target(connector_target: TargetState) -> TargetState:
@@ -42,3 +48,35 @@ def not_stopped(name: str) -> FailedPreconditionError:
         "(connect.v1.ConnectService/StopConnector).",
         [PreconditionViolation("STATE", name, "connector is not STOPPED")],
     )
+
+
+def restart_connector_instance(
+    worker: WorkerRuntime, name: str, config: Mapping[str, str], target: TargetState
+) -> None:
+    """Stops the connector instance (if any) and starts it again in ``target``.
+
+    Raises InstanceFailedError if it failed to start (its status holds the trace), as Kafka
+    passes the failure to the caller of a synchronous restart.
+    """
+    if name in worker.connector_names():
+        worker.stop_connector(name, False)
+    if not worker.start_connector(name, config, target):
+        raise InstanceFailedError(
+            f"Failed to start connector {name}: see its status (GetConnectorStatus) for "
+            "the cause"
+        )
+
+
+def restart_task_instance(
+    worker: WorkerRuntime,
+    task: TaskId,
+    config: Mapping[str, str],
+    task_config: Mapping[str, str],
+    target: TargetState,
+) -> None:
+    """Stops the task and starts it again; raises InstanceFailedError if it failed to."""
+    worker.stop_tasks([task], False)
+    if not worker.start_task(task, config, task_config, target):
+        raise InstanceFailedError(
+            f"Failed to start task {task}: see its status (GetTaskStatus) for the cause"
+        )

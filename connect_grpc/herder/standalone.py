@@ -43,7 +43,6 @@ from connect_grpc.domain import (
 from connect_grpc.errors import (
     AlreadyExistsError,
     ConnectError,
-    InstanceFailedError,
     NotFoundError,
 )
 from connect_grpc.herder.base import WorkerRuntime
@@ -51,7 +50,14 @@ from connect_grpc.herder.common import HerderCommon
 from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.restart import RestartPlan, build_restart_plan
-from connect_grpc.herder.rules import connector_type, not_stopped, task_target, too_many_tasks
+from connect_grpc.herder.rules import (
+    connector_type,
+    not_stopped,
+    restart_connector_instance,
+    restart_task_instance,
+    task_target,
+    too_many_tasks,
+)
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
@@ -327,11 +333,7 @@ class StandaloneHerder(HerderCommon):
                 config, task_config = dict(state.config), dict(state.task_configs[task.task])
                 target = self._task_target(state)
             self._log.info("task_restart_requested", connector=task.connector, task=task.task)
-            self._worker.stop_tasks([task], False)
-            if not self._worker.start_task(task, config, task_config, target):
-                raise InstanceFailedError(
-                    f"Failed to start task {task}: see its status (GetTaskStatus) for the cause"
-                )
+            restart_task_instance(self._worker, task, config, task_config, target)
         self._log.info("task_restarted", connector=task.connector, task=task.task)
 
     # restarts (callers hold the connector's lock)
@@ -341,13 +343,7 @@ class StandaloneHerder(HerderCommon):
         with self._lock:
             state = self._connectors[name]
             config, target = dict(state.config), state.target
-        if name in self._worker.connector_names():
-            self._worker.stop_connector(name, False)
-        if not self._worker.start_connector(name, config, target):
-            raise InstanceFailedError(
-                f"Failed to start connector {name}: see its status (GetConnectorStatus) for "
-                "the cause"
-            )
+        restart_connector_instance(self._worker, name, config, target)
         if target is TargetState.STARTED:
             self._reconfigure_tasks(name)
         self._log.info("connector_restarted", connector=name)

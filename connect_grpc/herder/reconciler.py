@@ -1,0 +1,336 @@
+"""The reconciler: brings the connectors and tasks this worker runs in line with the config
+topic and this worker's share of the published assignment (distributed mode).
+
+One thread runs :meth:`Reconciler.run`; a round stops what is no longer wanted (a deleted
+connector's instances are told so), starts what is, moves targets (pause, resume, stop),
+hands the task configs of the connectors it runs to the leader, carries out restart
+requests, and finally confirms the assignment's generation (the worker record), which lets
+the leader move instances this worker gave up. The plain restarts of RestartConnector and
+RestartTask also run here, on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Mapping
+
+import structlog
+
+from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment
+from connect_grpc.cluster.records import assignment_in
+from connect_grpc.domain import (
+    ConnectorStatus,
+    InstanceStatus,
+    RestartRequest,
+    State,
+    TargetState,
+    TaskId,
+)
+from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.restart import build_restart_plan
+from connect_grpc.herder.rules import (
+    restart_connector_instance,
+    restart_task_instance,
+    task_target,
+    too_many_tasks,
+)
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.validation import tasks_max
+from connect_grpc.storage.kafka_config import ConfigSnapshot
+from connect_grpc.storage.kafka_status import KafkaStatusStore
+
+log = structlog.get_logger(__name__)
+
+#: How often a round runs without being woken.
+TICK_S = 0.5
+
+#: What a running task runs with: (connector config, task config, task target).
+RunningTask = tuple[Mapping[str, str], Mapping[str, str], TargetState]
+
+
+class Reconciler:
+    """This worker's instances, reconciled to the view. Thread-safe."""
+
+    def __init__(
+        self,
+        worker_id: str,
+        worker: WorkerRuntime,
+        board: StatusBoard,
+        statuses: KafkaStatusStore,
+        *,
+        snapshot: Callable[[], ConfigSnapshot],
+        connector_status: Callable[[str], ConnectorStatus],
+        submit_task_configs: Callable[[str, list[dict[str, str]]], None],
+        confirm: Callable[[int], None],
+        stopping: threading.Event,
+    ) -> None:
+        """``submit_task_configs`` hands task configs to the leader (raises ConnectError
+        when it could not: tried again next round); ``confirm`` writes the generation this
+        worker has carried out."""
+        self._id = worker_id
+        self._worker = worker
+        self._board = board
+        self._statuses = statuses
+        self._snapshot = snapshot
+        self._connector_status = connector_status
+        self._submit_task_configs = submit_task_configs
+        self._confirm = confirm
+        self._stopping = stopping
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        #: Restart requests read from the config topic since the store started.
+        self._restarts: queue.SimpleQueue[RestartRequest] = queue.SimpleQueue()
+        #: What each running instance runs with: connector → (config, target).
+        self._running_connectors: dict[str, tuple[Mapping[str, str], TargetState]] = {}
+        self._running_tasks: dict[TaskId, RunningTask] = {}
+        #: Connectors whose task configs should be generated again.
+        self._regenerate: set[str] = set()
+        self._applied_generation = 0
+        self._log = log.bind(worker_id=worker_id)
+
+    def wake(self) -> None:
+        """Runs a round soon (something in the view changed)."""
+        self._wake.set()
+
+    def queue_restart(self, request: RestartRequest) -> None:
+        """A restart request read from the config topic, carried out next round."""
+        self._restarts.put(request)
+        self._wake.set()
+
+    def request_regeneration(self, name: str) -> None:
+        """The connector asked for its task configs to be generated again."""
+        with self._lock:
+            self._regenerate.add(name)
+        self._wake.set()
+
+    def restart_task(self, task: TaskId) -> None:
+        """Restarts a task this worker runs, synchronously, with its current config.
+
+        Raises:
+            UnavailableError: the task is not running here (yet).
+            InstanceFailedError: it failed to start again (its status holds the trace).
+        """
+        with self._lock:
+            running = self._running_tasks.get(task)
+        if running is None:
+            raise UnavailableError(f"task {task} is not running on this worker yet; retry", 1.0)
+        config, task_config, target = running
+        self._log.info("task_restart_requested", connector=task.connector, task=task.task)
+        restart_task_instance(self._worker, task, config, task_config, target)
+
+    def restart_connector(self, name: str) -> None:
+        """A plain restart of a connector this worker runs, synchronously.
+
+        Raises:
+            UnavailableError: the connector is not running here (yet).
+            InstanceFailedError: it failed to start again (its status holds the trace).
+        """
+        with self._lock:
+            running = self._running_connectors.get(name)
+        if running is None:
+            raise UnavailableError(f"connector {name} is not running on this worker yet; retry",
+                                   1.0)
+        config, target = running
+        self._log.info("connector_restart_requested", connector=name)
+        restart_connector_instance(self._worker, name, config, target)
+        if target is TargetState.STARTED:
+            with self._lock:
+                self._regenerate.add(name)
+            self._wake.set()
+
+    def run(self) -> None:
+        """The reconciler thread: a round when woken, and every TICK_S anyway."""
+        while not self._stopping.is_set():
+            self._wake.wait(TICK_S)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                self._reconcile()
+            except ConnectError as exc:
+                self._log.warning("reconcile_failed", error=exc.message)
+            except Exception:
+                self._log.exception("reconcile_failed")
+
+    def _reconcile(self) -> None:
+        snapshot = self._snapshot()
+        assignment = assignment_in(snapshot)
+        mine = assignment.of(self._id) or EMPTY
+        self._statuses.set_generation(assignment.generation)
+        self._stop_unwanted_tasks(snapshot, mine)
+        self._reconcile_connectors(snapshot, mine)
+        self._start_wanted_tasks(snapshot, mine)
+        self._carry_out_restarts(snapshot, mine)
+        if assignment.generation != self._applied_generation:
+            self._confirm(assignment.generation)  # raises: retried next round
+            self._applied_generation = assignment.generation
+            self._log.info("assignment_applied", generation=assignment.generation,
+                           connectors=list(mine.connectors), tasks=len(mine.tasks))
+
+    def _stop_unwanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
+        """Stops tasks no longer ours or whose task configs changed (a new connector config
+        alone does not restart them: its new task configs do, if they differ, as in Kafka
+        Connect). A deleted connector's tasks are told so; a task that no longer exists as
+        it ran (deleted, or its config replaced) has its status removed, as standalone mode
+        does, so that a stale RUNNING is never shown for its successor. A task that only
+        moved keeps its status: its new worker overwrites it."""
+        wanted = self._wanted_tasks(snapshot, mine)
+        deleted: list[TaskId] = []
+        replaced: list[TaskId] = []
+        moved: list[TaskId] = []
+        with self._lock:
+            for task, running in self._running_tasks.items():
+                if not snapshot.contains(task.connector):
+                    deleted.append(task)
+                elif not _same_task(snapshot, task, running):
+                    replaced.append(task)
+                elif task not in wanted:
+                    moved.append(task)
+        for tasks, connector_deleted, forget in (
+            (deleted, True, True), (replaced, False, True), (moved, False, False)
+        ):
+            if not tasks:
+                continue
+            self._worker.stop_tasks(tasks, connector_deleted)
+            with self._lock:
+                for task in tasks:
+                    self._running_tasks.pop(task, None)
+            if forget:
+                for task in tasks:
+                    self._statuses.delete_task(task)
+
+    def _reconcile_connectors(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
+        with self._lock:
+            running = dict(self._running_connectors)
+            regenerate, self._regenerate = self._regenerate, set()
+        for name, (config, _target) in running.items():
+            gone = not snapshot.contains(name)
+            if gone or name not in mine.connectors or snapshot.connectors[name] != config:
+                self._stop_connector_instance(name, connector_deleted=gone)
+        for name in mine.connectors:
+            if not snapshot.contains(name):
+                continue
+            config = snapshot.connectors[name]
+            target = snapshot.target_state(name) or TargetState.STARTED
+            with self._lock:
+                current = self._running_connectors.get(name)
+            if current is None:
+                started = self._worker.start_connector(name, config, target)
+                with self._lock:
+                    self._running_connectors[name] = (config, target)
+                if started and target is TargetState.STARTED:
+                    regenerate.add(name)
+            elif current[1] is not target:
+                self._worker.set_connector_target(name, target)
+                with self._lock:
+                    self._running_connectors[name] = (config, target)
+                if target is TargetState.STARTED:
+                    regenerate.add(name)
+        for name in sorted(regenerate):
+            if name in mine.connectors and snapshot.target_state(name) is TargetState.STARTED:
+                self._generate_task_configs(snapshot, name)
+
+    def _stop_connector_instance(self, name: str, connector_deleted: bool) -> None:
+        self._worker.stop_connector(name, connector_deleted)
+        with self._lock:
+            self._running_connectors.pop(name, None)
+        if connector_deleted:
+            self._board.forget_connector(name)
+
+    def _generate_task_configs(self, snapshot: ConfigSnapshot, name: str) -> None:
+        """Asks the running connector for its task configs; hands them to the leader if
+        they differ from the committed ones. On failure, tries again next round."""
+        if not self._worker.connector_running(name):
+            return
+        max_tasks = tasks_max(snapshot.connectors[name])
+        try:
+            configs = self._worker.connector_task_configs(name, max_tasks)
+        except ConnectError as exc:
+            self._log.warning("task_configs_failed", connector=name, error=exc.message)
+            return
+        too_many = too_many_tasks(name, len(configs), max_tasks)
+        if too_many is not None:
+            self._log.error("connector_failed", connector=name, reason=too_many)
+            self._board.on_connector_status(
+                name, InstanceStatus(State.FAILED, self._id, too_many)
+            )
+            return
+        if [dict(c) for c in snapshot.task_configs(name)] == configs:
+            return
+        try:
+            self._submit_task_configs(name, configs)
+        except ConnectError as exc:
+            self._log.warning("task_configs_not_submitted", connector=name, error=exc.message)
+            with self._lock:
+                self._regenerate.add(name)
+
+    def _start_wanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
+        for task, wanted in sorted(self._wanted_tasks(snapshot, mine).items()):
+            with self._lock:
+                running = self._running_tasks.get(task)
+            if running is None:
+                config, task_config, target = wanted
+                self._worker.start_task(task, config, task_config, target)
+                with self._lock:
+                    self._running_tasks[task] = wanted
+            elif running[2] is not wanted[2]:
+                self._worker.set_task_target(task, wanted[2])
+                with self._lock:
+                    self._running_tasks[task] = wanted
+
+    def _wanted_tasks(
+        self, snapshot: ConfigSnapshot, mine: WorkerAssignment
+    ) -> dict[TaskId, RunningTask]:
+        wanted: dict[TaskId, RunningTask] = {}
+        for task in mine.tasks:
+            configs = snapshot.task_configs(task.connector)
+            if snapshot.contains(task.connector) and task.task < len(configs):
+                target = task_target(snapshot.target_state(task.connector) or TargetState.STARTED)
+                wanted[task] = (snapshot.connectors[task.connector], configs[task.task], target)
+        return wanted
+
+    def _carry_out_restarts(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
+        """Restarts the instances of each restart request (KIP-745) that run here."""
+        while True:
+            try:
+                request = self._restarts.get_nowait()
+            except queue.Empty:
+                return
+            name = request.connector
+            if not snapshot.contains(name):
+                continue
+            plan = build_restart_plan(request, self._connector_status(name))
+            restart_connector = plan.restart_connector and name in mine.connectors
+            tasks = [t for t in plan.task_ids if t in mine.tasks]
+            if not restart_connector and not tasks:
+                continue
+            self._restart_instances(name, restart_connector, tasks)
+
+    def _restart_instances(self, name: str, restart_connector: bool, tasks: list[TaskId]) -> None:
+        restarting = InstanceStatus(State.RESTARTING, self._id)
+        if restart_connector:
+            self._board.on_connector_status(name, restarting)
+        for task in tasks:
+            self._board.on_task_status(task, restarting)
+        with self._lock:
+            for task in tasks:
+                self._running_tasks.pop(task, None)
+        self._worker.stop_tasks(tasks, False)
+        if restart_connector:
+            self._stop_connector_instance(name, connector_deleted=False)
+        self._log.info("instances_restarting", connector=name,
+                       connector_restarted=restart_connector, tasks=[t.task for t in tasks])
+        self._wake.set()  # the next round starts them again
+
+
+def _same_task(
+    snapshot: ConfigSnapshot,
+    task: TaskId,
+    running: RunningTask,
+) -> bool:
+    """Whether the task still exists with the config it runs with."""
+    configs = snapshot.task_configs(task.connector)
+    return task.task < len(configs) and configs[task.task] == running[1]
+
