@@ -107,8 +107,9 @@ def internal_topics(config: DistributedConfig) -> tuple[InternalTopic, ...]:
 
 def ensure_internal_topics(
     admin_conf: Mapping[str, str], config: DistributedConfig, timeout_s: float
-) -> None:
-    """Creates the missing internal topics and checks the existing ones, within ``timeout_s``.
+) -> str:
+    """Creates the missing internal topics and checks the existing ones, within ``timeout_s``;
+    returns the Kafka cluster's id (empty if the broker does not say).
 
     ``admin_conf`` is a librdkafka client configuration (``bootstrap.servers`` and security
     settings). One AdminClient serves the whole check and is dropped on return. Only
@@ -122,12 +123,13 @@ def ensure_internal_topics(
     deadline = time.monotonic() + timeout_s
     bootstrap = str(admin_conf.get(BOOTSTRAP_SERVERS, ""))
     admin = AdminClient(with_client_log(admin_conf, "internal-topics-admin"))
-    _check_reachable(admin, bootstrap, timeout_s)
+    cluster_id = _check_reachable(admin, bootstrap, timeout_s)
     budget = _Budget(deadline, timeout_s, bootstrap)
     topics = internal_topics(config)
     for topic in topics:
         _ensure(admin, topic, bootstrap, budget)
     log.info("internal_topics_ready", topics=[topic.spec.name for topic in topics])
+    return cluster_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,12 +147,14 @@ class _Budget:
         return left
 
 
-def _check_reachable(admin: AdminClient, bootstrap: str, timeout_s: float) -> None:
-    """Fails fast, naming bootstrap.servers, when no broker answers a metadata request."""
+def _check_reachable(admin: AdminClient, bootstrap: str, timeout_s: float) -> str:
+    """Fails fast, naming bootstrap.servers, when no broker answers a metadata request;
+    returns the cluster id the answer carries."""
     try:
-        admin.list_topics(timeout=timeout_s)
+        metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise _unreachable(bootstrap, timeout_s, _describe(exc)) from None
+    return str(metadata.cluster_id or "")
 
 
 def _ensure(admin: AdminClient, topic: InternalTopic, bootstrap: str, budget: _Budget) -> None:

@@ -206,6 +206,7 @@ class DistributedHerder(HerderCommon):
             stopping=self._stopping,
         )
         self._next_expiry = 0.0
+        self._kafka_cluster_id = ""
         #: The generation the leader waits for workers to confirm, and since when.
         self._awaited: tuple[int, float] = (-1, 0.0)
         self._log = log.bind(worker_id=self._id)
@@ -215,7 +216,9 @@ class DistributedHerder(HerderCommon):
     def start(self) -> None:
         """Creates or checks the internal topics, reads them, starts the runtime, joins the
         group, then serves. Raises StartupError for unusable topics."""
-        ensure_internal_topics(self._client, self._cluster, STORE_TIMEOUT_S)
+        self._kafka_cluster_id = ensure_internal_topics(
+            self._client, self._cluster, STORE_TIMEOUT_S
+        )
         self._offsets.start()
         self._statuses.start()
         self._configs.start()
@@ -326,7 +329,7 @@ class DistributedHerder(HerderCommon):
         return ClusterInfo(
             version=__version__,
             mode="distributed",
-            kafka_cluster_id="",
+            kafka_cluster_id=self._kafka_cluster_id,
             leader_id=leader.worker_id if leader else "",
             leader_address=leader.address if leader else "",
             workers=workers,

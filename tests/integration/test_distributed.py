@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
 from connect_grpc.testing.plugins import count, read_events
@@ -114,8 +115,11 @@ def _id(worker: WorkerProcess) -> str:
     return f"worker-{worker.port}"
 
 
-def test_cluster_info_names_leader_and_every_worker(cluster: Cluster) -> None:
+def test_cluster_info_names_leader_and_every_worker(
+    cluster: Cluster, kafka_admin: AdminClient
+) -> None:
     info = cluster.settled(3)
+    assert info.kafka_cluster_id == kafka_admin.list_topics(timeout=10).cluster_id
     assert {w.id for w in info.workers} == {_id(w) for w in cluster.live}
     assert {w.address for w in info.workers} == {w.address for w in cluster.live}
     assert info.mode == "distributed"
