@@ -148,13 +148,14 @@ class Reconciler:
             if self._stopping.is_set():
                 return
             try:
-                self._reconcile()
+                self.reconcile()
             except ConnectError as exc:
                 self._log.warning("reconcile_failed", error=exc.message)
             except Exception:
                 self._log.exception("reconcile_failed")
 
-    def _reconcile(self) -> None:
+    def reconcile(self) -> None:
+        """One round (what the thread runs when woken); raises what a step raised."""
         snapshot = self._snapshot()
         assignment = assignment_in(snapshot)
         mine = assignment.of(self._id) or EMPTY

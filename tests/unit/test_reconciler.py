@@ -1,0 +1,218 @@
+"""The reconciler of a cluster worker (herder/reconciler.py) over the synchronous runtime
+stand-in: a config-topic view and an assignment in, instance starts and stops out."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+import pytest
+
+from connect_grpc.cluster.assignment import WorkerAssignment
+from connect_grpc.cluster.records import ASSIGNMENT_KEY, AssignmentRecord
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.domain import (
+    ConnectorStatus,
+    ConnectorType,
+    RestartRequest,
+    State,
+    TargetState,
+    TaskId,
+)
+from connect_grpc.errors import UnavailableError
+from connect_grpc.herder.reconciler import Reconciler
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.storage.kafka_config import (
+    ConfigSnapshot,
+    RawRecord,
+    SnapshotBuilder,
+    apply_record,
+    connector_config_records,
+    extension_record,
+    removal_records,
+    target_state_records,
+    task_config_records,
+)
+from tests.unit.fake_worker import FakeWorker
+
+ME = "w1"
+NAME = "seq"
+CONFIG = {"connector.class": "SequenceSource", "topic": "t", "tasks.max": "2", "name": NAME}
+T0, T1 = TaskId(NAME, 0), TaskId(NAME, 1)
+
+
+class FakeStatuses:
+    """What the reconciler asks of the status store besides the board."""
+
+    def __init__(self) -> None:
+        self.deleted: list[TaskId] = []
+        self.generation = 0
+
+    def delete_task(self, task: TaskId) -> None:
+        self.deleted.append(task)
+
+    def set_generation(self, generation: int) -> None:
+        self.generation = generation
+
+
+class View:
+    """The config topic as the reconciler sees it: records applied in order."""
+
+    def __init__(self) -> None:
+        self.builder = SnapshotBuilder()
+
+    def write(self, records: list[RawRecord]) -> None:
+        for key, value in records:
+            apply_record(self.builder, key.decode(), value)
+
+    def assign(self, generation: int, **workers: WorkerAssignment) -> None:
+        record = AssignmentRecord(generation, ME, workers)
+        self.write([extension_record(ASSIGNMENT_KEY, record.to_json())])
+
+    def snapshot(self) -> ConfigSnapshot:
+        return self.builder.build()
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.view = View()
+        self.board = StatusBoard(ME)
+        self.worker = FakeWorker(self.board, Plugins(), worker_id=ME)
+        self.statuses = FakeStatuses()
+        self.submitted: list[tuple[str, list[dict[str, str]]]] = []
+        self.confirmed: list[int] = []
+        self.confirm_fails = False
+        self.reconciler = Reconciler(
+            ME,
+            self.worker,
+            self.board,
+            self.statuses,  # type: ignore[arg-type]  # the two methods it uses
+            snapshot=self.view.snapshot,
+            connector_status=self.status,
+            submit_task_configs=lambda name, configs: self.submitted.append((name, configs)),
+            confirm=self.confirm,
+            stopping=threading.Event(),
+        )
+
+    def status(self, name: str) -> ConnectorStatus:
+        count = len(self.view.snapshot().task_configs(name))
+        return self.board.connector_status(name, count, ConnectorType.SOURCE)
+
+    def confirm(self, generation: int) -> None:
+        if self.confirm_fails:
+            raise UnavailableError("Kafka is away", 1.0)
+        self.confirmed.append(generation)
+
+    def task_configs(self, extra: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+        return [{**CONFIG, "task.id": str(n), **(extra or {})} for n in range(2)]
+
+
+@pytest.fixture
+def h() -> Harness:
+    harness = Harness()
+    harness.view.write(connector_config_records(NAME, CONFIG, TargetState.STARTED))
+    return harness
+
+
+def test_runs_only_what_the_assignment_gives_it(h: Harness) -> None:
+    h.view.assign(1, w2=WorkerAssignment.of([NAME]))
+    h.reconciler.reconcile()
+    assert h.worker.connector_names() == set()
+    assert h.confirmed == [1]
+
+
+def test_starts_its_connector_and_hands_its_task_configs_to_the_leader(h: Harness) -> None:
+    h.view.assign(1, w1=WorkerAssignment.of([NAME]))
+    h.reconciler.reconcile()
+    assert h.worker.connector_running(NAME)
+    assert [name for name, _ in h.submitted] == [NAME]
+    assert len(h.submitted[0][1]) == 2
+    assert h.confirmed == [1] and h.statuses.generation == 1
+
+
+def test_starts_its_tasks_once_committed_and_follows_the_target_state(h: Harness) -> None:
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([], [T0, T1]))
+    h.reconciler.reconcile()
+    assert h.worker.task_ids() == {T0, T1}
+    h.view.write(target_state_records(NAME, TargetState.PAUSED))
+    h.reconciler.reconcile()
+    assert h.worker.tasks == {T0: TargetState.PAUSED, T1: TargetState.PAUSED}
+    assert h.worker.task_starts == [T0, T1]  # paused in place, not restarted
+
+
+def test_a_new_connector_config_alone_does_not_restart_the_tasks(h: Harness) -> None:
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([NAME], [T0, T1]))
+    h.reconciler.reconcile()
+    starts = list(h.worker.task_starts)
+    h.view.write(connector_config_records(NAME, {**CONFIG, "sequence.start": "5"}))
+    h.reconciler.reconcile()
+    assert h.worker.task_starts == starts
+    assert h.worker.connector_stops == [(NAME, False)]  # the connector restarted with it
+
+
+def test_replaced_task_configs_restart_the_tasks_and_drop_their_statuses(h: Harness) -> None:
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([], [T0, T1]))
+    h.reconciler.reconcile()
+    h.view.write(task_config_records(NAME, h.task_configs({"x": "y"})[:1]))
+    h.view.assign(3, w1=WorkerAssignment.of([], [T0]))
+    h.reconciler.reconcile()
+    assert sorted(h.worker.task_stops) == [(T0, False), (T1, False)]
+    assert sorted(h.statuses.deleted) == [T0, T1]
+    assert h.worker.task_ids() == {T0}
+    assert h.worker.task_starts.count(T0) == 2
+
+
+def test_a_moved_task_stops_here_and_keeps_its_status(h: Harness) -> None:
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([], [T0, T1]))
+    h.reconciler.reconcile()
+    h.view.assign(3, w1=WorkerAssignment.of([], [T0]), w2=WorkerAssignment.of([], [T1]))
+    h.reconciler.reconcile()
+    assert h.worker.task_stops == [(T1, False)]
+    assert h.statuses.deleted == []
+    assert h.confirmed == [2, 3]
+
+
+def test_a_deleted_connector_is_told_so_everywhere(h: Harness) -> None:
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([NAME], [T0, T1]))
+    h.reconciler.reconcile()
+    h.view.write(removal_records(NAME, 2))
+    h.reconciler.reconcile()
+    assert sorted(h.worker.task_stops) == [(T0, True), (T1, True)]
+    assert h.worker.connector_stops == [(NAME, True)]
+    assert h.worker.connector_names() == set() and h.worker.task_ids() == set()
+
+
+def test_a_restart_request_restarts_the_instances_it_runs(h: Harness) -> None:
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([NAME], [T0]), w2=WorkerAssignment.of([], [T1]))
+    h.reconciler.reconcile()
+    h.reconciler.queue_restart(RestartRequest(NAME, include_tasks=True, only_failed=False))
+    h.reconciler.reconcile()  # stops them and shows RESTARTING
+    assert h.board.task(T0).state is State.RESTARTING
+    assert h.worker.task_stops == [(T0, False)]  # not T1: another worker runs it
+    h.reconciler.reconcile()  # starts them again
+    assert h.worker.task_starts.count(T0) == 2
+    assert h.board.task(T0).state is State.RUNNING
+    assert h.worker.connector_running(NAME)
+
+
+def test_an_unconfirmed_generation_is_confirmed_again_next_round(h: Harness) -> None:
+    h.view.assign(1, w1=WorkerAssignment.of([NAME]))
+    h.confirm_fails = True
+    with pytest.raises(UnavailableError):
+        h.reconciler.reconcile()
+    h.confirm_fails = False
+    h.reconciler.reconcile()
+    assert h.confirmed == [1]
+
+
+def test_plain_restart_of_an_instance_not_running_here_is_unavailable(h: Harness) -> None:
+    with pytest.raises(UnavailableError):
+        h.reconciler.restart_task(T0)
+    with pytest.raises(UnavailableError):
+        h.reconciler.restart_connector(NAME)
