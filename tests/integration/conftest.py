@@ -8,7 +8,8 @@
 - ``worker``: a standalone worker process per test module; ``stub``: a client of it.
 - ``name``: a fresh connector name per test; ``events``: a per-test events file for the
   instrumented test plugins.
-- ``cluster``: three ``connect-grpc distributed`` workers shared by the session;
+- ``cluster``: three ``connect-grpc distributed`` workers per test module that asks for
+  them (module-scoped, so that their idle load does not outlive the module);
   :func:`helpers.deployment_stub` gives a module's ``stub`` fixture both deployments (standalone,
   and the cluster through :class:`helpers.RoutingStub`).
 """
@@ -91,7 +92,7 @@ def events(tmp_path: Path) -> Path:
     return tmp_path / "events.jsonl"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[list[WorkerProcess]]:
