@@ -64,6 +64,7 @@ from connect_grpc.testing.cluster import (
     WorkerProcess,
     cluster_properties,
     free_port,
+    start_together,
     wait_until,
 )
 from connect_grpc.v1 import connect_pb2 as pb
@@ -215,10 +216,7 @@ class Cluster:
 
     def start(self, count: int) -> None:
         """Starts ``count`` workers at once; raises if any does not come up."""
-        workers = [self.add() for _ in range(count)]
-        with futures.ThreadPoolExecutor(max_workers=count) as pool:
-            for started in [pool.submit(w.start) for w in workers]:
-                started.result()
+        start_together([self.add() for _ in range(count)])
 
     @property
     def live(self) -> list[WorkerProcess]:

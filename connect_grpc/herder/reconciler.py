@@ -31,10 +31,10 @@ from connect_grpc.errors import ConnectError, UnavailableError
 from connect_grpc.herder.base import WorkerRuntime
 from connect_grpc.herder.restart import build_restart_plan
 from connect_grpc.herder.rules import (
+    ask_task_configs,
     restart_connector_instance,
     restart_task_instance,
     task_target,
-    too_many_tasks,
 )
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import tasks_max
@@ -246,17 +246,8 @@ class Reconciler:
         if not self._worker.connector_running(name):
             return
         max_tasks = tasks_max(snapshot.connectors[name])
-        try:
-            configs = self._worker.connector_task_configs(name, max_tasks)
-        except ConnectError as exc:
-            self._log.warning("task_configs_failed", connector=name, error=exc.message)
-            return
-        too_many = too_many_tasks(name, len(configs), max_tasks)
-        if too_many is not None:
-            self._log.error("connector_failed", connector=name, reason=too_many)
-            self._board.on_connector_status(
-                name, InstanceStatus(State.FAILED, self._id, too_many)
-            )
+        configs = ask_task_configs(self._worker, self._board, name, max_tasks, self._log)
+        if configs is None:
             return
         if [dict(c) for c in snapshot.task_configs(name)] == configs:
             return

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import ConnectorType, TargetState, TaskId
+from connect_grpc.domain import ConnectorType, InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import (
+    ConnectError,
     FailedPreconditionError,
     InstanceFailedError,
     NotFoundError,
     PreconditionViolation,
 )
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.status import StatusBoard
 
 
 def task_target(connector_target: TargetState) -> TargetState:
@@ -80,3 +83,22 @@ def restart_task_instance(
         raise InstanceFailedError(
             f"Failed to start task {task}: see its status (GetTaskStatus) for the cause"
         )
+
+
+def ask_task_configs(
+    worker: WorkerRuntime, board: StatusBoard, name: str, max_tasks: int, log: Any
+) -> list[dict[str, str]] | None:
+    """The running connector's task configs, or None when it gave none: it could not (logged;
+    the runtime reports a raising plugin FAILED) or it gave more than ``tasks.max``, which
+    makes the connector FAILED and leaves its tasks as they were (KIP-1004)."""
+    try:
+        configs = worker.connector_task_configs(name, max_tasks)
+    except ConnectError as exc:
+        log.warning("task_configs_failed", connector=name, error=exc.message)
+        return None
+    reason = too_many_tasks(name, len(configs), max_tasks)
+    if reason is None:
+        return configs
+    log.error("connector_failed", connector=name, reason=reason)
+    board.on_connector_status(name, InstanceStatus(State.FAILED, board.worker_id, reason))
+    return None

@@ -42,7 +42,6 @@ from connect_grpc.domain import (
 )
 from connect_grpc.errors import (
     AlreadyExistsError,
-    ConnectError,
     NotFoundError,
 )
 from connect_grpc.herder.base import WorkerRuntime
@@ -51,12 +50,12 @@ from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.restart import RestartPlan, build_restart_plan
 from connect_grpc.herder.rules import (
+    ask_task_configs,
     connector_type,
     not_stopped,
     restart_connector_instance,
     restart_task_instance,
     task_target,
-    too_many_tasks,
 )
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
@@ -519,25 +518,13 @@ class StandaloneHerder(HerderCommon):
             state = self._connectors[name]
             max_tasks, current = tasks_max(state.config), list(state.task_configs)
             task_ids = state.task_ids(name)
-        try:
-            new_configs = self._worker.connector_task_configs(name, max_tasks)
-        except ConnectError as exc:
-            self._log.warning("task_configs_failed", connector=name, error=exc.message)
-            return
-        too_many = too_many_tasks(name, len(new_configs), max_tasks)
-        if too_many is not None:
-            self._fail_connector(name, too_many)
+        new_configs = ask_task_configs(self._worker, self._board, name, max_tasks, self._log)
+        if new_configs is None:
             return
         running = self._worker.task_ids()
         if new_configs == current and all(task in running for task in task_ids):
             return
         self._replace_tasks(name, new_configs)
-
-    def _fail_connector(self, name: str, reason: str) -> None:
-        self._log.error("connector_failed", connector=name, reason=reason)
-        self._board.on_connector_status(
-            name, InstanceStatus(State.FAILED, self._config.worker_id, reason)
-        )
 
     def _replace_tasks(self, name: str, new_configs: list[dict[str, str]]) -> None:
         self._stop_tasks(name, connector_deleted=False)

@@ -55,6 +55,11 @@ class StatusBoard:
 
     # reads
 
+    @property
+    def worker_id(self) -> str:
+        """The worker whose reports this board receives."""
+        return self._worker_id
+
     def unassigned(self) -> InstanceStatus:
         return InstanceStatus(State.UNASSIGNED, self._worker_id)
 

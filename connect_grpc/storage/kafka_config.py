@@ -577,7 +577,7 @@ class KafkaConfigStore:
         """Blocks until the records before ``offset`` are applied here (read-your-writes
         after another worker's write); raises UnavailableError after ``timeout``."""
         if offset > 0:
-            self._log.read_past([LogRecord(None, None, 0, offset - 1)], timeout)
+            self._log.read_until({0: offset}, timeout)
 
     def _write(self, records: list[RawRecord]) -> None:
         """Writes the records in order and waits until they are applied here."""

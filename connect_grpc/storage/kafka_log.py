@@ -308,11 +308,15 @@ class KafkaBasedLog:
         ``read_committed`` reader is told of (the last stable offset) lies before the
         records, so ``read_to_end`` may return without them. Raises as ``read_to_end``.
         """
-        limit = self._timeout if timeout is None else timeout
         targets: dict[int, int] = {}
         for record in records:
             targets[record.partition] = max(targets.get(record.partition, 0), record.offset + 1)
-        self._wait_for(targets, limit)
+        self.read_until(targets, timeout)
+
+    def read_until(self, positions: Mapping[int, int], timeout: float | None = None) -> None:
+        """Blocks until every record before ``positions`` (partition → offset) has been
+        passed to ``on_record`` (or skipped as aborted). Raises as ``read_to_end``."""
+        self._wait_for(dict(positions), self._timeout if timeout is None else timeout)
 
     def _wait_for(self, targets: dict[int, int], limit: float) -> None:
         """Blocks until the tail's position reaches ``targets`` on every partition listed."""

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -155,6 +156,14 @@ class WorkerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def start_together(workers: Sequence[WorkerProcess], timeout: float = 120.0) -> None:
+    """Starts the workers at once, as an orchestrator would (so that first starts race to
+    create the internal topics); raises the first failure."""
+    with ThreadPoolExecutor(max_workers=max(1, len(workers))) as pool:
+        for started in [pool.submit(w.start, timeout) for w in workers]:
+            started.result()
 
 
 def cluster_properties(

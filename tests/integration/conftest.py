@@ -19,14 +19,18 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from connect_grpc.kafka.broker import LocalKafka
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from connect_grpc.testing.cluster import (
+    WorkerProcess,
+    cluster_properties,
+    start_together,
+    wait_until,
+)
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.helpers import CLUSTER_SIZE
@@ -103,9 +107,7 @@ def cluster(
         for n in range(CLUSTER_SIZE)
     ]
     try:
-        with ThreadPoolExecutor(max_workers=CLUSTER_SIZE) as pool:
-            for started in [pool.submit(w.start) for w in workers]:
-                started.result()
+        start_together(workers)
 
         def all_assigned() -> bool:
             info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)

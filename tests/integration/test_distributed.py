@@ -8,14 +8,18 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
 import pytest
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from connect_grpc.testing.cluster import (
+    WorkerProcess,
+    cluster_properties,
+    start_together,
+    wait_until,
+)
 from connect_grpc.testing.plugins import count, read_events
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.integration.helpers import (
@@ -57,10 +61,7 @@ class Cluster:
     def start(self, count: int) -> None:
         """Starts ``count`` workers at once (as docker compose does): concurrent first
         starts race to create the internal topics, which every worker must survive."""
-        workers = [self.add() for _ in range(count)]
-        with ThreadPoolExecutor(max_workers=count) as pool:
-            for started in [pool.submit(w.start) for w in workers]:
-                started.result()
+        start_together([self.add() for _ in range(count)])
 
     @property
     def live(self) -> list[WorkerProcess]:
