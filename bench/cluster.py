@@ -14,14 +14,20 @@ the cluster cannot be started. In the same run it measures, over long-lived gRPC
 1. **Forwarding cost.** ``PutConnectorConfig`` of one connector created STOPPED (a
    ``SequenceSource``; each call changes ``sequence.start``, so every call is a real write
    to the config topic and nothing runs), sent N times (a) directly to the leader and (b) to
-   a follower, which forwards it to the leader and waits until its own view shows the write
-   (read-your-writes). The two kinds are interleaved (order alternating) after a warm-up.
-   Reported: p50 / p90 of each and forwarded minus direct at p50 (issue 8's goal: <= 1 ms).
+   a follower, which forwards it to the leader and answers at once. The two kinds are
+   interleaved (order alternating) after a warm-up. Reported: p50 / p90 of each and
+   forwarded minus direct at p50 (issue 8's goal: <= 1 ms). Also, N times each, the same
+   write followed at once by ``GetConnectorConfig`` on the same worker, checked to show the
+   write: the follower's read waits until its own view has read the write
+   (read-your-writes), so this pair shows what that guarantee costs.
 2. **Read latency.** ``GetConnectorStatus`` of that connector on a follower, against the
    anchor: a bare grpcio unary call to a minimal server started by this script as a
    subprocess (a generic handler whose one method returns its input bytes), sent the bytes
    of the same ``GetConnectorStatusRequest``. Interleaved, R of each after a warm-up.
-   Reported: p50 / p90 of each and the ratio of the p50s (goal: <= 2x).
+   Reported: p50 / p90 of each and the ratio of the p50s (goal: <= 2x). A third anchor,
+   interleaved with them, sends the same bytes through a second bare server that forwards
+   each call to the echo server: what one gRPC forwarding hop costs with nothing else in it,
+   the scale for measurement 1.
 3. **Failover.** A thread sends ``PutConnectorConfig`` writes through a survivor (a
    follower) in a loop, each with a short deadline (``--call-timeout``), retrying at once on
    any error; once it has been acknowledged a few times the leader's process group is sent
@@ -40,6 +46,7 @@ workers' logs there before the temporary directory is removed.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import shutil
@@ -132,11 +139,23 @@ def _echo(request: bytes, context: grpc.ServicerContext) -> bytes:
     return request
 
 
-def serve_echo(port: int) -> int:
-    """Runs the anchor's server until SIGTERM: one unary method that returns its input."""
+def serve_echo(port: int, upstream: str | None = None) -> int:
+    """Runs the anchor's server until SIGTERM: one unary method that returns its input,
+    or, with ``upstream``, that returns what the same method of ``upstream`` answers (a bare
+    forwarding hop over one long-lived channel, as a follower forwards to the leader)."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+    behaviour = _echo
+    if upstream is not None:
+        forward = grpc.insecure_channel(upstream).unary_unary(
+            ECHO_METHOD, request_serializer=None, response_deserializer=None
+        )
+
+        def behaviour(request: bytes, context: grpc.ServicerContext) -> bytes:
+            answer: bytes = forward(request, timeout=context.time_remaining())
+            return answer
+
     handler = grpc.method_handlers_generic_handler(
-        "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(_echo)}
+        "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(behaviour)}
     )
     server.add_generic_rpc_handlers((handler,))
     if server.add_insecure_port(f"127.0.0.1:{port}") == 0:
@@ -152,12 +171,14 @@ def serve_echo(port: int) -> int:
 class EchoServer:
     """The anchor's server, in a subprocess of its own (as each worker is)."""
 
-    def __init__(self) -> None:
+    def __init__(self, upstream: str | None = None) -> None:
+        """``upstream``: the address of another echo server to forward every call to."""
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self._process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--echo-server", str(self.port)]
-        )
+        command = [sys.executable, str(Path(__file__).resolve()), "--echo-server", str(self.port)]
+        if upstream is not None:
+            command += ["--echo-upstream", upstream]
+        self._process = subprocess.Popen(command)
         self.channel = grpc.insecure_channel(self.address)
         try:
             grpc.channel_ready_future(self.channel).result(timeout=30)
@@ -283,10 +304,22 @@ class Writer:
             start = self._next
         return pb.PutConnectorConfigRequest(name=CONNECTOR, config=connector_config(start))
 
-    def write(self, stub: pb_grpc.ConnectServiceStub, timeout: float = WRITE_TIMEOUT_S) -> None:
-        answer = stub.PutConnectorConfig(self.request(), timeout=timeout)
+    def write(self, stub: pb_grpc.ConnectServiceStub, timeout: float = WRITE_TIMEOUT_S) -> str:
+        """Writes the next config; returns the ``sequence.start`` it wrote."""
+        request = self.request()
+        answer = stub.PutConnectorConfig(request, timeout=timeout)
         if answer.created:
             raise RuntimeError(f"{CONNECTOR} was created by a config write: it had vanished")
+        return str(request.config["sequence.start"])
+
+    def write_then_read(self, stub: pb_grpc.ConnectServiceStub) -> None:
+        """Writes, then reads the config back from the same worker: it must show the write."""
+        written = self.write(stub)
+        read = stub.GetConnectorConfig(
+            pb.GetConnectorConfigRequest(name=CONNECTOR), timeout=WRITE_TIMEOUT_S
+        ).config.get("sequence.start")
+        if read != written:
+            raise RuntimeError(f"read {read!r} right after writing {written!r}: stale read")
 
 
 def create_connector(stub: pb_grpc.ConnectServiceStub) -> None:
@@ -303,66 +336,81 @@ def create_connector(stub: pb_grpc.ConnectServiceStub) -> None:
 # --- measurements ---------------------------------------------------------------------------
 
 
+Timed = list[tuple[Latencies, Callable[[], object]]]
+
+
+def interleaved(calls: Timed, samples: int, warmup: int = 0) -> None:
+    """Runs each call ``warmup`` times unrecorded, then ``samples`` times recorded, the
+    order rotating from one round to the next."""
+    for _ in range(warmup):
+        for _, call in calls:
+            call()
+    for index in range(samples):
+        shift = index % len(calls)
+        for result, call in calls[shift:] + calls[:shift]:
+            started = time.perf_counter()
+            call()
+            result.seconds.append(time.perf_counter() - started)
+
+
 def forwarding(
     cluster: Cluster, writer: Writer, samples: int, warmup: int
-) -> tuple[Latencies, Latencies]:
+) -> tuple[Latencies, Latencies, Latencies, Latencies]:
     leader = cluster.leader()
     follower = next(w for w in cluster.live if w is not leader)
     log(f"forwarding: leader {worker_id(leader)}, follower {worker_id(follower)}")
-    direct_stub = leader.stub
-    forwarded_stub = follower.stub
-    direct = Latencies("PutConnectorConfig sent to the leader (direct)")
-    forwarded = Latencies("PutConnectorConfig sent to a follower (forwarded)")
-    for _ in range(warmup):
-        writer.write(direct_stub)
-        writer.write(forwarded_stub)
-    for index in range(samples):
-        pair = [(direct, direct_stub), (forwarded, forwarded_stub)]
-        if index % 2:
-            pair.reverse()
-        for result, stub in pair:
-            started = time.perf_counter()
-            writer.write(stub)
-            result.seconds.append(time.perf_counter() - started)
-    return direct, forwarded
+    measured: list[Latencies] = []
+    for send, on_leader, on_follower, rounds_unrecorded in (
+        (writer.write, "sent to the leader (direct)", "sent to a follower (forwarded)", warmup),
+        (
+            writer.write_then_read,
+            "then GetConnectorConfig, both on the leader",
+            "then GetConnectorConfig, both on a follower",
+            0,
+        ),
+    ):
+        pair = (Latencies(f"PutConnectorConfig {on_leader}"),
+                Latencies(f"PutConnectorConfig {on_follower}"))
+        interleaved(
+            [
+                (pair[0], functools.partial(send, leader.stub)),
+                (pair[1], functools.partial(send, follower.stub)),
+            ],
+            samples,
+            rounds_unrecorded,
+        )
+        measured += pair
+    direct, forwarded, direct_read, forwarded_read = measured
+    return direct, forwarded, direct_read, forwarded_read
 
 
-def reads(cluster: Cluster, anchor: EchoServer, samples: int, warmup: int) -> tuple[
-    Latencies, Latencies, int
-]:
+def reads(
+    cluster: Cluster, anchor: EchoServer, proxy: EchoServer, samples: int, warmup: int
+) -> tuple[Latencies, Latencies, Latencies]:
+    """GetConnectorStatus on a follower, the bare echo, and the echo through a bare
+    forwarding hop (``proxy``), interleaved (the order rotating)."""
     leader = cluster.leader()
     follower = next(w for w in cluster.live if w is not leader)
     stub = follower.stub
     request = pb.GetConnectorStatusRequest(name=CONNECTOR)
     payload = request.SerializeToString()
-    answer = anchor.call(payload, timeout=READ_TIMEOUT_S)
-    if answer != payload:
-        raise RuntimeError("the echo server did not echo")
+    for server in (anchor, proxy):
+        if server.call(payload, timeout=READ_TIMEOUT_S) != payload:
+            raise RuntimeError(f"the echo server at {server.address} did not echo")
     log(f"reads: GetConnectorStatus on follower {worker_id(follower)}, {len(payload)} bytes")
     bare = Latencies(f"anchor: bare grpcio unary echo ({len(payload)}-byte request)")
+    proxied = Latencies("anchor: the same echo through a bare grpcio forwarding server")
     status = Latencies("GetConnectorStatus on a follower")
-
-    def read_status() -> None:
-        stub.GetConnectorStatus(request, timeout=READ_TIMEOUT_S)
-
-    def read_echo() -> None:
-        anchor.call(payload, timeout=READ_TIMEOUT_S)
-
-    for _ in range(warmup):
-        read_status()
-        read_echo()
-    for index in range(samples):
-        pair: list[tuple[Latencies, Callable[[], None]]] = [
-            (bare, read_echo),
-            (status, read_status),
-        ]
-        if index % 2:
-            pair.reverse()
-        for result, call in pair:
-            started = time.perf_counter()
-            call()
-            result.seconds.append(time.perf_counter() - started)
-    return bare, status, len(payload)
+    interleaved(
+        [
+            (bare, lambda: anchor.call(payload, timeout=READ_TIMEOUT_S)),
+            (proxied, lambda: proxy.call(payload, timeout=READ_TIMEOUT_S)),
+            (status, lambda: stub.GetConnectorStatus(request, timeout=READ_TIMEOUT_S)),
+        ],
+        samples,
+        warmup,
+    )
+    return bare, proxied, status
 
 
 def failover(
@@ -468,7 +516,10 @@ def met(ok: bool) -> str:
 def report(
     direct: Latencies,
     forwarded: Latencies,
+    direct_read: Latencies,
+    forwarded_read: Latencies,
     bare: Latencies,
+    proxied: Latencies,
     status: Latencies,
     failovers: list[Failover],
 ) -> str:
@@ -481,17 +532,31 @@ def report(
     for result in (direct, forwarded):
         lines.append(f"| {result.label} | {result.ms(50):.2f} | {result.ms(90):.2f} |")
     difference = forwarded.ms(50) - direct.ms(50)
+    hop = proxied.ms(50) - bare.ms(50)
     lines += [
         "",
         f"Forwarded minus direct at p50: **{difference:.2f} ms** "
-        f"(p90: {forwarded.ms(90) - direct.ms(90):.2f} ms); goal <= 1 ms: {met(difference <= 1)}.",
+        f"(p90: {forwarded.ms(90) - direct.ms(90):.2f} ms); goal <= 1 ms: {met(difference <= 1)}. "
+        f"For scale, one bare grpcio forwarding hop in the same run (echo through a forwarding "
+        f"server minus the echo, p50, from the read measurements below): {hop:.2f} ms.",
+        "",
+        "Write, then read it back from the same worker (read-your-writes):",
+        "",
+        "| measurement | p50 (ms) | p90 (ms) |",
+        "|---|---:|---:|",
+        *(
+            f"| {result.label} | {result.ms(50):.2f} | {result.ms(90):.2f} |"
+            for result in (direct_read, forwarded_read)
+        ),
+        "",
+        f"Follower minus leader at p50: {forwarded_read.ms(50) - direct_read.ms(50):.2f} ms.",
         "",
         f"### Read latency ({len(bare.seconds)} calls of each, interleaved)",
         "",
         "| measurement | p50 (ms) | p90 (ms) | p50 ratio vs anchor |",
         "|---|---:|---:|---:|",
     ]
-    for result in (bare, status):
+    for result in (bare, proxied, status):
         ratio = result.ms(50) / bare.ms(50)
         lines.append(
             f"| {result.label} | {result.ms(50):.3f} | {result.ms(90):.3f} | {ratio:.2f} |"
@@ -545,9 +610,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep-logs", type=Path, help="copy the workers' logs here")
     parser.add_argument("--echo-server", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--echo-upstream", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.echo_server is not None:
-        return serve_echo(args.echo_server)
+        return serve_echo(args.echo_server, args.echo_upstream)
 
     configure_logging("console", "WARNING")
     timeouts = [int(t) for t in args.session_timeouts.split(",") if t.strip()]
@@ -561,11 +627,13 @@ def main(argv: list[str] | None = None) -> int:
         broker = LocalKafka(root / "kafka", die_with_parent=True)
         clusters: list[Cluster] = []
         anchor: EchoServer | None = None
+        proxy: EchoServer | None = None
         try:
             started = time.monotonic()
             bootstrap = broker.start()
             log(f"broker {bootstrap} started in {time.monotonic() - started:.1f} s")
             anchor = EchoServer()
+            proxy = EchoServer(upstream=anchor.address)
             for position, timeout_ms in enumerate(timeouts):
                 cluster = Cluster(root / f"cluster-{timeout_ms}", bootstrap, timeout_ms)
                 clusters.append(cluster)
@@ -580,12 +648,16 @@ def main(argv: list[str] | None = None) -> int:
                 writer = Writer()
                 create_connector(cluster.leader().stub)
                 if position == 0:
-                    direct, forwarded = forwarding(cluster, writer, args.samples, args.warmup)
+                    direct, forwarded, direct_read, forwarded_read = forwarding(
+                        cluster, writer, args.samples, args.warmup
+                    )
                     log(
                         f"forwarding: direct p50 {direct.ms(50):.2f} ms, "
                         f"forwarded p50 {forwarded.ms(50):.2f} ms"
                     )
-                    bare, status, _ = reads(cluster, anchor, args.reads, args.warmup * 5)
+                    bare, proxied, status = reads(
+                        cluster, anchor, proxy, args.reads, args.warmup * 5
+                    )
                     log(
                         f"reads: anchor p50 {bare.ms(50):.3f} ms, "
                         f"GetConnectorStatus p50 {status.ms(50):.3f} ms"
@@ -610,8 +682,9 @@ def main(argv: list[str] | None = None) -> int:
                 if args.keep_logs is not None:
                     args.keep_logs.mkdir(parents=True, exist_ok=True)
                     cluster.copy_logs(args.keep_logs)
-            if anchor is not None:
-                anchor.stop()
+            for server in (proxy, anchor):
+                if server is not None:
+                    server.stop()
             broker.stop()
 
     out = sys.stdout
@@ -619,7 +692,9 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in machine(load_before).items():
         out.write(f"- {key}: {value}\n")
     out.write(f"- wall time of the run: {time.monotonic() - run_started:.0f} s\n\n")
-    out.write(report(direct, forwarded, bare, status, failovers))
+    out.write(
+        report(direct, forwarded, direct_read, forwarded_read, bare, proxied, status, failovers)
+    )
     return 0
 
 

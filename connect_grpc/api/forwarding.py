@@ -21,8 +21,12 @@ Rules, as the distributed-mode issue states them:
 
 * **Read-your-writes.** The leader's answer to a forwarded call carries, in trailing
   metadata ``x-connect-config-position``, how far its view of the config topic had got
-  after the write; the forwarding worker waits until its own view has got as far before
-  it answers, so that a read sent to it right after sees the write.
+  after the write. The forwarding worker answers at once and remembers that position;
+  whatever it is asked next that reads its own view (every RPC decorated with
+  :func:`settled`: the reads, and the plain restarts, which the worker running the
+  instance carries out) first waits until its view has got that far. So a read sent to
+  it right after sees the write, and a write pays for the wait only when a read actually
+  follows it before the worker's tail caught up.
 
 Idempotency (``request_id``) applies on the leader only: the follower's ``RequestLog.run``
 stores nothing for a call that raised (``NotLeaderError`` included), and the forwarded
@@ -166,6 +170,8 @@ class Forwarder:
         """``view`` (this worker's config topic view) makes the answer to a forwarded
         write wait until this worker has read that write."""
         self.view = view
+        self._acknowledged = 0
+        self._acknowledged_lock = threading.Lock()
         self._worker_id = worker_id
         self._leader_lookup = leader_lookup
         self._backoff = backoff or Backoff()
@@ -215,6 +221,26 @@ class Forwarder:
         """Closes every channel. Idempotent; a forward after it finds no leader."""
         self._channels.close()
 
+    def settle(self) -> None:
+        """Waits, within the caller's deadline, until this worker's view of the config topic
+        shows every write it acknowledged after forwarding it (read-your-writes).
+
+        Raises:
+            UnavailableError: the view did not get that far in time; the call may be retried.
+        """
+        with self._acknowledged_lock:
+            position = self._acknowledged
+        if self.view is None or position <= self.view.config_position():
+            return
+        try:
+            self.view.wait_for_config_position(position, deadline.remaining())
+        except UnavailableError:
+            raise UnavailableError(
+                f"this worker has not yet read up to position {position} of the config topic, "
+                "where a write it acknowledged is; retry",
+                retry_after_seconds=0.1,
+            ) from None
+
     def _lookup(self) -> _Target | None:
         leader = self._leader_lookup()
         if leader is None or not leader[1]:
@@ -260,20 +286,16 @@ class Forwarder:
                 return None
             raise LeaderAnswered(status) from None
         log.debug("request_forwarded", rpc=method, leader_id=target.leader_id)
-        self._catch_up(answered, give_up_at)
+        self._note_acknowledged(_config_position(answered))
         typed: M = response
         return typed
 
-    def _catch_up(self, answered: grpc.Call, give_up_at: float) -> None:
-        """Waits (within the deadline) until this worker's view shows the leader's write;
-        if it cannot, the write still succeeded: answer anyway, and log it."""
-        position = _config_position(answered)
-        if self.view is None or position is None:
+    def _note_acknowledged(self, position: int | None) -> None:
+        """Remembers how far the view must have got before this worker answers a read."""
+        if position is None:
             return
-        try:
-            self.view.wait_for_config_position(position, max(0.0, give_up_at - time.monotonic()))
-        except UnavailableError as exc:
-            log.warning("forward_catch_up_late", position=position, error=exc.message)
+        with self._acknowledged_lock:
+            self._acknowledged = max(self._acknowledged, position)
 
     def _gave_up(
         self, method: str, target: _Target | None, attempts: int
@@ -404,3 +426,18 @@ def forwardable(response_type: type[M]) -> Callable[[F], F]:
 
     return decorate
 
+
+
+def settled(method: F) -> F:
+    """Decorates an RPC (under ``@mapped`` / ``@mapped_stream``) that answers from this
+    worker's view: it first waits until the view shows every write the worker acknowledged
+    (``self.forwarder``; nothing to wait for without one, in standalone mode)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, request: Message, context: grpc.ServicerContext) -> Any:
+        forwarder: Forwarder | None = getattr(self, "forwarder", None)
+        if forwarder is not None:
+            forwarder.settle()
+        return method(self, request, context)
+
+    return wrapper  # type: ignore[return-value]

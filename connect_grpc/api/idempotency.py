@@ -9,8 +9,11 @@ Only successful answers are remembered; a failed call changed nothing and may be
 
 Where answers live: in this process (standalone), or, in distributed mode, in the config
 topic through a :class:`SharedAnswers` store (the herder's), so that a retry that reaches
-another worker or a new leader after a failover gets the same answer. The in-process log
-stays in front of it: concurrent retries to one worker wait for the first to finish.
+another worker or a new leader after a failover gets the same answer. A herder that
+writes a change as one transaction takes the answer into it (``connect_grpc.request_answer``),
+so that change and answer are written together or not at all; other answers are stored
+right after the change. The in-process log stays in front of it: concurrent retries to one
+worker wait for the first to finish.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from typing import Protocol, TypeVar
 import structlog
 from google.protobuf.message import Message
 
+from connect_grpc import request_answer
 from connect_grpc.errors import ConnectError, InvalidArgumentError
 
 log = structlog.get_logger(__name__)
 
 M = TypeVar("M", bound=Message)
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +85,15 @@ class RequestLog:
         self._in_flight: dict[str, threading.Lock] = {}
 
     def run(
-        self, method: str, request: Message, response_type: type[M], call: Callable[[], M]
+        self,
+        method: str,
+        request: Message,
+        response_type: type[M],
+        act: Callable[[], R],
+        answer: Callable[[R], M],
     ) -> M:
-        """Runs ``call`` once per request id; replays its answer to the same request.
+        """Carries out ``act`` once per request id and answers ``answer(result)``; replays
+        that answer to the same request.
 
         ``request`` must already be normalised (e.g. its connector name trimmed), so that
         retries that differ only in spelling count as the same request.
@@ -92,30 +103,36 @@ class RequestLog:
         """
         request_id: str = getattr(request, "request_id", "")
         if not request_id:
-            return call()
+            return answer(act())
         asked = fingerprint(method, request)
         with self._lock:
             id_lock = self._in_flight.setdefault(request_id, threading.Lock())
         with id_lock:
-            answer = self._lookup(request_id)
-            if answer is not None:
-                if answer.fingerprint != asked:
+            known = self._lookup(request_id)
+            if known is not None:
+                if known.fingerprint != asked:
                     raise InvalidArgumentError.for_field(
                         "request_id",
                         f"request_id {request_id!r} was already used for a different request "
                         f"in the last {self._ttl:.0f} s; a new request needs a new id",
                     )
-                return response_type.FromString(answer.payload)
+                return response_type.FromString(known.payload)
+            pending = request_answer.PendingAnswer(
+                request_id, asked, time.time(), lambda result: answer(result).SerializeToString()
+            )
             try:
-                response = call()
+                with request_answer.scope(pending):
+                    result = act()
+                response = answer(result)
             except BaseException:
                 with self._lock:
                     if request_id not in self._answers:
                         self._in_flight.pop(request_id, None)
                 raise
-            answer = _Answer(time.time(), asked, response.SerializeToString())
-            self._remember(request_id, answer)
-            self._share(request_id, answer)
+            stored = _Answer(pending.stored_at, asked, response.SerializeToString())
+            self._remember(request_id, stored)
+            if pending.taken is None:  # not written with the change: store it now
+                self._share(request_id, stored)
             return response
 
     def _lookup(self, request_id: str) -> _Answer | None:

@@ -15,10 +15,16 @@ from google.protobuf.message import Message
 
 from connect_grpc.api import convert
 from connect_grpc.api.errors import mapped, mapped_stream
-from connect_grpc.api.forwarding import Forwarder, forwardable
+from connect_grpc.api.forwarding import Forwarder, forwardable, settled
 from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.paging import PageRequest, answer_budget
-from connect_grpc.domain import RestartRequest, TaskId
+from connect_grpc.domain import (
+    ConnectorStatus,
+    CreateResult,
+    PutConfigResult,
+    RestartRequest,
+    TaskId,
+)
 from connect_grpc.errors import NotFoundError
 from connect_grpc.herder.base import Herder
 from connect_grpc.herder.validation import validate_name
@@ -55,6 +61,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         self._page_budget = answer_budget(max_send_bytes)
 
     @mapped
+    @settled
     def ListConnectors(
         self, request: pb.ListConnectorsRequest, context: grpc.ServicerContext
     ) -> pb.ListConnectorsResponse:
@@ -87,6 +94,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return listing
 
     @mapped
+    @settled
     def GetConnector(
         self, request: pb.GetConnectorRequest, context: grpc.ServicerContext
     ) -> pb.GetConnectorResponse:
@@ -101,7 +109,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.CreateConnectorResponse:
         request = _named(request)
 
-        def call() -> pb.CreateConnectorResponse:
+        def act() -> CreateResult:
             initial_offsets = (
                 convert.connector_offsets_from_pb(
                     request.initial_offsets.offsets, "initial_offsets.offsets"
@@ -109,18 +117,22 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
                 if request.HasField("initial_offsets")
                 else None
             )
-            result = self._herder.create_connector(
+            return self._herder.create_connector(
                 request.name,
                 dict(request.config),
                 convert.initial_state_from_pb(request.initial_state),
                 initial_offsets,
             )
+
+        def answer(result: CreateResult) -> pb.CreateConnectorResponse:
             return pb.CreateConnectorResponse(
                 connector=convert.connector_info_to_pb(result.info),
                 offsets_message=result.offsets_message,
             )
 
-        return self._requests.run("CreateConnector", request, pb.CreateConnectorResponse, call)
+        return self._requests.run(
+            "CreateConnector", request, pb.CreateConnectorResponse, act, answer
+        )
 
     @mapped
     @forwardable(pb.PutConnectorConfigResponse)
@@ -129,17 +141,21 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.PutConnectorConfigResponse:
         request = _named(request)
 
-        def call() -> pb.PutConnectorConfigResponse:
-            result = self._herder.put_connector_config(request.name, dict(request.config))
+        def answer(result: PutConfigResult) -> pb.PutConnectorConfigResponse:
             return pb.PutConnectorConfigResponse(
                 connector=convert.connector_info_to_pb(result.info), created=result.created
             )
 
         return self._requests.run(
-            "PutConnectorConfig", request, pb.PutConnectorConfigResponse, call
+            "PutConnectorConfig",
+            request,
+            pb.PutConnectorConfigResponse,
+            lambda: self._herder.put_connector_config(request.name, dict(request.config)),
+            answer,
         )
 
     @mapped
+    @settled
     def GetConnectorConfig(
         self, request: pb.GetConnectorConfigRequest, context: grpc.ServicerContext
     ) -> pb.GetConnectorConfigResponse:
@@ -153,13 +169,16 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.DeleteConnectorResponse:
         request = _named(request)
 
-        def call() -> pb.DeleteConnectorResponse:
-            self._herder.delete_connector(request.name)
-            return pb.DeleteConnectorResponse()
-
-        return self._requests.run("DeleteConnector", request, pb.DeleteConnectorResponse, call)
+        return self._requests.run(
+            "DeleteConnector",
+            request,
+            pb.DeleteConnectorResponse,
+            lambda: self._herder.delete_connector(request.name),
+            lambda _: pb.DeleteConnectorResponse(),
+        )
 
     @mapped
+    @settled
     def GetConnectorStatus(
         self, request: pb.GetConnectorStatusRequest, context: grpc.ServicerContext
     ) -> pb.GetConnectorStatusResponse:
@@ -168,6 +187,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return pb.GetConnectorStatusResponse(status=convert.connector_status_to_pb(status))
 
     @mapped
+    @settled
     def GetTaskStatus(
         self, request: pb.GetTaskStatusRequest, context: grpc.ServicerContext
     ) -> pb.GetTaskStatusResponse:
@@ -176,6 +196,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return pb.GetTaskStatusResponse(task=convert.task_status_to_pb(task))
 
     @mapped
+    @settled
     def ListTasks(
         self, request: pb.ListTasksRequest, context: grpc.ServicerContext
     ) -> pb.ListTasksResponse:
@@ -190,11 +211,13 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.PauseConnectorResponse:
         request = _named(request)
 
-        def call() -> pb.PauseConnectorResponse:
-            self._herder.pause_connector(request.name)
-            return pb.PauseConnectorResponse()
-
-        return self._requests.run("PauseConnector", request, pb.PauseConnectorResponse, call)
+        return self._requests.run(
+            "PauseConnector",
+            request,
+            pb.PauseConnectorResponse,
+            lambda: self._herder.pause_connector(request.name),
+            lambda _: pb.PauseConnectorResponse(),
+        )
 
     @mapped
     @forwardable(pb.ResumeConnectorResponse)
@@ -203,11 +226,13 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.ResumeConnectorResponse:
         request = _named(request)
 
-        def call() -> pb.ResumeConnectorResponse:
-            self._herder.resume_connector(request.name)
-            return pb.ResumeConnectorResponse()
-
-        return self._requests.run("ResumeConnector", request, pb.ResumeConnectorResponse, call)
+        return self._requests.run(
+            "ResumeConnector",
+            request,
+            pb.ResumeConnectorResponse,
+            lambda: self._herder.resume_connector(request.name),
+            lambda _: pb.ResumeConnectorResponse(),
+        )
 
     @mapped
     @forwardable(pb.StopConnectorResponse)
@@ -216,44 +241,56 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.StopConnectorResponse:
         request = _named(request)
 
-        def call() -> pb.StopConnectorResponse:
-            self._herder.stop_connector(request.name)
-            return pb.StopConnectorResponse()
-
-        return self._requests.run("StopConnector", request, pb.StopConnectorResponse, call)
+        return self._requests.run(
+            "StopConnector",
+            request,
+            pb.StopConnectorResponse,
+            lambda: self._herder.stop_connector(request.name),
+            lambda _: pb.StopConnectorResponse(),
+        )
 
     @mapped
     @forwardable(pb.RestartConnectorResponse)
+    @settled
     def RestartConnector(
         self, request: pb.RestartConnectorRequest, context: grpc.ServicerContext
     ) -> pb.RestartConnectorResponse:
         request = _named(request)
 
-        def call() -> pb.RestartConnectorResponse:
-            status = self._herder.restart_connector(
-                RestartRequest(request.name, request.include_tasks, request.only_failed)
-            )
+        def answer(status: ConnectorStatus | None) -> pb.RestartConnectorResponse:
             response = pb.RestartConnectorResponse()
             if status is not None:
                 response.status.CopyFrom(convert.connector_status_to_pb(status))
             return response
 
-        return self._requests.run("RestartConnector", request, pb.RestartConnectorResponse, call)
+        return self._requests.run(
+            "RestartConnector",
+            request,
+            pb.RestartConnectorResponse,
+            lambda: self._herder.restart_connector(
+                RestartRequest(request.name, request.include_tasks, request.only_failed)
+            ),
+            answer,
+        )
 
     @mapped
     @forwardable(pb.RestartTaskResponse)
+    @settled
     def RestartTask(
         self, request: pb.RestartTaskRequest, context: grpc.ServicerContext
     ) -> pb.RestartTaskResponse:
         request = _named(request)
 
-        def call() -> pb.RestartTaskResponse:
-            self._herder.restart_task(TaskId(request.name, request.task_id))
-            return pb.RestartTaskResponse()
-
-        return self._requests.run("RestartTask", request, pb.RestartTaskResponse, call)
+        return self._requests.run(
+            "RestartTask",
+            request,
+            pb.RestartTaskResponse,
+            lambda: self._herder.restart_task(TaskId(request.name, request.task_id)),
+            lambda _: pb.RestartTaskResponse(),
+        )
 
     @mapped
+    @settled
     def GetOffsets(
         self, request: pb.GetOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.GetOffsetsResponse:
@@ -270,12 +307,17 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.AlterOffsetsResponse:
         request = _named(request)
 
-        def call() -> pb.AlterOffsetsResponse:
+        def act() -> str:
             offsets = convert.connector_offsets_from_pb(request.offsets, "offsets")
-            message = self._herder.alter_offsets(request.name, offsets)
-            return pb.AlterOffsetsResponse(message=message)
+            return self._herder.alter_offsets(request.name, offsets)
 
-        return self._requests.run("AlterOffsets", request, pb.AlterOffsetsResponse, call)
+        return self._requests.run(
+            "AlterOffsets",
+            request,
+            pb.AlterOffsetsResponse,
+            act,
+            lambda message: pb.AlterOffsetsResponse(message=message),
+        )
 
     @mapped
     @forwardable(pb.ResetOffsetsResponse)
@@ -284,10 +326,13 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.ResetOffsetsResponse:
         request = _named(request)
 
-        def call() -> pb.ResetOffsetsResponse:
-            return pb.ResetOffsetsResponse(message=self._herder.reset_offsets(request.name))
-
-        return self._requests.run("ResetOffsets", request, pb.ResetOffsetsResponse, call)
+        return self._requests.run(
+            "ResetOffsets",
+            request,
+            pb.ResetOffsetsResponse,
+            lambda: self._herder.reset_offsets(request.name),
+            lambda message: pb.ResetOffsetsResponse(message=message),
+        )
 
     @mapped
     def ValidateConfig(
@@ -304,6 +349,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         return pb.ListPluginsResponse(plugins=[convert.plugin_to_pb(p) for p in plugins])
 
     @mapped_stream
+    @settled
     def WatchConnectorStatus(
         self, request: pb.WatchConnectorStatusRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.WatchConnectorStatusResponse]:
@@ -315,6 +361,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             yield pb.WatchConnectorStatusResponse(status=convert.connector_status_to_pb(status))
 
     @mapped
+    @settled
     def GetClusterInfo(
         self, request: pb.GetClusterInfoRequest, context: grpc.ServicerContext
     ) -> pb.GetClusterInfoResponse:

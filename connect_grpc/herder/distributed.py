@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
-from connect_grpc import __version__, deadline
+from connect_grpc import __version__, deadline, request_answer
 from connect_grpc.cluster.assignment import WorkerAssignment, rebalance, safe_step
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.cluster.fenced_writer import FencedWriter, leader_transactional_id
@@ -277,11 +277,13 @@ class DistributedHerder(HerderCommon):
 
     def connector_info(self, name: str) -> ConnectorInfo:
         snapshot = self._snapshot()
-        config = self._config_of(snapshot, name)
+        return self._info(name, self._config_of(snapshot, name), len(snapshot.task_configs(name)))
+
+    def _info(self, name: str, config: Mapping[str, str], task_count: int) -> ConnectorInfo:
         return ConnectorInfo(
             name=name,
             config=dict(config),
-            tasks=tuple(TaskId(name, n) for n in range(len(snapshot.task_configs(name)))),
+            tasks=tuple(TaskId(name, n) for n in range(task_count)),
             type=connector_type(self._plugins, config),
         )
 
@@ -359,6 +361,7 @@ class DistributedHerder(HerderCommon):
         initial_state: TargetState,
         initial_offsets: Sequence[ConnectorOffset] | None = None,
     ) -> CreateResult:
+        self._leader_writer()  # a follower forwards before doing any work
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
@@ -370,27 +373,35 @@ class DistributedHerder(HerderCommon):
                 offsets_message = self._offset_manager.set_initial(
                     name, full_config, initial_offsets
                 )
-            self._write(writer, connector_config_records(name, full_config, initial_state))
+            result = CreateResult(self._info(name, full_config, 0), offsets_message)
+            records = connector_config_records(name, full_config, initial_state)
+            self._write(writer, self._with_answer(records, result))
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
-            return CreateResult(self.connector_info(name), offsets_message)
+            return result
 
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
+        self._leader_writer()  # a follower forwards before doing any work
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             self._validator.ensure_valid(full_config)
-            created = not self._snapshot().contains(name)
+            snapshot = self._snapshot()
+            created = not snapshot.contains(name)
             initial = TargetState.STARTED if created else None
-            self._write(writer, connector_config_records(name, full_config, initial))
+            task_count = 0 if created else len(snapshot.task_configs(name))
+            result = PutConfigResult(self._info(name, full_config, task_count), created=created)
+            records = connector_config_records(name, full_config, initial)
+            self._write(writer, self._with_answer(records, result))
             self._log.info("connector_config_written", connector=name, created=created)
-            return PutConfigResult(self.connector_info(name), created=created)
+            return result
 
     def delete_connector(self, name: str) -> None:
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             snapshot = self._snapshot()
             self._config_of(snapshot, name)
-            self._write(writer, removal_records(name, len(snapshot.task_configs(name))))
+            records = removal_records(name, len(snapshot.task_configs(name)))
+            self._write(writer, self._with_answer(records, None))
             self._log.info("connector_deleted", connector=name)
 
     def pause_connector(self, name: str) -> None:
@@ -425,7 +436,7 @@ class DistributedHerder(HerderCommon):
             if plan.empty:
                 self._log.info("connector_restart_skipped", connector=name)
                 return plan.status
-            self._write(writer, restart_records(request))
+            self._write(writer, self._with_answer(restart_records(request), plan.status))
             self._log.info("connector_restart_requested", connector=name,
                            include_tasks=request.include_tasks, only_failed=request.only_failed)
             return plan.status
@@ -480,6 +491,16 @@ class DistributedHerder(HerderCommon):
             wake_leader=False,
         )
 
+    @staticmethod
+    def _with_answer(records: list[RawRecord], result: object) -> list[RawRecord]:
+        """The change's records and, when the call carries a request id, its answer: one
+        transaction, so that no crash leaves the change written without its answer."""
+        answer = request_answer.take(result)
+        if answer is None:
+            return records
+        record = AnswerRecord(answer.stored_at, answer.fingerprint, answer.payload)
+        return [*records, extension_record(request_key(answer.request_id), record.to_json())]
+
     def _expire_answers(self, writer: FencedWriter) -> None:
         """Tombstones the answers older than the replay window (the leader, now and then)."""
         cutoff = time.time() - ANSWER_TTL_S
@@ -502,7 +523,8 @@ class DistributedHerder(HerderCommon):
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             self._config_of(self._snapshot(), name)
-            self._write(writer, (extra or []) + target_state_records(name, state))
+            records = (extra or []) + target_state_records(name, state)
+            self._write(writer, self._with_answer(records, None))
             self._log.info("connector_target_state_written", connector=name, state=state.value)
 
     def _leader_writer(self) -> FencedWriter:

@@ -28,6 +28,7 @@ from tests.integration.helpers import (
     STOPPED,
     create,
     idle_worker,
+    read_all,
     source_config,
     wait_for_states,
 )
@@ -281,6 +282,33 @@ def test_request_id_applies_once_across_workers(cluster: Cluster, tmp_path: Path
         cluster.live[2].stub.DeleteConnector(reused, timeout=30)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     cluster.live[2].stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+
+
+def test_a_request_answer_is_written_in_the_changes_own_transaction(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The answer to a create with a request_id is in the create's transaction (adjacent
+    offsets: a second transaction would put a commit marker between them), so no leader
+    crash can leave the connector created without the answer a retry must get."""
+    name = f"atomic-{uuid.uuid4().hex[:6]}"
+    request_id = uuid.uuid4().hex
+    cluster.follower_not_running(name).stub.CreateConnector(
+        pb.CreateConnectorRequest(
+            name=name,
+            config=source_config(tmp_path / "events.jsonl", tasks=1),
+            initial_state=pb.INITIAL_STATE_STOPPED,
+            request_id=request_id,
+        ),
+        timeout=30,
+    )
+    offsets = {
+        key: message.offset()
+        for message in read_all(cluster.bootstrap, cluster.properties["config.storage.topic"])
+        if (key := (message.key() or b"").decode())
+        in (f"connector-{name}", f"target-state-{name}", f"connect-grpc-request-{request_id}")
+    }
+    assert len(offsets) == 3, offsets
+    assert sorted(offsets.values()) == list(range(min(offsets.values()), min(offsets.values()) + 3))
 
 
 def test_whole_cluster_restart_keeps_everything(cluster: Cluster, tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from connect_grpc.errors import (
     NotFoundError,
     NotLeaderError,
     StorageError,
+    UnavailableError,
 )
 from connect_grpc.herder.base import Herder
 from connect_grpc.v1 import connect_pb2 as pb
@@ -97,6 +98,7 @@ class Servicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # generat
             request,
             pb.CreateConnectorResponse,
             lambda: self._node.handle(request),
+            lambda response: response,
         )
 
 
@@ -466,3 +468,85 @@ def test_a_servicer_without_forwarder_answers_not_leader() -> None:
         assert reason(error) == "NOT_LEADER"
     finally:
         server.stop(0).wait()
+
+
+# ---- read-your-writes on the worker that forwarded -----------------------------------------
+
+
+class _View:
+    """A worker's view of the config topic at ``position``; ``catch_up`` says whether a wait
+    for a later position ends with the view there (True) or times out (False)."""
+
+    def __init__(self, position: int, catch_up: bool = True) -> None:
+        self.position = position
+        self.catch_up = catch_up
+        self.waits: list[int] = []
+
+    def config_position(self) -> int:
+        return self.position
+
+    def wait_for_config_position(self, position: int, timeout: float) -> None:
+        self.waits.append(position)
+        if not self.catch_up:
+            raise UnavailableError(f"not read in {timeout}s")
+        self.position = max(self.position, position)
+
+
+class _ConfigHerder(_PauseHerder):
+    def connector_config(self, name: str) -> dict[str, str]:
+        return {"name": name}
+
+
+def _leader_and_follower(
+    leader_view: _View, follower_view: _View
+) -> tuple[list[grpc.Server], list[Forwarder], str]:
+    """A leader servicer at ``leader_view`` and a follower servicer at ``follower_view``;
+    the follower's address."""
+    leader_forwarder = Forwarder("l", lambda: None, backoff=FAST, view=leader_view)
+    leader, leader_address = _serve(
+        ConnectServicer(cast(Herder, _ConfigHerder()), forwarder=leader_forwarder)
+    )
+    forwarder = Forwarder("f", lambda: ("l", leader_address), backoff=FAST, view=follower_view)
+    follower, follower_address = _serve(
+        ConnectServicer(cast(Herder, _ConfigHerder(leader_address)), forwarder=forwarder)
+    )
+    return [follower, leader], [forwarder, leader_forwarder], follower_address
+
+
+def test_a_forwarded_write_is_answered_at_once_and_the_next_read_waits_for_it() -> None:
+    follower_view = _View(position=3)
+    servers, forwarders, address = _leader_and_follower(_View(position=7), follower_view)
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = pb_grpc.ConnectServiceStub(channel)
+            stub.PauseConnector(pb.PauseConnectorRequest(name="c1"), timeout=5)
+            assert follower_view.waits == []  # the write did not wait for the tail
+            stub.GetConnectorConfig(pb.GetConnectorConfigRequest(name="c1"), timeout=5)
+            assert follower_view.waits == [7]  # the read did, up to the leader's position
+            stub.GetConnectorConfig(pb.GetConnectorConfigRequest(name="c1"), timeout=5)
+            assert follower_view.waits == [7]  # caught up: no second wait
+    finally:
+        for forwarder in forwarders:
+            forwarder.close()
+        for server in servers:
+            server.stop(0).wait()
+
+
+def test_a_read_whose_worker_cannot_catch_up_is_unavailable_with_a_retry_delay() -> None:
+    follower_view = _View(position=3, catch_up=False)
+    servers, forwarders, address = _leader_and_follower(_View(position=7), follower_view)
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = pb_grpc.ConnectServiceStub(channel)
+            stub.PauseConnector(pb.PauseConnectorRequest(name="c1"), timeout=5)
+            error = failure(
+                lambda: stub.GetConnectorConfig(pb.GetConnectorConfigRequest(name="c1"), timeout=5)
+            )
+        assert error.code() == grpc.StatusCode.UNAVAILABLE
+        assert "position 7" in (error.details() or "")
+        assert detail(rich_status(error), error_details_pb2.RetryInfo) is not None
+    finally:
+        for forwarder in forwarders:
+            forwarder.close()
+        for server in servers:
+            server.stop(0).wait()

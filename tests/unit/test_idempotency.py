@@ -4,12 +4,21 @@ reused for another request is rejected (item 6 of the hardening issue)."""
 from __future__ import annotations
 
 import threading
+from typing import TypeVar
 
 import pytest
+from google.protobuf.message import Message
 
+from connect_grpc import request_answer
 from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.v1 import connect_pb2 as pb
+
+M = TypeVar("M", bound=Message)
+
+
+def _as_is(response: M) -> M:
+    return response
 
 
 def _put(request_id: str, name: str = "c", **config: str) -> pb.PutConnectorConfigRequest:
@@ -35,8 +44,8 @@ class Calls:
 
 def test_same_request_id_runs_once_and_replays_the_answer() -> None:
     log, calls = RequestLog(), Calls()
-    first = log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put)
-    again = log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put)
+    first = log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put, _as_is)
+    again = log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put, _as_is)
     assert first == again and again.created
     assert calls.count == 1
 
@@ -44,7 +53,7 @@ def test_same_request_id_runs_once_and_replays_the_answer() -> None:
 def test_no_request_id_runs_every_time() -> None:
     log, calls = RequestLog(), Calls()
     for _ in range(3):
-        log.run("Delete", _delete(""), pb.DeleteConnectorResponse, calls.delete)
+        log.run("Delete", _delete(""), pb.DeleteConnectorResponse, calls.delete, _as_is)
     assert calls.count == 3
 
 
@@ -60,13 +69,14 @@ def test_no_request_id_runs_every_time() -> None:
 )
 def test_a_reused_id_with_another_request_is_rejected(method: str, request_: object) -> None:
     log, calls = RequestLog(), Calls()
-    log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put)
+    log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put, _as_is)
     with pytest.raises(InvalidArgumentError) as caught:
-        log.run(method, request_, pb.PutConnectorConfigResponse, calls.put)  # type: ignore[arg-type]
+        log.run(method, request_, pb.PutConnectorConfigResponse, calls.put, _as_is)  # type: ignore[arg-type]
     assert [v.field for v in caught.value.violations] == ["request_id"]
     assert calls.count == 1
     # the original request still replays
-    assert log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put).created
+    replayed = log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put, _as_is)
+    assert replayed.created
 
 
 def test_map_order_does_not_change_the_request() -> None:
@@ -75,8 +85,8 @@ def test_map_order_does_not_change_the_request() -> None:
     first.config["a"], first.config["b"] = "1", "2"
     second = pb.PutConnectorConfigRequest(name="c", request_id="r")
     second.config["b"], second.config["a"] = "2", "1"
-    log.run("Put", first, pb.PutConnectorConfigResponse, calls.put)
-    log.run("Put", second, pb.PutConnectorConfigResponse, calls.put)
+    log.run("Put", first, pb.PutConnectorConfigResponse, calls.put, _as_is)
+    log.run("Put", second, pb.PutConnectorConfigResponse, calls.put, _as_is)
     assert calls.count == 1
 
 
@@ -91,8 +101,8 @@ def test_failures_are_not_remembered() -> None:
         return pb.DeleteConnectorResponse()
 
     with pytest.raises(RuntimeError):
-        log.run("Delete", _delete("r"), pb.DeleteConnectorResponse, call)
-    log.run("Delete", _delete("r"), pb.DeleteConnectorResponse, call)
+        log.run("Delete", _delete("r"), pb.DeleteConnectorResponse, call, _as_is)
+    log.run("Delete", _delete("r"), pb.DeleteConnectorResponse, call, _as_is)
     assert len(attempts) == 2
 
 
@@ -103,15 +113,15 @@ def test_a_failed_id_may_be_used_for_another_request() -> None:
         raise RuntimeError("no")
 
     with pytest.raises(RuntimeError):
-        log.run("Delete", _delete("r", name="x"), pb.DeleteConnectorResponse, fail)
-    log.run("Delete", _delete("r", name="y"), pb.DeleteConnectorResponse, calls.delete)
+        log.run("Delete", _delete("r", name="x"), pb.DeleteConnectorResponse, fail, _as_is)
+    log.run("Delete", _delete("r", name="y"), pb.DeleteConnectorResponse, calls.delete, _as_is)
     assert calls.count == 1
 
 
 def test_expired_and_evicted_answers_run_again() -> None:
     log, calls = RequestLog(capacity=1, ttl_seconds=0.0), Calls()
-    log.run("Delete", _delete("a"), pb.DeleteConnectorResponse, calls.delete)
-    log.run("Delete", _delete("a"), pb.DeleteConnectorResponse, calls.delete)
+    log.run("Delete", _delete("a"), pb.DeleteConnectorResponse, calls.delete, _as_is)
+    log.run("Delete", _delete("a"), pb.DeleteConnectorResponse, calls.delete, _as_is)
     assert calls.count == 2
 
 
@@ -127,7 +137,7 @@ def test_concurrent_retries_run_once() -> None:
 
     threads = [
         threading.Thread(
-            target=log.run, args=("D", _delete("same"), pb.DeleteConnectorResponse, call)
+            target=log.run, args=("D", _delete("same"), pb.DeleteConnectorResponse, call, _as_is)
         )
         for _ in range(5)
     ]
@@ -137,3 +147,63 @@ def test_concurrent_retries_run_once() -> None:
     for thread in threads:
         thread.join(5)
     assert len(calls) == 1
+
+
+class SharedStore:
+    """The herder's answer store (distributed mode), recording what it was asked to keep."""
+
+    def __init__(self) -> None:
+        self.remembered: list[tuple[str, bytes]] = []
+        self.answers: dict[str, tuple[float, bytes, bytes]] = {}
+
+    def answer_for(self, request_id: str) -> tuple[float, bytes, bytes] | None:
+        return self.answers.get(request_id)
+
+    def remember_answer(
+        self, request_id: str, stored_at: float, fingerprint: bytes, payload: bytes
+    ) -> None:
+        self.remembered.append((request_id, payload))
+        self.answers[request_id] = (stored_at, fingerprint, payload)
+
+
+def test_an_answer_taken_into_the_change_is_not_stored_again() -> None:
+    shared = SharedStore()
+    log = RequestLog(shared=shared)
+    written: list[request_answer.Answer] = []
+
+    def act() -> bool:  # the herder: writes its change with the answer, in one go
+        answer = request_answer.take(True)
+        assert answer is not None
+        written.append(answer)
+        return True
+
+    response = log.run(
+        "Put",
+        _put("r1", a="1"),
+        pb.PutConnectorConfigResponse,
+        act,
+        lambda created: pb.PutConnectorConfigResponse(created=created),
+    )
+    assert shared.remembered == []
+    assert [(a.request_id, a.payload) for a in written] == [("r1", response.SerializeToString())]
+
+
+def test_an_answer_not_taken_is_stored_after_the_change() -> None:
+    shared = SharedStore()
+    log, calls = RequestLog(shared=shared), Calls()
+    response = log.run("Put", _put("r1", a="1"), pb.PutConnectorConfigResponse, calls.put, _as_is)
+    assert shared.remembered == [("r1", response.SerializeToString())]
+
+
+def test_nothing_is_taken_outside_a_request_with_an_id() -> None:
+    assert request_answer.take("result") is None
+    log = RequestLog(shared=SharedStore())
+    seen: list[request_answer.Answer | None] = []
+    log.run(
+        "Delete",
+        _delete(""),
+        pb.DeleteConnectorResponse,
+        lambda: seen.append(request_answer.take(None)),
+        lambda _: pb.DeleteConnectorResponse(),
+    )
+    assert seen == [None]
