@@ -7,6 +7,9 @@ import errno
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,12 +118,22 @@ def test_disk_full_mid_write_leaves_the_old_file_whole(
     def disk_full(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
+    journal = tmp_path / "o.json.journal"
+    journal_before = journal.read_bytes()
     monkeypatch.setattr(os, "fsync", disk_full)
     with pytest.raises(StorageError, match="No space left on device"):
         store.put("c", [({"f": "a"}, {"pos": 2})])
+    monkeypatch.undo()
     assert path.read_bytes() == before
-    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+    assert journal.read_bytes() == journal_before  # the torn line was cut back
+    assert sorted(tmp_path.iterdir()) == [path, journal]  # no temporary file left behind
     assert store.get("c", {"f": "a"}) == {"pos": 1}
+    store.put("c", [({"f": "b"}, {"pos": 3})])
+    reloaded = FileOffsetStore(path)
+    reloaded.start()
+    assert sorted(map(str, reloaded.get_all("c"))) == sorted(
+        map(str, [({"f": "a"}, {"pos": 1}), ({"f": "b"}, {"pos": 3})])
+    )
 
 
 def test_storage_error_answers_unavailable_with_the_path() -> None:
@@ -151,3 +164,115 @@ def test_alter_offsets_on_an_unwritable_file_names_it_and_changes_nothing(
         with pytest.raises(StorageError, match=str(path)):
             change()
     assert herder.connector_offsets("c") == [ConnectorOffset({"p": 0}, {"pos": 1})]
+
+
+def _reloaded(path: Path) -> FileOffsetStore:
+    store = FileOffsetStore(path)
+    store.start()
+    return store
+
+
+def test_a_commit_appends_what_it_changes_and_leaves_the_snapshot_alone(tmp_path: Path) -> None:
+    path = tmp_path / "o.json"
+    store = FileOffsetStore(path)
+    store.start()
+    store.put("c", [({"p": n}, {"pos": n}) for n in range(20_000)])
+    store = _reloaded(path)  # start-up folds the journal into the snapshot
+    snapshot = path.read_bytes()
+    journal = tmp_path / "o.json.journal"
+    assert journal.stat().st_size == 0
+    store.put("c", [({"p": 7}, {"pos": 70})])
+    assert path.read_bytes() == snapshot
+    assert journal.stat().st_size < 100  # one line for one partition, not 20 000
+    assert _reloaded(path).get("c", {"p": 7}) == {"pos": 70}
+
+
+def test_a_torn_last_journal_line_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "o.json"
+    store = FileOffsetStore(path)
+    store.start()
+    store.put("c", [({"p": 0}, {"pos": 1})])
+    store.put("c", [({"p": 0}, {"pos": 2})])
+    journal = tmp_path / "o.json.journal"
+    whole = journal.read_bytes()
+    journal.write_bytes(whole[: len(whole) - 5])  # the second line torn by a crash
+    assert _reloaded(path).get("c", {"p": 0}) == {"pos": 1}
+    journal.write_bytes(whole.replace(b'"pos":2', b'"pos":3'))  # bytes changed: bad checksum
+    assert _reloaded(path).get("c", {"p": 0}) == {"pos": 1}
+
+
+def test_the_snapshot_is_rewritten_once_the_journal_outgrows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("connect_grpc.storage.file_offsets.MIN_JOURNAL_BYTES", 200)
+    path = tmp_path / "o.json"
+    store = FileOffsetStore(path)
+    store.start()
+    for n in range(20):
+        store.put("c", [({"p": n % 3}, {"pos": n})])
+    journal = tmp_path / "o.json.journal"
+    assert journal.stat().st_size <= 400
+    assert json.loads(path.read_text())["offsets"]  # the snapshot holds folded commits
+    reloaded = _reloaded(path)
+    assert [reloaded.get("c", {"p": p}) for p in range(3)] == [
+        {"pos": 18}, {"pos": 19}, {"pos": 17}
+    ]
+
+
+def test_a_journal_replayed_over_a_snapshot_that_holds_it_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A crash after the snapshot's rename but before the journal was emptied."""
+    path = tmp_path / "o.json"
+    store = FileOffsetStore(path)
+    store.start()
+    store.put("c", [({"p": 0}, {"pos": 1})])
+    store.put("c", [({"p": 0}, None), ({"p": 1}, {"pos": 5})])
+    journal = (tmp_path / "o.json.journal").read_bytes()
+    store = _reloaded(path)  # folds the journal into the snapshot
+    (tmp_path / "o.json.journal").write_bytes(journal)
+    reloaded = _reloaded(path)
+    assert reloaded.get_all("c") == [({"p": 1}, {"pos": 5})]
+
+
+_COMMIT_LOOP = """
+import sys
+from pathlib import Path
+from connect_grpc.logs import configure_logging
+from connect_grpc.storage import file_offsets
+configure_logging()  # logs to stderr: stdout carries the acknowledged commits
+file_offsets.MIN_JOURNAL_BYTES = 4096  # compactions happen during the loop too
+store = file_offsets.FileOffsetStore(Path(sys.argv[1]))
+store.start()
+n = 0
+while True:
+    n += 1
+    store.put("c", [({"p": p}, {"pos": n}) for p in range(50)])
+    print(n, flush=True)
+"""
+
+
+@pytest.mark.parametrize("after_commits", [3, 40, 400])
+def test_kill_9_mid_commit_leaves_the_previous_or_the_new_offsets(
+    tmp_path: Path, after_commits: int
+) -> None:
+    path = tmp_path / "o.json"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _COMMIT_LOOP, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    acknowledged = 0
+    try:
+        while acknowledged < after_commits:
+            line = child.stdout.readline()
+            assert line, "the committing process ended"
+            acknowledged = int(line)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    acknowledged = max([acknowledged, *(int(n) for n in child.stdout.read().split())])
+    child.stdout.close()
+    offsets = {str(partition): offset["pos"] for partition, offset in _reloaded(path).get_all("c")}
+    assert len(offsets) == 50
+    assert len(set(offsets.values())) == 1, "a commit was applied in part"
+    assert set(offsets.values()) <= {acknowledged, acknowledged + 1}

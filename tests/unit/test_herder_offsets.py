@@ -3,6 +3,7 @@ merge, reset, the plugin hook's outcomes and create with initial offsets."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -111,12 +112,11 @@ def test_initial_offsets_that_cannot_be_written_leave_the_old_ones(
     herder.create_connector("c", _config(tmp_path), TargetState.STOPPED)
     herder.alter_offsets("c", [_offset(7, 7)])
     herder.delete_connector("c")
-    store = herder._offsets
 
-    def disk_full(data: object) -> None:
+    def disk_full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store, "_write_atomically", disk_full)
+    monkeypatch.setattr(os, "fsync", disk_full)
     with pytest.raises(StorageError, match="write initial offsets"):
         herder.create_connector("c", _config(tmp_path), TargetState.STOPPED, [_offset(0, 3)])
     monkeypatch.undo()
