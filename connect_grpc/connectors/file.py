@@ -184,6 +184,7 @@ class FileStreamSourceTask(SourceTask):
 
     def __init__(self) -> None:
         self._filename = ""
+        self._partition: dict[str, str] = {}
         self._topic = ""
         self._batch_size = DEFAULT_BATCH_SIZE
         self._stream: IO[bytes] | None = None
@@ -204,6 +205,7 @@ class FileStreamSourceTask(SourceTask):
         """
         parsed = SOURCE_CONFIG.parse(config)
         self._filename = str(parsed[FILE_CONFIG])
+        self._partition = {FILENAME_FIELD: self._filename}  # one object shared by every record
         self._topic = str(parsed[TOPIC_CONFIG])
         self._batch_size = int(parsed[BATCH_SIZE_CONFIG])
         self._position = self._committed_position()
@@ -270,7 +272,7 @@ class FileStreamSourceTask(SourceTask):
 
     def _record(self, text: str, end: int) -> SourceRecord:
         return SourceRecord(
-            source_partition={FILENAME_FIELD: self._filename},
+            source_partition=self._partition,
             source_offset={POSITION_FIELD: end},
             topic=self._topic,
             value=text,
@@ -335,8 +337,8 @@ class FileStreamSinkTask(SinkTask):
     def put(self, records: Sequence[SinkRecord]) -> None:
         """Appends each value decoded as UTF-8 (``null`` for a null value, like Kafka)."""
         stream = self._require_stream()
-        for record in records:
-            stream.write(_value_text(record.value) + "\n")
+        if records:
+            stream.write("\n".join([_value_text(record.value) for record in records]) + "\n")
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Flushes and fsyncs the file, so every record put so far is durable."""

@@ -208,6 +208,7 @@ class SequenceSourceTask(SourceTask):
         self._sleep = sleep
         self._topic = ""
         self._task = 0
+        self._partition: dict[str, int] = {TASK_FIELD: 0}
         self._tasks = 1
         self._count = -1
         self._start = 0
@@ -228,6 +229,7 @@ class SequenceSourceTask(SourceTask):
         self._tasks = int(config.get(TASKS_CONFIG, "1"))
         if not 0 <= self._task < self._tasks:
             raise ValueError(f"task.id {self._task} is not in [0, {self._tasks})")
+        self._partition = {TASK_FIELD: self._task}  # one object shared by every record
         self._limiter = _RateLimiter(float(parsed[RATE_CONFIG]), self._clock, self._sleep)
         self._next = next_index(self._task, self._tasks, self._committed_seq())
         _log.info("sequence_task_started", task=self._task, next_index=self._next)
@@ -267,7 +269,7 @@ class SequenceSourceTask(SourceTask):
     def _record(self, index: int) -> SourceRecord:
         text = str(self._start + index)
         return SourceRecord(
-            source_partition={TASK_FIELD: self._task},
+            source_partition=self._partition,
             source_offset={SEQ_FIELD: index},
             topic=self._topic,
             value=text,

@@ -7,8 +7,9 @@ the driver turns them back into ``SinkRecord``s. Pure code: no Spark, no Kafka.
 from __future__ import annotations
 
 import json
+import operator
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.domain import OffsetMap
@@ -31,13 +32,15 @@ def to_bytes(data: bytes | str | None) -> bytes | None:
 
 
 def to_produce_row(record: SourceRecord) -> ProduceRow:
-    partition = -1 if record.kafka_partition is None else record.kafka_partition
+    """The row an executor produces. Inlined conversions: it runs once per record on the
+    driver, whose one interpreter every task of the worker shares."""
+    key, value, partition = record.key, record.value, record.kafka_partition
     return (
         record.topic,
-        partition,
-        to_bytes(record.key),
-        to_bytes(record.value),
-        tuple(record.headers),
+        -1 if partition is None else partition,
+        key.encode("utf-8") if isinstance(key, str) else key,
+        value.encode("utf-8") if isinstance(value, str) else value,
+        record.headers if record.headers.__class__ is tuple else tuple(record.headers),
     )
 
 
@@ -51,6 +54,18 @@ def _hashable(partition: OffsetMap) -> tuple[tuple[str, object], ...]:
     return tuple(sorted(partition.items()))
 
 
+def _partition_keys(records: Iterable[SourceRecord]) -> Iterator[tuple[object, SourceRecord]]:
+    """Each record with the hashable form of its source partition, computed once per run of
+    records sharing one partition object (what most tasks return)."""
+    last: OffsetMap | None = None
+    key: tuple[tuple[str, object], ...] = ()
+    for record in records:
+        partition = record.source_partition
+        if partition is not last:
+            last, key = partition, _hashable(partition)
+        yield key, record
+
+
 def group_for_slices(records: Sequence[SourceRecord], slices: int) -> list[list[ProduceRow]]:
     """Splits a batch into ``slices`` lists of rows, keeping each source partition's records
     together and in order (one producer writes them, so their order in Kafka is kept).
@@ -60,9 +75,8 @@ def group_for_slices(records: Sequence[SourceRecord], slices: int) -> list[list[
     if slices <= 1:
         return [[to_produce_row(r) for r in records]]
     groups: list[list[ProduceRow]] = [[] for _ in range(slices)]
-    slot_of: dict[tuple[tuple[str, object], ...], int] = {}
-    for record in records:
-        key = _hashable(record.source_partition)
+    slot_of: dict[object, int] = {}
+    for key, record in _partition_keys(records):
         slot = slot_of.get(key)
         if slot is None:
             slot = zlib.crc32(partition_key(record.source_partition).encode()) % slices
@@ -73,9 +87,9 @@ def group_for_slices(records: Sequence[SourceRecord], slices: int) -> list[list[
 
 def latest_offsets(records: Iterable[SourceRecord]) -> list[OffsetEntry]:
     """The last offset of each source partition in the batch, in first-seen partition order."""
-    latest: dict[tuple[tuple[str, object], ...], SourceRecord] = {}
-    for record in records:
-        latest[_hashable(record.source_partition)] = record
+    latest: dict[object, SourceRecord] = {}
+    for key, record in _partition_keys(records):
+        latest[key] = record
     return [(dict(r.source_partition), dict(r.source_offset)) for r in latest.values()]
 
 
@@ -92,9 +106,13 @@ def to_sink_record(row: ConsumedRow) -> SinkRecord:
     )
 
 
+#: Rows arrive sorted per range, so the sort is a merge of runs: O(n), with a C key.
+_topic_partition_offset = operator.itemgetter(0, 1, 2)
+
+
 def to_sink_records(rows: Iterable[ConsumedRow]) -> list[SinkRecord]:
     """Rows from executors → SinkRecords sorted by (topic, partition, offset)."""
-    return [to_sink_record(row) for row in sorted(rows, key=lambda r: (r[0], r[1], r[2]))]
+    return [to_sink_record(row) for row in sorted(rows, key=_topic_partition_offset)]
 
 
 def next_offsets(ranges: Iterable[OffsetRange]) -> dict[tuple[str, int], int]:
