@@ -57,7 +57,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -112,7 +112,21 @@ def ensure_kafka_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -
 
     Safe to call concurrently from several processes (a file lock serialises the fetch).
     """
-    home = (cache or cache_root()) / "kafka" / version
+    return fetch_maven_libs(
+        (cache or cache_root()) / "kafka" / version,
+        render_pom(version),
+        [f"kafka_2.13-{version}.jar"],
+        f"Kafka {version}",
+    )
+
+
+def fetch_maven_libs(home: Path, pom_text: str, expected_jars: Sequence[str], what: str) -> Path:
+    """The runtime jars of the pom ``pom_text``, fetched by ``mvn`` into ``home/libs`` once
+    (a marker file says they are complete; a file lock serialises concurrent fetches).
+
+    Raises:
+        KafkaBrokerError: mvn is missing or failed, or did not produce ``expected_jars``.
+    """
     libs = home / "libs"
     if (home / LIBS_MARKER).exists():
         return libs
@@ -122,13 +136,13 @@ def ensure_kafka_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -
             return libs
         mvn = shutil.which("mvn")
         if mvn is None:
-            raise KafkaBrokerError("mvn not found on PATH; it is needed to fetch the Kafka jars")
+            raise KafkaBrokerError(f"mvn not found on PATH; it is needed to fetch {what}")
         pom = home / "pom.xml"
-        pom.write_text(render_pom(version), "utf-8")
+        pom.write_text(pom_text, "utf-8")
         staging = home / "libs.partial"
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(libs, ignore_errors=True)
-        log.info("kafka_libs_fetching", version=version, directory=str(libs))
+        log.info("maven_libs_fetching", what=what, directory=str(libs))
         started = time.monotonic()
         result = subprocess.run(
             [
@@ -144,16 +158,17 @@ def ensure_kafka_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -
         )
         if result.returncode != 0:
             raise KafkaBrokerError(
-                f"mvn failed to fetch Kafka {version} (exit {result.returncode}): "
+                f"mvn failed to fetch {what} (exit {result.returncode}): "
                 f"{_tail(result.stdout + result.stderr)}"
             )
-        if not any(staging.glob(f"kafka_2.13-{version}.jar")):
-            raise KafkaBrokerError(f"mvn did not produce kafka_2.13-{version}.jar in {staging}")
+        missing = [jar for jar in expected_jars if not (staging / jar).exists()]
+        if missing:
+            raise KafkaBrokerError(f"mvn did not produce {', '.join(missing)} in {staging}")
         staging.rename(libs)
-        (home / LIBS_MARKER).write_text(f"{version}\n", "utf-8")
+        (home / LIBS_MARKER).write_text(f"{what}\n", "utf-8")
         log.info(
-            "kafka_libs_fetched",
-            version=version,
+            "maven_libs_fetched",
+            what=what,
             jars=sum(1 for _ in libs.glob("*.jar")),
             seconds=round(time.monotonic() - started, 1),
         )
@@ -361,19 +376,12 @@ class LocalKafka:
         ]
         if not (config.log_dirs / "meta.properties").exists():
             self._format(jvm, properties)
-        stdout = (config.logs_dir / "stdout.log").open("ab")
-        try:
-            self._process = subprocess.Popen(
-                [*jvm, "kafka.Kafka", str(properties)],
-                stdin=subprocess.DEVNULL,
-                stdout=stdout,
-                stderr=subprocess.STDOUT,
-                cwd=self.data_dir,
-                start_new_session=True,
-                preexec_fn=die_with_parent_signal if self.die_with_parent else None,
-            )
-        finally:
-            stdout.close()
+        self._process = spawn_process_group(
+            [*jvm, "kafka.Kafka", str(properties)],
+            config.logs_dir / "stdout.log",
+            self.data_dir,
+            die_with_parent=self.die_with_parent,
+        )
         log.info(
             "kafka_starting",
             pid=self._process.pid,
@@ -451,19 +459,41 @@ class LocalKafka:
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM to the JVM's process group, SIGKILL after ``timeout`` seconds."""
-        process = self._process
-        if process is None:
-            return
-        if process.poll() is None:
-            signal_group(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                log.warning("kafka_stop_timeout", pid=process.pid, timeout=timeout)
-                signal_group(process.pid, signal.SIGKILL)
-                process.wait(10)
-            log.info("kafka_stopped", pid=process.pid, exit_code=process.returncode)
-        self._process = None
+        process, self._process = self._process, None
+        if process is not None:
+            stop_process_group(process, timeout, "kafka")
+
+
+def spawn_process_group(
+    command: Sequence[str], output: Path, cwd: Path, *, die_with_parent: bool
+) -> subprocess.Popen[bytes]:
+    """Starts ``command`` in a process group of its own, stdout and stderr appended to
+    ``output``; with ``die_with_parent``, it gets SIGTERM when this process dies."""
+    with output.open("ab") as stdout:
+        return subprocess.Popen(
+            list(command),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=die_with_parent_signal if die_with_parent else None,
+        )
+
+
+def stop_process_group(process: subprocess.Popen[Any], timeout: float, what: str) -> None:
+    """SIGTERM to ``process``'s group, SIGKILL after ``timeout`` seconds; logs
+    ``<what>_stopped`` (and ``<what>_stop_timeout``)."""
+    if process.poll() is not None:
+        return
+    signal_group(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        log.warning(f"{what}_stop_timeout", pid=process.pid, timeout=timeout)
+        signal_group(process.pid, signal.SIGKILL)
+        process.wait(10)
+    log.info(f"{what}_stopped", pid=process.pid, exit_code=process.returncode)
 
 
 def _java() -> str:

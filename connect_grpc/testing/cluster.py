@@ -87,6 +87,11 @@ class WorkerProcess:
         return pb_grpc.ConnectServiceStub(self.channel)
 
     @property
+    def pid(self) -> int | None:
+        """The worker process's id (its process group's too); None before ``start``."""
+        return None if self._process is None else self._process.pid
+
+    @property
     def returncode(self) -> int | None:
         return None if self._process is None else self._process.poll()
 

@@ -1,0 +1,243 @@
+"""FileStream pipelines, connect-grpc against Apache Kafka Connect itself, in one run.
+
+Run from the repository root::
+
+    .venv/bin/python bench/filestream.py [--lines N] [--rounds R]
+
+Starts the project's own broker (``LocalKafka``) in a temporary directory and writes N
+deterministic lines of 100 bytes (99 characters and a newline). Then, for each of R rounds,
+the anchor and connect-grpc take turns (the order alternating from round to round), each
+as a worker process of its own started before timing (its start is not timed):
+
+* **Kafka Connect 4.1.1** standalone (``bench/kafka_connect.py``: jars from Maven Central
+  through ``mvn``, connectors created through its REST API);
+* **connect-grpc** standalone (``connect-grpc standalone``, ``spark.master=local[2]``,
+  connectors created through gRPC).
+
+Both get the same connector configurations, Kafka Connect's own (``connector.class =
+org.apache.kafka.connect.file.FileStreamSourceConnector`` / ``…SinkConnector``, defaults
+otherwise: ``batch.size`` 2000, ``tasks.max`` 1, string converters): FileStreamSource from
+the file to a fresh 1-partition topic, timed from the create call until the topic's end
+offset is N; then FileStreamSink from that topic to a fresh file, timed from the create
+call until the file has N lines, which must then equal the input byte for byte. The RSS of
+each worker's whole process tree (for connect-grpc: the Python process, its Spark JVM and
+the executors' Python workers) is sampled every 0.5 s. Reported: records/s of each, the
+ratio connect-grpc / Kafka Connect (issue 9's goal: >= 1.0), and the peak RSS of each.
+
+The Markdown tables go to stdout, progress to stderr. The run fails (non-zero exit, no
+skipping) if the broker, Kafka Connect or connect-grpc cannot be started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from kafka_connect import (  # the sibling module: the script's directory is on sys.path
+    LINE_BYTES,
+    KafkaConnectError,
+    KafkaConnectStandalone,
+    _consumer,
+    create_topic,
+    ensure_connect_libs,
+    machine,
+    measure_sink,
+    measure_source,
+    process_tree_rss_bytes,
+    progress,
+    sha256,
+    write_input,
+)
+
+from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
+from connect_grpc.logs import configure_logging
+from connect_grpc.testing.cluster import WorkerProcess
+from connect_grpc.v1 import connect_pb2 as pb
+
+ANCHOR = f"Kafka Connect {KAFKA_VERSION}"
+OURS = "connect-grpc"
+
+
+class ConnectGrpcWorker:
+    """A ``connect-grpc standalone`` process, driven like the anchor (``Runner``)."""
+
+    def __init__(self, work_dir: Path, bootstrap: str) -> None:
+        self.process = WorkerProcess(
+            work_dir, bootstrap, {"test.plugins.enabled": "false", "log.format": "json"}
+        )
+
+    def start(self) -> None:
+        self.process.start()
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def create_connector(self, name: str, config: Mapping[str, str]) -> object:
+        return self.process.stub.CreateConnector(
+            pb.CreateConnectorRequest(name=name, config=dict(config)), timeout=60
+        )
+
+    def delete_connector(self, name: str) -> None:
+        self.process.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+    def rss_bytes(self) -> int:
+        pid = self.process.pid
+        return 0 if pid is None else process_tree_rss_bytes(pid)
+
+    def check_alive(self) -> None:
+        if self.process.returncode is not None:
+            raise RuntimeError(f"connect-grpc exited:\n{self.process.logs()[-4000:]}")
+
+    def failed_trace(self, name: str) -> str | None:
+        try:
+            status = self.process.stub.GetConnectorStatus(
+                pb.GetConnectorStatusRequest(name=name), timeout=10
+            ).status
+        except grpc.RpcError:
+            return None
+        for instance in [status.connector, *status.tasks]:
+            if instance.state == pb.INSTANCE_STATE_FAILED:
+                return instance.trace or "FAILED (no trace)"
+        return None
+
+
+@dataclass
+class Result:
+    source_rates: list[float] = field(default_factory=list)
+    sink_rates: list[float] = field(default_factory=list)
+    peak_rss: list[int] = field(default_factory=list)
+
+
+def one_round(
+    name: str,
+    runner: KafkaConnectStandalone | ConnectGrpcWorker,
+    bootstrap: str,
+    root: Path,
+    source_file: Path,
+    lines: int,
+    timeout: float,
+) -> tuple[float, float, int]:
+    """Source then sink through ``runner``; (source records/s, sink records/s, peak RSS)."""
+    topic = f"bench-{name.split()[0].lower()}-{root.name}"
+    sink_file = root / f"{topic}.txt"
+    with _consumer(bootstrap) as consumer:
+        create_topic(bootstrap, topic, consumer)
+        source_s, source_rss = measure_source(
+            runner, consumer, source_file, topic, lines, None, timeout
+        )
+    progress(f"{name} FileStreamSource: {lines / source_s:,.0f} records/s")
+    sink_s, sink_rss = measure_sink(runner, sink_file, topic, lines, timeout)
+    progress(f"{name} FileStreamSink: {lines / sink_s:,.0f} records/s")
+    if sha256(sink_file) != sha256(source_file):
+        raise RuntimeError(f"{name}: {sink_file} differs from the input")
+    sink_file.unlink()
+    return lines / source_s, lines / sink_s, max(source_rss, sink_rss)
+
+
+def start_runner(
+    name: str, root: Path, bootstrap: str, libs: Path
+) -> KafkaConnectStandalone | ConnectGrpcWorker:
+    started = time.monotonic()
+    runner: KafkaConnectStandalone | ConnectGrpcWorker
+    if name == ANCHOR:
+        runner = KafkaConnectStandalone(root, bootstrap, libs_dir=libs, die_with_parent=True)
+    else:
+        runner = ConnectGrpcWorker(root, bootstrap)
+    runner.start()
+    progress(f"{name} up in {time.monotonic() - started:.1f} s (not timed)")
+    return runner
+
+
+def _rounds(result: Result) -> str:
+    pairs = zip(result.source_rates, result.sink_rates, strict=True)
+    return ", ".join(f"{source:,.0f} / {sink:,.0f}" for source, sink in pairs)
+
+
+def report(results: dict[str, Result], lines: int, rounds: int) -> str:
+    anchor, ours = results[ANCHOR], results[OURS]
+    out = [
+        f"N = {lines:,} lines of {LINE_BYTES} bytes, 1-partition topic, default connector "
+        f"settings; median of {rounds} round(s)",
+        "",
+        "| pipeline | Kafka Connect (records/s) | connect-grpc (records/s) | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, theirs, mine in (
+        ("FileStreamSource file → topic", anchor.source_rates, ours.source_rates),
+        ("FileStreamSink topic → file", anchor.sink_rates, ours.sink_rates),
+    ):
+        a, b = statistics.median(theirs), statistics.median(mine)
+        out.append(f"| {label} | {a:,.0f} | {b:,.0f} | **{b / a:.2f}x** |")
+    a_rss, b_rss = max(anchor.peak_rss), max(ours.peak_rss)
+    out += [
+        "",
+        f"Peak RSS of the whole worker process tree: Kafka Connect {a_rss / 2**20:,.0f} MiB, "
+        f"connect-grpc {b_rss / 2**20:,.0f} MiB ({b_rss / a_rss:.2f}x).",
+        "",
+        "Rounds (records/s, source / sink): " + "; ".join(
+            f"{name}: {_rounds(result)}" for name, result in results.items()
+        ),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def run(args: argparse.Namespace, root: Path) -> int:
+    load_before = os.getloadavg()
+    libs = ensure_connect_libs()
+    source_file = root / "input.txt"
+    write_input(source_file, args.lines)
+    broker = LocalKafka(root / "kafka", die_with_parent=True)
+    results = {ANCHOR: Result(), OURS: Result()}
+    try:
+        bootstrap = broker.start()
+        for round_ in range(args.rounds):
+            order = [ANCHOR, OURS] if round_ % 2 == 0 else [OURS, ANCHOR]
+            for name in order:
+                work = root / f"{name.split()[0].lower()}-{round_}"
+                runner = start_runner(name, work, bootstrap, libs)
+                try:
+                    source, sink, rss = one_round(
+                        name, runner, bootstrap, work, source_file, args.lines, args.timeout
+                    )
+                finally:
+                    runner.stop()
+                results[name].source_rates.append(source)
+                results[name].sink_rates.append(sink)
+                results[name].peak_rss.append(rss)
+    finally:
+        broker.stop()
+    out = sys.stdout
+    out.write("\n")
+    for key, value in machine(load_before).items():
+        out.write(f"- {key}: {value}\n")
+    out.write("\n" + report(results, args.lines, args.rounds))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--lines", type=int, default=1_000_000, help="lines (records) to move")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of both workers")
+    parser.add_argument("--timeout", type=float, default=600.0, help="longest phase (s)")
+    args = parser.parse_args(argv)
+    if args.lines < 1 or args.rounds < 1:
+        parser.error("--lines and --rounds must be at least 1")
+    configure_logging("console", "WARNING")
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-filestream-") as tmp:
+            return run(args, Path(tmp))
+    except KafkaConnectError as exc:
+        progress(f"error: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,688 @@
+"""The real Apache Kafka Connect (standalone), started from Maven Central jars: a benchmark anchor.
+
+Library (import as ``bench.kafka_connect`` from the repository root)
+--------------------------------------------------------------------
+``ensure_connect_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -> Path``
+    Fetches ``org.apache.kafka:connect-runtime``, ``connect-file`` and ``connect-json`` of
+    ``version`` with their runtime dependencies (plus a log4j2 binding for slf4j) through
+    ``mvn`` into ``<cache_root()>/kafka-connect/<version>/libs``, once, the way
+    ``connect_grpc.kafka.broker.ensure_kafka_libs`` fetches the broker; returns that dir.
+``KafkaConnectStandalone(work_dir, bootstrap_servers, *, libs_dir=None, rest_port=0,
+heap_opts=DEFAULT_HEAP_OPTS, offset_flush_interval_ms=None, worker_overrides=None,
+log_level="INFO", die_with_parent=False)``
+    One ``org.apache.kafka.connect.cli.ConnectStandalone`` JVM, started with no connectors
+    (``.start()`` waits until ``GET /connectors`` answers 200), in its own process group
+    (``.stop()`` sends SIGTERM to the group, SIGKILL after a timeout). Its files live in
+    ``work_dir``: ``worker.properties``, ``connect.offsets``, ``log4j2.properties``,
+    ``logs/connect.log`` (Connect's log4j2 output) and ``logs/stdout.log``. REST calls
+    (urllib only): ``connectors()``, ``create_connector()``, ``delete_connector()``,
+    ``connector_status()``. Memory: ``rss_bytes()`` (the JVM and all its descendants, from
+    ``/proc``) and ``peak_rss_bytes()`` (the JVM's ``VmHWM``).
+``file_stream_source_config(file, topic, *, batch_size=None)`` /
+``file_stream_sink_config(file, topics)``
+    Connector configurations of Kafka Connect's own FileStreamSourceConnector (``file``,
+    ``topic``, ``batch.size``: Connect's default of 2000 unless given) and
+    FileStreamSinkConnector (``file``, ``topics``).
+
+The benchmark that uses it is ``bench/filestream.py``; ``measure_source`` and
+``measure_sink`` drive any worker that has the ``Runner`` methods.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from connect_grpc.kafka.broker import (
+    KAFKA_VERSION,
+    LOG4J_VERSION,
+    MAVEN_DEPENDENCY_PLUGIN,
+    KafkaBrokerError,
+    _java,
+    _read,
+    _tail,
+    cache_root,
+    fetch_maven_libs,
+    free_port,
+    spawn_process_group,
+    stop_process_group,
+)
+
+log = structlog.get_logger(__name__)
+
+CONNECT_ARTIFACTS = ("connect-runtime", "connect-file", "connect-json")
+CONNECT_MAIN = "org.apache.kafka.connect.cli.ConnectStandalone"
+FILE_SOURCE_CLASS = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+FILE_SINK_CLASS = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+#: What ``bin/connect-standalone.sh`` sets when ``KAFKA_HEAP_OPTS`` is unset.
+DEFAULT_HEAP_OPTS = ("-Xms256M", "-Xmx2G")
+#: What ``bin/kafka-run-class.sh`` sets when ``KAFKA_JVM_PERFORMANCE_OPTS`` is unset.
+JVM_PERFORMANCE_OPTS = (
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+)
+START_TIMEOUT_S = 120.0
+REST_TIMEOUT_S = 10.0
+
+_POM = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by bench/kafka_connect.py: resolves Apache Kafka Connect's runtime jars. Used only
+     as: mvn -B -q -f pom.xml {plugin}:copy-dependencies
+             -DincludeScope=runtime -DoutputDirectory=<libs> -->
+<project xmlns="http://maven.apache.org/POM/4.0.0"
+         xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.connect-grpc</groupId>
+  <artifactId>kafka-connect-libs</artifactId>
+  <version>{version}</version>
+  <packaging>pom</packaging>
+
+  <dependencies>
+{kafka_dependencies}
+    <!-- As for the broker (connect_grpc/kafka/pom.xml): Kafka logs through slf4j 1.7 and ships
+         log4j2 in its binary distribution, but its poms bring no binding between the two. -->
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>{log4j_version}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-core</artifactId>
+      <version>{log4j_version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+_LOG4J2 = """\
+# log4j2 configuration of a Kafka Connect worker started by bench/kafka_connect.py.
+# Everything goes to ${{sys:kafka.logs.dir}}/connect.log, never to the console.
+status = warn
+name = bench-kafka-connect
+shutdownHook = disable
+
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = ${{sys:kafka.logs.dir}}/connect.log
+appender.file.filePattern = ${{sys:kafka.logs.dir}}/connect.log.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %X{{connector.context}}%m (%c:%L)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 50MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 3
+
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = file
+
+logger.reflections.name = org.reflections
+logger.reflections.level = ERROR
+"""
+
+
+class KafkaConnectError(RuntimeError):
+    """Fetching, starting or talking to the Kafka Connect worker failed."""
+
+
+# --------------------------------------------------------------------------------------------
+# jars
+
+
+def render_pom(version: str = KAFKA_VERSION, log4j_version: str = LOG4J_VERSION) -> str:
+    """The pom that resolves Kafka Connect's runtime jars (runtime, file and json)."""
+    dependencies = "\n".join(
+        "    <dependency>\n"
+        "      <groupId>org.apache.kafka</groupId>\n"
+        f"      <artifactId>{artifact}</artifactId>\n"
+        f"      <version>{version}</version>\n"
+        "    </dependency>"
+        for artifact in CONNECT_ARTIFACTS
+    )
+    return _POM.format(
+        plugin=MAVEN_DEPENDENCY_PLUGIN,
+        version=version,
+        kafka_dependencies=dependencies,
+        log4j_version=log4j_version,
+    )
+
+
+def ensure_connect_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -> Path:
+    """Downloads Kafka Connect ``version`` and its runtime dependencies once; returns the libs dir.
+
+    Safe to call concurrently from several processes (a file lock serialises the fetch).
+    """
+    try:
+        return fetch_maven_libs(
+            (cache or cache_root()) / "kafka-connect" / version,
+            render_pom(version),
+            [f"{artifact}-{version}.jar" for artifact in CONNECT_ARTIFACTS],
+            f"Kafka Connect {version}",
+        )
+    except KafkaBrokerError as exc:
+        raise KafkaConnectError(str(exc)) from exc
+
+
+# --------------------------------------------------------------------------------------------
+# connector configurations
+
+
+def file_stream_source_config(
+    file: Path | str, topic: str, *, batch_size: int | None = None
+) -> dict[str, str]:
+    """A FileStreamSourceConnector reading ``file`` line by line into ``topic``.
+
+    Without ``batch_size`` Connect's own default applies (2000 lines per ``poll()``).
+    """
+    config = {
+        "connector.class": FILE_SOURCE_CLASS,
+        "tasks.max": "1",
+        "file": str(file),
+        "topic": topic,
+    }
+    if batch_size is not None:
+        config["batch.size"] = str(batch_size)
+    return config
+
+
+def file_stream_sink_config(file: Path | str, topics: str | Sequence[str]) -> dict[str, str]:
+    """A FileStreamSinkConnector appending each record value of ``topics`` as a line to ``file``."""
+    names = topics if isinstance(topics, str) else ",".join(topics)
+    return {
+        "connector.class": FILE_SINK_CLASS,
+        "tasks.max": "1",
+        "file": str(file),
+        "topics": names,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# memory, from /proc
+
+
+def _page_size() -> int:
+    return os.sysconf("SC_PAGE_SIZE")
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and every live process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text("ascii", errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, ()))
+    return found
+
+
+def process_tree_rss_bytes(root: int) -> int:
+    """Resident set size of ``root`` and all its descendants, in bytes (0 if gone)."""
+    total = 0
+    for pid in _descendants(root):
+        try:
+            resident = int(Path(f"/proc/{pid}/statm").read_text("ascii").split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        total += resident * _page_size()
+    return total
+
+
+def _status_kib(pid: int, key: str) -> int:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text("ascii", errors="replace")
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1])
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# the worker process
+
+
+class KafkaConnectStandalone:
+    """One Kafka Connect standalone worker JVM whose files all live in ``work_dir``.
+
+    Started with no connectors; connectors are created and removed through its REST API.
+    ``start()`` and ``stop()`` are idempotent; the object is not thread-safe.
+    """
+
+    def __init__(
+        self,
+        work_dir: Path,
+        bootstrap_servers: str,
+        *,
+        libs_dir: Path | None = None,
+        rest_port: int = 0,
+        heap_opts: Sequence[str] = DEFAULT_HEAP_OPTS,
+        offset_flush_interval_ms: int | None = None,
+        worker_overrides: Mapping[str, str] | None = None,
+        log_level: str = "INFO",
+        die_with_parent: bool = False,
+    ) -> None:
+        self.work_dir = Path(work_dir).resolve()
+        self.bootstrap_servers = bootstrap_servers
+        self.libs_dir = libs_dir
+        self.rest_port = rest_port or free_port()
+        self.heap_opts = tuple(heap_opts)
+        self.offset_flush_interval_ms = offset_flush_interval_ms
+        self.worker_overrides = dict(worker_overrides or {})
+        self.log_level = log_level
+        self.die_with_parent = die_with_parent
+        self._process: subprocess.Popen[bytes] | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def rest_url(self) -> str:
+        return f"http://127.0.0.1:{self.rest_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.work_dir / "logs"
+
+    def worker_properties(self) -> dict[str, str]:
+        """The worker's ``worker.properties`` (the overrides applied last)."""
+        props = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER,
+            "offset.storage.file.filename": str(self.work_dir / "connect.offsets"),
+            "listeners": self.rest_url,
+        }
+        if self.offset_flush_interval_ms is not None:
+            props["offset.flush.interval.ms"] = str(self.offset_flush_interval_ms)
+        props.update(self.worker_overrides)
+        return props
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> str:
+        """Starts the JVM and waits until ``GET /connectors`` answers 200; returns the REST URL.
+
+        Raises KafkaConnectError (with the tails of its logs) if the process exits or the REST
+        API does not answer within ``timeout`` seconds; the process is stopped then.
+        """
+        if self.running:
+            return self.rest_url
+        libs = self.libs_dir or ensure_connect_libs()
+        try:
+            java = _java()
+        except KafkaBrokerError as exc:
+            raise KafkaConnectError(str(exc)) from exc
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        properties = self.work_dir / "worker.properties"
+        properties.write_text(
+            "# written by bench/kafka_connect.py\n"
+            + "".join(f"{key}={value}\n" for key, value in self.worker_properties().items()),
+            "utf-8",
+        )
+        log4j = self.work_dir / "log4j2.properties"
+        log4j.write_text(_LOG4J2.format(level=self.log_level), "utf-8")
+        command = [
+            java,
+            *self.heap_opts,
+            *JVM_PERFORMANCE_OPTS,
+            f"-Dkafka.logs.dir={self.logs_dir}",
+            f"-Dlog4j2.configurationFile={log4j.as_uri()}",
+            "-cp",
+            str(libs / "*"),
+            CONNECT_MAIN,
+            str(properties),
+        ]
+        self._process = spawn_process_group(
+            command, self.logs_dir / "stdout.log", self.work_dir,
+            die_with_parent=self.die_with_parent,
+        )
+        log.info("kafka_connect_starting", pid=self._process.pid, rest_url=self.rest_url)
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("kafka_connect_started", pid=self._process.pid, rest_url=self.rest_url)
+        return self.rest_url
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last: str = "no answer yet"
+        while True:
+            self.check_alive()
+            try:
+                code, body = self._request("GET", "/connectors", timeout=2.0)
+                if code == 200:
+                    return
+                last = f"HTTP {code}: {body}"
+            except (OSError, http.client.HTTPException) as exc:  # not listening yet
+                last = repr(exc)
+            if time.monotonic() > deadline:
+                raise KafkaConnectError(
+                    f"Kafka Connect's REST API at {self.rest_url} did not answer within "
+                    f"{timeout:.0f}s (last: {last}); {self.log_tails()}"
+                )
+            time.sleep(0.2)
+
+    def check_alive(self) -> None:
+        """Raises KafkaConnectError (with the log tails) if the JVM has exited."""
+        if self._process is None:
+            raise KafkaConnectError("Kafka Connect has not been started")
+        code = self._process.poll()
+        if code is not None:
+            raise KafkaConnectError(f"Kafka Connect exited with code {code}; {self.log_tails()}")
+
+    def log_tails(self) -> str:
+        return (
+            f"stdout.log: {_tail(_read(self.logs_dir / 'stdout.log'))} "
+            f"connect.log: {_tail(_read(self.logs_dir / 'connect.log'))}"
+        )
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM to the JVM's process group, SIGKILL after ``timeout`` seconds."""
+        process, self._process = self._process, None
+        if process is not None:
+            stop_process_group(process, timeout, "kafka_connect")
+
+    # --- memory -----------------------------------------------------------------------------
+
+    def rss_bytes(self) -> int:
+        """Resident set size of the JVM and all its descendants now (0 when not running)."""
+        pid = self.pid
+        return 0 if pid is None else process_tree_rss_bytes(pid)
+
+    def peak_rss_bytes(self) -> int:
+        """The JVM's own peak resident set size (``VmHWM``; 0 when not running)."""
+        pid = self.pid
+        return 0 if pid is None else _status_kib(pid, "VmHWM") * 1024
+
+    # --- REST -------------------------------------------------------------------------------
+
+    def _request(
+        self, method: str, path: str, body: Any = None, timeout: float = REST_TIMEOUT_S
+    ) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(
+            self.rest_url + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                status: int = response.status
+                raw: bytes = response.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        if not raw:
+            return status, None
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode("utf-8", errors="replace")
+
+    def _call(
+        self, method: str, path: str, body: Any = None, expect: Sequence[int] = (200,)
+    ) -> Any:
+        status, payload = self._request(method, path, body)
+        if status not in expect:
+            raise KafkaConnectError(f"{method} {path}: HTTP {status}: {payload}")
+        return payload
+
+    def connectors(self) -> list[str]:
+        """``GET /connectors``."""
+        names: list[str] = self._call("GET", "/connectors")
+        return names
+
+    def create_connector(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+        """``POST /connectors``; returns Connect's answer (name, config, tasks)."""
+        info: dict[str, Any] = self._call(
+            "POST", "/connectors", {"name": name, "config": dict(config)}, expect=(200, 201)
+        )
+        return info
+
+    def delete_connector(self, name: str) -> None:
+        """``DELETE /connectors/<name>``."""
+        self._call("DELETE", f"/connectors/{name}", expect=(200, 204))
+
+    def failed_trace(self, name: str) -> str | None:
+        return failed_trace(self.connector_status(name))
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        """``GET /connectors/<name>/status``: ``{"connector": {"state": ...}, "tasks": [...]}``."""
+        status: dict[str, Any] = self._call("GET", f"/connectors/{name}/status")
+        return status
+
+
+def failed_trace(status: Mapping[str, Any]) -> str | None:
+    """The trace of the connector or of its first task that is FAILED, or None."""
+    parts = [status.get("connector", {}), *status.get("tasks", [])]
+    for part in parts:
+        if part.get("state") == "FAILED":
+            return str(part.get("trace", "FAILED (no trace)"))
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# the smoke benchmark
+
+POLL_INTERVAL_S = 0.02
+RSS_INTERVAL_S = 0.5
+STATUS_INTERVAL_S = 1.0
+LINE_BYTES = 100  # with its newline
+
+
+def progress(message: str) -> None:
+    sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {message}\n")
+    sys.stderr.flush()
+
+
+def line(i: int) -> str:
+    """Line ``i`` of the input: 99 characters and a newline."""
+    head = f"line {i:09d} "
+    return head + "x" * (LINE_BYTES - 1 - len(head)) + "\n"
+
+
+def write_input(path: Path, lines: int) -> None:
+    with path.open("w", encoding="ascii") as out:
+        for start in range(0, lines, 10_000):
+            out.write("".join(line(i) for i in range(start, min(start + 10_000, lines))))
+
+
+class Runner(Protocol):
+    """A worker a FileStream measurement drives (Kafka Connect, or connect-grpc)."""
+
+    def create_connector(self, name: str, config: Mapping[str, str]) -> object: ...
+
+    def delete_connector(self, name: str) -> None: ...
+
+    def rss_bytes(self) -> int: ...
+
+    def check_alive(self) -> None: ...
+
+    def failed_trace(self, name: str) -> str | None: ...
+
+
+class Phase:
+    """Samples RSS and the connector's status while a measurement waits."""
+
+    def __init__(self, connect: Runner, connector: str) -> None:
+        self.connect = connect
+        self.connector = connector
+        self.peak_rss = connect.rss_bytes()
+        self._next_rss = 0.0
+        self._next_status = time.monotonic() + STATUS_INTERVAL_S
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_rss:
+            self._next_rss = now + RSS_INTERVAL_S
+            self.connect.check_alive()
+            self.peak_rss = max(self.peak_rss, self.connect.rss_bytes())
+        if now >= self._next_status:
+            self._next_status = now + STATUS_INTERVAL_S
+            trace = self.connect.failed_trace(self.connector)
+            if trace is not None:
+                raise KafkaConnectError(f"connector {self.connector} failed: {_tail(trace)}")
+
+
+@contextlib.contextmanager
+def _consumer(bootstrap: str) -> Iterator[Any]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
+    try:
+        yield consumer
+    finally:
+        consumer.close()
+
+
+def create_topic(bootstrap: str, name: str, consumer: Any) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=30)
+    deadline = time.monotonic() + 30
+    while True:  # until the partition has a leader
+        try:
+            consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=5, cached=False)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def measure_source(
+    connect: Runner,
+    consumer: Any,
+    source_file: Path,
+    topic: str,
+    lines: int,
+    batch_size: int | None,
+    timeout: float,
+) -> tuple[float, int]:
+    """Seconds from the POST until the topic holds ``lines`` records; peak RSS meanwhile."""
+    from confluent_kafka import TopicPartition
+
+    name = "bench-file-source"
+    partition = TopicPartition(topic, 0)
+    config = file_stream_source_config(source_file, topic, batch_size=batch_size)
+    started = time.monotonic()
+    connect.create_connector(name, config)
+    phase = Phase(connect, name)
+    while True:
+        _, high = consumer.get_watermark_offsets(partition, timeout=5, cached=False)
+        now = time.monotonic()
+        if high >= lines:
+            if high != lines:
+                raise RuntimeError(f"{topic}: {high} records, expected {lines}")
+            elapsed = now - started
+            break
+        if now - started > timeout:
+            raise TimeoutError(f"{topic}: only {high} of {lines} records after {timeout:.0f}s")
+        phase.tick()
+        time.sleep(POLL_INTERVAL_S)
+    phase.peak_rss = max(phase.peak_rss, connect.rss_bytes())
+    connect.delete_connector(name)
+    return elapsed, phase.peak_rss
+
+
+def measure_sink(
+    connect: Runner, sink_file: Path, topic: str, lines: int, timeout: float
+) -> tuple[float, int]:
+    """Seconds from the POST until ``sink_file`` has ``lines`` lines; peak RSS meanwhile."""
+    name = "bench-file-sink"
+    started = time.monotonic()
+    connect.create_connector(name, file_stream_sink_config(sink_file, topic))
+    phase = Phase(connect, name)
+    seen = 0
+    with contextlib.ExitStack() as stack:
+        handle = None
+        while True:
+            if handle is None and sink_file.exists():
+                handle = stack.enter_context(sink_file.open("rb"))
+            if handle is not None:
+                seen += handle.read().count(b"\n")
+            now = time.monotonic()
+            if seen >= lines:
+                elapsed = now - started
+                break
+            if now - started > timeout:
+                raise TimeoutError(
+                    f"{sink_file}: only {seen} of {lines} lines after {timeout:.0f}s"
+                )
+            phase.tick()
+            time.sleep(POLL_INTERVAL_S)
+    phase.peak_rss = max(phase.peak_rss, connect.rss_bytes())
+    connect.delete_connector(name)
+    return elapsed, phase.peak_rss
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def machine(load_before: tuple[float, float, float]) -> dict[str, str]:
+    import confluent_kafka
+
+    mem_kib = 0
+    with open("/proc/meminfo", encoding="utf-8") as meminfo:
+        for entry in meminfo:
+            if entry.startswith("MemTotal:"):
+                mem_kib = int(entry.split()[1])
+    java = subprocess.run(
+        [_java(), "-version"], capture_output=True, text=True, check=False
+    ).stderr.splitlines()
+    return {
+        "nproc": str(os.cpu_count()),
+        "RAM": f"{mem_kib / 1024 / 1024:.1f} GiB",
+        "Java": java[0] if java else "?",
+        "Kafka broker / Kafka Connect": f"{KAFKA_VERSION} / {KAFKA_VERSION} (standalone)",
+        "librdkafka (watermark polling)": confluent_kafka.libversion()[0],
+        "load average (1/5/15 min) before": " / ".join(f"{x:.2f}" for x in load_before),
+        "load average (1/5/15 min) after": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
