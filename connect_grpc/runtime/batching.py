@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from connect_grpc.connectors.config import INT_MAX, java_trim, parse_java_integer
 
-DEFAULT_INITIAL_RECORDS = 1000
-DEFAULT_MAX_RECORDS = 50_000
+DEFAULT_INITIAL_RECORDS = 10_000
+DEFAULT_MAX_RECORDS = 100_000
 #: Below this many records per slice, splitting a batch costs more than it saves.
 MIN_RECORDS_PER_SLICE = 5000
 

@@ -348,15 +348,13 @@ def produce_slices(
 
 def _row(msg: Any) -> ConsumedRow:
     ts_type, ts = msg.timestamp()
-    headers = tuple((k, v if v is not None else b"") for k, v in (msg.headers() or ()))
+    headers = msg.headers()
     return (
-        msg.topic(),
-        msg.partition(),
         msg.offset(),
         msg.key(),
         msg.value(),
         ts if ts_type else -1,
-        headers,
+        tuple((k, b"" if v is None else v) for k, v in headers) if headers else (),
     )
 
 

@@ -7,7 +7,6 @@ the driver turns them back into ``SinkRecord``s. Pure code: no Spark, no Kafka.
 from __future__ import annotations
 
 import json
-import operator
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -18,10 +17,11 @@ from connect_grpc.storage.base import OffsetEntry
 
 #: What an executor produces: (topic, partition or -1, key, value, headers).
 ProduceRow = tuple[str, int, bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]
-#: What an executor reads: (topic, partition, offset, key, value, timestamp ms or -1, headers).
-ConsumedRow = tuple[
-    str, int, int, bytes | None, bytes | None, int, tuple[tuple[str, bytes], ...]
-]
+#: What an executor reads from one partition: (offset, key, value, timestamp ms or -1,
+#: headers); the partition is said once, by the range the rows belong to.
+ConsumedRow = tuple[int, bytes | None, bytes | None, int, tuple[tuple[str, bytes], ...]]
+#: The rows read from one partition, in offset order: (topic, partition, rows).
+PartitionRows = tuple[str, int, Sequence[ConsumedRow]]
 
 
 def to_bytes(data: bytes | str | None) -> bytes | None:
@@ -93,26 +93,14 @@ def latest_offsets(records: Iterable[SourceRecord]) -> list[OffsetEntry]:
     return [(dict(r.source_partition), dict(r.source_offset)) for r in latest.values()]
 
 
-def to_sink_record(row: ConsumedRow) -> SinkRecord:
-    topic, partition, offset, key, value, timestamp, headers = row
-    return SinkRecord(
-        topic=topic,
-        kafka_partition=partition,
-        kafka_offset=offset,
-        key=key,
-        value=value,
-        timestamp_ms=None if timestamp < 0 else timestamp,
-        headers=headers,
-    )
-
-
-#: Rows arrive sorted per range, so the sort is a merge of runs: O(n), with a C key.
-_topic_partition_offset = operator.itemgetter(0, 1, 2)
-
-
-def to_sink_records(rows: Iterable[ConsumedRow]) -> list[SinkRecord]:
-    """Rows from executors → SinkRecords sorted by (topic, partition, offset)."""
-    return [to_sink_record(row) for row in sorted(rows, key=_topic_partition_offset)]
+def to_sink_records(partitions: Iterable[PartitionRows]) -> list[SinkRecord]:
+    """Rows from executors → SinkRecords, partition after partition, each in offset order
+    (positional construction: it runs once per record on the driver)."""
+    return [
+        SinkRecord(topic, partition, offset, key, value, None if ts < 0 else ts, headers)
+        for topic, partition, rows in partitions
+        for offset, key, value, ts, headers in rows
+    ]
 
 
 def next_offsets(ranges: Iterable[OffsetRange]) -> dict[tuple[str, int], int]:

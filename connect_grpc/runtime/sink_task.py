@@ -30,7 +30,7 @@ from connect_grpc.runtime.kafka_io import (
     read_ranges,
     reader_conf,
 )
-from connect_grpc.runtime.records import ConsumedRow, to_sink_records
+from connect_grpc.runtime.records import to_sink_records
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
 from connect_grpc.worker_config import WorkerConfig
@@ -219,14 +219,14 @@ class SinkTaskRunner(TaskRunner):
             return False
         results = self._read(ranges)
         raise_read_failure(results)
-        rows: list[ConsumedRow] = [row for result in results for row in result.rows]
+        records = to_sink_records((r.topic, r.partition, r.rows) for r in results)
         offsets = {(r.topic, r.partition): r.next_offset for r in results}
         progressed = any(offsets[(r.topic, r.partition)] > r.start for r in ranges)
-        self.plugin.put(to_sink_records(rows))
+        self.plugin.put(records)
         self.plugin.flush(offsets)
         member.advance(offsets)
-        self._sizer.observe(len(rows))
-        self.log.debug("batch_consumed", records=len(rows), partitions=len(ranges))
+        self._sizer.observe(len(records))
+        self.log.debug("batch_consumed", records=len(records), partitions=len(ranges))
         member.commit()
         return progressed
 

@@ -1,10 +1,6 @@
 """Source tasks: poll a batch on the driver, produce it to Kafka from executors, then commit
 the batch's source offsets (at-least-once: offsets are written after every record is acked).
 
-The driver polls the next batch while the current one's job runs (a job of its own thread):
-a batch is launched only once the one before it is acknowledged and committed, so records
-keep their order, and at most two batches are held in memory.
-
 A batch whose produce fails on a retriable error (Kafka unreachable, a leader moving) is
 kept and produced again by the next attempt, before the task is polled for more: records
 the plugin returned are never dropped (some may be written twice).
@@ -14,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Unpack
 
@@ -40,31 +36,6 @@ POLL_LINGER_S = 0.25
 
 class DeliveryError(KafkaIoError):
     """Some records of a batch were not written to Kafka (retriable iff every failure was)."""
-
-
-class _Job:
-    """A batch's produce job, run in a thread of its own (tagged as the task's, so that
-    stopping the task cancels it) while the task thread polls the next batch."""
-
-    def __init__(self, spark: SparkRuntime, task_id: TaskId, run: Callable[[], None]) -> None:
-        self._error: BaseException | None = None
-
-        def target() -> None:
-            try:
-                spark.bind_thread(task_id.connector, task_id.task)
-                run()
-            except BaseException as exc:  # handed to the task thread by wait()
-                self._error = exc
-
-        name = f"connect-produce-{task_id.connector}-{task_id.task}"
-        self._thread = spark.new_thread(target, name)
-        self._thread.start()
-
-    def wait(self) -> None:
-        """Returns once the job ended; raises what it raised."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
 
 
 @dataclass(slots=True)
@@ -142,22 +113,17 @@ class SourceTaskRunner(TaskRunner):
         self._sizer = BatchSizer.from_config(connector_config)
         #: The batch being moved (kept across retries until its offsets are committed).
         self._pending: _Batch | None = None
-        #: The batch polled while the pending one was produced, or what that poll raised.
-        self._next: _Batch | None = None
-        self._next_error: Exception | None = None
 
     def prepare(self) -> None:
         self.plugin.initialize(_SourceTaskContext(self.id, self._offsets))
 
     def run_batch(self) -> bool:
-        batch = self._pending or self._take_next()
+        batch = self._pending or self._poll()
         if batch is None:
             return False
         self._pending = batch
         if not batch.produced:
-            job = _Job(self._spark, self.id, functools.partial(self._produce, batch.records))
-            self._prefetch()
-            job.wait()
+            self._produce(batch.records)
             batch.produced = True
             self.kafka_ok()
         self._offsets.put(self.id.connector, latest_offsets(batch.records))
@@ -173,24 +139,6 @@ class SourceTaskRunner(TaskRunner):
             self.plugin.commit()
         except Exception:
             self.log.warning("source_task_commit_failed", exc_info=True)
-
-    def _take_next(self) -> _Batch | None:
-        """The prefetched batch, else a new poll; a prefetch's error is raised now, as if
-        this poll had raised it."""
-        batch, self._next = self._next, None
-        error, self._next_error = self._next_error, None
-        if error is not None:
-            raise error
-        return batch or self._poll()
-
-    def _prefetch(self) -> None:
-        """Polls the next batch while the current one's job runs (once per batch)."""
-        if self._next is not None or self._next_error is not None or self._stopping.is_set():
-            return
-        try:
-            self._next = self._poll()
-        except Exception as exc:
-            self._next_error = exc
 
     def _poll(self) -> _Batch | None:
         """Polls until the batch is full, the plugin has nothing more for now, or the batch

@@ -9,6 +9,7 @@ import pytest
 
 from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.runtime.batching import (
+    DEFAULT_INITIAL_RECORDS,
     BatchSizer,
     OffsetRange,
     clip_ranges,
@@ -77,7 +78,7 @@ def test_batch_max_records_caps_initial_and_maximum() -> None:
     assert (sizer.size, sizer.maximum) == (10, 10)
     sizer.observe(10)
     assert sizer.size == 10
-    assert BatchSizer.from_config({}).size == 1000
+    assert BatchSizer.from_config({}).size == DEFAULT_INITIAL_RECORDS == 10_000
     with pytest.raises(ValueError):
         BatchSizer.from_config({"batch.max.records": "0"})
 
@@ -135,17 +136,16 @@ def test_latest_offsets_takes_the_last_offset_of_each_partition() -> None:
     assert latest_offsets([]) == []
 
 
-def test_sink_records_are_sorted_and_timestamps_mapped() -> None:
-    rows = [
-        ("t", 1, 0, None, b"x", -1, ()),
-        ("t", 0, 7, b"k", b"b", 123, (("h", b"v"),)),
-        ("t", 0, 6, None, b"a", 100, ()),
+def test_sink_records_keep_partition_and_offset_order_and_map_timestamps() -> None:
+    partitions = [
+        ("t", 0, [(6, None, b"a", 100, ()), (7, b"k", b"b", 123, (("h", b"v"),))]),
+        ("t", 1, [(0, None, b"x", -1, ())]),
     ]
-    sink = to_sink_records(rows)
+    sink = to_sink_records(partitions)
     assert [(r.kafka_partition, r.kafka_offset) for r in sink] == [(0, 6), (0, 7), (1, 0)]
     assert sink[1].timestamp_ms == 123 and sink[1].key == b"k"
     assert sink[1].headers == (("h", b"v"),)
-    assert sink[2].timestamp_ms is None
+    assert sink[2].timestamp_ms is None and sink[2].topic == "t"
 
 
 def test_next_offsets_are_the_range_ends() -> None:
