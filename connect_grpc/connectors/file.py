@@ -11,6 +11,7 @@ The sink appends each record's value, UTF-8 decoded, plus a newline to a file.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
@@ -253,22 +254,23 @@ class FileStreamSourceTask(SourceTask):
         return stream
 
     def _take_lines(self, limit: int) -> list[tuple[str, int]]:
-        """Splits complete lines off the buffer: (text without newline, position after it)."""
-        lines: list[tuple[str, int]] = []
-        start = 0
-        while len(lines) < limit:
-            newline = self._buffer.find(b"\n", start)
-            if newline < 0:
-                break
-            raw = self._buffer[start:newline]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            start = newline + 1
-            lines.append((raw.decode("utf-8", errors="replace"), self._position + start))
-        if start:
-            self._buffer = self._buffer[start:]
-            self._position += start
-        return lines
+        """Splits up to ``limit`` complete lines off the buffer: (text without its newline
+        or a trailing CR, position after it). Split and decoded in bulk: a newline never
+        occurs inside a UTF-8 sequence, so the block decodes to the very lines each would."""
+        buffer = self._buffer
+        end = buffer.rfind(b"\n")
+        if end < 0 or limit <= 0:
+            return []
+        raws = buffer[:end].split(b"\n", limit)[:limit]
+        ends = list(itertools.accumulate((len(raw) + 1 for raw in raws), initial=self._position))
+        taken = ends[-1] - self._position
+        texts = buffer[: taken - 1].decode("utf-8", errors="replace").split("\n")
+        self._buffer = buffer[taken:]
+        self._position += taken
+        return [
+            (text[:-1] if text.endswith("\r") else text, after)
+            for text, after in zip(texts, ends[1:], strict=True)
+        ]
 
     def _record(self, text: str, end: int) -> SourceRecord:
         return SourceRecord(

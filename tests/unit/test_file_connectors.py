@@ -44,6 +44,20 @@ def test_source_reads_complete_lines_with_partition_and_byte_offsets(tmp_path: P
     assert all(r.source_partition == {"filename": str(path)} for r in records)
 
 
+def test_source_replaces_invalid_utf8_per_line_and_keeps_positions_across_limits(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"a\xff\nb\xc3\nc\r\nd")  # two broken sequences, a CRLF, a partial line
+    task = _source_task(path)
+    first = task.poll(2)
+    assert [r.value for r in first] == ["a\ufffd", "b\ufffd"]
+    assert [r.source_offset for r in first] == [{"position": 3}, {"position": 6}]
+    second = task.poll(10)
+    assert [(r.value, r.source_offset) for r in second] == [("c", {"position": 9})]
+    assert task.poll(10) == []  # "d" has no newline yet
+
+
 def test_source_resumes_after_the_committed_position(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
     path.write_text("one\ntwo\nthree\n")
