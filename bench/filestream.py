@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+from cluster import machine  # the sibling bench's machine report
 from kafka_connect import (  # the sibling module: the script's directory is on sys.path
     LINE_BYTES,
     KafkaConnectError,
@@ -48,7 +49,6 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
     _consumer,
     create_topic,
     ensure_connect_libs,
-    machine,
     measure_sink,
     measure_source,
     process_tree_rss_bytes,
@@ -216,7 +216,8 @@ def run(args: argparse.Namespace, root: Path) -> int:
         broker.stop()
     out = sys.stdout
     out.write("\n")
-    for key, value in machine(load_before).items():
+    report_lines = {**machine(load_before), "Kafka Connect": f"{KAFKA_VERSION} (standalone)"}
+    for key, value in report_lines.items():
         out.write(f"- {key}: {value}\n")
     out.write("\n" + report(results, args.lines, args.rounds))
     return 0

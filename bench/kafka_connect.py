@@ -664,25 +664,3 @@ def sha256(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def machine(load_before: tuple[float, float, float]) -> dict[str, str]:
-    import confluent_kafka
-
-    mem_kib = 0
-    with open("/proc/meminfo", encoding="utf-8") as meminfo:
-        for entry in meminfo:
-            if entry.startswith("MemTotal:"):
-                mem_kib = int(entry.split()[1])
-    java = subprocess.run(
-        [_java(), "-version"], capture_output=True, text=True, check=False
-    ).stderr.splitlines()
-    return {
-        "nproc": str(os.cpu_count()),
-        "RAM": f"{mem_kib / 1024 / 1024:.1f} GiB",
-        "Java": java[0] if java else "?",
-        "Kafka broker / Kafka Connect": f"{KAFKA_VERSION} / {KAFKA_VERSION} (standalone)",
-        "librdkafka (watermark polling)": confluent_kafka.libversion()[0],
-        "load average (1/5/15 min) before": " / ".join(f"{x:.2f}" for x in load_before),
-        "load average (1/5/15 min) after": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
-    }

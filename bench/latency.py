@@ -34,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from cluster import percentile  # the sibling bench's
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from connect_grpc.app import StandaloneProcess
@@ -50,14 +51,6 @@ WATCH_INTERVAL_S = 0.002
 def progress(message: str) -> None:
     sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {message}\n")
     sys.stderr.flush()
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 class SinkWatcher:

@@ -65,7 +65,6 @@ from connect_grpc.domain import (
 )
 from connect_grpc.errors import (
     AlreadyExistsError,
-    ConnectError,
     NotFoundError,
     NotLeaderError,
     UnavailableError,
@@ -78,6 +77,7 @@ from connect_grpc.herder.reconciler import Reconciler
 from connect_grpc.herder.restart import build_restart_plan
 from connect_grpc.herder.rules import connector_type, not_stopped
 from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.ticker import run_ticks
 from connect_grpc.herder.validation import (
     ConfigValidator,
 )
@@ -565,20 +565,20 @@ class DistributedHerder(HerderCommon):
     # leader thread: take office, publish assignments
 
     def _lead_loop(self) -> None:
-        while not self._stopping.is_set():
-            self._leader_wake.wait(TICK_S)
-            self._leader_wake.clear()
-            if self._stopping.is_set():
-                return
-            try:
-                if self._election.is_leader():
-                    self._lead()
-                else:
-                    self._close_writer()
-            except ConnectError as exc:
-                self._log.warning("leader_duties_failed", error=exc.message)
-            except Exception:
-                self._log.exception("leader_duties_failed")
+        run_ticks(
+            self._lead_or_step_down,
+            wake=self._leader_wake,
+            stopping=self._stopping,
+            tick_s=TICK_S,
+            log=self._log,
+            failure_event="leader_duties_failed",
+        )
+
+    def _lead_or_step_down(self) -> None:
+        if self._election.is_leader():
+            self._lead()
+        else:
+            self._close_writer()
 
     def _lead(self) -> None:
         with deadline.scope(LEADER_CALL_TIMEOUT_S):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import structlog
 
@@ -37,6 +38,7 @@ from connect_grpc.herder.rules import (
     task_target,
 )
 from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.ticker import run_ticks
 from connect_grpc.herder.validation import tasks_max
 from connect_grpc.storage.kafka_config import ConfigSnapshot
 from connect_grpc.storage.kafka_status import KafkaStatusStore
@@ -45,6 +47,9 @@ log = structlog.get_logger(__name__)
 
 #: How often a round runs without being woken.
 TICK_S = 0.5
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 #: What a running task runs with: (connector config, task config, task target).
 RunningTask = tuple[Mapping[str, str], Mapping[str, str], TargetState]
@@ -112,11 +117,7 @@ class Reconciler:
             UnavailableError: the task is not running here (yet).
             InstanceFailedError: it failed to start again (its status holds the trace).
         """
-        with self._lock:
-            running = self._running_tasks.get(task)
-        if running is None:
-            raise UnavailableError(f"task {task} is not running on this worker yet; retry", 1.0)
-        config, task_config, target = running
+        config, task_config, target = self._running(self._running_tasks, task, f"task {task}")
         self._log.info("task_restart_requested", connector=task.connector, task=task.task)
         restart_task_instance(self._worker, task, config, task_config, target)
 
@@ -127,12 +128,7 @@ class Reconciler:
             UnavailableError: the connector is not running here (yet).
             InstanceFailedError: it failed to start again (its status holds the trace).
         """
-        with self._lock:
-            running = self._running_connectors.get(name)
-        if running is None:
-            raise UnavailableError(f"connector {name} is not running on this worker yet; retry",
-                                   1.0)
-        config, target = running
+        config, target = self._running(self._running_connectors, name, f"connector {name}")
         self._log.info("connector_restart_requested", connector=name)
         restart_connector_instance(self._worker, name, config, target)
         if target is TargetState.STARTED:
@@ -140,19 +136,24 @@ class Reconciler:
                 self._regenerate.add(name)
             self._wake.set()
 
+    def _running(self, table: Mapping[K, V], key: K, what: str) -> V:
+        """What ``table`` holds for an instance this worker runs; UNAVAILABLE if none yet."""
+        with self._lock:
+            running = table.get(key)
+        if running is None:
+            raise UnavailableError(f"{what} is not running on this worker yet; retry", 1.0)
+        return running
+
     def run(self) -> None:
         """The reconciler thread: a round when woken, and every TICK_S anyway."""
-        while not self._stopping.is_set():
-            self._wake.wait(TICK_S)
-            self._wake.clear()
-            if self._stopping.is_set():
-                return
-            try:
-                self.reconcile()
-            except ConnectError as exc:
-                self._log.warning("reconcile_failed", error=exc.message)
-            except Exception:
-                self._log.exception("reconcile_failed")
+        run_ticks(
+            self.reconcile,
+            wake=self._wake,
+            stopping=self._stopping,
+            tick_s=TICK_S,
+            log=self._log,
+            failure_event="reconcile_failed",
+        )
 
     def reconcile(self) -> None:
         """One round (what the thread runs when woken); raises what a step raised."""

@@ -24,13 +24,6 @@ ConsumedRow = tuple[int, bytes | None, bytes | None, int, tuple[tuple[str, bytes
 PartitionRows = tuple[str, int, Sequence[ConsumedRow]]
 
 
-def to_bytes(data: bytes | str | None) -> bytes | None:
-    """``str`` → UTF-8 bytes; bytes and None pass through."""
-    if data is None or isinstance(data, bytes):
-        return data
-    return data.encode("utf-8")
-
-
 def to_produce_row(record: SourceRecord) -> ProduceRow:
     """The row an executor produces. Inlined conversions: it runs once per record on the
     driver, whose one interpreter every task of the worker shares."""

@@ -1,0 +1,35 @@
+"""The loop of the cluster herder's background threads: a step when woken, and every tick
+anyway, until stopped. A step's failure is logged and the next tick tries again."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from connect_grpc.errors import ConnectError
+
+
+def run_ticks(
+    step: Callable[[], None],
+    *,
+    wake: threading.Event,
+    stopping: threading.Event,
+    tick_s: float,
+    log: Any,
+    failure_event: str,
+) -> None:
+    """Runs ``step`` when ``wake`` is set and every ``tick_s`` seconds, until ``stopping``;
+    logs a failed step as ``failure_event`` (a ConnectError as a warning, anything else
+    with its trace)."""
+    while not stopping.is_set():
+        wake.wait(tick_s)
+        wake.clear()
+        if stopping.is_set():
+            return
+        try:
+            step()
+        except ConnectError as exc:
+            log.warning(failure_event, error=exc.message)
+        except Exception:
+            log.exception(failure_event)
