@@ -127,6 +127,11 @@ def parse_listener(listener: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", port
 
 
+#: ``task.batch.local.max.records`` by default: a small batch is moved in ≈ 1-10 ms by the
+#: driver's own client, a Spark job costs ≈ 0.1-0.2 s on a small machine (DESIGN.md §5).
+DEFAULT_LOCAL_BATCH_MAX_RECORDS = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     """A worker's settings. ``raw`` keeps every property, for pass-through (``spark.*``,
@@ -143,6 +148,10 @@ class WorkerConfig:
     raw: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     resilience: Resilience = field(default_factory=Resilience)
+    #: ``task.batch.local.max.records``: a batch of at most this many records is moved by the
+    #: task's own clients on the driver rather than by a Spark job (which costs ≈ 0.1-0.2 s
+    #: however small the batch); 0 sends every batch through Spark.
+    local_batch_max_records: int = DEFAULT_LOCAL_BATCH_MAX_RECORDS
     #: ``test.plugins.enabled``: whether the instrumented plugins of ``connect_grpc.testing``
     #: are loadable and listed (tests set it; hidden from users by default).
     test_plugins_enabled: bool = False
@@ -170,6 +179,9 @@ class WorkerConfig:
             raw=dict(props),
             limits=_limits(props),
             resilience=_resilience(props),
+            local_batch_max_records=int_property(
+                props, "task.batch.local.max.records", DEFAULT_LOCAL_BATCH_MAX_RECORDS, 0
+            ),
             test_plugins_enabled=_bool_property(props, "test.plugins.enabled", False),
         )
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from confluent_kafka import KafkaError
 
@@ -39,6 +39,11 @@ MAX_REPORTED_ERRORS = 5
 CLIENT_IDLE_S = 300.0
 #: Clients an executor Python worker keeps at most (least recently used dropped first).
 MAX_CACHED_CLIENTS = 16
+#: Seconds of one wait for deliveries or records, between two looks at whether to stop.
+FLUSH_SLICE_S = 0.1
+#: A reader's ``fetch.wait.max.ms`` unless the worker's or connector's consumer settings
+#: say otherwise (see :func:`reader_conf`).
+READER_FETCH_WAIT_MS = "10"
 
 
 class KafkaFailure(NamedTuple):
@@ -153,8 +158,13 @@ def member_conf(
 def reader_conf(
     worker: WorkerConfig, connector_config: Mapping[str, str], connector: str
 ) -> dict[str, str]:
-    """An executor's plain assigned consumer: never joins the group, never commits."""
-    conf = _consumer_base(worker, connector_config)
+    """An executor's plain assigned consumer: never joins the group, never commits.
+
+    Its ranges end at a high watermark, so the records are there: a fetch never needs to
+    wait for more, and a long-poll fetch left outstanding by one range would hold up the
+    next range's first fetch by up to ``fetch.wait.max.ms`` (500 ms by default).
+    """
+    conf = {"fetch.wait.max.ms": READER_FETCH_WAIT_MS, **_consumer_base(worker, connector_config)}
     conf.update(
         {
             "group.id": f"{sink_group_id(connector, connector_config)}-reader",
@@ -257,6 +267,17 @@ class _CachedConsumer:
 
         self.consumer = Consumer(with_client_log(conf, conf.get("client.id", "reader")))
 
+    def release(self) -> bool:
+        """Unassigns the last range's partition, so the idle consumer fetches nothing;
+        False if the client failed (it is then to be dropped)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self.consumer.unassign()
+        except KafkaException:
+            return False
+        return True
+
     def close(self) -> None:
         self.consumer.close()
 
@@ -327,6 +348,31 @@ def _produce_rows(producer: Any, slices: Iterable[list[ProduceRow]], errors: _Pr
     return produced
 
 
+def _never() -> bool:
+    return False
+
+
+def _produce_with(
+    cached: _CachedProducer,
+    slices: Iterable[list[ProduceRow]],
+    stopping: Callable[[], bool] = _never,
+) -> ProduceResult:
+    """Produces every row and waits for every delivery, at most FLUSH_TIMEOUT_S (and no
+    longer than ``stopping`` stays False)."""
+    errors = cached.current = _ProduceErrors()
+    producer = cached.producer
+    produced = _produce_rows(producer, slices, errors)
+    give_up_at = time.monotonic() + FLUSH_TIMEOUT_S
+    remaining = producer.flush(FLUSH_SLICE_S)
+    while remaining and not stopping() and time.monotonic() < give_up_at:
+        remaining = producer.flush(FLUSH_SLICE_S)
+    if remaining:
+        errors.count += remaining
+        why = "the task is stopping" if stopping() else f"within {FLUSH_TIMEOUT_S}s"
+        errors.messages.append(f"{remaining} records not delivered ({why})")
+    return ProduceResult(produced, errors.count, list(errors.messages), errors.retriable)
+
+
 def produce_slices(
     conf: Mapping[str, str], slices: Iterable[list[ProduceRow]]
 ) -> Iterator[ProduceResult]:
@@ -334,16 +380,10 @@ def produce_slices(
     yields one result. A producer that failed any record is dropped."""
     _configure_executor_logging()
     cached: _CachedProducer = _CLIENTS.get(_CachedProducer, conf)
-    errors = cached.current = _ProduceErrors()
-    producer = cached.producer
-    produced = _produce_rows(producer, slices, errors)
-    remaining = producer.flush(FLUSH_TIMEOUT_S)
-    if remaining:
-        errors.count += remaining
-        errors.messages.append(f"{remaining} records not delivered within {FLUSH_TIMEOUT_S}s")
-    if errors.count or errors.fatal:
+    result = _produce_with(cached, slices)
+    if result.failed or cached.current.fatal:
         _CLIENTS.drop(cached)
-    yield ProduceResult(produced, errors.count, errors.messages, errors.retriable)
+    yield result
 
 
 def _row(msg: Any) -> ConsumedRow:
@@ -368,7 +408,18 @@ def _stalled(rng: OffsetRange, reached: int) -> KafkaFailure:
     )
 
 
-def _read_range(consumer: Any, rng: OffsetRange) -> RangeResult:
+def _interrupted(rng: OffsetRange, reached: int) -> KafkaFailure:
+    return KafkaFailure(
+        KafkaError._INTR,
+        "_INTR",
+        True,
+        f"stopped reading {rng.topic}[{rng.partition}] at offset {reached}: the task is stopping",
+    )
+
+
+def _read_range(
+    consumer: Any, rng: OffsetRange, stopping: Callable[[], bool] = _never
+) -> RangeResult:
     """Reads [start, end) of one partition; stops early at the partition's (stable) end."""
     from confluent_kafka import TopicPartition
 
@@ -378,7 +429,11 @@ def _read_range(consumer: Any, rng: OffsetRange) -> RangeResult:
     reached = rng.start
     last_progress = time.monotonic()
     while reached < rng.end:
-        for msg in consumer.consume(num_messages=min(rng.end - reached, 10_000), timeout=0.5):
+        if stopping():
+            return RangeResult(rng.topic, rng.partition, reached, [], _interrupted(rng, reached))
+        for msg in consumer.consume(
+            num_messages=min(rng.end - reached, 10_000), timeout=FLUSH_SLICE_S
+        ):
             error = msg.error()
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
@@ -399,11 +454,13 @@ def _read_range(consumer: Any, rng: OffsetRange) -> RangeResult:
     return RangeResult(rng.topic, rng.partition, reached, rows)
 
 
-def _read_or_fail(consumer: Any, rng: OffsetRange) -> RangeResult:
+def _read_or_fail(
+    consumer: Any, rng: OffsetRange, stopping: Callable[[], bool] = _never
+) -> RangeResult:
     from confluent_kafka import KafkaException
 
     try:
-        return _read_range(consumer, rng)
+        return _read_range(consumer, rng, stopping)
     except KafkaException as exc:
         error = kafka_error_of(exc)
         if error is None:
@@ -424,7 +481,77 @@ def read_ranges(conf: Mapping[str, str], ranges: Iterable[OffsetRange]) -> Itera
             yield result
             if result.failure is not None:
                 return
-        failed = False
+        failed = not cached.release()
     finally:
         if failed:
             _CLIENTS.drop(cached)
+
+
+# ---- driver side: batches too small to pay for a Spark job --------------------------------
+
+
+class _Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Closeable)
+
+
+class _DriverClient(Generic[_C]):
+    """One task's own client on the driver, for its small batches.
+
+    Created on first use, kept across batches, dropped (and closed once) after a batch it
+    failed, closed by :meth:`close` when the task stops. Used by the task's loop thread only.
+    """
+
+    def __init__(self, kind: Callable[[Mapping[str, str]], _C], conf: Mapping[str, str]) -> None:
+        self._kind = kind
+        self._conf = conf
+        self._cached: _C | None = None
+
+    def _client(self) -> _C:
+        if self._cached is None:
+            self._cached = self._kind(self._conf)
+        return self._cached
+
+    def close(self) -> None:
+        cached, self._cached = self._cached, None
+        if cached is not None:
+            cached.close()
+
+
+class DriverProducer(_DriverClient[_CachedProducer]):
+    """A source task's own producer on the driver."""
+
+    def __init__(self, conf: Mapping[str, str]) -> None:
+        super().__init__(_CachedProducer, conf)
+
+    def produce(self, rows: list[ProduceRow], stopping: Callable[[], bool]) -> ProduceResult:
+        """Produces ``rows`` and waits for their delivery (see :func:`_produce_with`)."""
+        cached = self._client()
+        result = _produce_with(cached, [rows], stopping)
+        if result.failed or cached.current.fatal:
+            self.close()
+        return result
+
+
+class DriverReader(_DriverClient[_CachedConsumer]):
+    """A sink task's own plain assigned consumer on the driver."""
+
+    def __init__(self, conf: Mapping[str, str]) -> None:
+        super().__init__(_CachedConsumer, conf)
+
+    def read(
+        self, ranges: Iterable[OffsetRange], stopping: Callable[[], bool]
+    ) -> list[RangeResult]:
+        """Reads each range; stops at the first failed one (and drops the consumer)."""
+        cached = self._client()
+        results: list[RangeResult] = []
+        for rng in ranges:
+            results.append(_read_or_fail(cached.consumer, rng, stopping))
+            if results[-1].failure is not None:
+                self.close()
+                return results
+        if not cached.release():
+            self.close()
+        return results

@@ -24,6 +24,7 @@ from connect_grpc.kafka_clients import with_client_log
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.kafka_io import (
+    DriverReader,
     RangeResult,
     member_conf,
     raise_read_failure,
@@ -197,6 +198,8 @@ class SinkTaskRunner(TaskRunner):
         self._subscription_config = {**task_config, **connector_config}
         self._sizer = BatchSizer.from_config(connector_config)
         self._reader_conf = reader_conf(worker_config, connector_config, task_id.connector)
+        self._local_max = worker_config.local_batch_max_records
+        self._driver_reader = DriverReader(self._reader_conf)
         self._member: _Member | None = None
 
     def prepare(self) -> None:
@@ -231,6 +234,10 @@ class SinkTaskRunner(TaskRunner):
         return progressed
 
     def _read(self, ranges: list[OffsetRange]) -> list[RangeResult]:
+        """Reads the ranges: on the driver when they are too small to pay for a Spark job,
+        else as a Spark job over up to ``parallelism`` slices."""
+        if sum(r.size for r in ranges) <= self._local_max:
+            return self._driver_reader.read(ranges, self._stopping.is_set)
         read = functools.partial(read_ranges, self._reader_conf)
         context = self._spark.context
         slices = min(len(ranges), self._spark.parallelism())
@@ -240,6 +247,7 @@ class SinkTaskRunner(TaskRunner):
         return results
 
     def close(self) -> None:
+        self._driver_reader.close()
         member, self._member = self._member, None
         if member is not None:
             member.close()

@@ -19,6 +19,7 @@ from connect_grpc.domain import OffsetMap, OffsetPrimitive, TaskId
 from connect_grpc.runtime.batching import BatchSizer, slice_count
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.kafka_io import (
+    DriverProducer,
     KafkaIoError,
     ProduceResult,
     produce_slices,
@@ -111,6 +112,8 @@ class SourceTaskRunner(TaskRunner):
         super().__init__(task_id, plugin, worker_id, listener, spark, **options)
         self._offsets = offset_store
         self._sizer = BatchSizer.from_config(connector_config)
+        self._local_max = worker_config.local_batch_max_records
+        self._driver_producer = DriverProducer(self._producer_conf)
         #: The batch being moved (kept across retries until its offsets are committed).
         self._pending: _Batch | None = None
 
@@ -162,17 +165,31 @@ class SourceTaskRunner(TaskRunner):
         return _Batch(records)
 
     def _produce(self, records: Sequence[SourceRecord]) -> None:
+        """Produces the batch: on the driver when it is too small to pay for a Spark job,
+        else as a Spark job over up to ``parallelism`` slices."""
         begun = time.monotonic()
+        on_driver = len(records) <= self._local_max
+        if on_driver:
+            rows = group_for_slices(records, 1)[0]
+            results = [self._driver_producer.produce(rows, self._stopping.is_set)]
+        else:
+            results = self._produce_on_spark(records)
+        check_delivery(results, len(records))
+        self.log.debug(
+            "batch_produced",
+            records=len(records),
+            on="driver" if on_driver else "spark",
+            elapsed_ms=round((time.monotonic() - begun) * 1000),
+        )
+
+    def _produce_on_spark(self, records: Sequence[SourceRecord]) -> list[ProduceResult]:
         context = self._spark.context
         slices = group_for_slices(records, slice_count(len(records), self._spark.parallelism()))
         produce = functools.partial(produce_slices, self._producer_conf)
         results: list[ProduceResult] = (
             context.parallelize(slices, len(slices)).mapPartitions(produce).collect()
         )
-        check_delivery(results, len(records))
-        self.log.debug(
-            "batch_produced",
-            records=len(records),
-            slices=len(slices),
-            elapsed_ms=round((time.monotonic() - begun) * 1000),
-        )
+        return results
+
+    def close(self) -> None:
+        self._driver_producer.close()

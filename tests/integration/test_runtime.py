@@ -452,6 +452,63 @@ def test_stop_cancels_a_running_batch_job(env: Env, unique_topic: str) -> None:
 
 
 @pytest.mark.timeout(120)
+def test_small_batches_move_on_the_driver_and_large_ones_as_spark_jobs(
+    env: Env, unique_topic: str
+) -> None:
+    create_topic(env.admin, unique_topic)
+    source, out = env.tmp / "small-large.txt", env.tmp / "small-large-out.txt"
+    small = [f"small-{i}" for i in range(50)]
+    source.write_text("".join(f"{line}\n" for line in small), encoding="utf-8")
+    names = [f"source-{uuid.uuid4().hex[:6]}", f"sink-{uuid.uuid4().hex[:6]}"]
+    configs = [
+        {"name": names[0], "connector.class": "FileStreamSource", "file": str(source),
+         "topic": unique_topic, "tasks.max": "1"},
+        {"name": names[1], "connector.class": "FileStreamSink", "file": str(out),
+         "topics": unique_topic, "tasks.max": "1"},
+    ]
+    tasks = [start_connector_and_tasks(env, name, config)[0]
+             for name, config in zip(names, configs, strict=True)]
+    assert env.worker._config.local_batch_max_records == 1000  # the default (test-only peek)
+
+    wait_for(lambda: lines(out) == small, what="the small batch in the sink file")
+    assert [spark_jobs(env, task) for task in tasks] == [0, 0]
+
+    large = [f"large-{i}" for i in range(5000)]
+    with source.open("a", encoding="utf-8") as handle:
+        handle.write("".join(f"{line}\n" for line in large))
+    wait_for(lambda: len(lines(out)) >= 5050, what="the large batch in the sink file")
+    assert lines(out) == small + large
+    assert all(spark_jobs(env, task) >= 1 for task in tasks)
+
+    for task, name in zip(tasks, names, strict=True):
+        env.worker.stop_tasks([task], connector_deleted=True)
+        env.worker.stop_connector(name, connector_deleted=True)
+
+
+@pytest.mark.timeout(90)
+def test_stop_interrupts_a_batch_the_driver_cannot_deliver(env: Env, unique_topic: str) -> None:
+    name = f"stuck-driver-{uuid.uuid4().hex[:6]}"
+    config = {
+        "name": name,
+        "connector.class": f"{MODULE}.CountingSourceConnector",
+        "topic": unique_topic,
+        "batch.max.records": "10",  # well under task.batch.local.max.records: on the driver
+        # nothing listens there: the driver's producer waits for a broker until stopped
+        "producer.override.bootstrap.servers": "127.0.0.1:1",
+    }
+    tasks = start_connector_and_tasks(env, name, config)
+    wait_for(lambda: events(f"0@{name}", "poll"), what="a polled batch")
+    time.sleep(0.3)  # inside the flush
+    started = time.monotonic()
+    env.worker.stop_tasks(tasks, connector_deleted=False)
+    assert time.monotonic() - started < 1.5
+    assert events(f"0@{name}", "stop") == [False]
+    assert env.offsets.get(name, {"task": 0}) is None
+    assert spark_jobs(env, tasks[0]) == 0
+    env.worker.stop_connector(name, connector_deleted=False)
+
+
+@pytest.mark.timeout(120)
 def test_sink_reads_every_partition_in_order(env: Env, unique_topic: str) -> None:
     create_topic(env.admin, unique_topic, partitions=3)
     producer = Producer({"bootstrap.servers": env.bootstrap, "linger.ms": 5})

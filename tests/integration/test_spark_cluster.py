@@ -32,6 +32,8 @@ EXECUTOR_PROPERTIES = {
     "spark.cores.max": "1",
     "spark.executor.cores": "1",
     "spark.executor.memory": "512m",
+    # every batch through Spark, however small: this test is about where batches run
+    "task.batch.local.max.records": "0",
 }
 #: What the executor's stderr (Spark's default log4j profile, INFO) says for each Python task.
 PYTHON_TASK_LINE = "PythonRunner: Starting Python task execution"

@@ -3,12 +3,15 @@ batch to batch, closed exactly once when dropped after a failure, evicted, or id
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 import pytest
 
 from connect_grpc.runtime import kafka_io
+from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.kafka_io import ClientCache
+from connect_grpc.runtime.records import ProduceRow
 
 
 class Client:
@@ -64,3 +67,55 @@ def test_idle_clients_are_dropped_on_next_use(monkeypatch: pytest.MonkeyPatch) -
     now[0] += 11
     fresh = cache.get(Client, {"n": "idle"})
     assert fresh is not idle and idle.closed == 1
+
+
+# ---- the driver's own clients for small batches -----------------------------------------
+
+
+def _stop_after(seconds: float) -> Callable[[], bool]:
+    at = time.monotonic() + seconds
+    return lambda: time.monotonic() >= at
+
+
+def test_a_driver_batch_nobody_can_deliver_ends_when_the_task_stops() -> None:
+    # a real librdkafka producer; nothing listens on port 1, so nothing is ever delivered
+    producer = kafka_io.DriverProducer(
+        {"bootstrap.servers": "127.0.0.1:1", "client.id": "driver-test", "linger.ms": "1"}
+    )
+    rows: list[ProduceRow] = [("t", -1, b"k", b"v", ()) for _ in range(5)]
+    begun = time.monotonic()
+
+    result = producer.produce(rows, _stop_after(0.3))
+
+    assert time.monotonic() - begun < 0.3 + 2 * kafka_io.FLUSH_SLICE_S + 0.3
+    assert (result.produced, result.failed, result.retriable) == (5, 5, True)
+    assert "the task is stopping" in result.messages[-1]
+    assert producer._cached is None, "a producer that failed a batch is dropped"
+    producer.close()  # nothing left to close: no error
+
+
+class _SilentConsumer:
+    """A consumer whose partition never answers (a broker that went away)."""
+
+    def __init__(self) -> None:
+        self.consumed = 0
+
+    def assign(self, partitions: object) -> None:
+        return None
+
+    def consume(self, num_messages: int, timeout: float) -> list[object]:
+        self.consumed += 1
+        time.sleep(timeout)
+        return []
+
+
+def test_a_driver_read_of_a_silent_partition_ends_when_the_task_stops() -> None:
+    consumer = _SilentConsumer()
+    begun = time.monotonic()
+
+    result = kafka_io._read_range(consumer, OffsetRange("t", 0, 10, 20), _stop_after(0.3))
+
+    assert time.monotonic() - begun < 0.3 + 2 * kafka_io.FLUSH_SLICE_S + 0.3
+    assert result.failure is not None and result.failure.retriable
+    assert result.failure.name == "_INTR" and "stopping" in result.failure.message
+    assert (result.next_offset, result.rows) == (10, [])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.connectors.api import SourceRecord
+from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.runtime.batching import (
     DEFAULT_INITIAL_RECORDS,
     BatchSizer,
@@ -187,6 +188,29 @@ def test_consumer_confs_never_auto_commit() -> None:
     assert reader["group.id"] == "custom-reader"
     assert reader["enable.auto.commit"] == "false"
     assert reader["enable.partition.eof"] == "true"
+
+
+def test_readers_do_not_long_poll_unless_told_to() -> None:
+    assert reader_conf(worker_config(), {}, "c")["fetch.wait.max.ms"] == "10"
+    assert member_conf(worker_config(), {}, "c", "c-0").get("fetch.wait.max.ms") is None
+    told = worker_config(**{"consumer.fetch.wait.max.ms": "200"})
+    assert reader_conf(told, {}, "c")["fetch.wait.max.ms"] == "200"
+    override = {"consumer.override.fetch.wait.max.ms": "50"}
+    assert reader_conf(told, override, "c")["fetch.wait.max.ms"] == "50"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(None, 1000), ("0", 0), (" 250 ", 250), ("2147483647", 2147483647)]
+)
+def test_local_batch_max_records_is_a_worker_property(raw: str | None, expected: int) -> None:
+    props = {} if raw is None else {"task.batch.local.max.records": raw}
+    assert worker_config(**props).local_batch_max_records == expected
+
+
+@pytest.mark.parametrize("raw", ["-1", "1e3", "", "2147483648"])
+def test_a_bad_local_batch_max_records_names_the_property(raw: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"^task\.batch\.local\.max\.records: "):
+        worker_config(**{"task.batch.local.max.records": raw})
 
 
 def test_subscription_from_topics_or_regex() -> None:
