@@ -104,6 +104,7 @@ class DistributedProcess(_ServingProcess):
             forwarder=self._forwarder,
             cluster=self.distributed,
             request_log=RequestLog(ttl_seconds=ANSWER_TTL_S, shared=self.distributed),
+            leads=self.distributed.leads,
         )
 
     def start(self) -> None:

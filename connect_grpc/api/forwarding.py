@@ -50,6 +50,7 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from connect_grpc import deadline
+from connect_grpc.api.errors import abort
 from connect_grpc.errors import NotLeaderError, UnavailableError
 
 log = structlog.get_logger(__name__)
@@ -80,12 +81,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 LeaderLookup = Callable[[], tuple[str, str] | None]
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A method and how its messages cross the wire (None: as bytes, untouched)."""
+
+    method: str
+    serializer: Callable[[Any], bytes] | None
+    deserializer: Callable[[bytes], Any] | None
+
+
 class ChannelPool:
     """One long-lived channel per worker address, created on first use, closed once."""
 
     def __init__(self, options: Sequence[tuple[str, Any]] = CHANNEL_OPTIONS) -> None:
         self._options = list(options)
         self._channels: dict[str, grpc.Channel] = {}
+        self._callables: dict[tuple[str, _Call], grpc.UnaryUnaryMultiCallable[Any, Any]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -100,10 +111,31 @@ class ChannelPool:
                 self._channels[address] = channel
             return channel
 
+    def callable(self, address: str, call: _Call) -> grpc.UnaryUnaryMultiCallable[Any, Any] | None:
+        """The multi-callable of ``call`` on the channel to ``address``, built once (building
+        one per call costs about as much as a small call); None once the pool is closed."""
+        key = (address, call)
+        stub = self._callables.get(key)
+        if stub is not None:
+            return stub
+        channel = self.get(address)
+        if channel is None:
+            return None
+        stub = channel.unary_unary(
+            call.method,
+            request_serializer=call.serializer,
+            response_deserializer=call.deserializer,
+        )
+        with self._lock:
+            if self._closed:
+                return None
+            return self._callables.setdefault(key, stub)
+
     def close(self) -> None:
         """Closes every channel. Idempotent."""
         with self._lock:
             self._closed = True
+            self._callables.clear()
             channels, self._channels = list(self._channels.values()), {}
         for channel in channels:
             channel.close()
@@ -200,14 +232,35 @@ class Forwarder:
             LeaderAnswered: the leader answered with an error status (final).
             LeaderUnavailableError: no leader took the call in time.
         """
-        give_up_at = time.monotonic() + deadline.remaining()
         target = _Target(error.leader_id, error.leader_address) if error.leader_address else None
+        response: M = self._forward(
+            method, request, _serialize, response_type.FromString, target, is_active
+        )
+        return response
+
+    def relay(self, method: str, request: bytes, is_active: Callable[[], bool]) -> bytes:
+        """Like :meth:`forward` for a request still in its wire form, answered in wire form:
+        the leader ``leader_lookup`` names first, then whoever it names on each retry."""
+        answer: bytes = self._forward(method, request, None, None, self._lookup(), is_active)
+        return answer
+
+    def _forward(
+        self,
+        method: str,
+        request: Any,
+        serializer: Callable[[Any], bytes] | None,
+        deserializer: Callable[[bytes], Any] | None,
+        target: _Target | None,
+        is_active: Callable[[], bool],
+    ) -> Any:
+        give_up_at = time.monotonic() + deadline.remaining()
+        call = _Call(method, serializer, deserializer)
         delay = self._backoff.initial_s
         attempt = 0
         while True:
             if target is not None:
                 attempt += 1
-                response = self._attempt(method, request, response_type, target, give_up_at)
+                response = self._attempt(call, request, target, give_up_at)
                 if response is not None:
                     return response
             wait = min(delay, give_up_at - time.monotonic())
@@ -248,29 +301,21 @@ class Forwarder:
         return _Target(*leader)
 
     def _attempt(
-        self,
-        method: str,
-        request: Message,
-        response_type: type[M],
-        target: _Target,
-        give_up_at: float,
-    ) -> M | None:
+        self, call: _Call, request: Any, target: _Target, give_up_at: float
+    ) -> Any | None:
         """One call to ``target``: its response, or None when another attempt may succeed.
 
         Raises:
             LeaderAnswered: a final error status.
         """
         timeout = give_up_at - time.monotonic()
-        channel = self._channels.get(target.address)
-        if timeout < MIN_ATTEMPT_S or channel is None:
+        if timeout < MIN_ATTEMPT_S:
             return None
-        call = channel.unary_unary(
-            method,
-            request_serializer=_serialize,
-            response_deserializer=response_type.FromString,
-        )
+        stub = self._channels.callable(target.address, call)
+        if stub is None:
+            return None
         try:
-            response, answered = call.with_call(
+            response, answered = stub.with_call(
                 request, timeout=timeout, metadata=((FORWARDED_BY, self._worker_id),)
             )
         except grpc.RpcError as exc:
@@ -278,17 +323,15 @@ class Forwarder:
             if _retryable(status):
                 log.info(
                     "forward_retrying",
-                    rpc=method,
+                    rpc=call.method,
                     leader_id=target.leader_id,
                     leader_address=target.address,
                     code=status.code.name,
                 )
                 return None
             raise LeaderAnswered(status) from None
-        log.debug("request_forwarded", rpc=method, leader_id=target.leader_id)
         self._note_acknowledged(_config_position(answered))
-        typed: M = response
-        return typed
+        return response
 
     def _note_acknowledged(self, position: int | None) -> None:
         """Remembers how far the view must have got before this worker answers a read."""
@@ -441,3 +484,67 @@ def settled(method: F) -> F:
         return method(self, request, context)
 
     return wrapper  # type: ignore[return-value]
+
+
+#: The writes only the leader carries out, whatever they name: a follower relays them whole.
+#: (Plain restarts are not among them: they go to the worker that runs the instance, which
+#: only the parsed request tells.)
+LEADER_WRITES = (
+    "CreateConnector",
+    "PutConnectorConfig",
+    "DeleteConnector",
+    "PauseConnector",
+    "ResumeConnector",
+    "StopConnector",
+    "AlterOffsets",
+    "ResetOffsets",
+)
+
+
+class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
+    """On a follower, passes the leader's writes to the leader as they came, bytes in and
+    bytes out, before the servicer sees them (an interceptor: the generated servicer's
+    methods are registered, so no generic handler could come first).
+
+    A forwarded write then costs one gRPC hop and nothing more: the leader parses,
+    validates and answers it exactly as a call sent to it directly (the caller cannot tell
+    the difference), and this worker does no work the leader will do again. A call that
+    was forwarded to us already, and every call while this worker leads, goes on to the
+    servicer, whose ``@forwardable`` still covers a leadership lost in between.
+    """
+
+    def __init__(self, forwarder: Forwarder, leads: Callable[[], bool]) -> None:
+        self._forwarder = forwarder
+        self._leads = leads
+        self._handlers = {
+            method: grpc.unary_unary_rpc_method_handler(functools.partial(self._relay, method))
+            for method in (f"/{SERVICE}/{name}" for name in LEADER_WRITES)
+        }
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Any],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = self._handler_for(handler_call_details)
+        return handler if handler is not None else continuation(handler_call_details)
+
+    def _handler_for(self, details: grpc.HandlerCallDetails) -> Any:
+        """The relay's handler for a leader's write while another worker leads, else None."""
+        handler = self._handlers.get(details.method)
+        if handler is None or self._leads():
+            return None
+        metadata = details.invocation_metadata or ()
+        if any(key == FORWARDED_BY for key, _ in metadata):
+            return None
+        return handler
+
+    def _relay(self, method: str, request: bytes, context: grpc.ServicerContext) -> bytes:
+        try:
+            with deadline.scope(context.time_remaining()):
+                return self._forwarder.relay(method, request, context.is_active)
+        except LeaderAnswered as answered:
+            _answer_with(context, answered.status)
+            return b""
+        except LeaderUnavailableError as exc:
+            abort(context, exc)

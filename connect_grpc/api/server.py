@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent import futures
+from typing import Any
 
 import grpc
 import structlog
@@ -11,7 +13,7 @@ from grpc_reflection.v1alpha import reflection
 
 from connect_grpc.api.cluster_service import SERVICE_NAME as CLUSTER_SERVICE_NAME
 from connect_grpc.api.cluster_service import ClusterServicer, TaskConfigSink
-from connect_grpc.api.forwarding import Forwarder
+from connect_grpc.api.forwarding import Forwarder, LeaderWritesRelay
 from connect_grpc.api.health import HealthReporter
 from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.servicer import ConnectServicer
@@ -39,13 +41,21 @@ class ApiServer:
         forwarder: Forwarder | None = None,
         cluster: TaskConfigSink | None = None,
         request_log: RequestLog | None = None,
+        leads: Callable[[], bool] | None = None,
     ) -> None:
         """Distributed mode passes ``forwarder`` (writes a follower receives go to the
-        leader), ``cluster`` (the herder, serving the workers' ClusterService) and a
-        ``request_log`` whose answers live in the config topic."""
+        leader), ``cluster`` (the herder, serving the workers' ClusterService), a
+        ``request_log`` whose answers live in the config topic, and ``leads`` (whether this
+        worker leads now: while it does not, the leader's writes are relayed unparsed)."""
         limits = limits or Limits()
+        relay: list[grpc.ServerInterceptor[Any, Any]] = (
+            [LeaderWritesRelay(forwarder, leads)]
+            if forwarder is not None and leads is not None
+            else []
+        )
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
+            interceptors=relay,
             options=[
                 ("grpc.max_receive_message_length", limits.grpc_receive_bytes),
                 ("grpc.max_send_message_length", limits.grpc_send_bytes),

@@ -527,10 +527,20 @@ class DistributedHerder(HerderCommon):
             self._write(writer, self._with_answer(records, None))
             self._log.info("connector_target_state_written", connector=name, state=state.value)
 
-    def _leader_writer(self) -> FencedWriter:
+    def leads(self) -> bool:
+        """Whether this worker carries out the leader's writes now."""
+        return self._usable_writer() is not None
+
+    def _usable_writer(self) -> FencedWriter | None:
         with self._writer_lock:
             writer = self._writer
         if writer is None or not writer.usable or not self._election.is_leader():
+            return None
+        return writer
+
+    def _leader_writer(self) -> FencedWriter:
+        writer = self._usable_writer()
+        if writer is None:
             raise self._not_leader()
         return writer
 

@@ -27,6 +27,7 @@ from connect_grpc.api.forwarding import (
     Backoff,
     Forwarder,
     LeaderUnavailableError,
+    LeaderWritesRelay,
     forwardable,
     forwarded_by,
 )
@@ -70,6 +71,8 @@ class Node:
     applied: int = 0
     address: str = ""
     forwarder: Forwarder | None = None
+    #: Whether this node leads now (only asked by a node started with the relay).
+    leading: bool = False
 
     def leads(self, request: pb.CreateConnectorRequest) -> pb.CreateConnectorResponse:
         self.applied += 1
@@ -130,11 +133,14 @@ class Cluster:
         self._channels: list[grpc.Channel] = []
         self._forwarders: list[Forwarder] = []
 
-    def node(self, worker_id: str) -> Node:
+    def node(self, worker_id: str, *, relay: bool = False) -> Node:
+        """A node; with ``relay``, wired as a distributed worker is: the leader's writes go
+        through :class:`LeaderWritesRelay` while ``node.leading`` is False."""
         node = Node(worker_id, handle=lambda request: node.leads(request))
         node.forwarder = Forwarder(worker_id, lambda: node.lookup(), backoff=FAST)
         self._forwarders.append(node.forwarder)
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        interceptors = [LeaderWritesRelay(node.forwarder, lambda: node.leading)] if relay else []
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
         pb_grpc.add_ConnectServiceServicer_to_server(Servicer(node), server)
         node.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
         server.start()
@@ -409,6 +415,105 @@ def test_concurrent_forwards_all_reach_the_leader(cluster: Cluster) -> None:
         thread.join()
 
     assert answers == ["b"] * 8 and leader.applied == 8
+
+
+# ---- a follower relays the leader's writes unparsed ---------------------------------------
+
+
+def relaying_follower(cluster: Cluster, leader: Node) -> Node:
+    """A follower that knows ``leader``; its own servicer must not be reached."""
+    follower = cluster.node("a", relay=True)
+    follower.handle = raising(AssertionError("the follower's servicer ran"))
+    follower.lookup = lambda: (leader.worker_id, leader.address)
+    return follower
+
+
+def test_a_relaying_follower_answers_with_the_leaders_response(cluster: Cluster) -> None:
+    leader = cluster.node("b")
+    follower = relaying_follower(cluster, leader)
+
+    response = create(cluster.client(follower), request_id="r1")
+
+    assert response.connector.name == "c" and response.offsets_message == "b"
+    assert follower.seen == [], "the follower parsed nothing and ran nothing"
+    assert hops(leader) == {"a"} and leader.applied == 1
+
+
+def test_a_relayed_error_is_the_one_the_leader_answers_directly(cluster: Cluster) -> None:
+    leader = cluster.node("b")
+    leader.handle = raising(InvalidArgumentError.for_field("config.x", "must be a number"))
+    follower = relaying_follower(cluster, leader)
+
+    relayed = failure(lambda: create(cluster.client(follower)))
+    direct = failure(lambda: create(cluster.client(leader)))
+
+    assert relayed.code() == direct.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert relayed.details() == direct.details()
+    assert rich_status(relayed) == rich_status(direct)
+
+
+def test_a_relay_carries_the_callers_deadline_and_retries_a_moving_leader(
+    cluster: Cluster,
+) -> None:
+    stale, leader = cluster.node("s"), cluster.node("b")
+    stale.handle = not_leader(leader)
+    follower = relaying_follower(cluster, stale)
+    lookups = iter([("s", stale.address)])
+    follower.lookup = lambda: next(lookups, ("b", leader.address))
+
+    assert create(cluster.client(follower), timeout=3.0).offsets_message == "b"
+
+    assert hops(stale, leader) == {"a"}, "the stale target did not forward it again"
+    remaining = leader.seen[0].time_remaining
+    assert remaining is not None and 1.0 < remaining <= 3.0 - deadline.ANSWER_MARGIN_S
+
+
+def test_a_relay_with_no_leader_ends_in_unavailable_with_retry_info(cluster: Cluster) -> None:
+    follower = cluster.node("a", relay=True)
+
+    answer = failure(lambda: create(cluster.client(follower), timeout=0.8))
+
+    assert answer.code() == grpc.StatusCode.UNAVAILABLE
+    assert reason(answer) == LEADER_UNAVAILABLE
+    assert detail(rich_status(answer), error_details_pb2.RetryInfo) is not None
+    assert follower.seen == []
+
+
+def test_the_leader_and_forwarded_calls_are_answered_by_the_servicer(cluster: Cluster) -> None:
+    leader = cluster.node("b")
+    follower = cluster.node("a", relay=True)
+    follower.handle = not_leader(leader)
+    follower.lookup = lambda: ("b", leader.address)
+
+    marked = failure(lambda: create(cluster.client(follower), metadata=((FORWARDED_BY, "x"),)))
+    follower.leading = True
+    follower.handle = lambda request: follower.leads(request)
+    leading = create(cluster.client(follower))
+
+    assert marked.code() == grpc.StatusCode.UNAVAILABLE and reason(marked) == "NOT_LEADER"
+    assert leading.offsets_message == "a"
+    assert [seen.forwarded_by for seen in follower.seen] == ["x", None]
+    assert leader.seen == []
+
+
+def test_only_the_leaders_writes_are_relayed() -> None:
+    relay = LeaderWritesRelay(Forwarder("a", lambda: None), lambda: False)
+
+    @dataclass
+    class Details:
+        method: str
+        invocation_metadata: tuple[tuple[str, str], ...] = ()
+
+    def relayed(name: str) -> bool:
+        details = Details(f"/connect.v1.ConnectService/{name}")
+        return relay.intercept_service(lambda _: None, details) is not None
+
+    writes = ["CreateConnector", "PutConnectorConfig", "DeleteConnector", "PauseConnector",
+              "ResumeConnector", "StopConnector", "AlterOffsets", "ResetOffsets"]
+    others = ["RestartConnector", "RestartTask", "GetConnectorConfig", "GetOffsets",
+              "ListConnectors", "WatchConnectorStatus", "ValidateConfig"]
+    assert [name for name in writes if not relayed(name)] == []
+    assert [name for name in others if relayed(name)] == []
 
 
 # ---- the project's own ConnectServicer -----------------------------------------------------
