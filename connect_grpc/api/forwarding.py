@@ -6,6 +6,12 @@ herder raises :class:`~connect_grpc.errors.NotLeaderError`, and :func:`forwardab
 under ``@mapped`` on each mutating RPC) re-issues the *same request message* to the leader
 through a :class:`Forwarder`, then answers the caller with the leader's answer, unchanged.
 
+On a worker that does not lead, the eight writes only the leader carries out never reach
+the servicer: :class:`LeaderWritesRelay`, a server interceptor, hands their bytes to the
+same :class:`Forwarder` and answers with the leader's bytes, so the leader alone parses and
+judges them. ``forwardable`` still covers the rest: the plain restarts (sent to the worker
+that runs the instance) and a write that reached the servicer just as leadership moved.
+
 Rules, as the distributed-mode issue states them:
 
 * **One hop.** A forwarded call carries ``x-connect-forwarded-by: <worker id>``. A call that
