@@ -1,5 +1,6 @@
-"""The executor's long-lived Kafka clients (issue 9): one per configuration, reused from
-batch to batch, closed exactly once when dropped after a failure, evicted, or idle."""
+"""The long-lived Kafka clients of the data plane (issue 9): an executor's, one per
+configuration, reused from batch to batch, closed exactly once when dropped after a failure,
+evicted, or idle; and a task's own driver clients, whose waits end when the task stops."""
 
 from __future__ import annotations
 
@@ -119,3 +120,4 @@ def test_a_driver_read_of_a_silent_partition_ends_when_the_task_stops() -> None:
     assert result.failure is not None and result.failure.retriable
     assert result.failure.name == "_INTR" and "stopping" in result.failure.message
     assert (result.next_offset, result.rows) == (10, [])
+    assert consumer.consumed >= 2, "it kept waiting for records until the task stopped"
