@@ -181,14 +181,17 @@ def reader_conf(
 # ---- executor side -------------------------------------------------------------------------
 
 
-def _configure_executor_logging() -> None:
-    """Executor Python workers log (rate-limited client lines) in the worker's format."""
+def _prepare_executor() -> None:
+    """Executor Python workers log (rate-limited client lines) in the worker's format and
+    collect garbage in large steps, as the worker does (see ``gc_tuning``)."""
     import os
 
     import structlog
 
     from connect_grpc.logs import configure_logging
+    from connect_grpc.runtime.gc_tuning import tune_for_batches
 
+    tune_for_batches()
     if not structlog.is_configured():
         configure_logging(os.environ.get("CONNECT_LOG_FORMAT", "console"))
 
@@ -378,7 +381,7 @@ def produce_slices(
 ) -> Iterator[ProduceResult]:
     """Produces every row of this Spark partition with this process's producer for ``conf``;
     yields one result. A producer that failed any record is dropped."""
-    _configure_executor_logging()
+    _prepare_executor()
     cached: _CachedProducer = _CLIENTS.get(_CachedProducer, conf)
     result = _produce_with(cached, slices)
     if result.failed or cached.current.fatal:
@@ -472,7 +475,7 @@ def _read_or_fail(
 def read_ranges(conf: Mapping[str, str], ranges: Iterable[OffsetRange]) -> Iterator[RangeResult]:
     """Reads each range of this Spark partition with this process's plain assigned
     consumer for ``conf``; stops at the first failed range (and drops the consumer)."""
-    _configure_executor_logging()
+    _prepare_executor()
     cached: _CachedConsumer = _CLIENTS.get(_CachedConsumer, conf)
     failed = True
     try:

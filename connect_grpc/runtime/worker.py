@@ -22,6 +22,7 @@ from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
+from connect_grpc.runtime.gc_tuning import tune_for_batches
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
 from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.sink_task import SinkTaskRunner
@@ -78,6 +79,7 @@ class Worker:
 
     def start(self) -> None:
         """Starts the Kafka monitor and creates the SparkSession. Idempotent."""
+        tune_for_batches()
         self._monitor.start()
         self._spark.start()
         self._log.info("worker_started")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from connect_grpc.runtime.batching import (
     clip_ranges,
     slice_count,
 )
+from connect_grpc.runtime.gc_tuning import BATCH_GC_THRESHOLDS, tune_for_batches
 from connect_grpc.runtime.kafka_io import (
     ProduceResult,
     member_conf,
@@ -242,3 +245,20 @@ def test_incremental_rebalancing_detection() -> None:
     assert not incremental_rebalancing({})
     assert incremental_rebalancing({"partition.assignment.strategy": "cooperative-sticky"})
     assert incremental_rebalancing({"group.protocol": "consumer"})
+
+
+@pytest.fixture
+def gc_thresholds() -> Iterator[None]:
+    saved = gc.get_threshold()
+    yield
+    gc.set_threshold(*saved)
+
+
+@pytest.mark.usefixtures("gc_thresholds")
+def test_batch_processes_collect_garbage_in_large_steps() -> None:
+    gc.set_threshold(700, 10, 10)
+    tune_for_batches()
+    assert gc.get_threshold() == BATCH_GC_THRESHOLDS
+    gc.set_threshold(200_000, 5, 5)  # a process that chose its own keeps it
+    tune_for_batches()
+    assert gc.get_threshold() == (200_000, 5, 5)
