@@ -384,7 +384,7 @@ def produce_slices(
     _prepare_executor()
     cached: _CachedProducer = _CLIENTS.get(_CachedProducer, conf)
     result = _produce_with(cached, slices)
-    if result.failed or cached.current.fatal:
+    if result.failed:
         _CLIENTS.drop(cached)
     yield result
 
@@ -472,22 +472,32 @@ def _read_or_fail(
         return RangeResult(rng.topic, rng.partition, rng.start, [], failure)
 
 
+def _read_each(
+    cached: _CachedConsumer, ranges: Iterable[OffsetRange], stopping: Callable[[], bool] = _never
+) -> tuple[list[RangeResult], bool]:
+    """Reads each range in turn, up to the first failed one; returns the results and whether
+    the consumer is fit for the next batch (nothing failed, and it let go of its partition)."""
+    results: list[RangeResult] = []
+    for rng in ranges:
+        results.append(_read_or_fail(cached.consumer, rng, stopping))
+        if results[-1].failure is not None:
+            return results, False
+    return results, cached.release()
+
+
 def read_ranges(conf: Mapping[str, str], ranges: Iterable[OffsetRange]) -> Iterator[RangeResult]:
     """Reads each range of this Spark partition with this process's plain assigned
     consumer for ``conf``; stops at the first failed range (and drops the consumer)."""
     _prepare_executor()
     cached: _CachedConsumer = _CLIENTS.get(_CachedConsumer, conf)
-    failed = True
     try:
-        for rng in ranges:
-            result = _read_or_fail(cached.consumer, rng)
-            yield result
-            if result.failure is not None:
-                return
-        failed = not cached.release()
-    finally:
-        if failed:
-            _CLIENTS.drop(cached)
+        results, fit = _read_each(cached, ranges)
+    except BaseException:
+        _CLIENTS.drop(cached)
+        raise
+    if not fit:
+        _CLIENTS.drop(cached)
+    yield from results
 
 
 # ---- driver side: batches too small to pay for a Spark job --------------------------------
@@ -533,7 +543,7 @@ class DriverProducer(_DriverClient[_CachedProducer]):
         """Produces ``rows`` and waits for their delivery (see :func:`_produce_with`)."""
         cached = self._client()
         result = _produce_with(cached, [rows], stopping)
-        if result.failed or cached.current.fatal:
+        if result.failed:
             self.close()
         return result
 
@@ -548,13 +558,7 @@ class DriverReader(_DriverClient[_CachedConsumer]):
         self, ranges: Iterable[OffsetRange], stopping: Callable[[], bool]
     ) -> list[RangeResult]:
         """Reads each range; stops at the first failed one (and drops the consumer)."""
-        cached = self._client()
-        results: list[RangeResult] = []
-        for rng in ranges:
-            results.append(_read_or_fail(cached.consumer, rng, stopping))
-            if results[-1].failure is not None:
-                self.close()
-                return results
-        if not cached.release():
+        results, fit = _read_each(self._client(), ranges, stopping)
+        if not fit:
             self.close()
         return results
