@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import structlog
 
@@ -339,8 +339,14 @@ class FileStreamSinkTask(SinkTask):
     def put(self, records: Sequence[SinkRecord]) -> None:
         """Appends each value decoded as UTF-8 (``null`` for a null value, like Kafka)."""
         stream = self._require_stream()
-        if records:
-            stream.write("\n".join([_value_text(record.value) for record in records]) + "\n")
+        if not records:
+            return
+        values = [record.value for record in records]
+        if None in values:
+            stream.write("\n".join([_value_text(value) for value in values]) + "\n")
+        else:  # one decode of the joined bytes: a newline never splits a UTF-8 sequence
+            joined = b"\n".join(cast(list[bytes], values))
+            stream.write(joined.decode("utf-8", errors="replace") + "\n")
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Flushes and fsyncs the file, so every record put so far is durable."""

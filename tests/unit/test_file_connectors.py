@@ -190,6 +190,27 @@ def test_sink_appends_values_as_lines_and_flushes(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8").endswith("null\nmore\n")
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        [b"caf\xc3\xa9", b"\xc3", b"\xa9tail", b"\xff\xfe", b"", b"ok\xe2\x82"],
+        [b"\xe2\x82", None, b"\xac\xff"],
+    ],
+)
+def test_sink_decodes_each_value_on_its_own_whether_or_not_one_is_null(
+    tmp_path: Path, values: list[bytes | None]
+) -> None:
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    task.put([_sink_record(value, i) for i, value in enumerate(values)])
+    task.stop()
+    expected = [
+        "null" if value is None else value.decode("utf-8", errors="replace") for value in values
+    ]
+    assert path.read_text(encoding="utf-8") == "".join(f"{line}\n" for line in expected)
+
+
 def test_sink_put_before_start_fails() -> None:
     with pytest.raises(RuntimeError, match="not started"):
         FileStreamSinkTask().put([_sink_record(b"x", 0)])
