@@ -5,8 +5,9 @@ Run from the repository root::
     .venv/bin/python bench/latency.py [--lines N] [--gap-ms G] [--idle-s S]
 
 Starts the project's own broker (``LocalKafka``) in a temporary directory, then, once per
-mode (default settings, where a batch of at most ``task.batch.local.max.records`` records
-is moved on the driver; then every batch as a Spark job), an in-process standalone worker
+mode (default settings, where each task lives in a Spark task of its own; the loop on the
+driver, where a batch of at most ``task.batch.local.max.records`` records is moved there;
+every batch as a Spark job), an in-process standalone worker
 (``StandaloneProcess``, ``spark.master=local[2]``, started before anything is timed)
 running the demo pipeline: a FileStreamSource from a file into a fresh 1-partition topic,
 and a FileStreamSink from that topic into another file. Then, for each mode:
@@ -45,7 +46,7 @@ from connect_grpc.app import StandaloneProcess
 from connect_grpc.domain import TargetState
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.logs import configure_logging
-from connect_grpc.runtime.spark import job_tag
+from connect_grpc.runtime.spark import host_job_tag, job_tag
 from connect_grpc.worker_config import WorkerConfig
 
 ARRIVAL_TIMEOUT_S = 30.0
@@ -88,7 +89,8 @@ def job_count(connectors: list[str]) -> int:
     from pyspark import SparkContext
 
     tracker = SparkContext.getOrCreate().statusTracker()
-    return sum(len(tracker.getJobIdsForGroup(job_tag(name, 0))) for name in connectors)
+    tags = [tag(name, 0) for name in connectors for tag in (job_tag, host_job_tag)]
+    return sum(len(tracker.getJobIdsForGroup(t)) for t in tags)
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,14 @@ class Mode:
     properties: dict[str, str]
 
 
-#: The default settings (the goal), then every batch as a Spark job, in the same run.
+#: The default settings (the goal: each task hosted in a Spark task of its own), then the
+#: loop on the driver (small batches there, large ones as Spark jobs), then every batch as
+#: a Spark job, in the same run.
 MODES = (
-    Mode("default settings (small batches on the driver)", {}),
-    Mode("every batch as a Spark job (task.batch.local.max.records=0)",
-         {"task.batch.local.max.records": "0"}),
+    Mode("default settings (each task hosted in a Spark task)", {}),
+    Mode("loop on the driver (task.hosting=driver)", {"task.hosting": "driver"}),
+    Mode("every batch as a Spark job (task.hosting=driver, task.batch.local.max.records=0)",
+         {"task.hosting": "driver", "task.batch.local.max.records": "0"}),
 )
 
 

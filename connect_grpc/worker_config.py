@@ -74,6 +74,19 @@ def _bool_property(props: Mapping[str, str], name: str, default: bool) -> bool:
     return text == "true"
 
 
+def _task_hosting(props: Mapping[str, str]) -> str:
+    raw = props.get("task.hosting")
+    if raw is None:
+        return TASK_HOSTING_EXECUTOR
+    text = java_trim(raw)  # a STRING with a ValidString, as Kafka parses it: case-sensitive
+    if text not in (TASK_HOSTING_EXECUTOR, TASK_HOSTING_DRIVER):
+        raise InvalidArgumentError.for_field(
+            "task.hosting",
+            f"expected {TASK_HOSTING_EXECUTOR} or {TASK_HOSTING_DRIVER}, got {raw!r}",
+        )
+    return text
+
+
 def read_properties(path: Path) -> dict[str, str]:
     """Reads a Java-style .properties file (``key=value`` or ``key: value``, # and ! comments,
     backslash line continuations)."""
@@ -132,6 +145,10 @@ def parse_listener(listener: str) -> tuple[str, int]:
 DEFAULT_LOCAL_BATCH_MAX_RECORDS = 1000
 
 
+TASK_HOSTING_EXECUTOR = "executor"
+TASK_HOSTING_DRIVER = "driver"
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     """A worker's settings. ``raw`` keeps every property, for pass-through (``spark.*``,
@@ -152,6 +169,12 @@ class WorkerConfig:
     #: task's own clients on the driver rather than by a Spark job (which costs ≈ 0.1-0.2 s
     #: however small the batch); 0 sends every batch through Spark.
     local_batch_max_records: int = DEFAULT_LOCAL_BATCH_MAX_RECORDS
+    #: ``task.hosting``: ``executor`` runs each task in a Spark task of its own while the
+    #: worker's hosted tasks hold fewer than Spark's task slots (else, and for a plugin an
+    #: executor cannot import by name, on the driver, every batch in-process); ``driver``
+    #: runs every task's loop on the driver, batches above ``local_batch_max_records`` as
+    #: Spark jobs.
+    task_hosting: str = TASK_HOSTING_EXECUTOR
     #: ``test.plugins.enabled``: whether the instrumented plugins of ``connect_grpc.testing``
     #: are loadable and listed (tests set it; hidden from users by default).
     test_plugins_enabled: bool = False
@@ -183,6 +206,7 @@ class WorkerConfig:
                 props, "task.batch.local.max.records", DEFAULT_LOCAL_BATCH_MAX_RECORDS, 0
             ),
             test_plugins_enabled=_bool_property(props, "test.plugins.enabled", False),
+            task_hosting=_task_hosting(props),
         )
 
     def prefixed(self, prefix: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ closed once), so the retry starts from a fresh one, and clients idle for longer 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,6 +24,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from confluent_kafka import KafkaError
 
+from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.records import ConsumedRow, ProduceRow
@@ -41,9 +43,16 @@ CLIENT_IDLE_S = 300.0
 MAX_CACHED_CLIENTS = 16
 #: Seconds of one wait for deliveries or records, between two looks at whether to stop.
 FLUSH_SLICE_S = 0.1
+#: Rows handed to a producer between two looks at whether the task is stopping.
+STOP_CHECK_ROWS = 10_000
 #: A reader's ``fetch.wait.max.ms`` unless the worker's or connector's consumer settings
 #: say otherwise (see :func:`reader_conf`).
 READER_FETCH_WAIT_MS = "10"
+#: A reader's ``fetch.queue.backoff.ms``: librdkafka (2.1+) stops fetching for a second by
+#: default once its local queue holds ``queued.min.messages`` (100 000), which a reader
+#: that consumes a batch at a time reaches at once; a bare consume loop here read 155k
+#: messages/s with the default and 676k/s with 10 ms.
+READER_FETCH_QUEUE_BACKOFF_MS = "10"
 
 
 class KafkaFailure(NamedTuple):
@@ -79,18 +88,22 @@ class ProduceResult(NamedTuple):
     retriable: bool = True
 
 
-class RangeResult(NamedTuple):
+#: What a reader makes of each message: a row to pickle (executors) or a SinkRecord.
+R = TypeVar("R")
+
+
+class RangeResult(NamedTuple, Generic[R]):
     """What reading one range returns: the next offset to consume and the rows read, or the
     failure that stopped the read (then the rows are to be discarded)."""
 
     topic: str
     partition: int
     next_offset: int
-    rows: list[ConsumedRow]
+    rows: list[R]
     failure: KafkaFailure | None = None
 
 
-def raise_read_failure(results: Sequence[RangeResult]) -> None:
+def raise_read_failure(results: Sequence[RangeResult[Any]]) -> None:
     """Raises KafkaIoError for the first failed range (retriable iff every failure is)."""
     failures = [r.failure for r in results if r.failure is not None]
     if failures:
@@ -164,7 +177,11 @@ def reader_conf(
     wait for more, and a long-poll fetch left outstanding by one range would hold up the
     next range's first fetch by up to ``fetch.wait.max.ms`` (500 ms by default).
     """
-    conf = {"fetch.wait.max.ms": READER_FETCH_WAIT_MS, **_consumer_base(worker, connector_config)}
+    conf = {
+        "fetch.wait.max.ms": READER_FETCH_WAIT_MS,
+        "fetch.queue.backoff.ms": READER_FETCH_QUEUE_BACKOFF_MS,
+        **_consumer_base(worker, connector_config),
+    }
     conf.update(
         {
             "group.id": f"{sink_group_id(connector, connector_config)}-reader",
@@ -181,7 +198,7 @@ def reader_conf(
 # ---- executor side -------------------------------------------------------------------------
 
 
-def _prepare_executor() -> None:
+def prepare_executor() -> None:
     """Executor Python workers log (rate-limited client lines) in the worker's format and
     collect garbage in large steps, as the worker does (see ``gc_tuning``)."""
     import os
@@ -330,8 +347,14 @@ class ClientCache:
 _CLIENTS = ClientCache()
 
 
-def _produce_rows(producer: Any, slices: Iterable[list[ProduceRow]], errors: _ProduceErrors) -> int:
-    """Hands every row to the producer (stops at a fatal error); returns how many it took."""
+def _produce_rows(
+    slices: Iterable[list[ProduceRow]],
+    producer: Any,
+    errors: _ProduceErrors,
+    stopping: Callable[[], bool],
+) -> int:
+    """Hands every row to the producer (stops at a fatal error, or when ``stopping``, which
+    is asked every STOP_CHECK_ROWS rows); returns how many it took."""
     from confluent_kafka import KafkaException
 
     produced = 0
@@ -339,6 +362,8 @@ def _produce_rows(producer: Any, slices: Iterable[list[ProduceRow]], errors: _Pr
         for rows in slices:
             for row in rows:
                 if errors.fatal:
+                    return produced
+                if produced % STOP_CHECK_ROWS == 0 and produced and stopping():
                     return produced
                 _produce_one(producer, row, errors.on_delivery)
                 produced += 1
@@ -355,16 +380,18 @@ def _never() -> bool:
     return False
 
 
+#: Hands a batch to a producer: (producer, errors, stopping) → how many records it took.
+_Hand = Callable[[Any, _ProduceErrors, Callable[[], bool]], int]
+
+
 def _produce_with(
-    cached: _CachedProducer,
-    slices: Iterable[list[ProduceRow]],
-    stopping: Callable[[], bool] = _never,
+    cached: _CachedProducer, hand: _Hand, stopping: Callable[[], bool] = _never
 ) -> ProduceResult:
-    """Produces every row and waits for every delivery, at most FLUSH_TIMEOUT_S (and no
-    longer than ``stopping`` stays False)."""
+    """Hands the batch to the producer and waits for every delivery, at most
+    FLUSH_TIMEOUT_S (and no longer than ``stopping`` stays False)."""
     errors = cached.current = _ProduceErrors()
     producer = cached.producer
-    produced = _produce_rows(producer, slices, errors)
+    produced = hand(producer, errors, stopping)
     give_up_at = time.monotonic() + FLUSH_TIMEOUT_S
     remaining = producer.flush(FLUSH_SLICE_S)
     while remaining and not stopping() and time.monotonic() < give_up_at:
@@ -376,14 +403,56 @@ def _produce_with(
     return ProduceResult(produced, errors.count, list(errors.messages), errors.retriable)
 
 
+def _hand_records(
+    records: Sequence[SourceRecord],
+    producer: Any,
+    errors: _ProduceErrors,
+    stopping: Callable[[], bool],
+) -> int:
+    """As :func:`_produce_rows`, straight from the records (an in-process producer: no row
+    to build for pickling; ≈ 40 % less time a record)."""
+    from confluent_kafka import KafkaException
+
+    produce, on_delivery = producer.produce, errors.on_delivery
+    produced = 0
+    try:
+        for record in records:
+            if errors.fatal or (produced % STOP_CHECK_ROWS == 0 and produced and stopping()):
+                return produced
+            key, value, partition = record.key, record.value, record.kafka_partition
+            if isinstance(key, str):
+                key = key.encode()
+            if isinstance(value, str):
+                value = value.encode()
+            partition = -1 if partition is None else partition
+            while True:
+                try:
+                    if record.headers:
+                        headers = list(record.headers)
+                        produce(record.topic, value, key, partition, on_delivery, headers=headers)
+                    else:
+                        produce(record.topic, value, key, partition, on_delivery)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            produced += 1
+        producer.poll(0)
+    except KafkaException as exc:
+        error = kafka_error_of(exc)
+        if error is None:
+            raise
+        errors.add(KafkaFailure.of(error, "produce"))
+    return produced
+
+
 def produce_slices(
     conf: Mapping[str, str], slices: Iterable[list[ProduceRow]]
 ) -> Iterator[ProduceResult]:
     """Produces every row of this Spark partition with this process's producer for ``conf``;
     yields one result. A producer that failed any record is dropped."""
-    _prepare_executor()
+    prepare_executor()
     cached: _CachedProducer = _CLIENTS.get(_CachedProducer, conf)
-    result = _produce_with(cached, slices)
+    result = _produce_with(cached, functools.partial(_produce_rows, slices))
     if result.failed:
         _CLIENTS.drop(cached)
     yield result
@@ -399,6 +468,29 @@ def _row(msg: Any) -> ConsumedRow:
         ts if ts_type else -1,
         tuple((k, b"" if v is None else v) for k, v in headers) if headers else (),
     )
+
+
+def _tuple_rows(topic: str, partition: int) -> Callable[[Any], ConsumedRow]:
+    return _row
+
+
+def _sink_records(topic: str, partition: int) -> Callable[[Any], SinkRecord]:
+    """Builds each message's SinkRecord at once (in-process readers: nothing to pickle)."""
+
+    def record(msg: Any) -> SinkRecord:
+        ts_type, ts = msg.timestamp()
+        headers = msg.headers()
+        return SinkRecord(
+            topic,
+            partition,
+            msg.offset(),
+            msg.key(),
+            msg.value(),
+            ts if ts_type and ts >= 0 else None,
+            tuple((k, b"" if v is None else v) for k, v in headers) if headers else (),
+        )
+
+    return record
 
 
 def _stalled(rng: OffsetRange, reached: int) -> KafkaFailure:
@@ -421,22 +513,27 @@ def _interrupted(rng: OffsetRange, reached: int) -> KafkaFailure:
 
 
 def _read_range(
-    consumer: Any, rng: OffsetRange, stopping: Callable[[], bool] = _never
-) -> RangeResult:
+    consumer: Any,
+    rng: OffsetRange,
+    make_row: Callable[[str, int], Callable[[Any], R]],
+    stopping: Callable[[], bool] = _never,
+) -> RangeResult[R]:
     """Reads [start, end) of one partition; stops early at the partition's (stable) end."""
     from confluent_kafka import TopicPartition
 
     tp = TopicPartition(rng.topic, rng.partition, rng.start)
     consumer.assign([tp])
-    rows: list[ConsumedRow] = []
+    row = make_row(rng.topic, rng.partition)
+    rows: list[R] = []
     reached = rng.start
     last_progress = time.monotonic()
     while reached < rng.end:
         if stopping():
             return RangeResult(rng.topic, rng.partition, reached, [], _interrupted(rng, reached))
-        for msg in consumer.consume(
+        messages = consumer.consume(
             num_messages=min(rng.end - reached, 10_000), timeout=FLUSH_SLICE_S
-        ):
+        )
+        for msg in messages:
             error = msg.error()
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
@@ -446,24 +543,29 @@ def _read_range(
                 return RangeResult(
                     rng.topic, rng.partition, max(reached, min(position, rng.end)), rows
                 )
-            if msg.offset() >= rng.end:
+            offset = msg.offset()
+            if offset >= rng.end:
                 reached = rng.end
                 break
-            rows.append(_row(msg))
-            reached = msg.offset() + 1
+            rows.append(row(msg))
+            reached = offset + 1
+        if messages:
             last_progress = time.monotonic()
-        if time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
+        elif time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
             return RangeResult(rng.topic, rng.partition, reached, [], _stalled(rng, reached))
     return RangeResult(rng.topic, rng.partition, reached, rows)
 
 
 def _read_or_fail(
-    consumer: Any, rng: OffsetRange, stopping: Callable[[], bool] = _never
-) -> RangeResult:
+    consumer: Any,
+    rng: OffsetRange,
+    make_row: Callable[[str, int], Callable[[Any], R]],
+    stopping: Callable[[], bool] = _never,
+) -> RangeResult[R]:
     from confluent_kafka import KafkaException
 
     try:
-        return _read_range(consumer, rng, stopping)
+        return _read_range(consumer, rng, make_row, stopping)
     except KafkaException as exc:
         error = kafka_error_of(exc)
         if error is None:
@@ -473,25 +575,30 @@ def _read_or_fail(
 
 
 def _read_each(
-    cached: _CachedConsumer, ranges: Iterable[OffsetRange], stopping: Callable[[], bool] = _never
-) -> tuple[list[RangeResult], bool]:
+    cached: _CachedConsumer,
+    ranges: Iterable[OffsetRange],
+    make_row: Callable[[str, int], Callable[[Any], R]],
+    stopping: Callable[[], bool] = _never,
+) -> tuple[list[RangeResult[R]], bool]:
     """Reads each range in turn, up to the first failed one; returns the results and whether
     the consumer is fit for the next batch (nothing failed, and it let go of its partition)."""
-    results: list[RangeResult] = []
+    results: list[RangeResult[R]] = []
     for rng in ranges:
-        results.append(_read_or_fail(cached.consumer, rng, stopping))
+        results.append(_read_or_fail(cached.consumer, rng, make_row, stopping))
         if results[-1].failure is not None:
             return results, False
     return results, cached.release()
 
 
-def read_ranges(conf: Mapping[str, str], ranges: Iterable[OffsetRange]) -> Iterator[RangeResult]:
+def read_ranges(
+    conf: Mapping[str, str], ranges: Iterable[OffsetRange]
+) -> Iterator[RangeResult[ConsumedRow]]:
     """Reads each range of this Spark partition with this process's plain assigned
     consumer for ``conf``; stops at the first failed range (and drops the consumer)."""
-    _prepare_executor()
+    prepare_executor()
     cached: _CachedConsumer = _CLIENTS.get(_CachedConsumer, conf)
     try:
-        results, fit = _read_each(cached, ranges)
+        results, fit = _read_each(cached, ranges, _tuple_rows)
     except BaseException:
         _CLIENTS.drop(cached)
         raise
@@ -539,10 +646,12 @@ class DriverProducer(_DriverClient[_CachedProducer]):
     def __init__(self, conf: Mapping[str, str]) -> None:
         super().__init__(_CachedProducer, conf)
 
-    def produce(self, rows: list[ProduceRow], stopping: Callable[[], bool]) -> ProduceResult:
-        """Produces ``rows`` and waits for their delivery (see :func:`_produce_with`)."""
+    def produce(
+        self, records: Sequence[SourceRecord], stopping: Callable[[], bool]
+    ) -> ProduceResult:
+        """Produces ``records`` and waits for their delivery (see :func:`_produce_with`)."""
         cached = self._client()
-        result = _produce_with(cached, [rows], stopping)
+        result = _produce_with(cached, functools.partial(_hand_records, records), stopping)
         if result.failed:
             self.close()
         return result
@@ -556,9 +665,10 @@ class DriverReader(_DriverClient[_CachedConsumer]):
 
     def read(
         self, ranges: Iterable[OffsetRange], stopping: Callable[[], bool]
-    ) -> list[RangeResult]:
-        """Reads each range; stops at the first failed one (and drops the consumer)."""
-        results, fit = _read_each(self._client(), ranges, stopping)
+    ) -> list[RangeResult[SinkRecord]]:
+        """Reads each range as SinkRecords; stops at the first failed one (and drops the
+        consumer)."""
+        results, fit = _read_each(self._client(), ranges, _sink_records, stopping)
         if not fit:
             self.close()
         return results

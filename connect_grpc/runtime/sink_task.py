@@ -15,14 +15,22 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
-from connect_grpc.connectors.api import SinkTask
+from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.domain import TaskId
 from connect_grpc.kafka_clients import with_client_log
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.connector import StatusListener
+from connect_grpc.runtime.hosting import (
+    HostedSinkPlugin,
+    HostLink,
+    HostSession,
+    PluginHost,
+    import_by_name,
+    plugin_sys_path,
+)
 from connect_grpc.runtime.kafka_io import (
     DriverReader,
     RangeResult,
@@ -31,7 +39,7 @@ from connect_grpc.runtime.kafka_io import (
     read_ranges,
     reader_conf,
 )
-from connect_grpc.runtime.records import to_sink_records
+from connect_grpc.runtime.records import ConsumedRow, to_sink_records
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
 from connect_grpc.worker_config import WorkerConfig
@@ -171,6 +179,25 @@ class _Member:
         self.consumer.close()
 
 
+def put_all(
+    plugin: SinkTask, records: list[SinkRecord], results: Sequence[RangeResult[Any]]
+) -> tuple[dict[TopicPartitionKey, int], int]:
+    """Puts and flushes the records read: the offsets reached (to be committed) and the
+    number of records."""
+    offsets = {(r.topic, r.partition): r.next_offset for r in results}
+    plugin.put(records)
+    plugin.flush(offsets)
+    return offsets, len(records)
+
+
+def read_records(results: Sequence[RangeResult[SinkRecord]]) -> list[SinkRecord]:
+    """The records of an in-process read (raises KafkaIoError if a range failed)."""
+    raise_read_failure(results)
+    if len(results) == 1:
+        return results[0].rows  # one partition: no copy
+    return [record for result in results for record in result.rows]
+
+
 class SinkTaskRunner(TaskRunner):
     """Runs a SinkTask as a loop of plan ranges → read job → put, flush → commit."""
 
@@ -220,34 +247,124 @@ class SinkTaskRunner(TaskRunner):
         if not ranges:
             self._sizer.observe(0)
             return False
-        results = self._read(ranges)
-        raise_read_failure(results)
-        records = to_sink_records((r.topic, r.partition, r.rows) for r in results)
-        offsets = {(r.topic, r.partition): r.next_offset for r in results}
+        offsets, count = self._move(ranges)
         progressed = any(offsets[(r.topic, r.partition)] > r.start for r in ranges)
-        self.plugin.put(records)
-        self.plugin.flush(offsets)
         member.advance(offsets)
-        self._sizer.observe(len(records))
-        self.log.debug("batch_consumed", records=len(records), partitions=len(ranges))
+        self._sizer.observe(count)
+        self.log.debug("batch_consumed", records=count, partitions=len(ranges))
         member.commit()
         return progressed
 
-    def _read(self, ranges: list[OffsetRange]) -> list[RangeResult]:
-        """Reads the ranges: on the driver when they are too small to pay for a Spark job,
-        else as a Spark job over up to ``parallelism`` slices."""
+    def _move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
+        """Reads the ranges, puts and flushes their records: on the driver when they are
+        too small to pay for a Spark job, else as a Spark job over up to ``parallelism``
+        slices. Returns the offsets reached (to commit) and the number of records."""
         if sum(r.size for r in ranges) <= self._local_max:
-            return self._driver_reader.read(ranges, self._stopping.is_set)
+            results = self._driver_reader.read(ranges, self._stopping.is_set)
+            return put_all(self.plugin, read_records(results), results)
         read = functools.partial(read_ranges, self._reader_conf)
         context = self._spark.context
         slices = min(len(ranges), self._spark.parallelism())
-        results: list[RangeResult] = (
+        rows: list[RangeResult[ConsumedRow]] = (
             context.parallelize(ranges, slices).mapPartitions(read).collect()
         )
-        return results
+        raise_read_failure(rows)
+        records = to_sink_records((r.topic, r.partition, r.rows) for r in rows)
+        return put_all(self.plugin, records, rows)
 
     def close(self) -> None:
         self._driver_reader.close()
         member, self._member = self._member, None
         if member is not None:
             member.close()
+
+
+class SinkHost(PluginHost):
+    """A sink task in its Spark task (``hosting.serve_host``): reads the ranges the driver
+    plans with a consumer it keeps until the task stops, then puts and flushes them."""
+
+    def __init__(
+        self, session: HostSession, task_class: str, task_id: TaskId, conf: Mapping[str, str]
+    ) -> None:
+        self._session = session
+        self._id = task_id
+        self._plugin: SinkTask = import_by_name(task_class)()
+        self._reader = DriverReader(conf)
+        super().__init__(self._plugin, self._reader)
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self._plugin.initialize(_SinkTaskContext(self._id))
+        self._plugin.start(config)
+
+    def move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
+        """As ``SinkTaskRunner._move``, in the host."""
+        results = self._reader.read(ranges, self._session.stopping)
+        return put_all(self._plugin, read_records(results), results)
+
+
+#: The factory ``hosting.serve_host`` builds a sink task's host with.
+SINK_HOST = f"{__name__}:{SinkHost.__qualname__}"
+
+
+class HostedSinkTaskRunner(SinkTaskRunner):
+    """A sink task whose plugin reads and puts in a Spark task of its own; the driver keeps
+    the group membership, plans the ranges and commits them."""
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        task_class: str,
+        worker_id: str,
+        listener: StatusListener,
+        spark: SparkRuntime,
+        *,
+        worker_config: WorkerConfig,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        **options: Unpack[RunnerOptions],
+    ) -> None:
+        conf = reader_conf(worker_config, connector_config, task_id.connector)
+        self._link = HostLink(
+            spark,
+            task_id,
+            SINK_HOST,
+            (task_class, task_id, conf),
+            _no_questions,
+            plugin_sys_path(worker_config.plugin_path),
+        )
+        self._hosted = HostedSinkPlugin(self._link)
+        super().__init__(
+            task_id,
+            self._hosted,
+            worker_id,
+            listener,
+            spark,
+            worker_config=worker_config,
+            connector_config=connector_config,
+            task_config=task_config,
+            **options,
+        )
+
+    def prepare(self) -> None:
+        self._link.open()
+        self._member = _Member(self._member_conf, subscription(self._subscription_config))
+
+    def _move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
+        if self._hosted.rehost_if_lost():
+            self.log.warning("task_rehosted")
+        offsets, count = self._link.call("move", ranges)
+        return offsets, count
+
+    def request_stop(self) -> None:
+        super().request_stop()
+        self._link.interrupt()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._link.close()
+
+
+def _no_questions(name: str, args: tuple[Any, ...]) -> Any:
+    raise ValueError(f"a sink task's host asks nothing, got {name!r}")

@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Unpack
+
+import structlog
 
 from connect_grpc.connectors.api import OffsetReader, SourceRecord, SourceTask
 from connect_grpc.domain import OffsetMap, OffsetPrimitive, TaskId
 from connect_grpc.runtime.batching import BatchSizer, slice_count
 from connect_grpc.runtime.connector import StatusListener
+from connect_grpc.runtime.hosting import (
+    HostedPlugin,
+    HostLink,
+    HostSession,
+    PluginHost,
+    import_by_name,
+    offset_answerer,
+    plugin_sys_path,
+)
 from connect_grpc.runtime.kafka_io import (
     DriverProducer,
     KafkaIoError,
@@ -28,8 +39,10 @@ from connect_grpc.runtime.kafka_io import (
 from connect_grpc.runtime.records import group_for_slices, latest_offsets
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
-from connect_grpc.storage.base import OffsetStore
+from connect_grpc.storage.base import OffsetEntry, OffsetStore
 from connect_grpc.worker_config import WorkerConfig
+
+log = structlog.get_logger(__name__)
 
 #: Seconds a batch may keep filling from further polls once the first poll returned records.
 POLL_LINGER_S = 0.25
@@ -56,10 +69,21 @@ class _OffsetReader:
         return self._store.get(self._connector, partition)
 
 
+class _AskingOffsetReader:
+    """A hosted task's offset reader: asks the driver, which reads its offset store."""
+
+    def __init__(self, session: HostSession) -> None:
+        self._session = session
+
+    def offset(self, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
+        answer: dict[str, OffsetPrimitive] | None = self._session.ask("offset", dict(partition))
+        return answer
+
+
 class _SourceTaskContext:
-    def __init__(self, task_id: TaskId, store: OffsetStore) -> None:
+    def __init__(self, task_id: TaskId, reader: OffsetReader) -> None:
         self._id = task_id
-        self._reader = _OffsetReader(store, task_id.connector)
+        self._reader = reader
 
     @property
     def task_id(self) -> int:
@@ -85,6 +109,22 @@ def check_delivery(results: Sequence[ProduceResult], expected: int) -> None:
             + "; ".join(messages),
             retriable=all(r.retriable for r in results),
         )
+
+
+def poll_batch(plugin: SourceTask, wanted: int, stopping: Callable[[], bool]) -> _Batch | None:
+    """Polls until the batch is full, the plugin has nothing more for now, or the batch
+    has been filling for POLL_LINGER_S. A plugin's own cap per poll (FileStreamSource's
+    ``batch.size``) does not cap the batch: each batch costs a Spark job or a round trip."""
+    records = list(plugin.poll(wanted))
+    if not records:
+        return None
+    give_up_at = time.monotonic() + POLL_LINGER_S
+    while len(records) < wanted and time.monotonic() < give_up_at and not stopping():
+        more = plugin.poll(wanted - len(records))
+        if not more:
+            break
+        records.extend(more)
+    return _Batch(records)
 
 
 class SourceTaskRunner(TaskRunner):
@@ -118,7 +158,8 @@ class SourceTaskRunner(TaskRunner):
         self._pending: _Batch | None = None
 
     def prepare(self) -> None:
-        self.plugin.initialize(_SourceTaskContext(self.id, self._offsets))
+        reader = _OffsetReader(self._offsets, self.id.connector)
+        self.plugin.initialize(_SourceTaskContext(self.id, reader))
 
     def run_batch(self) -> bool:
         batch = self._pending or self._poll()
@@ -144,25 +185,10 @@ class SourceTaskRunner(TaskRunner):
             self.log.warning("source_task_commit_failed", exc_info=True)
 
     def _poll(self) -> _Batch | None:
-        """Polls until the batch is full, the plugin has nothing more for now, or the batch
-        has been filling for POLL_LINGER_S. A plugin's own cap per poll (FileStreamSource's
-        ``batch.size``) does not cap the batch: each batch costs a Spark job."""
-        wanted = self._sizer.size
-        records = list(self.plugin.poll(wanted))
-        if not records:
+        batch = poll_batch(self.plugin, self._sizer.size, self._stopping.is_set)
+        if batch is None:
             self._sizer.observe(0)
-            return None
-        give_up_at = time.monotonic() + POLL_LINGER_S
-        while (
-            len(records) < wanted
-            and time.monotonic() < give_up_at
-            and not self._stopping.is_set()
-        ):
-            more = self.plugin.poll(wanted - len(records))
-            if not more:
-                break
-            records.extend(more)
-        return _Batch(records)
+        return batch
 
     def _produce(self, records: Sequence[SourceRecord]) -> None:
         """Produces the batch: on the driver when it is too small to pay for a Spark job,
@@ -170,8 +196,7 @@ class SourceTaskRunner(TaskRunner):
         begun = time.monotonic()
         on_driver = len(records) <= self._local_max
         if on_driver:
-            rows = group_for_slices(records, 1)[0]
-            results = [self._driver_producer.produce(rows, self._stopping.is_set)]
+            results = [self._driver_producer.produce(records, self._stopping.is_set)]
         else:
             results = self._produce_on_spark(records)
         check_delivery(results, len(records))
@@ -193,3 +218,108 @@ class SourceTaskRunner(TaskRunner):
 
     def close(self) -> None:
         self._driver_producer.close()
+
+
+class SourceHost(PluginHost):
+    """A source task in its Spark task (``hosting.serve_host``): polls its plugin and
+    produces each batch with a producer it keeps until the task stops."""
+
+    def __init__(
+        self, session: HostSession, task_class: str, task_id: TaskId, conf: Mapping[str, str]
+    ) -> None:
+        self._session = session
+        self._id = task_id
+        self._plugin: SourceTask = import_by_name(task_class)()
+        self._producer = DriverProducer(conf)
+        super().__init__(self._plugin, self._producer)
+        self._pending: _Batch | None = None
+
+    def start(self, config: Mapping[str, str]) -> None:
+        reader = _AskingOffsetReader(self._session)
+        self._plugin.initialize(_SourceTaskContext(self._id, reader))
+        self._plugin.start(config)
+
+    def move(self, wanted: int) -> tuple[int, list[OffsetEntry]] | None:
+        """Polls a batch (or takes the one a failure left) and produces it: the number of
+        records and their latest offsets, to be committed by the driver; None if idle."""
+        batch = self._pending or poll_batch(self._plugin, wanted, self._session.stopping)
+        if batch is None:
+            return None
+        self._pending = batch
+        if not batch.produced:
+            result = self._producer.produce(batch.records, self._session.stopping)
+            check_delivery([result], len(batch.records))
+            batch.produced = True
+        return len(batch.records), latest_offsets(batch.records)
+
+    def committed(self) -> None:
+        """The driver committed the batch's offsets: tells the plugin (a failure is logged)."""
+        self._pending = None
+        try:
+            self._plugin.commit()
+        except Exception:
+            log.warning("source_task_commit_failed", exc_info=True)
+
+
+class HostedSourceTaskRunner(TaskRunner):
+    """A source task whose plugin polls and produces in a Spark task of its own; the driver
+    commits each batch's offsets (after every record was acknowledged) and keeps the
+    task's state machine."""
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        task_class: str,
+        worker_id: str,
+        listener: StatusListener,
+        spark: SparkRuntime,
+        *,
+        worker_config: WorkerConfig,
+        connector_config: Mapping[str, str],
+        offset_store: OffsetStore,
+        **options: Unpack[RunnerOptions],
+    ) -> None:
+        conf = producer_conf(
+            worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
+        )
+        options = for_cluster(options, conf, worker_config)
+        self._link = HostLink(
+            spark,
+            task_id,
+            SOURCE_HOST,
+            (task_class, task_id, conf),
+            offset_answerer(functools.partial(offset_store.get, task_id.connector)),
+            plugin_sys_path(worker_config.plugin_path),
+        )
+        self._hosted = HostedPlugin(self._link)
+        super().__init__(task_id, self._hosted, worker_id, listener, spark, **options)
+        self._offsets = offset_store
+        self._sizer = BatchSizer.from_config(connector_config)
+
+    def prepare(self) -> None:
+        self._link.open()
+
+    def run_batch(self) -> bool:
+        if self._hosted.rehost_if_lost():
+            self.log.warning("task_rehosted")
+        moved = self._link.call("move", self._sizer.size)
+        if moved is None:
+            self._sizer.observe(0)
+            return False
+        count, offsets = moved
+        self.kafka_ok()
+        self._offsets.put(self.id.connector, offsets)
+        self._link.call("committed")
+        self._sizer.observe(count)
+        return True
+
+    def request_stop(self) -> None:
+        super().request_stop()
+        self._link.interrupt()
+
+    def close(self) -> None:
+        self._link.close()
+
+
+#: The factory ``hosting.serve_host`` builds a source task's host with.
+SOURCE_HOST = f"{__name__}:{SourceHost.__qualname__}"

@@ -8,9 +8,11 @@ that task's jobs only.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import structlog
@@ -52,6 +54,11 @@ def job_tag(connector: str, task: int) -> str:
     return f"connect:{connector}:{task}"
 
 
+def host_job_tag(connector: str, task: int) -> str:
+    """The job group and tag of the one long-running job hosting a task."""
+    return f"connect-host:{connector}:{task}"
+
+
 #: How Spark's PythonRunner describes an executor Python worker that died (os._exit, a
 #: segfault, a librdkafka assertion) instead of raising; the job fails, the worker lives.
 PYTHON_WORKER_CRASHED = "Python worker exited unexpectedly"
@@ -79,6 +86,14 @@ def is_python_worker_crash(exc: BaseException) -> bool:
     return False
 
 
+#: Seconds each warm-up Spark task holds its slot (see ``warm_python_workers``).
+WARM_UP_HOLD_S = 0.2
+#: Python workers warmed up at most, however many slots Spark offers.
+MAX_WARM_WORKERS = 8
+
+#: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``, ``local[*,F]``: group 1 is N or *.
+_LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?")
+
 #: Tells executor Python workers the worker's log format (they inherit its environment).
 LOG_FORMAT_ENV = "CONNECT_LOG_FORMAT"
 
@@ -88,6 +103,37 @@ def _export_python_exec(conf: Mapping[str, str]) -> None:
     ``spark.pyspark.python`` conf only reaches spark-submit), so export the configured one."""
     os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", conf["spark.pyspark.driver.python"])
+
+
+def local_slots(master: str, cpus: int) -> int | None:
+    """The task slots of a local master (``local``: 1, ``local[N]``: N, ``local[*]``:
+    ``cpus``), or None for any other master."""
+    local = _LOCAL_MASTER.fullmatch(master.strip())
+    if local is None:
+        return None
+    threads = local.group(1)
+    if threads is None:
+        return 1
+    return cpus if threads == "*" else int(threads)
+
+
+def _import_task_hosts(rows: Iterator[object]) -> Iterator[object]:
+    """Loads what a hosted task needs into an executor Python worker (kept for reuse)."""
+    for _ in rows:
+        pass
+    from connect_grpc.runtime import sink_task, source_task  # noqa: F401 - for their cost
+
+    time.sleep(WARM_UP_HOLD_S)
+    yield from ()
+
+
+def warm_python_workers(context: Any, slots: int) -> None:
+    """Starts a Python worker per task slot and loads the task runtime into it, so that
+    the first hosted tasks connect in milliseconds rather than seconds (``spark.python.
+    worker.reuse`` keeps them). Each Spark task holds its slot for WARM_UP_HOLD_S, so that
+    they run side by side, one per worker."""
+    count = min(slots, MAX_WARM_WORKERS)
+    context.parallelize(range(count), count).mapPartitions(_import_task_hosts).collect()
 
 
 class SparkRuntime:
@@ -113,6 +159,9 @@ class SparkRuntime:
                 builder = builder.config(key, value)
             self._session = builder.getOrCreate()
             context = self._session.sparkContext
+            slots = self.task_slots()
+            if slots > 0:  # a cluster whose executors are not there yet: nothing to warm
+                warm_python_workers(context, slots)
             log.info(
                 "spark_started",
                 master=context.master,
@@ -135,19 +184,40 @@ class SparkRuntime:
     def parallelism(self) -> int:
         return int(self.context.defaultParallelism)
 
+    def task_slots(self) -> int:
+        """How many Spark tasks can run at once: N for ``local[N]`` (the cores for
+        ``local[*]``, 1 for ``local``), else what the cluster's executors offer now."""
+        context = self.context
+        local = local_slots(str(context.master), os.cpu_count() or 1)
+        if local is not None:
+            return local
+        scala = context._jsc.sc()
+        profile = scala.resourceProfileManager().defaultResourceProfile()
+        return int(scala.maxNumConcurrentTasks(profile))
+
+    def driver_host(self) -> str:
+        """The address executors reach the driver at (``spark.driver.host``)."""
+        return str(self.context.getConf().get("spark.driver.host", "127.0.0.1"))
+
     def bind_thread(self, connector: str, task: int) -> None:
         """Tags every job the calling thread launches as the task's, in the connector's pool."""
-        tag = job_tag(connector, task)
+        self.bind_thread_tag(job_tag(connector, task), connector)
+
+    def bind_thread_tag(self, tag: str, pool: str) -> None:
+        """Tags every job the calling thread launches with ``tag``, in scheduler pool ``pool``."""
         context = self.context
-        context.setJobGroup(tag, f"connect task {connector}-{task}", interruptOnCancel=True)
+        context.setJobGroup(tag, f"connect {tag}", interruptOnCancel=True)
         context.addJobTag(tag)
-        context.setLocalProperty("spark.scheduler.pool", connector)
+        context.setLocalProperty("spark.scheduler.pool", pool)
 
     def cancel(self, connector: str, task: int) -> None:
         """Cancels the task's running jobs, if any. Safe to call from any thread."""
+        self.cancel_tag(job_tag(connector, task))
+
+    def cancel_tag(self, tag: str) -> None:
+        """Cancels the running jobs tagged ``tag``, if any. Safe to call from any thread."""
         if self._session is None:
             return
-        tag = job_tag(connector, task)
         try:
             self.context.cancelJobsWithTag(tag)
         except Exception:

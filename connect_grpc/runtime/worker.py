@@ -14,6 +14,7 @@ import threading
 import traceback
 from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Protocol
 
 import structlog
@@ -23,18 +24,22 @@ from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
 from connect_grpc.runtime.gc_tuning import tune_for_batches
+from connect_grpc.runtime.hosting import HostSlots, importable_name
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
 from connect_grpc.runtime.retry import RetryPolicy
-from connect_grpc.runtime.sink_task import SinkTaskRunner
-from connect_grpc.runtime.source_task import SourceTaskRunner
+from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
+from connect_grpc.runtime.source_task import HostedSourceTaskRunner, SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner
 from connect_grpc.storage.base import OffsetStore
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.worker_config import TASK_HOSTING_EXECUTOR, WorkerConfig
 
 __all__ = ["PluginLoader", "StatusListener", "Worker"]
 
 log = structlog.get_logger(__name__)
+
+#: ``task.batch.local.max.records`` of a task that could not be hosted: every batch.
+IN_PROCESS = 2**62
 
 #: Seconds ``stop_tasks`` waits for each task's loop to end.
 TASK_STOP_TIMEOUT_S = 10.0
@@ -69,6 +74,7 @@ class Worker:
         self._lock = threading.RLock()
         self._connectors: dict[str, ConnectorInstance] = {}
         self._tasks: dict[TaskId, TaskRunner] = {}
+        self._host_slots = HostSlots(self._spark.task_slots)
         self._log = log.bind(worker_id=config.worker_id)
 
     @property
@@ -195,10 +201,15 @@ class Worker:
             for runner in runners:
                 if self._tasks.get(runner.id) is runner:
                     del self._tasks[runner.id]
+                    self._host_slots.release(runner.id)
 
     def task_ids(self) -> set[TaskId]:
         with self._lock:
             return set(self._tasks)
+
+    def hosted_tasks(self) -> set[TaskId]:
+        """The tasks running in a Spark task of their own (``task.hosting=executor``)."""
+        return self._host_slots.held()
 
     # helpers
 
@@ -224,7 +235,18 @@ class Worker:
         self, task: TaskId, connector_config: Mapping[str, str], task_config: Mapping[str, str]
     ) -> TaskRunner:
         class_name = connector_config.get("connector.class", "")
-        plugin: Task = self._plugins.new_connector(class_name).task_class()()
+        task_class = self._plugins.new_connector(class_name).task_class()
+        hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
+        hosted_name = importable_name(task_class) if hosting else None
+        if hosted_name is not None and self._host_slots.try_acquire(task):
+            self._log.info("task_hosted", connector=task.connector, task=task.task)
+            return self._hosted_runner(task, task_class, hosted_name, connector_config, task_config)
+        # a task that could not get a slot of its own moves its batches in-process: the
+        # slots are held by hosted tasks, and a batch job would wait for one
+        config = self._config
+        if hosting:
+            config = replace(config, local_batch_max_records=IN_PROCESS)
+        plugin: Task = task_class()
         if isinstance(plugin, SourceTask):
             return SourceTaskRunner(
                 task,
@@ -232,7 +254,7 @@ class Worker:
                 self.worker_id,
                 self._listener,
                 self._spark,
-                worker_config=self._config,
+                worker_config=config,
                 connector_config=connector_config,
                 offset_store=self._offsets,
                 **self._runner_options(),
@@ -244,12 +266,47 @@ class Worker:
                 self.worker_id,
                 self._listener,
                 self._spark,
-                worker_config=self._config,
+                worker_config=config,
                 connector_config=connector_config,
                 task_config=task_config,
                 **self._runner_options(),
             )
         raise TypeError(f"{type(plugin).__name__} is neither a SourceTask nor a SinkTask")
+
+    def _hosted_runner(
+        self,
+        task: TaskId,
+        task_class: type[Task],
+        hosted_name: str,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+    ) -> TaskRunner:
+        if issubclass(task_class, SourceTask):
+            return HostedSourceTaskRunner(
+                task,
+                hosted_name,
+                self.worker_id,
+                self._listener,
+                self._spark,
+                worker_config=self._config,
+                connector_config=connector_config,
+                offset_store=self._offsets,
+                **self._runner_options(),
+            )
+        if issubclass(task_class, SinkTask):
+            return HostedSinkTaskRunner(
+                task,
+                hosted_name,
+                self.worker_id,
+                self._listener,
+                self._spark,
+                worker_config=self._config,
+                connector_config=connector_config,
+                task_config=task_config,
+                **self._runner_options(),
+            )
+        self._host_slots.release(task)
+        raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")
 
     def _report_connector(self, name: str, state: State, trace: str = "") -> None:
         self._log.error("connector_failed", connector=name, trace=trace)

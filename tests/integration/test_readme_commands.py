@@ -414,9 +414,15 @@ def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None
         connector_files=connector_files,
     )
     with worker:
-        listed = worker.stub.ListConnectors(pb.ListConnectorsRequest(expand_info=True),
-                                            timeout=10)
-        configs = {c.name: dict(c.info.config) for c in listed.connectors}
+        # the worker serves while it creates the files' connectors, one after the other
+        def listed() -> dict[str, dict[str, str]] | None:
+            answer = worker.stub.ListConnectors(pb.ListConnectorsRequest(expand_info=True),
+                                                timeout=10)
+            found = {c.name: dict(c.info.config) for c in answer.connectors}
+            return found if len(found) >= len(connector_files) else None
+
+        configs = wait_until(listed, timeout=30)
+        assert configs is not None
         assert len(configs) == len(connector_files) == 2
         [source] = [c for c in configs.values() if "topic" in c]
         [sink] = [c for c in configs.values() if "topics" in c]

@@ -7,6 +7,7 @@ own connector names and topics.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -156,15 +157,18 @@ class Env:
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
 
 
-@pytest.fixture(scope="module")
-def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    tmp = tmp_path_factory.mktemp("runtime")
+@contextlib.contextmanager
+def worker_env(
+    kafka_bootstrap: str, tmp: Path, worker_id: str, **properties: str
+) -> Iterator[Env]:
+    """A started Worker (local[2], real Plugins with the test ones) on a file offset store."""
     config = WorkerConfig.from_properties(
         {
             "bootstrap.servers": kafka_bootstrap,
-            "worker.id": "runtime-test",
+            "worker.id": worker_id,
             "spark.master": "local[2]",
             "producer.linger.ms": "2",
+            **properties,
         }
     )
     offsets = FileOffsetStore(tmp / "offsets.json")
@@ -176,6 +180,17 @@ def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield Env(worker, listener, offsets, kafka_bootstrap, tmp)
     finally:
         worker.stop()
+
+
+@pytest.fixture(scope="module")
+def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    # these tests are about the driver's loop: its jobs, its in-process plugins (hosted
+    # tasks: test_hosting.py)
+    with worker_env(
+        kafka_bootstrap, tmp_path_factory.mktemp("runtime"), "runtime-test",
+        **{"task.hosting": "driver"},
+    ) as env:
+        yield env
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:

@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
+from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.runtime import kafka_io
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.kafka_io import ClientCache
-from connect_grpc.runtime.records import ProduceRow
 
 
 class Client:
@@ -83,10 +83,10 @@ def test_a_driver_batch_nobody_can_deliver_ends_when_the_task_stops() -> None:
     producer = kafka_io.DriverProducer(
         {"bootstrap.servers": "127.0.0.1:1", "client.id": "driver-test", "linger.ms": "1"}
     )
-    rows: list[ProduceRow] = [("t", -1, b"k", b"v", ()) for _ in range(5)]
+    records = [SourceRecord({"p": 0}, {"o": i}, "t", b"v", key=b"k") for i in range(5)]
     begun = time.monotonic()
 
-    result = producer.produce(rows, _stop_after(0.3))
+    result = producer.produce(records, _stop_after(0.3))
 
     assert time.monotonic() - begun < 0.3 + 2 * kafka_io.FLUSH_SLICE_S + 0.3
     assert (result.produced, result.failed, result.retriable) == (5, 5, True)
@@ -114,7 +114,9 @@ def test_a_driver_read_of_a_silent_partition_ends_when_the_task_stops() -> None:
     consumer = _SilentConsumer()
     begun = time.monotonic()
 
-    result = kafka_io._read_range(consumer, OffsetRange("t", 0, 10, 20), _stop_after(0.3))
+    result = kafka_io._read_range(
+        consumer, OffsetRange("t", 0, 10, 20), kafka_io._tuple_rows, _stop_after(0.3)
+    )
 
     assert time.monotonic() - begun < 0.3 + 2 * kafka_io.FLUSH_SLICE_S + 0.3
     assert result.failure is not None and result.failure.retriable

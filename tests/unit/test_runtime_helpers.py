@@ -202,6 +202,12 @@ def test_readers_do_not_long_poll_unless_told_to() -> None:
     assert reader_conf(told, override, "c")["fetch.wait.max.ms"] == "50"
 
 
+def test_readers_do_not_back_off_for_a_second_when_their_queue_is_full() -> None:
+    assert reader_conf(worker_config(), {}, "c")["fetch.queue.backoff.ms"] == "10"
+    told = worker_config(**{"consumer.fetch.queue.backoff.ms": "1000"})
+    assert reader_conf(told, {}, "c")["fetch.queue.backoff.ms"] == "1000"
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"), [(None, 1000), ("0", 0), (" 250 ", 250), ("2147483647", 2147483647)]
 )

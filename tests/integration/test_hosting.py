@@ -1,0 +1,287 @@
+"""Hosted tasks (``task.hosting=executor``, the default) against a real broker and real
+Spark (local[2]): each task's plugin lives in one long-running Spark task, which moves its
+batches; the driver commits, pauses, stops and reports as for any task.
+
+One Worker serves the whole module; each test uses its own connector names and topics and
+stops its tasks, so that the two slots are free for the next test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from connect_grpc.domain import State, TargetState, TaskId
+from connect_grpc.runtime.spark import host_job_tag, job_tag
+from connect_grpc.testing.plugins import read_events
+from tests.integration.helpers import create_topic, read_all
+from tests.integration.test_runtime import (
+    Env,
+    group_offset,
+    lines,
+    start_connector_and_tasks,
+    wait_for,
+    worker_env,
+)
+
+pytestmark = [pytest.mark.integration]
+
+INSTRUMENTED_SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
+
+
+@pytest.fixture(scope="module")
+def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    with worker_env(kafka_bootstrap, tmp_path_factory.mktemp("hosting"), "hosting-test") as env:
+        yield env
+
+
+def job_ids(env: Env, tag: str) -> list[int]:
+    context = env.worker._spark.context  # test-only peek at the job history
+    return list(context.statusTracker().getJobIdsForGroup(tag))
+
+
+def host_tag(task: TaskId) -> str:
+    return host_job_tag(task.connector, task.task)
+
+
+def end_offset(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "hosting-test-probe"})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        consumer.close()
+
+
+def python_workers_of(jvm_pid: int) -> list[int]:
+    """The executor Python workers (children of the pyspark daemon) of one Spark JVM."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    daemons = {pid for pid, parent in parents.items() if parent == jvm_pid}
+    return [pid for pid, parent in parents.items() if parent in daemons]
+
+
+@pytest.mark.timeout(180)
+def test_a_hosted_pipeline_moves_every_line_in_one_spark_job_per_task(
+    env: Env, unique_topic: str
+) -> None:
+    create_topic(env.admin, unique_topic)
+    source, out = env.tmp / "pipeline-in.txt", env.tmp / "pipeline-out.txt"
+    small = [f"small-{i}" for i in range(50)]
+    source.write_text("".join(f"{line}\n" for line in small), encoding="utf-8")
+    names = [f"source-{uuid.uuid4().hex[:6]}", f"sink-{uuid.uuid4().hex[:6]}"]
+    configs = [
+        {"name": names[0], "connector.class": "FileStreamSource", "file": str(source),
+         "topic": unique_topic, "tasks.max": "1"},
+        {"name": names[1], "connector.class": "FileStreamSink", "file": str(out),
+         "topics": unique_topic, "tasks.max": "1"},
+    ]
+    tasks = [start_connector_and_tasks(env, name, config)[0]
+             for name, config in zip(names, configs, strict=True)]
+    assert env.worker.hosted_tasks() == set(tasks)
+
+    wait_for(lambda: lines(out) == small, what="the first lines in the sink file")
+    large = [f"large-{i}" for i in range(20_000)]
+    with source.open("a", encoding="utf-8") as handle:
+        handle.write("".join(f"{line}\n" for line in large))
+    wait_for(lambda: len(lines(out)) >= 20_050, what="every line in the sink file")
+    assert lines(out) == small + large
+    size = source.stat().st_size
+    wait_for(lambda: env.offsets.get(names[0], {"filename": str(source)}) == {"position": size},
+             what="the source offset at the end of the file")
+    wait_for(lambda: group_offset(env.admin, f"connect-{names[1]}", unique_topic) == 20_050,
+             what="the sink group's offset at the end of the topic")
+    # one long-running job each, and no batch job
+    assert [len(job_ids(env, host_tag(task))) for task in tasks] == [1, 1]
+    assert [job_ids(env, job_tag(task.connector, task.task)) for task in tasks] == [[], []]
+
+    env.worker.stop_tasks(tasks, connector_deleted=True)
+    assert env.worker.hosted_tasks() == set()
+    context = env.worker._spark.context
+    wait_for(lambda: not context.statusTracker().getActiveJobsIds(), timeout=10,
+             what="the hosting jobs ended")
+    for name in names:
+        env.worker.stop_connector(name, connector_deleted=True)
+
+
+@pytest.mark.timeout(180)
+def test_offsets_come_from_the_driver_and_stop_is_called_once_with_the_deleted_flag(
+    env: Env, unique_topic: str, tmp_path: Path
+) -> None:
+    create_topic(env.admin, unique_topic)
+    events = tmp_path / "events.jsonl"
+    name = f"instr-{uuid.uuid4().hex[:6]}"
+    config = {"name": name, "connector.class": INSTRUMENTED_SOURCE, "topic": unique_topic,
+              "tasks.max": "1", "test.source.records": "30", "test.events.file": str(events)}
+    # the task resumes after the offset the driver's store holds (asked from the host)
+    env.offsets.put(name, [({"task": 0}, {"seq": 9})])
+    tasks = start_connector_and_tasks(env, name, config)
+    assert env.worker.hosted_tasks() == set(tasks)
+    wait_for(lambda: env.offsets.get(name, {"task": 0}) == {"seq": 29}, what="offset seq 29")
+    values = [m.value().decode() for m in read_all(env.bootstrap, unique_topic)]
+    assert values == [f"0-{i}" for i in range(10, 30)]
+
+    env.worker.stop_tasks(tasks, connector_deleted=True)
+    stops = [e for e in read_events(events) if e["event"] == "task_stop"]
+    assert [e["connector_deleted"] for e in stops] == [True]
+    env.worker.stop_connector(name, connector_deleted=True)
+
+
+@pytest.mark.timeout(180)
+def test_pause_stops_the_flow_and_resume_continues(env: Env, unique_topic: str) -> None:
+    create_topic(env.admin, unique_topic)
+    name = f"seq-{uuid.uuid4().hex[:6]}"
+    config = {"name": name, "connector.class": "SequenceSource", "topic": unique_topic,
+              "tasks.max": "1", "sequence.rate": "2000"}
+    tasks = start_connector_and_tasks(env, name, config)
+    wait_for(lambda: end_offset(env.bootstrap, unique_topic) > 0, what="records flowing")
+
+    env.worker.set_task_target(tasks[0], TargetState.PAUSED)
+    wait_for(lambda: env.listener.task_state(tasks[0]).state is State.PAUSED,  # type: ignore[union-attr]
+             what="PAUSED")
+    time.sleep(0.5)  # a batch in flight when the pause came may still land
+    paused_at = end_offset(env.bootstrap, unique_topic)
+    time.sleep(1.0)
+    assert end_offset(env.bootstrap, unique_topic) == paused_at
+
+    env.worker.set_task_target(tasks[0], TargetState.STARTED)
+    wait_for(lambda: end_offset(env.bootstrap, unique_topic) > paused_at, what="flow resumed")
+    env.worker.stop_tasks(tasks, connector_deleted=False)
+    env.worker.stop_connector(name, connector_deleted=False)
+
+
+@pytest.mark.timeout(180)
+def test_a_stop_during_a_large_batch_returns_within_a_second_and_offsets_trail_kafka(
+    env: Env, unique_topic: str
+) -> None:
+    create_topic(env.admin, unique_topic)
+    name = f"seq-{uuid.uuid4().hex[:6]}"
+    config = {"name": name, "connector.class": "SequenceSource", "topic": unique_topic,
+              "tasks.max": "1"}
+    tasks = start_connector_and_tasks(env, name, config)
+    wait_for(lambda: end_offset(env.bootstrap, unique_topic) > 300_000, what="large batches")
+
+    started = time.monotonic()
+    env.worker.stop_tasks(tasks, connector_deleted=False)
+    assert time.monotonic() - started < 1.0
+    landed = end_offset(env.bootstrap, unique_topic)
+    time.sleep(0.5)
+    assert end_offset(env.bootstrap, unique_topic) == landed  # nothing lands after the stop
+    committed = env.offsets.get(name, {"task": 0})
+    assert committed is not None
+    assert int(committed["seq"]) < landed  # offsets name only what reached Kafka
+    env.worker.stop_connector(name, connector_deleted=False)
+
+
+@pytest.mark.timeout(180)
+def test_tasks_beyond_the_slots_run_in_process_and_every_record_lands_once(
+    env: Env, unique_topic: str
+) -> None:
+    create_topic(env.admin, unique_topic)
+    name = f"seq-{uuid.uuid4().hex[:6]}"
+    config = {"name": name, "connector.class": "SequenceSource", "topic": unique_topic,
+              "tasks.max": "3", "sequence.count": "90000"}
+    tasks = start_connector_and_tasks(env, name, config)
+    assert env.worker.hosted_tasks() == set(tasks[:2])  # local[2]: two slots
+    wait_for(lambda: end_offset(env.bootstrap, unique_topic) >= 90_000, what="90000 records")
+    for task in tasks:
+        wait_for(lambda t=task: env.offsets.get(name, {"task": t.task}) is not None,  # type: ignore[misc]
+                 what="every task's offset")
+    values = sorted(int(m.value()) for m in read_all(env.bootstrap, unique_topic))
+    assert values == list(range(90_000))
+    # the third task moved its batches itself: no Spark job of its own
+    assert job_ids(env, job_tag(name, 2)) == [] and job_ids(env, host_tag(tasks[2])) == []
+    env.worker.stop_tasks(tasks, connector_deleted=False)
+    env.worker.stop_connector(name, connector_deleted=False)
+
+
+@pytest.mark.timeout(180)
+def test_a_plugin_failure_in_the_host_fails_the_task_with_its_trace(
+    env: Env, unique_topic: str, tmp_path: Path
+) -> None:
+    name = f"instr-{uuid.uuid4().hex[:6]}"
+    config = {"name": name, "connector.class": INSTRUMENTED_SOURCE, "topic": unique_topic,
+              "tasks.max": "1", "test.fail.task.poll": "0",
+              "test.events.file": str(tmp_path / "events.jsonl")}
+    tasks = start_connector_and_tasks(env, name, config)
+    wait_for(lambda: env.listener.task_state(tasks[0]).state is State.FAILED,  # type: ignore[union-attr]
+             what="FAILED")
+    trace = env.listener.task_state(tasks[0]).trace  # type: ignore[union-attr]
+    assert "in the Spark task hosting the task" in trace
+    assert "task 0 poll/put failed on purpose" in trace
+    env.worker.stop_tasks(tasks, connector_deleted=False)
+    env.worker.stop_connector(name, connector_deleted=False)
+
+
+@pytest.mark.timeout(180)
+def test_a_killed_host_is_retried_in_a_new_host_and_the_task_moves_on(
+    env: Env, unique_topic: str
+) -> None:
+    create_topic(env.admin, unique_topic)
+    name = f"seq-{uuid.uuid4().hex[:6]}"
+    config = {"name": name, "connector.class": "SequenceSource", "topic": unique_topic,
+              "tasks.max": "1", "sequence.rate": "1000"}
+    tasks = start_connector_and_tasks(env, name, config)
+    wait_for(lambda: env.offsets.get(name, {"task": 0}) is not None, what="a first commit")
+
+    jvm = env.worker._spark.context._gateway.proc.pid  # test-only peek
+    for pid in python_workers_of(jvm):
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: any(s.state is State.RETRYING and "hosting the task" in s.trace
+                         for s in env.listener.tasks[tasks[0]]), what="RETRYING")
+    committed = int(env.offsets.get(name, {"task": 0})["seq"])  # type: ignore[index]
+    wait_for(lambda: int(env.offsets.get(name, {"task": 0})["seq"]) > committed + 100,  # type: ignore[index]
+             what="the task moving on in its new host")
+    assert env.listener.task_state(tasks[0]).state is State.RUNNING  # type: ignore[union-attr]
+    assert State.FAILED not in [s.state for s in env.listener.tasks[tasks[0]]]
+    assert len(job_ids(env, host_tag(tasks[0]))) == 2
+    env.worker.stop_tasks(tasks, connector_deleted=False)
+    env.worker.stop_connector(name, connector_deleted=False)
+
+
+@pytest.mark.timeout(180)
+def test_a_task_class_an_executor_cannot_import_fails_the_task_with_the_import_error(
+    env: Env, unique_topic: str, tmp_path: Path
+) -> None:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    module = f"driver_only_{uuid.uuid4().hex[:6]}"
+    (plugins / f"{module}.py").write_text(
+        "from connect_grpc.connectors.sequence import (\n"
+        "    SequenceSourceConnector, SequenceSourceTask)\n"
+        "class Task(SequenceSourceTask):\n    pass\n"
+        "class Connector(SequenceSourceConnector):\n"
+        "    def task_class(self):\n        return Task\n",
+        encoding="utf-8",
+    )
+    # on the driver's path only (not plugin.path, which hosts are given)
+    sys.path.append(str(plugins))
+    name = f"imp-{uuid.uuid4().hex[:6]}"
+    task = TaskId(name, 0)
+    try:
+        config = {"name": name, "connector.class": f"{module}.Connector",
+                  "topic": unique_topic, "tasks.max": "1"}
+        assert env.worker.start_connector(name, config, TargetState.STARTED)
+        task_config = env.worker.connector_task_configs(name, 1)[0]
+        assert not env.worker.start_task(task, config, task_config, TargetState.STARTED)
+    finally:
+        sys.path.remove(str(plugins))
+    status = env.listener.task_state(task)
+    assert status is not None and status.state is State.FAILED
+    assert "could not be built" in status.trace and f"No module named '{module}'" in status.trace
+    env.worker.stop_tasks([task], connector_deleted=False)
+    assert env.worker.hosted_tasks() == set()
+    env.worker.stop_connector(name, connector_deleted=False)

@@ -1,0 +1,193 @@
+"""The host's side of a hosted task's connection (over a real multiprocessing Pipe), the
+slot accounting, and the names an executor imports plugins by. The driver's side with a
+real Spark job: tests/integration/test_hosting.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
+from typing import Any
+
+import pytest
+
+from connect_grpc.connectors.api import RetriableError
+from connect_grpc.domain import TaskId
+from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.runtime.hosting import (
+    HostedTaskError,
+    HostSession,
+    HostSlots,
+    RetriableHostedTaskError,
+    hosted_error,
+    import_by_name,
+    importable_name,
+)
+from connect_grpc.runtime.retry import is_retriable_error
+from connect_grpc.runtime.spark import local_slots
+from connect_grpc.worker_config import WorkerConfig
+
+
+class _Host:
+    """What serve() calls: records its calls, and fails when asked to."""
+
+    def __init__(self, session: HostSession) -> None:
+        self.session = session
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.abandoned = False
+
+    def echo(self, value: Any) -> Any:
+        self.calls.append(("echo", (value,)))
+        return value
+
+    def fail(self, retriable: bool) -> None:
+        raise (RetriableError if retriable else ValueError)("failed on purpose")
+
+    def ask_driver(self, partition: dict[str, int]) -> Any:
+        return self.session.ask("offset", partition)
+
+    def stopping(self) -> bool:
+        return self.session.stopping()
+
+    def stop(self, connector_deleted: bool) -> str:
+        self.calls.append(("stop", (connector_deleted,)))
+        return "stopped"
+
+    def abandon(self) -> None:
+        self.abandoned = True
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[Connection, _Host, threading.Thread]]:
+    driver, host_end = Pipe()
+    session = HostSession(host_end)
+    host = _Host(session)
+    thread = threading.Thread(target=session.serve, args=(host,), daemon=True)
+    thread.start()
+    yield driver, host, thread
+    driver.close()
+    thread.join(5)
+
+
+def call(driver: Connection, name: str, *args: Any) -> Any:
+    driver.send(("call", name, args))
+    assert driver.poll(5), f"no answer to {name}"
+    return driver.recv()
+
+
+def test_a_call_answers_its_value(served: tuple[Connection, _Host, threading.Thread]) -> None:
+    driver, host, _ = served
+    assert call(driver, "echo", {"a": 1}) == ("ok", {"a": 1})
+    assert host.calls == [("echo", ({"a": 1},))]
+
+
+@pytest.mark.parametrize("retriable", [True, False])
+def test_a_raising_call_answers_its_trace_and_whether_it_is_retriable(
+    served: tuple[Connection, _Host, threading.Thread], retriable: bool
+) -> None:
+    driver, _, _ = served
+    kind, trace, answered_retriable = call(driver, "fail", retriable)
+    assert kind == "error"
+    assert "failed on purpose" in trace and "Traceback" in trace
+    assert answered_retriable is retriable
+
+
+def test_the_host_asks_the_driver_and_gets_its_answer(
+    served: tuple[Connection, _Host, threading.Thread],
+) -> None:
+    driver, _, _ = served
+    driver.send(("call", "ask_driver", ({"task": 0},)))
+    assert driver.poll(5)
+    assert driver.recv() == ("ask", "offset", ({"task": 0},))
+    driver.send(("interrupt",))  # an interrupt may come in while the host waits
+    driver.send(("answer", {"seq": 7}))
+    assert driver.poll(5)
+    assert driver.recv() == ("ok", {"seq": 7})
+    assert call(driver, "stopping") == ("ok", True)
+
+
+def test_an_interrupt_between_calls_is_seen_by_the_next_one(
+    served: tuple[Connection, _Host, threading.Thread],
+) -> None:
+    driver, _, _ = served
+    assert call(driver, "stopping") == ("ok", False)
+    driver.send(("interrupt",))
+    assert call(driver, "stopping") == ("ok", True)
+
+
+def test_stop_is_the_last_call(served: tuple[Connection, _Host, threading.Thread]) -> None:
+    driver, host, thread = served
+    assert call(driver, "stop", True) == ("ok", "stopped")
+    thread.join(5)
+    assert not thread.is_alive()
+    assert host.calls == [("stop", (True,))] and not host.abandoned
+
+
+def test_a_driver_that_leaves_makes_the_host_abandon(
+    served: tuple[Connection, _Host, threading.Thread],
+) -> None:
+    driver, host, thread = served
+    driver.close()
+    thread.join(5)
+    assert not thread.is_alive() and host.abandoned
+
+
+def test_hosted_errors_keep_whether_they_are_retriable() -> None:
+    retriable = hosted_error("Traceback ...\nRetriableError: x", True)
+    final = hosted_error("Traceback ...\nValueError: x", False)
+    assert isinstance(retriable, RetriableHostedTaskError) and is_retriable_error(retriable)
+    assert isinstance(final, HostedTaskError) and not is_retriable_error(final)
+    assert "in the Spark task hosting the task" in str(final)
+
+
+def test_slots_are_held_once_per_task_up_to_the_capacity() -> None:
+    capacity = [2]
+    slots = HostSlots(lambda: capacity[0])
+    a, b, c = TaskId("c", 0), TaskId("c", 1), TaskId("c", 2)
+    assert slots.try_acquire(a) and slots.try_acquire(a)  # idempotent for one task
+    assert slots.try_acquire(b)
+    assert not slots.try_acquire(c)
+    slots.release(a)
+    assert slots.try_acquire(c)
+    assert slots.held() == {b, c}
+    capacity[0] = 0  # e.g. a cluster whose executors left: no new host
+    slots.release(b)
+    assert not slots.try_acquire(a)
+
+
+class ModuleLevelTask:
+    class Nested:
+        pass
+
+
+def test_only_classes_an_executor_can_import_by_name_are_hosted() -> None:
+    class Local:
+        pass
+
+    assert importable_name(ModuleLevelTask) == f"{__name__}:ModuleLevelTask"
+    assert importable_name(ModuleLevelTask.Nested) == f"{__name__}:ModuleLevelTask.Nested"
+    assert import_by_name(f"{__name__}:ModuleLevelTask.Nested") is ModuleLevelTask.Nested
+    assert importable_name(Local) is None
+    assert importable_name(type("Main", (), {"__module__": "__main__"})) is None
+
+
+@pytest.mark.parametrize(
+    ("master", "slots"),
+    [("local", 1), ("local[3]", 3), ("local[*]", 8), ("local[2,4]", 2), ("local[*, 3]", 8),
+     ("spark://host:7077", None), ("yarn", None), ("local-cluster[2,1,1024]", None)],
+)
+def test_local_masters_have_their_thread_count_of_slots(master: str, slots: int | None) -> None:
+    assert local_slots(master, cpus=8) == slots
+
+
+@pytest.mark.parametrize("bad", ["gpu", "Driver", ""])
+def test_task_hosting_is_executor_by_default_and_parsed_like_kafka(bad: str) -> None:
+    base = {"bootstrap.servers": "localhost:9092"}
+    assert WorkerConfig.from_properties(base).task_hosting == "executor"
+    assert WorkerConfig.from_properties({**base, "task.hosting": " driver "}).task_hosting == (
+        "driver"
+    )
+    with pytest.raises(InvalidArgumentError) as raised:
+        WorkerConfig.from_properties({**base, "task.hosting": bad})
+    assert "task.hosting" in str(raised.value)
