@@ -100,8 +100,8 @@ class HostSpec:
 
 
 class HostSlots:
-    """How many Spark task slots hosted tasks hold, so that they never hold them all and
-    starve each other of a slot (a hosted task keeps its slot until it stops)."""
+    """Which tasks hold a Spark task slot: a hosted task keeps its slot until it stops, so
+    a task is hosted only while one is free (its job would otherwise wait for ever)."""
 
     def __init__(self, capacity: Callable[[], int]) -> None:
         self._capacity = capacity
@@ -334,6 +334,10 @@ class HostedSinkPlugin(HostedPlugin, SinkTask):
 # ---- the executor's side -----------------------------------------------------------------
 
 
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
 class PluginHost:
     """What a source and a sink task's host share: the plugin, and the one Kafka client the
     host moves batches with, closed once."""
@@ -351,10 +355,6 @@ class PluginHost:
     def abandon(self) -> None:
         """The driver is gone: close the client, leave the plugin (as a crash would)."""
         self._client.close()
-
-
-class Closeable(Protocol):
-    def close(self) -> None: ...
 
 
 class HostSession:

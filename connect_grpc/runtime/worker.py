@@ -240,7 +240,13 @@ class Worker:
         hosted_name = importable_name(task_class) if hosting else None
         if hosted_name is not None and self._host_slots.try_acquire(task):
             self._log.info("task_hosted", connector=task.connector, task=task.task)
-            return self._hosted_runner(task, task_class, hosted_name, connector_config, task_config)
+            try:
+                return self._hosted_runner(
+                    task, task_class, hosted_name, connector_config, task_config
+                )
+            except BaseException:
+                self._host_slots.release(task)
+                raise
         # a task that could not get a slot of its own moves its batches in-process: the
         # slots are held by hosted tasks, and a batch job would wait for one
         config = self._config
@@ -305,7 +311,6 @@ class Worker:
                 task_config=task_config,
                 **self._runner_options(),
             )
-        self._host_slots.release(task)
         raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")
 
     def _report_connector(self, name: str, state: State, trace: str = "") -> None:
