@@ -100,8 +100,9 @@ def _import_module_prefix(parts: list[str]) -> tuple[object, list[str]]:
     raise _ImportFailedError(f"no module named {parts[0]!r}")
 
 
-def _import_object(path: str) -> object:
-    """Imports ``pkg.mod.Attr`` or ``pkg.mod:Attr`` (nested attributes allowed)."""
+def import_object(path: str) -> object:
+    """Imports ``pkg.mod.Attr`` or ``pkg.mod:Attr`` (nested attributes allowed); raises an
+    exception that says why it could not."""
     if ":" in path:
         module_name, _, attr_path = path.partition(":")
         try:
@@ -205,7 +206,7 @@ class Plugins:
         if not path or ("." not in path and ":" not in path):
             raise self._not_found(name, "not a known alias nor a fully qualified class name")
         try:
-            target = _import_object(path)
+            target = import_object(path)
         except _ImportFailedError as exc:
             raise self._not_found(name, str(exc)) from exc
         if not (isinstance(target, type) and issubclass(target, Connector)):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import secrets
 import sys
 import threading
@@ -33,6 +32,7 @@ from typing import Any, Protocol
 import structlog
 
 from connect_grpc.connectors.api import RetriableError, SinkRecord, SinkTask, Task
+from connect_grpc.connectors.plugins import import_object
 from connect_grpc.domain import TaskId
 from connect_grpc.runtime.kafka_io import prepare_executor
 from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
@@ -77,12 +77,10 @@ def importable_name(cls: type) -> str | None:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def import_by_name(name: str) -> Any:
-    module, _, qualname = name.partition(":")
-    found: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        found = getattr(found, part)
-    return found
+def build(name: str, *args: Any) -> Any:
+    """Calls the class or function named ``module:qualname`` with ``args``."""
+    factory: Any = import_object(name)
+    return factory(*args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +418,7 @@ def serve_host(spec: HostSpec, rows: Iterator[object]) -> Iterator[object]:
     with Client(spec.address, authkey=spec.authkey) as conn:
         session = HostSession(conn)
         try:
-            host = import_by_name(spec.factory)(session, *spec.args)
+            host = build(spec.factory, session, *spec.args)
         except Exception:  # e.g. the plugin cannot be imported here: the driver's call says so
             host = _UnbuiltHost(traceback.format_exc())
         session.serve(host)

@@ -28,7 +28,7 @@ from connect_grpc.runtime.hosting import (
     HostLink,
     HostSession,
     PluginHost,
-    import_by_name,
+    build,
     plugin_sys_path,
 )
 from connect_grpc.runtime.kafka_io import (
@@ -288,7 +288,7 @@ class SinkHost(PluginHost):
     ) -> None:
         self._session = session
         self._id = task_id
-        self._plugin: SinkTask = import_by_name(task_class)()
+        self._plugin: SinkTask = build(task_class)
         self._reader = DriverReader(conf)
         super().__init__(self._plugin, self._reader)
 

@@ -12,7 +12,7 @@ import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Unpack
+from typing import Any, Unpack
 
 import structlog
 
@@ -25,7 +25,7 @@ from connect_grpc.runtime.hosting import (
     HostLink,
     HostSession,
     PluginHost,
-    import_by_name,
+    build,
     offset_answerer,
     plugin_sys_path,
 )
@@ -111,6 +111,15 @@ def check_delivery(results: Sequence[ProduceResult], expected: int) -> None:
         )
 
 
+def notify_commit(plugin: SourceTask, logger: Any) -> None:
+    """``SourceTask.commit`` is a notification: as in Kafka Connect, its failure is logged
+    and does not fail the task (the offsets are already committed)."""
+    try:
+        plugin.commit()
+    except Exception:
+        logger.warning("source_task_commit_failed", exc_info=True)
+
+
 def poll_batch(plugin: SourceTask, wanted: int, stopping: Callable[[], bool]) -> _Batch | None:
     """Polls until the batch is full, the plugin has nothing more for now, or the batch
     has been filling for POLL_LINGER_S. A plugin's own cap per poll (FileStreamSource's
@@ -172,17 +181,9 @@ class SourceTaskRunner(TaskRunner):
             self.kafka_ok()
         self._offsets.put(self.id.connector, latest_offsets(batch.records))
         self._pending = None
-        self._commit_plugin()
+        notify_commit(self.plugin, self.log)
         self._sizer.observe(len(batch.records))
         return True
-
-    def _commit_plugin(self) -> None:
-        """``SourceTask.commit`` is a notification: as in Kafka Connect, its failure is logged
-        and does not fail the task (the offsets are already committed)."""
-        try:
-            self.plugin.commit()
-        except Exception:
-            self.log.warning("source_task_commit_failed", exc_info=True)
 
     def _poll(self) -> _Batch | None:
         batch = poll_batch(self.plugin, self._sizer.size, self._stopping.is_set)
@@ -229,7 +230,7 @@ class SourceHost(PluginHost):
     ) -> None:
         self._session = session
         self._id = task_id
-        self._plugin: SourceTask = import_by_name(task_class)()
+        self._plugin: SourceTask = build(task_class)
         self._producer = DriverProducer(conf)
         super().__init__(self._plugin, self._producer)
         self._pending: _Batch | None = None
@@ -255,10 +256,7 @@ class SourceHost(PluginHost):
     def committed(self) -> None:
         """The driver committed the batch's offsets: tells the plugin (a failure is logged)."""
         self._pending = None
-        try:
-            self._plugin.commit()
-        except Exception:
-            log.warning("source_task_commit_failed", exc_info=True)
+        notify_commit(self._plugin, log)
 
 
 class HostedSourceTaskRunner(TaskRunner):

@@ -28,6 +28,7 @@ from tests.integration.test_runtime import (
     group_offset,
     lines,
     start_connector_and_tasks,
+    start_file_pipeline,
     wait_for,
     worker_env,
 )
@@ -78,19 +79,7 @@ def python_workers_of(jvm_pid: int) -> list[int]:
 def test_a_hosted_pipeline_moves_every_line_in_one_spark_job_per_task(
     env: Env, unique_topic: str
 ) -> None:
-    create_topic(env.admin, unique_topic)
-    source, out = env.tmp / "pipeline-in.txt", env.tmp / "pipeline-out.txt"
-    small = [f"small-{i}" for i in range(50)]
-    source.write_text("".join(f"{line}\n" for line in small), encoding="utf-8")
-    names = [f"source-{uuid.uuid4().hex[:6]}", f"sink-{uuid.uuid4().hex[:6]}"]
-    configs = [
-        {"name": names[0], "connector.class": "FileStreamSource", "file": str(source),
-         "topic": unique_topic, "tasks.max": "1"},
-        {"name": names[1], "connector.class": "FileStreamSink", "file": str(out),
-         "topics": unique_topic, "tasks.max": "1"},
-    ]
-    tasks = [start_connector_and_tasks(env, name, config)[0]
-             for name, config in zip(names, configs, strict=True)]
+    source, out, small, names, tasks = start_file_pipeline(env, unique_topic, "pipeline")
     assert env.worker.hosted_tasks() == set(tasks)
 
     wait_for(lambda: lines(out) == small, what="the first lines in the sink file")

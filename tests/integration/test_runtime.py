@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from confluent_kafka import (
@@ -214,6 +215,36 @@ def start_connector_and_tasks(env: Env, name: str, config: dict[str, str]) -> li
     for task, task_config in zip(tasks, task_configs, strict=True):
         assert env.worker.start_task(task, config, task_config, TargetState.STARTED)
     return tasks
+
+
+class FilePipeline(NamedTuple):
+    """A FileStreamSource → topic → FileStreamSink pair started by ``start_file_pipeline``."""
+
+    source: Path
+    out: Path
+    #: The 50 lines the source file holds at the start.
+    small: list[str]
+    names: list[str]
+    tasks: list[TaskId]
+
+
+def start_file_pipeline(env: Env, topic: str, stem: str) -> FilePipeline:
+    """Creates ``topic``, writes 50 lines to ``<stem>.txt`` and starts a FileStreamSource
+    from it and a FileStreamSink to ``<stem>-out.txt`` (one task each)."""
+    create_topic(env.admin, topic)
+    source, out = env.tmp / f"{stem}.txt", env.tmp / f"{stem}-out.txt"
+    small = [f"small-{i}" for i in range(50)]
+    source.write_text("".join(f"{line}\n" for line in small), encoding="utf-8")
+    names = [f"source-{uuid.uuid4().hex[:6]}", f"sink-{uuid.uuid4().hex[:6]}"]
+    configs = [
+        {"name": names[0], "connector.class": "FileStreamSource", "file": str(source),
+         "topic": topic, "tasks.max": "1"},
+        {"name": names[1], "connector.class": "FileStreamSink", "file": str(out),
+         "topics": topic, "tasks.max": "1"},
+    ]
+    tasks = [start_connector_and_tasks(env, name, config)[0]
+             for name, config in zip(names, configs, strict=True)]
+    return FilePipeline(source, out, small, names, tasks)
 
 
 def spark_jobs(env: Env, task: TaskId) -> int:
@@ -470,19 +501,7 @@ def test_stop_cancels_a_running_batch_job(env: Env, unique_topic: str) -> None:
 def test_small_batches_move_on_the_driver_and_large_ones_as_spark_jobs(
     env: Env, unique_topic: str
 ) -> None:
-    create_topic(env.admin, unique_topic)
-    source, out = env.tmp / "small-large.txt", env.tmp / "small-large-out.txt"
-    small = [f"small-{i}" for i in range(50)]
-    source.write_text("".join(f"{line}\n" for line in small), encoding="utf-8")
-    names = [f"source-{uuid.uuid4().hex[:6]}", f"sink-{uuid.uuid4().hex[:6]}"]
-    configs = [
-        {"name": names[0], "connector.class": "FileStreamSource", "file": str(source),
-         "topic": unique_topic, "tasks.max": "1"},
-        {"name": names[1], "connector.class": "FileStreamSink", "file": str(out),
-         "topics": unique_topic, "tasks.max": "1"},
-    ]
-    tasks = [start_connector_and_tasks(env, name, config)[0]
-             for name, config in zip(names, configs, strict=True)]
+    source, out, small, names, tasks = start_file_pipeline(env, unique_topic, "small-large")
     assert env.worker._config.local_batch_max_records == 1000  # the default (test-only peek)
 
     wait_for(lambda: lines(out) == small, what="the small batch in the sink file")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from connect_grpc.connectors.api import RetriableError
+from connect_grpc.connectors.plugins import import_object
 from connect_grpc.domain import TaskId
 from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.runtime.hosting import (
@@ -21,7 +22,6 @@ from connect_grpc.runtime.hosting import (
     HostSlots,
     RetriableHostedTaskError,
     hosted_error,
-    import_by_name,
     importable_name,
 )
 from connect_grpc.runtime.retry import is_retriable_error
@@ -167,7 +167,7 @@ def test_only_classes_an_executor_can_import_by_name_are_hosted() -> None:
 
     assert importable_name(ModuleLevelTask) == f"{__name__}:ModuleLevelTask"
     assert importable_name(ModuleLevelTask.Nested) == f"{__name__}:ModuleLevelTask.Nested"
-    assert import_by_name(f"{__name__}:ModuleLevelTask.Nested") is ModuleLevelTask.Nested
+    assert import_object(f"{__name__}:ModuleLevelTask.Nested") is ModuleLevelTask.Nested
     assert importable_name(Local) is None
     assert importable_name(type("Main", (), {"__module__": "__main__"})) is None
 
