@@ -27,6 +27,7 @@ from confluent_kafka import KafkaError
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
 from connect_grpc.runtime.batching import OffsetRange
+from connect_grpc.runtime.gc_tuning import collector_paused, tune_for_batches
 from connect_grpc.runtime.records import ConsumedRow, ProduceRow
 from connect_grpc.worker_config import WorkerConfig
 
@@ -206,7 +207,6 @@ def prepare_executor() -> None:
     import structlog
 
     from connect_grpc.logs import configure_logging
-    from connect_grpc.runtime.gc_tuning import tune_for_batches
 
     tune_for_batches()
     if not structlog.is_configured():
@@ -667,8 +667,9 @@ class DriverReader(_DriverClient[_CachedConsumer]):
         self, ranges: Iterable[OffsetRange], stopping: Callable[[], bool]
     ) -> list[RangeResult[SinkRecord]]:
         """Reads each range as SinkRecords; stops at the first failed one (and drops the
-        consumer)."""
-        results, fit = _read_each(self._client(), ranges, _sink_records, stopping)
+        consumer). The cyclic collector is paused meanwhile (``gc_tuning``)."""
+        with collector_paused():
+            results, fit = _read_each(self._client(), ranges, _sink_records, stopping)
         if not fit:
             self.close()
         return results

@@ -18,7 +18,11 @@ from connect_grpc.runtime.batching import (
     clip_ranges,
     slice_count,
 )
-from connect_grpc.runtime.gc_tuning import BATCH_GC_THRESHOLDS, tune_for_batches
+from connect_grpc.runtime.gc_tuning import (
+    BATCH_GC_THRESHOLDS,
+    collector_paused,
+    tune_for_batches,
+)
 from connect_grpc.runtime.kafka_io import (
     ProduceResult,
     member_conf,
@@ -268,3 +272,30 @@ def test_batch_processes_collect_garbage_in_large_steps() -> None:
     gc.set_threshold(200_000, 5, 5)  # a process that chose its own keeps it
     tune_for_batches()
     assert gc.get_threshold() == (200_000, 5, 5)
+
+
+def test_a_paused_collector_runs_again_when_the_last_overlapping_pause_ends() -> None:
+    assert gc.isenabled()
+    first = collector_paused()
+    first.__enter__()
+    with collector_paused():  # another thread's read, overlapping the first
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+    first.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_a_pause_leaves_a_collector_the_process_disabled_disabled() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_pause_ends_when_its_block_raises() -> None:
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("read failed")
+    assert gc.isenabled()
