@@ -85,6 +85,7 @@ class DistributedProcess(_ServingProcess):
 
     def __init__(self, config: WorkerConfig, cluster: DistributedConfig) -> None:
         super().__init__()
+        config.check_distributed()
         self.config = config
         self._sender = TaskConfigSender(config.worker_id)
         self.herder = self.distributed = DistributedHerder(
@@ -124,15 +125,12 @@ class StandaloneProcess(_ServingProcess):
 
     def __init__(self, config: WorkerConfig) -> None:
         super().__init__()
-        if config.offset_file is None:
-            raise InvalidArgumentError.for_field(
-                "offset.storage.file.filename", "is required in standalone mode"
-            )
+        offset_file = config.standalone_offset_file()
         self.config = config
         self.herder = StandaloneHerder(
             config,
             Plugins(config.plugin_path, include_testing=config.test_plugins_enabled),
-            FileOffsetStore(config.offset_file),
+            FileOffsetStore(offset_file),
         )
         self.server = ApiServer(
             self.herder, config.listener_host, config.listener_port, config.limits

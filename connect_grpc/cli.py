@@ -130,6 +130,7 @@ def _prepare_distributed(worker_properties: Path) -> DistributedProcess:
     configure_logging(_log_format(props))
     try:
         config = WorkerConfig.from_properties(props)
+        config.check_distributed()
         cluster = DistributedConfig.from_properties(props)
     except InvalidArgumentError as exc:
         raise _property_error(worker_properties, exc) from None
@@ -204,11 +205,9 @@ def _log_format(props: dict[str, str]) -> str:
 def _worker_config(path: Path, props: dict[str, str]) -> WorkerConfig:
     try:
         config = WorkerConfig.from_properties(props)
+        config.standalone_offset_file()
     except InvalidArgumentError as exc:
         raise _property_error(path, exc) from None
-    if config.offset_file is None:
-        raise _property_error(path, InvalidArgumentError.for_field(
-            "offset.storage.file.filename", "is required in standalone mode"))
     return config
 
 

@@ -74,15 +74,17 @@ def _bool_property(props: Mapping[str, str], name: str, default: bool) -> bool:
     return text == "true"
 
 
-def _task_hosting(props: Mapping[str, str]) -> str:
-    raw = props.get("task.hosting")
+def _choice_property(
+    props: Mapping[str, str], name: str, options: tuple[str, ...], default: str
+) -> str:
+    """A STRING property with a ValidString, as Kafka parses it: trimmed, case-sensitive."""
+    raw = props.get(name)
     if raw is None:
-        return TASK_HOSTING_EXECUTOR
-    text = java_trim(raw)  # a STRING with a ValidString, as Kafka parses it: case-sensitive
-    if text not in (TASK_HOSTING_EXECUTOR, TASK_HOSTING_DRIVER):
+        return default
+    text = java_trim(raw)
+    if text not in options:
         raise InvalidArgumentError.for_field(
-            "task.hosting",
-            f"expected {TASK_HOSTING_EXECUTOR} or {TASK_HOSTING_DRIVER}, got {raw!r}",
+            name, f"expected one of {', '.join(options)}, got {raw!r}"
         )
     return text
 
@@ -148,6 +150,14 @@ DEFAULT_LOCAL_BATCH_MAX_RECORDS = 1000
 TASK_HOSTING_EXECUTOR = "executor"
 TASK_HOSTING_DRIVER = "driver"
 
+#: ``exactly.once.source.support``, with Kafka Connect's values and meaning: ``preparing``
+#: fences task generations without yet writing transactionally (the first step of turning
+#: it on in a running cluster), ``enabled`` does both.
+EXACTLY_ONCE_SOURCE_DISABLED = "disabled"
+EXACTLY_ONCE_SOURCE_PREPARING = "preparing"
+EXACTLY_ONCE_SOURCE_ENABLED = "enabled"
+EXACTLY_ONCE_SOURCE_PROPERTY = "exactly.once.source.support"
+
 
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
@@ -175,6 +185,8 @@ class WorkerConfig:
     #: runs every task's loop on the driver, batches above ``local_batch_max_records`` as
     #: Spark jobs.
     task_hosting: str = TASK_HOSTING_EXECUTOR
+    #: ``exactly.once.source.support``: disabled, preparing or enabled (distributed mode only).
+    exactly_once_source: str = EXACTLY_ONCE_SOURCE_DISABLED
     #: ``test.plugins.enabled``: whether the instrumented plugins of ``connect_grpc.testing``
     #: are loadable and listed (tests set it; hidden from users by default).
     test_plugins_enabled: bool = False
@@ -206,8 +218,59 @@ class WorkerConfig:
                 props, "task.batch.local.max.records", DEFAULT_LOCAL_BATCH_MAX_RECORDS, 0
             ),
             test_plugins_enabled=_bool_property(props, "test.plugins.enabled", False),
-            task_hosting=_task_hosting(props),
+            task_hosting=_choice_property(
+                props,
+                "task.hosting",
+                (TASK_HOSTING_EXECUTOR, TASK_HOSTING_DRIVER),
+                TASK_HOSTING_EXECUTOR,
+            ),
+            exactly_once_source=_choice_property(
+                props,
+                EXACTLY_ONCE_SOURCE_PROPERTY,
+                (
+                    EXACTLY_ONCE_SOURCE_DISABLED,
+                    EXACTLY_ONCE_SOURCE_PREPARING,
+                    EXACTLY_ONCE_SOURCE_ENABLED,
+                ),
+                EXACTLY_ONCE_SOURCE_DISABLED,
+            ),
         )
+
+    @property
+    def exactly_once_source_enabled(self) -> bool:
+        """Whether source tasks write transactionally (``exactly.once.source.support=enabled``)."""
+        return self.exactly_once_source == EXACTLY_ONCE_SOURCE_ENABLED
+
+    def standalone_offset_file(self) -> Path:
+        """The offsets file of a standalone worker. Rejects what a standalone worker cannot
+        honour: no offsets file, and exactly-once source support (like Kafka Connect's, it
+        needs the cluster's transactional offsets topic and the leader's fencing of task
+        generations)."""
+        if self.offset_file is None:
+            raise InvalidArgumentError.for_field(
+                "offset.storage.file.filename", "is required in standalone mode"
+            )
+        if self.exactly_once_source_enabled:
+            raise InvalidArgumentError.for_field(
+                EXACTLY_ONCE_SOURCE_PROPERTY,
+                "exactly-once source support is available only in distributed mode "
+                "(connect-grpc distributed), as in Kafka Connect; a standalone worker takes "
+                f"{EXACTLY_ONCE_SOURCE_PROPERTY}={EXACTLY_ONCE_SOURCE_DISABLED}",
+            )
+        return self.offset_file
+
+    def check_distributed(self) -> None:
+        """Rejects what a distributed worker cannot honour yet: exactly-once source support
+        (its settings are parsed and validated; transactional batches and the fencing of task
+        generations are not built), rather than run at-least-once under a promise of
+        exactly-once."""
+        if self.exactly_once_source != EXACTLY_ONCE_SOURCE_DISABLED:
+            raise InvalidArgumentError.for_field(
+                EXACTLY_ONCE_SOURCE_PROPERTY,
+                f"{EXACTLY_ONCE_SOURCE_PROPERTY}={self.exactly_once_source} is not supported "
+                "by this version of connect-grpc yet (sources are at-least-once); set it to "
+                f"{EXACTLY_ONCE_SOURCE_DISABLED}",
+            )
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """Every property under ``prefix`` with the prefix removed (e.g. ``producer.``)."""

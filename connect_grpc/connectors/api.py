@@ -29,6 +29,7 @@ record after the last commit (at-least-once).
 from __future__ import annotations
 
 import abc
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -40,6 +41,8 @@ __all__ = [
     "AlterOffsetsUnsupportedError",
     "Connector",
     "ConnectorContext",
+    "ConnectorTransactionBoundaries",
+    "ExactlyOnceSupport",
     "RetriableError",
     "SinkConnector",
     "SinkRecord",
@@ -50,6 +53,7 @@ __all__ = [
     "SourceTaskContext",
     "Task",
     "TaskContext",
+    "TransactionBoundary",
 ]
 
 PLUGIN_VERSION = "0.1.0"
@@ -64,6 +68,30 @@ class RetriableError(Exception):
     RetriableException): the task shows RETRYING and the call is made again after a back-off
     (``put`` with the same records), within ``task.retry.timeout.ms``. Any other exception
     fails the task."""
+
+
+class ExactlyOnceSupport(enum.Enum):
+    """A source connector's answer to "can you give exactly-once delivery with this config?"
+    (``SourceConnector.exactly_once_support``)."""
+
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+
+
+class ConnectorTransactionBoundaries(enum.Enum):
+    """Whether a source connector's tasks can say where each transaction ends, for
+    ``transaction.boundary=connector``."""
+
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+
+
+class TransactionBoundary(enum.Enum):
+    """``transaction.boundary``: where an exactly-once source task's transactions end."""
+
+    POLL = "poll"  # one transaction per batch the runtime moves
+    INTERVAL = "interval"  # one per transaction.boundary.interval.ms
+    CONNECTOR = "connector"  # where the task says (its transaction context)
 
 
 class ConnectorContext(Protocol):
@@ -177,6 +205,21 @@ class Connector(abc.ABC):
 
 class SourceConnector(Connector):
     """A connector that moves data from an external system into Kafka."""
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """Whether this connector, with ``config``, gives exactly-once delivery when the
+        worker writes each batch and its offsets in one transaction: a task that resumes
+        from its committed offsets must emit the same records after them. Checked when
+        ``exactly.once.support=required``; None (the default) means "not declared", which
+        ``required`` rejects. May be called before ``start``, on an instance never started."""
+        return None
+
+    def can_define_transaction_boundaries(
+        self, config: Mapping[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        """Whether this connector's tasks, with ``config``, define their own transactions
+        (``transaction.boundary=connector``). UNSUPPORTED by default."""
+        return ConnectorTransactionBoundaries.UNSUPPORTED
 
     def alter_offsets(
         self,

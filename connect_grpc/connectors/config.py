@@ -120,6 +120,18 @@ def single_topic(connector: str) -> Validator:
     return check
 
 
+def one_of_ignoring_case(*options: str) -> Validator:
+    """A STRING that is one of ``options`` in any case (Kafka's CaseInsensitiveValidString)."""
+    allowed = {option.upper() for option in options}
+
+    def check(value: Any) -> str | None:
+        if value is None or str(value).upper() not in allowed:
+            return f"String must be one of (case insensitive): {', '.join(options)}"
+        return None
+
+    return check
+
+
 def non_empty_string(value: Any) -> str | None:
     if value is not None and not str(value).strip():
         return "String must be non-empty"

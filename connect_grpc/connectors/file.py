@@ -19,6 +19,7 @@ from typing import IO, Any, cast
 import structlog
 
 from connect_grpc.connectors.api import (
+    ExactlyOnceSupport,
     SinkConnector,
     SinkRecord,
     SinkTask,
@@ -123,6 +124,11 @@ class FileStreamSourceConnector(SourceConnector):
     def stop(self, connector_deleted: bool = False) -> None:
         """Nothing to release: the task owns the file handle."""
         _log.info("file_source_connector_stopped", connector_deleted=connector_deleted)
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """SUPPORTED: a task resumed at a committed position reads the same lines after it,
+        as long as the file is only appended to (there is no stdin mode to rule out)."""
+        return ExactlyOnceSupport.SUPPORTED
 
     def alter_offsets(
         self,

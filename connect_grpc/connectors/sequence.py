@@ -23,7 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
-from connect_grpc.connectors.api import SourceConnector, SourceRecord, SourceTask, Task
+from connect_grpc.connectors.api import (
+    ExactlyOnceSupport,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+)
 from connect_grpc.connectors.config import (
     ConfigDef,
     ConfigKey,
@@ -144,6 +150,10 @@ class SequenceSourceConnector(SourceConnector):
     def stop(self, connector_deleted: bool = False) -> None:
         """Nothing to release."""
         _log.info("sequence_connector_stopped", connector_deleted=connector_deleted)
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """SUPPORTED: a task emits the same values after a committed offset every time."""
+        return ExactlyOnceSupport.SUPPORTED
 
     def alter_offsets(
         self,

@@ -158,7 +158,9 @@ class DistributedHerder(HerderCommon):
             cluster.offset_partitions,
             cluster.offset_replication_factor,
         )
-        self._validator = ConfigValidator(plugins, config.limits.tasks_max)
+        self._validator = ConfigValidator(
+            plugins, config.limits.tasks_max, config.exactly_once_source, distributed=True
+        )
         self._offset_manager = OffsetManager(
             plugins, self._offsets, ConsumerGroupOffsets(self._client)
         )

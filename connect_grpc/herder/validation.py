@@ -6,15 +6,25 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping
 
-from connect_grpc.connectors.api import Connector, SinkConnector
+from connect_grpc.connectors.api import (
+    Connector,
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SinkConnector,
+    SourceConnector,
+    TransactionBoundary,
+)
 from connect_grpc.connectors.config import (
     ConfigDef,
     ConfigKey,
     ConfigType,
     Importance,
+    all_of,
     at_least,
     define_all,
     java_trim,
+    non_empty_string,
+    one_of_ignoring_case,
     parse_value,
     topic_name_error,
     valid_regex,
@@ -23,6 +33,11 @@ from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfo, ConfigInfos, ConfigValueInfo
 from connect_grpc.errors import FieldViolation, InvalidArgumentError, NotFoundError
 from connect_grpc.runtime.batching import BATCH_MAX_RECORDS_KEY, DEFAULT_MAX_RECORDS
+from connect_grpc.worker_config import (
+    EXACTLY_ONCE_SOURCE_DISABLED,
+    EXACTLY_ONCE_SOURCE_ENABLED,
+    EXACTLY_ONCE_SOURCE_PROPERTY,
+)
 
 CONNECTOR_CLASS = "connector.class"
 TASKS_MAX = "tasks.max"
@@ -58,6 +73,52 @@ SINK_CONFIG = define_all(
                   "Regular expression of topics to consume (or use topics).",
                   default=None, importance=Importance.HIGH, validator=valid_regex,
                   group=COMMON_GROUP, order_in_group=6, display_name="Topics regex"),
+    ]
+)
+
+EXACTLY_ONCE_SUPPORT = "exactly.once.support"
+REQUESTED = "requested"
+REQUIRED = "required"
+TRANSACTION_BOUNDARY = "transaction.boundary"
+TRANSACTION_BOUNDARY_INTERVAL_MS = "transaction.boundary.interval.ms"
+OFFSETS_STORAGE_TOPIC = "offsets.storage.topic"
+EXACTLY_ONCE_GROUP = "Exactly Once Support"
+OFFSETS_TOPIC_GROUP = "offsets.topic"
+
+
+def _topic_name(value: object) -> str | None:
+    return None if value is None else topic_name_error(str(value))
+
+
+SOURCE_CONFIG = define_all(
+    [
+        ConfigKey(EXACTLY_ONCE_SUPPORT, ConfigType.STRING,
+                  f"{REQUESTED} or {REQUIRED}. {REQUIRED} makes validation check that the "
+                  "connector declares exactly-once support with this config, and fails on a "
+                  "worker without exactly.once.source.support=enabled.", default=REQUESTED,
+                  validator=one_of_ignoring_case(REQUESTED, REQUIRED),
+                  group=EXACTLY_ONCE_GROUP, order_in_group=1,
+                  display_name="Exactly once support"),
+        ConfigKey(TRANSACTION_BOUNDARY, ConfigType.STRING,
+                  "poll: one transaction per batch the worker moves; interval: one per "
+                  f"{TRANSACTION_BOUNDARY_INTERVAL_MS}; connector: where the connector's "
+                  "tasks say (only for connectors that can define them).",
+                  default=TransactionBoundary.POLL.value,
+                  validator=one_of_ignoring_case(*(b.value for b in TransactionBoundary)),
+                  group=EXACTLY_ONCE_GROUP, order_in_group=2,
+                  display_name="Transaction Boundary"),
+        ConfigKey(TRANSACTION_BOUNDARY_INTERVAL_MS, ConfigType.LONG,
+                  f"With {TRANSACTION_BOUNDARY}=interval, how often a task commits its "
+                  "transaction; unset means 60000 (Kafka Connect's offset.flush.interval.ms "
+                  "default). No effect "
+                  "with other boundaries.", default=None, importance=Importance.LOW,
+                  validator=at_least(0), group=EXACTLY_ONCE_GROUP, order_in_group=3,
+                  display_name="Transaction boundary interval"),
+        ConfigKey(OFFSETS_STORAGE_TOPIC, ConfigType.STRING,
+                  "A separate offsets topic for this connector (distributed mode); unset "
+                  "means the worker's offset.storage.topic.", default=None,
+                  importance=Importance.LOW, validator=all_of(non_empty_string, _topic_name),
+                  group=OFFSETS_TOPIC_GROUP, order_in_group=1, display_name="Offsets topic"),
     ]
 )
 
@@ -126,11 +187,21 @@ def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
 
 
 class ConfigValidator:
-    """Validates connector configs the way Kafka Connect's AbstractHerder does."""
+    """Validates connector configs the way Kafka Connect's AbstractHerder (and, for a
+    source's exactly-once settings, its DistributedHerder) does."""
 
-    def __init__(self, plugins: Plugins, max_tasks: int) -> None:
+    def __init__(
+        self,
+        plugins: Plugins,
+        max_tasks: int,
+        exactly_once_source: str = EXACTLY_ONCE_SOURCE_DISABLED,
+        *,
+        distributed: bool = False,
+    ) -> None:
         self._plugins = plugins
         self._max_tasks = max_tasks
+        self._exactly_once_source = exactly_once_source
+        self._distributed = distributed
 
     def plugin_for(self, config: Mapping[str, str], plugin: str | None = None) -> Connector:
         class_name = (plugin or config.get(CONNECTOR_CLASS) or "").strip()
@@ -154,6 +225,10 @@ class ConfigValidator:
             framework_def = COMMON_CONFIG.merged(SINK_CONFIG)
             errors.update(SINK_CONFIG.validate(config))
             errors.update(_sink_topic_errors(config))
+        elif isinstance(connector, SourceConnector):
+            framework_def = COMMON_CONFIG.merged(SOURCE_CONFIG)
+            errors.update(SOURCE_CONFIG.validate(config))
+            self._exactly_once_errors(connector, config, errors)
         for key, key_errors in connector.validate(config).items():
             errors[key] = [*errors.get(key, []), *key_errors]
         connector_class = type(connector)
@@ -163,6 +238,34 @@ class ConfigValidator:
             config,
             errors,
         )
+
+    def _exactly_once_errors(
+        self, connector: SourceConnector, config: Mapping[str, str], errors: dict[str, list[str]]
+    ) -> None:
+        """Adds the errors of a source's exactly-once settings that passed their own checks:
+        what the worker's exactly.once.source.support and the plugin's declarations allow."""
+        if not errors[EXACTLY_ONCE_SUPPORT] and _choice(config, EXACTLY_ONCE_SUPPORT) == REQUIRED:
+            if self._exactly_once_source != EXACTLY_ONCE_SOURCE_ENABLED:
+                errors[EXACTLY_ONCE_SUPPORT].append(_WORKER_WITHOUT_EXACTLY_ONCE)
+            errors[EXACTLY_ONCE_SUPPORT].extend(_declared_support_errors(connector, config))
+        boundary = _choice(config, TRANSACTION_BOUNDARY)
+        if not errors[TRANSACTION_BOUNDARY] and boundary != TransactionBoundary.POLL.value:
+            if self._exactly_once_source == EXACTLY_ONCE_SOURCE_DISABLED:
+                errors[TRANSACTION_BOUNDARY].append(
+                    f"{_WORKER_WITHOUT_EXACTLY_ONCE} Without it a source's records are not "
+                    f"written in transactions, so {TRANSACTION_BOUNDARY}={boundary} has nothing "
+                    f"to bound; leave it at {TransactionBoundary.POLL.value}."
+                )
+            if boundary == TransactionBoundary.CONNECTOR.value:
+                errors[TRANSACTION_BOUNDARY].extend(_declared_boundary_errors(connector, config))
+        if self._distributed and not errors[OFFSETS_STORAGE_TOPIC] and config.get(
+            OFFSETS_STORAGE_TOPIC
+        ):
+            errors[OFFSETS_STORAGE_TOPIC].append(
+                "connect-grpc does not support a connector's own offsets topic yet: every "
+                "source connector's offsets are in the worker's offset.storage.topic. Remove "
+                "this property."
+            )
 
     def _tasks_limit_errors(self, config: Mapping[str, str], parse_errors: list[str]) -> list[str]:
         raw = config.get(TASKS_MAX)
@@ -185,6 +288,55 @@ class ConfigValidator:
                 [FieldViolation(f"config.{key}", message) for key, message in problems],
             )
         return infos
+
+
+_WORKER_WITHOUT_EXACTLY_ONCE = (
+    f"This worker does not have exactly-once source support enabled "
+    f"({EXACTLY_ONCE_SOURCE_PROPERTY}={EXACTLY_ONCE_SOURCE_ENABLED})."
+)
+
+
+def _choice(config: Mapping[str, str], key: str) -> str:
+    """A valid case-insensitive STRING setting, lowercased (its default when absent)."""
+    raw = config.get(key)
+    default = SOURCE_CONFIG.keys[key].default
+    return str(default if raw is None else parse_value(SOURCE_CONFIG.keys[key], raw)).lower()
+
+
+def _declared_support_errors(connector: SourceConnector, config: Mapping[str, str]) -> list[str]:
+    try:
+        support = connector.exactly_once_support(config)
+    except Exception as exc:  # a plugin's bug is a validation error, not a failed RPC
+        return [_unexpected(exc)]
+    if support is ExactlyOnceSupport.SUPPORTED:
+        return []
+    if support is None:
+        return [
+            "The connector does not declare whether it supports exactly-once delivery "
+            "(its exactly_once_support returns None). Check its documentation; if it does, "
+            f"set {EXACTLY_ONCE_SUPPORT}={REQUESTED}, which skips this check."
+        ]
+    return ["The connector does not support exactly-once semantics with the provided "
+            "configuration."]
+
+
+def _declared_boundary_errors(connector: SourceConnector, config: Mapping[str, str]) -> list[str]:
+    try:
+        boundaries = connector.can_define_transaction_boundaries(config)
+    except Exception as exc:  # a plugin's bug is a validation error, not a failed RPC
+        return [_unexpected(exc)]
+    if boundaries is ConnectorTransactionBoundaries.SUPPORTED:
+        return []
+    return ["The connector does not support connector-defined transaction boundaries with the "
+            "given configuration. Please reconfigure it to use a different transaction "
+            "boundary definition."]
+
+
+def _unexpected(exc: Exception) -> str:
+    reason = str(exc).strip()
+    return "An unexpected error occurred during validation" + (
+        f": {reason}" if reason else f" ({type(exc).__name__})"
+    )
 
 
 def _config_infos(
