@@ -296,6 +296,36 @@ def test_reads_list_expand_config_plugins_and_cluster(
         assert cluster.worker_id != cluster.leader_id  # a follower answered
 
 
+def test_exactly_once_settings_on_a_worker_without_it_are_refused_and_change_nothing(
+    stub: pb_grpc.ConnectServiceStub, name: str, events: Path
+) -> None:
+    eos = {"exactly.once.support": "required", "transaction.boundary": "interval"}
+    validated = stub.ValidateConfig(pb.ValidateConfigRequest(config=source_config(events, **eos)))
+    assert "Exactly Once Support" in validated.groups
+    errors = {c.value.name: list(c.value.errors) for c in validated.configs if c.value.errors}
+    assert set(errors) == {"exactly.once.support", "transaction.boundary"}
+    assert "does not have exactly-once source support enabled" in errors[
+        "exactly.once.support"
+    ][0]
+    with pytest.raises(grpc.RpcError) as excinfo:
+        create(stub, name, source_config(events, **eos))
+    assert excinfo.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert set(field_violations(excinfo.value)) == {
+        "config.exactly.once.support",
+        "config.transaction.boundary",
+    }
+    assert name not in [c.name for c in stub.ListConnectors(pb.ListConnectorsRequest()).connectors]
+
+    create(stub, name, source_config(events, tasks=1))
+    with pytest.raises(grpc.RpcError) as excinfo:
+        stub.PutConnectorConfig(
+            pb.PutConnectorConfigRequest(name=name, config=source_config(events, tasks=1, **eos))
+        )
+    assert excinfo.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    config = stub.GetConnectorConfig(pb.GetConnectorConfigRequest(name=name)).config
+    assert dict(config) == {**source_config(events, tasks=1), "name": name}
+
+
 def test_validate_config_reports_per_key_errors(stub: pb_grpc.ConnectServiceStub) -> None:
     response = stub.ValidateConfig(
         pb.ValidateConfigRequest(config={"connector.class": "FileStreamSink", "tasks.max": "x"})
