@@ -93,6 +93,7 @@ class DistributedProcess(_ServingProcess):
             cluster,
             Plugins(config.plugin_path, include_testing=config.test_plugins_enabled),
             task_config_sender=self._sender,
+            fencing_requester=self._sender.request_fencing,
         )
         self._forwarder = Forwarder(
             config.worker_id, self.distributed.leader_address, view=self.distributed

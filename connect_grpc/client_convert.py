@@ -140,6 +140,7 @@ def task_status_from_pb(message: pb.TaskStatus) -> TaskStatus:
             worker_id=message.worker_id,
             trace=message.trace,
         ),
+        transactional_id=message.transactional_id,
     )
 
 

@@ -93,6 +93,8 @@ class InstanceStatus:
 class TaskStatus:
     id: int
     status: InstanceStatus
+    #: With exactly-once source support: ``<group.id>-<connector>-<task>``; else empty.
+    transactional_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

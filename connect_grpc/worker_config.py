@@ -260,16 +260,15 @@ class WorkerConfig:
         return self.offset_file
 
     def check_distributed(self) -> None:
-        """Rejects what a distributed worker cannot honour yet: exactly-once source support
-        (its settings are parsed and validated; transactional batches and the fencing of task
-        generations are not built), rather than run at-least-once under a promise of
-        exactly-once."""
-        if self.exactly_once_source != EXACTLY_ONCE_SOURCE_DISABLED:
+        """Rejects what a distributed worker cannot honour yet: ``preparing`` (turning
+        exactly-once on in a running cluster, worker by worker), rather than run with a
+        promise it does not keep."""
+        if self.exactly_once_source == EXACTLY_ONCE_SOURCE_PREPARING:
             raise InvalidArgumentError.for_field(
                 EXACTLY_ONCE_SOURCE_PROPERTY,
-                f"{EXACTLY_ONCE_SOURCE_PROPERTY}={self.exactly_once_source} is not supported "
-                "by this version of connect-grpc yet (sources are at-least-once); set it to "
-                f"{EXACTLY_ONCE_SOURCE_DISABLED}",
+                f"{EXACTLY_ONCE_SOURCE_PROPERTY}={EXACTLY_ONCE_SOURCE_PREPARING} is not "
+                "supported by this version of connect-grpc yet; start every worker of the "
+                f"cluster with {EXACTLY_ONCE_SOURCE_ENABLED} (or {EXACTLY_ONCE_SOURCE_DISABLED})",
             )
 
     def prefixed(self, prefix: str) -> dict[str, str]:

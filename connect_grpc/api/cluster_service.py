@@ -15,7 +15,7 @@ import structlog
 
 from connect_grpc.api.errors import mapped
 from connect_grpc.api.forwarding import ChannelPool
-from connect_grpc.errors import UnavailableError
+from connect_grpc.errors import FailedPreconditionError, UnavailableError
 from connect_grpc.herder.validation import validate_name
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
@@ -27,6 +27,10 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ClusterService"].full_name
 
 class TaskConfigSink(Protocol):
     def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None: ...
+
+    def fence_zombies(self, name: str) -> int:
+        """(Leader) fences the connector's previous task generation if need be; returns the
+        config topic position after its task count record."""
 
 
 class ClusterServicer(pb_grpc.ClusterServiceServicer):  # type: ignore[misc]  # generated, untyped
@@ -43,6 +47,14 @@ class ClusterServicer(pb_grpc.ClusterServiceServicer):  # type: ignore[misc]  # 
                  from_worker=request.worker_id)
         self._herder.put_task_configs(name, configs)
         return pb.PutTaskConfigsResponse()
+
+    @mapped
+    def FenceZombies(
+        self, request: pb.FenceZombiesRequest, context: grpc.ServicerContext
+    ) -> pb.FenceZombiesResponse:
+        name = validate_name(request.name)
+        log.info("zombie_fencing_requested", connector=name, from_worker=request.worker_id)
+        return pb.FenceZombiesResponse(config_position=self._herder.fence_zombies(name))
 
 
 class TaskConfigSender:
@@ -74,6 +86,29 @@ class TaskConfigSender:
                 f"{call.code().name} {call.details()}",
                 1.0,
             ) from None
+
+    def request_fencing(self, address: str, name: str, timeout: float) -> int:
+        """Asks the leader at ``address`` to fence the connector's previous task generation;
+        returns the config position to wait for. Raises UnavailableError when the leader
+        did not answer or could not fence for now, FailedPreconditionError when it cannot."""
+        channel = self._channels.get(address)
+        if channel is None:
+            raise UnavailableError("the worker is stopping", 1.0)
+        stub = pb_grpc.ClusterServiceStub(channel)
+        request = pb.FenceZombiesRequest(name=name, worker_id=self._worker_id)
+        try:
+            response = stub.FenceZombies(request, timeout=timeout)
+        except grpc.RpcError as exc:
+            call: grpc.Call = exc  # type: ignore[assignment]  # a unary call's error is its Call
+            message = (
+                f"the leader at {address} did not fence the zombies of {name}: "
+                f"{call.code().name} {call.details()}"
+            )
+            if call.code() is grpc.StatusCode.FAILED_PRECONDITION:
+                raise FailedPreconditionError(message) from None
+            raise UnavailableError(message, 1.0) from None
+        position: int = response.config_position
+        return position
 
     def close(self) -> None:
         self._channels.close()

@@ -100,6 +100,7 @@ def task_status_to_pb(task: TaskStatus) -> pb.TaskStatus:
         state=state_to_pb(task.status.state),
         worker_id=task.status.worker_id,
         trace=task.status.trace,
+        transactional_id=task.transactional_id,
     )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import structlog
 
@@ -45,12 +46,14 @@ from connect_grpc.cluster.records import (
     worker_records,
 )
 from connect_grpc.cluster.topics import ensure_internal_topics
+from connect_grpc.cluster.zombie_fencing import fence_producers
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import (
     ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStatus,
+    ConnectorType,
     CreateResult,
     HealthReport,
     InstanceStatus,
@@ -81,7 +84,13 @@ from connect_grpc.herder.ticker import run_ticks
 from connect_grpc.herder.validation import (
     ConfigValidator,
 )
+from connect_grpc.runtime.transactions import (
+    ExactlyOnceSource,
+    connector_transactional_id,
+    task_transactional_id,
+)
 from connect_grpc.runtime.worker import Worker
+from connect_grpc.storage.base import OffsetEntry
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.kafka_admin import IsolatedAdmin
 from connect_grpc.storage.kafka_config import (
@@ -94,8 +103,9 @@ from connect_grpc.storage.kafka_config import (
     restart_records,
     target_state_records,
     task_config_records,
+    task_count_records,
 )
-from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
+from connect_grpc.storage.kafka_offsets import KafkaOffsetStore, encode_records
 from connect_grpc.storage.kafka_status import KafkaStatusStore
 from connect_grpc.worker_config import WorkerConfig
 
@@ -113,8 +123,17 @@ ANSWER_TTL_S = 600.0
 #: How often the leader tombstones expired answers.
 ANSWER_EXPIRY_INTERVAL_S = 60.0
 
+#: How long a worker waits for the leader to fence a connector's previous task generation
+#: before a task of the new one fails to start (exactly-once source support).
+FENCING_TIMEOUT_S = 20.0
+#: Pause between two requests of a fencing the leader could not do yet.
+FENCING_RETRY_S = 0.5
+
 #: Sends task configs to the leader: (leader address, connector, configs, timeout).
 TaskConfigSender = Callable[[str, str, list[dict[str, str]], float], None]
+#: Asks the leader to fence a connector's zombies: (leader address, connector, timeout) →
+#: the config position to wait for.
+FencingRequester = Callable[[str, str, float], int]
 
 
 def client_config(config: WorkerConfig) -> dict[str, str]:
@@ -132,6 +151,7 @@ class DistributedHerder(HerderCommon):
         plugins: Plugins,
         *,
         task_config_sender: TaskConfigSender | None = None,
+        fencing_requester: FencingRequester | None = None,
         runtime_factory: Callable[[StatusBoard, KafkaOffsetStore], WorkerRuntime] | None = None,
     ) -> None:
         self._config = config
@@ -162,14 +182,23 @@ class DistributedHerder(HerderCommon):
             plugins, config.limits.tasks_max, config.exactly_once_source, distributed=True
         )
         self._offset_manager = OffsetManager(
-            plugins, self._offsets, ConsumerGroupOffsets(self._client)
+            plugins,
+            self._offsets,
+            ConsumerGroupOffsets(self._client),
+            self._write_offsets_exactly_once if config.exactly_once_source_enabled else None,
         )
         self._board = StatusBoard(self._id, self._statuses)
         self._board.set_reconfiguration_handler(self._on_reconfiguration_requested)
         self._worker: WorkerRuntime = (
             runtime_factory(self._board, self._offsets)
             if runtime_factory
-            else Worker(config, plugins, self._offsets, self._board)
+            else Worker(
+                config,
+                plugins,
+                self._offsets,
+                self._board,
+                exactly_once=self._exactly_once(),
+            )
         )
         self._election = LeaderElection(
             ElectionConfig(
@@ -186,6 +215,7 @@ class DistributedHerder(HerderCommon):
         self._admin = IsolatedAdmin({**self._client, "client.id": f"{self._id}-admin"},
                                     config.log_format)
         self._send_task_configs = task_config_sender
+        self._request_fencing = fencing_requester
         self._connector_locks = ConnectorLocks()
         self._lock = threading.Lock()
         self._writer: FencedWriter | None = None
@@ -303,16 +333,29 @@ class DistributedHerder(HerderCommon):
     def connector_status(self, name: str) -> ConnectorStatus:
         snapshot = self._snapshot()
         config = self._config_of(snapshot, name)
-        return self._board.connector_status(
-            name, len(snapshot.task_configs(name)), connector_type(self._plugins, config)
-        )
+        kind = connector_type(self._plugins, config)
+        status = self._board.connector_status(name, len(snapshot.task_configs(name)), kind)
+        if not self._transactional(kind):
+            return status
+        tasks = tuple(self._with_transactional_id(name, task) for task in status.tasks)
+        return replace(status, tasks=tasks)
 
     def task_status(self, task: TaskId) -> TaskStatus:
         snapshot = self._snapshot()
-        self._config_of(snapshot, task.connector)
+        config = self._config_of(snapshot, task.connector)
         if not 0 <= task.task < len(snapshot.task_configs(task.connector)):
             raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
-        return TaskStatus(task.task, self._board.task(task))
+        status = TaskStatus(task.task, self._board.task(task))
+        if self._transactional(connector_type(self._plugins, config)):
+            return self._with_transactional_id(task.connector, status)
+        return status
+
+    def _transactional(self, kind: ConnectorType) -> bool:
+        return self._config.exactly_once_source_enabled and kind is ConnectorType.SOURCE
+
+    def _with_transactional_id(self, name: str, task: TaskStatus) -> TaskStatus:
+        tid = task_transactional_id(self._cluster.group_id, name, task.id)
+        return replace(task, transactional_id=tid)
 
     def connector_offsets(self, name: str) -> list[ConnectorOffset]:
         """Read after catching up with the offsets topic (as Kafka Connect reads it to its
@@ -724,6 +767,108 @@ class DistributedHerder(HerderCommon):
         if leader is None or leader[0] == self._id or self._send_task_configs is None:
             raise UnavailableError("no leader to send task configs to", 1.0)
         self._send_task_configs(leader[1], name, configs, LEADER_CALL_TIMEOUT_S)
+
+    # exactly-once source support: fencing task generations (Kafka Connect's KIP-618)
+
+    def _exactly_once(self) -> ExactlyOnceSource | None:
+        """How source tasks write with ``exactly.once.source.support=enabled``, else None."""
+        if not self._config.exactly_once_source_enabled:
+            return None
+        return ExactlyOnceSource(
+            self._cluster.group_id, self._cluster.offset_topic, self.await_fenced_generation
+        )
+
+    def fence_zombies(self, name: str) -> int:
+        """(Leader) If the connector's latest task configs were not fenced yet: fences the
+        transactional producers of its previous generation, ``<group.id>-<name>-0…N-1``
+        with N its last task count, and writes the new task count. Nothing to fence when it
+        never had a task count (no task of it wrote transactionally) or when both
+        generations are one task (the new task's producer fences the old one itself).
+        Returns the config position that has the task count."""
+        with self._connector_locks.hold(name):
+            writer = self._leader_writer()
+            snapshot = self._snapshot()
+            self._config_of(snapshot, name)
+            if name not in snapshot.pending_fencing:
+                return snapshot.offset
+            previous = snapshot.task_counts.get(name)
+            current = len(snapshot.task_configs(name))
+            if previous is not None and (previous, current) != (1, 1):
+                ids = [task_transactional_id(self._cluster.group_id, name, t)
+                       for t in range(previous)]
+                fence_producers(
+                    self._producer_config(), ids, deadline.remaining(FENCING_TIMEOUT_S)
+                )
+            self._write(writer, task_count_records(name, current))
+            self._log.info("task_generation_fenced", connector=name, previous=previous,
+                           tasks=current)
+            return self._snapshot().offset
+
+    def _write_offsets_exactly_once(self, name: str, entries: Sequence[OffsetEntry]) -> None:
+        """(Leader, under the connector's lock: it is STOPPED, or being created) Fences every
+        producer the connector's tasks may still hold, ``<group.id>-<name>-0…N-1`` with N
+        its task count, then writes the offsets in one transaction under
+        ``<group.id>-<name>``, then records a task count of 0: until a task runs again, the
+        next change has nothing to fence. A fencing that fails writes nothing."""
+        records = encode_records(name, entries)
+        if not records:
+            return
+        group = self._cluster.group_id
+        previous = self._snapshot().task_counts.get(name, 0)
+        ids = [task_transactional_id(group, name, t) for t in range(previous)]
+        fence_producers(self._producer_config(), ids, deadline.remaining(FENCING_TIMEOUT_S))
+        writer = FencedWriter.open(
+            self._producer_config(),
+            self._cluster.offset_topic,
+            connector_transactional_id(group, name),
+            deadline.remaining(LEADER_CALL_TIMEOUT_S),
+            worker_id=self._id,
+        )
+        try:
+            written = writer.send_all(records, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        finally:
+            writer.close(deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        self._offsets.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        if previous:
+            self._write(self._leader_writer(), task_count_records(name, 0))
+        self._log.info("offsets_written_exactly_once", connector=name, fenced=len(ids),
+                       records=len(records))
+
+    def _producer_config(self) -> dict[str, str]:
+        """Settings of the leader's producers that fence and write for a connector."""
+        return {**self._client, **self._config.prefixed("producer.")}
+
+    def await_fenced_generation(self, name: str) -> None:
+        """(Any worker, before it starts a task of an exactly-once source) Returns once the
+        connector's latest task configs are fenced in this worker's view, asking the leader
+        to fence them if need be. Raises UnavailableError if that takes FENCING_TIMEOUT_S,
+        FailedPreconditionError if the leader cannot fence (the task then fails with it)."""
+        give_up_at = time.monotonic() + FENCING_TIMEOUT_S
+        while name in self._snapshot().pending_fencing:
+            left = give_up_at - time.monotonic()
+            try:
+                position = self._fencing_position(name, left)
+                self._configs.wait_for_offset(position, max(0.0, give_up_at - time.monotonic()))
+            except UnavailableError as exc:
+                if time.monotonic() + FENCING_RETRY_S >= give_up_at:
+                    raise UnavailableError(
+                        f"the previous task generation of {name} was not fenced within "
+                        f"{FENCING_TIMEOUT_S:.0f} s: {exc.message}",
+                        exc.retry_after_seconds,
+                    ) from exc
+                time.sleep(FENCING_RETRY_S)
+
+    def _fencing_position(self, name: str, timeout: float) -> int:
+        if self._election.is_leader():
+            with deadline.scope(timeout):
+                try:
+                    return self.fence_zombies(name)
+                except NotLeaderError:
+                    pass
+        leader = self.leader_address()
+        if leader is None or leader[0] == self._id or self._request_fencing is None:
+            raise UnavailableError("no leader to ask for zombie fencing", 1.0)
+        return self._request_fencing(leader[1], name, timeout)
 
     def _require_owner(self, snapshot: ConfigSnapshot, instance: str | TaskId) -> None:
         """Raises NotLeaderError naming the worker that runs ``instance`` unless it is this

@@ -8,7 +8,7 @@ The caller (the herder) checks that the connector is STOPPED.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -29,7 +29,7 @@ from connect_grpc.errors import (
 )
 from connect_grpc.herder import offsets as rules
 from connect_grpc.runtime.kafka_io import sink_group_id
-from connect_grpc.storage.base import OffsetStore
+from connect_grpc.storage.base import OffsetEntry, OffsetStore
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 
 log = structlog.get_logger(__name__)
@@ -43,13 +43,24 @@ class _Change:
     sink: rules.SinkOffsets | None = None
 
 
+#: Writes a source connector's offsets: (connector, entries; a None offset resets).
+SourceOffsetWriter = Callable[[str, Sequence[OffsetEntry]], None]
+
+
 class OffsetManager:
     def __init__(
-        self, plugins: Plugins, store: OffsetStore, groups: ConsumerGroupOffsets
+        self,
+        plugins: Plugins,
+        store: OffsetStore,
+        groups: ConsumerGroupOffsets,
+        write_source_offsets: SourceOffsetWriter | None = None,
     ) -> None:
+        """``write_source_offsets`` writes a change of source offsets (default: the store's
+        ``put``; with exactly-once source support, a fenced transactional write)."""
         self._plugins = plugins
         self._store = store
         self._groups = groups
+        self._write_source = write_source_offsets or store.put
 
     def read(self, name: str, config: Mapping[str, str]) -> list[ConnectorOffset]:
         connector = self._plugins.new_connector(config["connector.class"])
@@ -81,7 +92,7 @@ class OffsetManager:
             known = [(partition, None) for partition, _ in self._store.get_all(name)]
             change = _Change(source=list(known))
             applied = self._vet(connector, config, change)
-            self._store.put(name, known)
+            self._write_source(name, known)
         log.info("offsets_reset", connector=name)
         return rules.success_message("reset", applied)
 
@@ -103,7 +114,7 @@ class OffsetManager:
                 self._write(name, config, change)
             else:
                 step = "write initial offsets"
-                self._store.put(name, self._replacing(name, change.source or []))
+                self._write_source(name, self._replacing(name, change.source or []))
         except ConnectError as exc:
             raise exc.in_step(step) from exc
         log.info("initial_offsets_set", connector=name, partitions=len(offsets))
@@ -162,4 +173,4 @@ class OffsetManager:
         if change.sink is not None:
             self._groups.alter(sink_group_id(name, config), change.sink)
         else:
-            self._store.put(name, change.source or [])
+            self._write_source(name, change.source or [])

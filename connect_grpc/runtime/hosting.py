@@ -445,12 +445,23 @@ def plugin_sys_path(plugin_path: tuple[Any, ...]) -> tuple[str, ...]:
     return tuple(str(p) for p in plugin_path)
 
 
-def offset_answerer(get: Callable[[Mapping[str, Any]], Any]) -> Answerer:
-    """Answers a hosted source's offset reader from the driver's offset store."""
+#: What a hosted exactly-once source asks the driver before it reads its offsets.
+REFRESH_OFFSETS = "refresh_offsets"
+
+
+def offset_answerer(
+    get: Callable[[Mapping[str, Any]], Any], refresh: Callable[[], None]
+) -> Answerer:
+    """Answers a hosted source's offset reader from the driver's offset store: ``offset``
+    (one partition's), and ``refresh_offsets`` (waits until the store has read every offset
+    written so far)."""
 
     def answer(name: str, args: tuple[Any, ...]) -> Any:
-        if name != "offset":
-            raise ValueError(f"unknown question {name!r}")
-        return get(args[0])
+        if name == "offset":
+            return get(args[0])
+        if name == REFRESH_OFFSETS:
+            refresh()
+            return None
+        raise ValueError(f"unknown question {name!r}")
 
     return answer

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+import structlog
 from confluent_kafka import KafkaError
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
@@ -30,6 +31,8 @@ from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.gc_tuning import collector_paused, tune_for_batches
 from connect_grpc.runtime.records import ConsumedRow, ProduceRow
 from connect_grpc.worker_config import WorkerConfig
+
+log = structlog.get_logger(__name__)
 
 #: Seconds a producer may take to deliver a slice; undelivered records are then a retriable
 #: failure (the batch is produced again).
@@ -204,8 +207,6 @@ def prepare_executor() -> None:
     collect garbage in large steps, as the worker does (see ``gc_tuning``)."""
     import os
 
-    import structlog
-
     from connect_grpc.logs import configure_logging
 
     tune_for_batches()
@@ -213,7 +214,7 @@ def prepare_executor() -> None:
         configure_logging(os.environ.get("CONNECT_LOG_FORMAT", "console"))
 
 
-class _ProduceErrors:
+class ProduceErrors:
     """Delivery reports and client errors of one producer."""
 
     def __init__(self) -> None:
@@ -221,6 +222,7 @@ class _ProduceErrors:
         self.messages: list[str] = []
         self.retriable = True
         self.fatal = False
+        self.fatal_error: KafkaError | None = None
 
     def add(self, failure: KafkaFailure) -> None:
         self.count += 1
@@ -235,6 +237,7 @@ class _ProduceErrors:
     def on_fatal(self, err: KafkaError) -> None:
         if err.fatal():
             self.fatal = True
+            self.fatal_error = err
             self.add(KafkaFailure.of(err, "producer"))
 
 
@@ -253,14 +256,14 @@ def _produce_one(producer: Any, row: ProduceRow, on_delivery: Callable[..., None
             producer.poll(0.05)
 
 
-class _CachedProducer:
+class CachedProducer:
     """A producer kept across batches; its fatal-error callback reports to the errors of
     the batch being produced (``current``)."""
 
     def __init__(self, conf: Mapping[str, str]) -> None:
         from confluent_kafka import Producer
 
-        self.current = _ProduceErrors()
+        self.current = ProduceErrors()
         settings = with_client_log(conf, conf.get("client.id", "producer"))
         only_errors = str(settings.get(ONLY_ERROR_REPORTS, "false")).strip().lower()
         settings[ONLY_ERROR_REPORTS] = only_errors == "true"  # the Python client wants a bool
@@ -274,9 +277,16 @@ class _CachedProducer:
         self.producer = Producer(settings)
 
     def close(self) -> None:
-        """Drops whatever is still queued (its batch is failed and will be produced again)."""
-        self.producer.purge()
-        self.producer.flush(0)
+        """Drops whatever is still queued (its batch is failed and will be produced again).
+        A producer in a fatal state (fenced) has nothing left to deliver: its error is the
+        batch's, already reported, so closing it raises nothing."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.purge()
+            self.producer.flush(0)
+        except KafkaException as exc:
+            log.debug("producer_closed_after_error", error=str(exc))
 
 
 class _CachedConsumer:
@@ -350,7 +360,7 @@ _CLIENTS = ClientCache()
 def _produce_rows(
     slices: Iterable[list[ProduceRow]],
     producer: Any,
-    errors: _ProduceErrors,
+    errors: ProduceErrors,
     stopping: Callable[[], bool],
 ) -> int:
     """Hands every row to the producer (stops at a fatal error, or when ``stopping``, which
@@ -381,15 +391,15 @@ def _never() -> bool:
 
 
 #: Hands a batch to a producer: (producer, errors, stopping) → how many records it took.
-_Hand = Callable[[Any, _ProduceErrors, Callable[[], bool]], int]
+_Hand = Callable[[Any, ProduceErrors, Callable[[], bool]], int]
 
 
 def _produce_with(
-    cached: _CachedProducer, hand: _Hand, stopping: Callable[[], bool] = _never
+    cached: CachedProducer, hand: _Hand, stopping: Callable[[], bool] = _never
 ) -> ProduceResult:
     """Hands the batch to the producer and waits for every delivery, at most
     FLUSH_TIMEOUT_S (and no longer than ``stopping`` stays False)."""
-    errors = cached.current = _ProduceErrors()
+    errors = cached.current = ProduceErrors()
     producer = cached.producer
     produced = hand(producer, errors, stopping)
     give_up_at = time.monotonic() + FLUSH_TIMEOUT_S
@@ -403,10 +413,10 @@ def _produce_with(
     return ProduceResult(produced, errors.count, list(errors.messages), errors.retriable)
 
 
-def _hand_records(
+def hand_records(
     records: Sequence[SourceRecord],
     producer: Any,
-    errors: _ProduceErrors,
+    errors: ProduceErrors,
     stopping: Callable[[], bool],
 ) -> int:
     """As :func:`_produce_rows`, straight from the records (an in-process producer: no row
@@ -451,7 +461,7 @@ def produce_slices(
     """Produces every row of this Spark partition with this process's producer for ``conf``;
     yields one result. A producer that failed any record is dropped."""
     prepare_executor()
-    cached: _CachedProducer = _CLIENTS.get(_CachedProducer, conf)
+    cached: CachedProducer = _CLIENTS.get(CachedProducer, conf)
     result = _produce_with(cached, functools.partial(_produce_rows, slices))
     if result.failed:
         _CLIENTS.drop(cached)
@@ -640,18 +650,18 @@ class _DriverClient(Generic[_C]):
             cached.close()
 
 
-class DriverProducer(_DriverClient[_CachedProducer]):
+class DriverProducer(_DriverClient[CachedProducer]):
     """A source task's own producer on the driver."""
 
     def __init__(self, conf: Mapping[str, str]) -> None:
-        super().__init__(_CachedProducer, conf)
+        super().__init__(CachedProducer, conf)
 
     def produce(
         self, records: Sequence[SourceRecord], stopping: Callable[[], bool]
     ) -> ProduceResult:
         """Produces ``records`` and waits for their delivery (see :func:`_produce_with`)."""
         cached = self._client()
-        result = _produce_with(cached, functools.partial(_hand_records, records), stopping)
+        result = _produce_with(cached, functools.partial(hand_records, records), stopping)
         if result.failed:
             self.close()
         return result

@@ -21,6 +21,7 @@ from connect_grpc.domain import OffsetMap, OffsetPrimitive, TaskId
 from connect_grpc.runtime.batching import BatchSizer, slice_count
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.hosting import (
+    REFRESH_OFFSETS,
     HostedPlugin,
     HostLink,
     HostSession,
@@ -39,6 +40,7 @@ from connect_grpc.runtime.kafka_io import (
 from connect_grpc.runtime.records import group_for_slices, latest_offsets
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
+from connect_grpc.runtime.transactions import TransactionalProducer, Transactions
 from connect_grpc.storage.base import OffsetEntry, OffsetStore
 from connect_grpc.worker_config import WorkerConfig
 
@@ -152,8 +154,14 @@ class SourceTaskRunner(TaskRunner):
         worker_config: WorkerConfig,
         connector_config: Mapping[str, str],
         offset_store: OffsetStore,
+        transactions: Transactions | None = None,
+        await_fencing: Callable[[], None] = lambda: None,
         **options: Unpack[RunnerOptions],
     ) -> None:
+        """With ``transactions`` (exactly-once), ``await_fencing`` returns once the
+        previous task generation of the connector is fenced (the herder's
+        ``await_fenced_generation``); the task starts only then."""
+        self._await_fencing = await_fencing
         self._producer_conf = producer_conf(
             worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
         )
@@ -163,10 +171,19 @@ class SourceTaskRunner(TaskRunner):
         self._sizer = BatchSizer.from_config(connector_config)
         self._local_max = worker_config.local_batch_max_records
         self._driver_producer = DriverProducer(self._producer_conf)
+        #: Exactly-once: every batch one transaction with its offsets, on the driver.
+        self._transactional = (
+            None if transactions is None
+            else TransactionalProducer(self._producer_conf, transactions)
+        )
         #: The batch being moved (kept across retries until its offsets are committed).
         self._pending: _Batch | None = None
 
     def prepare(self) -> None:
+        if self._transactional is not None:
+            self._await_fencing()
+            self._transactional.claim()  # before reading offsets: see TransactionalProducer
+            self._offsets.refresh()
         reader = _OffsetReader(self._offsets, self.id.connector)
         self.plugin.initialize(_SourceTaskContext(self.id, reader))
 
@@ -175,11 +192,16 @@ class SourceTaskRunner(TaskRunner):
         if batch is None:
             return False
         self._pending = batch
-        if not batch.produced:
-            self._produce(batch.records)
-            batch.produced = True
+        if self._transactional is not None:
+            offsets = latest_offsets(batch.records)
+            self._transactional.write(batch.records, offsets, self._stopping.is_set)
             self.kafka_ok()
-        self._offsets.put(self.id.connector, latest_offsets(batch.records))
+        else:
+            if not batch.produced:
+                self._produce(batch.records)
+                batch.produced = True
+                self.kafka_ok()
+            self._offsets.put(self.id.connector, latest_offsets(batch.records))
         self._pending = None
         notify_commit(self.plugin, self.log)
         self._sizer.observe(len(batch.records))
@@ -219,6 +241,8 @@ class SourceTaskRunner(TaskRunner):
 
     def close(self) -> None:
         self._driver_producer.close()
+        if self._transactional is not None:
+            self._transactional.close()
 
 
 class SourceHost(PluginHost):
@@ -226,32 +250,49 @@ class SourceHost(PluginHost):
     produces each batch with a producer it keeps until the task stops."""
 
     def __init__(
-        self, session: HostSession, task_class: str, task_id: TaskId, conf: Mapping[str, str]
+        self,
+        session: HostSession,
+        task_class: str,
+        task_id: TaskId,
+        conf: Mapping[str, str],
+        transactions: Transactions | None = None,
     ) -> None:
         self._session = session
         self._id = task_id
         self._plugin: SourceTask = build(task_class)
+        #: At-least-once: the driver commits the offsets after the records are acked.
         self._producer = DriverProducer(conf)
-        super().__init__(self._plugin, self._producer)
+        #: Exactly-once: each batch one transaction with its offsets (see ``transactions``).
+        self._transactional = (
+            None if transactions is None else TransactionalProducer(conf, transactions)
+        )
+        super().__init__(self._plugin, self._transactional or self._producer)
         self._pending: _Batch | None = None
 
     def start(self, config: Mapping[str, str]) -> None:
+        if self._transactional is not None:
+            self._transactional.claim()  # before reading offsets: see TransactionalProducer
+            self._session.ask(REFRESH_OFFSETS)
         reader = _AskingOffsetReader(self._session)
         self._plugin.initialize(_SourceTaskContext(self._id, reader))
         self._plugin.start(config)
 
     def move(self, wanted: int) -> tuple[int, list[OffsetEntry]] | None:
-        """Polls a batch (or takes the one a failure left) and produces it: the number of
-        records and their latest offsets, to be committed by the driver; None if idle."""
+        """Polls a batch (or takes the one a failure left) and writes it: the number of
+        records and their latest offsets, to be committed by the driver (or, exactly-once,
+        already committed with the records); None if idle."""
         batch = self._pending or poll_batch(self._plugin, wanted, self._session.stopping)
         if batch is None:
             return None
         self._pending = batch
-        if not batch.produced:
+        offsets = latest_offsets(batch.records)
+        if self._transactional is not None:
+            self._transactional.write(batch.records, offsets, self._session.stopping)
+        elif not batch.produced:
             result = self._producer.produce(batch.records, self._session.stopping)
             check_delivery([result], len(batch.records))
             batch.produced = True
-        return len(batch.records), latest_offsets(batch.records)
+        return len(batch.records), offsets
 
     def committed(self) -> None:
         """The driver committed the batch's offsets: tells the plugin (a failure is logged)."""
@@ -275,8 +316,12 @@ class HostedSourceTaskRunner(TaskRunner):
         worker_config: WorkerConfig,
         connector_config: Mapping[str, str],
         offset_store: OffsetStore,
+        transactions: Transactions | None = None,
+        await_fencing: Callable[[], None] = lambda: None,
         **options: Unpack[RunnerOptions],
     ) -> None:
+        """``transactions`` and ``await_fencing`` as for SourceTaskRunner."""
+        self._await_fencing = await_fencing
         conf = producer_conf(
             worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
         )
@@ -285,16 +330,21 @@ class HostedSourceTaskRunner(TaskRunner):
             spark,
             task_id,
             SOURCE_HOST,
-            (task_class, task_id, conf),
-            offset_answerer(functools.partial(offset_store.get, task_id.connector)),
+            (task_class, task_id, conf, transactions),
+            offset_answerer(
+                functools.partial(offset_store.get, task_id.connector), offset_store.refresh
+            ),
             plugin_sys_path(worker_config.plugin_path),
         )
         self._hosted = HostedPlugin(self._link)
         super().__init__(task_id, self._hosted, worker_id, listener, spark, **options)
         self._offsets = offset_store
         self._sizer = BatchSizer.from_config(connector_config)
+        self._transactional = transactions is not None
 
     def prepare(self) -> None:
+        if self._transactional:
+            self._await_fencing()
         self._link.open()
 
     def run_batch(self) -> bool:
@@ -306,7 +356,8 @@ class HostedSourceTaskRunner(TaskRunner):
             return False
         count, offsets = moved
         self.kafka_ok()
-        self._offsets.put(self.id.connector, offsets)
+        if not self._transactional:  # else committed in the batch's transaction
+            self._offsets.put(self.id.connector, offsets)
         self._link.call("committed")
         self._sizer.observe(count)
         return True

@@ -10,12 +10,13 @@ It also watches Kafka (``KafkaMonitor``): tasks that cannot reach it show RETRYI
 
 from __future__ import annotations
 
+import functools
 import threading
 import traceback
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 import structlog
 
@@ -31,6 +32,7 @@ from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
 from connect_grpc.runtime.source_task import HostedSourceTaskRunner, SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner
+from connect_grpc.runtime.transactions import ExactlyOnceSource, Transactions
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.worker_config import TASK_HOSTING_EXECUTOR, WorkerConfig
 
@@ -43,6 +45,11 @@ IN_PROCESS = 2**62
 
 #: Seconds ``stop_tasks`` waits for each task's loop to end.
 TASK_STOP_TIMEOUT_S = 10.0
+
+
+class _ExactlyOnceOptions(TypedDict, total=False):
+    transactions: Transactions
+    await_fencing: Callable[[], None]
 
 
 class PluginLoader(Protocol):
@@ -61,9 +68,14 @@ class Worker:
         offset_store: OffsetStore,
         listener: StatusListener,
         kafka_monitor: KafkaMonitor | None = None,
+        *,
+        exactly_once: ExactlyOnceSource | None = None,
     ) -> None:
-        """``kafka_monitor`` defaults to one probing ``bootstrap.servers``."""
+        """``kafka_monitor`` defaults to one probing ``bootstrap.servers``. With
+        ``exactly_once``, every source task writes each batch and its offsets in one
+        transaction (``runtime.transactions``)."""
         self._config = config
+        self._exactly_once = exactly_once
         self._plugins = plugins
         self._offsets = offset_store
         self._listener = listener
@@ -263,6 +275,7 @@ class Worker:
                 worker_config=config,
                 connector_config=connector_config,
                 offset_store=self._offsets,
+                **self._exactly_once_options(task),
                 **self._runner_options(),
             )
         if isinstance(plugin, SinkTask):
@@ -297,6 +310,7 @@ class Worker:
                 worker_config=self._config,
                 connector_config=connector_config,
                 offset_store=self._offsets,
+                **self._exactly_once_options(task),
                 **self._runner_options(),
             )
         if issubclass(task_class, SinkTask):
@@ -312,6 +326,16 @@ class Worker:
                 **self._runner_options(),
             )
         raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")
+
+    def _exactly_once_options(self, task: TaskId) -> _ExactlyOnceOptions:
+        """A source runner's exactly-once arguments (none without exactly-once support)."""
+        eos = self._exactly_once
+        if eos is None:
+            return {}
+        return {
+            "transactions": eos.for_task(task),
+            "await_fencing": functools.partial(eos.await_fenced_generation, task.connector),
+        }
 
     def _report_connector(self, name: str, state: State, trace: str = "") -> None:
         self._log.error("connector_failed", connector=name, trace=trace)

@@ -36,6 +36,9 @@ class OffsetStore(Protocol):
     def put(self, connector: str, entries: Sequence[OffsetEntry]) -> None:
         """Writes offsets; an entry whose offset is None removes that partition."""
 
+    def refresh(self, timeout: float | None = None) -> None:
+        """Blocks until every offset written when called (by any writer) is visible."""
+
 
 class StatusStore(Protocol):
     """The last reported status of each connector and task instance. Thread-safe."""

@@ -78,6 +78,9 @@ class FileOffsetStore:
     def stop(self) -> None:
         return None
 
+    def refresh(self, timeout: float | None = None) -> None:
+        """Nothing to wait for: this process is the file's only writer."""
+
     def get(self, connector: str, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
         with self._lock:
             raw = self._data.get(offsets_codec.encode_key(connector, partition))

@@ -98,6 +98,9 @@ class ConfigSnapshot:
         tasks: connector name → its committed task configs, task ``n`` at index ``n``.
         target_states: connector name → target state (STARTED for a connector without one).
         task_counts: connector name → the task count of its latest ``tasks-fencing`` record.
+        pending_fencing: connectors whose latest task configs came after their latest
+            ``tasks-fencing`` record (Kafka's ``pendingFencing``): with exactly-once source
+            support, their tasks wait until the leader fenced the previous generation.
         inconsistent: connectors whose latest commit named tasks that were not all present.
         extensions: key → decoded JSON value of each live ``connect-grpc-`` record.
     """
@@ -107,6 +110,7 @@ class ConfigSnapshot:
     tasks: Mapping[str, tuple[Config, ...]] = field(default_factory=lambda: MappingProxyType({}))
     target_states: Mapping[str, TargetState] = field(default_factory=lambda: MappingProxyType({}))
     task_counts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    pending_fencing: frozenset[str] = frozenset()
     inconsistent: frozenset[str] = frozenset()
     extensions: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -132,6 +136,7 @@ class SnapshotBuilder:
     tasks: dict[str, tuple[Config, ...]] = field(default_factory=dict)
     target_states: dict[str, TargetState] = field(default_factory=dict)
     task_counts: dict[str, int] = field(default_factory=dict)
+    pending_fencing: set[str] = field(default_factory=set)
     inconsistent: set[str] = field(default_factory=set)
     extensions: dict[str, Any] = field(default_factory=dict)
     #: connector → task number → config, written but not yet committed.
@@ -145,6 +150,7 @@ class SnapshotBuilder:
             tasks=MappingProxyType(dict(self.tasks)),
             target_states=MappingProxyType(dict(self.target_states)),
             task_counts=MappingProxyType(dict(self.task_counts)),
+            pending_fencing=frozenset(self.pending_fencing),
             inconsistent=frozenset(self.inconsistent),
             extensions=MappingProxyType(dict(self.extensions)),
         )
@@ -353,6 +359,7 @@ def _apply_connector(builder: SnapshotBuilder, connector: str, value: bytes | No
         builder.tasks.pop(connector, None)
         builder.target_states.pop(connector, None)
         builder.task_counts.pop(connector, None)
+        builder.pending_fencing.discard(connector)
         builder.deferred.pop(connector, None)
         builder.inconsistent.discard(connector)
     else:
@@ -379,6 +386,7 @@ def _apply_commit(
     deferred = builder.deferred.pop(connector, {})
     if all(n in deferred for n in range(count)):
         builder.tasks[connector] = tuple(deferred[n] for n in range(count))
+        builder.pending_fencing.add(connector)  # a new generation of tasks
         builder.inconsistent.discard(connector)
     else:
         builder.inconsistent.add(connector)
@@ -405,6 +413,7 @@ def _apply_task_count(
         builder.task_counts.pop(connector, None)
     else:
         builder.task_counts[connector] = decode_task_count(value)
+        builder.pending_fencing.discard(connector)
     return ConfigChange("task_count", connector)
 
 
@@ -453,6 +462,11 @@ def task_config_records(name: str, configs: list[Config]) -> list[RawRecord]:
     records = [_record(task_key(name, n), encode_properties(c)) for n, c in enumerate(configs)]
     records.append(_record(commit_key(name), encode_commit(len(configs))))
     return records
+
+
+def task_count_records(name: str, count: int) -> list[RawRecord]:
+    """The connector's task count: its task configs' generation has been fenced."""
+    return [_record(task_count_key(name), encode_task_count(count))]
 
 
 def target_state_records(name: str, state: TargetState) -> list[RawRecord]:
@@ -564,7 +578,7 @@ class KafkaConfigStore:
 
     def put_task_count_record(self, name: str, count: int) -> None:
         """Writes the connector's task count (``tasks-fencing-<name>``)."""
-        self._write([_record(task_count_key(name), encode_task_count(count))])
+        self._write(task_count_records(name, count))
 
     def wait_for(self, written: list[LogRecord], timeout: float | None = None) -> None:
         """Blocks until records another writer wrote (a transaction) are applied here.

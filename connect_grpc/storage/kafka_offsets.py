@@ -60,6 +60,11 @@ class KafkaOffsetStore:
         spec = TopicSpec(topic, partitions, replication_factor, compact=True)
         self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
 
+    @property
+    def topic(self) -> str:
+        """The offsets topic."""
+        return self._log.topic
+
     def start(self) -> None:
         """Creates the topic if needed and reads it to its end. Call once."""
         self._log.start()
@@ -77,6 +82,13 @@ class KafkaOffsetStore:
         Raises UnavailableError after ``timeout`` seconds (default: the store's timeout).
         """
         self._log.read_to_end(timeout)
+
+    def wait_for(self, written: Sequence[LogRecord], timeout: float | None = None) -> None:
+        """Blocks until records another writer wrote (a transaction) are applied here.
+
+        Raises UnavailableError after ``timeout`` seconds (default: the store's timeout).
+        """
+        self._log.read_past(written, timeout)
 
     def get(self, connector: str, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
         """The latest offset of one partition, or None (never written, or reset)."""
@@ -97,10 +109,7 @@ class KafkaOffsetStore:
         Durable and visible to ``get`` when it returns; raises ConnectError if any record
         was not written (the others may have been).
         """
-        records = [
-            (offsets_codec.encode_key(connector, partition), offsets_codec.encode_value(offset))
-            for partition, offset in entries
-        ]
+        records = encode_records(connector, entries)
         if not records:
             return
         for written in self._log.send_all(records):
@@ -124,6 +133,16 @@ class KafkaOffsetStore:
                 partitions[key] = stored
             if not partitions:
                 del self._offsets[connector]
+
+
+def encode_records(
+    connector: str, entries: Sequence[OffsetEntry]
+) -> list[tuple[bytes, bytes | None]]:
+    """The offsets topic's records of ``entries`` (a None offset: a tombstone)."""
+    return [
+        (offsets_codec.encode_key(connector, partition), offsets_codec.encode_value(offset))
+        for partition, offset in entries
+    ]
 
 
 def decode_record(record: LogRecord) -> tuple[str, bytes, StoredOffset | None] | None:

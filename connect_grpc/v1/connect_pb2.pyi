@@ -141,16 +141,18 @@ class ConnectorInstanceStatus(_message.Message):
     def __init__(self, state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ...) -> None: ...
 
 class TaskStatus(_message.Message):
-    __slots__ = ("id", "state", "worker_id", "trace")
+    __slots__ = ("id", "state", "worker_id", "trace", "transactional_id")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: InstanceState
     worker_id: str
     trace: str
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ...) -> None: ...
+    transactional_id: str
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., transactional_id: _Optional[str] = ...) -> None: ...
 
 class ConnectorStatus(_message.Message):
     __slots__ = ("name", "connector", "tasks", "type")
@@ -616,3 +618,17 @@ class PutTaskConfigsRequest(_message.Message):
 class PutTaskConfigsResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class FenceZombiesRequest(_message.Message):
+    __slots__ = ("name", "worker_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    worker_id: str
+    def __init__(self, name: _Optional[str] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class FenceZombiesResponse(_message.Message):
+    __slots__ = ("config_position",)
+    CONFIG_POSITION_FIELD_NUMBER: _ClassVar[int]
+    config_position: int
+    def __init__(self, config_position: _Optional[int] = ...) -> None: ...

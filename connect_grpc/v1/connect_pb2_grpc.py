@@ -998,6 +998,11 @@ class ClusterServiceStub:
                 request_serializer=connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsRequest.SerializeToString,
                 response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsResponse.FromString,
                 _registered_method=True)
+        self.FenceZombies = channel.unary_unary(
+                '/connect.v1.ClusterService/FenceZombies',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.FenceZombiesRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.FenceZombiesResponse.FromString,
+                _registered_method=True)
 
 
 class ClusterServiceServicer:
@@ -1014,6 +1019,17 @@ class ClusterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FenceZombies(self, request, context):
+        """With exactly-once source support: fences the transactional producers of a source
+        connector's previous task generation, if its latest task configs were not fenced yet,
+        and writes its task count (Kafka Connect's internal PUT
+        /connectors/{name}/fence). A task of the new generation starts only after that.
+        Answered by the leader only, like PutTaskConfigs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1021,6 +1037,11 @@ def add_ClusterServiceServicer_to_server(servicer, server):
                     servicer.PutTaskConfigs,
                     request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsRequest.FromString,
                     response_serializer=connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsResponse.SerializeToString,
+            ),
+            'FenceZombies': grpc.unary_unary_rpc_method_handler(
+                    servicer.FenceZombies,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.FenceZombiesRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.FenceZombiesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1053,6 +1074,33 @@ class ClusterService:
             '/connect.v1.ClusterService/PutTaskConfigs',
             connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsRequest.SerializeToString,
             connect__grpc_dot_v1_dot_connect__pb2.PutTaskConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FenceZombies(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ClusterService/FenceZombies',
+            connect__grpc_dot_v1_dot_connect__pb2.FenceZombiesRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.FenceZombiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

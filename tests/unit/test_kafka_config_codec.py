@@ -220,6 +220,26 @@ def test_task_count_records() -> None:
     assert builder.build().task_counts == {}
 
 
+def test_new_task_configs_are_pending_fencing_until_a_later_task_count_record() -> None:
+    builder = SnapshotBuilder()
+    apply_record(builder, "connector-c", encode_properties({}))
+    assert builder.build().pending_fencing == frozenset()
+    _tasks(builder, "c", [{"t": "0"}, {"t": "1"}])
+    _commit(builder, "c", 2)
+    assert builder.build().pending_fencing == {"c"}
+    apply_record(builder, "tasks-fencing-c", encode_task_count(2))
+    assert builder.build().pending_fencing == frozenset()
+
+    _tasks(builder, "c", [{"t": "0"}])  # a commit that names a missing task changes nothing
+    _commit(builder, "c", 2)
+    assert builder.build().pending_fencing == frozenset()
+    _tasks(builder, "c", [{"t": "0"}])
+    _commit(builder, "c", 1)  # the next generation: pending again
+    assert builder.build().pending_fencing == {"c"}
+    apply_record(builder, "connector-c", None)  # deleted: nothing left to fence for
+    assert builder.build().pending_fencing == frozenset()
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

@@ -1,0 +1,404 @@
+"""Exactly-once source support on a real cluster (``exactly.once.source.support=enabled``):
+real worker processes, real broker, real Spark.
+
+- Workers killed with -9 (the leader included) and started again while a deterministic
+  sequence source writes: a ``read_committed`` reader sees every value exactly once, in
+  order per source partition, and the committed offsets name the last value written.
+- A zombie holding a task's transactional id from an earlier generation cannot commit
+  once the leader fenced that generation for the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
+from connect_grpc.v1 import connect_pb2 as pb
+from tests.integration.helpers import RUNNING, STOPPED, create, wait_for_states
+from tests.integration.test_distributed import SESSION_TIMEOUT_MS, Cluster
+from tests.integration.test_offsets import fields_pb, fields_py
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+
+WORKERS = 2
+
+
+@pytest.fixture(scope="module")
+def eos_cluster(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    cluster = Cluster(tmp_path_factory.mktemp("eos-cluster"), kafka_bootstrap)
+    cluster.properties["exactly.once.source.support"] = "enabled"
+    try:
+        cluster.start(WORKERS)
+        cluster.settled(WORKERS)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _sequence(topic: str, count: int, tasks: int, rate: float) -> dict[str, str]:
+    return {
+        "connector.class": "SequenceSource",
+        "topic": topic,
+        "tasks.max": str(tasks),
+        "sequence.count": str(count),
+        "sequence.rate": str(rate),
+        "exactly.once.support": "required",
+    }
+
+
+def _end_offset(bootstrap: str, topic: str, isolation: IsolationLevel) -> int:
+    """Partition 0's end: the high watermark, or the last stable offset (read_committed)."""
+    partition = TopicPartition(topic, 0)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_offsets({partition: OffsetSpec.latest()}, isolation_level=isolation)
+    return int(listed[partition].result(30).offset)
+
+
+def _read_committed(bootstrap: str, topic: str, timeout: float = 60.0) -> list[int]:
+    """Every value of the topic's partition 0 a read_committed consumer sees, up to the last
+    stable offset when called (the end of the partition may never be reached while tasks
+    keep a transaction open)."""
+    partition = TopicPartition(topic, 0)
+    stable = _end_offset(bootstrap, topic, IsolationLevel.READ_COMMITTED)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"eos-check-{uuid.uuid4().hex}",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        values: list[int] = []
+        deadline = time.monotonic() + timeout
+        while consumer.position([partition])[0].offset < stable:
+            assert time.monotonic() < deadline, f"{topic} not read up to {stable} in {timeout} s"
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error() and msg.offset() < stable:
+                values.append(int(msg.value()))
+        return values
+    finally:
+        consumer.close()
+
+
+def _logs(cluster: Cluster) -> str:
+    return "\n".join(f"--- {w.port}\n{w.logs()[-5000:]}" for w in cluster.live)
+
+
+def test_kill_9_of_workers_and_the_leader_writes_every_value_exactly_once(
+    eos_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    cluster = eos_cluster
+    name, topic = f"eos-seq-{uuid.uuid4().hex[:6]}", f"eos-seq-{uuid.uuid4().hex[:6]}"
+    # ≈ 40 s at 20 000 records/s a task (batches of ≈ 5 000), without the kills' pauses
+    count, tasks = 1_600_000, 2
+    via = cluster.live[0]
+    create(via.stub, name, _sequence(topic, count, tasks, rate=20_000))
+    wait_for_states(via.stub, name, RUNNING, [RUNNING] * tasks)
+
+    kills = 0
+    for victim_is_leader in (True, False, True):
+        time.sleep(2.0)
+        if len(_read_committed(kafka_bootstrap, topic)) >= count:
+            break
+        leader = cluster.leader()
+        victim = leader if victim_is_leader else next(w for w in cluster.live if w is not leader)
+        victim.kill()
+        kills += 1
+        cluster.add().start()
+        cluster.settled(WORKERS)
+    assert kills >= 2, "the sequence ended before the workers were killed twice"
+
+    survivor = cluster.live[0]
+    try:
+        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= count, timeout=180)
+    except TimeoutError:
+        raise AssertionError(f"the sequence did not complete:\n{_logs(cluster)}") from None
+    time.sleep(SESSION_TIMEOUT_MS / 1000)  # a zombie would have written by now
+    values = _read_committed(kafka_bootstrap, topic)
+    duplicates = {v: n for v, n in Counter(values).items() if n > 1}
+    assert not duplicates, f"{len(duplicates)} values written twice, e.g. {list(duplicates)[:5]}"
+    assert sorted(values) == list(range(count))
+    for task in range(tasks):
+        own = [v for v in values if v % tasks == task]
+        assert own == sorted(own), f"task {task}'s values out of order"
+
+    stored = survivor.stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=30).offsets
+    committed = {
+        fields_py(item.partition)["task"]: fields_py(item.offset)["seq"] for item in stored
+    }
+    last = {task: max(i for i in range(count) if i % tasks == task) for task in range(tasks)}
+    assert committed == last
+
+
+def _python_workers_under(root: int) -> list[int]:
+    """The executor Python workers (children of a pyspark daemon) among ``root``'s
+    descendants: where a worker's tasks are hosted."""
+    parents: dict[int, int] = {}
+    commands: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            commands[int(entry)] = Path(f"/proc/{entry}/cmdline").read_text()
+        except OSError:
+            continue
+        parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+
+    def descends(pid: int) -> bool:
+        while pid > 1:
+            if pid == root:
+                return True
+            pid = parents.get(pid, 1)
+        return False
+
+    return [
+        pid for pid, parent in parents.items()
+        if "pyspark.daemon" in commands.get(parent, "") and descends(pid)
+    ]
+
+
+def _uncommitted(via: WorkerProcess, bootstrap: str, name: str, topic: str) -> int:
+    """Records in the topic (open transactions included) past a one-task sequence's
+    committed offset, give or take its transactions' commit markers."""
+    end = _end_offset(bootstrap, topic, IsolationLevel.READ_UNCOMMITTED)
+    stored = via.stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=30).offsets
+    committed = max((int(fields_py(o.offset)["seq"]) + 1 for o in stored), default=0)
+    return int(end) - committed
+
+
+def test_a_task_whose_spark_task_dies_mid_transaction_is_retried_without_a_duplicate(
+    eos_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    """The task's Spark task (its host) is killed while it writes a batch of up to 100 000
+    records: the records it produced are in an open transaction, which the retry's
+    producer aborts when it claims the id, and the retry starts from the offsets
+    committed with the last committed batch."""
+    cluster = eos_cluster
+    name, topic = f"eos-host-{uuid.uuid4().hex[:6]}", f"eos-host-{uuid.uuid4().hex[:6]}"
+    count = 2_000_000
+    via = cluster.live[0]
+    create(via.stub, name, _sequence(topic, count, 1, rate=0))
+    # the moment to kill: at least 10 000 records produced past the committed offset
+    try:
+        wait_until(lambda: _uncommitted(via, kafka_bootstrap, name, topic) >= 10_000,
+                   timeout=60, interval=0.01)
+    except TimeoutError:
+        raise AssertionError(f"no batch in progress:\n{_logs(cluster)}") from None
+    owner_id = wait_until(lambda: next(
+        (w.id for w in cluster.info().workers if any(t.connector == name for t in w.tasks)), None
+    ))
+    owner = next(w for w in cluster.live if f"worker-{w.port}" == owner_id)
+    assert owner.pid is not None
+    hosts = _python_workers_under(owner.pid)
+    assert hosts, "no executor Python worker under the task's worker"
+    for pid in hosts:
+        os.kill(pid, signal.SIGKILL)
+
+    try:
+        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= count, timeout=180)
+    except TimeoutError:
+        raise AssertionError(f"the sequence did not complete:\n{_logs(cluster)}") from None
+    values = _read_committed(kafka_bootstrap, topic)
+    assert len(values) == count, f"{len(values) - len(set(values))} values written twice"
+    assert values == list(range(count))
+    assert "task_rehosted" in owner.logs()
+    via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def _task_count_records(bootstrap: str, config_topic: str, connector: str) -> list[int]:
+    """Every ``tasks-fencing-<connector>`` value in the config topic, in order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"eos-config-{uuid.uuid4().hex}",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(config_topic, 0, 0)])
+        counts: list[int] = []
+        while True:
+            msg = consumer.poll(30.0)
+            assert msg is not None, "no end of the config topic"
+            if msg.error():
+                return counts
+            if msg.key() == f"tasks-fencing-{connector}".encode() and msg.value():
+                counts.append(json.loads(msg.value())["task-count"])
+    finally:
+        consumer.close()
+
+
+def test_a_zombie_of_an_earlier_generation_cannot_commit_after_the_next_one_starts(
+    eos_cluster: Cluster, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    cluster = eos_cluster
+    name, topic = f"eos-gen-{uuid.uuid4().hex[:6]}", f"eos-gen-{uuid.uuid4().hex[:6]}"
+    via = cluster.live[0]
+    create(via.stub, name, _sequence(topic, -1, 3, rate=50))
+    wait_for_states(via.stub, name, RUNNING, [RUNNING] * 3)
+    group = cluster.properties["group.id"]
+    config_topic = cluster.properties["config.storage.topic"]
+    wait_until(lambda: _task_count_records(kafka_bootstrap, config_topic, name) == [3])
+    status = via.stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name), timeout=30)
+    assert [t.transactional_id for t in status.status.tasks] == [
+        f"{group}-{name}-{t}" for t in range(3)
+    ]
+    task = via.stub.GetTaskStatus(pb.GetTaskStatusRequest(name=name, task_id=1), timeout=30)
+    assert task.task.transactional_id == f"{group}-{name}-1"
+
+    # A zombie of task 2 (its worker partitioned away, say) holds the id with a transaction
+    # open. Claiming the id fenced the real task 2, which fails: the zombie is its newest
+    # holder.
+    zombie = Producer(
+        {"bootstrap.servers": kafka_bootstrap, "transactional.id": f"{group}-{name}-2"}
+    )
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(topic, b"-1")
+    zombie.flush(30)
+
+    # The next generation: one task. The leader fences tasks 0..2 before it starts.
+    config = {**_sequence(topic, -1, 1, rate=50), "name": name}
+    via.stub.PutConnectorConfig(pb.PutConnectorConfigRequest(name=name, config=config), timeout=60)
+    wait_for_states(via.stub, name, RUNNING, [RUNNING])
+    wait_until(lambda: _task_count_records(kafka_bootstrap, config_topic, name) == [3, 1])
+
+    with pytest.raises(KafkaException) as raised:
+        zombie.commit_transaction(30)
+    assert raised.value.args[0].fatal() or raised.value.args[0].txn_requires_abort()
+    wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= 20, timeout=60)
+    assert -1 not in _read_committed(kafka_bootstrap, topic)
+    via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def _settled_values(bootstrap: str, topic: str) -> list[int]:
+    """The committed values once they stopped changing for a second."""
+    seen = [_read_committed(bootstrap, topic)]
+
+    def unchanged() -> bool:
+        time.sleep(1.0)
+        seen.append(_read_committed(bootstrap, topic))
+        return seen[-1] == seen[-2]
+
+    wait_until(unchanged, timeout=60)
+    return seen[-1]
+
+
+def _claim(bootstrap: str, transactional_id: str, topic: str, value: bytes) -> Producer:
+    """A producer that claimed ``transactional_id`` and has a transaction open with one
+    record: a zombie task's producer."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value)
+    producer.flush(30)
+    return producer
+
+
+def _committed_offsets(bootstrap: str, offsets_topic: str, connector: str) -> list[object]:
+    """The values of the connector's records in the offsets topic, read_committed."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"eos-offsets-{uuid.uuid4().hex}",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        partitions = consumer.list_topics(offsets_topic, timeout=30).topics[offsets_topic]
+        ends = {
+            p: _end_offset_of(bootstrap, offsets_topic, p) for p in partitions.partitions
+        }
+        consumer.assign([TopicPartition(offsets_topic, p, 0) for p, end in ends.items() if end])
+        found: list[object] = []
+        deadline = time.monotonic() + 30
+        while any(
+            consumer.position([TopicPartition(offsets_topic, p)])[0].offset < end
+            for p, end in ends.items() if end
+        ):
+            assert time.monotonic() < deadline, "offsets topic not read to its end"
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            key = json.loads(msg.key())
+            if key[0] == connector:
+                found.append(None if msg.value() is None else json.loads(msg.value()))
+        return found
+    finally:
+        consumer.close()
+
+
+def _end_offset_of(bootstrap: str, topic: str, partition: int) -> int:
+    tp = TopicPartition(topic, partition)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_offsets(
+        {tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED
+    )
+    return int(listed[tp].result(30).offset)
+
+
+def _alter(via: WorkerProcess, name: str, seq: int) -> None:
+    entry = pb.ConnectorOffset(partition=fields_pb({"task": 0}), offset=fields_pb({"seq": seq}))
+    via.stub.AlterOffsets(pb.AlterOffsetsRequest(name=name, offsets=[entry]), timeout=60)
+
+
+def test_altering_offsets_fences_the_tasks_then_writes_in_a_transaction_of_its_own(
+    eos_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    cluster = eos_cluster
+    name, topic = f"eos-alter-{uuid.uuid4().hex[:6]}", f"eos-alter-{uuid.uuid4().hex[:6]}"
+    group = cluster.properties["group.id"]
+    offsets_topic = cluster.properties["offset.storage.topic"]
+    via = cluster.live[0]
+    create(via.stub, name, _sequence(topic, -1, 1, rate=200))
+    wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= 50, timeout=60)
+    via.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=60)
+    wait_for_states(via.stub, name, STOPPED, [])
+    before = _settled_values(kafka_bootstrap, topic)  # the task's last commit may follow
+
+    # a zombie of task 0 with a transaction open: the change must fence it
+    zombie = _claim(kafka_bootstrap, f"{group}-{name}-0", topic, b"-1")
+    _alter(via, name, 999)
+    with pytest.raises(KafkaException):
+        zombie.commit_transaction(30)
+    assert _committed_offsets(kafka_bootstrap, offsets_topic, name)[-1] == {"seq": 999}
+
+    # nothing ran since: the next change fences nobody (this producer commits after it)
+    bystander = _claim(kafka_bootstrap, f"{group}-{name}-0", topic, b"-2")
+    _alter(via, name, 1999)
+    bystander.commit_transaction(30)
+    assert _committed_offsets(kafka_bootstrap, offsets_topic, name)[-1] == {"seq": 1999}
+
+    via.stub.ResumeConnector(pb.ResumeConnectorRequest(name=name), timeout=60)
+    wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= len(before) + 30)
+    values = _read_committed(kafka_bootstrap, topic)
+    assert values[: len(before)] == before
+    resumed = values[len(before) :]
+    assert resumed[0] == -2 and -1 not in resumed
+    assert resumed[1:] == list(range(2000, 2000 + len(resumed) - 1))
+    via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)

@@ -1,0 +1,187 @@
+"""A source task's transactional producer against the real broker: each batch one
+transaction holding its records and its offsets, zombies fenced by the transactional id,
+failed batches aborted and written again exactly once."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from connect_grpc.connectors.api import SourceRecord
+from connect_grpc.runtime.kafka_io import KafkaIoError
+from connect_grpc.runtime.transactions import (
+    TaskFencedError,
+    TransactionalProducer,
+    Transactions,
+    task_transactional_id,
+)
+from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
+from connect_grpc.testing.cluster import wait_until
+from tests.integration.helpers import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+TIMEOUT_S = 30.0
+OFFSETS_PARTITIONS = 5
+PARTITION = {"file": "/data/in.txt"}
+
+
+@pytest.fixture
+def store(kafka_bootstrap: str) -> Iterator[KafkaOffsetStore]:
+    """The worker's offset store on a fresh offsets topic (which it creates, compacted)."""
+    offsets = KafkaOffsetStore(
+        {"bootstrap.servers": kafka_bootstrap},
+        f"eos-offsets-{uuid.uuid4().hex[:8]}",
+        OFFSETS_PARTITIONS,
+        timeout=TIMEOUT_S,
+    )
+    offsets.start()
+    yield offsets
+    offsets.stop()
+
+
+@pytest.fixture
+def topics(kafka_admin: AdminClient, store: KafkaOffsetStore) -> tuple[str, str]:
+    return create_topic(kafka_admin, f"eos-data-{uuid.uuid4().hex[:8]}"), store.topic
+
+
+@pytest.fixture
+def producers(
+    kafka_bootstrap: str, topics: tuple[str, str]
+) -> Iterator[Callable[[str], TransactionalProducer]]:
+    """Opens producers of connector ``c``'s task 0 (or another id); closes them at teardown."""
+    opened: list[TransactionalProducer] = []
+
+    def open_producer(transactional_id: str = "") -> TransactionalProducer:
+        tid = transactional_id or task_transactional_id("g", "c", 0)
+        producer = TransactionalProducer(
+            {"bootstrap.servers": kafka_bootstrap, "client.id": "eos-test"},
+            Transactions(tid, topics[1], "c"),
+        )
+        opened.append(producer)
+        return producer
+
+    yield open_producer
+    for producer in opened:
+        producer.close()
+
+
+def _batch(topic: str, start: int, count: int) -> list[SourceRecord]:
+    return [
+        SourceRecord(PARTITION, {"position": i + 1}, topic, f"v{i}")
+        for i in range(start, start + count)
+    ]
+
+
+def _last_offset(records: list[SourceRecord]) -> list[tuple[dict[str, str], dict[str, int]]]:
+    return [(PARTITION, {"position": int(str(records[-1].source_offset["position"]))})]
+
+
+def _committed(bootstrap: str, topic: str, expected: list[str]) -> None:
+    """Waits until a read_committed consumer sees exactly ``expected`` in partition 0 (a
+    commit returns before its markers reach the partition, so a reader may lag)."""
+    seen: list[list[str]] = []
+
+    def matches() -> bool:
+        seen.append(_committed_values(bootstrap, topic))
+        return seen[-1] == expected
+
+    try:
+        wait_until(matches, timeout=TIMEOUT_S, interval=0.1)
+    except TimeoutError:
+        pytest.fail(f"read_committed saw {seen[-1][:20]}… ({len(seen[-1])} values)")
+
+
+def _committed_values(bootstrap: str, topic: str) -> list[str]:
+    """Every value of partition 0 a read_committed consumer sees."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex}",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        values: list[str] = []
+        while True:
+            msg = consumer.poll(TIMEOUT_S)
+            assert msg is not None, "no end of partition reached"
+            if msg.error():
+                return values
+            values.append(msg.value().decode())
+    finally:
+        consumer.close()
+
+
+def _never() -> bool:
+    return False
+
+
+def test_a_batch_and_its_offsets_commit_together_and_the_offset_store_reads_them(
+    producers: Callable[..., TransactionalProducer],
+    topics: tuple[str, str],
+    store: KafkaOffsetStore,
+    kafka_bootstrap: str,
+) -> None:
+    data = topics[0]
+    producer = producers()
+    first, second = _batch(data, 0, 3), _batch(data, 3, 2)
+    producer.write(first, _last_offset(first), _never)
+    producer.write(second, _last_offset(second), _never)
+
+    _committed(kafka_bootstrap, data, [f"v{i}" for i in range(5)])
+    wait_until(lambda: store.get("c", PARTITION) == {"position": 5}, timeout=TIMEOUT_S)
+    # the store's own write of that key lands in the same partition (both murmur2), so
+    # it supersedes the task's, as a later transactional write would supersede it
+    store.put("c", [(PARTITION, {"position": 6})])
+    batch = _batch(data, 6, 1)
+    producer.write(batch, _last_offset(batch), _never)
+    wait_until(lambda: store.get("c", PARTITION) == {"position": 7}, timeout=TIMEOUT_S)
+
+
+def test_a_zombie_cannot_commit_once_a_new_instance_claimed_the_id(
+    producers: Callable[..., TransactionalProducer], topics: tuple[str, str], kafka_bootstrap: str
+) -> None:
+    data = topics[0]
+    zombie = producers()
+    zombie.write(_batch(data, 0, 2), _last_offset(_batch(data, 0, 2)), _never)
+    successor = producers()
+    claimed = []
+
+    def successor_claims_mid_batch() -> bool:
+        """Asked by the zombie every 10 000 records: the successor starts meanwhile."""
+        if not claimed:
+            batch = _batch(data, 100, 1)
+            successor.write(batch, _last_offset(batch), _never)
+            claimed.append(True)
+        return False
+
+    big = _batch(data, 2, 25_000)
+    with pytest.raises(TaskFencedError) as raised:
+        zombie.write(big, _last_offset(big), successor_claims_mid_batch)
+    assert "g-c-0" in str(raised.value) and not raised.value.retriable
+    with pytest.raises(TaskFencedError):  # and never claims the id back
+        zombie.write(_batch(data, 9, 1), _last_offset(_batch(data, 9, 1)), _never)
+
+    _committed(kafka_bootstrap, data, ["v0", "v1", "v100"])
+
+
+def test_a_batch_that_failed_midway_is_aborted_and_written_once_by_its_retry(
+    producers: Callable[..., TransactionalProducer], topics: tuple[str, str], kafka_bootstrap: str
+) -> None:
+    data = topics[0]
+    producer = producers()
+    batch = _batch(data, 0, 25_000)
+    with pytest.raises(KafkaIoError) as raised:
+        producer.write(batch, _last_offset(batch), lambda: True)  # stopped after 10 000
+    assert raised.value.retriable and "transaction aborted" in str(raised.value)
+    producer.write(batch, _last_offset(batch), _never)
+
+    _committed(kafka_bootstrap, data, [f"v{i}" for i in range(25_000)])
