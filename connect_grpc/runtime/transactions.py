@@ -181,12 +181,16 @@ class TransactionalProducer:
     def _producer(self) -> CachedProducer:
         if self._cached is None:
             cached = CachedProducer(self._conf)
-            self._cached = cached
             began = time.monotonic()
-            self._step(
-                lambda: cached.producer.init_transactions(TRANSACTION_STEP_TIMEOUT_S),
-                "claim its transactional id",
-            )
+            try:
+                self._step(
+                    lambda: cached.producer.init_transactions(TRANSACTION_STEP_TIMEOUT_S),
+                    "claim its transactional id",
+                )
+            except BaseException:
+                cached.close()  # the next attempt claims the id with a new producer
+                raise
+            self._cached = cached
             claim_s = round(time.monotonic() - began, 3)
             self._log.info("transactional_producer_ready", claim_s=claim_s)
         return self._cached
