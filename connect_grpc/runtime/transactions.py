@@ -173,7 +173,8 @@ class TransactionalProducer:
         self._producer()
 
     def close(self) -> None:
-        """Closes the producer (an open transaction is aborted by the coordinator)."""
+        """Closes the producer. A transaction left open (a write cut short) is aborted by the
+        coordinator when the id is claimed again, or after ``transaction.timeout.ms``."""
         cached, self._cached = self._cached, None
         if cached is not None:
             cached.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -192,3 +193,31 @@ def deployment_stub(request: pytest.FixtureRequest) -> Any:
     if request.param == "standalone":
         return request.getfixturevalue("worker").stub
     return RoutingStub(request.getfixturevalue("cluster"))
+
+
+def python_workers_under(root: int) -> list[int]:
+    """The executor Python workers (children of a pyspark daemon) among ``root``'s
+    descendants (``root``: a worker process, or its Spark JVM): where its tasks are hosted."""
+    parents: dict[int, int] = {}
+    commands: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            commands[int(entry)] = Path(f"/proc/{entry}/cmdline").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+
+    def descends(pid: int) -> bool:
+        while pid > 1:
+            if pid == root:
+                return True
+            pid = parents.get(pid, 1)
+        return False
+
+    return [
+        pid for pid, parent in parents.items()
+        if "pyspark.daemon" in commands.get(parent, "") and descends(pid)
+    ]

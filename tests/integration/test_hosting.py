@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, TopicPartition
 from connect_grpc.domain import State, TargetState, TaskId
 from connect_grpc.runtime.spark import host_job_tag, job_tag
 from connect_grpc.testing.plugins import read_events
-from tests.integration.helpers import create_topic, read_all
+from tests.integration.helpers import create_topic, python_workers_under, read_all
 from tests.integration.test_runtime import (
     Env,
     group_offset,
@@ -59,20 +59,6 @@ def end_offset(bootstrap: str, topic: str) -> int:
         return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
     finally:
         consumer.close()
-
-
-def python_workers_of(jvm_pid: int) -> list[int]:
-    """The executor Python workers (children of the pyspark daemon) of one Spark JVM."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    daemons = {pid for pid, parent in parents.items() if parent == jvm_pid}
-    return [pid for pid, parent in parents.items() if parent in daemons]
 
 
 @pytest.mark.timeout(180)
@@ -227,7 +213,7 @@ def test_a_killed_host_is_retried_in_a_new_host_and_the_task_moves_on(
     wait_for(lambda: env.offsets.get(name, {"task": 0}) is not None, what="a first commit")
 
     jvm = env.worker._spark.context._gateway.proc.pid  # test-only peek
-    for pid in python_workers_of(jvm):
+    for pid in python_workers_under(jvm):
         os.kill(pid, signal.SIGKILL)
     wait_for(lambda: any(s.state is State.RETRYING and "hosting the task" in s.trace
                          for s in env.listener.tasks[tasks[0]]), what="RETRYING")
