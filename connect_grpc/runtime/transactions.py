@@ -159,9 +159,11 @@ class TransactionalProducer:
             fatal = _fatal_error(cached, errors)
             if fatal is not None:  # fenced, or unusable: nothing left to abort
                 raise self._failed(fatal, "write the batch")
-            self._abort(cached)
+            # judged before the abort, whose purge of queued records reports errors too
             why = "; ".join(errors.messages) or "the task is stopping"
-            raise KafkaIoError(f"batch not written, transaction aborted: {why}", errors.retriable)
+            retriable = errors.retriable
+            self._abort(cached)
+            raise KafkaIoError(f"batch not written, transaction aborted: {why}", retriable)
         self._commit(cached, stopping)
 
     def claim(self) -> None:

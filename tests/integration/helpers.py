@@ -11,8 +11,15 @@ from typing import Any
 
 import grpc
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -147,6 +154,50 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
     finally:
         consumer.close()
     return messages
+
+
+def end_offset(
+    bootstrap: str,
+    topic: str,
+    partition: int = 0,
+    isolation: IsolationLevel = IsolationLevel.READ_COMMITTED,
+) -> int:
+    """A partition's end: its last stable offset (read_committed) or its high watermark."""
+    tp = TopicPartition(topic, partition)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=isolation)
+    return int(listed[tp].result(30).offset)
+
+
+def read_committed(
+    bootstrap: str, topic: str, partition: int = 0, timeout: float = 60.0
+) -> list[bytes]:
+    """Every value of one partition a read_committed consumer sees, up to the last stable
+    offset when called (the end of the partition may never be reached while a producer
+    keeps a transaction open)."""
+    stable = end_offset(bootstrap, topic, partition)
+    if stable == 0:
+        return []
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex}",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while consumer.position([TopicPartition(topic, partition)])[0].offset < stable:
+            assert time.monotonic() < deadline, f"{topic} not read up to {stable} in {timeout} s"
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error() and msg.offset() < stable:
+                values.append(msg.value())
+        return values
+    finally:
+        consumer.close()
 
 
 #: The deployments a parametrized ``stub`` runs against.

@@ -10,6 +10,7 @@ real worker processes, real broker, real Spark.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -35,7 +36,9 @@ from tests.integration.helpers import (
     RUNNING,
     STOPPED,
     create,
+    end_offset,
     python_workers_under,
+    read_committed,
     wait_for_states,
 )
 from tests.integration.test_distributed import SESSION_TIMEOUT_MS, Cluster
@@ -71,40 +74,14 @@ def _sequence(topic: str, count: int, tasks: int, rate: float) -> dict[str, str]
     }
 
 
-def _end_offset(bootstrap: str, topic: str, isolation: IsolationLevel) -> int:
-    """Partition 0's end: the high watermark, or the last stable offset (read_committed)."""
-    partition = TopicPartition(topic, 0)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    listed = admin.list_offsets({partition: OffsetSpec.latest()}, isolation_level=isolation)
-    return int(listed[partition].result(30).offset)
+def _read_committed(bootstrap: str, topic: str) -> list[int]:
+    """Partition 0's committed values, as integers (see ``helpers.read_committed``)."""
+    return [int(value) for value in read_committed(bootstrap, topic)]
 
 
-def _read_committed(bootstrap: str, topic: str, timeout: float = 60.0) -> list[int]:
-    """Every value of the topic's partition 0 a read_committed consumer sees, up to the last
-    stable offset when called (the end of the partition may never be reached while tasks
-    keep a transaction open)."""
-    partition = TopicPartition(topic, 0)
-    stable = _end_offset(bootstrap, topic, IsolationLevel.READ_COMMITTED)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"eos-check-{uuid.uuid4().hex}",
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        values: list[int] = []
-        deadline = time.monotonic() + timeout
-        while consumer.position([partition])[0].offset < stable:
-            assert time.monotonic() < deadline, f"{topic} not read up to {stable} in {timeout} s"
-            msg = consumer.poll(0.5)
-            if msg is not None and not msg.error() and msg.offset() < stable:
-                values.append(int(msg.value()))
-        return values
-    finally:
-        consumer.close()
+def _written(bootstrap: str, topic: str) -> int:
+    """Records in partition 0, open transactions included (its high watermark)."""
+    return end_offset(bootstrap, topic, isolation=IsolationLevel.READ_UNCOMMITTED)
 
 
 def _logs(cluster: Cluster) -> str:
@@ -158,17 +135,38 @@ def test_kill_9_of_workers_and_the_leader_writes_every_value_exactly_once(
     assert committed == last
 
 
-def _uncommitted(via: WorkerProcess, bootstrap: str, name: str, topic: str) -> int:
-    """Records in the topic (open transactions included) past a one-task sequence's
-    committed offset, give or take its transactions' commit markers."""
-    end = _end_offset(bootstrap, topic, IsolationLevel.READ_UNCOMMITTED)
-    stored = via.stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=30).offsets
-    committed = max((int(fields_py(o.offset)["seq"]) + 1 for o in stored), default=0)
-    return int(end) - committed
+def _open_records(admin: AdminClient, topic: str) -> int:
+    """Records of partition 0 in an open transaction: its high watermark minus its last
+    stable offset (the first offset of the oldest open transaction)."""
+    tp = TopicPartition(topic, 0)
+    ends = [
+        admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=isolation)[tp]
+        .result(30).offset
+        for isolation in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED)
+    ]
+    return int(ends[0]) - int(ends[1])
+
+
+def _freeze_mid_transaction(pids: list[int], admin: AdminClient, topic: str) -> int:
+    """Freezes (SIGSTOP) the processes at a moment when at least 10 000 records of the
+    topic sit in an open transaction, and returns how many; until then, lets them go on
+    (SIGCONT) and tries again. The check runs while they are frozen, so however fast the
+    machine writes a batch, the moment cannot pass before the test acts on it."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        with contextlib.suppress(KafkaException):  # the topic may not exist yet
+            if (open_records := _open_records(admin, topic)) >= 10_000:
+                return open_records
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+        time.sleep(0.005)
+    raise AssertionError("no transaction of 10 000 records or more seen in 60 s")
 
 
 def test_a_task_whose_spark_task_dies_mid_transaction_is_retried_without_a_duplicate(
-    eos_cluster: Cluster, kafka_bootstrap: str
+    eos_cluster: Cluster, kafka_bootstrap: str, kafka_admin: AdminClient
 ) -> None:
     """The task's Spark task (its host) is killed while it writes a batch of up to 100 000
     records: the records it produced are in an open transaction, which the retry's
@@ -179,19 +177,16 @@ def test_a_task_whose_spark_task_dies_mid_transaction_is_retried_without_a_dupli
     count = 600_000
     via = cluster.live[0]
     create(via.stub, name, _sequence(topic, count, 1, rate=0))
-    # the moment to kill: at least 10 000 records produced past the committed offset
-    try:
-        wait_until(lambda: _uncommitted(via, kafka_bootstrap, name, topic) >= 10_000,
-                   timeout=60, interval=0.01)
-    except TimeoutError:
-        raise AssertionError(f"no batch in progress:\n{_logs(cluster)}") from None
     owner_id = wait_until(lambda: next(
         (w.id for w in cluster.info().workers if any(t.connector == name for t in w.tasks)), None
     ))
     owner = next(w for w in cluster.live if f"worker-{w.port}" == owner_id)
     assert owner.pid is not None
-    hosts = python_workers_under(owner.pid)
-    assert hosts, "no executor Python worker under the task's worker"
+    hosts = wait_until(lambda: python_workers_under(owner.pid))
+    try:
+        _freeze_mid_transaction(hosts, kafka_admin, topic)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}:\n{_logs(cluster)}") from None
     for pid in hosts:
         os.kill(pid, signal.SIGKILL)
 
@@ -311,7 +306,7 @@ def _committed_offsets(bootstrap: str, offsets_topic: str, connector: str) -> li
     try:
         partitions = consumer.list_topics(offsets_topic, timeout=30).topics[offsets_topic]
         ends = {
-            p: _end_offset_of(bootstrap, offsets_topic, p) for p in partitions.partitions
+            p: end_offset(bootstrap, offsets_topic, p) for p in partitions.partitions
         }
         consumer.assign([TopicPartition(offsets_topic, p, 0) for p, end in ends.items() if end])
         found: list[object] = []
@@ -330,15 +325,6 @@ def _committed_offsets(bootstrap: str, offsets_topic: str, connector: str) -> li
         return found
     finally:
         consumer.close()
-
-
-def _end_offset_of(bootstrap: str, topic: str, partition: int) -> int:
-    tp = TopicPartition(topic, partition)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    listed = admin.list_offsets(
-        {tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED
-    )
-    return int(listed[tp].result(30).offset)
 
 
 def _alter(via: WorkerProcess, name: str, seq: int) -> None:

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from connect_grpc.connectors.api import SourceRecord
@@ -21,7 +20,7 @@ from connect_grpc.runtime.transactions import (
 )
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
 from connect_grpc.testing.cluster import wait_until
-from tests.integration.helpers import create_topic
+from tests.integration.helpers import create_topic, read_committed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -87,37 +86,13 @@ def _committed(bootstrap: str, topic: str, expected: list[str]) -> None:
     seen: list[list[str]] = []
 
     def matches() -> bool:
-        seen.append(_committed_values(bootstrap, topic))
+        seen.append([value.decode() for value in read_committed(bootstrap, topic)])
         return seen[-1] == expected
 
     try:
         wait_until(matches, timeout=TIMEOUT_S, interval=0.1)
     except TimeoutError:
         pytest.fail(f"read_committed saw {seen[-1][:20]}… ({len(seen[-1])} values)")
-
-
-def _committed_values(bootstrap: str, topic: str) -> list[str]:
-    """Every value of partition 0 a read_committed consumer sees."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex}",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        values: list[str] = []
-        while True:
-            msg = consumer.poll(TIMEOUT_S)
-            assert msg is not None, "no end of partition reached"
-            if msg.error():
-                return values
-            values.append(msg.value().decode())
-    finally:
-        consumer.close()
 
 
 def _never() -> bool:

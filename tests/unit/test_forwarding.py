@@ -348,6 +348,9 @@ def test_a_leader_appearing_later_takes_the_call(cluster: Cluster) -> None:
     assert create(cluster.client(follower)).offsets_message == "b"
 
 
+GRPC_CLOCK_SLACK_S = 0.05
+
+
 def test_the_callers_deadline_reaches_the_leader(cluster: Cluster) -> None:
     follower, leader = cluster.node("a"), cluster.node("b")
     follower.handle = not_leader(leader)
@@ -357,7 +360,9 @@ def test_the_callers_deadline_reaches_the_leader(cluster: Cluster) -> None:
 
     remaining = leader.seen[0].time_remaining
     assert remaining is not None
-    assert 1.0 < remaining <= client_deadline - deadline.ANSWER_MARGIN_S
+    # gRPC reads the time from a clock it caches per poll, which lags on a loaded machine:
+    # allow it GRPC_CLOCK_SLACK_S, far less than the margin the follower keeps
+    assert 1.0 < remaining <= client_deadline - deadline.ANSWER_MARGIN_S + GRPC_CLOCK_SLACK_S
 
 
 def test_request_ids_are_applied_by_the_leader_once(cluster: Cluster) -> None:
