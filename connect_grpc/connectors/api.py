@@ -54,6 +54,7 @@ __all__ = [
     "Task",
     "TaskContext",
     "TransactionBoundary",
+    "TransactionContext",
 ]
 
 PLUGIN_VERSION = "0.1.0"
@@ -121,9 +122,35 @@ class TaskContext(Protocol):
     def connector_name(self) -> str: ...
 
 
+class TransactionContext(Protocol):
+    """Lets a source task end its own transactions (``transaction.boundary=connector`` on a
+    worker with exactly-once support; ``SourceTaskContext.transaction_context``).
+
+    Call it from ``poll`` (or from the thread that runs ``poll``). A request naming a record
+    takes effect right after that record is written, so the record must be one this task
+    returns (now or later); a request without one takes effect after the batch being
+    returned. Asked both for the same point, abort wins. A transaction the task never ends
+    stays open, so ask often enough to stay under the producer's ``transaction.timeout.ms``.
+    """
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        """Commits the open transaction after ``record``, or after the current batch."""
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        """Aborts the open transaction after ``record`` (it and the transaction's earlier
+        records are dropped), or after the current batch. The dropped records' offsets
+        are still committed: to write them again, the task returns them again."""
+
+
 class SourceTaskContext(TaskContext, Protocol):
     @property
     def offset_reader(self) -> OffsetReader: ...
+
+    @property
+    def transaction_context(self) -> TransactionContext | None:
+        """The task's transaction context with ``transaction.boundary=connector`` and
+        exactly-once support on the worker; None otherwise."""
+        ...
 
 
 @dataclass(slots=True)

@@ -13,6 +13,17 @@ after it). A task whose partition has offset ``{"seq": k}`` continues with the f
 task with ``sequence.count=10`` and offset ``{"seq": 5}`` emits the values of indexes 6, 7,
 8 and 9, then nothing. The offset is an index, not a value, so it stays valid if
 ``sequence.start`` changes; partitions are only meaningful for an unchanged task count.
+
+With ``sequence.partitions=P``, the sequence is split into ``P`` source partitions that do
+not depend on the task count: partition ``p`` (``{"partition": p}``) owns the indexes
+``i % P == p``, and task ``t`` of ``N`` emits the partitions ``p % N == t``, taking one entry
+of each in turn. A partition resumes after its own offset whichever task emits it, so
+``tasks.max`` may change while the sequence runs (tasks beyond ``P`` have nothing to do).
+
+With ``sequence.transaction.size=K``, the connector defines its own transactions on a worker
+with exactly-once support (``transaction.boundary=connector``): a task asks a commit after
+every K-th entry of each of its partitions (the entries counted from the partition's first,
+so the points do not depend on where the task resumed) and after the partition's last.
 """
 
 from __future__ import annotations
@@ -20,15 +31,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import structlog
 
 from connect_grpc.connectors.api import (
+    ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
     SourceConnector,
     SourceRecord,
     SourceTask,
     Task,
+    TransactionContext,
 )
 from connect_grpc.connectors.config import (
     ConfigDef,
@@ -51,12 +65,16 @@ TOPIC_CONFIG = "topic"
 COUNT_CONFIG = "sequence.count"
 RATE_CONFIG = "sequence.rate"
 START_CONFIG = "sequence.start"
+TRANSACTION_SIZE_CONFIG = "sequence.transaction.size"
+PARTITIONS_CONFIG = "sequence.partitions"
 #: Task config keys set by the connector: this task's number and the number of tasks.
 TASK_ID_CONFIG = "task.id"
 TASKS_CONFIG = "sequence.tasks"
 
-#: Source partition key (the task number) and source offset key (last emitted index).
+#: Source partition keys (the task number, or with sequence.partitions the partition
+#: number) and source offset key (last emitted index).
 TASK_FIELD = "task"
+PARTITION_FIELD = "partition"
 SEQ_FIELD = "seq"
 
 #: The longest ``poll`` waits for the rate limiter, in seconds.
@@ -80,6 +98,16 @@ CONFIG = define_all(
                   validator=all_of(finite, at_least(0))),
         ConfigKey(START_CONFIG, ConfigType.LONG, "The value of the entry of index 0.",
                   default=0, importance=Importance.LOW),
+        ConfigKey(TRANSACTION_SIZE_CONFIG, ConfigType.LONG,
+                  "With transaction.boundary=connector: a task commits a transaction "
+                  "after every this many entries of each of its partitions (and after their "
+                  "last). Unset: the connector cannot define transaction boundaries.",
+                  default=None, importance=Importance.LOW, validator=at_least(1)),
+        ConfigKey(PARTITIONS_CONFIG, ConfigType.INT,
+                  "Split the sequence into this many source partitions, spread over the "
+                  "tasks, that keep their offsets when tasks.max changes. Unset: one "
+                  "partition per task ({\"task\": t}).",
+                  default=None, importance=Importance.LOW, validator=at_least(1)),
     ]
 )
 
@@ -88,19 +116,28 @@ def _is_non_negative_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def partition_field(config: Mapping[str, str]) -> str:
+    """The source partition key of a connector with this config: ``partition`` with
+    ``sequence.partitions``, else ``task``."""
+    return PARTITION_FIELD if (config.get(PARTITIONS_CONFIG) or "").strip() else TASK_FIELD
+
+
 def check_offset(
-    partition: Mapping[str, object] | None, offset: Mapping[str, object] | None
+    partition: Mapping[str, object] | None,
+    offset: Mapping[str, object] | None,
+    field: str = TASK_FIELD,
 ) -> None:
     """Raises ValueError unless the pair has the sequence source's shape.
 
-    The partition must be ``{"task": <non-negative int>}``; the offset ``None`` (reset) or
+    The partition must be ``{field: <non-negative int>}`` (``field`` is ``task`` or
+    ``partition``, see ``partition_field``); the offset ``None`` (reset) or
     ``{"seq": <non-negative int>}``.
     """
     if partition is None:
         raise ValueError("Partition objects cannot be null")
-    if not _is_non_negative_int(partition.get(TASK_FIELD)):
+    if not _is_non_negative_int(partition.get(field)):
         raise ValueError(
-            f"Partition objects should contain the key '{TASK_FIELD}' with a non-negative "
+            f"Partition objects should contain the key '{field}' with a non-negative "
             f"integer value, got {dict(partition)!r}"
         )
     if offset is None:
@@ -133,7 +170,7 @@ class SequenceSourceConnector(SourceConnector):
     def start(self, config: Mapping[str, str]) -> None:
         """Parses the config. Raises ValueError when it is invalid."""
         parsed = CONFIG.parse(config)
-        self._config = {key: str(value) for key, value in parsed.items()}
+        self._config = {key: str(value) for key, value in parsed.items() if value is not None}
         _log.info("sequence_connector_started", count=parsed[COUNT_CONFIG])
 
     def task_class(self) -> type[Task]:
@@ -155,6 +192,14 @@ class SequenceSourceConnector(SourceConnector):
         """SUPPORTED: a task emits the same values after a committed offset every time."""
         return ExactlyOnceSupport.SUPPORTED
 
+    def can_define_transaction_boundaries(
+        self, config: Mapping[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        """SUPPORTED when ``sequence.transaction.size`` is set."""
+        if (config.get(TRANSACTION_SIZE_CONFIG) or "").strip():
+            return ConnectorTransactionBoundaries.SUPPORTED
+        return ConnectorTransactionBoundaries.UNSUPPORTED
+
     def alter_offsets(
         self,
         config: Mapping[str, str],
@@ -165,8 +210,9 @@ class SequenceSourceConnector(SourceConnector):
         Returns:
             True: the framework's offsets are the connector's only state.
         """
+        field = partition_field(config)
         for partition, offset in offsets:
-            check_offset(partition, offset)
+            check_offset(partition, offset, field)
         return True
 
 
@@ -201,8 +247,25 @@ class _RateLimiter:
         return max(granted, 0)
 
 
+@dataclass(slots=True)
+class _Stream:
+    """The entries of one source partition: indexes ``first, first + stride, …``."""
+
+    partition: dict[str, int]  # one object shared by every record of the partition
+    first: int
+    stride: int
+    next: int
+
+    def remaining(self, count: int) -> int:
+        if count < 0:
+            return _UNBOUNDED
+        if self.next >= count:
+            return 0
+        return (count - 1 - self.next) // self.stride + 1
+
+
 class SequenceSourceTask(SourceTask):
-    """Emits its share of the sequence, resuming after its committed offset.
+    """Emits its share of the sequence, resuming after its committed offsets.
 
     Args:
         clock: monotonic seconds, for the rate limiter (tests pass a fake one).
@@ -218,53 +281,60 @@ class SequenceSourceTask(SourceTask):
         self._sleep = sleep
         self._topic = ""
         self._task = 0
-        self._partition: dict[str, int] = {TASK_FIELD: 0}
-        self._tasks = 1
         self._count = -1
         self._start = 0
-        self._next = 0
+        self._streams: list[_Stream] = []
         self._limiter = _RateLimiter(0.0, clock, sleep)
+        self._transaction_size = 0
+        self._transactions: TransactionContext | None = None
 
     def start(self, config: Mapping[str, str]) -> None:
-        """Reads the committed offset of ``{"task": t}`` and resumes right after it.
+        """Reads the committed offset of each of its partitions and resumes right after it.
 
         Raises:
-            ValueError: the config or the committed offset is malformed.
+            ValueError: the config or a committed offset is malformed.
         """
         parsed = CONFIG.parse(config)
         self._topic = str(parsed[TOPIC_CONFIG])
         self._count = int(parsed[COUNT_CONFIG])
         self._start = int(parsed[START_CONFIG])
         self._task = int(config.get(TASK_ID_CONFIG, "0"))
-        self._tasks = int(config.get(TASKS_CONFIG, "1"))
-        if not 0 <= self._task < self._tasks:
-            raise ValueError(f"task.id {self._task} is not in [0, {self._tasks})")
-        self._partition = {TASK_FIELD: self._task}  # one object shared by every record
+        tasks = int(config.get(TASKS_CONFIG, "1"))
+        if not 0 <= self._task < tasks:
+            raise ValueError(f"task.id {self._task} is not in [0, {tasks})")
         self._limiter = _RateLimiter(float(parsed[RATE_CONFIG]), self._clock, self._sleep)
-        self._next = next_index(self._task, self._tasks, self._committed_seq())
-        _log.info("sequence_task_started", task=self._task, next_index=self._next)
+        size = parsed[TRANSACTION_SIZE_CONFIG]
+        self._transaction_size = 0 if size is None else int(size)
+        self._transactions = self.context.transaction_context
+        partitions = parsed[PARTITIONS_CONFIG]
+        if partitions is None:
+            self._streams = [self._stream(TASK_FIELD, self._task, tasks)]
+        else:
+            self._streams = [
+                self._stream(PARTITION_FIELD, p, int(partitions))
+                for p in range(self._task, int(partitions), tasks)
+            ]
+        _log.info("sequence_task_started", task=self._task,
+                  next_indexes=[stream.next for stream in self._streams])
 
-    def _committed_seq(self) -> int | None:
-        partition = {TASK_FIELD: self._task}
+    def _stream(self, field: str, number: int, stride: int) -> _Stream:
+        partition = {field: number}
         offset = self.context.offset_reader.offset(partition)
-        if offset is None:
-            return None
-        check_offset(partition, offset)
-        seq = offset[SEQ_FIELD]
-        assert isinstance(seq, int)  # checked above
-        return seq
+        last: int | None = None
+        if offset is not None:
+            check_offset(partition, offset, field)
+            seq = offset[SEQ_FIELD]
+            assert isinstance(seq, int)  # checked above
+            last = seq
+        return _Stream(partition, number, stride, next_index(number, stride, last))
 
     @property
     def next_index(self) -> int:
-        """The index of the next entry this task emits."""
-        return self._next
+        """The index of the next entry this task emits (the first task: 0 when it has none)."""
+        return min((stream.next for stream in self._streams), default=0)
 
     def _remaining(self) -> int:
-        if self._count < 0:
-            return _UNBOUNDED
-        if self._next >= self._count:
-            return 0
-        return (self._count - 1 - self._next) // self._tasks + 1
+        return sum(stream.remaining(self._count) for stream in self._streams)
 
     def poll(self, max_records: int) -> list[SourceRecord]:
         """Up to ``max_records`` next entries, fewer when rate-limited, [] when done."""
@@ -272,14 +342,44 @@ class SequenceSourceTask(SourceTask):
         if wanted <= 0:
             return []
         granted = self._limiter.acquire(wanted)
-        records = [self._record(self._next + k * self._tasks) for k in range(granted)]
-        self._next += granted * self._tasks
+        if len(self._streams) == 1:
+            stream = self._streams[0]
+            records = [self._record(stream, stream.next + k * stream.stride)
+                       for k in range(granted)]
+            stream.next += granted * stream.stride
+        else:
+            records = self._take_in_turn(granted)
+        if self._transactions is not None and self._transaction_size:
+            self._ask_commits(records, self._transactions)
         return records
 
-    def _record(self, index: int) -> SourceRecord:
+    def _take_in_turn(self, granted: int) -> list[SourceRecord]:
+        """One entry of each partition in turn, skipping partitions that are done."""
+        records: list[SourceRecord] = []
+        while len(records) < granted:
+            for stream in self._streams:
+                if len(records) < granted and stream.remaining(self._count):
+                    records.append(self._record(stream, stream.next))
+                    stream.next += stream.stride
+        return records
+
+    def _ask_commits(self, records: list[SourceRecord], context: TransactionContext) -> None:
+        """Asks a commit after every ``sequence.transaction.size``-th entry of a partition
+        (counted from the partition's first entry) and after the partition's last."""
+        size, count = self._transaction_size, self._count
+        streams = {id(stream.partition): stream for stream in self._streams}
+        for record in records:
+            stream = streams[id(record.source_partition)]
+            index = record.source_offset[SEQ_FIELD]
+            assert isinstance(index, int)
+            ordinal = (index - stream.first) // stream.stride
+            if (ordinal + 1) % size == 0 or 0 <= count <= index + stream.stride:
+                context.commit_transaction(record)
+
+    def _record(self, stream: _Stream, index: int) -> SourceRecord:
         text = str(self._start + index)
         return SourceRecord(
-            source_partition=self._partition,
+            source_partition=stream.partition,
             source_offset={SEQ_FIELD: index},
             topic=self._topic,
             value=text,
@@ -288,5 +388,6 @@ class SequenceSourceTask(SourceTask):
 
     def stop(self, connector_deleted: bool = False) -> None:
         """Nothing to release."""
-        _log.info("sequence_task_stopped", task=self._task, next_index=self._next,
+        _log.info("sequence_task_stopped", task=self._task,
+                  next_indexes=[stream.next for stream in self._streams],
                   connector_deleted=connector_deleted)

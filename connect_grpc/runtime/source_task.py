@@ -16,7 +16,12 @@ from typing import Any, Unpack
 
 import structlog
 
-from connect_grpc.connectors.api import OffsetReader, SourceRecord, SourceTask
+from connect_grpc.connectors.api import (
+    OffsetReader,
+    SourceRecord,
+    SourceTask,
+    TransactionContext,
+)
 from connect_grpc.domain import OffsetMap, OffsetPrimitive, TaskId
 from connect_grpc.runtime.batching import BatchSizer, slice_count
 from connect_grpc.runtime.connector import StatusListener
@@ -83,9 +88,15 @@ class _AskingOffsetReader:
 
 
 class _SourceTaskContext:
-    def __init__(self, task_id: TaskId, reader: OffsetReader) -> None:
+    def __init__(
+        self,
+        task_id: TaskId,
+        reader: OffsetReader,
+        transaction_context: TransactionContext | None = None,
+    ) -> None:
         self._id = task_id
         self._reader = reader
+        self._transaction_context = transaction_context
 
     @property
     def task_id(self) -> int:
@@ -98,6 +109,10 @@ class _SourceTaskContext:
     @property
     def offset_reader(self) -> OffsetReader:
         return self._reader
+
+    @property
+    def transaction_context(self) -> TransactionContext | None:
+        return self._transaction_context
 
 
 def check_delivery(results: Sequence[ProduceResult], expected: int) -> None:
@@ -180,21 +195,25 @@ class SourceTaskRunner(TaskRunner):
         self._pending: _Batch | None = None
 
     def prepare(self) -> None:
-        if self._transactional is not None:
+        transactional = self._transactional
+        if transactional is not None:
             self._await_fencing()
-            self._transactional.claim()  # before reading offsets: see TransactionalProducer
+            transactional.claim()  # before reading offsets: see TransactionalProducer
             self._offsets.refresh()
         reader = _OffsetReader(self._offsets, self.id.connector)
-        self.plugin.initialize(_SourceTaskContext(self.id, reader))
+        context = None if transactional is None else transactional.boundary.context
+        self.plugin.initialize(_SourceTaskContext(self.id, reader, context))
 
     def run_batch(self) -> bool:
+        transactional = self._transactional
         batch = self._pending or self._poll()
         if batch is None:
+            if transactional is not None and transactional.idle(self._stopping.is_set):
+                notify_commit(self.plugin, self.log)
             return False
         self._pending = batch
-        if self._transactional is not None:
-            offsets = latest_offsets(batch.records)
-            self._transactional.write(batch.records, offsets, self._stopping.is_set)
+        if transactional is not None:
+            committed = transactional.write(batch.records, self._stopping.is_set)
             self.kafka_ok()
         else:
             if not batch.produced:
@@ -202,10 +221,18 @@ class SourceTaskRunner(TaskRunner):
                 batch.produced = True
                 self.kafka_ok()
             self._offsets.put(self.id.connector, latest_offsets(batch.records))
+            committed = True
         self._pending = None
-        notify_commit(self.plugin, self.log)
+        if committed:
+            notify_commit(self.plugin, self.log)
         self._sizer.observe(len(batch.records))
         return True
+
+    def wind_down(self) -> None:
+        if self._transactional is not None and self._transactional.wind_down(
+            self._stopping.is_set
+        ):
+            notify_commit(self.plugin, self.log)
 
     def _poll(self) -> _Batch | None:
         batch = poll_batch(self.plugin, self._sizer.size, self._stopping.is_set)
@@ -270,24 +297,31 @@ class SourceHost(PluginHost):
         self._pending: _Batch | None = None
 
     def start(self, config: Mapping[str, str]) -> None:
-        if self._transactional is not None:
-            self._transactional.claim()  # before reading offsets: see TransactionalProducer
+        transactional = self._transactional
+        if transactional is not None:
+            transactional.claim()  # before reading offsets: see TransactionalProducer
             self._session.ask(REFRESH_OFFSETS)
         reader = _AskingOffsetReader(self._session)
-        self._plugin.initialize(_SourceTaskContext(self._id, reader))
+        context = None if transactional is None else transactional.boundary.context
+        self._plugin.initialize(_SourceTaskContext(self._id, reader, context))
         self._plugin.start(config)
 
     def move(self, wanted: int) -> tuple[int, list[OffsetEntry]] | None:
         """Polls a batch (or takes the one a failure left) and writes it: the number of
-        records and their latest offsets, to be committed by the driver (or, exactly-once,
-        already committed with the records); None if idle."""
+        records and their latest offsets, to be committed by the driver (exactly-once:
+        committed by the task's transactions, and the plugin told here); None if idle."""
+        transactional = self._transactional
         batch = self._pending or poll_batch(self._plugin, wanted, self._session.stopping)
         if batch is None:
+            if transactional is not None and transactional.idle(self._session.stopping):
+                notify_commit(self._plugin, log)
             return None
         self._pending = batch
         offsets = latest_offsets(batch.records)
-        if self._transactional is not None:
-            self._transactional.write(batch.records, offsets, self._session.stopping)
+        if transactional is not None:
+            if transactional.write(batch.records, self._session.stopping):
+                notify_commit(self._plugin, log)
+            self._pending = None
         elif not batch.produced:
             result = self._producer.produce(batch.records, self._session.stopping)
             check_delivery([result], len(batch.records))
@@ -296,8 +330,16 @@ class SourceHost(PluginHost):
 
     def committed(self) -> None:
         """The driver committed the batch's offsets: tells the plugin (a failure is logged)."""
-        self._pending = None
-        notify_commit(self._plugin, log)
+        if self._transactional is None:
+            self._pending = None
+            notify_commit(self._plugin, log)
+
+    def wind_down(self) -> None:
+        """The task pauses or stops normally: ends its open transaction as its boundary says."""
+        if self._transactional is not None and self._transactional.wind_down(
+            self._session.stopping
+        ):
+            notify_commit(self._plugin, log)
 
 
 class HostedSourceTaskRunner(TaskRunner):
@@ -341,6 +383,9 @@ class HostedSourceTaskRunner(TaskRunner):
         self._offsets = offset_store
         self._sizer = BatchSizer.from_config(connector_config)
         self._transactional = transactions is not None
+        #: Whether the host may hold an open transaction (a batch moved since the last
+        #: wind-down): paused turns then skip the round trip.
+        self._moved_since_wind_down = False
 
     def prepare(self) -> None:
         if self._transactional:
@@ -356,11 +401,17 @@ class HostedSourceTaskRunner(TaskRunner):
             return False
         count, offsets = moved
         self.kafka_ok()
-        if not self._transactional:  # else committed in the batch's transaction
+        self._moved_since_wind_down = True
+        if not self._transactional:  # else committed by the task's transactions
             self._offsets.put(self.id.connector, offsets)
-        self._link.call("committed")
+            self._link.call("committed")
         self._sizer.observe(count)
         return True
+
+    def wind_down(self) -> None:
+        if self._transactional and self._moved_since_wind_down and not self._link.broken:
+            self._link.call("wind_down")
+            self._moved_since_wind_down = False
 
     def request_stop(self) -> None:
         super().request_stop()

@@ -130,6 +130,12 @@ class TaskRunner(abc.ABC):
     def keep_alive(self) -> None:  # noqa: B027 - optional hook
         """Called on every loop turn, also when paused (e.g. to keep a group membership)."""
 
+    def wind_down(self) -> None:  # noqa: B027 - optional hook
+        """Called on every paused turn and once when the loop ends on a stop (not after a
+        failure): a task whose work spans batches (an exactly-once source's open
+        transaction) concludes it. An error raised on a paused turn is handled like a
+        batch's; at the end it is logged."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Closes the task's Kafka clients, after ``Task.stop``."""
 
@@ -244,16 +250,26 @@ class TaskRunner(abc.ABC):
             try:
                 moved = self._turn()
             except Exception as exc:
-                if self._stopping.is_set() or not self._retry_later(exc):
+                if self._stopping.is_set():
+                    break
+                if not self._retry_later(exc):
                     return
                 continue
             if not moved:
                 self._idle(IDLE_SLEEP_S)
+        self._wind_down_quietly()
+
+    def _wind_down_quietly(self) -> None:
+        try:
+            self.wind_down()
+        except Exception:
+            self.log.warning("task_wind_down_failed", exc_info=True)
 
     def _turn(self) -> bool:
         """One loop turn: keep the membership alive, then (unless paused) one batch."""
         self.keep_alive()
         if self._paused:
+            self.wind_down()
             self._retry.reset()
             return False
         outage = self._kafka_outage()

@@ -1,5 +1,7 @@
-"""Exactly-once source batches (``exactly.once.source.support=enabled``): each batch a task
-moves is one Kafka transaction holding its records and its source offsets.
+"""Exactly-once source batches (``exactly.once.source.support=enabled``): a task's records
+are written in Kafka transactions that also hold their source offsets; where a transaction
+ends is the connector's ``transaction.boundary`` (``transaction_boundaries``: by default,
+each batch the task moves is one transaction).
 
 A task's producer claims the transactional id ``<group.id>-<connector>-<task>`` when it is
 created (``init_transactions``). The transaction coordinator then
@@ -31,12 +33,18 @@ import structlog
 from confluent_kafka import KafkaError, KafkaException
 
 from connect_grpc.cluster.fenced_writer import Failure, classify
-from connect_grpc.connectors.api import SourceRecord
+from connect_grpc.connectors.api import SourceRecord, TransactionBoundary
 from connect_grpc.domain import TaskId
 from connect_grpc.kafka_clients import kafka_error_of
 from connect_grpc.runtime.kafka_io import CachedProducer, KafkaIoError, ProduceErrors, hand_records
+from connect_grpc.runtime.records import latest_offsets
+from connect_grpc.runtime.transaction_boundaries import (
+    DEFAULT_INTERVAL_MS,
+    Decision,
+    boundary_settings,
+    new_boundary,
+)
 from connect_grpc.storage import offsets_codec
-from connect_grpc.storage.base import OffsetEntry
 
 log = structlog.get_logger(__name__)
 
@@ -67,6 +75,9 @@ class Transactions:
     transactional_id: str
     offsets_topic: str
     connector: str
+    #: The connector's ``transaction.boundary`` and its interval (``interval`` only).
+    boundary: TransactionBoundary = TransactionBoundary.POLL
+    interval_s: float = DEFAULT_INTERVAL_MS / 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +90,15 @@ class ExactlyOnceSource:
     offsets_topic: str
     await_fenced_generation: Callable[[str], None]
 
-    def for_task(self, task: TaskId) -> Transactions:
-        """How ``task`` writes its batches."""
+    def for_task(self, task: TaskId, connector_config: Mapping[str, str]) -> Transactions:
+        """How ``task`` writes its batches (its connector's transaction boundary)."""
+        boundary, interval_s = boundary_settings(connector_config)
         return Transactions(
             task_transactional_id(self.group_id, task.connector, task.task),
             self.offsets_topic,
             task.connector,
+            boundary,
+            interval_s,
         )
 
 
@@ -101,70 +115,109 @@ class TaskFencedError(KafkaIoError):
         )
 
 
-def transactional_conf(conf: Mapping[str, str], transactional_id: str) -> dict[str, str]:
+def transactional_conf(conf: Mapping[str, str], transactions: Transactions) -> dict[str, str]:
     """The task's producer settings for transactions (acks=all and idempotence come with
-    them); murmur2 partitioning unless ``producer.*`` chose a partitioner."""
+    them); murmur2 partitioning unless ``producer.*`` chose a partitioner. With ``interval``
+    boundaries, transactions last the interval, so unless ``producer.*`` set
+    ``transaction.timeout.ms``, it is the interval plus a minute (librdkafka's default, one
+    minute, would let the coordinator abort every transaction of a one-minute interval)."""
     settings = {"partitioner": "murmur2_random", **conf}
+    if transactions.boundary is TransactionBoundary.INTERVAL:
+        interval_ms = round(transactions.interval_s * 1000)
+        settings.setdefault("transaction.timeout.ms", str(interval_ms + 60_000))
     settings.update(
-        {"transactional.id": transactional_id, "enable.idempotence": "true", "acks": "all"}
+        {
+            "transactional.id": transactions.transactional_id,
+            "enable.idempotence": "true",
+            "acks": "all",
+        }
     )
     return settings
 
 
 class TransactionalProducer:
-    """One source task's transactional producer; writes each batch in one transaction.
+    """One source task's transactional producer: hands each batch to the open transaction
+    and ends transactions where the connector's ``transaction.boundary`` says.
 
-    Created on the first :meth:`write` (which claims the transactional id and so fences
-    earlier holders), kept across batches, dropped after a failure that leaves it unusable
-    (the next write claims the id again), closed once by :meth:`close`. Used by one thread.
+    Created on the first :meth:`write` or :meth:`claim` (which claims the transactional id
+    and so fences earlier holders), kept across batches, dropped after a failure that leaves
+    it unusable (the next write claims the id again), closed once by :meth:`close`. Used by
+    one thread; its boundary's ``context`` (the plugin's transaction context) by the same.
     """
 
-    def __init__(self, conf: Mapping[str, str], transactions: Transactions) -> None:
-        self._conf = transactional_conf(conf, transactions.transactional_id)
+    def __init__(
+        self,
+        conf: Mapping[str, str],
+        transactions: Transactions,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._conf = transactional_conf(conf, transactions)
         self._tx = transactions
+        self.boundary = new_boundary(transactions.boundary, transactions.interval_s, clock)
         self._cached: CachedProducer | None = None
-        #: A commit that timed out: the next write (of the same batch) resumes it.
-        self._commit_pending = False
+        #: The open transaction's delivery reports (None: no transaction open).
+        self._errors: ProduceErrors | None = None
+        #: Offset records of what the open transaction holds (or an abort dropped), to be
+        #: written when it commits: encoded key -> encoded value, the latest per partition.
+        self._offsets: dict[bytes, bytes | None] = {}
+        #: A commit that timed out, resumed by the next call: the batch it ended (or
+        #: _NO_BATCH after an idle or final commit).
+        self._commit_pending: object | None = None
         #: Set once this producer must never write again (fenced, or a batch's outcome
         #: unknown): every later write raises it, and never claims the id again.
         self._refusal: KafkaIoError | None = None
         self._log = log.bind(transactional_id=transactions.transactional_id)
 
-    def write(
-        self,
-        records: Sequence[SourceRecord],
-        offsets: Sequence[OffsetEntry],
-        stopping: Callable[[], bool],
-    ) -> None:
-        """Writes the records and the offsets in one transaction; returns once committed.
+    def write(self, records: Sequence[SourceRecord], stopping: Callable[[], bool]) -> bool:
+        """Writes the batch's records into the open transaction (beginning one if needed),
+        ending transactions where the boundary says. Returns whether a transaction
+        committed (the task's ``commit`` is then notified).
 
-        Called again with the same batch after a failure. Raises TaskFencedError when a
-        newer producer holds the id, KafkaIoError (retriable when a retry may succeed)
-        for any other failure: then nothing of the batch is visible to ``read_committed``
-        readers, unless a commit is pending (resumed by the next call).
+        Called again with the same batch after a retriable failure: nothing of the batch is
+        then visible to ``read_committed`` readers, unless its commit is pending (resumed
+        by that call). A failure that loses more than the batch (the open transaction held
+        earlier batches, or part of the batch was committed) is not retriable: the task
+        fails and a restart resumes from the committed offsets. Raises TaskFencedError when
+        a newer producer holds the id.
         """
         if self._refusal is not None:
             raise self._refusal
         cached = self._producer()
-        if self._commit_pending:
-            self._commit(cached, stopping)
+        if self._commit_pending is not None:
+            resumed_batch = self._commit_pending is records
+            self._finish_commit(cached, stopping)
             self._log.warning("transaction_committed_late", records=len(records))
-            return
-        errors = cached.current = ProduceErrors()
-        self._step(cached.producer.begin_transaction, "begin a transaction")
-        handed = hand_records(records, cached.producer, errors, stopping)
-        if handed == len(records) and not errors.count:
-            handed += self._hand_offsets(cached, offsets, errors)
-        if handed < len(records) + len(offsets) or errors.count:
-            fatal = _fatal_error(cached, errors)
-            if fatal is not None:  # fenced, or unusable: nothing left to abort
-                raise self._failed(fatal, "write the batch")
-            # judged before the abort, whose purge of queued records reports errors too
-            why = "; ".join(errors.messages) or "the task is stopping"
-            retriable = errors.retriable
-            self._abort(cached)
-            raise KafkaIoError(f"batch not written, transaction aborted: {why}", retriable)
-        self._commit(cached, stopping)
+            if resumed_batch:
+                return True
+        retriable_failure = self._errors is None and not self._offsets
+        committed = False
+        start = 0
+        try:
+            self._refuse_offsets_topic(records)
+            for end, decision in self.boundary.splits(records):
+                self._send(cached, records[start:end], stopping)
+                retriable_failure = False  # a commit inside the batch cannot be undone
+                committed |= self._end(cached, decision, stopping, batch=None)
+                start = end
+            self._send(cached, records[start:] if start else records, stopping)
+            final = self.boundary.after_batch()
+            if final is not None:
+                committed |= self._end(cached, final, stopping, batch=records)
+        except KafkaIoError as exc:
+            if exc.retriable and not retriable_failure and self._commit_pending is not records:
+                raise self._lost(exc) from exc
+            raise
+        return committed
+
+    def idle(self, stopping: Callable[[], bool]) -> bool:
+        """The task had nothing to poll: ends the open transaction if the boundary says so
+        (an ``interval`` that passed). Returns whether a transaction committed."""
+        return self._conclude(self.boundary.after_batch(), stopping)
+
+    def wind_down(self, stopping: Callable[[], bool]) -> bool:
+        """The task is pausing or stopping normally: ends the open transaction as the
+        boundary says for that moment. Returns whether a transaction committed."""
+        return self._conclude(self.boundary.at_end(), stopping)
 
     def claim(self) -> None:
         """Claims the transactional id now (fencing every earlier holder and completing its
@@ -178,8 +231,27 @@ class TransactionalProducer:
         """Closes the producer. A transaction left open (a write cut short) is aborted by the
         coordinator when the id is claimed again, or after ``transaction.timeout.ms``."""
         cached, self._cached = self._cached, None
+        self._errors = None
+        self._offsets = {}
         if cached is not None:
             cached.close()
+
+    def _conclude(self, decision: Decision | None, stopping: Callable[[], bool]) -> bool:
+        if self._refusal is not None:
+            raise self._refusal
+        if self._cached is None:
+            return False
+        if self._commit_pending is _NO_BATCH:
+            self._finish_commit(self._cached, stopping)
+            return True
+        if decision is None or self._commit_pending is not None:  # a batch's: its retry's
+            return False
+        try:
+            return self._end(self._cached, decision, stopping, batch=_NO_BATCH)
+        except KafkaIoError as exc:
+            if exc.retriable and self._commit_pending is None:
+                raise self._lost(exc) from exc
+            raise
 
     def _producer(self) -> CachedProducer:
         if self._cached is None:
@@ -198,42 +270,113 @@ class TransactionalProducer:
             self._log.info("transactional_producer_ready", claim_s=claim_s)
         return self._cached
 
-    def _hand_offsets(
-        self, cached: CachedProducer, offsets: Sequence[OffsetEntry], errors: ProduceErrors
-    ) -> int:
-        produce = cached.producer.produce
-        for partition, offset in offsets:
-            key = offsets_codec.encode_key(self._tx.connector, partition)
-            value = offsets_codec.encode_value(offset)
-            try:
-                produce(self._tx.offsets_topic, value, key, on_delivery=errors.on_delivery)
-            except KafkaException as exc:
-                raise self._failed(kafka_error_of(exc), "write offsets") from exc
-        return len(offsets)
+    def _refuse_offsets_topic(self, records: Sequence[SourceRecord]) -> None:
+        """A task may not write to its offsets topic when its transactions span polls: the
+        offsets it asks for would wait for its own open transaction (Kafka Connect's rule)."""
+        if self._tx.boundary is TransactionBoundary.POLL:
+            return
+        topic = self._tx.offsets_topic
+        if any(record.topic == topic for record in records):
+            raise KafkaIoError(
+                f"a source task may not write to its offsets topic {topic} with exactly-once "
+                "support and transaction.boundary="
+                f"{self._tx.boundary.value}",
+                retriable=False,
+            )
 
-    def _commit(self, cached: CachedProducer, stopping: Callable[[], bool]) -> None:
-        """Commits, retrying while librdkafka says the commit may still complete; a commit
-        that does not complete in time stays pending for the next attempt."""
-        self._commit_pending = True
+    def _begin(self, cached: CachedProducer) -> ProduceErrors:
+        if self._errors is None:
+            errors = cached.current = ProduceErrors()
+            self._step(cached.producer.begin_transaction, "begin a transaction")
+            self._errors = errors
+        return self._errors
+
+    def _send(
+        self, cached: CachedProducer, records: Sequence[SourceRecord], stopping: Callable[[], bool]
+    ) -> None:
+        """Hands records to the open transaction and remembers their latest offsets; on a
+        failure, aborts the transaction (or drops an unusable producer) and raises."""
+        if not records:
+            return
+        errors = self._begin(cached)
+        handed = hand_records(records, cached.producer, errors, stopping)
+        if handed < len(records) or errors.count:
+            fatal = _fatal_error(cached, errors)
+            if fatal is not None:  # fenced, or unusable: nothing left to abort
+                raise self._failed(fatal, "write the batch")
+            # judged before the abort, whose purge of queued records reports errors too
+            why = "; ".join(errors.messages) or "the task is stopping"
+            retriable = errors.retriable
+            self._abort(cached)
+            self._offsets = {}
+            raise KafkaIoError(f"batch not written, transaction aborted: {why}", retriable)
+        connector = self._tx.connector
+        for partition, offset in latest_offsets(records):
+            key = offsets_codec.encode_key(connector, partition)
+            self._offsets[key] = offsets_codec.encode_value(offset)
+
+    def _end(
+        self,
+        cached: CachedProducer,
+        decision: Decision,
+        stopping: Callable[[], bool],
+        batch: object | None,
+    ) -> bool:
+        """Ends the open transaction: commits it with its offsets or, for an abort, drops
+        its records and commits their offsets alone. Returns whether anything committed."""
+        if decision is Decision.ABORT and self._errors is not None:
+            self._abort(cached)
+            self._log.info("transaction_aborted_by_task")
+        if self._errors is None and not self._offsets:
+            return False
+        self._begin(cached)
+        self._hand_offsets(cached)
+        self._commit(cached, stopping, batch)
+        return True
+
+    def _hand_offsets(self, cached: CachedProducer) -> None:
+        produce, errors = cached.producer.produce, self._errors
+        assert errors is not None
+        topic = self._tx.offsets_topic
+        for key, value in self._offsets.items():
+            try:
+                produce(topic, value, key, on_delivery=errors.on_delivery)
+            except KafkaException as exc:  # the cause of a fatal error comes from poll
+                cause = _fatal_error(cached, errors) or kafka_error_of(exc)
+                raise self._failed(cause, "write offsets") from exc
+
+    def _commit(
+        self, cached: CachedProducer, stopping: Callable[[], bool], batch: object | None
+    ) -> None:
+        """Commits, retrying while librdkafka says the commit may still complete. A commit
+        that does not complete in time stays pending for the next call, unless it ended a
+        transaction inside a batch (``batch`` None): the rest of the batch depends on it."""
+        self._commit_pending = batch if batch is not None else _INSIDE_BATCH
+        self._finish_commit(cached, stopping)
+
+    def _finish_commit(self, cached: CachedProducer, stopping: Callable[[], bool]) -> None:
         deadline = time.monotonic() + TRANSACTION_STEP_TIMEOUT_S
         while True:
             try:
                 cached.producer.commit_transaction(COMMIT_SLICE_S)
-                self._commit_pending = False
+                self._commit_pending = None
+                self._errors = None
+                self._offsets = {}
                 return
             except KafkaException as exc:
                 error = kafka_error_of(exc)
                 failure = classify(error)
                 if failure is Failure.ABORTABLE:  # the coordinator will not commit it
-                    self._commit_pending = False
+                    self._commit_pending = None
                     self._abort(cached)
+                    self._offsets = {}
                 if failure is not Failure.RETRIABLE:
                     raise self._failed(error, "commit") from exc
                 if stopping() or time.monotonic() > deadline:
                     raise KafkaIoError(
                         f"the commit of {self._tx.transactional_id}'s transaction did not "
                         f"complete: {_describe(error)}; it is resumed by the next attempt",
-                        retriable=True,
+                        retriable=self._commit_pending is not _INSIDE_BATCH,
                     ) from exc
 
     def _step(self, call: Callable[[], None], what: str) -> None:
@@ -246,6 +389,7 @@ class TransactionalProducer:
         """Aborts the open transaction; a producer that cannot abort is dropped (the next
         write claims the id again, which aborts it at the coordinator). Raises
         TaskFencedError if the abort shows that a newer producer holds the id."""
+        self._errors = None
         try:
             cached.producer.abort_transaction(ABORT_TIMEOUT_S)
         except KafkaException as exc:
@@ -254,6 +398,19 @@ class TransactionalProducer:
                 raise self._failed(error, "abort") from exc
             self._log.warning("transaction_abort_failed", error=_describe(error))
             self.close()
+
+    def _lost(self, exc: KafkaIoError) -> KafkaIoError:
+        """A failure that lost records of earlier batches (aborted with the transaction that
+        held them) or that happened after part of the batch committed: retrying the batch
+        would skip or repeat records, so the task fails."""
+        self.close()
+        self._refusal = KafkaIoError(
+            f"{exc}; the transaction (transaction.boundary={self._tx.boundary.value}) held "
+            "more than this batch, so the batch cannot be retried alone: restart the task, "
+            "it resumes from the committed offsets",
+            retriable=False,
+        )
+        return self._refusal
 
     def _failed(self, error: KafkaError | None, what: str) -> KafkaIoError:
         """The error to raise; a fenced or failed producer is dropped first.
@@ -273,7 +430,7 @@ class TransactionalProducer:
             self._refusal = TaskFencedError(self._tx.transactional_id, detail)
             return self._refusal
         message = f"cannot {what} ({self._tx.transactional_id}): {detail}"
-        if failure is Failure.FATAL and self._commit_pending:
+        if failure is Failure.FATAL and self._commit_pending is not None:
             self._refusal = KafkaIoError(
                 f"{message}; whether the batch's transaction committed is unknown: restart "
                 "the task, it resumes from the committed offsets",
@@ -282,6 +439,12 @@ class TransactionalProducer:
             return self._refusal
         authorization = error is not None and error.code() in _AUTHORIZATION_CODES
         return KafkaIoError(message, retriable=not authorization)
+
+
+#: ``_commit_pending`` markers: a commit that ended no batch (idle, pause, stop), and one
+#: that ended a transaction inside a batch.
+_NO_BATCH = object()
+_INSIDE_BATCH = object()
 
 
 def _fatal_error(cached: CachedProducer, errors: ProduceErrors) -> KafkaError | None:

@@ -275,7 +275,7 @@ class Worker:
                 worker_config=config,
                 connector_config=connector_config,
                 offset_store=self._offsets,
-                **self._exactly_once_options(task),
+                **self._exactly_once_options(task, connector_config),
                 **self._runner_options(),
             )
         if isinstance(plugin, SinkTask):
@@ -310,7 +310,7 @@ class Worker:
                 worker_config=self._config,
                 connector_config=connector_config,
                 offset_store=self._offsets,
-                **self._exactly_once_options(task),
+                **self._exactly_once_options(task, connector_config),
                 **self._runner_options(),
             )
         if issubclass(task_class, SinkTask):
@@ -327,13 +327,15 @@ class Worker:
             )
         raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")
 
-    def _exactly_once_options(self, task: TaskId) -> _ExactlyOnceOptions:
+    def _exactly_once_options(
+        self, task: TaskId, connector_config: Mapping[str, str]
+    ) -> _ExactlyOnceOptions:
         """A source runner's exactly-once arguments (none without exactly-once support)."""
         eos = self._exactly_once
         if eos is None:
             return {}
         return {
-            "transactions": eos.for_task(task),
+            "transactions": eos.for_task(task, connector_config),
             "await_fencing": functools.partial(eos.await_fenced_generation, task.connector),
         }
 

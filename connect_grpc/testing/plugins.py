@@ -100,6 +100,8 @@ class FakeSourceTaskContext:
     connector_name: str = "test"
     task_id: int = 0
     offsets: dict[tuple[tuple[str, Any], ...], dict[str, object]] = field(default_factory=dict)
+    #: What ``transaction_context`` returns (a TaskTransactionContext, say); None by default.
+    transaction_context: Any = None
 
     @property
     def offset_reader(self) -> FakeSourceTaskContext:

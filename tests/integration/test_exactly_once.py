@@ -367,3 +367,107 @@ def test_altering_offsets_fences_the_tasks_then_writes_in_a_transaction_of_its_o
     assert resumed[0] == -2 and -1 not in resumed
     assert resumed[1:] == list(range(2000, 2000 + len(resumed) - 1))
     via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def test_interval_transactions_span_batches_and_commit_when_the_task_pauses_or_stops(
+    eos_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    """``transaction.boundary=interval`` with an interval no test outlasts: nothing is
+    visible while the task runs; pausing, then stopping, commits what it wrote."""
+    via = eos_cluster.live[0]
+    name, topic = f"eos-int-{uuid.uuid4().hex[:6]}", f"eos-int-{uuid.uuid4().hex[:6]}"
+    config = {
+        **_sequence(topic, -1, 1, rate=200),
+        "transaction.boundary": "interval",
+        "transaction.boundary.interval.ms": "600000",
+    }
+    create(via.stub, name, config)
+    # several batches written, none committed
+    wait_until(lambda: _written(kafka_bootstrap, topic) >= 300, timeout=60)
+    assert _read_committed(kafka_bootstrap, topic) == []
+
+    via.stub.PauseConnector(pb.PauseConnectorRequest(name=name), timeout=60)
+    paused = _settled_values(kafka_bootstrap, topic)
+    assert len(paused) >= 300 and paused == list(range(len(paused)))
+
+    via.stub.ResumeConnector(pb.ResumeConnectorRequest(name=name), timeout=60)
+    wait_until(lambda: _written(kafka_bootstrap, topic) >= len(paused) + 300, timeout=60)
+    assert _read_committed(kafka_bootstrap, topic) == paused
+    via.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=60)
+    stopped = _settled_values(kafka_bootstrap, topic)
+    assert len(stopped) >= len(paused) + 300 and stopped == list(range(len(stopped)))
+    stored = via.stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=30).offsets
+    assert [fields_py(item.offset) for item in stored] == [{"seq": len(stopped) - 1}]
+    via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def test_a_connector_that_defines_its_transactions_commits_where_its_tasks_ask(
+    eos_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    """SequenceSource with ``sequence.transaction.size=70`` asks a commit (through its
+    transaction context) after every 70th value: a read_committed reader only ever sees a
+    multiple of 70 values, and at the end all of them once."""
+    via = eos_cluster.live[0]
+    name, topic = f"eos-conn-{uuid.uuid4().hex[:6]}", f"eos-conn-{uuid.uuid4().hex[:6]}"
+    count, size = 1_000, 70
+    config = {
+        **_sequence(topic, count, 1, rate=400),
+        "transaction.boundary": "connector",
+        "sequence.transaction.size": str(size),
+    }
+    create(via.stub, name, config)
+    wait_until(lambda: _written(kafka_bootstrap, topic))
+    samples: list[list[int]] = []
+    deadline = time.monotonic() + 90
+    while not samples or len(samples[-1]) < count:
+        assert time.monotonic() < deadline, f"only {len(samples[-1])} of {count} committed"
+        samples.append(_read_committed(kafka_bootstrap, topic))
+        time.sleep(0.05)
+    sizes = sorted({len(sample) for sample in samples})
+    assert all(n % size == 0 for n in sizes[:-1]) and sizes[-1] == count, sizes
+    assert len(sizes) >= 5, f"too few distinct commits seen: {sizes}"
+    assert samples[-1] == list(range(count))
+    via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def test_reconfiguring_3_5_1_3_tasks_fences_each_generation_without_duplicate_or_gap(
+    eos_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    """SequenceSource with 6 source partitions that keep their offsets whatever the task
+    count, reconfigured while it writes: each partition's values are written once each, in
+    order, from its first onwards with none missing, and every generation was fenced (one
+    tasks-fencing record per generation)."""
+    cluster = eos_cluster
+    via = cluster.live[0]
+    name, topic = f"eos-reconf-{uuid.uuid4().hex[:6]}", f"eos-reconf-{uuid.uuid4().hex[:6]}"
+    config_topic = cluster.properties["config.storage.topic"]
+    partitions = 6
+
+    def config(tasks: int) -> dict[str, str]:
+        return {**_sequence(topic, -1, tasks, rate=150), "sequence.partitions": str(partitions),
+                "name": name}
+
+    create(via.stub, name, config(3))
+    generations = [3]
+    for tasks in (5, 1, 3):
+        wait_for_states(via.stub, name, RUNNING, [RUNNING] * generations[-1])
+        written = len(_read_committed(kafka_bootstrap, topic))
+        wait_until(lambda w=written: len(_read_committed(kafka_bootstrap, topic)) >= w + 200,
+                   timeout=60)
+        via.stub.PutConnectorConfig(
+            pb.PutConnectorConfigRequest(name=name, config=config(tasks)), timeout=60
+        )
+        generations.append(tasks)
+    wait_for_states(via.stub, name, RUNNING, [RUNNING] * 3)
+    written = len(_read_committed(kafka_bootstrap, topic))
+    wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= written + 200, timeout=60)
+    via.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=60)
+    values = _settled_values(kafka_bootstrap, topic)
+
+    duplicates = {v: n for v, n in Counter(values).items() if n > 1}
+    assert not duplicates, f"{len(duplicates)} values written twice, e.g. {list(duplicates)[:5]}"
+    for p in range(partitions):
+        own = [v for v in values if v % partitions == p]
+        assert own == list(range(p, p + partitions * len(own), partitions)), f"partition {p}"
+    assert _task_count_records(kafka_bootstrap, config_topic, name) == generations
+    via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)

@@ -9,6 +9,7 @@ from connect_grpc.connectors.sequence import (
     SequenceSourceTask,
     next_index,
 )
+from connect_grpc.runtime.transaction_boundaries import TaskTransactionContext
 from connect_grpc.testing.plugins import FakeSourceTaskContext
 
 
@@ -189,3 +190,108 @@ def _tasks_with_raw_offset(offset: dict[str, object]) -> None:
     task = SequenceSourceTask()
     task.initialize(context)
     task.start(connector.task_configs(1)[0])
+
+
+def _transactional_task(
+    size: int, count: int, tasks: int, task_id: int, resume_after: int | None = None
+) -> tuple[SequenceSourceTask, TaskTransactionContext]:
+    connector = SequenceSourceConnector()
+    config = {"topic": "seq", "sequence.count": str(count), "sequence.transaction.size": str(size)}
+    connector.start(config)
+    transactions = TaskTransactionContext()
+    context = FakeSourceTaskContext(task_id=task_id, transaction_context=transactions)
+    if resume_after is not None:
+        context.set_offset({"task": task_id}, {"seq": resume_after})
+    task = SequenceSourceTask()
+    task.initialize(context)
+    task.start(connector.task_configs(tasks)[task_id])
+    return task, transactions
+
+
+def _commit_points(task: SequenceSourceTask, transactions: TaskTransactionContext) -> list[int]:
+    """The values after which the task asked a commit, over polls of 4 records."""
+    points = []
+    while records := task.poll(4):
+        points += [int(str(records[i - 1].value)) for i, _ in transactions.take_splits(records)]
+    return points
+
+
+def test_a_transaction_size_makes_the_task_commit_after_every_kth_entry_of_its_share() -> None:
+    task, transactions = _transactional_task(size=3, count=20, tasks=2, task_id=1)
+    # task 1 owns 1, 3, 5, …, 19: commits after its 3rd, 6th, 9th entries and its last
+    assert _commit_points(task, transactions) == [5, 11, 17, 19]
+
+
+def test_the_kth_entry_is_counted_from_the_partitions_first_whatever_the_offset() -> None:
+    task, transactions = _transactional_task(size=4, count=10, tasks=1, task_id=0, resume_after=5)
+    assert _commit_points(task, transactions) == [7, 9]  # entries 3 and 7 of 0..9, then last
+
+
+def test_only_a_transaction_size_lets_the_connector_define_boundaries() -> None:
+    connector = SequenceSourceConnector()
+    assert connector.can_define_transaction_boundaries({"topic": "t"}).value == "unsupported"
+    supported = connector.can_define_transaction_boundaries(
+        {"topic": "t", "sequence.transaction.size": "10"}
+    )
+    assert supported.value == "supported"
+    errors = connector.validate({"topic": "t", "sequence.transaction.size": "0"})
+    assert errors["sequence.transaction.size"]
+
+
+def _partitioned(
+    tasks: int, offsets: dict[int, int], count: int = 24, partitions: int = 6
+) -> list[SequenceSourceTask]:
+    connector = SequenceSourceConnector()
+    connector.start(
+        {"topic": "seq", "sequence.count": str(count), "sequence.partitions": str(partitions)}
+    )
+    started = []
+    for task_config in connector.task_configs(tasks):
+        context = FakeSourceTaskContext(task_id=int(task_config["task.id"]))
+        for partition, seq in offsets.items():
+            context.set_offset({"partition": partition}, {"seq": seq})
+        task = SequenceSourceTask()
+        task.initialize(context)
+        task.start(task_config)
+        started.append(task)
+    return started
+
+
+def _emit(task: SequenceSourceTask, limit: int) -> list[tuple[int, int]]:
+    """(partition, index) of up to ``limit`` records, in emission order."""
+    emitted: list[tuple[int, int]] = []
+    while len(emitted) < limit and (records := task.poll(min(4, limit - len(emitted)))):
+        emitted += [(int(str(r.source_partition["partition"])), int(str(r.source_offset["seq"])))
+                    for r in records]
+    return emitted
+
+
+def test_partitions_are_spread_over_the_tasks_and_taken_in_turn() -> None:
+    first, second, third = _partitioned(3, {})
+    assert _emit(first, 5) == [(0, 0), (3, 3), (0, 6), (3, 9), (0, 12)]
+    assert _emit(second, 2) == [(1, 1), (4, 4)]
+    assert {p for p, _ in _emit(third, 100)} == {2, 5}
+
+
+def test_partitions_resume_after_their_offsets_whatever_the_task_count() -> None:
+    # 3 tasks ran: partition p emitted up to some index; now 5 tasks (and then 1) resume
+    offsets = {0: 6, 1: 1, 2: 14, 3: 3, 4: 22, 5: 5}
+    for tasks in (5, 1):
+        emitted = [pair for task in _partitioned(tasks, offsets) for pair in _emit(task, 100)]
+        by_partition = {p: [i for q, i in emitted if q == p] for p in range(6)}
+        assert by_partition == {
+            p: list(range(offsets[p] + 6, 24, 6)) for p in range(6)
+        }, f"{tasks} tasks"
+
+
+def test_tasks_beyond_the_partition_count_have_nothing_to_do() -> None:
+    tasks = _partitioned(8, {}, partitions=6)
+    assert [task.poll(10) for task in tasks[6:]] == [[], []]
+
+
+def test_partitioned_offsets_are_checked_by_their_partition_key() -> None:
+    connector = SequenceSourceConnector()
+    config = {"topic": "t", "sequence.partitions": "6"}
+    assert connector.alter_offsets(config, [({"partition": 5}, {"seq": 11})]) is True
+    with pytest.raises(ValueError, match="the key 'partition'"):
+        connector.alter_offsets(config, [({"task": 0}, {"seq": 1})])

@@ -19,6 +19,7 @@ from connect_grpc.runtime.transactions import (
     transactional_conf,
 )
 
+_TX = Transactions("g-c-0", "offsets", "c")
 #: Nothing listens there.
 UNREACHABLE = "127.0.0.1:1"
 
@@ -27,15 +28,15 @@ def test_transactional_ids_follow_kafka_connect() -> None:
     assert task_transactional_id("connect-cluster", "my-source", 3) == "connect-cluster-my-source-3"
     assert connector_transactional_id("connect-cluster", "my-source") == "connect-cluster-my-source"
     eos = ExactlyOnceSource("g", "offsets", lambda name: None)
-    assert eos.for_task(TaskId("c", 2)) == Transactions("g-c-2", "offsets", "c")
+    assert eos.for_task(TaskId("c", 2), {}) == Transactions("g-c-2", "offsets", "c")
 
 
 def test_transactional_settings_partition_like_java_unless_the_user_chose() -> None:
-    conf = transactional_conf({"bootstrap.servers": "b", "acks": "1"}, "g-c-0")
+    conf = transactional_conf({"bootstrap.servers": "b", "acks": "1"}, _TX)
     assert conf["transactional.id"] == "g-c-0"
     assert conf["acks"] == "all" and conf["enable.idempotence"] == "true"
     assert conf["partitioner"] == "murmur2_random"
-    chosen = transactional_conf({"partitioner": "consistent_random"}, "g-c-0")
+    chosen = transactional_conf({"partitioner": "consistent_random"}, _TX)
     assert chosen["partitioner"] == "consistent_random"
 
 
@@ -50,7 +51,7 @@ def test_a_claim_that_failed_is_made_again_by_the_next_write(
     try:
         for _ in range(2):
             with pytest.raises(KafkaIoError) as raised:
-                producer.write(batch, [({"p": 0}, {"o": 1})], lambda: False)
+                producer.write(batch, lambda: False)
             assert raised.value.retriable
             assert "claim its transactional id" in str(raised.value)
     finally:
