@@ -85,7 +85,6 @@ class DistributedProcess(_ServingProcess):
 
     def __init__(self, config: WorkerConfig, cluster: DistributedConfig) -> None:
         super().__init__()
-        config.check_distributed()
         self.config = config
         self._sender = TaskConfigSender(config.worker_id)
         self.herder = self.distributed = DistributedHerder(

@@ -130,7 +130,6 @@ def _prepare_distributed(worker_properties: Path) -> DistributedProcess:
     configure_logging(_log_format(props))
     try:
         config = WorkerConfig.from_properties(props)
-        config.check_distributed()
         cluster = DistributedConfig.from_properties(props)
     except InvalidArgumentError as exc:
         raise _property_error(worker_properties, exc) from None

@@ -150,9 +150,13 @@ DEFAULT_LOCAL_BATCH_MAX_RECORDS = 1000
 TASK_HOSTING_EXECUTOR = "executor"
 TASK_HOSTING_DRIVER = "driver"
 
-#: ``exactly.once.source.support``, with Kafka Connect's values and meaning: ``preparing``
-#: fences task generations without yet writing transactionally (the first step of turning
-#: it on in a running cluster), ``enabled`` does both.
+#: ``exactly.once.source.support``, with Kafka Connect's values and meaning: ``enabled``
+#: writes source batches in transactions and fences task generations; ``preparing`` is the
+#: step before it in a running cluster (every worker restarted with it, then one by one with
+#: ``enabled``): its own tasks still write at-least-once, its validation already accepts
+#: transaction boundaries, and as leader it fences for ``enabled`` workers. (Kafka
+#: Connect's ``preparing`` switches the leader to a transactional producer; a connect-grpc
+#: leader always writes the config topic through one.)
 EXACTLY_ONCE_SOURCE_DISABLED = "disabled"
 EXACTLY_ONCE_SOURCE_PREPARING = "preparing"
 EXACTLY_ONCE_SOURCE_ENABLED = "enabled"
@@ -258,18 +262,6 @@ class WorkerConfig:
                 f"{EXACTLY_ONCE_SOURCE_PROPERTY}={EXACTLY_ONCE_SOURCE_DISABLED}",
             )
         return self.offset_file
-
-    def check_distributed(self) -> None:
-        """Rejects what a distributed worker cannot honour yet: ``preparing`` (turning
-        exactly-once on in a running cluster, worker by worker), rather than run with a
-        promise it does not keep."""
-        if self.exactly_once_source == EXACTLY_ONCE_SOURCE_PREPARING:
-            raise InvalidArgumentError.for_field(
-                EXACTLY_ONCE_SOURCE_PROPERTY,
-                f"{EXACTLY_ONCE_SOURCE_PROPERTY}={EXACTLY_ONCE_SOURCE_PREPARING} is not "
-                "supported by this version of connect-grpc yet; start every worker of the "
-                f"cluster with {EXACTLY_ONCE_SOURCE_ENABLED} (or {EXACTLY_ONCE_SOURCE_DISABLED})",
-            )
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """Every property under ``prefix`` with the prefix removed (e.g. ``producer.``)."""

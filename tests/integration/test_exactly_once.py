@@ -6,6 +6,10 @@ real worker processes, real broker, real Spark.
   order per source partition, and the committed offsets name the last value written.
 - A zombie holding a task's transactional id from an earlier generation cannot commit
   once the leader fenced that generation for the next one.
+- A task's Spark task killed mid-transaction; offsets altered on a stopped connector.
+- Transaction boundaries: interval (committed by pause and stop), connector-defined, and a
+  reconfiguration 3 -> 5 -> 1 -> 3 tasks without a duplicate or a gap.
+- A cluster turned from ``preparing`` to ``enabled`` worker by worker.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from confluent_kafka import (
     Consumer,
@@ -37,6 +42,7 @@ from tests.integration.helpers import (
     STOPPED,
     create,
     end_offset,
+    field_violations,
     python_workers_under,
     read_committed,
     wait_for_states,
@@ -471,3 +477,57 @@ def test_reconfiguring_3_5_1_3_tasks_fences_each_generation_without_duplicate_or
         assert own == list(range(p, p + partitions * len(own), partitions)), f"partition {p}"
     assert _task_count_records(kafka_bootstrap, config_topic, name) == generations
     via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def test_a_cluster_turns_exactly_once_on_worker_by_worker_through_preparing(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Kafka Connect's way to turn exactly-once on in a running cluster: every worker
+    restarted with ``preparing`` (tasks still at-least-once, EOS settings accepted by
+    validation but ``required`` refused), then, one by one, with ``enabled``: from then on
+    the tasks write transactionally, their generation fenced, and the sequence goes on
+    without a gap."""
+    cluster = Cluster(tmp_path_factory.mktemp("eos-rolling"), kafka_bootstrap)
+    cluster.properties["exactly.once.source.support"] = "preparing"
+    name, topic = f"eos-roll-{uuid.uuid4().hex[:6]}", f"eos-roll-{uuid.uuid4().hex[:6]}"
+    config_topic = cluster.properties["config.storage.topic"]
+    try:
+        cluster.start(WORKERS)
+        cluster.settled(WORKERS)
+        via = cluster.live[0]
+        required = {**_sequence(topic, -1, 2, rate=200), "name": name}
+        with pytest.raises(grpc.RpcError) as refused:
+            create(via.stub, name, required)
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert "config.exactly.once.support" in field_violations(refused.value)
+        create(via.stub, name, {**required, "exactly.once.support": "requested",
+                                "transaction.boundary": "interval",
+                                "transaction.boundary.interval.ms": "500"})
+        wait_for_states(via.stub, name, RUNNING, [RUNNING, RUNNING])
+        status = via.stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name), timeout=30)
+        assert [t.transactional_id for t in status.status.tasks] == ["", ""]
+        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= 200, timeout=60)
+
+        cluster.properties["exactly.once.source.support"] = "enabled"
+        for old in list(cluster.workers):
+            old.stop()
+            cluster.add().start()
+            cluster.settled(WORKERS)
+        via = cluster.live[0]
+        wait_for_states(via.stub, name, RUNNING, [RUNNING, RUNNING])
+        status = via.stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name), timeout=30)
+        group = cluster.properties["group.id"]
+        assert [t.transactional_id for t in status.status.tasks] == [
+            f"{group}-{name}-0", f"{group}-{name}-1"
+        ]
+        assert _task_count_records(kafka_bootstrap, config_topic, name)  # a fenced generation
+        before = len(_read_committed(kafka_bootstrap, topic))
+        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= before + 200,
+                   timeout=60)
+        values = set(_read_committed(kafka_bootstrap, topic))
+        for task in range(2):
+            own = sorted(v for v in values if v % 2 == task)
+            assert own == list(range(task, own[-1] + 1, 2)), f"task {task}: a gap"
+        via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+    finally:
+        cluster.stop()

@@ -279,7 +279,6 @@ _CLUSTER = {
     "status.storage.topic": "g-status",
 }
 
-EOS_PROPERTY = "exactly.once.source.support"
 
 DISTRIBUTED_CASES = [
     Case("no group.id", lambda tmp: [str(_worker(tmp, **{**_CLUSTER, "group.id": None}))],
@@ -296,9 +295,6 @@ DISTRIBUTED_CASES = [
     Case("wildcard advertised listener",
          lambda tmp: [str(_worker(tmp, **_CLUSTER, **{"advertised.listener": "grpc://0.0.0.0:1"}))],
          "property", "advertised.listener"),
-    Case("exactly-once source support preparing",
-         lambda tmp: [str(_worker(tmp, **_CLUSTER, **{EOS_PROPERTY: "preparing"}))],
-         "property", "exactly.once.source.support", "not supported by this version"),
     Case("Kafka unreachable", lambda tmp: [str(_worker(tmp, **_CLUSTER))],
          "property", "bootstrap.servers", exit_code=1),
 ]

@@ -219,11 +219,3 @@ def test_a_standalone_worker_refuses_exactly_once_source_support(tmp_path: Path)
     assert preparing.standalone_offset_file() == Path(offsets)
 
 
-def test_a_distributed_worker_refuses_preparing_until_it_is_built() -> None:
-    config = WorkerConfig.from_properties({**WORKER, "exactly.once.source.support": "preparing"})
-    with pytest.raises(InvalidArgumentError) as raised:
-        config.check_distributed()
-    assert [v.field for v in raised.value.violations] == ["exactly.once.source.support"]
-    for mode in ("disabled", "enabled"):
-        props = {**WORKER, "exactly.once.source.support": mode}
-        WorkerConfig.from_properties(props).check_distributed()
