@@ -91,6 +91,7 @@ from connect_grpc.runtime.transactions import (
 )
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetEntry
+from connect_grpc.storage.connector_offsets import ConnectorOffsetStores, put_fallback
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.kafka_admin import IsolatedAdmin
 from connect_grpc.storage.kafka_config import (
@@ -179,11 +180,12 @@ class DistributedHerder(HerderCommon):
             cluster.offset_replication_factor,
         )
         self._validator = ConfigValidator(
-            plugins, config.limits.tasks_max, config.exactly_once_source, distributed=True
+            plugins, config.limits.tasks_max, config.exactly_once_source
         )
+        self._connector_offsets = ConnectorOffsetStores(self._offsets, self._open_offsets)
         self._offset_manager = OffsetManager(
             plugins,
-            self._offsets,
+            self._connector_offsets.for_config,
             ConsumerGroupOffsets(self._client),
             self._write_offsets_exactly_once if config.exactly_once_source_enabled else None,
         )
@@ -198,6 +200,7 @@ class DistributedHerder(HerderCommon):
                 self._offsets,
                 self._board,
                 exactly_once=self._exactly_once(),
+                offsets_for=self._connector_offsets.for_config,
             )
         )
         self._election = LeaderElection(
@@ -279,6 +282,7 @@ class DistributedHerder(HerderCommon):
         self._admin.close()
         self._configs.stop()
         self._statuses.stop()
+        self._connector_offsets.stop()
         self._offsets.stop()
         self._board.close()
         self._log.info("herder_stopped")
@@ -361,7 +365,7 @@ class DistributedHerder(HerderCommon):
         """Read after catching up with the offsets topic (as Kafka Connect reads it to its
         end), so that offsets another worker just wrote are seen."""
         config = self.connector_config(name)
-        self._offsets.refresh(deadline.remaining())
+        self._connector_offsets.for_config(config).refresh(deadline.remaining())
         return self._offset_manager.read(name, config)
 
     def cluster_info(self) -> ClusterInfo:
@@ -804,7 +808,21 @@ class DistributedHerder(HerderCommon):
                            tasks=current)
             return self._snapshot().offset
 
-    def _write_offsets_exactly_once(self, name: str, entries: Sequence[OffsetEntry]) -> None:
+    def _open_offsets(self, topic: str) -> KafkaOffsetStore:
+        """The started store of a connector's own offsets topic (created like the worker's
+        when missing: compacted, the worker's offset.storage.* partitions and replicas)."""
+        store = KafkaOffsetStore(
+            self._client,
+            topic,
+            self._cluster.offset_partitions,
+            self._cluster.offset_replication_factor,
+        )
+        store.start()
+        return store
+
+    def _write_offsets_exactly_once(
+        self, name: str, config: Mapping[str, str], entries: Sequence[OffsetEntry]
+    ) -> None:
         """(Leader, under the connector's lock: it is STOPPED, or being created) Fences every
         producer the connector's tasks may still hold, ``<group.id>-<name>-0…N-1`` with N
         its task count, then writes the offsets in one transaction under
@@ -816,10 +834,11 @@ class DistributedHerder(HerderCommon):
         group = self._cluster.group_id
         previous = self._snapshot().task_counts.get(name, 0)
         ids = [task_transactional_id(group, name, t) for t in range(previous)]
+        store = self._connector_offsets.primary(config)
         fence_producers(self._producer_config(), ids, deadline.remaining(FENCING_TIMEOUT_S))
         writer = FencedWriter.open(
             self._producer_config(),
-            self._cluster.offset_topic,
+            store.topic,
             connector_transactional_id(group, name),
             deadline.remaining(LEADER_CALL_TIMEOUT_S),
             worker_id=self._id,
@@ -828,7 +847,9 @@ class DistributedHerder(HerderCommon):
             written = writer.send_all(records, deadline.remaining(LEADER_CALL_TIMEOUT_S))
         finally:
             writer.close(deadline.remaining(LEADER_CALL_TIMEOUT_S))
-        self._offsets.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        store.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        if store is not self._offsets:
+            put_fallback(self._offsets, name, entries)
         if previous:
             self._write(self._leader_writer(), task_count_records(name, 0))
         self._log.info("offsets_written_exactly_once", connector=name, fenced=len(ids),

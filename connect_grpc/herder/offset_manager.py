@@ -43,31 +43,38 @@ class _Change:
     sink: rules.SinkOffsets | None = None
 
 
-#: Writes a source connector's offsets: (connector, entries; a None offset resets).
-SourceOffsetWriter = Callable[[str, Sequence[OffsetEntry]], None]
+#: Writes a source connector's offsets: (connector, its config, entries; a None offset
+#: resets).
+SourceOffsetWriter = Callable[[str, Mapping[str, str], Sequence[OffsetEntry]], None]
+#: The offset store of a source connector, given its config (its own offsets topic, if any).
+OffsetStoreFor = Callable[[Mapping[str, str]], OffsetStore]
 
 
 class OffsetManager:
     def __init__(
         self,
         plugins: Plugins,
-        store: OffsetStore,
+        stores: OffsetStoreFor,
         groups: ConsumerGroupOffsets,
         write_source_offsets: SourceOffsetWriter | None = None,
     ) -> None:
-        """``write_source_offsets`` writes a change of source offsets (default: the store's
-        ``put``; with exactly-once source support, a fenced transactional write)."""
+        """``write_source_offsets`` writes a change of source offsets (default: the
+        connector's store's ``put``; with exactly-once source support, a fenced
+        transactional write)."""
         self._plugins = plugins
-        self._store = store
+        self._stores = stores
         self._groups = groups
-        self._write_source = write_source_offsets or store.put
+        self._write_source = write_source_offsets or self._put
+
+    def _put(self, name: str, config: Mapping[str, str], entries: Sequence[OffsetEntry]) -> None:
+        self._stores(config).put(name, entries)
 
     def read(self, name: str, config: Mapping[str, str]) -> list[ConnectorOffset]:
         connector = self._plugins.new_connector(config["connector.class"])
         if isinstance(connector, SinkConnector):
             committed = self._groups.committed(sink_group_id(name, config))
             return rules.sink_offsets_to_connector_offsets(committed)
-        return [ConnectorOffset(p, o) for p, o in self._store.get_all(name)]
+        return [ConnectorOffset(p, o) for p, o in self._stores(config).get_all(name)]
 
     def alter(
         self, name: str, config: Mapping[str, str], offsets: Sequence[ConnectorOffset]
@@ -89,10 +96,10 @@ class OffsetManager:
             applied = self._vet(connector, config, _Change(sink=dict.fromkeys(committed)))
             self._groups.delete_group(group)
         else:
-            known = [(partition, None) for partition, _ in self._store.get_all(name)]
+            known = [(partition, None) for partition, _ in self._stores(config).get_all(name)]
             change = _Change(source=list(known))
             applied = self._vet(connector, config, change)
-            self._write_source(name, known)
+            self._write_source(name, config, known)
         log.info("offsets_reset", connector=name)
         return rules.success_message("reset", applied)
 
@@ -114,7 +121,8 @@ class OffsetManager:
                 self._write(name, config, change)
             else:
                 step = "write initial offsets"
-                self._write_source(name, self._replacing(name, change.source or []))
+                replacing = self._replacing(name, config, change.source or [])
+                self._write_source(name, config, replacing)
         except ConnectError as exc:
             raise exc.in_step(step) from exc
         log.info("initial_offsets_set", connector=name, partitions=len(offsets))
@@ -162,15 +170,17 @@ class OffsetManager:
             ) from exc
         return False
 
-    def _replacing(self, name: str, offsets: rules.SourceOffsets) -> rules.SourceOffsets:
+    def _replacing(
+        self, name: str, config: Mapping[str, str], offsets: rules.SourceOffsets
+    ) -> rules.SourceOffsets:
         """The stored partitions reset, then ``offsets``: one write that wipes and sets, so
         a failed write leaves the old offsets (KIP-995 steps 3 and 4 at once)."""
         given = [partition for partition, _ in offsets]
-        stale = [(p, None) for p, _ in self._store.get_all(name) if p not in given]
+        stale = [(p, None) for p, _ in self._stores(config).get_all(name) if p not in given]
         return [*stale, *offsets]
 
     def _write(self, name: str, config: Mapping[str, str], change: _Change) -> None:
         if change.sink is not None:
             self._groups.alter(sink_group_id(name, config), change.sink)
         else:
-            self._write_source(name, change.source or [])
+            self._write_source(name, config, change.source or [])

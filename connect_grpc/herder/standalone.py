@@ -104,9 +104,11 @@ class StandaloneHerder(HerderCommon):
         self._plugins = plugins
         self._offsets = offset_store
         self._validator = ConfigValidator(plugins, config.limits.tasks_max)
+        # a connector's offsets.storage.topic has no effect in standalone mode (as in
+        # Kafka Connect): every connector's offsets are in the worker's file
         self._offset_manager = OffsetManager(
             plugins,
-            offset_store,
+            lambda config: offset_store,
             ConsumerGroupOffsets(
                 {"bootstrap.servers": config.bootstrap_servers, **config.prefixed("admin.")}
             ),

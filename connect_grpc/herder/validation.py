@@ -195,13 +195,10 @@ class ConfigValidator:
         plugins: Plugins,
         max_tasks: int,
         exactly_once_source: str = EXACTLY_ONCE_SOURCE_DISABLED,
-        *,
-        distributed: bool = False,
     ) -> None:
         self._plugins = plugins
         self._max_tasks = max_tasks
         self._exactly_once_source = exactly_once_source
-        self._distributed = distributed
 
     def plugin_for(self, config: Mapping[str, str], plugin: str | None = None) -> Connector:
         class_name = (plugin or config.get(CONNECTOR_CLASS) or "").strip()
@@ -258,14 +255,6 @@ class ConfigValidator:
                 )
             if boundary == TransactionBoundary.CONNECTOR.value:
                 errors[TRANSACTION_BOUNDARY].extend(_declared_boundary_errors(connector, config))
-        if self._distributed and not errors[OFFSETS_STORAGE_TOPIC] and config.get(
-            OFFSETS_STORAGE_TOPIC
-        ):
-            errors[OFFSETS_STORAGE_TOPIC].append(
-                "connect-grpc does not support a connector's own offsets topic yet: every "
-                "source connector's offsets are in the worker's offset.storage.topic. Remove "
-                "this property."
-            )
 
     def _tasks_limit_errors(self, config: Mapping[str, str], parse_errors: list[str]) -> list[str]:
         raw = config.get(TASKS_MAX)

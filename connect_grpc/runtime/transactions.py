@@ -45,6 +45,7 @@ from connect_grpc.runtime.transaction_boundaries import (
     new_boundary,
 )
 from connect_grpc.storage import offsets_codec
+from connect_grpc.storage.connector_offsets import own_offsets_topic
 
 log = structlog.get_logger(__name__)
 
@@ -91,11 +92,14 @@ class ExactlyOnceSource:
     await_fenced_generation: Callable[[str], None]
 
     def for_task(self, task: TaskId, connector_config: Mapping[str, str]) -> Transactions:
-        """How ``task`` writes its batches (its connector's transaction boundary)."""
+        """How ``task`` writes its batches: its connector's transaction boundary, and its
+        offsets topic (``offsets.storage.topic``, else the worker's). Only the connector's
+        topic gets the offsets: it is read first, so the worker's topic, a fallback for
+        offsets written before the connector had its own, needs no copy of them."""
         boundary, interval_s = boundary_settings(connector_config)
         return Transactions(
             task_transactional_id(self.group_id, task.connector, task.task),
-            self.offsets_topic,
+            own_offsets_topic(connector_config) or self.offsets_topic,
             task.connector,
             boundary,
             interval_s,

@@ -70,14 +70,17 @@ class Worker:
         kafka_monitor: KafkaMonitor | None = None,
         *,
         exactly_once: ExactlyOnceSource | None = None,
+        offsets_for: Callable[[Mapping[str, str]], OffsetStore] | None = None,
     ) -> None:
         """``kafka_monitor`` defaults to one probing ``bootstrap.servers``. With
         ``exactly_once``, every source task writes each batch and its offsets in one
-        transaction (``runtime.transactions``)."""
+        transaction (``runtime.transactions``). ``offsets_for`` gives a source connector's
+        offset store from its config (a connector's own offsets topic); by default every
+        connector uses ``offset_store``."""
         self._config = config
         self._exactly_once = exactly_once
         self._plugins = plugins
-        self._offsets = offset_store
+        self._offsets_for = offsets_for or (lambda connector_config: offset_store)
         self._listener = listener
         self._spark = SparkRuntime(config)
         self._monitor = kafka_monitor or KafkaMonitor(monitor_conf(config))
@@ -274,7 +277,7 @@ class Worker:
                 self._spark,
                 worker_config=config,
                 connector_config=connector_config,
-                offset_store=self._offsets,
+                offset_store=self._offsets_for(connector_config),
                 **self._exactly_once_options(task, connector_config),
                 **self._runner_options(),
             )
@@ -309,7 +312,7 @@ class Worker:
                 self._spark,
                 worker_config=self._config,
                 connector_config=connector_config,
-                offset_store=self._offsets,
+                offset_store=self._offsets_for(connector_config),
                 **self._exactly_once_options(task, connector_config),
                 **self._runner_options(),
             )

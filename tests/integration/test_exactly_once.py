@@ -531,3 +531,47 @@ def test_a_cluster_turns_exactly_once_on_worker_by_worker_through_preparing(
         via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
     finally:
         cluster.stop()
+
+
+def test_a_connectors_own_offsets_topic_is_read_first_with_the_workers_as_fallback(
+    eos_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    """``offsets.storage.topic`` (KIP-618): a connector moved to its own offsets topic
+    resumes from the worker's (its own has nothing yet), then its tasks commit their
+    offsets in its own topic; an offsets change goes to its own topic, transactionally,
+    and to the worker's as the fallback copy."""
+    via = eos_cluster.live[0]
+    name, topic = f"eos-own-{uuid.uuid4().hex[:6]}", f"eos-own-{uuid.uuid4().hex[:6]}"
+    own, worker_topic = f"{name}-offsets", eos_cluster.properties["offset.storage.topic"]
+    config = {**_sequence(topic, -1, 1, rate=200), "name": name}
+    create(via.stub, name, config)
+    wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= 100, timeout=60)
+    via.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=60)
+    wait_for_states(via.stub, name, STOPPED, [])
+    before = _settled_values(kafka_bootstrap, topic)
+
+    moved = {**config, "offsets.storage.topic": own}
+    via.stub.PutConnectorConfig(pb.PutConnectorConfigRequest(name=name, config=moved), timeout=60)
+    via.stub.ResumeConnector(pb.ResumeConnectorRequest(name=name), timeout=60)
+    wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= len(before) + 100,
+               timeout=60)
+    via.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=60)
+    wait_for_states(via.stub, name, STOPPED, [])
+    values = _settled_values(kafka_bootstrap, topic)
+    assert values == list(range(len(values)))  # resumed from the fallback: no restart at 0
+    assert _committed_offsets(kafka_bootstrap, own, name)[-1] == {"seq": len(values) - 1}
+    assert _committed_offsets(kafka_bootstrap, worker_topic, name)[-1] == {
+        "seq": len(before) - 1
+    }  # the tasks' transactions write only the connector's topic
+
+    _alter(via, name, 4999)
+    assert _committed_offsets(kafka_bootstrap, own, name)[-1] == {"seq": 4999}
+    assert _committed_offsets(kafka_bootstrap, worker_topic, name)[-1] == {"seq": 4999}
+    via.stub.ResumeConnector(pb.ResumeConnectorRequest(name=name), timeout=60)
+    wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= len(values) + 20,
+               timeout=60)
+    resumed = _read_committed(kafka_bootstrap, topic)[len(values):]
+    assert resumed == list(range(5000, 5000 + len(resumed)))
+    stored = via.stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=30).offsets
+    assert [int(fields_py(item.offset)["seq"]) >= 5000 for item in stored] == [True]
+    via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)

@@ -38,8 +38,8 @@ class DeclaringSource(SequenceSourceConnector):
 DECLARING = f"{__name__}.{DeclaringSource.__qualname__}"
 
 
-def _validator(mode: str, *, distributed: bool = True) -> ConfigValidator:
-    return ConfigValidator(Plugins(include_testing=True), 8, mode, distributed=distributed)
+def _validator(mode: str) -> ConfigValidator:
+    return ConfigValidator(Plugins(include_testing=True), 8, mode)
 
 
 def _errors(validator: ConfigValidator, **config: str) -> dict[str, list[str]]:
@@ -115,7 +115,7 @@ def test_a_plugin_without_a_declaration_is_rejected_only_when_required() -> None
     ],
 )
 def test_malformed_settings_are_errors_on_their_field(key: str, value: str, says: str) -> None:
-    errors = _errors(_validator("enabled", distributed=False), **{key: value})
+    errors = _errors(_validator("enabled"), **{key: value})
     assert list(errors) == [key]
     assert says in errors[key][0]
     assert f"Invalid value {value} for configuration {key}" in errors[key][0]
@@ -152,15 +152,10 @@ def test_a_transaction_boundary_on_a_worker_with_exactly_once_disabled_is_an_err
     assert _errors(_validator("preparing"), **config) == {}  # set before turning it on
 
 
-def test_a_connectors_own_offsets_topic_is_refused_by_a_distributed_worker() -> None:
+def test_a_connectors_own_offsets_topic_is_accepted_in_every_mode() -> None:
     config = {"offsets.storage.topic": "my-offsets"}
-    errors = _errors(_validator("enabled"), **config)
-    assert list(errors) == ["offsets.storage.topic"]
-    assert "does not support a connector's own offsets topic yet" in errors[
-        "offsets.storage.topic"
-    ][0]
-    # Kafka Connect: "in standalone mode, setting this property will have no effect"
-    assert _errors(_validator("disabled", distributed=False), **config) == {}
+    for mode in ("disabled", "preparing", "enabled"):
+        assert _errors(_validator(mode), **config) == {}
 
 
 def test_validate_config_shows_the_settings_of_sources_only() -> None:

@@ -1,0 +1,136 @@
+"""Source offsets of connectors with their own offsets topic (``offsets.storage.topic``,
+KIP-618), next to the worker's: Kafka Connect's ConnectorOffsetBackingStore semantics.
+
+A connector whose config names its own topic reads its offsets from that topic first and,
+for a partition that topic does not have, from the worker's topic (so a connector moved
+to its own topic resumes where it was). Its writes go to its own topic, then to the
+worker's (best effort: a failure there is logged, since the connector's topic is the
+authority), so that the worker's topic stays a fallback. A connector without its own
+topic, or whose topic is the worker's, uses the worker's store alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+
+import structlog
+
+from connect_grpc.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.storage.base import OffsetEntry, OffsetStore, StoredOffset
+from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
+
+log = structlog.get_logger(__name__)
+
+OFFSETS_STORAGE_TOPIC = "offsets.storage.topic"
+
+
+def own_offsets_topic(connector_config: Mapping[str, str]) -> str | None:
+    """The connector's ``offsets.storage.topic`` (trimmed), or None when unset."""
+    topic = (connector_config.get(OFFSETS_STORAGE_TOPIC) or "").strip()
+    return topic or None
+
+
+def put_fallback(store: OffsetStore, connector: str, entries: Sequence[OffsetEntry]) -> None:
+    """Writes offsets to the worker's topic after the connector's own; a failure is logged,
+    not raised (the connector's topic is the authority)."""
+    try:
+        store.put(connector, entries)
+    except Exception:
+        log.warning("fallback_offsets_write_failed", connector=connector, exc_info=True)
+
+
+class LayeredOffsets:
+    """One connector's offsets: its own topic's store first, the worker's as the fallback."""
+
+    def __init__(self, primary: OffsetStore, fallback: OffsetStore) -> None:
+        self._primary = primary
+        self._fallback = fallback
+
+    def start(self) -> None:
+        """Nothing: both stores are started by their owners."""
+
+    def stop(self) -> None:
+        """Nothing: both stores are stopped by their owners."""
+
+    def get(self, connector: str, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
+        found = self._primary.get(connector, partition)
+        return found if found is not None else self._fallback.get(connector, partition)
+
+    def get_all(self, connector: str) -> list[StoredOffset]:
+        primary = self._primary.get_all(connector)
+        seen = [partition for partition, _ in primary]
+        extra = [(p, o) for p, o in self._fallback.get_all(connector) if p not in seen]
+        return [*primary, *extra]
+
+    def put(self, connector: str, entries: Sequence[OffsetEntry]) -> None:
+        self._primary.put(connector, entries)
+        put_fallback(self._fallback, connector, entries)
+
+    def refresh(self, timeout: float | None = None) -> None:
+        self._primary.refresh(timeout)
+        self._fallback.refresh(timeout)
+
+
+class ConnectorOffsetStores:
+    """The worker's offset store and a store per connector-specific offsets topic, opened
+    the first time a connector with that topic needs it and kept until :meth:`stop`.
+
+    Args:
+        worker_store: the worker's offsets topic (started and stopped by its owner).
+        open_store: builds and starts the store of a topic (creating the topic if needed);
+            may raise (Kafka unreachable), and is then tried again on the next request.
+    """
+
+    def __init__(
+        self, worker_store: KafkaOffsetStore, open_store: Callable[[str], KafkaOffsetStore]
+    ) -> None:
+        self._worker_store = worker_store
+        self._open_store = open_store
+        self._lock = threading.Lock()
+        self._opening: dict[str, threading.Lock] = {}
+        self._stores: dict[str, KafkaOffsetStore] = {}
+        self._stopped = False
+
+    def for_config(self, connector_config: Mapping[str, str]) -> OffsetStore:
+        """The offsets of the connector with this config."""
+        primary = self.primary(connector_config)
+        if primary is self._worker_store:
+            return primary
+        return LayeredOffsets(primary, self._worker_store)
+
+    def primary(self, connector_config: Mapping[str, str]) -> KafkaOffsetStore:
+        """The store the connector's offsets are written to first: its own topic's, or the
+        worker's."""
+        topic = own_offsets_topic(connector_config)
+        if topic is None or topic == self._worker_store.topic:
+            return self._worker_store
+        return self._store_of(topic)
+
+    def _store_of(self, topic: str) -> KafkaOffsetStore:
+        with self._lock:
+            store = self._stores.get(topic)
+            if store is not None:
+                return store
+            opening = self._opening.setdefault(topic, threading.Lock())
+        with opening:  # one opening per topic; other topics and cached reads go on
+            with self._lock:
+                store = self._stores.get(topic)
+            if store is not None:
+                return store
+            store = self._open_store(topic)
+            with self._lock:
+                if self._stopped:
+                    store.stop()
+                    raise RuntimeError("the offset stores are stopped")
+                self._stores[topic] = store
+        log.info("connector_offsets_topic_opened", topic=topic)
+        return store
+
+    def stop(self) -> None:
+        """Stops the connector-specific stores (not the worker's). Idempotent."""
+        with self._lock:
+            self._stopped = True
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            store.stop()
