@@ -317,16 +317,16 @@ class SourceHost(PluginHost):
                 notify_commit(self._plugin, log)
             return None
         self._pending = batch
-        offsets = latest_offsets(batch.records)
-        if transactional is not None:
+        if transactional is not None:  # the offsets are written by the transaction
             if transactional.write(batch.records, self._session.stopping):
                 notify_commit(self._plugin, log)
             self._pending = None
-        elif not batch.produced:
+            return len(batch.records), []
+        if not batch.produced:
             result = self._producer.produce(batch.records, self._session.stopping)
             check_delivery([result], len(batch.records))
             batch.produced = True
-        return len(batch.records), offsets
+        return len(batch.records), latest_offsets(batch.records)
 
     def committed(self) -> None:
         """The driver committed the batch's offsets: tells the plugin (a failure is logged)."""
