@@ -8,7 +8,8 @@ with a one-off key (``multiprocessing.connection``'s HMAC handshake) before anyt
 unpickled. Each batch is then one round trip, not one Spark job, and the records never
 travel through the driver or the Spark JVM; two hosted tasks run in two interpreters.
 
-Messages (tuples): the driver sends ``("call", name, args)`` and, from any thread,
+Messages (tuples): the host first says where it runs, ``("host", hostname, pid)``; the
+driver sends ``("call", name, args)`` and, from any thread,
 ``("interrupt",)`` (the task is stopping: the host gives up its current wait); the host
 answers a call with ``("ok", value)`` or ``("error", trace, retriable)``, and may first
 ask the driver something with ``("ask", name, args)`` (a source's offset reader), which the
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -186,8 +189,9 @@ class HostLink:
             self._spark.cancel_tag(self._tag)
             raise HostLostError(self._why_not_connected(timeout))
         self._conn = accepted[0]
+        _, hostname, pid = self._receive(self._conn, deadline)
         self.broken = False
-        self._log.info("task_host_connected")
+        self._log.info("task_host_connected", host=hostname, pid=pid)
 
     def _why_not_connected(self, timeout: float) -> str:
         if self._job_error is not None:
@@ -416,6 +420,7 @@ def serve_host(spec: HostSpec, rows: Iterator[object]) -> Iterator[object]:
         if directory not in sys.path:
             sys.path.append(directory)
     with Client(spec.address, authkey=spec.authkey) as conn:
+        conn.send(("host", socket.gethostname(), os.getpid()))
         session = HostSession(conn)
         try:
             host = build(spec.factory, session, *spec.args)

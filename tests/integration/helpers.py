@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import time
 import uuid
@@ -156,6 +158,11 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
     return messages
 
 
+#: What listing offsets answers while a topic is being created (auto-created by its first
+#: producer): no such partition, or no leader for it yet.
+_NOT_THERE_YET = (KafkaError._NOENT, KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
 def end_offset(
     bootstrap: str,
     topic: str,
@@ -174,8 +181,13 @@ def read_committed(
 ) -> list[bytes]:
     """Every value of one partition a read_committed consumer sees, up to the last stable
     offset when called (the end of the partition may never be reached while a producer
-    keeps a transaction open)."""
-    stable = end_offset(bootstrap, topic, partition)
+    keeps a transaction open); none while the topic does not exist yet."""
+    try:
+        stable = end_offset(bootstrap, topic, partition)
+    except KafkaException as exc:
+        if exc.args[0].code() not in _NOT_THERE_YET:
+            raise
+        return []
     if stable == 0:
         return []
     consumer = Consumer(
@@ -272,3 +284,18 @@ def python_workers_under(root: int) -> list[int]:
         pid for pid, parent in parents.items()
         if "pyspark.daemon" in commands.get(parent, "") and descends(pid)
     ]
+
+
+def host_pid(worker: WorkerProcess, connector: str, task: int) -> int | None:
+    """The process id of the Spark Python worker that last hosted ``connector``'s ``task``
+    on ``worker``, as the worker logged it when the host connected (``task_host_connected``,
+    JSON logs); None before then."""
+    found = None
+    for line in worker.log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if '"task_host_connected"' not in line:
+            continue
+        with contextlib.suppress(ValueError):
+            event = json.loads(line)
+            if event.get("connector") == connector and event.get("task") == task:
+                found = int(event["pid"])
+    return found

@@ -43,7 +43,7 @@ from tests.integration.helpers import (
     create,
     end_offset,
     field_violations,
-    python_workers_under,
+    host_pid,
     read_committed,
     wait_for_states,
 )
@@ -139,6 +139,7 @@ def test_kill_9_of_workers_and_the_leader_writes_every_value_exactly_once(
     }
     last = {task: max(i for i in range(count) if i % tasks == task) for task in range(tasks)}
     assert committed == last
+    survivor.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
 
 
 def _open_records(admin: AdminClient, topic: str) -> int:
@@ -153,20 +154,18 @@ def _open_records(admin: AdminClient, topic: str) -> int:
     return int(ends[0]) - int(ends[1])
 
 
-def _freeze_mid_transaction(pids: list[int], admin: AdminClient, topic: str) -> int:
-    """Freezes (SIGSTOP) the processes at a moment when at least 10 000 records of the
-    topic sit in an open transaction, and returns how many; until then, lets them go on
-    (SIGCONT) and tries again. The check runs while they are frozen, so however fast the
+def _freeze_mid_transaction(pid: int, admin: AdminClient, topic: str) -> int:
+    """Freezes (SIGSTOP) the task's host at a moment when at least 10 000 records of the
+    topic sit in an open transaction, and returns how many; until then, lets it go on
+    (SIGCONT) and tries again. The check runs while it is frozen, so however fast the
     machine writes a batch, the moment cannot pass before the test acts on it."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        for pid in pids:
-            os.kill(pid, signal.SIGSTOP)
+        os.kill(pid, signal.SIGSTOP)
         with contextlib.suppress(KafkaException):  # the topic may not exist yet
             if (open_records := _open_records(admin, topic)) >= 10_000:
                 return open_records
-        for pid in pids:
-            os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGCONT)
         time.sleep(0.005)
     raise AssertionError("no transaction of 10 000 records or more seen in 60 s")
 
@@ -187,14 +186,12 @@ def test_a_task_whose_spark_task_dies_mid_transaction_is_retried_without_a_dupli
         (w.id for w in cluster.info().workers if any(t.connector == name for t in w.tasks)), None
     ))
     owner = next(w for w in cluster.live if f"worker-{w.port}" == owner_id)
-    assert owner.pid is not None
-    hosts = wait_until(lambda: python_workers_under(owner.pid))
+    host = wait_until(lambda: host_pid(owner, name, 0))
     try:
-        _freeze_mid_transaction(hosts, kafka_admin, topic)
+        _freeze_mid_transaction(host, kafka_admin, topic)
     except AssertionError as exc:
         raise AssertionError(f"{exc}:\n{_logs(cluster)}") from None
-    for pid in hosts:
-        os.kill(pid, signal.SIGKILL)
+    os.kill(host, signal.SIGKILL)
 
     try:
         wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= count, timeout=180)
