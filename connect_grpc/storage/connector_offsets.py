@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import structlog
 
+from connect_grpc import deadline
 from connect_grpc.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.errors import UnavailableError
 from connect_grpc.storage.base import OffsetEntry, OffsetStore, StoredOffset
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
 
 log = structlog.get_logger(__name__)
 
 OFFSETS_STORAGE_TOPIC = "offsets.storage.topic"
+#: Seconds a caller is told to wait before retrying while a topic's store is opened.
+OPENING_RETRY_S = 1.0
 
 
 def own_offsets_topic(connector_config: Mapping[str, str]) -> str | None:
@@ -76,10 +82,15 @@ class ConnectorOffsetStores:
     """The worker's offset store and a store per connector-specific offsets topic, opened
     the first time a connector with that topic needs it and kept until :meth:`stop`.
 
+    Opening a topic's store (creating the topic, reading it to its end) runs on a thread of
+    its own: a caller waits for it no longer than its deadline (``deadline.remaining()``),
+    then gets UnavailableError while the opening goes on, and a later call finds the store.
+
     Args:
         worker_store: the worker's offsets topic (started and stopped by its owner).
         open_store: builds and starts the store of a topic (creating the topic if needed);
-            may raise (Kafka unreachable), and is then tried again on the next request.
+            may raise (Kafka unreachable): the callers waiting get the error, and the next
+            request tries again.
     """
 
     def __init__(
@@ -88,8 +99,7 @@ class ConnectorOffsetStores:
         self._worker_store = worker_store
         self._open_store = open_store
         self._lock = threading.Lock()
-        self._opening: dict[str, threading.Lock] = {}
-        self._stores: dict[str, KafkaOffsetStore] = {}
+        self._openings: dict[str, Future[KafkaOffsetStore]] = {}
         self._stopped = False
 
     def for_config(self, connector_config: Mapping[str, str]) -> OffsetStore:
@@ -109,28 +119,45 @@ class ConnectorOffsetStores:
 
     def _store_of(self, topic: str) -> KafkaOffsetStore:
         with self._lock:
-            store = self._stores.get(topic)
-            if store is not None:
-                return store
-            opening = self._opening.setdefault(topic, threading.Lock())
-        with opening:  # one opening per topic; other topics and cached reads go on
-            with self._lock:
-                store = self._stores.get(topic)
-            if store is not None:
-                return store
+            if self._stopped:
+                raise UnavailableError("the worker is stopping")
+            opening = self._openings.get(topic)
+            if opening is None or (opening.done() and opening.exception() is not None):
+                opening = self._openings[topic] = Future()
+                threading.Thread(
+                    target=self._open, args=(topic, opening), name=f"open-offsets-{topic}",
+                    daemon=True,
+                ).start()
+        try:
+            return opening.result(deadline.remaining())
+        except FutureTimeout:
+            raise UnavailableError(
+                f"the offsets topic {topic} (offsets.storage.topic) is still being read: "
+                "retry shortly",
+                retry_after_seconds=OPENING_RETRY_S,
+            ) from None
+
+    def _open(self, topic: str, opening: Future[KafkaOffsetStore]) -> None:
+        try:
             store = self._open_store(topic)
-            with self._lock:
-                if self._stopped:
-                    store.stop()
-                    raise RuntimeError("the offset stores are stopped")
-                self._stores[topic] = store
+        except BaseException as exc:
+            opening.set_exception(exc)
+            return
+        with self._lock:
+            stopped = self._stopped
+        if stopped:
+            store.stop()
+            opening.set_exception(UnavailableError("the worker is stopping"))
+            return
         log.info("connector_offsets_topic_opened", topic=topic)
-        return store
+        opening.set_result(store)
 
     def stop(self) -> None:
-        """Stops the connector-specific stores (not the worker's). Idempotent."""
+        """Stops the connector-specific stores (not the worker's). Idempotent; a store still
+        being opened is stopped when its opening ends."""
         with self._lock:
             self._stopped = True
-            stores, self._stores = list(self._stores.values()), {}
-        for store in stores:
-            store.stop()
+            openings, self._openings = list(self._openings.values()), {}
+        for opening in openings:
+            if opening.done() and opening.exception() is None:
+                opening.result().stop()
