@@ -143,14 +143,15 @@ class ConnectorOffsetStores:
         except BaseException as exc:
             opening.set_exception(exc)
             return
-        with self._lock:
+        with self._lock:  # published under the lock, so stop() either sees it or ran first
             stopped = self._stopped
+            if not stopped:
+                opening.set_result(store)
         if stopped:
             store.stop()
             opening.set_exception(UnavailableError("the worker is stopping"))
             return
         log.info("connector_offsets_topic_opened", topic=topic)
-        opening.set_result(store)
 
     def stop(self) -> None:
         """Stops the connector-specific stores (not the worker's). Idempotent; a store still
