@@ -10,19 +10,26 @@ INSTALL_STAMP := $(VENV)/.install-stamp
 BUF_VERSION := 1.75.0
 BUF := .tools/node_modules/.bin/buf
 BUF_STAMP := .tools/.buf-$(BUF_VERSION)
+# The protoc plugins buf runs for the Go client (clients/go/buf.gen.yaml), from the Go module
+# proxy. protoc-gen-go's version is also clients/go/go.mod's google.golang.org/protobuf.
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GO_BIN := $(CURDIR)/.tools/go-bin
+GO_PLUGINS_STAMP := .tools/.go-plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
+GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_proto.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint ruff mypy proto-check buf-lint hadolint unit integration \
-	proto clean distclean
+.PHONY: help install demo test lint ruff mypy proto-check buf-lint hadolint go-lint unit \
+	integration proto clean distclean
 
 help:
 	@echo "make demo         install, then run the local broker + a worker + a file->topic->file demo"
 	@echo "make test         install everything, run all linters and all tests (what CI runs)"
 	@echo "make install      create $(VENV) with $(PYTHON) and install the package with [dev]"
-	@echo "make lint         ruff check, mypy, generated-code drift, buf lint, hadolint"
+	@echo "make lint         ruff check, mypy, generated-code drift, buf lint, hadolint, gofmt/go vet"
 	@echo "make unit         unit tests (no broker)"
 	@echo "make integration  integration tests (real broker, Spark, gRPC)"
-	@echo "make proto        regenerate connect_grpc/v1 from proto/"
+	@echo "make proto        regenerate connect_grpc/v1 and clients/go/connectv1 from proto/"
 	@echo "make clean        remove caches and build output; distclean also removes $(VENV) and .tools"
 
 install: $(INSTALL_STAMP)
@@ -38,7 +45,7 @@ demo: install
 test: install lint
 	$(BIN)/pytest -q tests
 
-lint: ruff mypy proto-check buf-lint hadolint
+lint: ruff mypy proto-check buf-lint hadolint go-lint
 
 ruff: install
 	$(BIN)/ruff check .
@@ -46,15 +53,26 @@ ruff: install
 mypy: install
 	$(BIN)/mypy
 
-proto-check: install
-	PYTHON=$(BIN)/python bash scripts/gen_proto.sh --check
+proto-check: install $(BUF_STAMP) $(GO_PLUGINS_STAMP)
+	$(GEN_PROTO) --check
 
 $(BUF_STAMP):
 	npm install --silent --no-audit --no-fund --prefix .tools @bufbuild/buf@$(BUF_VERSION)
 	@touch $@
 
+$(GO_PLUGINS_STAMP):
+	GOBIN=$(GO_BIN) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(GO_BIN) go install \
+		google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	@touch $@
+
 buf-lint: $(BUF_STAMP)
 	$(BUF) lint proto
+
+go-lint:
+	@unformatted=$$(gofmt -l clients/go); \
+		if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted" >&2; exit 1; fi
+	cd clients/go && go vet ./... && go mod tidy -diff
 
 hadolint: install
 	$(BIN)/hadolint Dockerfile
@@ -65,8 +83,8 @@ unit: install
 integration: install
 	$(BIN)/pytest -q tests/integration
 
-proto: install
-	PYTHON=$(BIN)/python bash scripts/gen_proto.sh
+proto: install $(BUF_STAMP) $(GO_PLUGINS_STAMP)
+	$(GEN_PROTO)
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
