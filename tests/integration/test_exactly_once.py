@@ -14,7 +14,6 @@ real worker processes, real broker, real Spark.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -156,18 +155,28 @@ def _open_records(admin: AdminClient, topic: str) -> int:
 
 def _freeze_mid_transaction(pid: int, admin: AdminClient, topic: str) -> int:
     """Freezes (SIGSTOP) the task's host at a moment when at least 10 000 records of the
-    topic sit in an open transaction, and returns how many; until then, lets it go on
-    (SIGCONT) and tries again. The check runs while it is frozen, so however fast the
-    machine writes a batch, the moment cannot pass before the test acts on it."""
+    topic sit in an open transaction, and returns how many. The host runs freely while the
+    test watches (freezing it between looks would starve it of the wall-clock time its
+    batches fill in, and keep them too small); once a look sees such a transaction, the host
+    is frozen and the check made again while it is, so the moment cannot pass before the
+    test acts on it. If the transaction committed in between, the host goes on."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        os.kill(pid, signal.SIGSTOP)
-        with contextlib.suppress(KafkaException):  # the topic may not exist yet
-            if (open_records := _open_records(admin, topic)) >= 10_000:
+        if _open_records_or_none(admin, topic) >= 10_000:
+            os.kill(pid, signal.SIGSTOP)
+            if (open_records := _open_records_or_none(admin, topic)) >= 10_000:
                 return open_records
-        os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGCONT)
         time.sleep(0.005)
     raise AssertionError("no transaction of 10 000 records or more seen in 60 s")
+
+
+def _open_records_or_none(admin: AdminClient, topic: str) -> int:
+    """``_open_records``, or 0 while the topic does not exist yet."""
+    try:
+        return _open_records(admin, topic)
+    except KafkaException:
+        return 0
 
 
 def test_a_task_whose_spark_task_dies_mid_transaction_is_retried_without_a_duplicate(
@@ -409,12 +418,13 @@ def test_a_connector_that_defines_its_transactions_commits_where_its_tasks_ask(
 ) -> None:
     """SequenceSource with ``sequence.transaction.size=70`` asks a commit (through its
     transaction context) after every 70th value: a read_committed reader only ever sees a
-    multiple of 70 values, and at the end all of them once."""
+    multiple of 70 values, and at the end all of them once. The sequence is paced (about 1
+    s a transaction) so that even a slow reader sees several of its commits."""
     via = eos_cluster.live[0]
     name, topic = f"eos-conn-{uuid.uuid4().hex[:6]}", f"eos-conn-{uuid.uuid4().hex[:6]}"
-    count, size = 1_000, 70
+    count, size = 700, 70
     config = {
-        **_sequence(topic, count, 1, rate=400),
+        **_sequence(topic, count, 1, rate=70),
         "transaction.boundary": "connector",
         "sequence.transaction.size": str(size),
     }
