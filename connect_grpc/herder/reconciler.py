@@ -93,7 +93,18 @@ class Reconciler:
         #: Connectors whose task configs should be generated again.
         self._regenerate: set[str] = set()
         self._applied_generation = 0
+        self._applied_count = 0
         self._log = log.bind(worker_id=worker_id)
+
+    @property
+    def applied_generation(self) -> int:
+        """The generation of the last assignment this worker carried out (0: none yet)."""
+        return self._applied_generation
+
+    @property
+    def completed_rebalances(self) -> int:
+        """How many assignments (generations) this worker has carried out."""
+        return self._applied_count
 
     def wake(self) -> None:
         """Runs a round soon (something in the view changed)."""
@@ -168,6 +179,7 @@ class Reconciler:
         if assignment.generation != self._applied_generation:
             self._confirm(assignment.generation)  # raises: retried next round
             self._applied_generation = assignment.generation
+            self._applied_count += 1
             self._log.info("assignment_applied", generation=assignment.generation,
                            connectors=list(mine.connectors), tasks=len(mine.tasks))
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.domain import TaskId
 from connect_grpc.kafka_clients import with_client_log
+from connect_grpc.metrics.worker_metrics import ON_DRIVER, ON_SPARK_JOB, ON_SPARK_TASK
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.hosting import (
@@ -161,19 +163,21 @@ class _Member:
         self.positions.update(owned)
         self.uncommitted.update(owned)
 
-    def commit(self) -> None:
-        """Commits the uncommitted positions synchronously; raises (keeping them) on failure."""
+    def commit(self) -> bool:
+        """Commits the uncommitted positions synchronously; raises (keeping them) on failure.
+        Returns whether there was anything to commit."""
         from confluent_kafka import TopicPartition
 
         pending = {k: o for k, o in self.uncommitted.items() if k in self.assigned}
         if not pending:
             self.uncommitted.clear()
-            return
+            return False
         tps = [TopicPartition(t, p, o) for (t, p), o in sorted(pending.items())]
         self.consumer.commit(offsets=tps, asynchronous=False)
         for key, offset in pending.items():
             if self.uncommitted.get(key) == offset:
                 del self.uncommitted[key]
+        return True
 
     def close(self) -> None:
         self.consumer.close()
@@ -241,7 +245,7 @@ class SinkTaskRunner(TaskRunner):
         member = self._member
         if member is None or not member.assigned:
             return False
-        member.commit()
+        self._commit(member)
         ranges = clip_ranges(member.pending_ranges(), self._sizer.size)
         self.kafka_ok()
         if not ranges:
@@ -252,16 +256,31 @@ class SinkTaskRunner(TaskRunner):
         member.advance(offsets)
         self._sizer.observe(count)
         self.log.debug("batch_consumed", records=count, partitions=len(ranges))
-        member.commit()
+        self._commit(member)
         return progressed
+
+    def _commit(self, member: _Member) -> None:
+        """Commits what the task put and flushed, counted as an offset commit if there
+        was anything to commit."""
+        began = time.monotonic()
+        try:
+            committed = member.commit()
+        except Exception:
+            self.metrics.commit_failed()
+            raise
+        if committed:
+            self.metrics.commit_succeeded(time.monotonic() - began)
 
     def _move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
         """Reads the ranges, puts and flushes their records: on the driver when they are
         too small to pay for a Spark job, else as a Spark job over up to ``parallelism``
         slices. Returns the offsets reached (to commit) and the number of records."""
+        began = time.monotonic()
         if sum(r.size for r in ranges) <= self._local_max:
             results = self._driver_reader.read(ranges, self._stopping.is_set)
-            return put_all(self.plugin, read_records(results), results)
+            offsets, count = put_all(self.plugin, read_records(results), results)
+            self.metrics.put(count, time.monotonic() - began, ON_DRIVER)
+            return offsets, count
         read = functools.partial(read_ranges, self._reader_conf)
         context = self._spark.context
         slices = min(len(ranges), self._spark.parallelism())
@@ -270,7 +289,9 @@ class SinkTaskRunner(TaskRunner):
         )
         raise_read_failure(rows)
         records = to_sink_records((r.topic, r.partition, r.rows) for r in rows)
-        return put_all(self.plugin, records, rows)
+        offsets, count = put_all(self.plugin, records, rows)
+        self.metrics.put(count, time.monotonic() - began, ON_SPARK_JOB)
+        return offsets, count
 
     def close(self) -> None:
         self._driver_reader.close()
@@ -352,7 +373,9 @@ class HostedSinkTaskRunner(SinkTaskRunner):
     def _move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
         if self._hosted.rehost_if_lost():
             self.log.warning("task_rehosted")
+        began = time.monotonic()
         offsets, count = self._link.call("move", ranges)
+        self.metrics.put(count, time.monotonic() - began, ON_SPARK_TASK)
         return offsets, count
 
     def request_stop(self) -> None:

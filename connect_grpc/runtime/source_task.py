@@ -8,6 +8,7 @@ the plugin returned are never dropped (some may be written twice).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,12 @@ from connect_grpc.connectors.api import (
     TransactionContext,
 )
 from connect_grpc.domain import OffsetMap, OffsetPrimitive, TaskId
+from connect_grpc.metrics.worker_metrics import (
+    ON_DRIVER,
+    ON_SPARK_JOB,
+    ON_SPARK_TASK,
+    CommitTally,
+)
 from connect_grpc.runtime.batching import BatchSizer, slice_count
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.hosting import (
@@ -65,6 +72,19 @@ class _Batch:
 
     records: Sequence[SourceRecord]
     produced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HostedBatch:
+    """What a hosted source's ``move`` answers the driver (picklable)."""
+
+    #: Records polled and written (0: the plugin had nothing to poll).
+    records: int
+    #: Their latest offsets, for the driver to commit (none with exactly-once: the
+    #: batch's transaction holds them).
+    offsets: list[OffsetEntry]
+    #: The exactly-once transactions committed (or failed) since the last answer.
+    commits: CommitTally
 
 
 class _OffsetReader:
@@ -205,6 +225,12 @@ class SourceTaskRunner(TaskRunner):
         self.plugin.initialize(_SourceTaskContext(self.id, reader, context))
 
     def run_batch(self) -> bool:
+        try:
+            return self._move_batch()
+        finally:
+            self._count_transaction_commits()
+
+    def _move_batch(self) -> bool:
         transactional = self._transactional
         batch = self._pending or self._poll()
         if batch is None:
@@ -213,14 +239,17 @@ class SourceTaskRunner(TaskRunner):
             return False
         self._pending = batch
         if transactional is not None:
+            began = time.monotonic()
             committed = transactional.write(batch.records, self._stopping.is_set)
+            self.metrics.written(len(batch.records), time.monotonic() - began, ON_DRIVER)
             self.kafka_ok()
         else:
             if not batch.produced:
                 self._produce(batch.records)
                 batch.produced = True
                 self.kafka_ok()
-            self._offsets.put(self.id.connector, latest_offsets(batch.records))
+            with self.metrics.offset_commit():
+                self._offsets.put(self.id.connector, latest_offsets(batch.records))
             committed = True
         self._pending = None
         if committed:
@@ -229,15 +258,25 @@ class SourceTaskRunner(TaskRunner):
         return True
 
     def wind_down(self) -> None:
-        if self._transactional is not None and self._transactional.wind_down(
-            self._stopping.is_set
-        ):
-            notify_commit(self.plugin, self.log)
+        transactional = self._transactional
+        if transactional is None:
+            return
+        try:
+            if transactional.wind_down(self._stopping.is_set):
+                notify_commit(self.plugin, self.log)
+        finally:
+            self._count_transaction_commits()
+
+    def _count_transaction_commits(self) -> None:
+        if self._transactional is not None:
+            self.metrics.add_commits(self._transactional.commits.take())
 
     def _poll(self) -> _Batch | None:
         batch = poll_batch(self.plugin, self._sizer.size, self._stopping.is_set)
         if batch is None:
             self._sizer.observe(0)
+        else:
+            self.metrics.polled(len(batch.records))
         return batch
 
     def _produce(self, records: Sequence[SourceRecord]) -> None:
@@ -250,11 +289,13 @@ class SourceTaskRunner(TaskRunner):
         else:
             results = self._produce_on_spark(records)
         check_delivery(results, len(records))
+        elapsed = time.monotonic() - begun
+        self.metrics.written(len(records), elapsed, ON_DRIVER if on_driver else ON_SPARK_JOB)
         self.log.debug(
             "batch_produced",
             records=len(records),
             on="driver" if on_driver else "spark",
-            elapsed_ms=round((time.monotonic() - begun) * 1000),
+            elapsed_ms=round(elapsed * 1000),
         )
 
     def _produce_on_spark(self, records: Sequence[SourceRecord]) -> list[ProduceResult]:
@@ -306,27 +347,33 @@ class SourceHost(PluginHost):
         self._plugin.initialize(_SourceTaskContext(self._id, reader, context))
         self._plugin.start(config)
 
-    def move(self, wanted: int) -> tuple[int, list[OffsetEntry]] | None:
+    def move(self, wanted: int) -> HostedBatch:
         """Polls a batch (or takes the one a failure left) and writes it: the number of
-        records and their latest offsets, to be committed by the driver (exactly-once:
-        committed by the task's transactions, and the plugin told here); None if idle."""
+        records (0 if idle) and their latest offsets, to be committed by the driver
+        (exactly-once: committed by the task's transactions, and the plugin told here)."""
         transactional = self._transactional
         batch = self._pending or poll_batch(self._plugin, wanted, self._session.stopping)
         if batch is None:
             if transactional is not None and transactional.idle(self._session.stopping):
                 notify_commit(self._plugin, log)
-            return None
+            return HostedBatch(0, [], self.take_commits())
         self._pending = batch
         if transactional is not None:  # the offsets are written by the transaction
             if transactional.write(batch.records, self._session.stopping):
                 notify_commit(self._plugin, log)
             self._pending = None
-            return len(batch.records), []
+            return HostedBatch(len(batch.records), [], self.take_commits())
         if not batch.produced:
             result = self._producer.produce(batch.records, self._session.stopping)
             check_delivery([result], len(batch.records))
             batch.produced = True
-        return len(batch.records), latest_offsets(batch.records)
+        return HostedBatch(len(batch.records), latest_offsets(batch.records), CommitTally())
+
+    def take_commits(self) -> CommitTally:
+        """The exactly-once transaction commits since the last answer that carried them."""
+        if self._transactional is None:
+            return CommitTally()
+        return self._transactional.commits.take()
 
     def committed(self) -> None:
         """The driver committed the batch's offsets: tells the plugin (a failure is logged)."""
@@ -334,12 +381,14 @@ class SourceHost(PluginHost):
             self._pending = None
             notify_commit(self._plugin, log)
 
-    def wind_down(self) -> None:
-        """The task pauses or stops normally: ends its open transaction as its boundary says."""
+    def wind_down(self) -> CommitTally:
+        """The task pauses or stops normally: ends its open transaction as its boundary
+        says. Returns the transaction commits since the last answer."""
         if self._transactional is not None and self._transactional.wind_down(
             self._session.stopping
         ):
             notify_commit(self._plugin, log)
+        return self.take_commits()
 
 
 class HostedSourceTaskRunner(TaskRunner):
@@ -395,22 +444,39 @@ class HostedSourceTaskRunner(TaskRunner):
     def run_batch(self) -> bool:
         if self._hosted.rehost_if_lost():
             self.log.warning("task_rehosted")
-        moved = self._link.call("move", self._sizer.size)
-        if moved is None:
+        began = time.monotonic()
+        moved = self._move()
+        self.metrics.add_commits(moved.commits)
+        if not moved.records:
             self._sizer.observe(0)
             return False
-        count, offsets = moved
+        self.metrics.polled(moved.records)
+        self.metrics.written(moved.records, time.monotonic() - began, ON_SPARK_TASK)
         self.kafka_ok()
         self._moved_since_wind_down = True
         if not self._transactional:  # else committed by the task's transactions
-            self._offsets.put(self.id.connector, offsets)
+            with self.metrics.offset_commit():
+                self._offsets.put(self.id.connector, moved.offsets)
             self._link.call("committed")
-        self._sizer.observe(count)
+        self._sizer.observe(moved.records)
         return True
+
+    def _move(self) -> HostedBatch:
+        """The host's next batch. When it fails, the transaction commits the host counted
+        before the failure are still counted (one more round trip, after failures only)."""
+        try:
+            moved: HostedBatch = self._link.call("move", self._sizer.size)
+        except Exception:
+            if self._transactional and not self._link.broken:
+                with contextlib.suppress(Exception):
+                    self.metrics.add_commits(self._link.call("take_commits"))
+            raise
+        return moved
 
     def wind_down(self) -> None:
         if self._transactional and self._moved_since_wind_down and not self._link.broken:
-            self._link.call("wind_down")
+            commits: CommitTally = self._link.call("wind_down")
+            self.metrics.add_commits(commits)
             self._moved_since_wind_down = False
 
     def request_stop(self) -> None:

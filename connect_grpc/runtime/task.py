@@ -23,6 +23,7 @@ import structlog
 
 from connect_grpc.connectors.api import Task
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.metrics.worker_metrics import TaskMetrics
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.kafka_monitor import KafkaOutage
 from connect_grpc.runtime.retry import RetriableError, RetryPolicy, RetryTracker, is_retriable_error
@@ -60,6 +61,8 @@ class RunnerOptions(TypedDict, total=False):
     #: The worker's view of Kafka (``KafkaMonitor.outage``).
     kafka_outage: Callable[[], KafkaOutage | None]
     clock: Callable[[], float]
+    #: Where the task counts what it moves (the worker's metrics).
+    metrics: TaskMetrics
 
 
 def for_cluster(
@@ -95,6 +98,7 @@ class TaskRunner(abc.ABC):
         self._clock = options.get("clock", time.monotonic)
         self._retry = RetryTracker(options.get("retry_policy", RetryPolicy()), self._clock)
         self._kafka_outage = options.get("kafka_outage", _no_outage)
+        self.metrics = options.get("metrics") or TaskMetrics.unexported(task_id)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._wake = threading.Event()

@@ -36,6 +36,7 @@ from connect_grpc.cluster.fenced_writer import Failure, classify
 from connect_grpc.connectors.api import SourceRecord, TransactionBoundary
 from connect_grpc.domain import TaskId
 from connect_grpc.kafka_clients import kafka_error_of
+from connect_grpc.metrics.worker_metrics import CommitTally
 from connect_grpc.runtime.kafka_io import CachedProducer, KafkaIoError, ProduceErrors, hand_records
 from connect_grpc.runtime.records import latest_offsets
 from connect_grpc.runtime.transaction_boundaries import (
@@ -170,6 +171,8 @@ class TransactionalProducer:
         #: Set once this producer must never write again (fenced, or a batch's outcome
         #: unknown): every later write raises it, and never claims the id again.
         self._refusal: KafkaIoError | None = None
+        #: The transaction commits (each with its offsets), for the task's metrics.
+        self.commits = CommitTally()
         self._log = log.bind(transactional_id=transactions.transactional_id)
 
     def write(self, records: Sequence[SourceRecord], stopping: Callable[[], bool]) -> bool:
@@ -359,13 +362,15 @@ class TransactionalProducer:
         self._finish_commit(cached, stopping)
 
     def _finish_commit(self, cached: CachedProducer, stopping: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + TRANSACTION_STEP_TIMEOUT_S
+        began = time.monotonic()
+        deadline = began + TRANSACTION_STEP_TIMEOUT_S
         while True:
             try:
                 cached.producer.commit_transaction(COMMIT_SLICE_S)
                 self._commit_pending = None
                 self._errors = None
                 self._offsets = {}
+                self.commits.succeeded.append(time.monotonic() - began)
                 return
             except KafkaException as exc:
                 error = kafka_error_of(exc)
@@ -375,8 +380,10 @@ class TransactionalProducer:
                     self._abort(cached)
                     self._offsets = {}
                 if failure is not Failure.RETRIABLE:
+                    self.commits.failed += 1
                     raise self._failed(error, "commit") from exc
                 if stopping() or time.monotonic() > deadline:
+                    self.commits.failed += 1
                     raise KafkaIoError(
                         f"the commit of {self._tx.transactional_id}'s transaction did not "
                         f"complete: {_describe(error)}; it is resumed by the next attempt",
