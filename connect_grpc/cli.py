@@ -1,5 +1,5 @@
 """The ``connect-grpc`` command: standalone and distributed workers, local Kafka broker,
-development demo.
+development demo, and ``ctl``, the command-line client of a running worker.
 
 standalone and distributed exit with 0 after a graceful stop, 2 when their configuration is
 unusable (worker properties, connector files, offsets file, plugin.path, listener, internal
@@ -10,25 +10,32 @@ one worker_start_failed log line that names the file or property and the fix.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
-from connect_grpc.app import DistributedProcess, StandaloneProcess
 from connect_grpc.cluster.config import DistributedConfig
+from connect_grpc.connector_files import ConnectorRequest, load_connector_file
+from connect_grpc.ctl import COMPLETE_VAR as CTL_COMPLETE_VAR
+from connect_grpc.ctl import complete as complete_ctl
+from connect_grpc.ctl import run_ctl
 from connect_grpc.errors import InvalidArgumentError, StartupError
-from connect_grpc.herder.connector_files import ConnectorRequest, load_connector_file
 from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
 from connect_grpc.logs import configure_logging
 from connect_grpc.worker_config import WorkerConfig, read_properties
 
 log = structlog.get_logger(__name__)
 
-P = TypeVar("P", StandaloneProcess, DistributedProcess)
+if TYPE_CHECKING:  # the worker (Spark, Kafka clients) is imported only to run one, so ctl
+    # starts fast
+    from connect_grpc.app import DistributedProcess, StandaloneProcess
+
+P = TypeVar("P", "StandaloneProcess", "DistributedProcess")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +59,17 @@ def _parser() -> argparse.ArgumentParser:
     kafka.add_argument("--port", type=int, default=DEFAULT_BROKER_PORT,
                        help=f"broker port on 127.0.0.1 for start (default {DEFAULT_BROKER_PORT})")
 
+    auth = commands.add_parser(
+        "auth", help="bearer tokens for auth.tokens.file: new-token makes one, hash-token "
+                     "hashes the token read from stdin"
+    )
+    auth.add_argument("action", choices=("new-token", "hash-token"))
+
+    commands.add_parser(  # listed for --help; main() hands `ctl ...` to its own parser
+        "ctl", add_help=False,
+        help="drive a running worker from the command line (kcctl-like); see ctl --help",
+    )
+
     dev = commands.add_parser("dev", help="local broker + standalone worker + demo pipeline")
     dev.add_argument("--port", type=int, default=8083, help="the worker's gRPC port")
     dev.add_argument("--kafka-port", type=int, default=DEFAULT_BROKER_PORT,
@@ -62,11 +80,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["ctl"] or CTL_COMPLETE_VAR in os.environ:
+        return _run_ctl(words[1:])
+    args = _parser().parse_args(words)
     if args.command == "standalone":
         return run_standalone(args.worker_properties, args.connector_files)
     if args.command == "distributed":
         return run_distributed(args.worker_properties)
+    if args.command == "auth":
+        from connect_grpc.security.cli import run_auth_command
+
+        return run_auth_command(args.action)
     if args.command == "kafka":
         from connect_grpc.kafka.cli import run_kafka_command
 
@@ -76,6 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging("console")
     return run_dev(args.port, args.run_seconds, args.kafka_port)
+
+
+def _run_ctl(args: Sequence[str]) -> int:
+    """``connect-grpc ctl``, or an answer to its shell completion script."""
+    instruction = os.environ.get(CTL_COMPLETE_VAR)
+    return complete_ctl(instruction) if instruction else run_ctl(args)
 
 
 def run_standalone(worker_properties: Path, connector_files: Sequence[Path]) -> int:
@@ -134,6 +165,8 @@ def _prepare_distributed(worker_properties: Path) -> DistributedProcess:
     except InvalidArgumentError as exc:
         raise _property_error(worker_properties, exc) from None
     _check_plugin_path(worker_properties, config)
+    from connect_grpc.app import DistributedProcess
+
     return _bound(config, lambda: DistributedProcess(config, cluster))
 
 
@@ -254,6 +287,8 @@ def _check_plugin_path(path: Path, config: WorkerConfig) -> None:
 
 
 def _standalone_process(config: WorkerConfig) -> StandaloneProcess:
+    from connect_grpc.app import StandaloneProcess
+
     return _bound(config, lambda: StandaloneProcess(config))
 
 
@@ -263,7 +298,8 @@ def _bound(config: WorkerConfig, build: Callable[[], P]) -> P:
     try:
         return build()
     except OSError as exc:
-        listener = f"grpc://{config.listener_host}:{config.listener_port}"
+        scheme = "grpcs" if config.security.tls is not None else "grpc"
+        listener = f"{scheme}://{config.listener_host}:{config.listener_port}"
         raise StartupError(
             f"cannot listen on {listener}: {exc} (the port is in use, e.g. by another "
             "worker, or the host is not an address of this machine)",

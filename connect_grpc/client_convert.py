@@ -46,14 +46,18 @@ from connect_grpc.errors import (
     FieldViolation,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
     PreconditionViolation,
+    UnauthenticatedError,
     UnavailableError,
     UnimplementedError,
 )
 from connect_grpc.v1 import connect_pb2 as pb
 
 __all__ = [
+    "CallFailure",
     "ConnectorListing",
+    "call_failure_of",
     "cluster_info_from_pb",
     "config_infos_from_pb",
     "config_key_from_pb",
@@ -301,6 +305,10 @@ def error_from_status(status: status_pb2.Status) -> ConnectError:
         return UnavailableError(message, retry_after_seconds=delay)
     if code == code_pb2.UNIMPLEMENTED:
         return UnimplementedError(message)
+    if code == code_pb2.UNAUTHENTICATED:
+        return UnauthenticatedError(message)
+    if code == code_pb2.PERMISSION_DENIED:
+        return PermissionDeniedError(message)
     return ConnectError(message)
 
 
@@ -310,6 +318,10 @@ def error_from_rpc_error(error: grpc.RpcError) -> ConnectError:
     Reads the rich ``google.rpc.Status`` from the trailing metadata when the server sent one;
     otherwise (transport failures, plain ``context.abort``) uses the bare code and details.
     """
+    return error_from_status(_status_of_rpc_error(error))
+
+
+def _status_of_rpc_error(error: grpc.RpcError) -> status_pb2.Status:
     status: status_pb2.Status | None = None
     if isinstance(error, grpc.Call):
         try:
@@ -320,4 +332,45 @@ def error_from_rpc_error(error: grpc.RpcError) -> ConnectError:
         code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
         details = (error.details() if isinstance(error, grpc.Call) else None) or str(error)
         status = status_pb2.Status(code=code.value[0], message=details)
-    return error_from_status(status)
+    return status
+
+
+@dataclass(frozen=True, slots=True)
+class CallFailure:
+    """How a call failed, beyond what its domain exception says."""
+
+    #: The gRPC status code.
+    code: grpc.StatusCode
+    #: The ``ErrorInfo`` reason (e.g. ``INSTANCE_FAILED``); the exception's own when none came.
+    reason: str
+
+
+_STATUS_CODES = {code.value[0]: code for code in grpc.StatusCode}
+_CODE_OF_ERROR: tuple[tuple[type[ConnectError], grpc.StatusCode], ...] = (
+    (NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
+    (UnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (UnimplementedError, grpc.StatusCode.UNIMPLEMENTED),
+    (UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
+)
+
+
+def call_failure_of(error: ConnectError) -> CallFailure:
+    """The status code and reason of an error a :class:`~connect_grpc.client.ConnectClient`
+    call raised: read from the failed call (the error's ``__cause__``); for an error raised
+    before any call (the client's own checks), the code of its type (UNKNOWN for a plain
+    ConnectError)."""
+    cause = error.__cause__
+    if isinstance(cause, grpc.RpcError):
+        status = _status_of_rpc_error(cause)
+        infos = _unpack_all(status.details, error_details_pb2.ErrorInfo)
+        return CallFailure(
+            _STATUS_CODES.get(int(status.code), grpc.StatusCode.UNKNOWN),
+            str(infos[0].reason) if infos else error.reason,
+        )
+    code = next((c for kind, c in _CODE_OF_ERROR if isinstance(error, kind)),
+                grpc.StatusCode.UNKNOWN)
+    return CallFailure(code, error.reason)

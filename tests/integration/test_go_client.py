@@ -7,6 +7,10 @@
   runs as written (only the address ``localhost:8083`` rewritten) and exits 0, having gone
   through every step of the example.
 - Afterwards the worker has no connector left: the example and the tests delete theirs.
+- Against the mutual-TLS worker and the TLS worker with tokens of
+  tests/integration/test_security.py (certificates made at test time), ``go test -run
+  TestExample`` (its TLS files and token named by environment variables) and the TLS
+  commands of clients/go/README.md (only the documented files and address replaced) pass.
 
 The first run downloads the Go modules (from the Go module proxy) and builds gRPC, which
 takes a minute or two; Go's build cache makes later runs quick.
@@ -14,6 +18,7 @@ takes a minute or two; Go's build cache makes later runs quick.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -26,9 +31,17 @@ from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.integration.test_readme_commands import (
     README,
+    Outcome,
     assert_as_documented,
     commands,
     run_in_one_shell,
+)
+from tests.integration.test_security import (  # noqa: F401  # pki and the workers: fixtures
+    ADMIN_TOKEN,
+    Pki,
+    mtls_worker,
+    pki,
+    token_worker,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -49,6 +62,13 @@ EXAMPLE_STEPS = [
     "deleted go-example",
 ]
 GO_TIMEOUT = 600
+#: What clients/go/README.md's TLS commands name, replaced by the test's files and worker.
+DOCUMENTED_TLS_DIR = "/tmp/connect-tls"
+DOCUMENTED_TOKENS_DIR = "/tmp/connect-tokens"
+DOCUMENTED_TLS_ADDRESS = "localhost:8443"
+#: The environment variables of example_test.go that stand for the example's TLS flags.
+SECURITY_ENV = ("CONNECT_GRPC_CACERT", "CONNECT_GRPC_CERT", "CONNECT_GRPC_KEY",
+                "CONNECT_GRPC_SERVER_NAME", "CONNECT_GRPC_TOKEN_FILE", "CONNECT_GRPC_TOKEN")
 
 
 def _go() -> str:
@@ -88,8 +108,9 @@ def test_go_tests_pass_against_a_live_worker(worker: WorkerProcess) -> None:
     expected = _listed_tests()
     assert {"TestExample", "TestCreateRepeatedWithItsRequestIDIsAnsweredOnce"} <= expected
 
+    plaintext = {key: value for key, value in os.environ.items() if key not in SECURITY_ENV}
     run = _go_in_module(
-        ["test", "-count=1", "-v", "./..."], {**os.environ, TARGET_ENV: worker.address}
+        ["test", "-count=1", "-v", "./..."], {**plaintext, TARGET_ENV: worker.address}
     )
 
     output = run.stdout + run.stderr
@@ -110,17 +131,63 @@ def test_go_tests_fail_clearly_without_a_worker_address() -> None:
     assert f"{TARGET_ENV} is not set" in run.stdout
 
 
+def _assert_every_step(outcome: Outcome) -> None:
+    printed = outcome.output.splitlines()
+    steps = [next((i for i, line in enumerate(printed) if line.startswith(step)), -1)
+             for step in EXAMPLE_STEPS]
+    assert -1 not in steps and steps == sorted(steps), outcome.output
+
+
 def test_readme_go_example_commands(worker: WorkerProcess, tmp_path: Path) -> None:
     chosen = [c for document in (README, GO_README) for c in commands(document)
-              if c.words[:1] == ["go"]]
+              if c.words[:1] == ["go"] and DOCUMENTED_TLS_ADDRESS not in c.text]
     assert [c.text for c in chosen] == [EXAMPLE_COMMAND, EXAMPLE_COMMAND]
 
     outcomes = run_in_one_shell(chosen, worker.address, [], tmp_path, GO_TIMEOUT)
 
     assert_as_documented(outcomes, worker)
     for outcome in outcomes:
-        printed = outcome.output.splitlines()
-        steps = [next((i for i, line in enumerate(printed) if line.startswith(step)), -1)
-                 for step in EXAMPLE_STEPS]
-        assert -1 not in steps and steps == sorted(steps), outcome.output
+        _assert_every_step(outcome)
+    assert _connector_names(worker) == []
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ops.token: the token worker's admin token, as README.md names it."""
+    directory = tmp_path_factory.mktemp("tokens")
+    (directory / "ops.token").write_text(ADMIN_TOKEN + "\n", encoding="ascii")
+    return directory
+
+
+@pytest.mark.parametrize("secured", ["mtls_worker", "token_worker"])
+def test_go_example_against_a_tls_worker(
+    secured: str, request: pytest.FixtureRequest, pki: Pki, tokens: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    worker: WorkerProcess = request.getfixturevalue(secured)
+    with_token = secured == "token_worker"
+    security = {"CONNECT_GRPC_CACERT": str(pki.ca.certificate)}
+    if with_token:
+        security["CONNECT_GRPC_TOKEN_FILE"] = str(tokens / "ops.token")
+    else:
+        security |= {"CONNECT_GRPC_CERT": str(pki.admin.certificate),
+                     "CONNECT_GRPC_KEY": str(pki.admin.key)}
+    env = {key: value for key, value in os.environ.items() if key not in SECURITY_ENV}
+
+    run = _go_in_module(["test", "-count=1", "-v", "-run", "^TestExample$", "./example"],
+                        {**env, TARGET_ENV: worker.address, **security})
+
+    report = f"{(run.stdout + run.stderr)[-6000:]}\n\nworker log (tail):\n{worker.logs()[-4000:]}"
+    assert run.returncode == 0 and _results(run.stdout) == {"TestExample": "PASS"}, report
+
+    [documented] = [c for c in commands(GO_README) if c.words[:1] == ["go"]
+                    and DOCUMENTED_TLS_ADDRESS in c.text
+                    and ("--token-file" in c.text) == with_token]
+    text = (documented.text.replace(DOCUMENTED_TLS_DIR, str(pki.ca.directory))
+            .replace(DOCUMENTED_TOKENS_DIR, str(tokens))
+            .replace(DOCUMENTED_TLS_ADDRESS, worker.address))
+    [outcome] = run_in_one_shell([dataclasses.replace(documented, text=text)], "", [],
+                                 tmp_path, GO_TIMEOUT)
+    assert_as_documented([outcome], worker)
+    _assert_every_step(outcome)
     assert _connector_names(worker) == []

@@ -42,6 +42,7 @@ from connect_grpc.errors import (
     ConnectError,
     FailedPreconditionError,
     FieldViolation,
+    InstanceFailedError,
     InvalidArgumentError,
     NotFoundError,
     PreconditionViolation,
@@ -388,3 +389,42 @@ def test_a_given_channel_is_left_open(served: tuple[ScriptedServicer, str]) -> N
         assert ConnectClient(channel).get_connector("d").name == "d"
     finally:
         channel.close()
+
+
+# how a call failed: the code and reason behind the domain error (connect-grpc ctl's exit codes)
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "reason"),
+    [
+        (NotFoundError("nope"), grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
+        (InstanceFailedError("task 1 failed"), grpc.StatusCode.INTERNAL, "INSTANCE_FAILED"),
+        (UnavailableError("later"), grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE"),
+    ],
+)
+def test_call_failure_reads_code_and_reason_from_the_call(
+    servicer: ScriptedServicer,
+    client: ConnectClient,
+    error: ConnectError,
+    code: grpc.StatusCode,
+    reason: str,
+) -> None:
+    servicer.error = error
+    with pytest.raises(ConnectError) as excinfo:
+        client.get_connector("c")
+    assert cc.call_failure_of(excinfo.value) == cc.CallFailure(code, reason)
+
+
+def test_call_failure_of_a_plain_status_keeps_its_code(
+    servicer: ScriptedServicer, client: ConnectClient
+) -> None:
+    servicer.plain_abort = grpc.StatusCode.PERMISSION_DENIED
+    with pytest.raises(ConnectError) as excinfo:
+        client.get_connector("c")
+    assert cc.call_failure_of(excinfo.value).code is grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_call_failure_of_an_error_raised_without_a_call_uses_its_type() -> None:
+    failure = cc.call_failure_of(InvalidArgumentError.for_field("name", "must not be empty"))
+    assert failure == cc.CallFailure(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+    assert cc.call_failure_of(ConnectError("?")).code is grpc.StatusCode.UNKNOWN

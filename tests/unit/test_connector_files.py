@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from connect_grpc.connector_files import load_connector_file
 from connect_grpc.domain import ConnectorOffset, TargetState
 from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.herder.connector_files import load_connector_file
 
 
 def test_properties_file(tmp_path: Path) -> None:

@@ -19,10 +19,27 @@ import (
 // starts one and sets it).
 const targetEnv = "CONNECT_GRPC_TARGET"
 
+// liveSecurity is how to reach that worker when it serves TLS: these variables play the part
+// of the example's flags (and CONNECT_GRPC_TOKEN its own); none set: plaintext.
+func liveSecurity() Security {
+	return Security{
+		CAFile:     os.Getenv("CONNECT_GRPC_CACERT"),
+		CertFile:   os.Getenv("CONNECT_GRPC_CERT"),
+		KeyFile:    os.Getenv("CONNECT_GRPC_KEY"),
+		ServerName: os.Getenv("CONNECT_GRPC_SERVER_NAME"),
+		TokenFile:  os.Getenv("CONNECT_GRPC_TOKEN_FILE"),
+		Token:      os.Getenv(tokenEnv),
+	}
+}
+
 func liveClient(t *testing.T) connectv1.ConnectServiceClient {
 	t.Helper()
 	address := getenv(t, targetEnv)
-	conn, err := dial(address)
+	dialOptions, err := liveSecurity().DialOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := dial(address, dialOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,11 @@
 // (see Run).
 //
 //	go run ./example --target localhost:8083
+//
+// Against a worker on grpcs:// (see Security): --tls or --cacert FILE, with --cert FILE and
+// --key FILE for mutual TLS, --server-name NAME, and --token-file FILE (or
+// $CONNECT_GRPC_TOKEN) for a bearer token, which is sent over TLS only unless
+// --insecure-token is given.
 package main
 
 import (
@@ -16,7 +21,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	connectv1 "github.com/connect-grpc/connect-grpc/clients/go/connectv1"
 )
@@ -34,6 +38,7 @@ func runCommand(args []string) int {
 	flags.DurationVar(&opts.CallTimeout, "call-timeout", 30*time.Second, "the deadline of each call attempt")
 	flags.DurationVar(&opts.WatchTimeout, "watch-timeout", 2*time.Minute,
 		"how long to wait for the connector and its tasks to run")
+	security := securityFlags(flags)
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -41,17 +46,40 @@ func runCommand(args []string) int {
 		fmt.Fprintln(os.Stderr, "error: --target: must not be empty")
 		return 2
 	}
+	dialOptions, err := security.DialOptions()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := runAgainst(ctx, *target, opts); err != nil {
+	if err := runAgainst(ctx, *target, dialOptions, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
 	}
 	return 0
 }
 
-func runAgainst(ctx context.Context, target string, opts Options) error {
-	conn, err := dial(target)
+// securityFlags defines the TLS and token flags; the token may also come from tokenEnv.
+func securityFlags(flags *flag.FlagSet) *Security {
+	security := &Security{Token: os.Getenv(tokenEnv)}
+	flags.BoolVar(&security.TLS, "tls", false,
+		"use TLS, verifying the worker against the system's CA roots unless --cacert is given")
+	flags.StringVar(&security.CAFile, "cacert", "",
+		"PEM bundle of the CA(s) that signed the worker's certificate (implies --tls)")
+	flags.StringVar(&security.CertFile, "cert", "", "PEM client certificate, for mutual TLS (with --key)")
+	flags.StringVar(&security.KeyFile, "key", "", "PEM private key of --cert")
+	flags.StringVar(&security.ServerName, "server-name", "",
+		"verify the worker's certificate against this name instead of the target's host")
+	flags.StringVar(&security.TokenFile, "token-file", "",
+		"file holding the bearer token to send (else $"+tokenEnv+")")
+	flags.BoolVar(&security.InsecureToken, "insecure-token", false,
+		"send the token even without TLS (on a network you trust only)")
+	return security
+}
+
+func runAgainst(ctx context.Context, target string, dialOptions []grpc.DialOption, opts Options) error {
+	conn, err := dial(target, dialOptions)
 	if err != nil {
 		return err
 	}
@@ -59,9 +87,9 @@ func runAgainst(ctx context.Context, target string, opts Options) error {
 	return errors.Join(runErr, conn.Close())
 }
 
-// dial opens a plaintext channel to a worker (connect-grpc workers serve without TLS).
-func dial(target string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// dial opens a channel to a worker, with the credentials of Security.DialOptions.
+func dial(target string, dialOptions []grpc.DialOption) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(target, dialOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("--target %q: %w", target, err)
 	}

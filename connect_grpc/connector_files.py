@@ -1,7 +1,9 @@
-"""Connector files given to standalone mode: flat .properties/.json configs, or a JSON
-create request ``{"name", "config", "initial_state", "initial_offsets"}``.
+"""Connector files, as ``connect-grpc standalone`` and ``connect-grpc ctl apply`` read them:
+flat .properties/.json configs, or a JSON create request ``{"name", "config",
+"initial_state", "initial_offsets"}``; and offsets files (``ctl offsets alter``).
 
-Unknown top-level fields of a create request are ignored, as Kafka Connect does.
+Unknown top-level fields of a create request are ignored, as Kafka Connect does. Pure file
+parsing (no herder, no gRPC), so that the worker and the command-line client share it.
 """
 
 from __future__ import annotations
@@ -79,20 +81,41 @@ def _initial_state(path: Path, value: Any) -> TargetState:
         raise InvalidArgumentError.for_field(f"{path}: initial_state", str(exc)) from None
 
 
+def load_offsets_file(path: Path) -> list[ConnectorOffset]:
+    """Reads an offsets file: ``{"offsets": [{"partition": {...}, "offset": {...}}, ...]}``
+    (what GetOffsets answers and Kafka Connect's PATCH /offsets takes) or the bare list;
+    raises InvalidArgumentError naming the file and field."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InvalidArgumentError.for_field(str(path), f"not valid JSON: {exc}") from None
+    if isinstance(document, dict):
+        if "offsets" not in document:
+            raise InvalidArgumentError.for_field(f"{path}: offsets", "required")
+        return parse_offsets(f"{path}: offsets", document["offsets"])
+    return parse_offsets(str(path), document)
+
+
 def _initial_offsets(path: Path, value: Any) -> list[ConnectorOffset] | None:
     if value is None:
         return None
+    return parse_offsets(f"{path}: initial_offsets", value)
+
+
+def parse_offsets(where: str, value: Any) -> list[ConnectorOffset]:
+    """A JSON list of ``{"partition": {...}, "offset": {...}}`` entries (``offset`` null or
+    absent: reset that partition); errors name ``where`` and the entry's field."""
     if not isinstance(value, list):
-        raise InvalidArgumentError.for_field(f"{path}: initial_offsets", "must be a list")
+        raise InvalidArgumentError.for_field(where, "must be a list")
     offsets = []
     for index, entry in enumerate(value):
-        where = f"{path}: initial_offsets[{index}]"
+        where_entry = f"{where}[{index}]"
         if not isinstance(entry, dict):
-            raise InvalidArgumentError.for_field(where, "must be an object")
+            raise InvalidArgumentError.for_field(where_entry, "must be an object")
         offsets.append(
             ConnectorOffset(
-                _primitive_map(f"{where}.partition", entry.get("partition")),
-                _primitive_map(f"{where}.offset", entry.get("offset")),
+                _primitive_map(f"{where_entry}.partition", entry.get("partition")),
+                _primitive_map(f"{where_entry}.offset", entry.get("offset")),
             )
         )
     return offsets

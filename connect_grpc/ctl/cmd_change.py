@@ -1,0 +1,213 @@
+"""Commands that change connectors: ``apply``, ``pause|resume|stop|delete`` (by name or
+regular expression), ``offsets get|alter|reset``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from connect_grpc.connector_files import ConnectorRequest, load_connector_file, load_offsets_file
+from connect_grpc.ctl import documents
+from connect_grpc.ctl.exit_codes import ExitCode, failure_of
+from connect_grpc.ctl.render import compact_json
+from connect_grpc.ctl.session import (
+    Session,
+    complete_connector_names,
+    matching,
+    output_option,
+    pass_session,
+    regex_option,
+)
+from connect_grpc.domain import TargetState
+from connect_grpc.errors import ConnectError, FieldViolation, InvalidArgumentError, NotFoundError
+
+FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+# ---------------------------------------------------------------------------- apply
+
+
+@click.command()
+@click.option("-f", "--file", "files", type=FILE, multiple=True, required=True,
+              help="A connector file, as `connect-grpc standalone` reads them (.json or "
+                   ".properties); repeat for several.")
+@click.option("--dry-run", is_flag=True,
+              help="Only validate: show every error, create or change nothing.")
+@pass_session
+def apply(session: Session, files: tuple[Path, ...], dry_run: bool) -> None:
+    """Create each file's connector, or replace its config if it exists.
+
+    A new connector starts in the file's initial_state with its initial_offsets; for an
+    existing one only the config changes (PutConnectorConfig).
+    """
+    _for_each(session, list(files), lambda path: _apply_file(session, path, dry_run))
+
+
+def _apply_file(session: Session, path: Path, dry_run: bool) -> None:
+    request = read_connector_file(path)
+    exists = connector_exists(session, request.name)
+    if dry_run:
+        _dry_run(session, path, request, exists)
+    elif exists:
+        result = session.client.put_connector_config(request.name, request.config)
+        verb = "created" if result.created else "configured"
+        session.output.line(f"connector {request.name} {verb}")
+    else:
+        created = session.client.create_connector(
+            request.name, request.config, request.initial_state, request.initial_offsets
+        )
+        state = "RUNNING" if request.initial_state is TargetState.STARTED else (
+            request.initial_state.value)
+        session.output.line(f"connector {request.name} created ({state})")
+        if created.offsets_message:
+            session.output.line(created.offsets_message)
+    if exists and _has_creation_settings(request):
+        session.output.note(
+            f"{path}: initial_state and initial_offsets apply only when a connector is "
+            f"created; {request.name} exists, so only its config "
+            f"{'would be' if dry_run else 'was'} replaced"
+        )
+
+
+def read_connector_file(path: Path) -> ConnectorRequest:
+    """The file parsed as ``connect-grpc standalone`` parses it, with a name."""
+    try:
+        request = load_connector_file(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError.for_field(str(path), f"cannot read: {exc}") from None
+    if not request.name.strip():
+        raise InvalidArgumentError.for_field(
+            f"{path}: name", "required: set \"name\" (or a name= line) in the file"
+        )
+    return request
+
+
+def connector_exists(session: Session, name: str) -> bool:
+    try:
+        session.client.get_connector(name)
+    except NotFoundError:
+        return False
+    return True
+
+
+def _has_creation_settings(request: ConnectorRequest) -> bool:
+    return request.initial_state is not TargetState.STARTED or request.initial_offsets is not None
+
+
+def _dry_run(session: Session, path: Path, request: ConnectorRequest, exists: bool) -> None:
+    config = {**request.config, "name": request.name}
+    errors = session.client.validate_config(config=config).all_errors()
+    if errors:
+        raise InvalidArgumentError(
+            f"{path}: connector {request.name} has {len(errors)} invalid config "
+            f"value{'s' if len(errors) > 1 else ''}",
+            [FieldViolation(f"config.{key}", message) for key, message in errors],
+        )
+    action = "update" if exists else "create"
+    session.output.line(f"connector {request.name} is valid: apply would {action} it (dry run)")
+
+
+# ---------------------------------------------------------------------------- bulk
+
+
+def _for_each(session: Session, items: list[Path] | list[str],
+              action: Callable[..., None]) -> None:
+    """Runs ``action`` on every item even if some fail; each failure is shown, and the
+    first one's exit code is the command's."""
+    first_failure: ExitCode | None = None
+    for item in items:
+        try:
+            action(item)
+        except ConnectError as error:
+            code = session.fail(failure_of(error))
+            first_failure = first_failure or code
+    if first_failure is not None:
+        raise click.exceptions.Exit(first_failure)
+
+
+def _lifecycle(verb: str, doc: str, call: Callable[[Session, str], None]) -> click.Command:
+    @click.command(verb, help=doc)
+    @click.argument("names", nargs=-1, shell_complete=complete_connector_names)
+    @regex_option("Also every connector whose whole name matches this regular expression.")
+    @pass_session
+    def command(session: Session, names: tuple[str, ...], pattern: re.Pattern[str] | None) -> None:
+        if not names and pattern is None:
+            raise click.UsageError("name one or more connectors, or give -e REGEX")
+        chosen = list(names)
+        if pattern is not None:
+            chosen += [name for name in matching(session, pattern) if name not in chosen]
+
+        def one(name: str) -> None:
+            call(session, name)
+            session.output.line(f"connector {name} {_past(verb)}")
+
+        _for_each(session, chosen, one)
+
+    return command
+
+
+def _past(verb: str) -> str:
+    return {"stop": "stopped", "pause": "paused", "resume": "resumed"}.get(verb, f"{verb}d")
+
+
+pause = _lifecycle("pause", "Pause connectors and their tasks.",
+                   lambda s, name: s.client.pause_connector(name))
+resume = _lifecycle("resume", "Resume paused or stopped connectors.",
+                    lambda s, name: s.client.resume_connector(name))
+stop = _lifecycle("stop", "Stop connectors and remove their tasks (KIP-875; needed before "
+                          "offsets alter/reset).",
+                  lambda s, name: s.client.stop_connector(name))
+delete = _lifecycle("delete", "Delete connectors.",
+                    lambda s, name: s.client.delete_connector(name))
+
+
+# ---------------------------------------------------------------------------- offsets
+
+
+@click.group()
+def offsets() -> None:
+    """Read, alter or reset a connector's offsets (KIP-875; alter and reset need the
+    connector STOPPED)."""
+
+
+@offsets.command("get")
+@click.argument("name", shell_complete=complete_connector_names)
+@output_option()
+@pass_session
+def offsets_get(session: Session, name: str, output: str) -> None:
+    """The connector's offsets; `-o json` writes what `offsets alter -f` reads."""
+    found = documents.offsets(session.client.get_offsets(name))
+    if output in ("json", "yaml"):
+        session.output.document(found, output)
+        return
+    session.output.table(
+        ["PARTITION", "OFFSET"],
+        [[compact_json(entry["partition"]), compact_json(entry["offset"])]
+         for entry in found["offsets"]],
+    )
+
+
+@offsets.command("alter")
+@click.argument("name", shell_complete=complete_connector_names)
+@click.option("-f", "--file", "path", type=FILE, required=True,
+              help='JSON: {"offsets": [{"partition": {...}, "offset": {...}}]} (a null '
+                   "offset resets that partition).")
+@pass_session
+def offsets_alter(session: Session, name: str, path: Path) -> None:
+    """Merge the file's offsets into the connector's."""
+    try:
+        wanted = load_offsets_file(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError.for_field(str(path), f"cannot read: {exc}") from None
+    session.output.line(session.client.alter_offsets(name, wanted))
+
+
+@offsets.command("reset")
+@click.argument("name", shell_complete=complete_connector_names)
+@pass_session
+def offsets_reset(session: Session, name: str) -> None:
+    """Reset all of the connector's offsets."""
+    session.output.line(session.client.reset_offsets(name))

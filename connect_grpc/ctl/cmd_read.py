@@ -1,0 +1,169 @@
+"""Commands that only read: ``get connectors``, ``describe connector``, ``plugins``,
+``cluster``."""
+
+from __future__ import annotations
+
+import re
+
+import click
+from rich.text import Text
+
+from connect_grpc.ctl import documents
+from connect_grpc.ctl.exit_codes import failure_of
+from connect_grpc.ctl.follow import instances
+from connect_grpc.ctl.render import Output, compact_json, state_text, trace_summary
+from connect_grpc.ctl.session import (
+    OUTPUTS,
+    Session,
+    complete_connector_names,
+    output_option,
+    pass_session,
+    regex_option,
+)
+from connect_grpc.domain import ConnectorInfo, ConnectorOffset, ConnectorStatus
+from connect_grpc.errors import ConnectError
+
+
+@click.group()
+def get() -> None:
+    """List resources."""
+
+
+@get.command("connectors")
+@output_option(("table", "wide", "json", "yaml"))
+@regex_option("Only the connectors whose whole name matches this regular expression.")
+@pass_session
+def get_connectors(session: Session, output: str, pattern: re.Pattern[str] | None) -> None:
+    """Every connector: name, type, state, tasks running/total, worker (wide: class and each
+    task's state too)."""
+    entries = session.client.list_connectors(expand_status=True, expand_info=True)
+    if pattern is not None:
+        entries = [entry for entry in entries if pattern.fullmatch(entry.name)]
+    rows = documents.listings(entries)
+    if output in ("json", "yaml"):
+        session.output.document(rows, output)
+        return
+    headers = ["NAME", "TYPE", "STATE", "TASKS", "WORKER"]
+    if output == "wide":
+        headers += ["CLASS", "TASK STATES"]
+    table = []
+    for row in rows["connectors"]:
+        cells: list[object] = [row["name"], row["type"], state_text(row["state"]),
+                               f"{row['tasks_running']}/{row['tasks_total']}", row["worker_id"]]
+        if output == "wide":
+            cells += [row["class"],
+                      " ".join(f"{task['id']}:{task['state']}" for task in row["tasks"])]
+        table.append(cells)
+    session.output.table(headers, table)
+
+
+@click.group()
+def describe() -> None:
+    """Show one resource in detail."""
+
+
+@describe.command("connector")
+@click.argument("name", shell_complete=complete_connector_names)
+@output_option()
+@pass_session
+def describe_connector(session: Session, name: str, output: str) -> None:
+    """A connector's config, status (with traces), tasks and offsets."""
+    client = session.client
+    info = client.get_connector(name)
+    status = client.get_connector_status(name)
+    offsets: list[ConnectorOffset] | None = None
+    offsets_error: str | None = None
+    try:
+        offsets = client.get_offsets(name)
+    except ConnectError as error:  # the rest is still worth showing
+        failure = failure_of(error)
+        offsets_error = f"{failure.code.name}: {failure.message}"
+    if output in ("json", "yaml"):
+        session.output.document(documents.description(info, status, offsets, offsets_error),
+                                output)
+        return
+    _show_description(session.output, info, status, offsets, offsets_error)
+
+
+def _show_description(
+    out: Output,
+    info: ConnectorInfo,
+    status: ConnectorStatus,
+    offsets: list[ConnectorOffset] | None,
+    offsets_error: str | None,
+) -> None:
+    out.line(Text(f"Name:       {info.name}"))
+    out.line(Text(f"Type:       {info.type.value}"))
+    out.line(Text(f"Class:      {info.config.get('connector.class', '')}"))
+    out.line(Text("State:      ").append_text(state_text(status.connector.state)))
+    out.line(Text(f"Worker:     {status.connector.worker_id}"))
+    out.line(Text("Config:"))
+    width = max((len(key) for key in info.config), default=0)
+    for key in sorted(info.config):
+        out.line(Text(f"  {key:<{width}}  {info.config[key]}"))
+    out.line(Text("Tasks:"))
+    if status.tasks:
+        out.table(["TASK", "STATE", "WORKER", "ERROR"],
+                  [[task.id, state_text(task.status.state), task.status.worker_id,
+                    trace_summary(task.status.trace)] for task in status.tasks], indent=2)
+    else:
+        out.line(Text("  none"))
+    _show_traces(out, status)
+    out.line(Text("Offsets:"))
+    if offsets_error is not None:
+        out.line(Text(f"  not available: {offsets_error}"))
+    elif not offsets:
+        out.line(Text("  none committed"))
+    else:
+        out.table(["PARTITION", "OFFSET"],
+                  [[compact_json(o.partition), compact_json(o.offset)] for o in offsets],
+                  indent=2)
+
+
+def _show_traces(out: Output, status: ConnectorStatus) -> None:
+    for key, item in instances(status).items():
+        if not trace_summary(item.trace):
+            continue
+        what = "Connector" if key is None else f"Task {key}"
+        out.line(Text(f"{what} trace:", style="bold"))
+        for line in item.trace.rstrip().splitlines():
+            out.line(Text(f"  {line}"))
+
+
+@click.command()
+@output_option(OUTPUTS)
+@pass_session
+def plugins(session: Session, output: str) -> None:
+    """The connector plugins the worker has: class, type, version, aliases."""
+    found = documents.plugins(session.client.list_plugins())
+    if output in ("json", "yaml"):
+        session.output.document(found, output)
+        return
+    session.output.table(
+        ["CLASS", "TYPE", "VERSION", "ALIASES"],
+        [[p["class"], p["type"], p["version"], ", ".join(p["aliases"])]
+         for p in found["plugins"]],
+    )
+
+
+@click.command()
+@output_option(OUTPUTS)
+@pass_session
+def cluster(session: Session, output: str) -> None:
+    """The cluster: mode, version, leader, generation, and each worker with what it runs."""
+    found = documents.cluster(session.client.get_cluster_info())
+    if output in ("json", "yaml"):
+        session.output.document(found, output)
+        return
+    out = session.output
+    out.line(Text(f"Mode:        {found['mode']}"))
+    out.line(Text(f"Version:     {found['version']}"))
+    out.line(Text(f"Kafka:       {found['kafka_cluster_id'] or '-'}"))
+    out.line(Text(f"Answered by: {found['worker_id']}"))
+    out.line(Text(f"Leader:      {found['leader_id'] or '-'} {found['leader_address']}".rstrip()))
+    out.line(Text(f"Generation:  {found['generation']}"))
+    out.table(
+        ["WORKER", "ADDRESS", "CONNECTORS", "TASKS"],
+        [[w["id"], w["address"], ", ".join(w["connectors"]), ", ".join(w["tasks"])]
+         for w in found["workers"]],
+    )

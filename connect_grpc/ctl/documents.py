@@ -1,0 +1,151 @@
+"""What ``-o json`` and ``-o yaml`` print: plain dicts and lists built from the domain types.
+
+These shapes are the stable, machine-readable interface of ``connect-grpc ctl``: keys are
+only ever added. Statuses and offsets follow Kafka Connect's REST bodies (``state``,
+``worker_id``, ``trace``; ``{"offsets": [{"partition": …, "offset": …}]}``), so that the
+output of ``offsets get -o json`` is an input of ``offsets alter -f``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from connect_grpc.client_convert import ConnectorListing
+from connect_grpc.ctl.contexts import Context
+from connect_grpc.domain import (
+    ClusterInfo,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStatus,
+    InstanceStatus,
+    PluginDesc,
+    State,
+)
+
+Document = dict[str, Any]
+
+
+def render(document: Document, output: str) -> str:
+    """The document as JSON (indented, integers exact) or YAML."""
+    if output == "yaml":
+        return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def instance(status: InstanceStatus) -> Document:
+    return {"state": status.state.value, "worker_id": status.worker_id, "trace": status.trace}
+
+
+def status(connector: ConnectorStatus) -> Document:
+    """Kafka Connect's ``GET /connectors/{name}/status`` body."""
+    return {
+        "name": connector.name,
+        "type": connector.type.value,
+        "connector": instance(connector.connector),
+        "tasks": [
+            {"id": task.id, **instance(task.status),
+             **({"transactional_id": task.transactional_id} if task.transactional_id else {})}
+            for task in connector.tasks
+        ],
+    }
+
+
+def running_tasks(connector: ConnectorStatus) -> int:
+    return sum(1 for task in connector.tasks if task.status.state is State.RUNNING)
+
+
+def listing(entry: ConnectorListing) -> Document:
+    """One row of ``get connectors``."""
+    found = entry.status
+    config: Mapping[str, str] = entry.info.config if entry.info is not None else {}
+    return {
+        "name": entry.name,
+        "type": found.type.value if found is not None else "unknown",
+        "class": config.get("connector.class", ""),
+        "state": found.connector.state.value if found is not None else "UNKNOWN",
+        "worker_id": found.connector.worker_id if found is not None else "",
+        "tasks_running": running_tasks(found) if found is not None else 0,
+        "tasks_total": len(found.tasks) if found is not None else 0,
+        "tasks": status(found)["tasks"] if found is not None else [],
+        "config": dict(config),
+    }
+
+
+def listings(entries: Iterable[ConnectorListing]) -> Document:
+    return {"connectors": [listing(entry) for entry in entries]}
+
+
+def offsets(entries: Iterable[ConnectorOffset]) -> Document:
+    """Kafka Connect's ``GET /connectors/{name}/offsets`` body."""
+    return {
+        "offsets": [
+            {"partition": _plain(entry.partition), "offset": _plain(entry.offset)}
+            for entry in entries
+        ]
+    }
+
+
+def _plain(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if values is None else dict(values)
+
+
+def description(
+    info: ConnectorInfo,
+    connector: ConnectorStatus,
+    found_offsets: list[ConnectorOffset] | None,
+    offsets_error: str | None,
+) -> Document:
+    """``describe connector``: config, status with traces, offsets (or why they are missing)."""
+    return {
+        "name": info.name,
+        "type": info.type.value,
+        "config": dict(info.config),
+        "status": status(connector),
+        "offsets": None if found_offsets is None else offsets(found_offsets)["offsets"],
+        **({"offsets_error": offsets_error} if offsets_error else {}),
+    }
+
+
+def plugins(found: Iterable[PluginDesc]) -> Document:
+    return {
+        "plugins": [
+            {"class": plugin.class_name, "type": plugin.type.value, "version": plugin.version,
+             "aliases": list(plugin.aliases)}
+            for plugin in found
+        ]
+    }
+
+
+def cluster(info: ClusterInfo) -> Document:
+    return {
+        "mode": info.mode,
+        "version": info.version,
+        "kafka_cluster_id": info.kafka_cluster_id,
+        "worker_id": info.worker_id,
+        "leader_id": info.leader_id,
+        "leader_address": info.leader_address,
+        "generation": info.generation,
+        "workers": [
+            {"id": worker.id, "address": worker.address,
+             "connectors": list(worker.connectors),
+             "tasks": [str(task) for task in worker.tasks]}
+            for worker in info.workers
+        ],
+    }
+
+
+def contexts(found: Iterable[Context]) -> Document:
+    found = list(found)
+    current = next((context.name for context in found if context.current), None)
+    return {
+        "current-context": current,
+        "contexts": [
+            {"name": context.name, "target": context.target, "current": context.current,
+             **context.settings}
+            for context in found
+        ],
+    }

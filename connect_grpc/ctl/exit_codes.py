@@ -1,0 +1,123 @@
+"""Exit codes of ``connect-grpc ctl``, one per family of gRPC status codes, and how an error
+is described to the user (code, reason, message, every violation)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import grpc
+
+from connect_grpc.client_convert import call_failure_of
+from connect_grpc.errors import (
+    ConnectError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    UnavailableError,
+)
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    NOT_FOUND = 3
+    INVALID_ARGUMENT = 4
+    FAILED_PRECONDITION = 5
+    ALREADY_EXISTS = 6
+    UNAVAILABLE = 7
+    DENIED = 8
+    INSTANCE_FAILED = 9
+    INTERRUPTED = 130
+
+
+#: (exit code, when), in order; ``--help`` and README.md show this table.
+EXIT_CODE_TABLE: tuple[tuple[ExitCode, str], ...] = (
+    (ExitCode.OK, "success"),
+    (ExitCode.ERROR, "any other error: INTERNAL, UNKNOWN, UNIMPLEMENTED, CANCELLED, ..."),
+    (ExitCode.USAGE,
+     "bad command line (unknown option, missing argument, bad regex, unusable TLS or token file)"),
+    (ExitCode.NOT_FOUND, "NOT_FOUND: no such connector, task or context"),
+    (ExitCode.INVALID_ARGUMENT,
+     "INVALID_ARGUMENT, OUT_OF_RANGE: a bad file, config or offsets; apply --dry-run errors"),
+    (ExitCode.FAILED_PRECONDITION,
+     "FAILED_PRECONDITION: not in the right state (e.g. offsets of a connector not STOPPED)"),
+    (ExitCode.ALREADY_EXISTS, "ALREADY_EXISTS"),
+    (ExitCode.UNAVAILABLE,
+     "UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED: retry later; "
+     "also a --timeout that ran out"),
+    (ExitCode.DENIED, "PERMISSION_DENIED, UNAUTHENTICATED"),
+    (ExitCode.INSTANCE_FAILED,
+     "restart or watch: a connector or task ended FAILED"),
+    (ExitCode.INTERRUPTED, "interrupted (Ctrl-C)"),
+)
+
+_BY_CODE: dict[grpc.StatusCode, ExitCode] = {
+    grpc.StatusCode.OK: ExitCode.OK,
+    grpc.StatusCode.NOT_FOUND: ExitCode.NOT_FOUND,
+    grpc.StatusCode.INVALID_ARGUMENT: ExitCode.INVALID_ARGUMENT,
+    grpc.StatusCode.OUT_OF_RANGE: ExitCode.INVALID_ARGUMENT,
+    grpc.StatusCode.FAILED_PRECONDITION: ExitCode.FAILED_PRECONDITION,
+    grpc.StatusCode.ALREADY_EXISTS: ExitCode.ALREADY_EXISTS,
+    grpc.StatusCode.UNAVAILABLE: ExitCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED: ExitCode.UNAVAILABLE,
+    grpc.StatusCode.ABORTED: ExitCode.UNAVAILABLE,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ExitCode.UNAVAILABLE,
+    grpc.StatusCode.PERMISSION_DENIED: ExitCode.DENIED,
+    grpc.StatusCode.UNAUTHENTICATED: ExitCode.DENIED,
+}
+
+
+def exit_code_for(code: grpc.StatusCode) -> ExitCode:
+    """The exit code of a call that failed with ``code``."""
+    return _BY_CODE.get(code, ExitCode.ERROR)
+
+
+def exit_code_table() -> str:
+    """The table as plain text lines (``--help``)."""
+    return "\n".join(f"{int(code):>4}  {when}" for code, when in EXIT_CODE_TABLE)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What the user is told about an error, and the exit code."""
+
+    code: grpc.StatusCode
+    reason: str
+    message: str
+    #: One line per field or precondition violation, and the retry hint.
+    details: tuple[str, ...]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return exit_code_for(self.code)
+
+    def lines(self) -> list[str]:
+        """``Error: CODE (REASON): message``, then each detail indented."""
+        reason = f" ({self.reason})" if self.reason and self.reason != self.code.name else ""
+        return [f"Error: {self.code.name}{reason}: {self.message}",
+                *(f"  {detail}" for detail in self.details)]
+
+
+def failure_of(error: ConnectError) -> Failure:
+    """The failure an error of a client call (or of ``ctl``'s own checks) stands for."""
+    call = call_failure_of(error)
+    details = tuple(line for line in _details(error) if line != error.message)
+    return Failure(call.code, call.reason, error.message, details)
+
+
+def _details(error: ConnectError) -> tuple[str, ...]:
+    if isinstance(error, InvalidArgumentError):
+        return tuple(f"{v.field}: {v.description}" for v in error.violations)
+    if isinstance(error, FailedPreconditionError):
+        return tuple(
+            f"{v.type} {v.subject}: {v.description}".strip() for v in error.violations
+        )
+    if isinstance(error, UnavailableError):
+        return (f"retry in {error.retry_after_seconds:g} s",)
+    return ()
+
+
+def timed_out(message: str) -> Failure:
+    """A ``--timeout`` of ``ctl`` itself that ran out: DEADLINE_EXCEEDED, as a call's."""
+    return Failure(grpc.StatusCode.DEADLINE_EXCEEDED, "", message, ())
