@@ -9,12 +9,15 @@ from pathlib import Path
 from types import FrameType
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from connect_grpc.api.cluster_service import TaskConfigSender
 from connect_grpc.api.forwarding import Forwarder
 from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.server import ApiServer
+from connect_grpc.api.tls import PeerCredentials
 from connect_grpc.cluster.config import DistributedConfig
+from connect_grpc.connector_files import ConnectorRequest
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.errors import (
     AlreadyExistsError,
@@ -25,10 +28,12 @@ from connect_grpc.errors import (
     StartupError,
 )
 from connect_grpc.herder.base import Herder
-from connect_grpc.herder.connector_files import ConnectorRequest
 from connect_grpc.herder.distributed import ANSWER_TTL_S, DistributedHerder
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import check_config_size, config_with_name, validate_name
+from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics
+from connect_grpc.metrics.worker_metrics import WorkerMetrics
+from connect_grpc.security.session_key import RequestSigner, RequestVerifier
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
 
@@ -41,11 +46,23 @@ class _ServingProcess:
 
     herder: Herder
     server: ApiServer
+    #: The Prometheus endpoint (``metrics.listener``); None when the property is unset.
+    metrics_endpoint: MetricsEndpoint | None = None
 
     def __init__(self) -> None:
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._handle_signals = False
+        self.metrics = WorkerMetrics()
+
+    def _api_metrics(self, config: WorkerConfig) -> CollectorRegistry | None:
+        """Where the gRPC server counts its calls: nowhere unless metrics are served."""
+        return self.metrics.registry if config.metrics_listener is not None else None
+
+    def _serve_metrics(self, config: WorkerConfig) -> None:
+        """Starts the Prometheus endpoint, last of what the constructor builds: a port
+        that cannot be bound is then a start-up error before anything else started."""
+        self.metrics_endpoint = serve_metrics(config.metrics_listener, self.metrics.registry)
 
     def shutdown(self) -> None:
         if self._stopping.is_set():
@@ -57,6 +74,8 @@ class _ServingProcess:
             self.herder.stop()
             self._close()
         finally:
+            if self.metrics_endpoint is not None:
+                self.metrics_endpoint.stop()
             self._stopped.set()
         log.info("worker_stopped")
 
@@ -86,16 +105,27 @@ class DistributedProcess(_ServingProcess):
     def __init__(self, config: WorkerConfig, cluster: DistributedConfig) -> None:
         super().__init__()
         self.config = config
-        self._sender = TaskConfigSender(config.worker_id)
+        tls = config.security.tls
+        # calls to other workers: TLS when this worker's listener has it, signed with the
+        # session key the herder reads from the config topic
+        peers = PeerCredentials(tls) if tls is not None else None
+        signer = RequestSigner(lambda: self.distributed.session_key())
+        self._sender = TaskConfigSender(config.worker_id, signer, peers)
         self.herder = self.distributed = DistributedHerder(
             config,
             cluster,
             Plugins(config.plugin_path, include_testing=config.test_plugins_enabled),
             task_config_sender=self._sender,
             fencing_requester=self._sender.request_fencing,
+            metrics=self.metrics,
         )
+        self.metrics.watch_cluster(self.distributed)
         self._forwarder = Forwarder(
-            config.worker_id, self.distributed.leader_address, view=self.distributed
+            config.worker_id,
+            self.distributed.leader_address,
+            view=self.distributed,
+            signer=signer,
+            credentials=peers,
         )
         self.server = ApiServer(
             self.herder,
@@ -106,7 +136,11 @@ class DistributedProcess(_ServingProcess):
             cluster=self.distributed,
             request_log=RequestLog(ttl_seconds=ANSWER_TTL_S, shared=self.distributed),
             leads=self.distributed.leads,
+            metrics=self._api_metrics(config),
+            security=config.security,
+            verifier=RequestVerifier(self.distributed.session_keys),
         )
+        self._serve_metrics(config)
 
     def start(self) -> None:
         """Starts the herder (topics, stores, Spark, group membership), then serves."""
@@ -131,10 +165,17 @@ class StandaloneProcess(_ServingProcess):
             config,
             Plugins(config.plugin_path, include_testing=config.test_plugins_enabled),
             FileOffsetStore(offset_file),
+            metrics=self.metrics,
         )
         self.server = ApiServer(
-            self.herder, config.listener_host, config.listener_port, config.limits
+            self.herder,
+            config.listener_host,
+            config.listener_port,
+            config.limits,
+            metrics=self._api_metrics(config),
+            security=config.security,
         )
+        self._serve_metrics(config)
 
     def start(self, connector_files: Sequence[tuple[Path, ConnectorRequest]] = ()) -> None:
         """Checks the connectors of the files given (already read), starts the herder and the

@@ -29,6 +29,7 @@ import grpc
 
 from connect_grpc import client_convert as cc
 from connect_grpc.client_convert import ConnectorListing
+from connect_grpc.connection import ConnectionSettings, TlsOptions
 from connect_grpc.domain import (
     ClusterInfo,
     ConfigInfos,
@@ -45,7 +46,7 @@ from connect_grpc.domain import (
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
-__all__ = ["ConnectClient", "ConnectorListing"]
+__all__ = ["ConnectClient", "ConnectionSettings", "ConnectorListing", "TlsOptions"]
 
 R = TypeVar("R")
 
@@ -61,15 +62,30 @@ class ConnectClient:
     worker cannot answer in time (Kafka unreachable, a busy connector), and a plain
     :class:`~connect_grpc.errors.ConnectError` for INTERNAL and other codes.
 
+    A worker that authenticates its callers answers UNAUTHENTICATED
+    (:class:`~connect_grpc.errors.UnauthenticatedError`) to a call without a valid token or
+    client certificate, and PERMISSION_DENIED
+    (:class:`~connect_grpc.errors.PermissionDeniedError`) to a call the caller's role does
+    not allow (a viewer's mutation); neither changes anything.
+
     Args:
-        target: A ``host:port`` address (an insecure channel is created and closed with the
-            client) or an existing ``grpc.Channel`` (left open; its owner closes it).
+        target: A ``host:port`` address (a plaintext channel is created and closed with the
+            client), :class:`~connect_grpc.connection.ConnectionSettings` (address, TLS,
+            bearer token; the channel is created and closed with the client), or an
+            existing ``grpc.Channel`` (left open; its owner closes it).
         timeout: Deadline in seconds of each unary call.
+
+    Raises:
+        InvalidArgumentError: settings whose files cannot be read, or a malformed token.
     """
 
-    def __init__(self, target: str | grpc.Channel, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, target: str | ConnectionSettings | grpc.Channel, *, timeout: float = 30.0
+    ) -> None:
         if isinstance(target, str):
-            self._channel: grpc.Channel = grpc.insecure_channel(target)
+            target = ConnectionSettings(target)
+        if isinstance(target, ConnectionSettings):
+            self._channel: grpc.Channel = target.channel()
             self._owns_channel = True
         else:
             self._channel = target

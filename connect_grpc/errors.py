@@ -137,6 +137,21 @@ class UnimplementedError(ConnectError):
     reason = "UNIMPLEMENTED"
 
 
+class UnauthenticatedError(ConnectError):
+    """The call carries no credential, or one the worker does not accept (a missing or
+    unknown bearer token, a forwarded call without a valid worker signature). It changed
+    nothing."""
+
+    reason = "UNAUTHENTICATED"
+
+
+class PermissionDeniedError(ConnectError):
+    """The caller is known but its role does not allow this call (a viewer calling a
+    mutation, a client calling a worker-only RPC). It changed nothing."""
+
+    reason = "PERMISSION_DENIED"
+
+
 class StartupError(ConnectError):
     """The worker cannot start. Names the file or property at fault and says how to fix it;
     the command reports it as one ``worker_start_failed`` line and exits with ``exit_code``:

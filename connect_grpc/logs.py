@@ -7,9 +7,13 @@ import sys
 
 import structlog
 
+from connect_grpc.config_providers.redaction import redact_secrets
+
 
 def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
-    """Routes structlog (and stdlib logging, e.g. py4j's) to stderr in the chosen format."""
+    """Routes structlog (and stdlib logging, e.g. py4j's) to stderr in the chosen format,
+    with the values resolved from config references masked (``config_providers.redaction``;
+    in the console format, a traceback is rendered after masking and is not masked)."""
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -37,6 +41,7 @@ def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info if log_format == "json" else _identity,
+            redact_secrets,
             renderer,
         ],
     )

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from connect_grpc.config_providers.specs import ProviderSpec, provider_specs
 from connect_grpc.connectors.config import (
     INT_MAX,
     LONG_MAX,
@@ -15,6 +16,7 @@ from connect_grpc.connectors.config import (
     parse_java_integer,
 )
 from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.security.config import SecurityConfig
 
 DEFAULT_LISTENER = "grpc://127.0.0.1:8083"
 MIB = 1024 * 1024
@@ -122,24 +124,51 @@ def _split_property(line: str) -> tuple[str, str]:
     return line.strip(), ""
 
 
-def parse_listener(listener: str) -> tuple[str, int]:
-    """``grpc://host:port`` → (host, port). Port 0 means "any free port"."""
-    scheme, sep, rest = listener.partition("://")
-    if not sep or scheme != "grpc":
-        raise InvalidArgumentError.for_field(
-            "listeners", f"expected grpc://host:port, got {listener!r}"
-        )
+def parse_listener(
+    listener: str, scheme: str = "grpc", property_name: str = "listeners"
+) -> tuple[str, int]:
+    """``grpc://host:port`` (or another ``scheme``) → (host, port). Port 0 means "any free
+    port". Errors name ``property_name``."""
+    expected = f"expected {scheme}://host:port, got {listener!r}"
+    given_scheme, sep, rest = listener.partition("://")
+    if not sep or given_scheme != scheme:
+        raise InvalidArgumentError.for_field(property_name, expected)
     host, colon, port_text = rest.rpartition(":")
     if not colon or not port_text.isascii() or not port_text.isdigit():
-        raise InvalidArgumentError.for_field(
-            "listeners", f"expected grpc://host:port, got {listener!r}"
-        )
+        raise InvalidArgumentError.for_field(property_name, expected)
     port = int(port_text)
     if port > MAX_PORT:
         raise InvalidArgumentError.for_field(
-            "listeners", f"the port must be in [0, {MAX_PORT}], got {listener!r}"
+            property_name, f"the port must be in [0, {MAX_PORT}], got {listener!r}"
         )
     return host.strip("[]") or "0.0.0.0", port
+
+
+def parse_grpc_listener(listener: str, property_name: str = "listeners") -> tuple[str, int, bool]:
+    """``grpc://host:port`` (plaintext) or ``grpcs://host:port`` (TLS) → (host, port, tls)."""
+    scheme = listener.partition("://")[0]
+    if scheme not in ("grpc", "grpcs"):
+        raise InvalidArgumentError.for_field(
+            property_name, f"expected grpc://host:port or grpcs://host:port, got {listener!r}"
+        )
+    host, port = parse_listener(listener, scheme, property_name)
+    return host, port, scheme == "grpcs"
+
+
+METRICS_LISTENER_PROPERTY = "metrics.listener"
+
+
+def metrics_listener(props: Mapping[str, str]) -> tuple[str, int] | None:
+    """``metrics.listener=http://host:port``: where the Prometheus endpoint listens; None
+    (no endpoint) when unset or blank."""
+    raw = java_trim(props.get(METRICS_LISTENER_PROPERTY, ""))
+    if not raw:
+        return None
+    if "," in raw:
+        raise InvalidArgumentError.for_field(
+            METRICS_LISTENER_PROPERTY, f"expected one http://host:port, got {raw!r}"
+        )
+    return parse_listener(raw, "http", METRICS_LISTENER_PROPERTY)
 
 
 #: ``task.batch.local.max.records`` by default: a small batch is moved in ≈ 1-10 ms by the
@@ -194,13 +223,21 @@ class WorkerConfig:
     #: ``test.plugins.enabled``: whether the instrumented plugins of ``connect_grpc.testing``
     #: are loadable and listed (tests set it; hidden from users by default).
     test_plugins_enabled: bool = False
+    #: ``metrics.listener``: (host, port) of the Prometheus endpoint; None: no endpoint.
+    metrics_listener: tuple[str, int] | None = None
+    #: ``config.providers`` and their settings: what ``${provider:path:key}`` references in
+    #: connector configs resolve with (``connect_grpc.config_providers``).
+    config_providers: tuple[ProviderSpec, ...] = ()
+    #: ``listeners=grpcs://…`` with ``listeners.https.ssl.*``, and ``auth.*``: the TLS
+    #: listener and who may call (``connect_grpc.security.config``).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> WorkerConfig:
         if not props.get("bootstrap.servers", "").strip():
             raise InvalidArgumentError.for_field("bootstrap.servers", "is required")
         listener = props.get("listeners", DEFAULT_LISTENER).split(",")[0].strip()
-        host, port = parse_listener(listener)
+        host, port, tls = parse_grpc_listener(listener)
         offset_file = props.get("offset.storage.file.filename")
         plugin_path = props.get("plugin.path", "")
         log_format = props.get("log.format", os.environ.get("CONNECT_LOG_FORMAT", "console"))
@@ -222,6 +259,9 @@ class WorkerConfig:
                 props, "task.batch.local.max.records", DEFAULT_LOCAL_BATCH_MAX_RECORDS, 0
             ),
             test_plugins_enabled=_bool_property(props, "test.plugins.enabled", False),
+            metrics_listener=metrics_listener(props),
+            config_providers=provider_specs(props),
+            security=SecurityConfig.from_properties(props, tls),
             task_hosting=_choice_property(
                 props,
                 "task.hosting",

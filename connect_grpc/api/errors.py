@@ -19,6 +19,8 @@ from connect_grpc.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
+    UnauthenticatedError,
     UnavailableError,
     UnimplementedError,
 )
@@ -34,6 +36,8 @@ _CODES: list[tuple[type[ConnectError], int]] = [
     (FailedPreconditionError, code_pb2.FAILED_PRECONDITION),
     (UnavailableError, code_pb2.UNAVAILABLE),
     (UnimplementedError, code_pb2.UNIMPLEMENTED),
+    (UnauthenticatedError, code_pb2.UNAUTHENTICATED),
+    (PermissionDeniedError, code_pb2.PERMISSION_DENIED),
     (ConnectError, code_pb2.INTERNAL),
 ]
 

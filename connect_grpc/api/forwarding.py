@@ -56,8 +56,17 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from connect_grpc import deadline
+from connect_grpc.api.caller import current_caller
 from connect_grpc.api.errors import abort
+from connect_grpc.api.tls import PeerCredentials
 from connect_grpc.errors import NotLeaderError, UnavailableError
+from connect_grpc.security.roles import NO_CREDENTIAL
+from connect_grpc.security.session_key import (
+    SESSION_KEY_UNKNOWN,
+    NoSessionKeyError,
+    RequestSigner,
+    SignedCall,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -97,36 +106,58 @@ class _Call:
 
 
 class ChannelPool:
-    """One long-lived channel per worker address, created on first use, closed once."""
+    """One long-lived channel per worker address, created on first use, closed once.
 
-    def __init__(self, options: Sequence[tuple[str, Any]] = CHANNEL_OPTIONS) -> None:
+    With ``credentials`` (a TLS listener) the channels use TLS; when the certificate files
+    change, the next call to an address gets a new channel (the old one is closed with the
+    pool, so that calls still on it finish).
+    """
+
+    def __init__(
+        self,
+        options: Sequence[tuple[str, Any]] = CHANNEL_OPTIONS,
+        credentials: PeerCredentials | None = None,
+    ) -> None:
         self._options = list(options)
-        self._channels: dict[str, grpc.Channel] = {}
+        self._credentials = credentials
+        self._channels: dict[str, tuple[int, grpc.Channel]] = {}
+        self._retired: list[grpc.Channel] = []
         self._callables: dict[tuple[str, _Call], grpc.UnaryUnaryMultiCallable[Any, Any]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
     def get(self, address: str) -> grpc.Channel | None:
         """The channel to ``address``; None once the pool is closed."""
+        version, credentials = (
+            (0, None) if self._credentials is None else self._credentials.current()
+        )
         with self._lock:
             if self._closed:
                 return None
-            channel = self._channels.get(address)
-            if channel is None:
-                channel = grpc.insecure_channel(address, options=self._options)
-                self._channels[address] = channel
+            known = self._channels.get(address)
+            if known is not None and known[0] == version:
+                return known[1]
+            if known is not None:
+                self._retired.append(known[1])
+                self._callables = {k: v for k, v in self._callables.items() if k[0] != address}
+            channel = (
+                grpc.insecure_channel(address, options=self._options)
+                if credentials is None
+                else grpc.secure_channel(address, credentials, options=self._options)
+            )
+            self._channels[address] = (version, channel)
             return channel
 
     def callable(self, address: str, call: _Call) -> grpc.UnaryUnaryMultiCallable[Any, Any] | None:
         """The multi-callable of ``call`` on the channel to ``address``, built once (building
         one per call costs about as much as a small call); None once the pool is closed."""
         key = (address, call)
-        stub = self._callables.get(key)
-        if stub is not None:
-            return stub
         channel = self.get(address)
         if channel is None:
             return None
+        stub = self._callables.get(key)
+        if stub is not None:
+            return stub
         stub = channel.unary_unary(
             call.method,
             request_serializer=call.serializer,
@@ -142,7 +173,8 @@ class ChannelPool:
         with self._lock:
             self._closed = True
             self._callables.clear()
-            channels, self._channels = list(self._channels.values()), {}
+            channels = [channel for _, channel in self._channels.values()] + self._retired
+            self._channels, self._retired = {}, []
         for channel in channels:
             channel.close()
 
@@ -204,16 +236,21 @@ class Forwarder:
         backoff: Backoff | None = None,
         channel_options: Sequence[tuple[str, Any]] = CHANNEL_OPTIONS,
         view: ConfigView | None = None,
+        signer: RequestSigner | None = None,
+        credentials: PeerCredentials | None = None,
     ) -> None:
         """``view`` (this worker's config topic view) makes the answer to a forwarded
-        write wait until this worker has read that write."""
+        write wait until this worker has read that write. ``signer`` signs each forwarded
+        call with the cluster's session key on behalf of the original caller (whom the
+        receiving worker then authorises); ``credentials``: TLS to the other workers."""
         self.view = view
         self._acknowledged = 0
         self._acknowledged_lock = threading.Lock()
         self._worker_id = worker_id
         self._leader_lookup = leader_lookup
         self._backoff = backoff or Backoff()
-        self._channels = ChannelPool(channel_options)
+        self._signer = signer
+        self._channels = ChannelPool(channel_options, credentials)
 
     def forward(
         self,
@@ -239,8 +276,10 @@ class Forwarder:
             LeaderUnavailableError: no leader took the call in time.
         """
         target = _Target(error.leader_id, error.leader_address) if error.leader_address else None
+        # serialized once: the bytes sent are the bytes signed
         response: M = self._forward(
-            method, request, _serialize, response_type.FromString, target, is_active
+            method, request.SerializeToString(), None, response_type.FromString, target,
+            is_active,
         )
         return response
 
@@ -321,9 +360,12 @@ class Forwarder:
         if stub is None:
             return None
         try:
-            response, answered = stub.with_call(
-                request, timeout=timeout, metadata=((FORWARDED_BY, self._worker_id),)
-            )
+            metadata = self._metadata(call.method, request)
+        except NoSessionKeyError:
+            log.info("forward_waiting_for_session_key", rpc=call.method)
+            return None
+        try:
+            response, answered = stub.with_call(request, timeout=timeout, metadata=metadata)
         except grpc.RpcError as exc:
             status = _status_of(exc)
             if _retryable(status):
@@ -338,6 +380,18 @@ class Forwarder:
             raise LeaderAnswered(status) from None
         self._note_acknowledged(_config_position(answered))
         return response
+
+    def _metadata(self, method: str, body: bytes) -> tuple[tuple[str, str | bytes], ...]:
+        """The forwarded mark, signed for the credential of the caller being served (none
+        known: no credential, which a worker that authenticates its callers refuses).
+        Raises NoSessionKeyError before this worker has read the cluster's session key."""
+        marked: tuple[tuple[str, str | bytes], ...] = ((FORWARDED_BY, self._worker_id),)
+        if self._signer is None:
+            return marked
+        caller = current_caller()
+        credential = caller.credential if caller is not None else NO_CREDENTIAL
+        signed = SignedCall(method, body, self._worker_id, credential)
+        return marked + self._signer.metadata(signed)
 
     def _note_acknowledged(self, position: int | None) -> None:
         """Remembers how far the view must have got before this worker answers a read."""
@@ -382,10 +436,6 @@ def _config_position(answered: grpc.Call) -> int | None:
     return None
 
 
-def _serialize(message: Message) -> bytes:
-    return message.SerializeToString()
-
-
 def _status_of(exc: grpc.RpcError) -> grpc.Status:
     """The status the target answered: its rich status (code, message, details) when it
     sent one, else the bare code and message (a connection failure, a deadline)."""
@@ -415,10 +465,13 @@ def _reason(status: grpc.Status) -> str | None:
 
 def _retryable(status: grpc.Status) -> bool:
     """True for "try the leader again": the target is not the leader (one hop ended
-    there), or it could not be reached (UNAVAILABLE from the transport, no details)."""
+    there), it could not be reached (UNAVAILABLE from the transport, no details), or it
+    has not read the session key this worker signed with (or this worker the new one)."""
+    reason = _reason(status)
+    if status.code == grpc.StatusCode.UNAUTHENTICATED:
+        return reason == SESSION_KEY_UNKNOWN
     if status.code != grpc.StatusCode.UNAVAILABLE:
         return False
-    reason = _reason(status)
     return reason is None or reason == NotLeaderError.reason
 
 

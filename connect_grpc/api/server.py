@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
@@ -10,14 +12,20 @@ import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry
 
+from connect_grpc.api.auth import build_interceptor
 from connect_grpc.api.cluster_service import SERVICE_NAME as CLUSTER_SERVICE_NAME
 from connect_grpc.api.cluster_service import ClusterServicer, TaskConfigSink
 from connect_grpc.api.forwarding import Forwarder, LeaderWritesRelay
 from connect_grpc.api.health import HealthReporter
 from connect_grpc.api.idempotency import RequestLog
+from connect_grpc.api.metrics import ServerMetricsInterceptor
 from connect_grpc.api.servicer import ConnectServicer
+from connect_grpc.api.tls import server_credentials
 from connect_grpc.herder.base import Herder
+from connect_grpc.security.config import SecurityConfig
+from connect_grpc.security.session_key import RequestVerifier
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from connect_grpc.worker_config import Limits
@@ -42,20 +50,31 @@ class ApiServer:
         cluster: TaskConfigSink | None = None,
         request_log: RequestLog | None = None,
         leads: Callable[[], bool] | None = None,
+        metrics: CollectorRegistry | None = None,
+        security: SecurityConfig | None = None,
+        verifier: RequestVerifier | None = None,
     ) -> None:
         """Distributed mode passes ``forwarder`` (writes a follower receives go to the
         leader), ``cluster`` (the herder, serving the workers' ClusterService), a
         ``request_log`` whose answers live in the config topic, and ``leads`` (whether this
-        worker leads now: while it does not, the leader's writes are relayed unparsed)."""
+        worker leads now: while it does not, the leader's writes are relayed unparsed).
+        With ``metrics``, every call is counted and timed in that registry.
+
+        ``security`` is the listener's TLS and who may call (none: plaintext, everyone);
+        ``verifier`` checks the session-key signature of calls from other workers
+        (distributed mode; without it, a call that claims to be forwarded is refused).
+        Every call goes through the auth interceptor before the relay and the servicers."""
         limits = limits or Limits()
-        relay: list[grpc.ServerInterceptor[Any, Any]] = (
-            [LeaderWritesRelay(forwarder, leads)]
-            if forwarder is not None and leads is not None
-            else []
-        )
+        security = security or SecurityConfig()
+        interceptors: list[grpc.ServerInterceptor[Any, Any]] = []
+        if metrics is not None:
+            interceptors.append(ServerMetricsInterceptor(metrics))
+        interceptors.append(build_interceptor(security, verifier))
+        if forwarder is not None and leads is not None:
+            interceptors.append(LeaderWritesRelay(forwarder, leads))
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-            interceptors=relay,
+            interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", limits.grpc_receive_bytes),
                 ("grpc.max_send_message_length", limits.grpc_send_bytes),
@@ -78,8 +97,13 @@ class ApiServer:
         reflection.enable_server_reflection(
             (*services, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
+        self.tls = security.tls is not None
         try:
-            self.port = self._server.add_insecure_port(f"{host}:{port}")
+            self.port = (
+                self._server.add_secure_port(f"{host}:{port}", server_credentials(security.tls))
+                if security.tls is not None
+                else self._server.add_insecure_port(f"{host}:{port}")
+            )
         except RuntimeError:  # grpcio raises it when the address cannot be bound
             self.port = 0
         if self.port == 0:
@@ -89,7 +113,8 @@ class ApiServer:
     def start(self) -> None:
         self._server.start()
         self._health_reporter.start()
-        log.info("grpc_server_started", host=self.host, port=self.port)
+        log.info("grpc_server_started", host=self.host, port=self.port, tls=self.tls)
+        warn_if_exposed(self.host, self.port, tls=self.tls)
 
     def stop(self, grace_seconds: float = 5.0) -> None:
         self._health_reporter.stop()
@@ -99,3 +124,39 @@ class ApiServer:
 
     def wait(self) -> None:
         self._server.wait_for_termination()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) is only reachable from this machine: every
+    address it resolves to is a loopback one. The wildcard (``0.0.0.0``, ``::``, empty)
+    is not."""
+    if not host:
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return bool(addresses) and all(
+        ipaddress.ip_address(str(address).split("%", 1)[0]).is_loopback
+        for address in addresses
+    )
+
+
+def warn_if_exposed(host: str, port: int, tls: bool) -> bool:
+    """Logs ``grpc_listener_exposed_without_tls`` (a warning) when the listener binds a
+    non-loopback address without TLS; returns whether it did."""
+    if tls or is_loopback(host):
+        return False
+    log.warning(
+        "grpc_listener_exposed_without_tls",
+        host=host,
+        port=port,
+        hint="anyone who can reach this address can manage connectors: bind 127.0.0.1 "
+        "(listeners=grpc://127.0.0.1:PORT) or put the worker behind a TLS-terminating "
+        "proxy on a trusted network",
+    )
+    return True

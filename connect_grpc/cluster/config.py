@@ -23,9 +23,10 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from connect_grpc.connectors.config import INT_MAX, java_trim, topic_name_error
+from connect_grpc.connectors.config import INT_MAX, LONG_MAX, java_trim, topic_name_error
 from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.worker_config import DEFAULT_LISTENER, int_property, parse_listener
+from connect_grpc.security.session_key import DEFAULT_TTL_MS as DEFAULT_KEY_TTL_MS
+from connect_grpc.worker_config import DEFAULT_LISTENER, int_property, parse_grpc_listener
 
 GROUP_ID = "group.id"
 CONFIG_TOPIC = "config.storage.topic"
@@ -42,6 +43,8 @@ HEARTBEAT_INTERVAL = "heartbeat.interval.ms"
 REBALANCE_TIMEOUT = "rebalance.timeout.ms"
 ADVERTISED_LISTENER = "advertised.listener"
 LISTENERS = "listeners"
+#: Kafka Connect's (KIP-507): how long the leader uses one session key before the next.
+KEY_TTL = "inter.worker.key.ttl.ms"
 
 #: Suffix of the default ``leader.election.topic``: ``<config.storage.topic>-leader``.
 LEADER_TOPIC_SUFFIX = "-leader"
@@ -88,6 +91,8 @@ class DistributedConfig:
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
     rebalance_timeout_ms: int = DEFAULT_REBALANCE_TIMEOUT_MS
+    #: ``inter.worker.key.ttl.ms``: the leader writes a new session key this often.
+    key_ttl_ms: int = DEFAULT_KEY_TTL_MS
 
     @property
     def advertised_address(self) -> str:
@@ -127,6 +132,7 @@ class DistributedConfig:
             rebalance_timeout_ms=int_property(
                 props, REBALANCE_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT_MS, 1
             ),
+            key_ttl_ms=int_property(props, KEY_TTL, DEFAULT_KEY_TTL_MS, 1000, LONG_MAX),
         )
 
 
@@ -219,7 +225,7 @@ def _advertised(props: Mapping[str, str]) -> tuple[str, int]:
     if raw:
         return _explicit_advertised(raw)
     listener = props.get(LISTENERS, DEFAULT_LISTENER).split(",")[0].strip()
-    host, port = parse_listener(listener)
+    host, port, _ = parse_grpc_listener(listener)
     if _is_wildcard(host):
         raise InvalidArgumentError.for_field(
             ADVERTISED_LISTENER,
@@ -236,10 +242,13 @@ def _advertised(props: Mapping[str, str]) -> tuple[str, int]:
 
 
 def _explicit_advertised(raw: str) -> tuple[str, int]:
-    expected = f"expected host:port or grpc://host:port with a port in [1, 65535], got {raw!r}"
+    expected = (
+        f"expected host:port, grpc://host:port or grpcs://host:port with a port in "
+        f"[1, 65535], got {raw!r}"
+    )
     listener = raw if "://" in raw else f"grpc://{raw}"
     try:
-        host, port = parse_listener(listener)
+        host, port, _ = parse_grpc_listener(listener)
     except InvalidArgumentError:
         raise InvalidArgumentError.for_field(ADVERTISED_LISTENER, expected) from None
     if port == 0:

@@ -2,14 +2,17 @@
 
 A connector class is found by any of these names, like Kafka Connect's plugin aliases:
 
-* its fully qualified Python path, ``pkg.mod.Class`` or ``pkg.mod:Class`` — any importable
-  Connector subclass, including ones in the ``plugin.path`` directories;
-* for the known plugins (the built-ins and the entry points of the group
-  ``connect_grpc.connectors``): the simple class name (``FileStreamSourceConnector``), the
-  simple name without its ``Connector`` suffix (``FileStreamSource``) and the entry point's
-  name;
+* its fully qualified Python path, ``pkg.mod.Class`` or ``pkg.mod:Class``;
+* for the known plugins (the built-ins, the entry points of the group
+  ``connect_grpc.connectors`` and the classes an embedding program registers): the simple
+  class name (``FileStreamSourceConnector``), the simple name without its ``Connector``
+  suffix (``FileStreamSource``) and the entry point's name;
 * Kafka Connect's class names of the FileStream connectors
   (``org.apache.kafka.connect.file.FileStreamSourceConnector``, ``…FileStreamSinkConnector``).
+
+Only two kinds of class are loaded: a known plugin, and a class whose module lives under a
+``plugin.path`` directory. Any other name is refused before anything is imported, so a
+connector config cannot make the worker import an arbitrary module.
 
 An alias claimed by two different classes is ambiguous and dropped (a warning is logged);
 the full names still work. ``plugin.path`` directories are appended to ``sys.path``, so the
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -81,6 +86,14 @@ def _simple_aliases(full_name: str) -> set[str]:
     return aliases
 
 
+def _defining_file(cls: type) -> str:
+    """The file of the module defining ``cls``; empty for a class without one."""
+    try:
+        return inspect.getfile(cls)
+    except TypeError:
+        return ""
+
+
 class _ImportFailedError(Exception):
     """A dotted path could not be imported; the message says why."""
 
@@ -129,15 +142,27 @@ class Plugins:
     Args:
         plugin_path: directories appended to ``sys.path`` (the worker's ``plugin.path``).
         include_testing: also know the test plugins (the worker's ``test.plugins.enabled``).
+        registered: connector classes the embedding program registers (known like entry
+            points, wherever their module lives).
     """
 
-    def __init__(self, plugin_path: Sequence[Path] = (), include_testing: bool = False) -> None:
+    def __init__(
+        self,
+        plugin_path: Sequence[Path] = (),
+        include_testing: bool = False,
+        registered: Sequence[type[Connector]] = (),
+    ) -> None:
         self._plugin_path = tuple(plugin_path)
+        self._plugin_dirs = tuple(
+            Path(os.path.realpath(directory.expanduser())) for directory in self._plugin_path
+        )
         self._builtins = BUILTIN_CONNECTORS + (TESTING_CONNECTORS if include_testing else ())
         self._add_to_sys_path(self._plugin_path)
         self._known: dict[str, set[str]] = {}
         self._aliases: dict[str, str] = {}
-        self._classes: dict[str, type[Connector]] = {}
+        self._classes: dict[str, type[Connector]] = {
+            _class_name(cls): cls for cls in registered
+        }
         self._register_known()
 
     @staticmethod
@@ -153,7 +178,7 @@ class Plugins:
             importlib.invalidate_caches()
 
     def _register_known(self) -> None:
-        for full_name in self._builtins:
+        for full_name in (*self._builtins, *self._classes):
             self._known.setdefault(full_name, set()).update(_simple_aliases(full_name))
         for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             full_name = f"{entry_point.module}.{entry_point.attr}"
@@ -205,6 +230,9 @@ class Plugins:
     def _load(self, name: str, path: str) -> type[Connector]:
         if not path or ("." not in path and ":" not in path):
             raise self._not_found(name, "not a known alias nor a fully qualified class name")
+        known = path in self._known
+        if not known:
+            self._check_module_in_plugin_path(name, path)
         try:
             target = import_object(path)
         except _ImportFailedError as exc:
@@ -213,7 +241,44 @@ class Plugins:
             raise self._not_found(name, f"{path} is not a subclass of {_class_name(Connector)}")
         if inspect.isabstract(target):
             raise self._not_found(name, f"{path} is abstract")
+        if not known and not self._in_plugin_path(_defining_file(target)):
+            raise self._not_allowed(
+                name, f"{_class_name(target)} is defined outside plugin.path"
+            )
         return target
+
+    def _check_module_in_plugin_path(self, name: str, path: str) -> None:
+        """Refuses, before importing anything, a class that is not a known plugin and whose
+        top-level package or module is not found under a ``plugin.path`` directory."""
+        if not self._plugin_dirs:
+            raise self._not_allowed(name, "it is not a registered plugin")
+        top_level = path.replace(":", ".").split(".", 1)[0]
+        try:
+            spec = importlib.util.find_spec(top_level)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            raise self._not_found(name, f"no module named {top_level!r}")
+        locations = list(spec.submodule_search_locations or ()) or [spec.origin or ""]
+        if not all(self._in_plugin_path(location) for location in locations):
+            raise self._not_allowed(name, f"module {top_level} is not under plugin.path")
+
+    def _in_plugin_path(self, location: str) -> bool:
+        if not location:
+            return False
+        real = Path(os.path.realpath(location))
+        return any(real == d or d in real.parents for d in self._plugin_dirs)
+
+    def _not_allowed(self, name: str, cause: str) -> NotFoundError:
+        directories = ", ".join(str(d) for d in self._plugin_path) or "none: it is not set"
+        available = ", ".join(sorted(self._known))
+        return NotFoundError(
+            f"Connector class {name.strip()!r} is not allowed ({cause}). A connector class "
+            f"must be a registered plugin (a built-in or an entry point of the group "
+            f"{ENTRY_POINT_GROUP}, by its class name or an alias) or a class whose module "
+            f"lives under a plugin.path directory (plugin.path: {directories}); available "
+            f"connectors are: {available}"
+        )
 
     def _not_found(self, name: str, cause: str) -> NotFoundError:
         available = ", ".join(sorted(self._known))

@@ -47,6 +47,7 @@ from connect_grpc.cluster.records import (
 )
 from connect_grpc.cluster.topics import ensure_internal_topics
 from connect_grpc.cluster.zombie_fencing import fence_producers
+from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import (
     ClusterInfo,
@@ -84,17 +85,20 @@ from connect_grpc.herder.ticker import run_ticks
 from connect_grpc.herder.validation import (
     ConfigValidator,
 )
+from connect_grpc.metrics.worker_metrics import RebalanceState, WorkerMetrics
 from connect_grpc.runtime.transactions import (
     ExactlyOnceSource,
     connector_transactional_id,
     task_transactional_id,
 )
 from connect_grpc.runtime.worker import Worker
+from connect_grpc.security.session_key import KeyRing, SessionKey
 from connect_grpc.storage.base import OffsetEntry
 from connect_grpc.storage.connector_offsets import ConnectorOffsetStores, put_fallback
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.kafka_admin import IsolatedAdmin
 from connect_grpc.storage.kafka_config import (
+    SESSION_KEY_KEY,
     ConfigSnapshot,
     KafkaConfigStore,
     RawRecord,
@@ -102,6 +106,7 @@ from connect_grpc.storage.kafka_config import (
     extension_record,
     removal_records,
     restart_records,
+    session_key_record,
     target_state_records,
     task_config_records,
     task_count_records,
@@ -142,6 +147,11 @@ def client_config(config: WorkerConfig) -> dict[str, str]:
     return {"bootstrap.servers": config.bootstrap_servers, **config.prefixed("admin.")}
 
 
+def _now_ms() -> int:
+    """Wall-clock time in ms: session keys are compared across workers' clocks."""
+    return int(time.time() * 1000)
+
+
 class DistributedHerder(HerderCommon):
     """The Herder of a worker in distributed mode (``connect-grpc distributed``)."""
 
@@ -154,7 +164,9 @@ class DistributedHerder(HerderCommon):
         task_config_sender: TaskConfigSender | None = None,
         fencing_requester: FencingRequester | None = None,
         runtime_factory: Callable[[StatusBoard, KafkaOffsetStore], WorkerRuntime] | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
+        """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``)."""
         self._config = config
         self._cluster = cluster
         self._plugins = plugins
@@ -179,8 +191,9 @@ class DistributedHerder(HerderCommon):
             cluster.offset_partitions,
             cluster.offset_replication_factor,
         )
+        transformer = ConfigTransformer.from_specs(config.config_providers)
         self._validator = ConfigValidator(
-            plugins, config.limits.tasks_max, config.exactly_once_source
+            plugins, config.limits.tasks_max, config.exactly_once_source, transformer
         )
         self._connector_offsets = ConnectorOffsetStores(self._offsets, self._open_offsets)
         self._offset_manager = OffsetManager(
@@ -188,6 +201,7 @@ class DistributedHerder(HerderCommon):
             self._connector_offsets.for_config,
             ConsumerGroupOffsets(self._client),
             self._write_offsets_exactly_once if config.exactly_once_source_enabled else None,
+            transformer,
         )
         self._board = StatusBoard(self._id, self._statuses)
         self._board.set_reconfiguration_handler(self._on_reconfiguration_requested)
@@ -201,6 +215,8 @@ class DistributedHerder(HerderCommon):
                 self._board,
                 exactly_once=self._exactly_once(),
                 offsets_for=self._connector_offsets.for_config,
+                metrics=metrics,
+                transformer=transformer,
             )
         )
         self._election = LeaderElection(
@@ -241,6 +257,7 @@ class DistributedHerder(HerderCommon):
             stopping=self._stopping,
         )
         self._next_expiry = 0.0
+        self._session_keys = KeyRing()
         self._kafka_cluster_id = ""
         #: The generation the leader waits for workers to confirm, and since when.
         self._awaited: tuple[int, float] = (-1, 0.0)
@@ -388,10 +405,37 @@ class DistributedHerder(HerderCommon):
             worker_id=self._id,
         )
 
+    def rebalance_state(self) -> RebalanceState:
+        """This worker's view of the group, for its rebalance metrics."""
+        leader = self.leader_address()
+        return RebalanceState(
+            generation=self._reconciler.applied_generation,
+            leader_id=leader[0] if leader else "",
+            is_leader=self.leads(),
+            completed_rebalances=self._reconciler.completed_rebalances,
+        )
+
     def leader_address(self) -> tuple[str, str] | None:
         """(id, address) of the leader as the config topic names it; None before any."""
         leader = LeaderRecord.from_json(self._snapshot().extensions.get(LEADER_KEY))
         return (leader.worker_id, leader.address) if leader else None
+
+    def session_key(self) -> SessionKey | None:
+        """The cluster's current inter-worker session key (KIP-507) as this worker read
+        it; None before the first leader wrote one. Signs this worker's calls to others."""
+        self._observe_session_key()
+        return self._session_keys.current()
+
+    def session_keys(self) -> tuple[SessionKey, ...]:
+        """The session keys a call from another worker may be signed with: the current
+        one and the one it replaced."""
+        self._observe_session_key()
+        return self._session_keys.known()
+
+    def _observe_session_key(self) -> None:
+        self._session_keys.observe(
+            SessionKey.from_json(self._snapshot().extensions.get(SESSION_KEY_KEY))
+        )
 
     def config_position(self) -> int:
         """How far this worker has read the config topic (for read-your-writes elsewhere)."""
@@ -642,6 +686,7 @@ class DistributedHerder(HerderCommon):
     def _lead(self) -> None:
         with deadline.scope(LEADER_CALL_TIMEOUT_S):
             writer = self._take_office()
+            self._rotate_session_key(writer)
             self._publish_assignment(writer)
             if time.monotonic() >= self._next_expiry:
                 self._next_expiry = time.monotonic() + ANSWER_EXPIRY_INTERVAL_S
@@ -669,8 +714,13 @@ class DistributedHerder(HerderCommon):
             previous = LeaderRecord.from_json(self._snapshot().extensions.get(LEADER_KEY))
             term = (previous.term if previous else 0) + 1
             record = LeaderRecord(self._id, self._cluster.advertised_address, term)
+            # with a fresh session key in the same transaction: a worker that knows this
+            # leader knows the key to sign the calls it forwards to it
             written = writer.send_all(
-                [extension_record(LEADER_KEY, record.to_json())],
+                [
+                    extension_record(LEADER_KEY, record.to_json()),
+                    session_key_record(SessionKey.generate(_now_ms()).to_json()),
+                ],
                 deadline.remaining(LEADER_CALL_TIMEOUT_S),
             )
             self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
@@ -681,6 +731,17 @@ class DistributedHerder(HerderCommon):
             self._writer = writer
         self._log.info("leader_in_office", term=term)
         return writer
+
+    def _rotate_session_key(self, writer: FencedWriter) -> None:
+        """Writes a new session key once the current one is ``inter.worker.key.ttl.ms``
+        old (the previous one stays valid for calls signed before workers read it)."""
+        now_ms = _now_ms()
+        current = self.session_key()
+        if current is not None and not current.expired(now_ms, self._cluster.key_ttl_ms):
+            return
+        key = SessionKey.generate(now_ms)
+        self._write(writer, [session_key_record(key.to_json())], wake_leader=False)
+        self._log.info("session_key_rotated", created_ms=key.created_ms)
 
     def _close_writer(self) -> None:
         with self._writer_lock:
@@ -911,6 +972,8 @@ class DistributedHerder(HerderCommon):
         worker that joins later does not replay old ones) and wake both threads."""
         if kind == "restart" and restart is not None and self._listening:
             self._reconciler.queue_restart(restart)
+        if kind == "extension" and connector == SESSION_KEY_KEY:
+            self._observe_session_key()
         self._reconciler.wake()
         self._leader_wake.set()
 

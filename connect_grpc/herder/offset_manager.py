@@ -3,7 +3,9 @@
 Source offsets live in the OffsetStore; sink offsets are the committed offsets of the
 connector's consumer group. Every change is validated, then vetted by the plugin's
 ``alter_offsets`` hook, and only then written: a rejected request changes nothing.
-The caller (the herder) checks that the connector is STOPPED.
+The caller (the herder) checks that the connector is STOPPED and passes the stored config;
+its config provider references are resolved before the plugin's hook sees it, as the
+worker resolves them for the connector's tasks (reading offsets resolves nothing).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.api import (
     AlterOffsetsUnsupportedError,
     Connector,
@@ -57,10 +60,13 @@ class OffsetManager:
         stores: OffsetStoreFor,
         groups: ConsumerGroupOffsets,
         write_source_offsets: SourceOffsetWriter | None = None,
+        transformer: ConfigTransformer | None = None,
     ) -> None:
         """``write_source_offsets`` writes a change of source offsets (default: the
         connector's store's ``put``; with exactly-once source support, a fenced
-        transactional write)."""
+        transactional write). ``transformer`` resolves the config's references (a
+        reference that does not resolve is a ConfigReferenceError)."""
+        self._transformer = transformer or ConfigTransformer()
         self._plugins = plugins
         self._stores = stores
         self._groups = groups
@@ -80,6 +86,7 @@ class OffsetManager:
         self, name: str, config: Mapping[str, str], offsets: Sequence[ConnectorOffset]
     ) -> str:
         rules.require_offsets(offsets)
+        config = self._transformer.resolve(config)
         connector = self._plugins.new_connector(config["connector.class"])
         change = self._parse(connector, offsets, "offsets")
         self._check_topics(change, offsets, "offsets")
@@ -89,6 +96,7 @@ class OffsetManager:
         return rules.success_message("altered", applied)
 
     def reset(self, name: str, config: Mapping[str, str]) -> str:
+        config = self._transformer.resolve(config)
         connector = self._plugins.new_connector(config["connector.class"])
         if isinstance(connector, SinkConnector):
             group = sink_group_id(name, config)
@@ -110,6 +118,7 @@ class OffsetManager:
         step = "validate initial offsets"
         try:
             rules.require_offsets(offsets, "initial_offsets.offsets")
+            config = self._transformer.resolve(config)
             connector = self._plugins.new_connector(config["connector.class"])
             change = self._parse(connector, offsets, "initial_offsets.offsets")
             self._check_topics(change, offsets, "initial_offsets.offsets")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from connect_grpc import __version__
+from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import (
     ClusterInfo,
@@ -62,6 +63,7 @@ from connect_grpc.herder.validation import (
     ConfigValidator,
     tasks_max,
 )
+from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
@@ -99,11 +101,16 @@ class StandaloneHerder(HerderCommon):
         plugins: Plugins,
         offset_store: OffsetStore,
         runtime_factory: Callable[[StatusBoard], WorkerRuntime] | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
+        """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``)."""
         self._config = config
         self._plugins = plugins
         self._offsets = offset_store
-        self._validator = ConfigValidator(plugins, config.limits.tasks_max)
+        transformer = ConfigTransformer.from_specs(config.config_providers)
+        self._validator = ConfigValidator(
+            plugins, config.limits.tasks_max, transformer=transformer
+        )
         # a connector's offsets.storage.topic has no effect in standalone mode (as in
         # Kafka Connect): every connector's offsets are in the worker's file
         self._offset_manager = OffsetManager(
@@ -112,13 +119,17 @@ class StandaloneHerder(HerderCommon):
             ConsumerGroupOffsets(
                 {"bootstrap.servers": config.bootstrap_servers, **config.prefixed("admin.")}
             ),
+            transformer=transformer,
         )
         self._board = StatusBoard(config.worker_id)
         self._board.set_reconfiguration_handler(self._request_reconfiguration)
         self._worker: WorkerRuntime = (
             runtime_factory(self._board)
             if runtime_factory
-            else Worker(config, plugins, offset_store, self._board)
+            else Worker(
+                config, plugins, offset_store, self._board, metrics=metrics,
+                transformer=transformer,
+            )
         )
         self._lock = threading.RLock()
         self._connector_locks = ConnectorLocks()

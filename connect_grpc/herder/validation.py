@@ -3,9 +3,12 @@ and the merge of the framework's and the plugin's validation into ConfigInfos.""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping
 
+from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
+from connect_grpc.config_providers.transformer import ConfigTransformer, has_references
 from connect_grpc.connectors.api import (
     Connector,
     ConnectorTransactionBoundaries,
@@ -186,25 +189,52 @@ def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     return {}
 
 
+#: Keys the control plane itself reads from the stored config (to name, find, size and
+#: place a connector, and to find a sink's consumer group for its offsets): config
+#: provider references are not allowed in them.
+LITERAL_KEYS = (
+    "name", CONNECTOR_CLASS, TASKS_MAX, OFFSETS_STORAGE_TOPIC, "consumer.override.group.id"
+)
+
+
+def _literal_key_error(key: str) -> str:
+    return (
+        f"{key} must be a literal value: config provider references (${{provider:path:key}}) "
+        "are resolved only in the values handed to the connector and its Kafka clients"
+    )
+
+
 class ConfigValidator:
     """Validates connector configs the way Kafka Connect's AbstractHerder (and, for a
-    source's exactly-once settings, its DistributedHerder) does."""
+    source's exactly-once settings, its DistributedHerder) does.
+
+    Config provider references are resolved first (``transformer``) and the plugin checks
+    the resolved values, as in Kafka Connect; a reference that does not resolve is an error
+    of its key. The ConfigInfos show the raw values (references, not what they resolved
+    to), PASSWORD values as ``[hidden]``, and no resolved value in a message.
+    """
 
     def __init__(
         self,
         plugins: Plugins,
         max_tasks: int,
         exactly_once_source: str = EXACTLY_ONCE_SOURCE_DISABLED,
+        transformer: ConfigTransformer | None = None,
     ) -> None:
         self._plugins = plugins
         self._max_tasks = max_tasks
         self._exactly_once_source = exactly_once_source
+        self._transformer = transformer or ConfigTransformer()
 
     def plugin_for(self, config: Mapping[str, str], plugin: str | None = None) -> Connector:
         class_name = (plugin or config.get(CONNECTOR_CLASS) or "").strip()
         if not class_name:
             raise InvalidArgumentError.for_field(
                 f"config.{CONNECTOR_CLASS}", "connector config contains no connector type"
+            )
+        if has_references(class_name):
+            raise InvalidArgumentError.for_field(
+                f"config.{CONNECTOR_CLASS}", _literal_key_error(CONNECTOR_CLASS)
             )
         try:
             return self._plugins.new_connector(class_name)
@@ -215,26 +245,44 @@ class ConfigValidator:
 
     def validate(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
         connector = self.plugin_for(config, plugin)
-        framework_def = COMMON_CONFIG
+        resolution = self._transformer.resolve_all(config)
+        errors = self._resolved_errors(connector, resolution.config)
+        for key, problems in resolution.problems.items():
+            errors[key] = problems  # its other errors would be about the unresolved text
+        for key in LITERAL_KEYS:
+            if has_references(config.get(key)):
+                errors[key] = [_literal_key_error(key)]
+        connector_class = type(connector)
+        return _config_infos(
+            f"{connector_class.__module__}.{connector_class.__qualname__}",
+            self._config_def(connector),
+            config,
+            _without_resolved_values(errors, config, resolution.config),
+        )
+
+    @staticmethod
+    def _config_def(connector: Connector) -> ConfigDef:
+        if isinstance(connector, SinkConnector):
+            return COMMON_CONFIG.merged(SINK_CONFIG).merged(connector.config_def())
+        if isinstance(connector, SourceConnector):
+            return COMMON_CONFIG.merged(SOURCE_CONFIG).merged(connector.config_def())
+        return COMMON_CONFIG.merged(connector.config_def())
+
+    def _resolved_errors(
+        self, connector: Connector, config: Mapping[str, str]
+    ) -> dict[str, list[str]]:
+        """Every key's errors, the framework's and the plugin's, of a resolved config."""
         errors = COMMON_CONFIG.validate(config)
         errors[TASKS_MAX].extend(self._tasks_limit_errors(config, errors[TASKS_MAX]))
         if isinstance(connector, SinkConnector):
-            framework_def = COMMON_CONFIG.merged(SINK_CONFIG)
             errors.update(SINK_CONFIG.validate(config))
             errors.update(_sink_topic_errors(config))
         elif isinstance(connector, SourceConnector):
-            framework_def = COMMON_CONFIG.merged(SOURCE_CONFIG)
             errors.update(SOURCE_CONFIG.validate(config))
             self._exactly_once_errors(connector, config, errors)
         for key, key_errors in connector.validate(config).items():
             errors[key] = [*errors.get(key, []), *key_errors]
-        connector_class = type(connector)
-        return _config_infos(
-            f"{connector_class.__module__}.{connector_class.__qualname__}",
-            framework_def.merged(connector.config_def()),
-            config,
-            errors,
-        )
+        return errors
 
     def _exactly_once_errors(
         self, connector: SourceConnector, config: Mapping[str, str], errors: dict[str, list[str]]
@@ -328,6 +376,33 @@ def _unexpected(exc: Exception) -> str:
     )
 
 
+def _without_resolved_values(
+    errors: Mapping[str, list[str]], raw: Mapping[str, str], resolved: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """The messages with no value a reference resolved to: in a key's own messages its
+    resolved value, where it stands as a word, becomes its raw value (the reference), and
+    registered secrets are masked in every message (a plugin's message may quote another
+    key's value)."""
+    cleaned: dict[str, list[str]] = {}
+    for key, messages in errors.items():
+        raw_value, value = raw.get(key), resolved.get(key)
+        if raw_value is not None and value and value != raw_value:
+            quoted = re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])")
+            template = raw_value.replace("\\", "\\\\")  # a literal replacement
+            messages = [quoted.sub(template, message) for message in messages]
+        cleaned[key] = [SECRETS.redact(message) for message in messages]
+    return cleaned
+
+
+def _shown_value(key: ConfigKey, config: Mapping[str, str]) -> str | None:
+    """What ValidateConfig shows of a defined key's value: a PASSWORD as ``[hidden]``, as
+    Kafka Connect does, and anything else raw (references unresolved)."""
+    raw = config.get(key.name)
+    if raw is not None and key.type is ConfigType.PASSWORD:
+        return HIDDEN
+    return raw
+
+
 def _config_infos(
     plugin_name: str,
     config_def: ConfigDef,
@@ -336,7 +411,9 @@ def _config_infos(
 ) -> ConfigInfos:
     infos: list[ConfigInfo] = []
     for key in config_def.keys.values():
-        value = ConfigValueInfo(key.name, config.get(key.name), tuple(errors.get(key.name, ())))
+        value = ConfigValueInfo(
+            key.name, _shown_value(key, config), tuple(errors.get(key.name, ()))
+        )
         infos.append(ConfigInfo(definition=key.describe(), value=value))
     for name, undefined_key_errors in errors.items():
         if name not in config_def.keys and undefined_key_errors:

@@ -55,10 +55,15 @@ class ConnectorInstance:
         config: Mapping[str, str],
         worker_id: str,
         listener: StatusListener,
+        *,
+        raw_config: Mapping[str, str] | None = None,
     ) -> None:
+        """``config`` is what the plugin starts with (references resolved); ``raw_config``
+        the stored config it came from (by default ``config``)."""
         self.name = name
         self.plugin = plugin
         self.config = dict(config)
+        self.raw_config = dict(config if raw_config is None else raw_config)
         self.log = log.bind(connector=name, worker_id=worker_id)
         self._worker_id = worker_id
         self.listener = listener

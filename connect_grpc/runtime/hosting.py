@@ -9,7 +9,11 @@ unpickled. Each batch is then one round trip, not one Spark job, and the records
 travel through the driver or the Spark JVM; two hosted tasks run in two interpreters.
 
 Messages (tuples): the host first says where it runs, ``("host", hostname, pid)``; the
-driver sends ``("call", name, args)`` and, from any thread,
+driver answers ``("mask", values)`` (the values resolved from config references that the
+host's logs must mask, see ``config_providers.redaction``; sent again before a plugin
+starts) and ``("build", args)`` (the host factory's arguments: the task's client configs
+travel over this connection, never in the Spark job's closure); then it sends
+``("call", name, args)`` and, from any thread,
 ``("interrupt",)`` (the task is stopping: the host gives up its current wait); the host
 answers a call with ``("ok", value)`` or ``("error", trace, retriable)``, and may first
 ask the driver something with ``("ask", name, args)`` (a source's offset reader), which the
@@ -27,13 +31,14 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Protocol
 
 import structlog
 
+from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.connectors.api import RetriableError, SinkRecord, SinkTask, Task
 from connect_grpc.connectors.plugins import import_object
 from connect_grpc.domain import TaskId
@@ -91,9 +96,9 @@ class HostSpec:
     """What the Spark task needs to build the host (pickled into the job's closure)."""
 
     task_id: TaskId
-    #: ``module:qualname`` of the factory building the host: ``factory(session, args)``.
+    #: ``module:qualname`` of the factory building the host: ``factory(session, *args)``,
+    #: the args sent over the connection (``("build", args)``).
     factory: str
-    args: tuple[Any, ...]
     #: Directories the driver imports plugins from (``plugin.path``), for the executor.
     sys_path: tuple[str, ...]
     address: Any
@@ -168,9 +173,7 @@ class HostLink:
         self._job_error = None
         authkey = secrets.token_bytes(32)
         listener = Listener((self._spark.driver_host(), 0), authkey=authkey)
-        spec = HostSpec(
-            self._id, self._factory, self._args, self._sys_path, listener.address, authkey
-        )
+        spec = HostSpec(self._id, self._factory, self._sys_path, listener.address, authkey)
         accepted: list[Connection] = []
         acceptor = threading.Thread(
             target=_accept_into, args=(listener, accepted), name="host-accept", daemon=True
@@ -190,6 +193,8 @@ class HostLink:
             raise HostLostError(self._why_not_connected(timeout))
         self._conn = accepted[0]
         _, hostname, pid = self._receive(self._conn, deadline)
+        self.mask(_strings_in(self._args))
+        self._send(("build", self._args))
         self.broken = False
         self._log.info("task_host_connected", host=hostname, pid=pid)
 
@@ -274,6 +279,13 @@ class HostLink:
         except OSError as exc:
             raise HostLostError(f"{self._ended()} ({exc!r})") from exc
 
+    def mask(self, texts: Iterable[str]) -> None:
+        """Tells the host which resolved config values occur in ``texts``, for its logs to
+        mask them (nothing is sent when there are none)."""
+        values = SECRETS.among(texts)
+        if values:
+            self._send(("mask", values))
+
     def interrupt(self) -> None:
         """Tells the host to give up its current wait (the task is stopping)."""
         with contextlib.suppress(HostLostError):
@@ -309,6 +321,7 @@ class HostedPlugin(Task):
 
     def start(self, config: Mapping[str, str]) -> None:
         self._config = dict(config)
+        self._link.mask(self._config.values())
         self._link.call("start", self._config)
 
     def rehost_if_lost(self) -> bool:
@@ -319,6 +332,7 @@ class HostedPlugin(Task):
             return False
         self._link.close()
         self._link.open()
+        self._link.mask(self._config.values())
         self._link.call("start", self._config)
         return True
 
@@ -386,6 +400,17 @@ class HostSession:
     def _take(self, message: tuple[Any, ...]) -> None:
         if message[0] == "interrupt":
             self._interrupted = True
+        elif message[0] == "mask":
+            SECRETS.register(message[1])
+
+    def build_args(self) -> tuple[Any, ...]:
+        """Waits for the driver's ``("build", args)`` (taking the messages before it)."""
+        while True:
+            message = self._conn.recv()
+            if message[0] == "build":
+                args: tuple[Any, ...] = message[1]
+                return args
+            self._take(message)
 
     def serve(self, host: Any) -> None:
         """Runs the driver's calls on ``host`` until its ``stop`` or the driver leaves."""
@@ -422,12 +447,24 @@ def serve_host(spec: HostSpec, rows: Iterator[object]) -> Iterator[object]:
     with Client(spec.address, authkey=spec.authkey) as conn:
         conn.send(("host", socket.gethostname(), os.getpid()))
         session = HostSession(conn)
-        try:
-            host = build(spec.factory, session, *spec.args)
-        except Exception:  # e.g. the plugin cannot be imported here: the driver's call says so
-            host = _UnbuiltHost(traceback.format_exc())
-        session.serve(host)
+        host = _built_host(spec.factory, session)
+        if host is not None:
+            session.serve(host)
     yield from ()
+
+
+def _built_host(factory: str, session: HostSession) -> Any:
+    """The host the driver's ``("build", args)`` describes; None if the driver left first."""
+    try:
+        args = session.build_args()
+    except (EOFError, OSError):
+        return None
+    except Exception:  # arguments that cannot be unpickled here: the driver's call says so
+        return _UnbuiltHost(traceback.format_exc())
+    try:
+        return build(factory, session, *args)
+    except Exception:  # e.g. the plugin cannot be imported here: the driver's call says so
+        return _UnbuiltHost(traceback.format_exc())
 
 
 class _UnbuiltHost:
@@ -444,6 +481,17 @@ class _UnbuiltHost:
 
     def abandon(self) -> None:
         return
+
+
+def _strings_in(value: Any) -> list[str]:
+    """The strings in ``value`` and in its tuples, lists and mappings (keys and values)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for item in value.items() for text in _strings_in(item)]
+    if isinstance(value, tuple | list):
+        return [text for item in value for text in _strings_in(item)]
+    return []
 
 
 def plugin_sys_path(plugin_path: tuple[Any, ...]) -> tuple[str, ...]:

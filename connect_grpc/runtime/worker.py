@@ -6,6 +6,13 @@ thread-safe, and no plugin code runs under the worker's own lock.
 
 It also watches Kafka (``KafkaMonitor``): tasks that cannot reach it show RETRYING, and
 ``kafka_unreachable_for`` tells the herder's health check how long it has been away.
+
+Configs reach it raw, with their config provider references (``${provider:path:key}``):
+it resolves them when it hands a config to a plugin or builds a task's clients, as Kafka
+Connect's worker does, and turns the task configs a connector generates back into
+references (``ConfigTransformer.reverse``) so that the config topic never holds a resolved
+value. A reference that does not resolve fails the instance (its trace says why). Traces
+in the statuses it reports have the resolved values masked.
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ from typing import Protocol, TypedDict
 
 import structlog
 
+from connect_grpc.config_providers.redaction import SECRETS
+from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
+from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
 from connect_grpc.runtime.gc_tuning import tune_for_batches
 from connect_grpc.runtime.hosting import HostSlots, importable_name
@@ -58,6 +68,27 @@ class PluginLoader(Protocol):
     def new_connector(self, name: str, /) -> Connector: ...
 
 
+class _MaskingListener:
+    """Passes statuses on with resolved config values masked in their traces (a plugin's
+    exception may quote the config it was given)."""
+
+    def __init__(self, listener: StatusListener) -> None:
+        self._listener = listener
+
+    def on_connector_status(self, connector: str, status: InstanceStatus) -> None:
+        self._listener.on_connector_status(connector, _masked(status))
+
+    def on_task_status(self, task: TaskId, status: InstanceStatus) -> None:
+        self._listener.on_task_status(task, _masked(status))
+
+    def on_reconfiguration_requested(self, connector: str) -> None:
+        self._listener.on_reconfiguration_requested(connector)
+
+
+def _masked(status: InstanceStatus) -> InstanceStatus:
+    return replace(status, trace=SECRETS.redact(status.trace)) if status.trace else status
+
+
 class Worker:
     """Runs connector instances and task micro-batch loops for the herder."""
 
@@ -71,17 +102,23 @@ class Worker:
         *,
         exactly_once: ExactlyOnceSource | None = None,
         offsets_for: Callable[[Mapping[str, str]], OffsetStore] | None = None,
+        metrics: WorkerMetrics | None = None,
+        transformer: ConfigTransformer | None = None,
     ) -> None:
         """``kafka_monitor`` defaults to one probing ``bootstrap.servers``. With
         ``exactly_once``, every source task writes each batch and its offsets in one
         transaction (``runtime.transactions``). ``offsets_for`` gives a source connector's
         offset store from its config (a connector's own offsets topic); by default every
-        connector uses ``offset_store``."""
+        connector uses ``offset_store``. The tasks count what they move in ``metrics``
+        (the worker's, which also shows this worker's instances; a new one by default).
+        ``transformer`` resolves config provider references (by default there are no
+        providers, and a reference fails its instance)."""
         self._config = config
         self._exactly_once = exactly_once
         self._plugins = plugins
         self._offsets_for = offsets_for or (lambda connector_config: offset_store)
-        self._listener = listener
+        self._listener: StatusListener = _MaskingListener(listener)
+        self._transformer = transformer or ConfigTransformer()
         self._spark = SparkRuntime(config)
         self._monitor = kafka_monitor or KafkaMonitor(monitor_conf(config))
         self._monitor.add_listener(self._on_kafka_change)
@@ -91,6 +128,8 @@ class Worker:
         self._tasks: dict[TaskId, TaskRunner] = {}
         self._host_slots = HostSlots(self._spark.task_slots)
         self._log = log.bind(worker_id=config.worker_id)
+        self._metrics = metrics or WorkerMetrics()
+        self._metrics.watch_worker(self)
 
     @property
     def worker_id(self) -> str:
@@ -130,8 +169,11 @@ class Worker:
             self._log.warning("connector_replaced", connector=name)
             self.stop_connector(name, connector_deleted=False)
         try:
+            resolved = self._transformer.resolve(config)
             plugin = self._plugins.new_connector(config.get("connector.class", ""))
-            instance = ConnectorInstance(name, plugin, config, self.worker_id, self._listener)
+            instance = ConnectorInstance(
+                name, plugin, resolved, self.worker_id, self._listener, raw_config=config
+            )
         except Exception:
             self._report_connector(name, State.FAILED, traceback.format_exc())
             return False
@@ -144,15 +186,21 @@ class Worker:
         return self._connector(name).transition(target)
 
     def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]:
-        """The running connector's task configs; a raising plugin is reported FAILED."""
+        """The running connector's task configs, with references where they hold values
+        resolved from the connector's (``ConfigTransformer.reverse``); a raising plugin is
+        reported FAILED."""
         instance = self._connector(name)
         if not instance.running:
             raise ConnectError(f"Connector {name} is not running")
         try:
-            return [dict(c) for c in instance.plugin.task_configs(max_tasks)]
+            configs = instance.plugin.task_configs(max_tasks)
         except Exception as exc:
             instance.fail(traceback.format_exc())
-            raise ConnectError(f"Connector {name} failed to generate task configs: {exc}") from exc
+            reason = SECRETS.redact(str(exc))
+            raise ConnectError(
+                f"Connector {name} failed to generate task configs: {reason}"
+            ) from exc
+        return ConfigTransformer.reverse(instance.raw_config, instance.config, configs)
 
     def stop_connector(self, name: str, connector_deleted: bool) -> None:
         """Stops the plugin if started and forgets the instance. Reports nothing."""
@@ -179,13 +227,16 @@ class Worker:
         task_config: Mapping[str, str],
         target: TargetState,
     ) -> bool:
-        """Starts the task plugin and its loop. False (reported FAILED) iff it failed."""
+        """Starts the task plugin and its loop, with both configs resolved. False (reported
+        FAILED) iff it failed."""
         with self._lock:
             existing = self._tasks.get(task)
         if existing is not None:
             self._log.warning("task_already_running", connector=task.connector, task=task.task)
             return existing.state is not State.FAILED
         try:
+            connector_config = self._transformer.resolve(connector_config)
+            task_config = self._transformer.resolve(task_config)
             runner = self._new_runner(task, connector_config, task_config)
         except Exception:
             self._report_task(task, State.FAILED, traceback.format_exc())
@@ -217,6 +268,7 @@ class Worker:
                 if self._tasks.get(runner.id) is runner:
                     del self._tasks[runner.id]
                     self._host_slots.release(runner.id)
+                    self._metrics.forget_task(runner.id)
 
     def task_ids(self) -> set[TaskId]:
         with self._lock:
@@ -225,6 +277,14 @@ class Worker:
     def hosted_tasks(self) -> set[TaskId]:
         """The tasks running in a Spark task of their own (``task.hosting=executor``)."""
         return self._host_slots.held()
+
+    def instance_states(self) -> tuple[dict[str, State], dict[TaskId, State]]:
+        """The state of each connector and task instance this worker runs (what its
+        metrics show)."""
+        with self._lock:
+            connectors = {name: instance.state for name, instance in self._connectors.items()}
+            runners = list(self._tasks.values())
+        return connectors, {runner.id: runner.state for runner in runners}
 
     # helpers
 
@@ -236,8 +296,12 @@ class Worker:
         for runner in runners:
             runner.kafka_unreachable(outage)
 
-    def _runner_options(self) -> RunnerOptions:
-        return {"retry_policy": self._retry_policy, "kafka_outage": self._monitor.outage}
+    def _runner_options(self, task: TaskId) -> RunnerOptions:
+        return {
+            "retry_policy": self._retry_policy,
+            "kafka_outage": self._monitor.outage,
+            "metrics": self._metrics.task(task),
+        }
 
     def _connector(self, name: str) -> ConnectorInstance:
         with self._lock:
@@ -279,7 +343,7 @@ class Worker:
                 connector_config=connector_config,
                 offset_store=self._offsets_for(connector_config),
                 **self._exactly_once_options(task, connector_config),
-                **self._runner_options(),
+                **self._runner_options(task),
             )
         if isinstance(plugin, SinkTask):
             return SinkTaskRunner(
@@ -291,7 +355,7 @@ class Worker:
                 worker_config=config,
                 connector_config=connector_config,
                 task_config=task_config,
-                **self._runner_options(),
+                **self._runner_options(task),
             )
         raise TypeError(f"{type(plugin).__name__} is neither a SourceTask nor a SinkTask")
 
@@ -314,7 +378,7 @@ class Worker:
                 connector_config=connector_config,
                 offset_store=self._offsets_for(connector_config),
                 **self._exactly_once_options(task, connector_config),
-                **self._runner_options(),
+                **self._runner_options(task),
             )
         if issubclass(task_class, SinkTask):
             return HostedSinkTaskRunner(
@@ -326,7 +390,7 @@ class Worker:
                 worker_config=self._config,
                 connector_config=connector_config,
                 task_config=task_config,
-                **self._runner_options(),
+                **self._runner_options(task),
             )
         raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")
 

@@ -10,6 +10,9 @@ UTF-8 strings, values compact JSON (null is a tombstone)::
     target-state-<c>       {"state": "PAUSED", "state.v2": "STOPPED"}
     restart-connector-<c>  {"include-tasks": true, "only-failed": false}
     tasks-fencing-<c>      {"task-count": N}
+    session-key            {"key": "<base64>", "algorithm": "HmacSHA256",
+                           "creation-timestamp": <ms>}: the inter-worker session key
+                           (KIP-507), kept in ``extensions`` under its key
     connect-grpc-<...>     any JSON value: the cluster layer's own records (leader,
                            assignment), which Kafka Connect skips as unknown keys
 
@@ -20,8 +23,7 @@ midway) the connector is marked inconsistent and keeps its previous tasks. ``sta
 the target state an older reader understands (STOPPED is written as PAUSED), ``state.v2``
 the real one; reading prefers ``state.v2``. A connector tombstone forgets the connector's
 tasks, target state and task count too. Restart requests are events, not state: they go
-to the listener and are not kept in the snapshot. Other keys (session keys, logger levels)
-are ignored.
+to the listener and are not kept in the snapshot. Other keys (logger levels) are ignored.
 
 The parsing is pure (:class:`SnapshotBuilder`, :func:`apply_record`) and the state it
 produces is an immutable :class:`ConfigSnapshot`; :class:`KafkaConfigStore` tails the topic
@@ -62,6 +64,8 @@ TARGET_STATE_PREFIX = "target-state-"
 TASK_COUNT_PREFIX = "tasks-fencing-"
 #: Keys of the records the cluster layer adds (``connect_grpc.cluster.records``).
 EXTENSION_PREFIX = "connect-grpc-"
+#: Kafka Connect's session key record (``connect_grpc.security.session_key``).
+SESSION_KEY_KEY = "session-key"
 
 PROPERTIES_FIELD = "properties"
 TASKS_FIELD = "tasks"
@@ -102,7 +106,8 @@ class ConfigSnapshot:
             ``tasks-fencing`` record (Kafka's ``pendingFencing``): with exactly-once source
             support, their tasks wait until the leader fenced the previous generation.
         inconsistent: connectors whose latest commit named tasks that were not all present.
-        extensions: key → decoded JSON value of each live ``connect-grpc-`` record.
+        extensions: key → decoded JSON value of each live ``connect-grpc-`` record and of
+            the ``session-key`` record.
     """
 
     offset: int = NO_OFFSET
@@ -335,7 +340,7 @@ def apply_record(builder: SnapshotBuilder, key: str, value: bytes | None) -> Con
     target-state tombstone, an unknown key). Raises ValueError for a malformed value; the
     builder is then unchanged.
     """
-    if key.startswith(EXTENSION_PREFIX):
+    if key.startswith(EXTENSION_PREFIX) or key == SESSION_KEY_KEY:
         return _apply_extension(builder, key, value)
     if key.startswith(TARGET_STATE_PREFIX):
         return _apply_target_state(builder, key[len(TARGET_STATE_PREFIX) :], value)
@@ -477,6 +482,11 @@ def target_state_records(name: str, state: TargetState) -> list[RawRecord]:
 def restart_records(request: RestartRequest) -> list[RawRecord]:
     """A restart request; every worker's store hears of it."""
     return [_record(restart_key(request.connector), encode_restart(request))]
+
+
+def session_key_record(value: Mapping[str, object]) -> RawRecord:
+    """The inter-worker session key, in Kafka Connect's format."""
+    return _record(SESSION_KEY_KEY, _dump(value))
 
 
 def extension_record(key: str, value: object | None) -> RawRecord:

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -19,6 +20,7 @@ from typing import TypeVar
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from connect_grpc.connection import ConnectionSettings
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
@@ -34,7 +36,12 @@ def free_port() -> int:
 class WorkerProcess:
     """A ``connect-grpc standalone`` (or, with ``mode="distributed"``, ``distributed``)
     process on a free loopback port. A distributed worker needs ``group.id`` and the three
-    ``*.storage.topic`` properties in ``extra_properties`` (see :func:`cluster_properties`)."""
+    ``*.storage.topic`` properties in ``extra_properties`` (see :func:`cluster_properties`).
+
+    ``connection`` is how the test's own channel (``channel``, ``stub``, the health check
+    while starting) reaches the worker: with TLS options the listener is ``grpcs://`` (the
+    worker's ``listeners.https.ssl.*`` go in ``extra_properties``); its address is the
+    worker's."""
 
     def __init__(
         self,
@@ -44,16 +51,19 @@ class WorkerProcess:
         connector_files: Sequence[Path] = (),
         mode: str = "standalone",
         port: int | None = None,
+        connection: ConnectionSettings | None = None,
     ) -> None:
         self.work_dir = work_dir
         self.mode = mode
         self.port = port or free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.connection = replace(connection or ConnectionSettings(""), address=self.address)
+        scheme = "grpc" if self.connection.tls is None else "grpcs"
         self.log_path = work_dir / "worker.log"
         self.properties_path = work_dir / "worker.properties"
         properties = {
             "bootstrap.servers": bootstrap_servers,
-            "listeners": f"grpc://{self.address}",
+            "listeners": f"{scheme}://{self.address}",
             "worker.id": f"worker-{self.port}",
             "offset.storage.file.filename": str(work_dir / "connect.offsets"),
             "spark.master": "local[2]",
@@ -77,7 +87,7 @@ class WorkerProcess:
                 command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
-        self.channel = grpc.insecure_channel(self.address)
+        self.channel = self.connection.channel()
         self._wait_serving(timeout)
         return self
 

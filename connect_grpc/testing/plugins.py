@@ -7,7 +7,10 @@ events), ``connector_deleted`` (None unless the event is a stop), ``instance`` (
 plugin instance, so a restart shows as a new instance), ``pid`` and ``time``. Events:
 
 * ``connector_start``, ``connector_stop``, ``task_start``, ``task_stop`` — written *before*
-  an injected failure is raised, so failed attempts count too;
+  an injected failure is raised, so failed attempts count too; with ``test.record.config``
+  true, ``connector_start`` and ``task_start`` carry the ``config`` the plugin was given
+  (config provider references resolved: keep such event files to tests), and the plugin
+  also logs it, as a careless plugin would (the worker must mask the resolved values);
 * ``alter_offsets`` (with ``mode`` and ``offsets``) — the plugin's KIP-875 hook was called;
 * ``task_poll`` (source, with ``values``) — records returned by a poll;
 * ``task_put`` (sink, with ``values`` and ``positions`` [topic, partition, offset]) and
@@ -77,6 +80,8 @@ FAIL_TASK_START = "test.fail.task.start"
 FAIL_TASK_POLL = "test.fail.task.poll"
 SOURCE_RECORDS = "test.source.records"
 ALTER_OFFSETS = "test.alter.offsets"
+RECORD_CONFIG = "test.record.config"
+SECRET = "test.secret"
 TOPIC = "topic"
 TASK_ID = "task.id"
 
@@ -179,6 +184,14 @@ def _common_keys(task_fail_doc: str) -> list[ConfigKey]:
                   "any change) or 'invalid' (rejects the offsets as malformed).",
                   default="true", importance=Importance.LOW, validator=_alter_mode_error,
                   group=_GROUP, order_in_group=6),
+        ConfigKey(RECORD_CONFIG, ConfigType.BOOLEAN,
+                  "Whether connector_start and task_start events carry the config the plugin "
+                  "was given.", default=False, importance=Importance.LOW, group=_GROUP,
+                  order_in_group=7),
+        ConfigKey(SECRET, ConfigType.PASSWORD,
+                  "A password the plugin takes and never uses (ValidateConfig shows it "
+                  "[hidden]).", default=None, importance=Importance.LOW, group=_GROUP,
+                  order_in_group=8),
     ]
 
 
@@ -187,11 +200,11 @@ SOURCE_CONFIG = define_all(
         *_common_keys("Task ids whose poll raises: 'all' or a comma-separated list of ids."),
         ConfigKey(TOPIC, ConfigType.STRING,
                   "Topic of the records; required when test.source.records > 0.",
-                  default="", importance=Importance.HIGH, group=_GROUP, order_in_group=7),
+                  default="", importance=Importance.HIGH, group=_GROUP, order_in_group=9),
         ConfigKey(SOURCE_RECORDS, ConfigType.INT,
                   "Number of records each task produces, then nothing (0: none).",
                   default=0, importance=Importance.MEDIUM, validator=at_least(0),
-                  group=_GROUP, order_in_group=8),
+                  group=_GROUP, order_in_group=10),
     ]
 )
 
@@ -267,6 +280,11 @@ def count(
     )
 
 
+def _config_field(parsed: Mapping[str, Any], config: Mapping[str, str]) -> dict[str, Any]:
+    """The event field carrying the config, with ``test.record.config`` true."""
+    return {"config": dict(config)} if parsed[RECORD_CONFIG] else {}
+
+
 # ---------------------------------------------------------------------------- connectors
 
 
@@ -278,15 +296,16 @@ class _ConnectorProbe:
         self.instance = uuid.uuid4().hex
         self.config: dict[str, str] = {}
 
-    def record(self, config: Mapping[str, str], event: str, **fields: Any) -> None:
+    def record(self, config: Mapping[str, str], event: str, /, **fields: Any) -> None:
         record_event(config.get(EVENTS_FILE, ""), event, config.get("name", ""),
                      self.instance, **fields)
 
     def start(self, config: Mapping[str, str]) -> None:
         parsed = self.config_def.parse(config)
         self.config = dict(config)
-        self.record(config, "connector_start")
-        _log.info("instrumented_connector_started", connector=config.get("name"))
+        self.record(config, "connector_start", **_config_field(parsed, config))
+        _log.info("instrumented_connector_started", connector=config.get("name"),
+                  **_config_field(parsed, config))
         if parsed[FAIL_CONNECTOR_START]:
             raise InjectedFailureError("connector start failed on purpose")
 
@@ -414,8 +433,9 @@ class _TaskProbe:
         self.connector = context.connector_name if context else config.get("name", "")
         default_id = context.task_id if context else 0
         self.task_id = int(config.get(TASK_ID, str(default_id)))
-        self.record("task_start")
-        _log.info("instrumented_task_started", connector=self.connector, task=self.task_id)
+        self.record("task_start", **_config_field(parsed, config))
+        _log.info("instrumented_task_started", connector=self.connector, task=self.task_id,
+                  **_config_field(parsed, config))
         if _task_fails(parsed[FAIL_TASK_START], self.task_id):
             raise InjectedFailureError(f"task {self.task_id} start failed on purpose")
         return parsed

@@ -8,6 +8,7 @@ stops its tasks, so that the two slots are free for the next test.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -15,10 +16,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from connect_grpc.connectors.api import Task
+from connect_grpc.connectors.sequence import SequenceSourceConnector
 from connect_grpc.domain import State, TargetState, TaskId
 from connect_grpc.runtime.spark import host_job_tag, job_tag
 from connect_grpc.testing.plugins import read_events
@@ -38,9 +42,21 @@ pytestmark = [pytest.mark.integration]
 INSTRUMENTED_SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
 
 
+class DriverOnlyTaskConnector(SequenceSourceConnector):
+    """A sequence source whose task class comes from ``task_module``, a module a test puts
+    on the driver's path only."""
+
+    task_module: ClassVar[str] = ""
+
+    def task_class(self) -> type[Task]:
+        task: type[Task] = importlib.import_module(self.task_module).Task
+        return task
+
+
 @pytest.fixture(scope="module")
 def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    with worker_env(kafka_bootstrap, tmp_path_factory.mktemp("hosting"), "hosting-test") as env:
+    with worker_env(kafka_bootstrap, tmp_path_factory.mktemp("hosting"), "hosting-test",
+                    registered=(DriverOnlyTaskConnector,)) as env:
         yield env
 
 
@@ -235,19 +251,17 @@ def test_a_task_class_an_executor_cannot_import_fails_the_task_with_the_import_e
     plugins.mkdir()
     module = f"driver_only_{uuid.uuid4().hex[:6]}"
     (plugins / f"{module}.py").write_text(
-        "from connect_grpc.connectors.sequence import (\n"
-        "    SequenceSourceConnector, SequenceSourceTask)\n"
-        "class Task(SequenceSourceTask):\n    pass\n"
-        "class Connector(SequenceSourceConnector):\n"
-        "    def task_class(self):\n        return Task\n",
+        "from connect_grpc.connectors.sequence import SequenceSourceTask\n"
+        "class Task(SequenceSourceTask):\n    pass\n",
         encoding="utf-8",
     )
     # on the driver's path only (not plugin.path, which hosts are given)
     sys.path.append(str(plugins))
+    DriverOnlyTaskConnector.task_module = module
     name = f"imp-{uuid.uuid4().hex[:6]}"
     task = TaskId(name, 0)
     try:
-        config = {"name": name, "connector.class": f"{module}.Connector",
+        config = {"name": name, "connector.class": "DriverOnlyTaskConnector",
                   "topic": unique_topic, "tasks.max": "1"}
         assert env.worker.start_connector(name, config, TargetState.STARTED)
         task_config = env.worker.connector_task_configs(name, 1)[0]

@@ -147,6 +147,37 @@ def commands(document: Path) -> list[Command]:
     return found
 
 
+#: README.md's sections whose commands another module runs, against workers of their own
+#: (TLS workers: tests/integration/test_readme_security.py, tests/integration/test_ctl_tls.py).
+TESTED_ELSEWHERE = (
+    "### TLS and mutual TLS", "### Bearer tokens and roles", "### ctl over TLS and with tokens"
+)
+
+
+def section_lines(document: Path, heading: str) -> range:
+    """The line numbers (1-based) of a section: its heading up to the next heading of the
+    same or a higher level (outside code blocks, where ``#`` starts a comment)."""
+    lines = document.read_text(encoding="utf-8").splitlines()
+    start = lines.index(heading)
+    level = len(heading) - len(heading.lstrip("#"))
+    fenced = False
+    for index in range(start + 1, len(lines)):
+        line = lines[index]
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        depth = len(line) - len(line.lstrip("#"))
+        if not fenced and 0 < depth <= level and line[depth:depth + 1] == " ":
+            return range(start + 1, index + 1)
+    return range(start + 1, len(lines) + 1)
+
+
+def readme_commands() -> list[Command]:
+    """README.md's commands this module runs: all but those of :data:`TESTED_ELSEWHERE`."""
+    elsewhere = [section_lines(README, heading) for heading in TESTED_ELSEWHERE]
+    return [c for c in commands(README) if not any(c.line in lines for lines in elsewhere)]
+
+
 # --------------------------------------------------------------------------------------------
 # running them
 
@@ -298,7 +329,7 @@ def test_readme_installs_the_pinned_grpcurl() -> None:
 
 
 def test_readme_grpcurl_commands(demo: Demo, grpcurl_dir: Path, tmp_path: Path) -> None:
-    chosen = [command for command in commands(README) if command.words[0] == "grpcurl"]
+    chosen = [command for command in readme_commands() if command.words[0] == "grpcurl"]
     assert len(chosen) >= 2
     for command in chosen:
         assert DOCUMENTED_ADDRESS in command.text, command
@@ -354,7 +385,7 @@ def test_readme_kafka_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     documented_dir = default_state_dir()
     state_dir = tmp_path / "kafka"
     port = free_port()
-    readme = commands(README)
+    readme = readme_commands()
     [wipe_block] = {c.block for c in readme if c.words[:2] == ["rm", "-rf"]}
     running_block = [c for c in readme if _is_cli(c, "kafka") and c.block != wipe_block]
     wipe = [c for c in readme if c.block == wipe_block]
@@ -399,7 +430,7 @@ def test_readme_kafka_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None:
     """README.md's "Running" worker: the files it names work together, use their own
     files and topic (not the demo's), and move data."""
-    [command] = [c for c in commands(README) if _is_cli(c, "standalone")]
+    [command] = [c for c in readme_commands() if _is_cli(c, "standalone")]
     words = shlex.split(command.text.replace("\\\n", " "), comments=True)
     worker_file, *connector_files = (ROOT / word for word in words[2:])
     properties = read_properties(worker_file)
@@ -449,7 +480,7 @@ def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None
 def test_readme_distributed_commands(kafka_bootstrap: str, tmp_path: Path) -> None:
     """README.md's "Distributed mode" workers: the two files it names make one cluster
     (only the broker address and the listeners are replaced, to fit the test's broker)."""
-    chosen = [c for c in commands(README) if _is_cli(c, "distributed")]
+    chosen = [c for c in readme_commands() if _is_cli(c, "distributed")]
     assert len(chosen) == 2, chosen
     files = [ROOT / shlex.split(c.text, comments=True)[2] for c in chosen]
     properties = [read_properties(path) for path in files]

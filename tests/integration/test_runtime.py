@@ -11,7 +11,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,6 +24,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from connect_grpc.connectors.api import (
+    Connector,
     SourceConnector,
     SourceRecord,
     SourceTask,
@@ -43,7 +44,7 @@ pytestmark = [pytest.mark.integration]
 MODULE = __name__
 
 
-# ---- test plugins (loaded by dotted path through the real Plugins) -----------------------
+# ---- test plugins (registered with the real Plugins, loaded by dotted path) ---------------
 
 _EVENTS_LOCK = threading.Lock()
 EVENTS: list[tuple[str, str, object]] = []
@@ -160,9 +161,14 @@ class Env:
 
 @contextlib.contextmanager
 def worker_env(
-    kafka_bootstrap: str, tmp: Path, worker_id: str, **properties: str
+    kafka_bootstrap: str,
+    tmp: Path,
+    worker_id: str,
+    registered: Sequence[type[Connector]] = (),
+    **properties: str,
 ) -> Iterator[Env]:
-    """A started Worker (local[2], real Plugins with the test ones) on a file offset store."""
+    """A started Worker (local[2], real Plugins with the test ones and ``registered``) on a
+    file offset store."""
     config = WorkerConfig.from_properties(
         {
             "bootstrap.servers": kafka_bootstrap,
@@ -175,7 +181,8 @@ def worker_env(
     offsets = FileOffsetStore(tmp / "offsets.json")
     offsets.start()
     listener = RecordingListener()
-    worker = Worker(config, Plugins(include_testing=True), offsets, listener)
+    plugins = Plugins(include_testing=True, registered=(CountingSourceConnector, *registered))
+    worker = Worker(config, plugins, offsets, listener)
     worker.start()
     try:
         yield Env(worker, listener, offsets, kafka_bootstrap, tmp)

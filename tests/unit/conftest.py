@@ -19,19 +19,28 @@ def worker_holder() -> dict[str, FakeWorker]:
 
 
 @pytest.fixture
-def herder(tmp_path: Path, worker_holder: dict[str, FakeWorker]) -> StandaloneHerder:
+def plugins() -> Plugins:
+    """The plugins of the ``herder`` fixture and its runtime; a test module overrides it to
+    register connector classes of its own (``Plugins(registered=...)``)."""
+    return Plugins(include_testing=True)
+
+
+@pytest.fixture
+def herder(
+    tmp_path: Path, worker_holder: dict[str, FakeWorker], plugins: Plugins
+) -> StandaloneHerder:
     config = WorkerConfig.from_properties(
         {"bootstrap.servers": "127.0.0.1:1", "listeners": "grpc://127.0.0.1:0",
          "worker.id": "w1"}
     )
 
     def make_runtime(board: object) -> FakeWorker:
-        worker_holder["worker"] = FakeWorker(board)  # type: ignore[arg-type]
+        worker_holder["worker"] = FakeWorker(board, plugins)  # type: ignore[arg-type]
         return worker_holder["worker"]
 
     result = StandaloneHerder(
         config,
-        Plugins(include_testing=True),
+        plugins,
         FileOffsetStore(tmp_path / "offsets.json"),
         make_runtime,
     )

@@ -28,7 +28,7 @@ class _Instance:
 @dataclass
 class FakeWorker:
     listener: StatusListener
-    plugins: Plugins = field(default_factory=Plugins)
+    plugins: Plugins = field(default_factory=lambda: Plugins(include_testing=True))
     worker_id: str = "fake:0"
     connectors: dict[str, _Instance] = field(default_factory=dict)
     tasks: dict[TaskId, TargetState] = field(default_factory=dict)

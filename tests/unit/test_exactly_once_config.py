@@ -39,7 +39,7 @@ DECLARING = f"{__name__}.{DeclaringSource.__qualname__}"
 
 
 def _validator(mode: str) -> ConfigValidator:
-    return ConfigValidator(Plugins(include_testing=True), 8, mode)
+    return ConfigValidator(Plugins(include_testing=True, registered=(DeclaringSource,)), 8, mode)
 
 
 def _errors(validator: ConfigValidator, **config: str) -> dict[str, list[str]]:

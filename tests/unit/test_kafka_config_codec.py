@@ -263,9 +263,18 @@ def test_malformed_values_raise_and_change_nothing(key: str, value: bytes) -> No
 
 def test_unknown_keys_are_ignored() -> None:
     builder = SnapshotBuilder()
-    assert apply_record(builder, "session-key", b'{"key":"x"}') is None
     assert apply_record(builder, "logger-cluster-org.foo", b'{"level":"DEBUG"}') is None
     assert builder.build() == SnapshotBuilder().build()
+
+
+def test_the_session_key_record_is_kept_until_its_tombstone() -> None:
+    builder = SnapshotBuilder()
+    value = {"key": "AAEC", "algorithm": "HmacSHA256", "creation-timestamp": 5}
+    change = apply_record(builder, "session-key", json.dumps(value).encode())
+    assert change == ConfigChange("extension", "session-key")
+    assert builder.build().extensions["session-key"] == value
+    apply_record(builder, "session-key", None)
+    assert "session-key" not in builder.build().extensions
 
 
 def test_snapshot_is_immutable() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,15 @@ class {name}(SinkConnector):
 
 
 @pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Restores sys.path, and forgets the plugin modules a test imported from its tmp_path
+    (another test's plugin.path may hold a module of the same name)."""
     monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith("pp_"):
+            del sys.modules[name]
 
 
 def _write_plugin(directory: Path, module: str, class_name: str, entry_point: str = "") -> None:
@@ -135,18 +143,91 @@ def test_unknown_name_lists_the_available_connectors() -> None:
 
 
 @pytest.mark.parametrize(
+    "name",
+    [
+        "no_such_pkg_xyz.Connector",
+        "connect_grpc.connectors.file.Nope",
+        "collections.OrderedDict",
+        "connect_grpc.connectors.api.SourceConnector",
+        "connect_grpc.connectors.file:FileStreamSourceTask",
+    ],
+)
+def test_a_class_that_is_not_a_registered_plugin_is_refused_naming_the_allowed_sources(
+    name: str,
+) -> None:
+    with pytest.raises(NotFoundError) as caught:
+        Plugins().new_connector(name)
+    message = caught.value.message
+    assert f"Connector class {name!r} is not allowed" in message
+    assert "entry point of the group connect_grpc.connectors" in message
+    assert "plugin.path directory (plugin.path: none: it is not set)" in message
+    assert FILE_SOURCE in message
+
+
+def test_test_plugins_by_dotted_path_are_refused_unless_enabled() -> None:
+    with pytest.raises(NotFoundError, match="is not allowed"):
+        Plugins().connector_class("connect_grpc.testing.plugins.InstrumentedSourceConnector")
+    enabled = Plugins(include_testing=True)
+    name = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
+    assert enabled.connector_class(name) is InstrumentedSourceConnector
+
+
+def test_a_module_outside_plugin_path_is_refused_before_it_is_imported(tmp_path: Path) -> None:
+    outside, plugin_dir = tmp_path / "outside", tmp_path / "plugins"
+    plugin_dir.mkdir()
+    outside.mkdir()
+    marker = tmp_path / "imported"
+    (outside / "pp_side_effect.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n" + PLUGIN_MODULE.format(name="SideConnector")
+    )
+    sys.path.append(str(outside))  # importable, but not under plugin.path
+    plugins = Plugins(plugin_path=(plugin_dir,))
+    with pytest.raises(NotFoundError) as caught:
+        plugins.connector_class("pp_side_effect.SideConnector")
+    assert "module pp_side_effect is not under plugin.path" in caught.value.message
+    assert str(plugin_dir) in caught.value.message
+    assert not marker.exists()
+
+
+def test_a_class_a_plugin_path_module_imports_from_elsewhere_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "pp_reexport.py").write_text(
+        "from connect_grpc.connectors.file import FileStreamSinkConnector as Sink\n"
+    )
+    plugins = Plugins(plugin_path=(tmp_path,))
+    with pytest.raises(NotFoundError, match=r"defined outside plugin\.path"):
+        plugins.connector_class("pp_reexport.Sink")
+
+
+@pytest.mark.parametrize(
     ("name", "cause"),
     [
-        ("no_such_pkg_xyz.Connector", "no_such_pkg_xyz"),
-        ("connect_grpc.connectors.file.Nope", "no attribute 'Nope'"),
-        ("collections.OrderedDict", "is not a subclass of connect_grpc.connectors.api.Connector"),
-        ("connect_grpc.connectors.api.SourceConnector", "is abstract"),
+        ("no_such_pkg_xyz.Connector", "no module named 'no_such_pkg_xyz'"),
+        ("pp_causes.Nope", "no attribute 'Nope'"),
+        ("pp_causes.NotAConnector", "is not a subclass of connect_grpc.connectors.api.Connector"),
+        ("pp_causes.Abstract", "is abstract"),
         ("", "not a known alias"),
     ],
 )
-def test_lookup_errors_name_the_cause(name: str, cause: str) -> None:
+def test_lookup_errors_in_plugin_path_name_the_cause(
+    tmp_path: Path, name: str, cause: str
+) -> None:
+    (tmp_path / "pp_causes.py").write_text(
+        "from connect_grpc.connectors.api import SourceConnector\n"
+        "class NotAConnector:\n    pass\n"
+        "class Abstract(SourceConnector):\n    pass\n"
+    )
     with pytest.raises(NotFoundError, match=cause):
-        Plugins().new_connector(name)
+        Plugins(plugin_path=(tmp_path,)).new_connector(name)
+
+
+def test_registered_classes_resolve_by_full_name_and_simple_aliases() -> None:
+    plugins = Plugins(registered=(InstrumentedSinkConnector,))
+    full = "connect_grpc.testing.plugins.InstrumentedSinkConnector"
+    for name in (full, "InstrumentedSinkConnector", "InstrumentedSink"):
+        assert plugins.connector_class(name) is InstrumentedSinkConnector
+    assert full in {d.class_name for d in plugins.describe()}
+    with pytest.raises(NotFoundError, match="is not allowed"):
+        plugins.connector_class("connect_grpc.testing.plugins.InstrumentedSourceConnector")
 
 
 def test_import_error_inside_the_module_is_reported(tmp_path: Path) -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+import pytest
+
 from connect_grpc.connectors.api import SourceConnector, SourceRecord, SourceTask, Task
 from connect_grpc.connectors.config import ConfigDef
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import TargetState
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.testing.cluster import wait_until
@@ -43,6 +46,11 @@ class GrowingConnector(SourceConnector):
 
     def stop(self, connector_deleted: bool = False) -> None:
         return None
+
+
+@pytest.fixture
+def plugins() -> Plugins:
+    return Plugins(registered=(GrowingConnector,))
 
 
 def test_reconfiguration_request_replaces_the_tasks(

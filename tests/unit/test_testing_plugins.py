@@ -242,3 +242,14 @@ def test_concurrent_processes_append_whole_lines(events_file: Path) -> None:
     events = read_events(events_file)
     assert len(events) == 800
     assert {e["instance"] for e in events} == {"p0", "p1", "p2", "p3"}
+
+
+def test_record_config_puts_the_given_config_in_the_start_events(events_file: Path) -> None:
+    config = _config(events_file, **{"test.record.config": "true", "test.secret": "pw-123456"})
+    _source_tasks(config, 1)
+    plain = _config(events_file)
+    _source_tasks(plain, 1)
+    starts = [e for e in read_events(events_file) if e["event"].endswith("_start")]
+    assert [e.get("config") for e in starts] == [
+        config, {**config, "task.id": "0"}, None, None
+    ]

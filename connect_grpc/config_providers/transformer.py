@@ -1,0 +1,223 @@
+"""Finds ``${provider:[path:]key}`` references in a config, resolves them with the worker's
+providers, and turns resolved task configs back into references.
+
+The syntax is Kafka's (``ConfigTransformer``): the provider name runs to the first ``:``,
+the optional path to the next one, the key to the closing ``}``; a value may hold several
+references and text around them. Unlike Kafka, which leaves a reference it cannot resolve
+in place, every reference must resolve: an unknown provider, a path that is not allowed or
+cannot be read and a missing key are errors naming the config key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from connect_grpc.config_providers.providers import (
+    ConfigProvider,
+    ConfigProviderError,
+    build_provider,
+)
+from connect_grpc.config_providers.redaction import MIN_MASKED_LENGTH, SECRETS
+from connect_grpc.config_providers.specs import CONFIG_PROVIDERS, ProviderSpec
+from connect_grpc.errors import FailedPreconditionError, PreconditionViolation
+
+__all__ = [
+    "ConfigReferenceError",
+    "ConfigTransformer",
+    "Reference",
+    "Resolution",
+    "has_references",
+    "references",
+]
+
+_REFERENCE = re.compile(r"\$\{([^}]*?):(?:([^}]*?):)?([^}]*?)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """One ``${provider:path:key}`` (``path`` is empty in ``${provider:key}``)."""
+
+    text: str
+    provider: str
+    path: str
+    key: str
+
+
+def references(value: str) -> list[Reference]:
+    """The references in a config value, in order."""
+    return [_reference(match) for match in _REFERENCE.finditer(value)]
+
+
+def has_references(value: str | None) -> bool:
+    return value is not None and _REFERENCE.search(value) is not None
+
+
+def _reference(match: re.Match[str]) -> Reference:
+    return Reference(match.group(0), match.group(1), match.group(2) or "", match.group(3))
+
+
+class ConfigReferenceError(FailedPreconditionError):
+    """A config key's references cannot be resolved (now); the message says which and why,
+    never a value."""
+
+    reason = "CONFIG_REFERENCE_UNRESOLVED"
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(
+            f"config {key}: {problem}",
+            [PreconditionViolation("CONFIG_REFERENCE", key, problem)],
+        )
+        self.key = key
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """A config with its references resolved, and what could not be."""
+
+    #: The config; a key whose references did not all resolve keeps its raw value.
+    config: dict[str, str]
+    #: For each key whose references did not all resolve, why (one message per reference).
+    problems: dict[str, list[str]] = field(default_factory=dict)
+
+
+_Source = tuple[str, str]  # (provider, path)
+
+
+class ConfigTransformer:
+    """Resolves references with the worker's providers (``config.providers``). Thread-safe.
+
+    Every value it resolves is registered with ``redaction.SECRETS``, so that log lines
+    never show it.
+    """
+
+    def __init__(self, providers: Mapping[str, ConfigProvider] | None = None) -> None:
+        self._providers = dict(providers or {})
+
+    @classmethod
+    def from_specs(cls, specs: Iterable[ProviderSpec]) -> ConfigTransformer:
+        return cls({spec.name: build_provider(spec) for spec in specs})
+
+    @property
+    def provider_names(self) -> tuple[str, ...]:
+        return tuple(self._providers)
+
+    def resolve_all(self, config: Mapping[str, str]) -> Resolution:
+        """Resolves every reference it can; reports the others per config key."""
+        wanted = {key: references(value) for key, value in config.items() if value}
+        wanted = {key: refs for key, refs in wanted.items() if refs}
+        if not wanted:
+            return Resolution(dict(config))
+        found, failed = self._look_up(ref for refs in wanted.values() for ref in refs)
+        resolved = dict(config)
+        problems: dict[str, list[str]] = {}
+        for key, refs in wanted.items():
+            key_problems = [
+                problem for ref in refs if (problem := self._problem(ref, found, failed))
+            ]
+            if key_problems:
+                problems[key] = key_problems
+            else:
+                resolved[key] = _REFERENCE.sub(
+                    lambda match: found[(match.group(1), match.group(2) or "")][match.group(3)],
+                    config[key],
+                )
+        SECRETS.register(
+            value for values in found.values() for value in values.values()
+        )
+        return Resolution(resolved, problems)
+
+    def resolve(self, config: Mapping[str, str]) -> dict[str, str]:
+        """The config with every reference resolved.
+
+        Raises:
+            ConfigReferenceError: for the first key (in key order) a reference of which
+                cannot be resolved.
+        """
+        resolution = self.resolve_all(config)
+        if resolution.problems:
+            key = min(resolution.problems)
+            raise ConfigReferenceError(key, "; ".join(resolution.problems[key]))
+        return resolution.config
+
+    def _look_up(
+        self, refs: Iterable[Reference]
+    ) -> tuple[dict[_Source, dict[str, str]], dict[_Source, str]]:
+        """Each known (provider, path)'s values for the keys asked of it (one read per
+        path, as Kafka does), and why the ones that failed did."""
+        keys_by_source: dict[_Source, set[str]] = {}
+        for ref in refs:
+            if ref.provider in self._providers:
+                keys_by_source.setdefault((ref.provider, ref.path), set()).add(ref.key)
+        found: dict[_Source, dict[str, str]] = {}
+        failed: dict[_Source, str] = {}
+        for source, keys in keys_by_source.items():
+            provider, path = source
+            try:
+                found[source] = self._providers[provider].get(path, keys)
+            except ConfigProviderError as exc:
+                failed[source] = str(exc)
+        return found, failed
+
+    def _problem(
+        self,
+        ref: Reference,
+        found: Mapping[_Source, Mapping[str, str]],
+        failed: Mapping[_Source, str],
+    ) -> str | None:
+        provider = self._providers.get(ref.provider)
+        if provider is None:
+            return f"cannot resolve {ref.text}: {self._unknown_provider(ref.provider)}"
+        source = (ref.provider, ref.path)
+        if source in failed:
+            return f"cannot resolve {ref.text}: {failed[source]}"
+        if ref.key not in found[source]:
+            return f"cannot resolve {ref.text}: {provider.why_missing(ref.path, ref.key)}"
+        return None
+
+    def _unknown_provider(self, name: str) -> str:
+        if not self._providers:
+            return (
+                f"no config provider {name!r}: this worker has no config providers "
+                f"(worker property {CONFIG_PROVIDERS})"
+            )
+        return (
+            f"no config provider {name!r}: this worker's providers ({CONFIG_PROVIDERS}) are "
+            f"{', '.join(self._providers)}"
+        )
+
+    @staticmethod
+    def reverse(
+        raw_connector_config: Mapping[str, str],
+        resolved_connector_config: Mapping[str, str],
+        task_configs: Sequence[Mapping[str, str]],
+    ) -> list[dict[str, str]]:
+        """Task configs a connector generated from its resolved config, with references
+        where they hold resolved values, so the config topic and ListTasks show no secret.
+
+        As Kafka Connect does, a task key that is also a connector key with references
+        gets the connector's raw value. Beyond it, a task value equal to the resolved value
+        of a connector key with references (at least ``MIN_MASKED_LENGTH`` characters) gets
+        that key's raw value too: a connector that copies ``password`` to
+        ``db.password`` does not store the secret. Each task resolves its config again.
+        """
+        with_refs = {
+            key for key, value in raw_connector_config.items() if has_references(value)
+        }
+        raw_by_resolved = {
+            resolved: raw_connector_config[key]
+            for key in sorted(with_refs)
+            if len(resolved := resolved_connector_config.get(key, "")) >= MIN_MASKED_LENGTH
+        }
+        reversed_configs: list[dict[str, str]] = []
+        for task_config in task_configs:
+            reversed_config = dict(task_config)
+            for key, value in task_config.items():
+                if key in with_refs:
+                    reversed_config[key] = raw_connector_config[key]
+                elif value in raw_by_resolved:
+                    reversed_config[key] = raw_by_resolved[value]
+            reversed_configs.append(reversed_config)
+        return reversed_configs
