@@ -6,6 +6,7 @@ import ipaddress
 import socket
 from collections.abc import Callable
 from concurrent import futures
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -98,6 +99,7 @@ class ApiServer:
             (*services, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
         self.tls = security.tls is not None
+        self._tokens_file = security.auth.tokens_file
         try:
             self.port = (
                 self._server.add_secure_port(f"{host}:{port}", server_credentials(security.tls))
@@ -115,6 +117,7 @@ class ApiServer:
         self._health_reporter.start()
         log.info("grpc_server_started", host=self.host, port=self.port, tls=self.tls)
         warn_if_exposed(self.host, self.port, tls=self.tls)
+        warn_if_tokens_in_clear(self._tokens_file, tls=self.tls)
 
     def stop(self, grace_seconds: float = 5.0) -> None:
         self._health_reporter.stop()
@@ -155,8 +158,24 @@ def warn_if_exposed(host: str, port: int, tls: bool) -> bool:
         "grpc_listener_exposed_without_tls",
         host=host,
         port=port,
-        hint="anyone who can reach this address can manage connectors: bind 127.0.0.1 "
-        "(listeners=grpc://127.0.0.1:PORT) or put the worker behind a TLS-terminating "
-        "proxy on a trusted network",
+        hint="anyone who can reach this address can manage connectors and read what it "
+        "sends: bind 127.0.0.1 (listeners=grpc://127.0.0.1:PORT) or serve TLS "
+        "(listeners=grpcs://HOST:PORT with listeners.https.ssl.*), with tokens or client "
+        "certificates (README, Security)",
+    )
+    return True
+
+
+def warn_if_tokens_in_clear(tokens_file: Path | None, tls: bool) -> bool:
+    """Logs ``bearer_tokens_without_tls`` (a warning) when the worker checks bearer tokens
+    on a plaintext listener, where every token crosses the network readable; returns
+    whether it did."""
+    if tls or tokens_file is None:
+        return False
+    log.warning(
+        "bearer_tokens_without_tls",
+        tokens_file=str(tokens_file),
+        hint="bearer tokens sent over grpc:// can be read by anyone on the path: serve TLS "
+        "(listeners=grpcs://HOST:PORT with listeners.https.ssl.*)",
     )
     return True

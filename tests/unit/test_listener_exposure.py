@@ -1,5 +1,5 @@
 """Safer defaults: the shipped configs bind loopback, and a listener on a non-loopback
-address without TLS is warned about at start-up."""
+address without TLS, or checking bearer tokens without TLS, is warned about at start-up."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from connect_grpc.api.server import is_loopback, warn_if_exposed
+from connect_grpc.api.server import is_loopback, warn_if_exposed, warn_if_tokens_in_clear
 from connect_grpc.worker_config import DEFAULT_LISTENER, parse_listener, read_properties
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
@@ -51,3 +51,16 @@ def test_the_default_and_the_shipped_non_docker_configs_bind_loopback() -> None:
     for path in workers:
         listener = read_properties(path).get("listeners", DEFAULT_LISTENER)
         assert is_loopback(parse_listener(listener)[0]), f"{path.name}: {listener}"
+
+
+def test_bearer_tokens_on_a_plaintext_listener_are_warned_about(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    with capture_logs() as logs:
+        assert warn_if_tokens_in_clear(tokens, tls=False)
+        assert not warn_if_tokens_in_clear(tokens, tls=True)
+        assert not warn_if_tokens_in_clear(None, tls=False)
+    [warning] = logs
+    assert warning["event"] == "bearer_tokens_without_tls"
+    assert warning["log_level"] == "warning"
+    assert warning["tokens_file"] == str(tokens)
+    assert "grpcs://" in warning["hint"]
