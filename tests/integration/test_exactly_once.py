@@ -40,6 +40,7 @@ from tests.integration.helpers import (
     RUNNING,
     STOPPED,
     create,
+    create_topic,
     end_offset,
     field_violations,
     host_pid,
@@ -168,7 +169,25 @@ def _freeze_mid_transaction(pid: int, admin: AdminClient, topic: str) -> int:
                 return open_records
             os.kill(pid, signal.SIGCONT)
         time.sleep(0.005)
-    raise AssertionError("no transaction of 10 000 records or more seen in 60 s")
+    raise AssertionError(
+        "no transaction of 10 000 records or more seen in 60 s (high watermark "
+        f"{_written_or_none(admin, topic)}, host {pid}: {_process_state(pid)})"
+    )
+
+
+def _written_or_none(admin: AdminClient, topic: str) -> int | None:
+    tp = TopicPartition(topic, 0)
+    try:
+        return int(admin.list_offsets({tp: OffsetSpec.latest()})[tp].result(30).offset)
+    except KafkaException:
+        return None
+
+
+def _process_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "gone"
 
 
 def _open_records_or_none(admin: AdminClient, topic: str) -> int:
@@ -190,6 +209,11 @@ def test_a_task_whose_spark_task_dies_mid_transaction_is_retried_without_a_dupli
     name, topic = f"eos-host-{uuid.uuid4().hex[:6]}", f"eos-host-{uuid.uuid4().hex[:6]}"
     count = 600_000
     via = cluster.live[0]
+    create_topic(kafka_admin, topic)
+    # An admin client that learns of the topic only now: the session's client, which cached
+    # the cluster's metadata before the topic existed, kept failing list_offsets for it after
+    # earlier modules had used it (the high watermark stayed unknown for 60 s).
+    watcher = AdminClient({"bootstrap.servers": kafka_bootstrap})
     create(via.stub, name, _sequence(topic, count, 1, rate=0))
     owner_id = wait_until(lambda: next(
         (w.id for w in cluster.info().workers if any(t.connector == name for t in w.tasks)), None
@@ -197,7 +221,7 @@ def test_a_task_whose_spark_task_dies_mid_transaction_is_retried_without_a_dupli
     owner = next(w for w in cluster.live if f"worker-{w.port}" == owner_id)
     host = wait_until(lambda: host_pid(owner, name, 0))
     try:
-        _freeze_mid_transaction(host, kafka_admin, topic)
+        _freeze_mid_transaction(host, watcher, topic)
     except AssertionError as exc:
         raise AssertionError(f"{exc}:\n{_logs(cluster)}") from None
     os.kill(host, signal.SIGKILL)
