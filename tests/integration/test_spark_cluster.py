@@ -32,7 +32,11 @@ EXECUTOR_PROPERTIES = {
     "spark.cores.max": "1",
     "spark.executor.cores": "1",
     "spark.executor.memory": "512m",
-    # every batch through Spark, however small: this test is about where batches run
+    # every batch a Spark job, however small: this test is about where batches run. Not
+    # hosted: a hosted task takes a slot only if the worker's executor has registered when
+    # the task starts (else it runs on the driver, by design), which made the test race
+    # the executor's registration; a job waits for the executor.
+    "task.hosting": "driver",
     "task.batch.local.max.records": "0",
 }
 #: What the executor's stderr (Spark's default log4j profile, INFO) says for each Python task.
