@@ -12,6 +12,12 @@ its tasks, a task's the task. Kafka Connect's ``status-topic-…`` records (acti
 are ignored. Keys starting ``connect-grpc-`` are the cluster layer's own records (each
 worker's address, ``connect_grpc.cluster.records``), any JSON value, which Kafka Connect
 skips.
+
+Status writes are asynchronous, as Kafka Connect's status store makes them: a put or delete
+shows in this worker's view at once and is written by the store's writer thread, which
+retries a failed write (Kafka away) until it is written or superseded by a newer write of
+the same key. So a task that reports its state while Kafka is unreachable is never held or
+failed by the report (see ``runtime.task``).
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from connect_grpc.domain import InstanceStatus, State, TaskId
+from connect_grpc.errors import UnavailableError
 from connect_grpc.storage.kafka_log import (
     DEFAULT_TIMEOUT_S,
     ClientConfig,
@@ -45,6 +53,12 @@ TOPIC_PREFIX = "status-topic-"
 EXTENSION_PREFIX = "connect-grpc-"
 
 _STATES = frozenset(state.value for state in State)
+
+#: Seconds before a failed status write is tried again; doubles up to WRITE_RETRY_MAX_S.
+WRITE_RETRY_INITIAL_S = 0.2
+WRITE_RETRY_MAX_S = 5.0
+#: Seconds ``stop`` waits at most for the writes still pending.
+STOP_FLUSH_S = 5.0
 
 #: A parsed status key: a connector name or a task id.
 StatusKey = str | TaskId
@@ -115,13 +129,26 @@ def decode_status(raw: bytes) -> tuple[InstanceStatus, int] | None:
     return InstanceStatus(State(state), worker_id, trace or ""), generation
 
 
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """A status write not yet acknowledged: the record, and what it says (None: deletes)."""
+
+    raw_key: bytes
+    value: bytes | None
+    status: InstanceStatus | None
+    generation: int
+
+
 class KafkaStatusStore:
     """Connector and task statuses in a compacted topic, mirrored in memory.
 
     ``start`` creates the topic if missing and reads it to its end; a background thread
     then keeps applying other workers' writes, and :meth:`refresh` waits until they are all
-    seen. Writes are synchronous (acknowledged by all in-sync replicas) and visible here at
-    once; each carries the store's current generation (:meth:`set_generation`).
+    seen. Puts and deletes are visible here at once and written in the background, in the
+    order they were made, each carrying the store's current generation
+    (:meth:`set_generation`); :meth:`flush` waits until they are acknowledged. A write that
+    fails is tried again (back-off up to WRITE_RETRY_MAX_S) until it is written, replaced
+    by a newer write of its key, or superseded by another worker's newer generation.
 
     A status from an older generation never replaces one from a newer generation written by
     another worker (as Kafka Connect's status store guards it): a worker that has not yet
@@ -145,6 +172,7 @@ class KafkaStatusStore:
         self._on_change = on_change
         self._lock = threading.Lock()
         self._generation = generation
+        #: The statuses as the topic has them (records read back or acknowledged).
         self._connectors: dict[str, InstanceStatus] = {}
         self._tasks: dict[str, dict[int, InstanceStatus]] = {}
         #: The generation each current status was written in.
@@ -152,18 +180,40 @@ class KafkaStatusStore:
         self._freshness = Freshness()
         #: key → decoded value of each live ``connect-grpc-`` record.
         self._extensions: dict[str, Any] = {}
+        #: This worker's writes not yet handed to the producer, oldest first (one per key),
+        #: and those being written now; both shadow the topic's statuses in reads.
+        self._pending: dict[StatusKey, _Write] = {}
+        self._in_flight: dict[StatusKey, _Write] = {}
+        self._writes = threading.Condition(self._lock)
+        self._closing = False
+        self._writer: threading.Thread | None = None
         spec = TopicSpec(topic, partitions, replication_factor, compact=True)
         self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
 
     def start(self) -> None:
-        """Creates the topic if needed and reads it to its end. Call once."""
+        """Creates the topic if needed, reads it to its end and starts the writer. Call once."""
         self._log.start()
+        self._writer = threading.Thread(
+            target=self._write_loop, name=f"status-writer-{self._log.topic}", daemon=True
+        )
+        self._writer.start()
         with self._lock:
             connectors, tasks = len(self._connectors), sum(map(len, self._tasks.values()))
         log.info("status_store_started", topic=self._log.topic, connectors=connectors, tasks=tasks)
 
     def stop(self) -> None:
-        """Stops following the topic. Idempotent."""
+        """Writes what is pending (for at most STOP_FLUSH_S), then stops. Idempotent."""
+        if self._writer is not None:
+            try:
+                self.flush(STOP_FLUSH_S)
+            except UnavailableError as exc:
+                log.warning("status_writes_abandoned", error=exc.message)
+        with self._writes:
+            self._closing = True
+            self._writes.notify_all()
+        if self._writer is not None:
+            self._writer.join(STOP_FLUSH_S)
+            self._writer = None
         self._log.stop()
 
     def refresh(self, timeout: float | None = None) -> None:
@@ -173,19 +223,32 @@ class KafkaStatusStore:
         """
         self._log.read_to_end(timeout)
 
+    def flush(self, timeout: float) -> None:
+        """Blocks until every put and delete made before the call is acknowledged (or
+        dropped as superseded); UnavailableError after ``timeout`` seconds."""
+        with self._writes:
+            if not self._writes.wait_for(
+                lambda: not (self._pending or self._in_flight) or self._closing, timeout
+            ):
+                count = len(self._pending) + len(self._in_flight)
+                raise UnavailableError(
+                    f"{count} status writes to topic {self._log.topic} not acknowledged "
+                    f"in {timeout:g} s"
+                )
+
     def set_generation(self, generation: int) -> None:
         """The group generation written with every later status (Kafka's ``generation``)."""
         with self._lock:
             self._generation = generation
 
     def put_connector(self, connector: str, status: InstanceStatus) -> None:
-        """Writes the connector's status, unless another worker's status of a newer
-        generation stands; raises ConnectError if it was not written."""
+        """Records the connector's status (written in the background), unless another
+        worker's status of a newer generation stands."""
         self._put(connector, connector_key(connector), status)
 
     def put_task(self, task: TaskId, status: InstanceStatus) -> None:
-        """Writes the task's status, unless another worker's status of a newer generation
-        stands; raises ConnectError if it was not written."""
+        """Records the task's status (written in the background), unless another worker's
+        status of a newer generation stands."""
         self._put(task, task_key(task), status)
 
     def _put(self, key: StatusKey, raw_key: bytes, status: InstanceStatus) -> None:
@@ -194,48 +257,152 @@ class KafkaStatusStore:
             if self._superseded(key, status, generation):
                 log.info("status_not_written_superseded", key=str(key), generation=generation)
                 return
-        self._write([(raw_key, encode_status(status, generation))])
+            self._enqueue(key, _Write(raw_key, encode_status(status, generation), status,
+                                      generation))
 
     def get_connector(self, connector: str) -> InstanceStatus | None:
         with self._lock:
+            write = self._outstanding(connector)
+            if write is not None:
+                return write.status
             return self._connectors.get(connector)
 
     def get_task(self, task: TaskId) -> InstanceStatus | None:
         with self._lock:
+            write = self._outstanding(task)
+            if write is not None:
+                return write.status
             return self._tasks.get(task.connector, {}).get(task.task)
 
     def tasks(self, connector: str) -> dict[int, InstanceStatus]:
         with self._lock:
-            return dict(self._tasks.get(connector, {}))
+            current = dict(self._tasks.get(connector, {}))
+            for key, write in (*self._in_flight.items(), *self._pending.items()):
+                if isinstance(key, TaskId) and key.connector == connector:
+                    if write.status is None:
+                        current.pop(key.task, None)
+                    else:
+                        current[key.task] = write.status
+            return current
 
     def delete_connector(self, connector: str) -> None:
         """Forgets the connector's and all its tasks' statuses (tombstones for each)."""
         with self._lock:
-            numbers = sorted(self._tasks.get(connector, {}))
-        keys = [task_key(TaskId(connector, n)) for n in numbers] + [connector_key(connector)]
-        self._write([(key, None) for key in keys])
+            numbers = sorted(
+                {*self._tasks.get(connector, {}), *self._outstanding_tasks(connector)}
+            )
+            for number in numbers:
+                task = TaskId(connector, number)
+                self._enqueue(task, _Write(task_key(task), None, None, self._generation))
+            self._enqueue(
+                connector, _Write(connector_key(connector), None, None, self._generation)
+            )
 
     def delete_task(self, task: TaskId) -> None:
         """Forgets the task's status (a tombstone)."""
-        self._write([(task_key(task), None)])
+        with self._lock:
+            self._enqueue(task, _Write(task_key(task), None, None, self._generation))
 
     def put_extension(self, key: str, value: object | None) -> None:
         """Writes (None: deletes) one of the cluster layer's records; ``key`` starts with
-        ``connect-grpc-``. Raises ConnectError if it was not written."""
+        ``connect-grpc-``. Synchronous: raises ConnectError if it was not written."""
         if not key.startswith(EXTENSION_PREFIX):
             raise ValueError(f"extension keys start with {EXTENSION_PREFIX!r}: {key!r}")
         encoded = None if value is None else json.dumps(value, separators=(",", ":")).encode()
-        self._write([(key.encode(), encoded)])
+        for written in self._log.send_all([(key.encode(), encoded)]):
+            self._apply(written)
 
     def extensions(self, prefix: str = EXTENSION_PREFIX) -> dict[str, Any]:
         """The live cluster-layer records whose key starts with ``prefix``."""
         with self._lock:
             return {k: v for k, v in self._extensions.items() if k.startswith(prefix)}
 
-    def _write(self, records: list[tuple[bytes, bytes | None]]) -> None:
-        for written in self._log.send_all(records):
-            self._apply(written)
-        log.debug("statuses_written", count=len(records))
+    # the writer
+
+    def _enqueue(self, key: StatusKey, write: _Write) -> None:
+        """Queues a write, replacing a pending one of the same key; it goes last, so that a
+        status written after a connector's tombstone is not erased by it. Under the lock."""
+        self._pending.pop(key, None)
+        self._pending[key] = write
+        self._writes.notify_all()
+
+    def _outstanding(self, key: StatusKey) -> _Write | None:
+        """This worker's latest write of the key not yet acknowledged. Under the lock."""
+        return self._pending.get(key) or self._in_flight.get(key)
+
+    def _outstanding_tasks(self, connector: str) -> set[int]:
+        return {
+            key.task
+            for key in (*self._pending, *self._in_flight)
+            if isinstance(key, TaskId) and key.connector == connector
+        }
+
+    def _write_loop(self) -> None:
+        """The writer thread: writes what is pending, oldest first, until the store stops."""
+        delay, failures = WRITE_RETRY_INITIAL_S, 0
+        while True:
+            batch = self._take_pending()
+            if batch is None:
+                return
+            try:
+                written = self._log.send_all([(w.raw_key, w.value) for w in batch.values()])
+            except Exception as exc:
+                failures += 1
+                (log.warning if failures == 1 else log.debug)(
+                    "status_write_failed", error=str(exc), records=len(batch),
+                    attempt=failures, retry_in_s=delay,
+                )
+                self._requeue(batch)
+                if self._wait_closing(delay):
+                    return
+                delay = min(delay * 2, WRITE_RETRY_MAX_S)
+                continue
+            for record in written:
+                self._apply(record)
+            self._acknowledge(batch)
+            if failures:
+                log.info("status_writes_recovered", attempts=failures + 1)
+            delay, failures = WRITE_RETRY_INITIAL_S, 0
+
+    def _take_pending(self) -> dict[StatusKey, _Write] | None:
+        """Waits for pending writes and moves them in flight, less any superseded meanwhile
+        by another worker's newer generation; None once the store is closing."""
+        with self._writes:
+            self._writes.wait_for(lambda: bool(self._pending) or self._closing)
+            if self._closing:
+                return None
+            batch, self._pending = self._pending, {}
+            for key, write in list(batch.items()):
+                if write.status is not None and self._superseded(
+                    key, write.status, write.generation
+                ):
+                    log.info("status_not_written_superseded", key=str(key))
+                    del batch[key]
+            self._in_flight = dict(batch)
+            self._writes.notify_all()
+            return batch
+
+    def _requeue(self, batch: dict[StatusKey, _Write]) -> None:
+        """A failed batch goes back before what was queued since, except the keys that were
+        written again meanwhile (the newer write replaces it)."""
+        with self._writes:
+            again = {k: w for k, w in batch.items() if k not in self._pending}
+            self._pending = {**again, **self._pending}
+            self._in_flight = {}
+            self._writes.notify_all()
+
+    def _acknowledge(self, batch: dict[StatusKey, _Write]) -> None:
+        with self._writes:
+            self._in_flight = {}
+            self._writes.notify_all()
+        log.debug("statuses_written", count=len(batch))
+
+    def _wait_closing(self, seconds: float) -> bool:
+        """Waits ``seconds`` unless the store closes first; returns whether it closes."""
+        with self._writes:
+            return self._writes.wait_for(lambda: self._closing, seconds)
+
+    # the view
 
     def _apply(self, record: LogRecord) -> None:
         """Applies one record of the topic (read back, or just written) to the in-memory view."""
@@ -266,8 +433,19 @@ class KafkaStatusStore:
             else:
                 self._set(key, decoded[0])
                 self._generations[key] = decoded[1]
+            self._drop_superseded_pending(key)
         if self._on_change is not None:
             self._on_change()
+
+    def _drop_superseded_pending(self, key: StatusKey) -> None:
+        """Another worker's newer generation now stands: this worker's pending status of
+        the key would not be written, so it no longer shows either. Under the lock."""
+        write = self._pending.get(key)
+        if write is not None and write.status is not None and self._superseded(
+            key, write.status, write.generation
+        ):
+            del self._pending[key]
+            self._writes.notify_all()
 
     def _apply_extension(self, record: LogRecord) -> None:
         key = bytes(record.key or b"").decode(errors="replace")

@@ -196,6 +196,7 @@ def test_status_task_keys_with_dashed_connector_names(
     store.put_task(TaskId("my-conn-1", 2), status)
     store.put_task(TaskId("my", 11), status)
     store.put_connector("my-conn-1", status)
+    store.flush(TIMEOUT_S)  # writes are asynchronous
 
     later = started(_statuses(kafka_bootstrap, unique_topic))
     for view in (store, later):
@@ -216,6 +217,7 @@ def test_status_second_instance_sees_writes_and_deletes(
     writer.put_task(TaskId("conn", 0), failed)
     writer.put_connector("gone", InstanceStatus(State.PAUSED, "w1"))
     writer.put_task(TaskId("gone", 3), InstanceStatus(State.PAUSED, "w1"))
+    writer.flush(TIMEOUT_S)  # writes are asynchronous
 
     reader.refresh(TIMEOUT_S)
     assert reader.get_connector("conn") == InstanceStatus(State.RUNNING, "w1")
@@ -223,6 +225,7 @@ def test_status_second_instance_sees_writes_and_deletes(
     assert reader.tasks("gone") == {3: InstanceStatus(State.PAUSED, "w1")}
 
     writer.delete_connector("gone")
+    writer.flush(TIMEOUT_S)
     reader.refresh(TIMEOUT_S)
     assert reader.get_connector("gone") is None
     assert reader.tasks("gone") == {}
@@ -246,7 +249,9 @@ def test_status_records_have_kafka_connect_format(
         )
     )
     store.put_task(TaskId("my-conn", 1), InstanceStatus(State.RUNNING, "w1"))
+    store.flush(TIMEOUT_S)  # else the tombstone replaces the pending put: one record only
     store.delete_task(TaskId("my-conn", 1))
+    store.flush(TIMEOUT_S)  # writes are asynchronous
 
     assert describe_topic_config(kafka_admin, unique_topic, "cleanup.policy") == "compact"
     metadata = kafka_admin.list_topics(unique_topic, timeout=TIMEOUT_S).topics[unique_topic]

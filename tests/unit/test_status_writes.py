@@ -1,0 +1,162 @@
+"""The status store writes in the background (issue 23, item 1): a put never waits for or
+fails with Kafka; a failed write is retried until written, replaced by a newer write of its
+key, or superseded by another worker's newer generation; the order of writes is kept where
+it matters (a status written after a connector's tombstone survives it)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from connect_grpc.domain import InstanceStatus, State, TaskId
+from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.storage import kafka_status
+from connect_grpc.storage.kafka_log import LogRecord
+from connect_grpc.storage.kafka_status import KafkaStatusStore, decode_status
+
+pytestmark = pytest.mark.timeout(20)
+
+RUNNING = InstanceStatus(State.RUNNING, "w1")
+RETRYING = InstanceStatus(State.RETRYING, "w1", "Kafka unreachable")
+
+
+class OutageLog:
+    """The store's KafkaBasedLog, with a switch for Kafka being away: a write then fails as
+    a real one does when the broker is down (after its delivery timeout)."""
+
+    topic = "connect-status"
+
+    def __init__(self) -> None:
+        self.down = threading.Event()
+        self.written: list[tuple[bytes, bytes | None]] = []
+        self.attempts = 0
+        self._offset = 0
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def send_all(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[LogRecord]:
+        self.attempts += 1
+        if self.down.is_set():
+            raise ConnectError("write to connect-status failed: Local: Message timed out")
+        result = []
+        for key, value in records:
+            self.written.append((key, value))
+            result.append(LogRecord(key, value, 0, self._offset))
+            self._offset += 1
+        return result
+
+    def states(self) -> list[tuple[str, str | None]]:
+        out = []
+        for key, value in self.written:
+            decoded = None if value is None else decode_status(value)
+            out.append((key.decode(), None if decoded is None else decoded[0].state.value))
+        return out
+
+
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> OutageLog:
+    monkeypatch.setattr(kafka_status, "WRITE_RETRY_INITIAL_S", 0.01)
+    monkeypatch.setattr(kafka_status, "WRITE_RETRY_MAX_S", 0.02)
+    return OutageLog()
+
+
+@pytest.fixture
+def store(log: OutageLog) -> Iterator[KafkaStatusStore]:
+    store = KafkaStatusStore({"bootstrap.servers": "127.0.0.1:1"}, "connect-status")
+    store._log = log  # type: ignore[assignment]
+    store.start()
+    yield store
+    log.down.clear()
+    store.stop()
+
+
+def test_a_put_while_kafka_is_away_returns_at_once_and_is_written_when_it_is_back(
+    store: KafkaStatusStore, log: OutageLog
+) -> None:
+    task = TaskId("c", 0)
+    log.down.set()
+    store.put_task(task, RUNNING)
+    store.put_task(task, RETRYING)  # replaces the pending write of the same key
+    assert store.get_task(task) == RETRYING
+    assert store.tasks("c") == {0: RETRYING}
+    with pytest.raises(UnavailableError, match="not acknowledged"):
+        store.flush(0.2)
+    assert log.attempts >= 2  # retried
+    log.down.clear()
+    store.flush(5)
+    assert log.states()[-1] == ("status-task-c-0", "RETRYING")
+    assert ("status-task-c-0", "RUNNING") not in log.states()[1:]
+    assert store.get_task(task) == RETRYING
+
+
+def test_a_status_written_after_a_tombstone_outlives_it(
+    store: KafkaStatusStore, log: OutageLog
+) -> None:
+    store.put_connector("c", RUNNING)
+    store.put_task(TaskId("c", 0), RUNNING)
+    store.put_task(TaskId("c", 1), RUNNING)
+    store.flush(5)
+    log.down.set()
+    store.delete_connector("c")
+    assert store.get_connector("c") is None and store.tasks("c") == {}
+    store.put_connector("c", RETRYING)  # recreated while the tombstones wait
+    store.put_task(TaskId("c", 0), RETRYING)
+    assert store.tasks("c") == {0: RETRYING}
+    log.down.clear()
+    store.flush(5)
+    assert log.states()[3:] == [
+        ("status-task-c-1", None),
+        ("status-connector-c", "RETRYING"),
+        ("status-task-c-0", "RETRYING"),
+    ]
+    assert store.get_connector("c") == RETRYING
+    assert store.tasks("c") == {0: RETRYING}
+
+
+def test_a_failed_batch_is_written_before_what_was_queued_after_it(
+    store: KafkaStatusStore, log: OutageLog
+) -> None:
+    log.down.set()
+    store.delete_task(TaskId("c", 1))
+    store.put_task(TaskId("c", 2), RUNNING)
+    while log.attempts < 2:
+        threading.Event().wait(0.01)
+    store.put_task(TaskId("c", 3), RUNNING)
+    log.down.clear()
+    store.flush(5)
+    keys = [key for key, _ in log.states()]
+    assert keys.index("status-task-c-1") < keys.index("status-task-c-3")
+    assert keys.index("status-task-c-2") < keys.index("status-task-c-3")
+
+
+def test_a_pending_status_superseded_by_a_newer_generation_is_dropped(
+    store: KafkaStatusStore, log: OutageLog
+) -> None:
+    task = TaskId("c", 0)
+    store.set_generation(3)
+    log.down.set()
+    store.put_task(task, RETRYING)
+    # the task moved to w2 in generation 4, read from the topic while this write waits
+    value = b'{"state":"RUNNING","trace":null,"worker_id":"w2","generation":4}'
+    store._apply(LogRecord(b"status-task-c-0", value, 0, 100))
+    assert store.get_task(task) == InstanceStatus(State.RUNNING, "w2")
+    log.down.clear()
+    store.flush(5)
+    assert ("status-task-c-0", "RETRYING") not in log.states()
+    assert store.get_task(task) == InstanceStatus(State.RUNNING, "w2")
+
+
+def test_stop_gives_up_on_writes_kafka_never_takes(
+    store: KafkaStatusStore, log: OutageLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kafka_status, "STOP_FLUSH_S", 0.2)
+    log.down.set()
+    store.put_task(TaskId("c", 0), RUNNING)
+    store.stop()  # returns (bounded) although the write never succeeded
+    assert log.written == []
