@@ -7,11 +7,19 @@ again after a back-off, and the trace says why), FAILED (a non-retriable error, 
 outlasted ``task.retry.timeout.ms``; the loop ends, the instance stays until it is stopped).
 A batch that succeeds brings a RETRYING task back to RUNNING. ``Task.start`` and
 ``Task.stop`` are each called at most once, ``stop`` iff ``start`` returned normally.
+
+Only the task's own failure ends its loop: a status report or a log line that fails (Kafka
+away, a closed stream) is dropped and reported again later, never raised out of the loop;
+should the loop end on anything else all the same, the task shows FAILED with the trace,
+and the worker's watchdog (:meth:`TaskRunner.watch`) notices a loop that is gone while its
+status says it runs.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
+import logging
 import math
 import threading
 import time
@@ -225,9 +233,30 @@ class TaskRunner(abc.ABC):
 
     # the loop
 
+    def watch(self) -> None:
+        """The worker's watchdog, now and then: a loop that is gone while the task should
+        run is reported FAILED, and a status whose report failed is reported again."""
+        thread = self._thread
+        with self._lock:
+            gone = (
+                thread is not None
+                and not thread.is_alive()
+                and not self._failed
+                and not self._stopping.is_set()
+            )
+            if not gone:
+                self._publish()
+                return
+        self._fail(
+            "The task's loop is no longer running although the task was not stopped and "
+            "reported no failure; restart the task."
+        )
+
     def _run(self) -> None:
         try:
             self._loop()
+        except BaseException:
+            self._fail(f"The task's loop ended on an unexpected error:\n{traceback.format_exc()}")
         finally:
             with self._lock:
                 self._loop_done = True
@@ -297,7 +326,8 @@ class TaskRunner(abc.ABC):
         with self._lock:
             self._retry_trace = trace
             self._publish()
-        (self.log.warning if self._retry.attempts == 1 else self.log.debug)(
+        self._log_quietly(
+            logging.WARNING if self._retry.attempts == 1 else logging.DEBUG,
             "task_retrying",
             error=f"{type(exc).__name__}: {exc}",
             attempt=self._retry.attempts,
@@ -305,6 +335,11 @@ class TaskRunner(abc.ABC):
         )
         self._idle(delay)
         return True
+
+    def _log_quietly(self, level: int, event: str, **fields: object) -> None:
+        """Logs from inside the loop: a log line that cannot be written is dropped."""
+        with contextlib.suppress(Exception):
+            self.log.log(level, event, **fields)
 
     def _gave_up(self, trace: str) -> str:
         elapsed = self._retry.elapsed()
@@ -320,7 +355,7 @@ class TaskRunner(abc.ABC):
                 return
             self._retry_trace = ""
             self._publish()
-        self.log.info("task_recovered")
+        self._log_quietly(logging.INFO, "task_recovered")
 
     def _idle(self, seconds: float) -> None:
         self._wake.wait(seconds)
@@ -353,19 +388,28 @@ class TaskRunner(abc.ABC):
         return State.RUNNING, ""
 
     def _publish(self) -> None:
-        """Reports the current state if it (or its trace) changed. Call under the lock."""
+        """Reports the current state if it (or its trace) changed since the last report
+        that succeeded. Never raises: a failed report is tried again by the next call (the
+        watchdog's, at the latest). Call under the lock."""
         current = self._current()
-        if current != self._reported:
-            self._reported = current
-            state, trace = current
+        if current == self._reported:
+            return
+        state, trace = current
+        try:
             self._listener.on_task_status(self.id, InstanceStatus(state, self._worker_id, trace))
+        except Exception as exc:
+            self._log_quietly(
+                logging.WARNING, "task_status_not_reported", state=state.value, error=repr(exc)
+            )
+            return
+        self._reported = current
 
     def _fail(self, trace: str) -> None:
         with self._lock:
             self._failed = True
             self._fail_trace = trace
             self._publish()
-        self.log.error("task_failed", trace=trace)
+        self._log_quietly(logging.ERROR, "task_failed", trace=trace)
 
     def _close_quietly(self) -> None:
         try:

@@ -55,6 +55,8 @@ IN_PROCESS = 2**62
 
 #: Seconds ``stop_tasks`` waits for each task's loop to end.
 TASK_STOP_TIMEOUT_S = 10.0
+#: Seconds between two looks of the task watchdog (``TaskRunner.watch``).
+WATCHDOG_INTERVAL_S = 5.0
 
 
 class _ExactlyOnceOptions(TypedDict, total=False):
@@ -130,6 +132,8 @@ class Worker:
         self._log = log.bind(worker_id=config.worker_id)
         self._metrics = metrics or WorkerMetrics()
         self._metrics.watch_worker(self)
+        self._watchdog_stop = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     @property
     def worker_id(self) -> str:
@@ -142,13 +146,21 @@ class Worker:
         tune_for_batches()
         self._monitor.start()
         self._spark.start()
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(
+                target=self._watch_tasks, name="task-watchdog", daemon=True
+            )
+            self._watchdog.start()
         self._log.info("worker_started")
 
     def stop(self) -> None:
         """Stops every task and connector (not deleted), then Spark and the monitor."""
+        self._watchdog_stop.set()
         self.stop_tasks(self.task_ids(), connector_deleted=False)
         for name in sorted(self.connector_names()):
             self.stop_connector(name, connector_deleted=False)
+        if self._watchdog is not None:
+            self._watchdog.join(WATCHDOG_INTERVAL_S)
         self._spark.stop()
         self._monitor.stop()
         self._log.info("worker_stopped")
@@ -287,6 +299,18 @@ class Worker:
         return connectors, {runner.id: runner.state for runner in runners}
 
     # helpers
+
+    def _watch_tasks(self) -> None:
+        """The watchdog thread: every WATCHDOG_INTERVAL_S, each task's ``watch``."""
+        while not self._watchdog_stop.wait(WATCHDOG_INTERVAL_S):
+            with self._lock:
+                runners = list(self._tasks.values())
+            for runner in runners:
+                try:
+                    runner.watch()
+                except Exception:
+                    self._log.warning("task_watch_failed", connector=runner.id.connector,
+                                      task=runner.id.task, exc_info=True)
 
     def _on_kafka_change(self, outage: KafkaOutage | None) -> None:
         if outage is None:
