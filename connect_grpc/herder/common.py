@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfos, ConnectorOffset, ConnectorStatus, PluginDesc
-from connect_grpc.errors import ConnectError, NotFoundError
+from connect_grpc.errors import ConnectError, NotFoundError, UnavailableError
 from connect_grpc.herder.base import WorkerRuntime
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
@@ -15,7 +15,7 @@ from connect_grpc.herder.validation import (
     config_with_name,
     validate_name,
 )
-from connect_grpc.runtime.kafka_monitor import KafkaReachability
+from connect_grpc.runtime.kafka_monitor import PROBE_INTERVAL_S, KafkaReachability
 from connect_grpc.worker_config import WorkerConfig
 
 
@@ -85,4 +85,19 @@ class HerderCommon:
         return (
             f"Kafka ({self._config.bootstrap_servers}) has been unreachable for "
             f"{away:.0f} s (health.kafka.unreachable.grace.ms={grace_ms})"
+        )
+
+    def _refuse_while_kafka_unreachable(self) -> None:
+        """A write that needs Kafka is answered UNAVAILABLE at once, with a retry hint,
+        while the worker's Kafka monitor already knows Kafka is unreachable: waiting for
+        the write to time out would only hold the caller for its whole deadline."""
+        if not isinstance(self._worker, KafkaReachability):
+            return
+        away = self._worker.kafka_unreachable_for()
+        if away is None:
+            return
+        raise UnavailableError(
+            f"Kafka ({self._config.bootstrap_servers}) has been unreachable for {away:.0f} s: "
+            "nothing was written; retry once it is back",
+            PROBE_INTERVAL_S,
         )

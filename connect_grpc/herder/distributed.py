@@ -632,9 +632,12 @@ class DistributedHerder(HerderCommon):
         return writer
 
     def _leader_writer(self) -> FencedWriter:
+        """The leader's writer, for a write about to be made: NotLeaderError on any other
+        worker (the call is forwarded), UNAVAILABLE at once while Kafka is unreachable."""
         writer = self._usable_writer()
         if writer is None:
             raise self._not_leader()
+        self._refuse_while_kafka_unreachable()
         return writer
 
     def _not_leader(self) -> NotLeaderError:

@@ -430,11 +430,20 @@ class StandaloneHerder(HerderCommon):
 
     def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
         with self._connector_locks.hold(name):
-            return self._offset_manager.alter(name, self._stopped_config(name), offsets)
+            config = self._stopped_config(name)
+            self._refuse_sink_change_while_kafka_unreachable(config)
+            return self._offset_manager.alter(name, config, offsets)
 
     def reset_offsets(self, name: str) -> str:
         with self._connector_locks.hold(name):
-            return self._offset_manager.reset(name, self._stopped_config(name))
+            config = self._stopped_config(name)
+            self._refuse_sink_change_while_kafka_unreachable(config)
+            return self._offset_manager.reset(name, config)
+
+    def _refuse_sink_change_while_kafka_unreachable(self, config: Mapping[str, str]) -> None:
+        """A sink's offsets are its consumer group's, in Kafka (a source's are in the file)."""
+        if self._connector_type(config) is ConnectorType.SINK:
+            self._refuse_while_kafka_unreachable()
 
     def _stopped_config(self, name: str) -> dict[str, str]:
         """The config of a connector whose offsets may change: STOPPED, with no tasks."""

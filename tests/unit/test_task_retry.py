@@ -642,3 +642,36 @@ def test_only_tasks_on_the_workers_cluster_follow_its_monitor() -> None:
     assert for_cluster(options, {"bootstrap.servers": "other:9092"}, config) == {
         "retry_policy": FAST
     }
+
+
+def test_sink_offsets_changes_answer_unavailable_at_once_while_kafka_is_away(
+    tmp_path: Path,
+) -> None:
+    config = WorkerConfig.from_properties(
+        {"bootstrap.servers": "127.0.0.1:1", "listeners": "grpc://127.0.0.1:0"}
+    )
+    holder: dict[str, UnreachableWorker] = {}
+
+    def make_runtime(board: object) -> UnreachableWorker:
+        holder["w"] = UnreachableWorker(board)  # type: ignore[arg-type]
+        return holder["w"]
+
+    herder = StandaloneHerder(
+        config, Plugins(include_testing=True), FileOffsetStore(tmp_path / "o.json"), make_runtime
+    )
+    herder.start()
+    try:
+        sink = {"connector.class": "FileStreamSink", "topics": "t", "file": str(tmp_path / "o")}
+        source = {"connector.class": "FileStreamSource", "topic": "t", "file": str(tmp_path / "i")}
+        herder.create_connector("sink", sink, TargetState.STOPPED)
+        herder.create_connector("source", source, TargetState.STOPPED)
+        holder["w"].away = 1.0
+        for change in (lambda: herder.reset_offsets("sink"),
+                       lambda: herder.alter_offsets("sink", [])):
+            with pytest.raises(UnavailableError, match="unreachable for 1 s") as refused:
+                change()
+            assert refused.value.retry_after_seconds > 0
+        # a source's offsets live in the worker's file: Kafka is not needed to change them
+        assert "reset" in herder.reset_offsets("source")
+    finally:
+        herder.stop()
