@@ -5,6 +5,9 @@
   answer at once, sink offsets answer UNAVAILABLE within the caller's deadline, health turns
   NOT_SERVING after its grace, librdkafka's connection errors are rate-limited; when the
   broker is back on the same port, everything heals by itself with no line lost.
+- The same on a distributed worker (status topic, leader writes): its tasks show RETRYING at
+  once (a status report never waits for Kafka), and a write answers UNAVAILABLE with a retry
+  hint at once instead of holding the caller for its whole deadline (issue 23, items 1, 3).
 - A Python worker crashing inside a Spark executor (os._exit, segfault) makes the task
   retry; the driver process lives on.
 - A crash of the admin client's process (where consumer-group calls run) is UNAVAILABLE for
@@ -25,7 +28,9 @@ from typing import Any, cast
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
 
 from connect_grpc import deadline
 from connect_grpc.domain import State, TargetState, TaskId
@@ -36,7 +41,7 @@ from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import TaskRunner
 from connect_grpc.storage.kafka_admin import AdminCallError, IsolatedAdmin
-from connect_grpc.testing.cluster import WorkerProcess, wait_until
+from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from connect_grpc.worker_config import WorkerConfig
@@ -198,6 +203,61 @@ def test_a_broker_outage_shows_retrying_and_heals_without_loss(
         # one line per client per 30 s: the monitor, the sink's member, a few executor
         # clients; unthrottled librdkafka logs ~10 lines per client per second
         assert refused <= 15, worker.logs()[-5000:]
+
+
+@pytest.mark.timeout(240)
+def test_a_distributed_worker_shows_retrying_and_refuses_writes_at_once_during_an_outage(
+    broker: LocalKafka, tmp_path: Path
+) -> None:
+    properties = {
+        **cluster_properties(f"outage-{uuid.uuid4().hex[:8]}"),
+        "health.kafka.unreachable.grace.ms": str(GRACE_MS),
+        "task.retry.backoff.max.ms": "1000",
+    }
+    worker = WorkerProcess(tmp_path / "worker", broker.bootstrap_servers, properties,
+                           mode="distributed")
+    with worker:
+        channel = worker.channel
+        assert channel is not None
+        source = tmp_path / "in.txt"
+        source.write_text("", encoding="utf-8")
+        name = "outage-distributed"
+        config = {"connector.class": "FileStreamSource", "tasks.max": "1",
+                  "file": str(source), "topic": f"outage-d-{uuid.uuid4().hex[:8]}"}
+        wait_until(lambda: worker.stub.CreateConnector(
+            pb.CreateConnectorRequest(name=name, config=config), timeout=30), timeout=60)
+
+        def task_states() -> list[int]:
+            status = worker.stub.GetConnectorStatus(
+                pb.GetConnectorStatusRequest(name=name), timeout=2).status
+            return [task.state for task in status.tasks]
+
+        wait_until(lambda: task_states() == [RUNNING], timeout=60)
+
+        broker.stop()
+        # RETRYING shows while Kafka is away: reporting it does not wait for the status topic
+        wait_until(lambda: task_states() == [RETRYING], timeout=OUTAGE_S)
+        wait_until(lambda: health(channel) == NOT_SERVING, timeout=GRACE_MS / 1000 + 8)
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as refused:
+            worker.stub.PauseConnector(pb.PauseConnectorRequest(name=name), timeout=20)
+        elapsed = time.monotonic() - started
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, refused.value
+        assert "unreachable" in str(refused.value.details())
+        # answered at once, not at the end of the caller's 20 s deadline
+        assert elapsed < 10, elapsed
+        details = rpc_status.from_call(cast(grpc.Call, refused.value))
+        assert details is not None and any(
+            d.Is(error_details_pb2.RetryInfo.DESCRIPTOR) for d in details.details
+        )
+        assert task_states() == [RETRYING]
+
+        broker.start(timeout=90)
+        wait_until(lambda: health(channel) == SERVING, timeout=30)
+        wait_until(lambda: worker.stub.PauseConnector(
+            pb.PauseConnectorRequest(name=name), timeout=10), timeout=60)
+        wait_until(lambda: task_states() == [pb.INSTANCE_STATE_PAUSED], timeout=30)
+        assert worker.returncode is None
 
 
 def _admin(bootstrap: str) -> Any:
