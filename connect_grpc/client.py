@@ -68,6 +68,10 @@ class ConnectClient:
     (:class:`~connect_grpc.errors.PermissionDeniedError`) to a call the caller's role does
     not allow (a viewer's mutation); neither changes anything.
 
+    When the client made the channel from settings and a call fails the way a plaintext
+    channel fails at a TLS listener (or a TLS channel at a plaintext one), the
+    UnavailableError's message ends with a hint to connect with (or without) TLS.
+
     Args:
         target: A ``host:port`` address (a plaintext channel is created and closed with the
             client), :class:`~connect_grpc.connection.ConnectionSettings` (address, TLS,
@@ -87,9 +91,11 @@ class ConnectClient:
         if isinstance(target, ConnectionSettings):
             self._channel: grpc.Channel = target.channel()
             self._owns_channel = True
+            self._tls: bool | None = target.tls is not None
         else:
             self._channel = target
             self._owns_channel = False
+            self._tls = None
         self._stub = pb_grpc.ConnectServiceStub(self._channel)
         self.timeout = timeout
 
@@ -115,7 +121,7 @@ class ConnectClient:
         try:
             response = rpc(request, timeout=self.timeout)
         except grpc.RpcError as error:
-            raise cc.error_from_rpc_error(error) from error
+            raise cc.error_from_rpc_error(error, tls=self._tls) from error
         return convert(response)
 
     # connectors
@@ -332,7 +338,7 @@ class ConnectClient:
                 pb.WatchConnectorStatusRequest(name=name), timeout=timeout
             )
         except grpc.RpcError as error:  # pragma: no cover - stream calls fail lazily
-            raise cc.error_from_rpc_error(error) from error
+            raise cc.error_from_rpc_error(error, tls=self._tls) from error
         try:
             for message in call:
                 if message.deleted:
@@ -340,7 +346,7 @@ class ConnectClient:
                     return
                 yield cc.connector_status_from_pb(message.status)
         except grpc.RpcError as error:
-            raise cc.error_from_rpc_error(error) from error
+            raise cc.error_from_rpc_error(error, tls=self._tls) from error
         finally:
             call.cancel()
 

@@ -12,6 +12,7 @@ from typing import TypeVar
 import grpc
 import pytest
 from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
 from grpc_status import rpc_status
 
 from connect_grpc import client_convert as cc
@@ -428,3 +429,21 @@ def test_call_failure_of_an_error_raised_without_a_call_uses_its_type() -> None:
     failure = cc.call_failure_of(InvalidArgumentError.for_field("name", "must not be empty"))
     assert failure == cc.CallFailure(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")
     assert cc.call_failure_of(ConnectError("?")).code is grpc.StatusCode.UNKNOWN
+
+
+def test_the_tls_hint_needs_a_bare_unavailable_and_a_known_channel_kind() -> None:
+    closed = status_pb2.Status(code=code_pb2.UNAVAILABLE, message="x: Socket closed")
+    handshake = status_pb2.Status(
+        code=code_pb2.UNAVAILABLE, message="Tls handshake failed: WRONG_VERSION_NUMBER"
+    )
+    assert cc.transport_hint(closed, tls=False) == cc.PLAINTEXT_AT_TLS_HINT
+    assert cc.transport_hint(handshake, tls=True) == cc.TLS_AT_PLAINTEXT_HINT
+    assert cc.transport_hint(closed, tls=True) is None
+    assert cc.transport_hint(handshake, tls=False) is None
+    assert cc.transport_hint(closed, tls=None) is None
+    refused = status_pb2.Status(code=code_pb2.UNAVAILABLE, message="Connection refused")
+    assert cc.transport_hint(refused, tls=False) is None
+    internal = status_pb2.Status(code=code_pb2.INTERNAL, message="Socket closed")
+    assert cc.transport_hint(internal, tls=False) is None
+    rich = to_status(UnavailableError("Socket closed", retry_after_seconds=2))
+    assert cc.transport_hint(rich, tls=False) is None
