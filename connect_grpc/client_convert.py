@@ -71,6 +71,7 @@ __all__ = [
     "initial_state_to_pb",
     "instance_status_from_pb",
     "plugin_from_pb",
+    "server_retry_delay",
     "task_id_from_pb",
     "task_info_from_pb",
     "task_status_from_pb",
@@ -342,6 +343,18 @@ def error_from_rpc_error(error: grpc.RpcError, *, tls: bool | None = None) -> Co
     if hint is not None:
         status = status_pb2.Status(code=status.code, message=f"{status.message} ({hint})")
     return error_from_status(status)
+
+
+def server_retry_delay(error: grpc.RpcError) -> float | None:
+    """The delay an UNAVAILABLE answer's ``RetryInfo`` asks for; None when the call did not
+    fail with UNAVAILABLE or the server sent no RetryInfo (e.g. the transport failed)."""
+    status = _status_of_rpc_error(error)
+    if int(status.code) != code_pb2.UNAVAILABLE:
+        return None
+    retries = _unpack_all(status.details, error_details_pb2.RetryInfo)
+    if not retries or not retries[0].HasField("retry_delay"):
+        return None
+    return float(retries[0].retry_delay.ToMilliseconds() / 1000)
 
 
 def transport_hint(status: status_pb2.Status, tls: bool | None) -> str | None:
