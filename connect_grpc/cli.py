@@ -177,10 +177,68 @@ def _prepare(
     nothing."""
     props = _read_worker_properties(worker_properties)
     configure_logging(_log_format(props))
+    swapped = swapped_arguments_error(worker_properties, props, connector_files)
+    if swapped is not None:
+        raise swapped
     config = _worker_config(worker_properties, props)
     _check_plugin_path(worker_properties, config)
     requests = [(path, _connector_request(path)) for path in connector_files]
     return _standalone_process(config), requests
+
+
+STANDALONE_USAGE = "connect-grpc standalone worker.properties connector1.properties|json ..."
+
+
+def swapped_arguments_error(
+    worker_properties: Path, props: dict[str, str], connector_files: Sequence[Path]
+) -> StartupError | None:
+    """A StartupError when the arguments of ``standalone`` look swapped: the worker file
+    looks like a connector file, or a connector file looks like worker properties; else
+    None. Without it the user is told to fix ``bootstrap.servers`` in a connector file."""
+    if _looks_like_connector(worker_properties, props):
+        return _swapped(
+            worker_properties,
+            f"{worker_properties} is given as the worker properties but looks like a "
+            "connector file (it names connector.class, not bootstrap.servers)",
+        )
+    for path in connector_files:
+        if _looks_like_worker(path):
+            return _swapped(
+                path,
+                f"{path} is given as a connector file but looks like worker properties "
+                "(it names bootstrap.servers, not connector.class)",
+            )
+    return None
+
+
+def _swapped(path: Path, what: str) -> StartupError:
+    return StartupError(
+        f"{what}: the arguments look swapped",
+        fix=f"give the worker properties first: {STANDALONE_USAGE}",
+        file=str(path),
+    )
+
+
+def _property_names(props: dict[str, str]) -> set[str]:
+    # a JSON file read as properties yields keys such as '"connector.class"' or '{"name"'
+    return {key.strip('{"\' ') for key in props}
+
+
+def _looks_like_connector(path: Path, props: dict[str, str]) -> bool:
+    names = _property_names(props)
+    if "bootstrap.servers" in names:
+        return False
+    return path.suffix.lower() == ".json" or "connector.class" in names
+
+
+def _looks_like_worker(path: Path) -> bool:
+    if path.suffix.lower() == ".json":
+        return False
+    try:
+        names = _property_names(read_properties(path))
+    except (OSError, UnicodeDecodeError):
+        return False  # reported as an unreadable connector file
+    return "bootstrap.servers" in names and "connector.class" not in names
 
 
 def _startup_error(exc: Exception) -> StartupError:

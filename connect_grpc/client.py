@@ -21,6 +21,7 @@ create. Use a fresh id (a UUID) per logical change.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
@@ -50,6 +51,16 @@ __all__ = ["ConnectClient", "ConnectionSettings", "ConnectorListing", "TlsOption
 
 R = TypeVar("R")
 
+#: The smallest per-attempt deadline, so that a retry never sends a deadline of zero.
+_MIN_TIMEOUT = 0.001
+
+
+def _repeatable(request: Any) -> bool:
+    """Whether sending ``request`` twice is safe: a read (no ``request_id`` field), or a
+    mutation whose ``request_id`` makes the server answer a repeat with the first answer."""
+    field = request.DESCRIPTOR.fields_by_name.get("request_id")
+    return field is None or bool(request.request_id)
+
 
 class ConnectClient:
     """A client of one worker.
@@ -68,30 +79,45 @@ class ConnectClient:
     (:class:`~connect_grpc.errors.PermissionDeniedError`) to a call the caller's role does
     not allow (a viewer's mutation); neither changes anything.
 
+    When the client made the channel from settings and a call fails the way a plaintext
+    channel fails at a TLS listener (or a TLS channel at a plaintext one), the
+    UnavailableError's message ends with a hint to connect with (or without) TLS.
+
     Args:
         target: A ``host:port`` address (a plaintext channel is created and closed with the
             client), :class:`~connect_grpc.connection.ConnectionSettings` (address, TLS,
             bearer token; the channel is created and closed with the client), or an
             existing ``grpc.Channel`` (left open; its owner closes it).
-        timeout: Deadline in seconds of each unary call.
+        timeout: Deadline in seconds of each unary call (retries included).
+        retry_unavailable: When the worker answers UNAVAILABLE with a retry delay (no
+            leader yet, a rebalance), wait that delay and call again while ``timeout``
+            allows; only for reads and for mutations that carry a ``request_id`` (a repeat
+            then cannot apply the change twice). A transport failure is not retried.
 
     Raises:
         InvalidArgumentError: settings whose files cannot be read, or a malformed token.
     """
 
     def __init__(
-        self, target: str | ConnectionSettings | grpc.Channel, *, timeout: float = 30.0
+        self,
+        target: str | ConnectionSettings | grpc.Channel,
+        *,
+        timeout: float = 30.0,
+        retry_unavailable: bool = False,
     ) -> None:
         if isinstance(target, str):
             target = ConnectionSettings(target)
         if isinstance(target, ConnectionSettings):
             self._channel: grpc.Channel = target.channel()
             self._owns_channel = True
+            self._tls: bool | None = target.tls is not None
         else:
             self._channel = target
             self._owns_channel = False
+            self._tls = None
         self._stub = pb_grpc.ConnectServiceStub(self._channel)
         self.timeout = timeout
+        self.retry_unavailable = retry_unavailable
 
     # lifecycle
 
@@ -112,11 +138,26 @@ class ConnectClient:
         self.close()
 
     def _call(self, rpc: Callable[..., Any], request: Any, convert: Callable[[Any], R]) -> R:
-        try:
-            response = rpc(request, timeout=self.timeout)
-        except grpc.RpcError as error:
-            raise cc.error_from_rpc_error(error) from error
-        return convert(response)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                response = rpc(request, timeout=max(deadline - time.monotonic(), _MIN_TIMEOUT))
+            except grpc.RpcError as error:
+                delay = self._retry_delay(error, request, deadline)
+                if delay is None:
+                    raise cc.error_from_rpc_error(error, tls=self._tls) from error
+                time.sleep(delay)
+                continue
+            return convert(response)
+
+    def _retry_delay(self, error: grpc.RpcError, request: Any, deadline: float) -> float | None:
+        """How long to wait before calling again; None: do not (see ``retry_unavailable``)."""
+        if not self.retry_unavailable or not _repeatable(request):
+            return None
+        delay = cc.server_retry_delay(error)
+        if delay is None or time.monotonic() + delay >= deadline:
+            return None
+        return delay
 
     # connectors
 
@@ -332,7 +373,7 @@ class ConnectClient:
                 pb.WatchConnectorStatusRequest(name=name), timeout=timeout
             )
         except grpc.RpcError as error:  # pragma: no cover - stream calls fail lazily
-            raise cc.error_from_rpc_error(error) from error
+            raise cc.error_from_rpc_error(error, tls=self._tls) from error
         try:
             for message in call:
                 if message.deleted:
@@ -340,7 +381,7 @@ class ConnectClient:
                     return
                 yield cc.connector_status_from_pb(message.status)
         except grpc.RpcError as error:
-            raise cc.error_from_rpc_error(error) from error
+            raise cc.error_from_rpc_error(error, tls=self._tls) from error
         finally:
             call.cancel()
 

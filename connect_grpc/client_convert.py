@@ -71,9 +71,11 @@ __all__ = [
     "initial_state_to_pb",
     "instance_status_from_pb",
     "plugin_from_pb",
+    "server_retry_delay",
     "task_id_from_pb",
     "task_info_from_pb",
     "task_status_from_pb",
+    "transport_hint",
     "type_from_pb",
 ]
 
@@ -312,13 +314,58 @@ def error_from_status(status: status_pb2.Status) -> ConnectError:
     return ConnectError(message)
 
 
-def error_from_rpc_error(error: grpc.RpcError) -> ConnectError:
+#: What a plaintext channel meets at a TLS listener: the server drops the connection at the
+#: first bytes, which gRPC reports as this (a port where nothing listens is "refused").
+_PLAINTEXT_AT_TLS = ("Socket closed", "Connection reset")
+#: What a TLS channel meets at a plaintext listener: the handshake reads an HTTP/2 frame.
+_TLS_AT_PLAINTEXT = ("WRONG_VERSION_NUMBER",)
+
+PLAINTEXT_AT_TLS_HINT = (
+    "the worker may require TLS: connect with TLS (ctl: --tls, or --cacert FILE for a "
+    "private CA; Python: ConnectionSettings(address, tls=TlsOptions(...)))"
+)
+TLS_AT_PLAINTEXT_HINT = (
+    "the worker may not use TLS (a grpc:// listener): connect in plaintext (ctl: without "
+    "--tls, --cacert, --cert, --key; Python: ConnectionSettings without tls)"
+)
+
+
+def error_from_rpc_error(error: grpc.RpcError, *, tls: bool | None = None) -> ConnectError:
     """The domain exception of a failed call (a ``grpc.RpcError`` that is also a ``grpc.Call``).
 
     Reads the rich ``google.rpc.Status`` from the trailing metadata when the server sent one;
     otherwise (transport failures, plain ``context.abort``) uses the bare code and details.
+    ``tls`` says whether the channel used TLS (None: unknown); when the transport failed the
+    way a plaintext/TLS mismatch makes it fail, the message ends with a hint.
     """
-    return error_from_status(_status_of_rpc_error(error))
+    status = _status_of_rpc_error(error)
+    hint = transport_hint(status, tls)
+    if hint is not None:
+        status = status_pb2.Status(code=status.code, message=f"{status.message} ({hint})")
+    return error_from_status(status)
+
+
+def server_retry_delay(error: grpc.RpcError) -> float | None:
+    """The delay an UNAVAILABLE answer's ``RetryInfo`` asks for; None when the call did not
+    fail with UNAVAILABLE or the server sent no RetryInfo (e.g. the transport failed)."""
+    status = _status_of_rpc_error(error)
+    if int(status.code) != code_pb2.UNAVAILABLE:
+        return None
+    retries = _unpack_all(status.details, error_details_pb2.RetryInfo)
+    if not retries or not retries[0].HasField("retry_delay"):
+        return None
+    return float(retries[0].retry_delay.ToMilliseconds() / 1000)
+
+
+def transport_hint(status: status_pb2.Status, tls: bool | None) -> str | None:
+    """The TLS hint for an UNAVAILABLE status the transport made (no details), or None."""
+    if tls is None or int(status.code) != code_pb2.UNAVAILABLE or status.details:
+        return None
+    signs, hint = (
+        (_TLS_AT_PLAINTEXT, TLS_AT_PLAINTEXT_HINT) if tls
+        else (_PLAINTEXT_AT_TLS, PLAINTEXT_AT_TLS_HINT)
+    )
+    return hint if any(sign in status.message for sign in signs) else None
 
 
 def _status_of_rpc_error(error: grpc.RpcError) -> status_pb2.Status:

@@ -22,6 +22,7 @@ are then discovered) in them can be loaded.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -271,21 +272,37 @@ class Plugins:
 
     def _not_allowed(self, name: str, cause: str) -> NotFoundError:
         directories = ", ".join(str(d) for d in self._plugin_path) or "none: it is not set"
-        available = ", ".join(sorted(self._known))
         return NotFoundError(
             f"Connector class {name.strip()!r} is not allowed ({cause}). A connector class "
             f"must be a registered plugin (a built-in or an entry point of the group "
             f"{ENTRY_POINT_GROUP}, by its class name or an alias) or a class whose module "
-            f"lives under a plugin.path directory (plugin.path: {directories}); available "
-            f"connectors are: {available}"
+            f"lives under a plugin.path directory (plugin.path: {directories})"
+            f"{self._available(name)}"
         )
 
     def _not_found(self, name: str, cause: str) -> NotFoundError:
-        available = ", ".join(sorted(self._known))
         return NotFoundError(
             f"Failed to find any class that implements Connector and which name matches "
-            f"{name.strip()!r} ({cause}); available connectors are: {available}"
+            f"{name.strip()!r} ({cause}){self._available(name)}"
         )
+
+    def _available(self, name: str) -> str:
+        """The end of an unknown-class message: the known name or alias closest to ``name``
+        (if any is close), then each known class with its aliases."""
+        listed = ", ".join(
+            f"{full_name} ({', '.join(aliases)})" if (aliases := self._aliases_of(full_name))
+            else full_name
+            for full_name in sorted(self._known)
+        )
+        closest = self._closest(name)
+        if closest is None:
+            return f"; available connectors are: {listed}"
+        return f"; did you mean {closest}? Available connectors are: {listed}"
+
+    def _closest(self, name: str) -> str | None:
+        by_folded = {known.casefold(): known for known in sorted(self._aliases, reverse=True)}
+        matches = difflib.get_close_matches(name.strip().casefold(), by_folded, n=1)
+        return by_folded[matches[0]] if matches else None
 
     def new_connector(self, name: str) -> Connector:
         """A new, uninitialized instance of the connector class ``name`` designates.

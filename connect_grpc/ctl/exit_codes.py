@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from connect_grpc.client_convert import call_failure_of
+from connect_grpc.client_convert import call_failure_of, server_retry_delay
 from connect_grpc.errors import (
     ConnectError,
     FailedPreconditionError,
@@ -114,8 +114,22 @@ def _details(error: ConnectError) -> tuple[str, ...]:
             f"{v.type} {v.subject}: {v.description}".strip() for v in error.violations
         )
     if isinstance(error, UnavailableError):
-        return (f"retry in {error.retry_after_seconds:g} s",)
+        return _retry_advice(error)
     return ()
+
+
+def _retry_advice(error: UnavailableError) -> tuple[str, ...]:
+    """ctl has already retried a read (or a write carrying a request_id) the worker asked to
+    retry, until ``--request-timeout``; so this is advice to the user, not a promise. A
+    transport failure carries no delay of the worker's: its message says what failed."""
+    cause = error.__cause__
+    if isinstance(cause, grpc.RpcError):
+        delay = server_retry_delay(cause)
+        if delay is None:
+            return ()
+    else:
+        delay = error.retry_after_seconds
+    return (f"the worker asked to retry after {delay:g} s: run the command again",)
 
 
 def timed_out(message: str) -> Failure:

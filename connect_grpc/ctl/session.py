@@ -50,7 +50,9 @@ class Session:
     @property
     def client(self) -> ConnectClient:
         if self._client is None:
-            self._client = ConnectClient(self.settings, timeout=self.request_timeout)
+            self._client = ConnectClient(
+                self.settings, timeout=self.request_timeout, retry_unavailable=True
+            )
         return self._client
 
     def close(self) -> None:

@@ -46,6 +46,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.kafka_clients import is_retriable, kafka_error_of
 
 log = structlog.get_logger(__name__)
 
@@ -170,26 +171,12 @@ def _error_code(exc: KafkaException) -> int | None:
     return error.code() if isinstance(error, KafkaError) else None
 
 
-#: Answers that mean "ask again shortly": leadership settling after a create or a move.
-#: (librdkafka does not flag these as retriable in admin results.)
-_TRANSIENT = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._TRANSPORT,
-        # Right after a topic is created, leader epochs are still settling.
-        KafkaError.UNKNOWN_LEADER_EPOCH,
-        KafkaError.FENCED_LEADER_EPOCH,
-        KafkaError.OFFSET_NOT_AVAILABLE,
-    }
-)
-
-
 def _retriable(exc: KafkaException) -> bool:
-    error = exc.args[0] if exc.args else None
-    return isinstance(error, KafkaError) and (bool(error.retriable()) or error.code() in _TRANSIENT)
+    """Whether asking again shortly may succeed, e.g. leadership settling after a create or
+    a move (librdkafka does not flag these as retriable in admin results): the worker-wide
+    classification of ``kafka_clients``."""
+    error = kafka_error_of(exc)
+    return error is not None and is_retriable(error)
 
 
 def _partition_count(admin: AdminClient, topic: str, timeout: float) -> int:

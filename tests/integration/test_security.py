@@ -29,6 +29,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from connect_grpc.client import ConnectClient
+from connect_grpc.client_convert import PLAINTEXT_AT_TLS_HINT
 from connect_grpc.connection import ConnectionSettings, TlsOptions
 from connect_grpc.domain import ConnectorOffset, TargetState
 from connect_grpc.errors import PermissionDeniedError, UnavailableError
@@ -158,8 +159,9 @@ def test_a_plaintext_client_against_the_tls_listener_fails_cleanly(
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
     with ConnectClient(token_worker.address, timeout=10) as plaintext, pytest.raises(
         UnavailableError
-    ):
+    ) as refused:
         plaintext.list_plugins()
+    assert refused.value.message.endswith(f"({PLAINTEXT_AT_TLS_HINT})")
     assert token_worker.returncode is None
     answer = health_pb2_grpc.HealthStub(token_worker.channel).Check(
         health_pb2.HealthCheckRequest(), timeout=10

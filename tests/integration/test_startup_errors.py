@@ -107,6 +107,12 @@ def _connectors(**files: str | bytes | dict[str, Any] | None) -> Arrange:
     return arrange
 
 
+def _swapped(tmp: Path) -> list[str]:
+    connector = tmp / "c.json"
+    connector.write_text(json.dumps(_source("x"), indent=2))
+    return [str(connector), str(_worker(tmp))]
+
+
 def _source(name: str, **config: str) -> dict[str, Any]:
     return {"name": name, "config": {"connector.class": "FileStreamSource", "tasks.max": "1",
                                      "topic": "t", "file": "/dev/null", **config}}
@@ -168,6 +174,7 @@ CASES = [
          _connectors(c_json=_source("x", **{"tasks.max": "2147483647"})),
          "file", "c.json", "tasks.max.limit"),
     Case("connector name empty", _connectors(c_json=_source(" ")), "file", "c.json", "name"),
+    Case("arguments swapped", _swapped, "file", "c.json", "the arguments look swapped"),
     Case("two files, one connector",
          _connectors(a_json=_source("x"), b_properties=SOURCE_PROPERTIES),
          "file", "b.properties", "a.json"),

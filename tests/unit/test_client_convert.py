@@ -12,12 +12,14 @@ from typing import TypeVar
 import grpc
 import pytest
 from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
 from grpc_status import rpc_status
 
 from connect_grpc import client_convert as cc
 from connect_grpc.api import convert
 from connect_grpc.api.errors import to_status
 from connect_grpc.client import ConnectClient
+from connect_grpc.ctl.exit_codes import failure_of
 from connect_grpc.domain import (
     ClusterInfo,
     ConfigInfo,
@@ -258,11 +260,19 @@ class ScriptedServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  #
 
     def __init__(self) -> None:
         self.error: ConnectError | None = None
+        #: None: ``error`` (or ``plain_abort``) fails every call; N: only the next N calls.
+        self.failures: int | None = None
+        self.calls = 0
         self.plain_abort: grpc.StatusCode | None = None
         self.watch: list[pb.WatchConnectorStatusResponse] = []
         self.status = status(State.RUNNING)
 
     def _fail(self, context: grpc.ServicerContext) -> None:
+        self.calls += 1
+        if self.failures is not None:
+            if self.failures == 0:
+                return
+            self.failures -= 1
         if self.plain_abort is not None:
             context.abort(self.plain_abort, "plain")
         if self.error is not None:
@@ -273,6 +283,12 @@ class ScriptedServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  #
     ) -> pb.GetConnectorResponse:
         self._fail(context)
         return pb.GetConnectorResponse(connector=convert.connector_info_to_pb(info(request.name)))
+
+    def PauseConnector(
+        self, request: pb.PauseConnectorRequest, context: grpc.ServicerContext
+    ) -> pb.PauseConnectorResponse:
+        self._fail(context)
+        return pb.PauseConnectorResponse()
 
     def GetConnectorStatus(
         self, request: pb.GetConnectorStatusRequest, context: grpc.ServicerContext
@@ -304,6 +320,7 @@ def servicer(served: tuple[ScriptedServicer, str]) -> Iterator[ScriptedServicer]
     servicer = served[0]
     yield servicer
     servicer.error, servicer.plain_abort, servicer.watch = None, None, []
+    servicer.failures, servicer.calls = None, 0
 
 
 @pytest.fixture
@@ -428,3 +445,88 @@ def test_call_failure_of_an_error_raised_without_a_call_uses_its_type() -> None:
     failure = cc.call_failure_of(InvalidArgumentError.for_field("name", "must not be empty"))
     assert failure == cc.CallFailure(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")
     assert cc.call_failure_of(ConnectError("?")).code is grpc.StatusCode.UNKNOWN
+
+
+def test_the_tls_hint_needs_a_bare_unavailable_and_a_known_channel_kind() -> None:
+    closed = status_pb2.Status(code=code_pb2.UNAVAILABLE, message="x: Socket closed")
+    handshake = status_pb2.Status(
+        code=code_pb2.UNAVAILABLE, message="Tls handshake failed: WRONG_VERSION_NUMBER"
+    )
+    assert cc.transport_hint(closed, tls=False) == cc.PLAINTEXT_AT_TLS_HINT
+    assert cc.transport_hint(handshake, tls=True) == cc.TLS_AT_PLAINTEXT_HINT
+    assert cc.transport_hint(closed, tls=True) is None
+    assert cc.transport_hint(handshake, tls=False) is None
+    assert cc.transport_hint(closed, tls=None) is None
+    refused = status_pb2.Status(code=code_pb2.UNAVAILABLE, message="Connection refused")
+    assert cc.transport_hint(refused, tls=False) is None
+    internal = status_pb2.Status(code=code_pb2.INTERNAL, message="Socket closed")
+    assert cc.transport_hint(internal, tls=False) is None
+    rich = to_status(UnavailableError("Socket closed", retry_after_seconds=2))
+    assert cc.transport_hint(rich, tls=False) is None
+
+
+NO_LEADER = UnavailableError("no leader yet", retry_after_seconds=0.01)
+
+
+def test_a_read_the_worker_asks_to_retry_is_retried_within_the_timeout(
+    servicer: ScriptedServicer, served: tuple[ScriptedServicer, str]
+) -> None:
+    servicer.error, servicer.failures = NO_LEADER, 2
+    with ConnectClient(served[1], timeout=10, retry_unavailable=True) as client:
+        assert client.get_connector("c").name == "c"
+    assert servicer.calls == 3
+
+
+def test_without_retry_unavailable_the_first_answer_is_raised(
+    servicer: ScriptedServicer, client: ConnectClient
+) -> None:
+    servicer.error, servicer.failures = NO_LEADER, 2
+    with pytest.raises(UnavailableError):
+        client.get_connector("c")
+    assert servicer.calls == 1
+
+
+def test_a_mutation_is_retried_only_with_a_request_id(
+    servicer: ScriptedServicer, served: tuple[ScriptedServicer, str]
+) -> None:
+    servicer.error, servicer.failures = NO_LEADER, 1
+    with ConnectClient(served[1], timeout=10, retry_unavailable=True) as client:
+        with pytest.raises(UnavailableError):
+            client.pause_connector("c")
+        assert servicer.calls == 1
+        servicer.failures, servicer.calls = 1, 0
+        client.pause_connector("c", request_id="pause-c-1")
+    assert servicer.calls == 2
+
+
+def test_no_retry_past_the_timeout_nor_without_the_workers_delay(
+    servicer: ScriptedServicer, served: tuple[ScriptedServicer, str]
+) -> None:
+    servicer.error, servicer.failures = UnavailableError("busy", retry_after_seconds=60), 1
+    with ConnectClient(served[1], timeout=10, retry_unavailable=True) as client:
+        with pytest.raises(UnavailableError):
+            client.get_connector("c")
+        assert servicer.calls == 1
+        servicer.error, servicer.plain_abort = None, grpc.StatusCode.UNAVAILABLE
+        servicer.failures, servicer.calls = 1, 0
+        with pytest.raises(UnavailableError) as caught:
+            client.get_connector("c")
+    assert servicer.calls == 1
+    assert isinstance(caught.value.__cause__, grpc.RpcError)
+    assert cc.server_retry_delay(caught.value.__cause__) is None
+
+
+def test_ctl_advises_running_again_only_when_the_worker_asked_to_retry(
+    servicer: ScriptedServicer, client: ConnectClient
+) -> None:
+    servicer.error = UnavailableError("no leader yet", retry_after_seconds=2)
+    with pytest.raises(UnavailableError) as asked:
+        client.get_connector("c")
+    assert failure_of(asked.value).lines() == [
+        "Error: UNAVAILABLE: no leader yet",
+        "  the worker asked to retry after 2 s: run the command again",
+    ]
+    servicer.error, servicer.plain_abort = None, grpc.StatusCode.UNAVAILABLE
+    with pytest.raises(UnavailableError) as transport:
+        client.get_connector("c")
+    assert failure_of(transport.value).lines() == ["Error: UNAVAILABLE: plain"]

@@ -172,7 +172,8 @@ def test_failure_shows_code_message_and_every_violation() -> None:
     assert failure_of(precondition).lines() == [
         "Error: FAILED_PRECONDITION: stop it first", "  STATE c: connector is not STOPPED"]
     assert failure_of(UnavailableError("no leader", 0.5)).lines() == [
-        "Error: UNAVAILABLE: no leader", "  retry in 0.5 s"]
+        "Error: UNAVAILABLE: no leader",
+        "  the worker asked to retry after 0.5 s: run the command again"]
     assert failure_of(NotFoundError("no c")).exit_code == 3
     assert failure_of(AlreadyExistsError("c exists")).exit_code == 6
     assert failure_of(ConnectError("?")).exit_code == 1

@@ -7,6 +7,7 @@ import pytest
 
 from connect_grpc.connectors.config import topic_name_error
 from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.validation import ConfigValidator, tasks_max
 
 LIMIT = 8
@@ -93,3 +94,14 @@ def test_topic_name_rules_match_kafkas() -> None:
     assert topic_name_error("x" * 249) is None
     assert topic_name_error("x" * 250) is not None
     assert topic_name_error("ü") is not None
+
+
+def test_a_misspelt_connector_class_names_the_field_and_the_closest_plugin(
+    validator: ConfigValidator,
+) -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        validator.validate({"connector.class": "FileStreamSorce", "topic": "t"})
+    (violation,) = caught.value.violations
+    assert violation.field == "config.connector.class"
+    assert "did you mean FileStreamSource?" in violation.description
+    assert "FileStreamSink, FileStreamSinkConnector" in caught.value.message

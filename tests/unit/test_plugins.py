@@ -143,6 +143,45 @@ def test_unknown_name_lists_the_available_connectors() -> None:
 
 
 @pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("FileStreamSorce", "FileStreamSource"),
+        ("filestreamsink", "FileStreamSink"),
+        ("SequenceSourceConector", "SequenceSourceConnector"),
+        ("org.apache.kafka.connect.file.FileStreamSinkConector",
+         "org.apache.kafka.connect.file.FileStreamSinkConnector"),
+    ],
+)
+def test_a_misspelt_name_gets_the_closest_known_name(typed: str, meant: str) -> None:
+    with pytest.raises(NotFoundError) as caught:
+        Plugins().connector_class(typed)
+    message = caught.value.message
+    assert f"did you mean {meant}?" in message
+    assert repr(typed) in message
+
+
+def test_unknown_name_lists_each_connector_with_its_short_aliases() -> None:
+    with pytest.raises(NotFoundError) as caught:
+        Plugins().connector_class("NoSuchThing")
+    message = caught.value.message
+    assert "did you mean" not in message
+    assert (
+        f"{FILE_SOURCE} (FileStreamSource, FileStreamSourceConnector, "
+        "org.apache.kafka.connect.file.FileStreamSourceConnector)"
+    ) in message
+    assert "FileStreamSink, FileStreamSinkConnector" in message
+    assert "SequenceSource, SequenceSourceConnector" in message
+
+
+def test_a_refused_dotted_name_also_gets_the_closest_known_name() -> None:
+    with pytest.raises(NotFoundError) as caught:
+        Plugins().connector_class("connect_grpc.connectors.file.FileStreamSourceConector")
+    message = caught.value.message
+    assert "is not allowed" in message
+    assert f"did you mean {FILE_SOURCE}?" in message
+
+
+@pytest.mark.parametrize(
     "name",
     [
         "no_such_pkg_xyz.Connector",

@@ -675,3 +675,17 @@ def test_sink_offsets_changes_answer_unavailable_at_once_while_kafka_is_away(
         assert "reset" in herder.reset_offsets("source")
     finally:
         herder.stop()
+
+
+def test_a_broker_handle_torn_down_during_an_outage_is_retried_not_failed(
+    runners: list[ScriptedRunner],
+) -> None:
+    destroyed = KafkaException(
+        KafkaError(KafkaError._DESTROY_BROKER, "Failed to get watermark offsets")
+    )
+    runner = start(runners, ScriptedRunner([destroyed, destroyed, True], retry_policy=FAST))
+    wait_for(lambda: runner.batches >= 3 and runner.state is State.RUNNING)
+    states = runner.recorder.states()
+    assert states[:2] == [State.RUNNING, State.RETRYING] and states[-1] is State.RUNNING
+    assert State.FAILED not in states
+    assert "_DESTROY_BROKER" in runner.recorder.statuses[1].trace

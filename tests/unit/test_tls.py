@@ -15,13 +15,18 @@ from pathlib import Path
 
 import grpc
 import pytest
+from click.testing import CliRunner
 
 from connect_grpc.api.auth import build_interceptor
 from connect_grpc.api.forwarding import Forwarder, LeaderWritesRelay
 from connect_grpc.api.server import ApiServer
 from connect_grpc.api.tls import PeerCredentials, server_credentials
 from connect_grpc.client import ConnectClient
+from connect_grpc.client_convert import PLAINTEXT_AT_TLS_HINT, TLS_AT_PLAINTEXT_HINT
 from connect_grpc.connection import ConnectionSettings, TlsOptions
+from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
+from connect_grpc.ctl.exit_codes import ExitCode
+from connect_grpc.ctl.root import ctl
 from connect_grpc.errors import (
     InvalidArgumentError,
     PermissionDeniedError,
@@ -41,6 +46,7 @@ from connect_grpc.security.session_key import (
 )
 from connect_grpc.security.tls_files import TlsFiles
 from connect_grpc.testing.certs import CertificateAuthority, Identity, subject_of
+from connect_grpc.testing.cluster import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -238,6 +244,56 @@ def test_certificates_are_reloaded_without_a_restart(
         UnavailableError
     ):
         client.list_plugins()
+
+
+def test_a_plaintext_client_at_a_tls_listener_is_told_the_worker_may_require_tls(
+    serve: Serve, pki: Pki
+) -> None:
+    worker = serve(SecurityConfig(tls_config(pki.worker, None)))
+    with ConnectClient(worker.address, timeout=5) as plaintext, pytest.raises(
+        UnavailableError
+    ) as caught:
+        plaintext.list_connectors()
+    assert "Socket closed" in caught.value.message
+    assert caught.value.message.endswith(f"({PLAINTEXT_AT_TLS_HINT})")
+    with grpc.insecure_channel(worker.address) as channel, ConnectClient(
+        channel, timeout=5
+    ) as unknown, pytest.raises(UnavailableError) as without_hint:
+        unknown.list_connectors()  # a channel of the caller's: whether it is TLS is unknown
+    assert "TLS" not in without_hint.value.message
+
+
+def test_ctl_at_a_tls_listener_without_tls_prints_the_hint(
+    serve: Serve, pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "cfg"))
+    worker = serve(SecurityConfig(tls_config(pki.worker, None)))
+    result = CliRunner().invoke(
+        ctl, ["--target", worker.address, "--request-timeout", "5", "get", "connectors"],
+        prog_name="connect-grpc ctl",
+    )
+    assert result.exit_code == ExitCode.UNAVAILABLE, result.output
+    assert "the worker may require TLS: connect with TLS (ctl: --tls" in result.output
+
+
+def test_a_tls_client_at_a_plaintext_listener_is_told_the_worker_may_not_use_tls(
+    serve: Serve, pki: Pki
+) -> None:
+    worker = serve(SecurityConfig())
+    with ConnectClient(worker.settings(None, pki.ca.certificate), timeout=5) as client, (
+        pytest.raises(UnavailableError)
+    ) as caught:
+        client.list_connectors()
+    assert "WRONG_VERSION_NUMBER" in caught.value.message
+    assert caught.value.message.endswith(f"({TLS_AT_PLAINTEXT_HINT})")
+
+
+def test_a_port_where_nothing_listens_gets_no_tls_hint(pki: Pki) -> None:
+    with ConnectClient(f"127.0.0.1:{free_port()}", timeout=5) as plaintext, pytest.raises(
+        UnavailableError
+    ) as caught:
+        plaintext.list_connectors()
+    assert "TLS" not in caught.value.message
 
 
 def test_connection_settings_name_the_bad_field(pki: Pki, tmp_path: Path) -> None:
