@@ -86,6 +86,9 @@ def is_python_worker_crash(exc: BaseException) -> bool:
     return False
 
 
+#: How long a SparkSession (and the warm-up of its Python workers) usually takes to start
+#: here; the JVM's first start after boot is slower.
+SPARK_START_USUAL_S = 10
 #: Seconds each warm-up Spark task holds its slot (see ``warm_python_workers``).
 WARM_UP_HOLD_S = 0.2
 #: Python workers warmed up at most, however many slots Spark offers.
@@ -154,6 +157,10 @@ class SparkRuntime:
             conf = spark_conf(self._config)
             _export_python_exec(conf)
             os.environ[LOG_FORMAT_ENV] = self._config.log_format
+            log.info("spark_starting", master=conf["spark.master"],
+                     usual_seconds=SPARK_START_USUAL_S,
+                     note="the JVM's first start after boot can take 1-2 min")
+            started = time.monotonic()
             builder = SparkSession.builder
             for key, value in conf.items():
                 builder = builder.config(key, value)
@@ -167,6 +174,7 @@ class SparkRuntime:
                 master=context.master,
                 parallelism=context.defaultParallelism,
                 spark_version=context.version,
+                seconds=round(time.monotonic() - started, 1),
             )
 
     @property

@@ -4,6 +4,7 @@ whatever offsets file, journal, topic records and sink group the first one left.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,9 @@ def test_a_second_demo_run_copies_every_line_like_the_first(
         assert result.returncode == 0, f"run {run}:\n{result.stdout}\n{result.stderr[-5000:]}"
         assert f"Lines copied:  {DEMO_LINES}/{DEMO_LINES}" in result.stdout, result.stdout
         assert "==> waiting for 1000 lines" in result.stdout
+        # the Spark start-up is announced with its usual duration and reported with its own
+        assert re.search(r"spark_starting .*usual_seconds=\d+", result.stderr), result.stderr
+        assert re.search(r"spark_started .*seconds=\d", result.stderr), result.stderr
         output = (demo_dir / "output.txt").read_text(encoding="utf-8").splitlines()
         assert output == [f"demo line {i}" for i in range(DEMO_LINES)], f"run {run}"
         assert _records_in(kafka_bootstrap, DEMO_TOPIC) == DEMO_LINES, f"run {run}"
