@@ -402,6 +402,27 @@ def test_grpcurl_recipes(demo: Demo, grpcurl_dir: Path, tmp_path: Path) -> None:
     assert _lines(demo.output) == demo_lines
 
 
+def test_demo_worker_logs_no_spark_start_or_pool_warnings(demo: Demo) -> None:
+    """Spark's warnings that every start and every connector used to print: the hostname
+    resolving to a loopback address, and each connector's scheduler pool created on the fly
+    (both connectors have launched their jobs once their tasks run)."""
+    running = pb.INSTANCE_STATE_RUNNING
+
+    def tasks_running() -> bool:
+        listed = demo.worker.stub.ListConnectors(
+            pb.ListConnectorsRequest(expand_status=True), timeout=10
+        ).connectors
+        return len(listed) == 2 and all(
+            [t.state for t in c.status.tasks] == [running] for c in listed
+        )
+
+    wait_until(tasks_running, timeout=120)
+    logs = demo.worker.log_path.read_text(encoding="utf-8", errors="replace")
+    assert "spark_started" in logs
+    assert "resolves to a loopback address" not in logs
+    assert "FairSchedulableBuilder" not in logs and "has not been configured" not in logs
+
+
 def _is_cli(command: Command, subcommand: str) -> bool:
     words = command.words
     return Path(words[0]).name == "connect-grpc" and words[1:2] == [subcommand]
