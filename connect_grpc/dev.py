@@ -246,8 +246,8 @@ def run_dev(
     process = StandaloneProcess(config)
     process.install_signal_handlers()
     try:
-        _say("starting the worker and its Spark session (usually 10-30 s; the first start "
-             "after boot can take 1-2 min)")
+        _say("starting the worker and its Spark session (usually 10-30 s; minutes on a busy "
+             "machine or the first start after boot)")
         process.start()
         for name, connector_config in _demo_connectors(demo_dir).items():
             process.herder.create_connector(name, connector_config, TargetState.STARTED)

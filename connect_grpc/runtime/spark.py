@@ -87,7 +87,8 @@ def is_python_worker_crash(exc: BaseException) -> bool:
 
 
 #: How long a SparkSession (and the warm-up of its Python workers) usually takes to start
-#: here; the JVM's first start after boot is slower.
+#: here; the JVM's first start after boot is slower, and a busy machine much slower (2.5 min
+#: seen with a load average of 30 on 2 cores).
 SPARK_START_USUAL_S = 10
 #: Seconds each warm-up Spark task holds its slot (see ``warm_python_workers``).
 WARM_UP_HOLD_S = 0.2
@@ -112,7 +113,7 @@ def _export_local_ip(conf: Mapping[str, str]) -> None:
     """With a local master, the whole application lives on ``spark.driver.bindAddress``:
     tell Spark so through ``SPARK_LOCAL_IP`` (unless set). Otherwise Spark looks up the
     host's own address first and warns on every start that the hostname resolves to a
-    loopback address (Debian and Ubuntu map it to 127.0.1.1)."""
+    loopback address (as ``/etc/hosts`` often maps it)."""
     if local_slots(conf["spark.master"], 1) is not None:
         os.environ.setdefault("SPARK_LOCAL_IP", conf["spark.driver.bindAddress"])
 
@@ -184,7 +185,7 @@ class SparkRuntime:
             os.environ[LOG_FORMAT_ENV] = self._config.log_format
             log.info("spark_starting", master=conf["spark.master"],
                      usual_seconds=SPARK_START_USUAL_S,
-                     note="the JVM's first start after boot can take 1-2 min")
+                     note="slower on a busy machine or the JVM's first start after boot")
             started = time.monotonic()
             builder = SparkSession.builder
             for key, value in conf.items():
