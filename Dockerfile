@@ -24,7 +24,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY connect_grpc ./connect_grpc
-# Dependency versions are pinned in pyproject.toml, the one place they are declared.
+# Dependency versions are declared in pyproject.toml, the one place: grpcio's exactly, the
+# others as ranges (e.g. pyspark>=4.0,<5), so a rebuild may install newer releases within them.
 RUN python -m venv "$VIRTUAL_ENV" \
     && pip install --no-cache-dir .
 

@@ -34,9 +34,15 @@ help:
 
 install: $(INSTALL_STAMP)
 
+# pip is quiet (its progress output would be thousands of lines): say what happens and how
+# long it usually takes before, and how long it took after.
 $(INSTALL_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input -e '.[dev]'
+	@echo "==> installing Python dependencies into $(VENV) (first time about 3 min and" \
+		"0.8 GB, most of it PySpark; pip prints nothing until it is done)"
+	@start=$$(date +%s); \
+		$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input -e '.[dev]' \
+		&& echo "==> installed into $(VENV) in $$(( $$(date +%s) - start )) s"
 	@touch $@
 
 demo: install

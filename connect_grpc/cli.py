@@ -76,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
                      help=f"the local broker's port (default {DEFAULT_BROKER_PORT})")
     dev.add_argument("--run-seconds", type=float, default=0.0,
                      help="stop after this many seconds (0: run until interrupted)")
+    dev.add_argument("--bootstrap-servers", default=None,
+                     help="use this running broker instead of the local one (starts none)")
+    dev.add_argument("--demo-dir", type=Path, default=None,
+                     help="the demo's files, emptied at start (default /tmp/connect-demo)")
     return parser
 
 
@@ -97,10 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         configure_logging("console")
         return run_kafka_command(args.action, args.state_dir, args.port)
-    from connect_grpc.dev import run_dev
+    from connect_grpc.dev import DEMO_DIR, run_dev
 
     configure_logging("console")
-    return run_dev(args.port, args.run_seconds, args.kafka_port)
+    return run_dev(args.port, args.run_seconds, args.kafka_port, args.bootstrap_servers,
+                   args.demo_dir or DEMO_DIR)
 
 
 def _run_ctl(args: Sequence[str]) -> int:

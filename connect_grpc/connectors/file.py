@@ -6,6 +6,13 @@ after the last line sent>}``, so a restarted task continues with the next line. 
 line without its newline is not sent until it is completed. Unlike Kafka (which reads stdin
 when ``file`` is unset), ``file`` is required: stdin has no offsets to resume from.
 
+Unlike Kafka's, the source notices a file that was truncated or replaced, as ``tail -F``
+does: a file shorter than the committed position when it is opened, an open file that
+shrank below the position, or a path that now names another file (a new inode) is read
+again from its start, and ``file_truncated`` / ``file_replaced`` is logged with both
+positions. Kafka's task seeks past the end of a shorter file and sends nothing until the
+file grows past the old position, losing the lines written before that.
+
 The sink appends each record's value, UTF-8 decoded, plus a newline to a file.
 """
 
@@ -198,6 +205,8 @@ class FileStreamSourceTask(SourceTask):
         self._buffer = b""
         self._position = 0
         self._missing_logged = False
+        #: (device, inode) of the open file: a different one at the path means "replaced".
+        self._identity: tuple[int, int] | None = None
 
     @property
     def position(self) -> int:
@@ -232,8 +241,16 @@ class FileStreamSourceTask(SourceTask):
     def poll(self, max_records: int) -> list[SourceRecord]:
         """Up to ``min(max_records, batch.size)`` complete lines; [] at once if none is new."""
         limit = min(max_records, self._batch_size)
+        if limit <= 0:
+            return []
+        lines = self._read_lines(limit)
+        if not lines and self._stream is not None and self._truncated_or_replaced(self._stream):
+            lines = self._read_lines(limit)
+        return [self._record(text, end) for text, end in lines]
+
+    def _read_lines(self, limit: int) -> list[tuple[str, int]]:
         stream = self._open()
-        if stream is None or limit <= 0:
+        if stream is None:
             return []
         lines = self._take_lines(limit)
         while len(lines) < limit:
@@ -242,7 +259,7 @@ class FileStreamSourceTask(SourceTask):
                 break
             self._buffer += chunk
             lines.extend(self._take_lines(limit - len(lines)))
-        return [self._record(text, end) for text, end in lines]
+        return lines
 
     def _open(self) -> IO[bytes] | None:
         if self._stream is not None:
@@ -254,10 +271,41 @@ class FileStreamSourceTask(SourceTask):
                 _log.warning("file_source_file_missing", file=self._filename)
                 self._missing_logged = True
             return None
+        stat = os.fstat(stream.fileno())
+        if stat.st_size < self._position:
+            self._start_over("file_truncated", size=stat.st_size)
         stream.seek(self._position)
         self._stream = stream
+        self._identity = (stat.st_dev, stat.st_ino)
         _log.info("file_source_file_opened", file=self._filename, position=self._position)
         return stream
+
+    def _truncated_or_replaced(self, stream: IO[bytes]) -> bool:
+        """Whether the file was truncated below the position or replaced at its path, in
+        which case the task is ready to read the file at the path from its start. Checked
+        only when a poll found nothing new: a growing file costs no ``stat``."""
+        try:
+            at_path = os.stat(self._filename)
+        except FileNotFoundError:  # removed: keep the open file until another appears
+            return False
+        if (at_path.st_dev, at_path.st_ino) != self._identity:
+            self._close()
+            self._start_over("file_replaced", size=at_path.st_size)
+            return True
+        size = os.fstat(stream.fileno()).st_size
+        if size < self._position:
+            self._start_over("file_truncated", size=size)
+            stream.seek(0)
+            return True
+        return False
+
+    def _start_over(self, event: str, size: int) -> None:
+        """Reads the file again from its start; the lines after the old position that were
+        not sent yet (a partial line in the buffer) are gone with the old content."""
+        _log.warning(event, file=self._filename, committed_position=self._position,
+                     size=size, restart_position=0)
+        self._position = 0
+        self._buffer = b""
 
     def _take_lines(self, limit: int) -> list[tuple[str, int]]:
         """Splits up to ``limit`` complete lines off the buffer: (text without its newline
@@ -286,11 +334,15 @@ class FileStreamSourceTask(SourceTask):
             value=text,
         )
 
-    def stop(self, connector_deleted: bool = False) -> None:
-        """Closes the file. Idempotent."""
+    def _close(self) -> None:
         if self._stream is not None:
             self._stream.close()
             self._stream = None
+        self._identity = None
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Closes the file. Idempotent."""
+        self._close()
         _log.info("file_source_task_stopped", file=self._filename, position=self._position,
                   connector_deleted=connector_deleted)
 

@@ -69,6 +69,8 @@ import structlog
 log = structlog.get_logger(__name__)
 
 KAFKA_VERSION = "4.1.1"
+#: How long the first fetch of the broker's jars (about 45 MB) usually takes.
+KAFKA_FETCH_USUAL_S = 60
 LOG4J_VERSION = "2.24.3"  # the log4j-core version kafka-server 4.1.1 depends on
 MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 LIBS_MARKER = ".complete"
@@ -117,12 +119,21 @@ def ensure_kafka_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -
         render_pom(version),
         [f"kafka_2.13-{version}.jar"],
         f"Kafka {version}",
+        usual_seconds=KAFKA_FETCH_USUAL_S,
     )
 
 
-def fetch_maven_libs(home: Path, pom_text: str, expected_jars: Sequence[str], what: str) -> Path:
+def fetch_maven_libs(
+    home: Path,
+    pom_text: str,
+    expected_jars: Sequence[str],
+    what: str,
+    usual_seconds: float | None = None,
+) -> Path:
     """The runtime jars of the pom ``pom_text``, fetched by ``mvn`` into ``home/libs`` once
     (a marker file says they are complete; a file lock serialises concurrent fetches).
+    ``mvn -q`` prints nothing while it downloads, so the log says before it starts what is
+    fetched and how long that usually takes (``usual_seconds``).
 
     Raises:
         KafkaBrokerError: mvn is missing or failed, or did not produce ``expected_jars``.
@@ -142,7 +153,8 @@ def fetch_maven_libs(home: Path, pom_text: str, expected_jars: Sequence[str], wh
         staging = home / "libs.partial"
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(libs, ignore_errors=True)
-        log.info("maven_libs_fetching", what=what, directory=str(libs))
+        log.info("maven_libs_fetching", what=what, directory=str(libs),
+                 usual_seconds=usual_seconds, note="first time only; mvn prints nothing")
         started = time.monotonic()
         result = subprocess.run(
             [

@@ -86,6 +86,10 @@ def is_python_worker_crash(exc: BaseException) -> bool:
     return False
 
 
+#: How long a SparkSession (and the warm-up of its Python workers) usually takes to start
+#: here; the JVM's first start after boot is slower, and a busy machine much slower (2.5 min
+#: seen with a load average of 30 on 2 cores).
+SPARK_START_USUAL_S = 10
 #: Seconds each warm-up Spark task holds its slot (see ``warm_python_workers``).
 WARM_UP_HOLD_S = 0.2
 #: Python workers warmed up at most, however many slots Spark offers.
@@ -103,6 +107,30 @@ def _export_python_exec(conf: Mapping[str, str]) -> None:
     ``spark.pyspark.python`` conf only reaches spark-submit), so export the configured one."""
     os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", conf["spark.pyspark.driver.python"])
+
+
+def _export_local_ip(conf: Mapping[str, str]) -> None:
+    """With a local master, the whole application lives on ``spark.driver.bindAddress``:
+    tell Spark so through ``SPARK_LOCAL_IP`` (unless set). Otherwise Spark looks up the
+    host's own address first and warns on every start that the hostname resolves to a
+    loopback address (as ``/etc/hosts`` often maps it)."""
+    if local_slots(conf["spark.master"], 1) is not None:
+        os.environ.setdefault("SPARK_LOCAL_IP", conf["spark.driver.bindAddress"])
+
+
+#: Spark's logger that warns once per scheduler pool it creates on the fly.
+_FAIR_SCHEDULER_LOGGER = "org.apache.spark.scheduler.FairSchedulableBuilder"
+
+
+def _quiet_fair_scheduler_pools(context: Any) -> None:
+    """Every connector's jobs run in a FAIR pool of its own, named after it and created on
+    its first job with the default settings, as intended; Spark warns about each such pool
+    ("…which has not been configured…") since no allocation file can name pools ahead of
+    time. Only that logger goes to ERROR; everything else of Spark's stays at WARN."""
+    jvm = context._jvm
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        _FAIR_SCHEDULER_LOGGER, jvm.org.apache.logging.log4j.Level.ERROR
+    )
 
 
 def local_slots(master: str, cpus: int) -> int | None:
@@ -153,12 +181,18 @@ class SparkRuntime:
 
             conf = spark_conf(self._config)
             _export_python_exec(conf)
+            _export_local_ip(conf)
             os.environ[LOG_FORMAT_ENV] = self._config.log_format
+            log.info("spark_starting", master=conf["spark.master"],
+                     usual_seconds=SPARK_START_USUAL_S,
+                     note="slower on a busy machine or the JVM's first start after boot")
+            started = time.monotonic()
             builder = SparkSession.builder
             for key, value in conf.items():
                 builder = builder.config(key, value)
             self._session = builder.getOrCreate()
             context = self._session.sparkContext
+            _quiet_fair_scheduler_pools(context)
             slots = self.task_slots()
             if slots > 0:  # a cluster whose executors are not there yet: nothing to warm
                 warm_python_workers(context, slots)
@@ -167,6 +201,7 @@ class SparkRuntime:
                 master=context.master,
                 parallelism=context.defaultParallelism,
                 spark_version=context.version,
+                seconds=round(time.monotonic() - started, 1),
             )
 
     @property

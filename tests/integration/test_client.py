@@ -174,7 +174,9 @@ def test_plugins_and_cluster_info(client: ConnectClient) -> None:
     assert cluster.mode == "standalone" and cluster.worker_id == cluster.leader_id
 
 
-def test_readme_example_runs(worker: WorkerProcess, name: str, tmp_path: Path) -> None:
+def test_readme_example_runs(
+    worker: WorkerProcess, name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (block,) = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
     namespace: dict[str, object] = {"__name__": "readme_example"}
     exec(compile(block, str(README), "exec"), namespace)
@@ -184,6 +186,9 @@ def test_readme_example_runs(worker: WorkerProcess, name: str, tmp_path: Path) -
     with pytest.raises(FileNotFoundError, match="create it first"):
         run(worker.address, name=name, file=str(missing))
     missing.write_text("hello\n", encoding="utf-8")
+    capsys.readouterr()
     run(worker.address, name=name, file=str(missing))
+    printed = capsys.readouterr().out.splitlines()
+    assert f"{name}: created stopped at position 0, ran, deleted" in printed, printed
     with ConnectClient(worker.address) as client, pytest.raises(NotFoundError):
         client.get_connector(name)

@@ -29,6 +29,7 @@ from tests.integration.test_readme_commands import (
     Command,
     readme_commands,
     run_in_one_shell,
+    section_lines,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -119,7 +120,10 @@ def table_rows(run: Run) -> dict[str, list[str]]:
 
 
 def _readme_ctl_block() -> list[Command]:
-    found = readme_commands()  # not the TLS ones: tests/integration/test_ctl_tls.py
+    # not the TLS ones (tests/integration/test_ctl_tls.py) nor the two-worker cluster's
+    # (test_readme_commands.py's test_readme_distributed_block)
+    cluster = section_lines(README, "### Distributed mode")
+    found = [c for c in readme_commands() if c.line not in cluster]
     blocks = {c.block for c in found if c.words[:2] == [".venv/bin/connect-grpc", "ctl"]}
     assert len(blocks) == 1, "README.md shows connect-grpc ctl in one ```sh block"
     return [c for c in found if c.block in blocks]

@@ -19,6 +19,9 @@
 - README.md's ``connect-grpc standalone …`` command runs with the files it names; only the
   worker properties that name this machine's ports and paths (``bootstrap.servers``,
   ``listeners``, ``offset.storage.file.filename``) are replaced.
+- README.md's "Distributed mode" block runs as written in one shell, with copies of the two
+  worker files whose ``bootstrap.servers`` and ``listeners`` are replaced, and the two
+  documented addresses and log paths rewritten to match.
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,24 +217,33 @@ def _squash(text: str) -> str:
 
 
 def run_in_one_shell(
-    chosen: list[Command], address: str, path_dirs: list[Path], work: Path, timeout: float
+    chosen: list[Command], address: str, path_dirs: list[Path], work: Path, timeout: float,
+    replacements: Mapping[str, str] | None = None,
 ) -> list[Outcome]:
     """Runs the commands in order in one bash process (variables carry over), each with its
-    own output and exit code; ``localhost:8083`` becomes ``address``."""
+    own output and exit code; ``localhost:8083`` becomes ``address``, and each key of
+    ``replacements`` its value. The shell runs in a process group of its own, killed at the
+    end, so that nothing a command left in the background outlives the test."""
     work.mkdir(parents=True, exist_ok=True)
     script: list[str] = []
     for index, command in enumerate(chosen):
         text = command.text.replace(DOCUMENTED_ADDRESS, address)
+        for documented, actual in (replacements or {}).items():
+            text = text.replace(documented, actual)
         if command.streams:
             assert command.words[0] == "grpcurl" and "<<" not in text, command
             text = f"timeout -s INT -k 5 {STREAM_SECONDS} {text}"
         script += ["{", text, f"}} >{work}/{index}.out 2>&1", f"echo $? >{work}/{index}.rc"]
     (work / "script.sh").write_text("\n".join(script) + "\n", encoding="utf-8")
     env = {**os.environ, "PATH": os.pathsep.join([*map(str, path_dirs), os.environ["PATH"]])}
-    subprocess.run(
+    shell = subprocess.Popen(
         ["bash", str(work / "script.sh")], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-        timeout=timeout, check=True,
+        start_new_session=True,
     )
+    try:
+        assert shell.wait(timeout) == 0
+    finally:
+        _kill_group(shell.pid)
     return [
         Outcome(
             command,
@@ -239,6 +252,28 @@ def run_in_one_shell(
         )
         for index, command in enumerate(chosen)
     ]
+
+
+def _kill_group(pgid: int) -> None:
+    """Ends the process group ``pgid`` (SIGTERM, then SIGKILL after 30 s), if any is left."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            wait_until(lambda: not _group_alive(pgid), timeout=30)
+            return
+        except TimeoutError:
+            continue
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def assert_as_documented(outcomes: list[Outcome], worker: WorkerProcess) -> None:
@@ -367,6 +402,27 @@ def test_grpcurl_recipes(demo: Demo, grpcurl_dir: Path, tmp_path: Path) -> None:
     assert _lines(demo.output) == demo_lines
 
 
+def test_demo_worker_logs_no_spark_start_or_pool_warnings(demo: Demo) -> None:
+    """Spark's warnings that every start and every connector used to print: the hostname
+    resolving to a loopback address, and each connector's scheduler pool created on the fly
+    (both connectors have launched their jobs once their tasks run)."""
+    running = pb.INSTANCE_STATE_RUNNING
+
+    def tasks_running() -> bool:
+        listed = demo.worker.stub.ListConnectors(
+            pb.ListConnectorsRequest(expand_status=True), timeout=10
+        ).connectors
+        return len(listed) == 2 and all(
+            [t.state for t in c.status.tasks] == [running] for c in listed
+        )
+
+    wait_until(tasks_running, timeout=120)
+    logs = demo.worker.log_path.read_text(encoding="utf-8", errors="replace")
+    assert "spark_started" in logs
+    assert "resolves to a loopback address" not in logs
+    assert "FairSchedulableBuilder" not in logs and "has not been configured" not in logs
+
+
 def _is_cli(command: Command, subcommand: str) -> bool:
     words = command.words
     return Path(words[0]).name == "connect-grpc" and words[1:2] == [subcommand]
@@ -477,55 +533,51 @@ def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None
             assert [t.state for t in listing.status.tasks] == [running]
 
 
-def test_readme_distributed_commands(kafka_bootstrap: str, tmp_path: Path) -> None:
-    """README.md's "Distributed mode" workers: the two files it names make one cluster
-    (only the broker address and the listeners are replaced, to fit the test's broker)."""
-    chosen = [c for c in readme_commands() if _is_cli(c, "distributed")]
-    assert len(chosen) == 2, chosen
-    files = [ROOT / shlex.split(c.text, comments=True)[2] for c in chosen]
+#: The gRPC addresses of README.md's two distributed workers, as its block writes them.
+DISTRIBUTED_ADDRESSES = ("localhost:8093", "localhost:8094")
+
+
+def test_readme_distributed_block(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """README.md's "Distributed mode" block runs as written, in one shell: two workers from
+    the files it names (each a copy with only the broker address and the listener
+    replaced, to fit the test's broker and free ports), the leader found with ``ctl
+    cluster``, a connector created through the follower, its status, the clean-up."""
+    section = section_lines(README, "### Distributed mode")
+    chosen = [c for c in readme_commands() if c.line in section]
+    starts = [c for c in chosen if _is_cli(c, "distributed")]
+    assert len(starts) == 2, starts
+    files = [ROOT / c.words[2] for c in starts]
     properties = [read_properties(path) for path in files]
-    for props in properties:
+    for props, address in zip(properties, DISTRIBUTED_ADDRESSES, strict=True):
         assert props["bootstrap.servers"].endswith(f":{DEFAULT_BROKER_PORT}")
+        assert props["listeners"] == f"grpc://{address.replace('localhost', '127.0.0.1')}"
     differing = {k for k in properties[0] if properties[0][k] != properties[1].get(k)}
     assert differing == {"listeners", "worker.id"}, differing
-    replaced = {"bootstrap.servers", "listeners"}
-    workers = [
-        WorkerProcess(
-            tmp_path / f"worker-{index}", kafka_bootstrap,
-            extra_properties={
-                "test.plugins.enabled": "false",
-                **{key: value for key, value in props.items() if key not in replaced},
-            },
-            mode="distributed",
-        )
-        for index, props in enumerate(properties)
-    ]
-    try:
-        for worker in workers:
-            worker.start()
-
-        def both_members() -> bool:
-            info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
-            return {w.id for w in info.workers} == {p["worker.id"] for p in properties}
-
-        wait_until(both_members, timeout=90)
-        name = f"readme-distributed-{uuid.uuid4().hex[:6]}"
-        config = {"connector.class": "SequenceSource", "topic": name, "tasks.max": "2"}
-        workers[1].stub.CreateConnector(
-            pb.CreateConnectorRequest(name=name, config=config), timeout=60
-        )
-        running = pb.INSTANCE_STATE_RUNNING
-
-        def running_everywhere() -> bool:
-            status = workers[0].stub.GetConnectorStatus(
-                pb.GetConnectorStatusRequest(name=name), timeout=5
-            ).status
-            return status.connector.state == running and [t.state for t in status.tasks] == [
-                running, running
-            ]
-
-        wait_until(running_everywhere, timeout=90)
-        workers[0].stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
-    finally:
-        for worker in workers:
-            worker.stop()
+    replacements = {"/tmp/connect-worker-": str(tmp_path / "worker-")}
+    for index, (path, props) in enumerate(zip(files, properties, strict=True)):
+        port = free_port()
+        copy = tmp_path / path.name
+        copy.write_text("".join(
+            f"{key}={value}\n" for key, value in {
+                **props, "bootstrap.servers": kafka_bootstrap,
+                "listeners": f"grpc://127.0.0.1:{port}",
+            }.items()
+        ), encoding="utf-8")
+        replacements[str(path.relative_to(ROOT))] = str(copy)
+        replacements[DISTRIBUTED_ADDRESSES[index]] = f"127.0.0.1:{port}"
+    outcomes = run_in_one_shell(
+        chosen, "unused", [Path(sys.executable).parent], tmp_path / "shell", 900, replacements
+    )
+    failed = [outcome.describe() for outcome in outcomes if outcome.problem() is not None]
+    logs = "\n".join(
+        f"{log.name} (tail):\n{log.read_text(errors='replace')[-3000:]}"
+        for log in sorted(tmp_path.glob("worker-*.log"))
+    )
+    assert not failed, "\n\n".join(failed) + f"\n\n{logs}"
+    by_text = {o.command.text.split("#")[0].strip(): o.output for o in outcomes}
+    [cluster] = [out for text, out in by_text.items() if text.endswith(" cluster")]
+    leader_port = replacements[DISTRIBUTED_ADDRESSES[0]].rsplit(":", 1)[1]
+    assert re.search(rf"^Leader: +local-worker-1 127\.0\.0\.1:{leader_port}$", cluster, re.M)
+    assert "Answered by: local-worker-2" in cluster
+    [listing] = [out for text, out in by_text.items() if "get connectors" in text]
+    assert "local-file-source" in listing and "RUNNING" in listing, listing

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from connect_grpc.kafka import broker
 from connect_grpc.kafka.broker import BrokerConfig, BrokerState
@@ -135,3 +136,25 @@ def test_status_ignores_dead_or_foreign_pids(tmp_path: Path) -> None:
         child.wait()
     assert not broker.is_kafka_process(child.pid)
     assert not broker.is_kafka_process(os.getpid())
+
+
+def test_the_jar_fetch_says_how_long_it_usually_takes_before_mvn_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mvn -q`` is silent for a minute: the line before it says what and how long."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_mvn = bin_dir / "mvn"  # writes the expected jar where copy-dependencies would
+    fake_mvn.write_text(
+        '#!/bin/sh\nfor a; do case "$a" in -DoutputDirectory=*) d="${a#*=}";; esac; done\n'
+        'mkdir -p "$d" && touch "$d/kafka_2.13-9.9.9.jar"\n'
+    )
+    fake_mvn.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with capture_logs() as logs:
+        libs = broker.ensure_kafka_libs("9.9.9", cache=tmp_path / "cache")
+    assert (libs / "kafka_2.13-9.9.9.jar").exists()
+    [fetching] = [e for e in logs if e["event"] == "maven_libs_fetching"]
+    assert fetching["what"] == "Kafka 9.9.9"
+    assert fetching["usual_seconds"] == broker.KAFKA_FETCH_USUAL_S
+    assert [e["event"] for e in logs] == ["maven_libs_fetching", "maven_libs_fetched"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from connect_grpc.connectors.api import SinkRecord
 from connect_grpc.connectors.file import (
@@ -110,6 +111,73 @@ def test_source_waits_for_a_missing_file(tmp_path: Path) -> None:
     path.write_text("hello\n")
     assert _values(task) == ["hello"]
     task.stop()
+
+
+def test_source_starts_over_when_the_file_is_shorter_than_the_committed_position(
+    tmp_path: Path,
+) -> None:
+    """A demo run's stale offset (13926) against a new, shorter input: Kafka's task would
+    skip past the end and send nothing; this one logs the truncation and reads from 0."""
+    path = tmp_path / "in.txt"
+    path.write_text("new one\nnew two\n")
+    context = FakeSourceTaskContext()
+    context.set_offset({"filename": str(path)}, {"position": 13926})
+    task = _source_task(path, context)
+    with capture_logs() as logs:
+        records = task.poll(100)
+    assert [(r.value, r.source_offset) for r in records] == [
+        ("new one", {"position": 8}), ("new two", {"position": 16})
+    ]
+    [event] = [e for e in logs if e["event"] == "file_truncated"]
+    assert (event["committed_position"], event["size"], event["restart_position"]) == (
+        13926, 16, 0
+    )
+    assert event["log_level"] == "warning"
+
+
+def test_source_starts_over_when_the_open_file_is_truncated(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("first line\nsecond line\n")
+    task = _source_task(path)
+    assert _values(task) == ["first line", "second line"]
+    with path.open("r+") as stream:  # truncated in place, as `> in.txt` does
+        stream.truncate(0)
+        stream.write("x\n")
+    with capture_logs() as logs:
+        records = task.poll(100)
+    assert [(r.value, r.source_offset) for r in records] == [("x", {"position": 2})]
+    assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["file_truncated"]
+    assert task.poll(100) == []
+
+
+def test_source_reads_a_replaced_file_from_its_start(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("old\n")
+    task = _source_task(path)
+    assert _values(task) == ["old"]
+    replacement = tmp_path / "in.txt.new"
+    replacement.write_text("rotated a\nrotated b\n")  # longer than the old position
+    replacement.rename(path)
+    with capture_logs() as logs:
+        records = task.poll(100)
+    assert [(r.value, r.source_offset) for r in records] == [
+        ("rotated a", {"position": 10}), ("rotated b", {"position": 20})
+    ]
+    assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["file_replaced"]
+    with path.open("a") as stream:
+        stream.write("appended\n")
+    assert _values(task) == ["appended"]
+    task.stop()
+
+
+def test_source_keeps_reading_its_open_file_when_the_path_is_removed(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("kept\n")
+    task = _source_task(path)
+    assert _values(task) == ["kept"]
+    path.unlink()
+    assert task.poll(100) == []
+    assert task.position == 5
 
 
 def test_source_rejects_a_malformed_committed_offset(tmp_path: Path) -> None:
