@@ -193,7 +193,11 @@ class DistributedHerder(HerderCommon):
         )
         transformer = ConfigTransformer.from_specs(config.config_providers)
         self._validator = ConfigValidator(
-            plugins, config.limits.tasks_max, config.exactly_once_source, transformer
+            plugins,
+            config.limits.tasks_max,
+            config.exactly_once_source,
+            transformer,
+            worker_group_id=cluster.group_id,
         )
         self._connector_offsets = ConnectorOffsetStores(self._offsets, self._open_offsets)
         self._offset_manager = OffsetManager(

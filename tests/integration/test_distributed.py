@@ -27,6 +27,7 @@ from tests.integration.helpers import (
     RUNNING,
     STOPPED,
     create,
+    field_violations,
     idle_worker,
     read_all,
     source_config,
@@ -45,8 +46,10 @@ class Cluster:
     def __init__(self, root: Path, bootstrap: str) -> None:
         self.root = root
         self.bootstrap = bootstrap
+        # "connect-…" as Kafka Connect's default group id: then a sink can be named so that
+        # its default consumer group (connect-<name>) is the workers' group
         self.properties = cluster_properties(
-            f"cluster-{uuid.uuid4().hex[:8]}", session_timeout_ms=SESSION_TIMEOUT_MS
+            f"connect-cluster-{uuid.uuid4().hex[:8]}", session_timeout_ms=SESSION_TIMEOUT_MS
         )
         self.workers: list[WorkerProcess] = []
 
@@ -311,6 +314,39 @@ def test_a_request_answer_is_written_in_the_changes_own_transaction(
     assert sorted(offsets.values()) == list(range(min(offsets.values()), min(offsets.values()) + 3))
 
 
+def test_a_sink_whose_consumer_group_is_the_worker_group_is_refused(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Kafka Connect's check: the sink's consumer would join the group that elects the
+    leader. The error is on the name (default group connect-<name>) or on the override."""
+    group = cluster.properties["group.id"]
+    name = group.removeprefix("connect-")
+    sink = {"connector.class": "FileStreamSink", "file": str(tmp_path / "out"), "topics": "t"}
+    via = cluster.follower_not_running(name)
+    validated = via.stub.ValidateConfig(pb.ValidateConfigRequest(config={**sink, "name": name}))
+    errors = {c.value.name: list(c.value.errors) for c in validated.configs if c.value.errors}
+    named = (
+        f"Consumer group for sink connector named {name} conflicts with Connect worker group "
+        f"{group}"
+    )
+    assert errors == {"name": [named]}
+    overridden = {**sink, "consumer.override.group.id": group}
+    refusals = [
+        (lambda: create(via.stub, name, sink), "config.name", named),
+        (lambda: via.stub.PutConnectorConfig(
+            pb.PutConnectorConfigRequest(name=f"other-{name}", config=overridden), timeout=30),
+         "config.consumer.override.group.id",
+         f"Consumer group {group} conflicts with Connect worker group {group}"),
+    ]
+    for call, field, message in refusals:
+        with pytest.raises(grpc.RpcError) as refused:
+            call()
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert field_violations(refused.value) == {field: message}
+    listed = via.stub.ListConnectors(pb.ListConnectorsRequest()).connectors
+    assert {name, f"other-{name}"}.isdisjoint(c.name for c in listed)
+
+
 def test_whole_cluster_restart_keeps_everything(cluster: Cluster, tmp_path: Path) -> None:
     """All workers stopped, then started (new processes): connectors, target states
     (STOPPED included), task configs and offsets are as before."""
@@ -452,4 +488,3 @@ def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Pat
     # bring the cluster back to three workers for the tests after this one
     cluster.add().start()
     cluster.settled(3)
-
