@@ -575,6 +575,11 @@ class DistributedHerder(HerderCommon):
     # request ids (api.idempotency.SharedAnswers): answers in the config topic
 
     def answer_for(self, request_id: str) -> tuple[float, bytes, bytes] | None:
+        """The answer in the config topic, read to its end first: a retry that reaches a new
+        leader before its view caught up with the old leader's last transaction would
+        otherwise run the change again (e.g. ALREADY_EXISTS for a create) instead of
+        replaying the answer written with it."""
+        self._configs.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
         record = AnswerRecord.from_json(self._snapshot().extensions.get(request_key(request_id)))
         return None if record is None else (record.stored_at, record.fingerprint, record.payload)
 
