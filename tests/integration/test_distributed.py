@@ -4,6 +4,7 @@ leader nor (where it matters) the owner of the connector's instances."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -464,10 +465,15 @@ def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Pat
                     n += 1
                 # otherwise retried with the same request_id
 
+    def held_by_leader() -> list[str]:
+        statuses = [_connector_status(follower, name) for name in list(acknowledged)]
+        return [s.name for s in statuses if s is not None and s.connector.worker_id == killed]
+
+    killed = _id(leader)
     writer = threading.Thread(target=write_stream)
     writer.start()
     try:
-        wait_until(lambda: len(acknowledged) >= 3, timeout=60)
+        wait_until(lambda: len(acknowledged) >= 3 and held_by_leader(), timeout=60)
         before = len(acknowledged)
         killed_at = time.monotonic()
         leader.kill()
@@ -497,8 +503,49 @@ def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Pat
         survivor = cluster.live[index % len(cluster.live)]
         again = survivor.stub.CreateConnector(_stream_request(name, config), timeout=20)
         assert again.connector.name == name
+    _assert_unassigned_before_moving(cluster, killed, acknowledged)
     for name in acknowledged + unanswered:
         new_leader.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
     # bring the cluster back to three workers for the tests after this one
     cluster.add().start()
     cluster.settled(3)
+
+
+
+def _connector_status(worker: WorkerProcess, name: str) -> pb.ConnectorStatus | None:
+    try:
+        request = pb.GetConnectorStatusRequest(name=name)
+        return worker.stub.GetConnectorStatus(request, timeout=10).status
+    except grpc.RpcError:
+        return None
+
+
+def _assert_unassigned_before_moving(cluster: Cluster, killed: str, names: list[str]) -> None:
+    """Every connector the killed worker ran shows UNASSIGNED, under the killed worker's id,
+    from when the group dropped it until a survivor reports it (README: "UNASSIGNED until
+    they run again"): in the status topic, the record that follows the killed worker's last
+    report of it is that UNASSIGNED, never a survivor's status."""
+    survivor = cluster.live[0]
+    wait_until(lambda: all(
+        (s := _connector_status(survivor, name)) is not None
+        and s.connector.worker_id not in ("", killed)
+        for name in names
+    ), timeout=90)
+    history: dict[str, list[tuple[str, str]]] = {}
+    topic = cluster.properties["status.storage.topic"]
+    partitions = int(cluster.properties["status.storage.partitions"])
+    for message in read_all(cluster.bootstrap, topic, partitions):
+        key, value = (message.key() or b"").decode(), message.value()
+        if key.startswith("status-connector-") and value is not None:
+            status = json.loads(value)
+            history.setdefault(key, []).append((status["state"], status["worker_id"]))
+    checked = 0
+    for name in names:
+        records = history.get(f"status-connector-{name}", [])
+        reports = [i for i, (state, worker) in enumerate(records)
+                   if worker == killed and state != "UNASSIGNED"]
+        if not reports:
+            continue
+        checked += 1
+        assert records[reports[-1] + 1] == ("UNASSIGNED", killed), (name, records)
+    assert checked, f"no connector ran on {killed}: {history}"
