@@ -28,7 +28,7 @@ from dataclasses import replace
 import structlog
 
 from connect_grpc import __version__, deadline, request_answer
-from connect_grpc.cluster.assignment import WorkerAssignment, rebalance, safe_step
+from connect_grpc.cluster.assignment import rebalance, safe_step
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.cluster.fenced_writer import FencedWriter, leader_transactional_id
 from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
@@ -193,7 +193,11 @@ class DistributedHerder(HerderCommon):
         )
         transformer = ConfigTransformer.from_specs(config.config_providers)
         self._validator = ConfigValidator(
-            plugins, config.limits.tasks_max, config.exactly_once_source, transformer
+            plugins,
+            config.limits.tasks_max,
+            config.exactly_once_source,
+            transformer,
+            worker_group_id=cluster.group_id,
         )
         self._connector_offsets = ConnectorOffsetStores(self._offsets, self._open_offsets)
         self._offset_manager = OffsetManager(
@@ -571,6 +575,11 @@ class DistributedHerder(HerderCommon):
     # request ids (api.idempotency.SharedAnswers): answers in the config topic
 
     def answer_for(self, request_id: str) -> tuple[float, bytes, bytes] | None:
+        """The answer in the config topic, read to its end first: a retry that reaches a new
+        leader before its view caught up with the old leader's last transaction would
+        otherwise run the change again (e.g. ALREADY_EXISTS for a create) instead of
+        replaying the answer written with it."""
+        self._configs.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
         record = AnswerRecord.from_json(self._snapshot().extensions.get(request_key(request_id)))
         return None if record is None else (record.stored_at, record.fingerprint, record.payload)
 
@@ -777,12 +786,12 @@ class DistributedHerder(HerderCommon):
         if step == dict(current.workers):
             return
         record = AssignmentRecord(current.generation + 1, self._id, step)
+        self._mark_departed(current, members, instances)
         written = writer.send_all(
             [extension_record(ASSIGNMENT_KEY, record.to_json())],
             deadline.remaining(LEADER_CALL_TIMEOUT_S),
         )
         self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
-        self._mark_departed(current, members, step)
         self._log.info(
             "assignment_published",
             generation=record.generation,
@@ -808,20 +817,24 @@ class DistributedHerder(HerderCommon):
         self,
         previous: AssignmentRecord,
         members: set[str],
-        step: Mapping[str, WorkerAssignment],
+        instances: Mapping[str, list[TaskId]],
     ) -> None:
-        """Instances of workers that left the group show UNASSIGNED until they run again."""
-        assigned = {i for a in step.values() for i in (*a.connectors, *a.tasks)}
+        """Instances of workers that left the group show UNASSIGNED (under the departed
+        worker's id) until their new worker reports: nobody runs them now. Written before
+        the assignment that hands them over, so that no new owner's status can precede it.
+        ``instances``: the connectors and tasks that still exist (no status for the rest)."""
         for worker, held in previous.workers.items():
             if worker in members:
                 continue
             unassigned = InstanceStatus(State.UNASSIGNED, worker)
-            for connector in held.connectors:
-                if connector not in assigned:
-                    self._board.on_connector_status(connector, unassigned)
-            for task in held.tasks:
-                if task not in assigned:
-                    self._board.on_task_status(task, unassigned)
+            connectors = [c for c in held.connectors if c in instances]
+            tasks = [t for t in held.tasks if t in instances.get(t.connector, ())]
+            for connector in connectors:
+                self._board.on_connector_status(connector, unassigned)
+            for task in tasks:
+                self._board.on_task_status(task, unassigned)
+            self._log.info("departed_worker_instances_unassigned", departed=worker,
+                           connectors=len(connectors), tasks=len(tasks))
 
     def _submit_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         if self._election.is_leader():

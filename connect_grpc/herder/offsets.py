@@ -40,7 +40,13 @@ def require_offsets(offsets: Sequence[ConnectorOffset], field: str = "offsets") 
         raise InvalidArgumentError.for_field(field, EMPTY_OFFSETS)
 
 
-#: Kafka Connect's messages for a missing or null sink partition key.
+#: Kafka Connect's message for a sink partition without one of its two keys; a key that is
+#: present with a null value has a message of its own (below).
+MISSING_PARTITION_KEYS = (
+    f"The partition for a sink connector offset must contain the keys '{KAFKA_TOPIC}' and "
+    f"'{KAFKA_PARTITION}'"
+)
+#: Kafka Connect's messages for a sink partition key whose value is null.
 NULL_TOPIC = "Kafka topic names must be valid strings and may not be null"
 NULL_PARTITION = "Kafka partitions must be valid numbers and may not be null"
 
@@ -68,7 +74,12 @@ def _sink_partition(entry: ConnectorOffset, path: str) -> tuple[str, int]:
             f"{path}.partition",
             "The partition for a sink connector offset cannot be null or missing",
         )
-    topic = partition.get(KAFKA_TOPIC)
+    for key in (KAFKA_TOPIC, KAFKA_PARTITION):
+        if key not in partition:
+            raise InvalidArgumentError.for_field(
+                f"{path}.partition.{key}", MISSING_PARTITION_KEYS
+            )
+    topic = partition[KAFKA_TOPIC]
     if topic is None:
         raise InvalidArgumentError.for_field(f"{path}.partition.{KAFKA_TOPIC}", NULL_TOPIC)
     if not isinstance(topic, str) or not topic:
@@ -76,7 +87,7 @@ def _sink_partition(entry: ConnectorOffset, path: str) -> tuple[str, int]:
             f"{path}.partition.{KAFKA_TOPIC}",
             f"The Kafka topic in a sink connector offset must be a non-empty string, got {topic!r}",
         )
-    if partition.get(KAFKA_PARTITION) is None:
+    if partition[KAFKA_PARTITION] is None:
         raise InvalidArgumentError.for_field(f"{path}.partition.{KAFKA_PARTITION}", NULL_PARTITION)
     number = _integer(partition[KAFKA_PARTITION], INT_MAX)
     if number is None:

@@ -192,8 +192,9 @@ def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
 #: Keys the control plane itself reads from the stored config (to name, find, size and
 #: place a connector, and to find a sink's consumer group for its offsets): config
 #: provider references are not allowed in them.
+SINK_GROUP_OVERRIDE = "consumer.override.group.id"
 LITERAL_KEYS = (
-    "name", CONNECTOR_CLASS, TASKS_MAX, OFFSETS_STORAGE_TOPIC, "consumer.override.group.id"
+    "name", CONNECTOR_CLASS, TASKS_MAX, OFFSETS_STORAGE_TOPIC, SINK_GROUP_OVERRIDE
 )
 
 
@@ -220,11 +221,15 @@ class ConfigValidator:
         max_tasks: int,
         exactly_once_source: str = EXACTLY_ONCE_SOURCE_DISABLED,
         transformer: ConfigTransformer | None = None,
+        worker_group_id: str | None = None,
     ) -> None:
+        """``worker_group_id``: the distributed worker cluster's ``group.id`` (None in
+        standalone mode), which no sink connector's consumer group may take."""
         self._plugins = plugins
         self._max_tasks = max_tasks
         self._exactly_once_source = exactly_once_source
         self._transformer = transformer or ConfigTransformer()
+        self._worker_group_id = worker_group_id
 
     def plugin_for(self, config: Mapping[str, str], plugin: str | None = None) -> Connector:
         class_name = (plugin or config.get(CONNECTOR_CLASS) or "").strip()
@@ -277,6 +282,7 @@ class ConfigValidator:
         if isinstance(connector, SinkConnector):
             errors.update(SINK_CONFIG.validate(config))
             errors.update(_sink_topic_errors(config))
+            self._sink_group_errors(config, errors)
         elif isinstance(connector, SourceConnector):
             errors.update(SOURCE_CONFIG.validate(config))
             self._exactly_once_errors(connector, config, errors)
@@ -303,6 +309,27 @@ class ConfigValidator:
                 )
             if boundary == TransactionBoundary.CONNECTOR.value:
                 errors[TRANSACTION_BOUNDARY].extend(_declared_boundary_errors(connector, config))
+
+    def _sink_group_errors(self, config: Mapping[str, str], errors: dict[str, list[str]]) -> None:
+        """Adds Kafka Connect's error for a sink whose consumer group is the worker cluster's
+        own group: its consumer would join the group that elects the leader. The error is on
+        the group override when there is one, else on the name its group derives from."""
+        worker_group = self._worker_group_id
+        if worker_group is None:
+            return
+        if SINK_GROUP_OVERRIDE in config:
+            if config[SINK_GROUP_OVERRIDE] == worker_group:
+                errors.setdefault(SINK_GROUP_OVERRIDE, []).append(
+                    f"Consumer group {worker_group} conflicts with Connect worker group "
+                    f"{worker_group}"
+                )
+            return
+        name = config.get("name")
+        if name is not None and f"connect-{name}" == worker_group:
+            errors.setdefault("name", []).append(
+                f"Consumer group for sink connector named {name} conflicts with Connect worker "
+                f"group {worker_group}"
+            )
 
     def _tasks_limit_errors(self, config: Mapping[str, str], parse_errors: list[str]) -> list[str]:
         raw = config.get(TASKS_MAX)

@@ -39,6 +39,12 @@ STOPPED_SOURCE = "bystander-stopped"
 STOPPED_SINK = "bystander-sink"
 PAUSED_SOURCE = "bystander-paused"
 
+#: Kafka Connect's answer to a sink partition without one of its keys (a null value has its own).
+MISSING_SINK_PARTITION_KEYS = (
+    "The partition for a sink connector offset must contain the keys 'kafka_topic' and "
+    "'kafka_partition'"
+)
+
 
 @dataclass(frozen=True)
 class Case:
@@ -170,10 +176,10 @@ def _cases(events: Path) -> list[Case]:
             {"kafka_offset": 1})]), INVALID, "offsets[0].partition.kafka_partition"),
         Case("AlterOffsets", pb.AlterOffsetsRequest(name=sink_stopped, offsets=[_offset(
             {"kafka_partition": 0}, {"kafka_offset": 1})]),
-             INVALID, None, "Kafka topic names must be valid strings and may not be null"),
+             INVALID, "offsets[0].partition.kafka_topic", MISSING_SINK_PARTITION_KEYS),
         Case("AlterOffsets", pb.AlterOffsetsRequest(name=sink_stopped, offsets=[_offset(
             {"kafka_topic": "bad-inputs-topic"}, {"kafka_offset": 1})]),
-             INVALID, None, "Kafka partitions must be valid numbers and may not be null"),
+             INVALID, "offsets[0].partition.kafka_partition", MISSING_SINK_PARTITION_KEYS),
         Case("AlterOffsets", pb.AlterOffsetsRequest(name=sink_stopped, offsets=[_offset(
             {"kafka_topic": "bad-inputs-topic", "kafka_partition": 0},
             {"kafka_offset": -1})]), INVALID, "offsets[0].offset.kafka_offset"),

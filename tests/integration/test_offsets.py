@@ -693,6 +693,8 @@ SINK_VALIDATION: list[tuple[str, pb.ConnectorOffset, str]] = [
      "offsets[1].partition.kafka_partition"),
     ("null topic", entry({"kafka_topic": None, "kafka_partition": 0}, {"kafka_offset": 1}),
      "offsets[1].partition.kafka_topic"),
+    ("null partition", entry({"kafka_topic": "{topic}", "kafka_partition": None},
+                             {"kafka_offset": 1}), "offsets[1].partition.kafka_partition"),
     ("partition as double", entry({"kafka_topic": "{topic}", "kafka_partition": 0.0},
                                   {"kafka_offset": 1}), "offsets[1].partition.kafka_partition"),
     ("partition not a number", entry({"kafka_topic": "{topic}", "kafka_partition": "zero"},
@@ -712,6 +714,18 @@ SINK_VALIDATION: list[tuple[str, pb.ConnectorOffset, str]] = [
 ]
 
 
+#: The exact Kafka Connect message of the cases where it matters: a missing key and a key
+#: present with a null value are told apart.
+SINK_VALIDATION_MESSAGES = {
+    "kafka_topic missing": "The partition for a sink connector offset must contain the keys "
+                           "'kafka_topic' and 'kafka_partition'",
+    "kafka_partition missing": "The partition for a sink connector offset must contain the keys "
+                               "'kafka_topic' and 'kafka_partition'",
+    "null topic": "Kafka topic names must be valid strings and may not be null",
+    "null partition": "Kafka partitions must be valid numbers and may not be null",
+}
+
+
 def _with_topic(item: pb.ConnectorOffset, topic: str) -> pb.ConnectorOffset:
     copy = pb.ConnectorOffset()
     copy.CopyFrom(item)
@@ -722,13 +736,13 @@ def _with_topic(item: pb.ConnectorOffset, topic: str) -> pb.ConnectorOffset:
 
 
 @pytest.mark.parametrize(
-    ("bad", "field"),
-    [(b, f) for _, b, f in SINK_VALIDATION],
+    ("bad", "field", "message"),
+    [(b, f, SINK_VALIDATION_MESSAGES.get(i)) for i, b, f in SINK_VALIDATION],
     ids=[i for i, _, _ in SINK_VALIDATION],
 )
 def test_sink_offsets_are_validated(
     stub: pb_grpc.ConnectServiceStub, kafka_admin: Any, unique_topic: str, name: str,
-    events: Path, bad: pb.ConnectorOffset, field: str,
+    events: Path, bad: pb.ConnectorOffset, field: str, message: str | None,
 ) -> None:
     topic = create_topic(kafka_admin, unique_topic)
     create(stub, name, instrumented_sink(events, topic), pb.INITIAL_STATE_STOPPED)
@@ -737,6 +751,8 @@ def test_sink_offsets_are_validated(
     error = rpc_error(lambda: alter(stub, name, [good, _with_topic(bad, topic)]))
     assert code(error) is grpc.StatusCode.INVALID_ARGUMENT, details(error)
     assert list(field_violations(error)) == [field], field_violations(error)
+    if message is not None:
+        assert field_violations(error)[field] == message
     assert raw_offsets(stub, name) == []
     assert hook_calls(events) == []
     assert group_offsets(kafka_admin, f"connect-{name}") == {}

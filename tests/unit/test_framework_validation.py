@@ -105,3 +105,44 @@ def test_a_misspelt_connector_class_names_the_field_and_the_closest_plugin(
     assert violation.field == "config.connector.class"
     assert "did you mean FileStreamSource?" in violation.description
     assert "FileStreamSink, FileStreamSinkConnector" in caught.value.message
+
+
+WORKER_GROUP = "connect-cluster"
+
+
+@pytest.fixture
+def distributed_validator() -> ConfigValidator:
+    return ConfigValidator(Plugins(), max_tasks=LIMIT, worker_group_id=WORKER_GROUP)
+
+
+def test_a_sink_named_after_the_worker_group_is_refused_on_its_name(
+    distributed_validator: ConfigValidator,
+) -> None:
+    errors = _errors(distributed_validator, _sink(name="cluster", topics="t"))
+    assert errors == {
+        "name": "Consumer group for sink connector named cluster conflicts with Connect worker "
+                "group connect-cluster"
+    }
+    with pytest.raises(InvalidArgumentError) as refused:
+        distributed_validator.ensure_valid(_sink(name="cluster", topics="t"))
+    assert [v.field for v in refused.value.violations] == ["config.name"]
+
+
+def test_a_sink_group_override_equal_to_the_worker_group_is_refused_on_the_override(
+    distributed_validator: ConfigValidator,
+) -> None:
+    config = _sink(name="cluster", topics="t", **{"consumer.override.group.id": WORKER_GROUP})
+    assert _errors(distributed_validator, config) == {
+        "consumer.override.group.id": "Consumer group connect-cluster conflicts with Connect "
+                                      "worker group connect-cluster"
+    }
+    # another override frees the name that would otherwise conflict
+    free = _sink(name="cluster", topics="t", **{"consumer.override.group.id": "mine"})
+    assert _errors(distributed_validator, free) == {}
+
+
+def test_sources_and_standalone_workers_have_no_group_conflict(
+    validator: ConfigValidator, distributed_validator: ConfigValidator
+) -> None:
+    assert _errors(distributed_validator, _sequence(name="cluster")) == {}
+    assert _errors(validator, _sink(name="cluster", topics="t")) == {}
