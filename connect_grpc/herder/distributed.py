@@ -121,6 +121,8 @@ log = structlog.get_logger(__name__)
 TICK_S = 0.5
 #: Bound of the leader's own Kafka calls (opening its writer, publishing an assignment).
 LEADER_CALL_TIMEOUT_S = 30.0
+#: How long the leader waits for departed workers' UNASSIGNED statuses to be written.
+STATUS_FLUSH_TIMEOUT_S = 5.0
 #: How long a worker's wait for its stores to start may take.
 STORE_TIMEOUT_S = 60.0
 
@@ -823,6 +825,7 @@ class DistributedHerder(HerderCommon):
         worker's id) until their new worker reports: nobody runs them now. Written before
         the assignment that hands them over, so that no new owner's status can precede it.
         ``instances``: the connectors and tasks that still exist (no status for the rest)."""
+        marked = False
         for worker, held in previous.workers.items():
             if worker in members:
                 continue
@@ -835,6 +838,18 @@ class DistributedHerder(HerderCommon):
                 self._board.on_task_status(task, unassigned)
             self._log.info("departed_worker_instances_unassigned", departed=worker,
                            connectors=len(connectors), tasks=len(tasks))
+            marked = True
+        if marked:
+            self._flush_statuses()
+
+    def _flush_statuses(self) -> None:
+        """Waits (bounded) until the statuses reported so far are in the status topic, as
+        status writes are asynchronous. Should it take too long, a late UNASSIGNED still
+        cannot hide a new owner's status: that one carries a newer generation."""
+        try:
+            self._statuses.flush(deadline.remaining(STATUS_FLUSH_TIMEOUT_S))
+        except UnavailableError as exc:
+            self._log.warning("departed_statuses_not_flushed", error=exc.message)
 
     def _submit_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         if self._election.is_leader():
