@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import structlog
 from connect_grpc.app import StandaloneProcess
 from connect_grpc.domain import ConnectorStatus, TargetState
 from connect_grpc.kafka import broker
+from connect_grpc.logs import capture_output, restore_output
 from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
@@ -81,6 +81,7 @@ def run_dev(port: int, run_seconds: float, kafka_port: int = broker.DEFAULT_BROK
     })
     process = StandaloneProcess(config)
     process.install_signal_handlers()
+    console = capture_output()  # what plugins print becomes masked log lines
     try:
         process.start()
         for name, connector_config in _demo_connectors(demo_dir).items():
@@ -88,7 +89,7 @@ def run_dev(port: int, run_seconds: float, kafka_port: int = broker.DEFAULT_BROK
         with (demo_dir / "input.txt").open("a", encoding="utf-8") as handle:
             handle.writelines(f"demo line {i}\n" for i in range(DEMO_LINES))
         copied = _wait_for_lines(demo_dir / "output.txt", DEMO_LINES, timeout=120)
-        out = sys.stdout
+        out = console.stdout
         out.write(f"\nKafka broker:  {bootstrap}\nWorker (gRPC): 127.0.0.1:{process.server.port}\n")
         out.write(f"Pipeline:      {demo_dir / 'input.txt'} -> topic {DEMO_TOPIC} -> "
                   f"{demo_dir / 'output.txt'}\nLines copied:  {copied}/{DEMO_LINES}\n")
@@ -102,5 +103,6 @@ def run_dev(port: int, run_seconds: float, kafka_port: int = broker.DEFAULT_BROK
         return 0 if copied >= DEMO_LINES else 1
     finally:
         process.shutdown()
+        restore_output()
         if started_broker:
             broker.stop()

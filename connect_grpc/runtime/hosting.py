@@ -42,6 +42,7 @@ from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.connectors.api import RetriableError, SinkRecord, SinkTask, Task
 from connect_grpc.connectors.plugins import import_object
 from connect_grpc.domain import TaskId
+from connect_grpc.logs import capture_output, plugin_context
 from connect_grpc.runtime.kafka_io import prepare_executor
 from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
 
@@ -441,10 +442,14 @@ def serve_host(spec: HostSpec, rows: Iterator[object]) -> Iterator[object]:
     for _ in rows:  # a task that leaves its input unread costs Spark ≈ 0.5 s more
         pass
     prepare_executor()
+    capture_output()  # a plugin's print() reaches Spark's output as a masked log line
     for directory in spec.sys_path:
         if directory not in sys.path:
             sys.path.append(directory)
-    with Client(spec.address, authkey=spec.authkey) as conn:
+    with (
+        plugin_context(spec.task_id.connector, spec.task_id.task),
+        Client(spec.address, authkey=spec.authkey) as conn,
+    ):
         conn.send(("host", socket.gethostname(), os.getpid()))
         session = HostSession(conn)
         host = _built_host(spec.factory, session)

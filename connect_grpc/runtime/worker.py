@@ -32,6 +32,7 @@ from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
+from connect_grpc.logs import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
 from connect_grpc.runtime.gc_tuning import tune_for_batches
@@ -193,7 +194,8 @@ class Worker:
         if not instance.running:
             raise ConnectError(f"Connector {name} is not running")
         try:
-            configs = instance.plugin.task_configs(max_tasks)
+            with plugin_context(name):
+                configs = instance.plugin.task_configs(max_tasks)
         except Exception as exc:
             instance.fail(traceback.format_exc())
             reason = SECRETS.redact(str(exc))
