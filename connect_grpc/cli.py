@@ -26,7 +26,7 @@ from connect_grpc.ctl import complete as complete_ctl
 from connect_grpc.ctl import run_ctl
 from connect_grpc.errors import InvalidArgumentError, StartupError
 from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs import capture_output, configure_logging
 from connect_grpc.worker_config import WorkerConfig, read_properties
 
 log = structlog.get_logger(__name__)
@@ -149,6 +149,7 @@ def run_distributed(worker_properties: Path) -> int:
 
 def _serve(process: StandaloneProcess | DistributedProcess, start: Callable[[], None]) -> int:
     structlog.contextvars.bind_contextvars(worker_id=process.config.worker_id)
+    capture_output()  # what plugins print becomes masked log lines
     process.install_signal_handlers()
     try:
         start()

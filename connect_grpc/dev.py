@@ -13,13 +13,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 
 from connect_grpc.app import StandaloneProcess
 from connect_grpc.domain import ConnectorStatus, TargetState
 from connect_grpc.kafka import broker
+from connect_grpc.logs import capture_output, restore_output
 from connect_grpc.runtime.kafka_io import sink_group_id
 from connect_grpc.worker_config import WorkerConfig
 
@@ -192,10 +193,12 @@ def _wait_for_lines(path: Path, count: int, timeout: float) -> int:
     return seen
 
 
-def _say(text: str) -> None:
-    """A progress line of the demo, on stdout (the logs go to stderr)."""
-    sys.stdout.write(f"==> {text}\n")
-    sys.stdout.flush()
+def _say(text: str, out: TextIO | None = None) -> None:
+    """A progress line of the demo, on stdout (the logs go to stderr): ``out`` once
+    ``capture_output`` has replaced ``sys.stdout``."""
+    stream = out or sys.stdout
+    stream.write(f"==> {text}\n")
+    stream.flush()
 
 
 def _start_broker(kafka_port: int) -> tuple[str, bool]:
@@ -245,18 +248,19 @@ def run_dev(
     })
     process = StandaloneProcess(config)
     process.install_signal_handlers()
+    console = capture_output()  # what plugins print becomes masked log lines
     try:
         _say("starting the worker and its Spark session (usually 10-30 s; minutes on a busy "
-             "machine or the first start after boot)")
+             "machine or the first start after boot)", console.stdout)
         process.start()
         for name, connector_config in _demo_connectors(demo_dir).items():
             process.herder.create_connector(name, connector_config, TargetState.STARTED)
         with (demo_dir / "input.txt").open("a", encoding="utf-8") as handle:
             handle.writelines(f"demo line {i}\n" for i in range(DEMO_LINES))
         _say(f"waiting for {DEMO_LINES} lines to reach {demo_dir / 'output.txt'} "
-             f"(a few seconds; at most {COPY_TIMEOUT_S:.0f} s)")
+             f"(a few seconds; at most {COPY_TIMEOUT_S:.0f} s)", console.stdout)
         copied = _wait_for_lines(demo_dir / "output.txt", DEMO_LINES, timeout=COPY_TIMEOUT_S)
-        out = sys.stdout
+        out = console.stdout
         out.write(f"\nKafka broker:  {bootstrap}\nWorker (gRPC): 127.0.0.1:{process.server.port}\n")
         out.write(f"Pipeline:      {demo_dir / 'input.txt'} -> topic {DEMO_TOPIC} -> "
                   f"{demo_dir / 'output.txt'}\nLines copied:  {copied}/{DEMO_LINES}\n")
@@ -270,5 +274,6 @@ def run_dev(
         return 0 if copied >= DEMO_LINES else 1
     finally:
         process.shutdown()
+        restore_output()
         if started_broker:
             broker.stop()

@@ -1,9 +1,16 @@
-"""structlog setup: console lines in development, one JSON object per line in production."""
+"""structlog setup: console lines in development, one JSON object per line in production;
+and the capture of what plugins print (``capture_output``)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TextIO
 
 import structlog
 
@@ -23,7 +30,7 @@ def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if log_format == "json"
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(colors=_process_stream(sys.stderr).isatty())
     )
     structlog.configure(
         # Filtering first: a debug call below the level costs a method call, not the chain.
@@ -45,7 +52,8 @@ def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
             renderer,
         ],
     )
-    handler = logging.StreamHandler(sys.stderr)
+    # the process's own stderr, never a capturing stream: the log would write to itself
+    handler = logging.StreamHandler(_process_stream(sys.stderr))
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -58,3 +66,108 @@ def _identity(
     logger: object, method: str, event: structlog.typing.EventDict
 ) -> structlog.typing.EventDict:
     return event
+
+
+# ---- what plugins print ----------------------------------------------------------------------
+
+_output_log = structlog.get_logger("connect_grpc.plugin_output")
+
+
+class _LoggingStream(io.TextIOBase):
+    """A text stream that turns every line written to it into a ``plugin_output`` log event
+    (``stream``, ``line``), so that it is masked like any other log line.
+
+    Each thread has its own partial line, so lines printed by two tasks at once do not mix.
+    A write made while this thread is already logging (a handler that reports its own
+    failure to stderr) goes to the process's stream instead of looping."""
+
+    def __init__(self, name: str, target: TextIO) -> None:
+        super().__init__()
+        self.stream_name = name
+        self.target = target
+        self._local = threading.local()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.target, "encoding", None) or "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        """The process's descriptor: what is written to it directly is not captured."""
+        return self.target.fileno()
+
+    def write(self, text: str) -> int:
+        if getattr(self._local, "logging", False):
+            return self.target.write(text)
+        pending: str = getattr(self._local, "pending", "") + text
+        *lines, self._local.pending = pending.split("\n")
+        for line in lines:
+            self._emit(line)
+        return len(text)
+
+    def flush(self) -> None:
+        pending: str = getattr(self._local, "pending", "")
+        if pending and not getattr(self._local, "logging", False):
+            self._local.pending = ""
+            self._emit(pending)
+
+    def _emit(self, line: str) -> None:
+        self._local.logging = True
+        try:
+            method = _output_log.info if self.stream_name == "stdout" else _output_log.warning
+            method("plugin_output", stream=self.stream_name, line=line)
+        finally:
+            self._local.logging = False
+
+
+def _process_stream(stream: TextIO) -> TextIO:
+    """The stream a capturing stream stands for (the stream itself otherwise)."""
+    return stream.target if isinstance(stream, _LoggingStream) else stream
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStreams:
+    """The process's own stdout and stderr, for the worker's command-line output once
+    ``capture_output`` replaced ``sys.stdout`` and ``sys.stderr``."""
+
+    stdout: TextIO
+    stderr: TextIO
+
+
+def capture_output() -> ProcessStreams:
+    """Replaces ``sys.stdout`` and ``sys.stderr`` with streams that log every line written
+    to them as ``plugin_output`` events (masked, with the connector and task bound by
+    ``plugin_context``). Call it after ``configure_logging``; idempotent.
+
+    Only what goes through ``sys.stdout``/``sys.stderr`` is captured (``print``, tracebacks,
+    warnings): a write to file descriptor 1 or 2 (native code, a child process) is not."""
+    streams = ProcessStreams(_process_stream(sys.stdout), _process_stream(sys.stderr))
+    if not isinstance(sys.stdout, _LoggingStream):
+        sys.stdout = _LoggingStream("stdout", streams.stdout)
+    if not isinstance(sys.stderr, _LoggingStream):
+        sys.stderr = _LoggingStream("stderr", streams.stderr)
+    return streams
+
+
+def restore_output() -> None:
+    """Undoes ``capture_output`` (what was written without a newline is logged first)."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    sys.stdout = _process_stream(sys.stdout)
+    sys.stderr = _process_stream(sys.stderr)
+
+
+@contextlib.contextmanager
+def plugin_context(connector: str, task: int | None = None) -> Iterator[None]:
+    """Binds the connector (and task) to every log event of the calling thread, among them
+    what its plugin code prints, until the block ends (the previous binding is restored)."""
+    names: dict[str, object] = {"connector": connector}
+    if task is not None:
+        names["task"] = task
+    with structlog.contextvars.bound_contextvars(**names):
+        yield

@@ -15,6 +15,7 @@ import structlog
 
 from connect_grpc.connectors.api import Connector
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.logs import plugin_context
 
 log = structlog.get_logger(__name__)
 
@@ -82,7 +83,7 @@ class ConnectorInstance:
 
     def transition(self, target: TargetState) -> bool:
         """Brings the instance to ``target``; returns False iff starting it failed."""
-        with self._lock:
+        with self._lock, plugin_context(self.name):
             if target is TargetState.STARTED:
                 return self._start()
             self._stop_plugin(connector_deleted=False)
@@ -93,7 +94,7 @@ class ConnectorInstance:
 
     def shutdown(self, connector_deleted: bool) -> None:
         """Stops the plugin if it is started. Reports nothing."""
-        with self._lock:
+        with self._lock, plugin_context(self.name):
             self._stop_plugin(connector_deleted)
 
     def fail(self, trace: str) -> None:

@@ -42,6 +42,7 @@ from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.connectors.api import RetriableError, SinkRecord, SinkTask, Task
 from connect_grpc.connectors.plugins import import_object
 from connect_grpc.domain import TaskId
+from connect_grpc.logs import capture_output, plugin_context
 from connect_grpc.runtime.kafka_io import prepare_executor
 from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
 
@@ -55,6 +56,8 @@ CALL_POLL_S = 0.1
 STOP_TIMEOUT_S = 10.0
 #: Seconds ``close`` lets the host's job end on its own before cancelling it.
 JOB_END_WAIT_S = 2.0
+#: Seconds between two looks for a free slot while tasks wait for one on the driver.
+SLOT_CHECK_INTERVAL_S = 1.0
 
 #: Answers a host's question: (name, args) → value.
 Answerer = Callable[[str, tuple[Any, ...]], Any]
@@ -128,9 +131,84 @@ class HostSlots:
         with self._lock:
             self._held.discard(task)
 
+    def free(self) -> int:
+        """How many more tasks could be hosted now."""
+        capacity = self._capacity()
+        with self._lock:
+            return max(0, capacity - len(self._held))
+
     def held(self) -> set[TaskId]:
         with self._lock:
             return set(self._held)
+
+
+class SlotWatcher:
+    """Moves the tasks that run on the driver for want of a slot into hosts of their own
+    once slots are free: on a Spark cluster, the executors register some seconds after the
+    application starts (tasks started before run on the driver until then), and a hosted
+    task that stops frees its slot. ``move`` stops the task and starts it again (it is then
+    hosted if it gets the slot); tasks are moved one at a time, in id order."""
+
+    def __init__(
+        self,
+        slots: HostSlots,
+        move: Callable[[TaskId], None],
+        new_thread: Callable[[Callable[[], None], str], threading.Thread],
+        interval: float = SLOT_CHECK_INTERVAL_S,
+    ) -> None:
+        self._slots = slots
+        self._move = move
+        self._new_thread = new_thread
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._waiting: set[TaskId] = set()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def wait_for_slot(self, task: TaskId) -> None:
+        with self._lock:
+            self._waiting.add(task)
+
+    def forget(self, task: TaskId) -> None:
+        with self._lock:
+            self._waiting.discard(task)
+
+    def waiting(self) -> set[TaskId]:
+        with self._lock:
+            return set(self._waiting)
+
+    def check(self) -> list[TaskId]:
+        """Moves as many waiting tasks as there are free slots; returns them."""
+        waiting = sorted(self.waiting())
+        if not waiting:
+            return []
+        moved = waiting[: self._slots.free()]
+        for task in moved:
+            self.forget(task)
+            self._move(task)
+        return moved
+
+    def start(self) -> None:
+        """Checks every ``interval`` seconds in a thread of its own until ``stop``."""
+        if self._thread is not None:
+            return
+        self._stopping.clear()
+        self._thread = self._new_thread(self._run, "connect-slot-watcher")
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ends the checks (a move under way completes first)."""
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._interval):
+            try:
+                self.check()
+            except Exception:  # Spark stopping under us, a move that failed: look again later
+                log.warning("slot_check_failed", exc_info=True)
 
 
 # ---- the driver's side -------------------------------------------------------------------
@@ -441,10 +519,14 @@ def serve_host(spec: HostSpec, rows: Iterator[object]) -> Iterator[object]:
     for _ in rows:  # a task that leaves its input unread costs Spark ≈ 0.5 s more
         pass
     prepare_executor()
+    capture_output()  # a plugin's print() reaches Spark's output as a masked log line
     for directory in spec.sys_path:
         if directory not in sys.path:
             sys.path.append(directory)
-    with Client(spec.address, authkey=spec.authkey) as conn:
+    with (
+        plugin_context(spec.task_id.connector, spec.task_id.task),
+        Client(spec.address, authkey=spec.authkey) as conn,
+    ):
         conn.send(("host", socket.gethostname(), os.getpid()))
         session = HostSession(conn)
         host = _built_host(spec.factory, session)

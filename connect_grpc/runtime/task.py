@@ -31,6 +31,7 @@ import structlog
 
 from connect_grpc.connectors.api import Task
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.logs import plugin_context
 from connect_grpc.metrics.worker_metrics import TaskMetrics
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.kafka_monitor import KafkaOutage
@@ -165,8 +166,9 @@ class TaskRunner(abc.ABC):
     def start(self, task_config: Mapping[str, str], target: TargetState) -> bool:
         """Starts the plugin and the loop thread. Returns False (reported FAILED) if it raised."""
         try:
-            self.prepare()
-            self.plugin.start(task_config)
+            with self._plugin_context():
+                self.prepare()
+                self.plugin.start(task_config)
         except Exception:
             self._fail(traceback.format_exc())
             self._close_quietly()
@@ -221,14 +223,15 @@ class TaskRunner(abc.ABC):
         """
         self.request_stop()
         loop_ended = self._join(timeout)
-        if self._started and not self._stopped:
-            self._stopped = True
-            try:
-                self.plugin.stop(connector_deleted)
-            except Exception:
-                self.log.warning("task_stop_failed", exc_info=True)
-        if loop_ended or not self._leave_close_to_loop():
-            self._close_quietly()
+        with self._plugin_context():
+            if self._started and not self._stopped:
+                self._stopped = True
+                try:
+                    self.plugin.stop(connector_deleted)
+                except Exception:
+                    self.log.warning("task_stop_failed", exc_info=True)
+            if loop_ended or not self._leave_close_to_loop():
+                self._close_quietly()
         self.log.info("task_stopped", connector_deleted=connector_deleted)
 
     # the loop
@@ -252,9 +255,14 @@ class TaskRunner(abc.ABC):
             "reported no failure; restart the task."
         )
 
+    def _plugin_context(self) -> contextlib.AbstractContextManager[None]:
+        """Names this task in what the calling thread logs and its plugin prints."""
+        return plugin_context(self.id.connector, self.id.task)
+
     def _run(self) -> None:
         try:
-            self._loop()
+            with self._plugin_context():
+                self._loop()
         except BaseException:
             self._fail(f"The task's loop ended on an unexpected error:\n{traceback.format_exc()}")
         finally:

@@ -13,16 +13,22 @@ Connect's worker does, and turns the task configs a connector generates back int
 references (``ConfigTransformer.reverse``) so that the config topic never holds a resolved
 value. A reference that does not resolve fails the instance (its trace says why). Traces
 in the statuses it reports have the resolved values masked.
+
+With ``task.hosting=executor``, a task that finds no free Spark task slot when it starts
+runs on the driver, and the worker moves it into a host of its own once a slot is free
+(``hosting.SlotWatcher``): it is stopped and started again, as a restart would, while
+``task_ids`` keeps showing it and the herder's calls for it wait for the move to end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import traceback
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol, TypedDict
 
 import structlog
@@ -32,10 +38,11 @@ from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
+from connect_grpc.logs import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
 from connect_grpc.runtime.gc_tuning import tune_for_batches
-from connect_grpc.runtime.hosting import HostSlots, importable_name
+from connect_grpc.runtime.hosting import HostSlots, SlotWatcher, importable_name
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
 from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
@@ -62,6 +69,16 @@ WATCHDOG_INTERVAL_S = 5.0
 class _ExactlyOnceOptions(TypedDict, total=False):
     transactions: Transactions
     await_fencing: Callable[[], None]
+
+
+@dataclass(slots=True)
+class _Placement:
+    """What starting a task again takes: its configs as the herder gave them (with their
+    references) and its current target state."""
+
+    connector_config: Mapping[str, str]
+    task_config: Mapping[str, str]
+    target: TargetState
 
 
 class PluginLoader(Protocol):
@@ -128,7 +145,15 @@ class Worker:
         self._lock = threading.RLock()
         self._connectors: dict[str, ConnectorInstance] = {}
         self._tasks: dict[TaskId, TaskRunner] = {}
+        self._placements: dict[TaskId, _Placement] = {}
+        #: One lock per task id: a task is started, stopped or moved by one caller at a time.
+        self._task_guards: dict[TaskId, threading.Lock] = {}
+        #: Tasks between their stop and their start on a move to a host.
+        self._moving: set[TaskId] = set()
         self._host_slots = HostSlots(self._spark.task_slots)
+        self._slot_watcher = SlotWatcher(
+            self._host_slots, self._move_to_host, self._spark.new_thread
+        )
         self._log = log.bind(worker_id=config.worker_id)
         self._metrics = metrics or WorkerMetrics()
         self._metrics.watch_worker(self)
@@ -146,6 +171,7 @@ class Worker:
         tune_for_batches()
         self._monitor.start()
         self._spark.start()
+        self._slot_watcher.start()
         if self._watchdog is None:
             self._watchdog = threading.Thread(
                 target=self._watch_tasks, name="task-watchdog", daemon=True
@@ -155,6 +181,7 @@ class Worker:
 
     def stop(self) -> None:
         """Stops every task and connector (not deleted), then Spark and the monitor."""
+        self._slot_watcher.stop()
         self._watchdog_stop.set()
         self.stop_tasks(self.task_ids(), connector_deleted=False)
         for name in sorted(self.connector_names()):
@@ -205,7 +232,8 @@ class Worker:
         if not instance.running:
             raise ConnectError(f"Connector {name} is not running")
         try:
-            configs = instance.plugin.task_configs(max_tasks)
+            with plugin_context(name):
+                configs = instance.plugin.task_configs(max_tasks)
         except Exception as exc:
             instance.fail(traceback.format_exc())
             reason = SECRETS.redact(str(exc))
@@ -241,6 +269,17 @@ class Worker:
     ) -> bool:
         """Starts the task plugin and its loop, with both configs resolved. False (reported
         FAILED) iff it failed."""
+        with self._guarded([task]):
+            return self._start_task(task, connector_config, task_config, target)
+
+    def _start_task(
+        self,
+        task: TaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        target: TargetState,
+    ) -> bool:
+        placement = _Placement(connector_config, task_config, target)
         with self._lock:
             existing = self._tasks.get(task)
         if existing is not None:
@@ -255,17 +294,25 @@ class Worker:
             return False
         with self._lock:
             self._tasks[task] = runner
+            self._placements[task] = placement
         return runner.start(task_config, target)
 
     def set_task_target(self, task: TaskId, target: TargetState) -> None:
         """Pauses or resumes a task's loop. Unknown tasks are ignored."""
         with self._lock:
             runner = self._tasks.get(task)
+            placement = self._placements.get(task)
+            if placement is not None:
+                placement.target = target
         if runner is not None:
             runner.set_target(target)
 
     def stop_tasks(self, tasks: Collection[TaskId], connector_deleted: bool) -> None:
         """Stops the tasks in parallel (cancel job, join loop, ``stop()``), then forgets them."""
+        with self._guarded(tasks):
+            self._stop_tasks(tasks, connector_deleted)
+
+    def _stop_tasks(self, tasks: Collection[TaskId], connector_deleted: bool) -> None:
         with self._lock:
             runners = [self._tasks[t] for t in tasks if t in self._tasks]
         if not runners:
@@ -279,12 +326,15 @@ class Worker:
             for runner in runners:
                 if self._tasks.get(runner.id) is runner:
                     del self._tasks[runner.id]
+                    del self._placements[runner.id]
                     self._host_slots.release(runner.id)
+                    self._slot_watcher.forget(runner.id)
                     self._metrics.forget_task(runner.id)
 
     def task_ids(self) -> set[TaskId]:
+        """The tasks this worker runs (also one being moved to a host)."""
         with self._lock:
-            return set(self._tasks)
+            return set(self._tasks) | self._moving
 
     def hosted_tasks(self) -> set[TaskId]:
         """The tasks running in a Spark task of their own (``task.hosting=executor``)."""
@@ -297,6 +347,38 @@ class Worker:
             connectors = {name: instance.state for name, instance in self._connectors.items()}
             runners = list(self._tasks.values())
         return connectors, {runner.id: runner.state for runner in runners}
+
+    # moving a task to a host
+
+    @contextlib.contextmanager
+    def _guarded(self, tasks: Collection[TaskId]) -> Iterator[None]:
+        """Holds the tasks' guards (taken in id order, so two callers cannot deadlock)."""
+        with self._lock:
+            guards = [self._task_guards.setdefault(t, threading.Lock()) for t in sorted(tasks)]
+        with contextlib.ExitStack() as held:
+            for guard in guards:
+                held.enter_context(guard)
+            yield
+
+    def _move_to_host(self, task: TaskId) -> None:
+        """Stops the task, which runs on the driver, and starts it again in a host (or on
+        the driver again, waiting anew, if its slot was taken meanwhile)."""
+        with self._guarded([task]):
+            with self._lock:
+                runner = self._tasks.get(task)
+                placement = self._placements.get(task)
+                if runner is None or placement is None or runner.state is State.FAILED:
+                    return
+                self._moving.add(task)
+            try:
+                self._log.info("task_moving_to_host", connector=task.connector, task=task.task)
+                self._stop_tasks([task], connector_deleted=False)
+                self._start_task(
+                    task, placement.connector_config, placement.task_config, placement.target
+                )
+            finally:
+                with self._lock:
+                    self._moving.discard(task)
 
     # helpers
 
@@ -350,6 +432,9 @@ class Worker:
             except BaseException:
                 self._host_slots.release(task)
                 raise
+        if hosted_name is not None:
+            self._log.info("task_waiting_for_slot", connector=task.connector, task=task.task)
+            self._slot_watcher.wait_for_slot(task)
         # a task that could not get a slot of its own moves its batches in-process: the
         # slots are held by hosted tasks, and a batch job would wait for one
         config = self._config

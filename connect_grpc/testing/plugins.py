@@ -10,7 +10,10 @@ plugin instance, so a restart shows as a new instance), ``pid`` and ``time``. Ev
   an injected failure is raised, so failed attempts count too; with ``test.record.config``
   true, ``connector_start`` and ``task_start`` carry the ``config`` the plugin was given
   (config provider references resolved: keep such event files to tests), and the plugin
-  also logs it, as a careless plugin would (the worker must mask the resolved values);
+  also logs it, as a careless plugin would (the worker must mask the resolved values); with
+  ``test.print.config`` true, ``Connector.start`` and ``Task.start`` also ``print()`` their
+  config, to stdout and to stderr (``connector <name> config: {…}`` and
+  ``task <name>-<id> config: {…}``: the worker must capture and mask these too);
 * ``alter_offsets`` (with ``mode`` and ``offsets``) — the plugin's KIP-875 hook was called;
 * ``task_poll`` (source, with ``values``) — records returned by a poll;
 * ``task_put`` (sink, with ``values`` and ``positions`` [topic, partition, offset]) and
@@ -30,6 +33,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -81,6 +85,7 @@ FAIL_TASK_POLL = "test.fail.task.poll"
 SOURCE_RECORDS = "test.source.records"
 ALTER_OFFSETS = "test.alter.offsets"
 RECORD_CONFIG = "test.record.config"
+PRINT_CONFIG = "test.print.config"
 SECRET = "test.secret"
 TOPIC = "topic"
 TASK_ID = "task.id"
@@ -192,6 +197,10 @@ def _common_keys(task_fail_doc: str) -> list[ConfigKey]:
                   "A password the plugin takes and never uses (ValidateConfig shows it "
                   "[hidden]).", default=None, importance=Importance.LOW, group=_GROUP,
                   order_in_group=8),
+        ConfigKey(PRINT_CONFIG, ConfigType.BOOLEAN,
+                  "Whether Connector.start and Task.start print() the config they were given "
+                  "to stdout and stderr.", default=False, importance=Importance.LOW,
+                  group=_GROUP, order_in_group=9),
     ]
 
 
@@ -200,11 +209,11 @@ SOURCE_CONFIG = define_all(
         *_common_keys("Task ids whose poll raises: 'all' or a comma-separated list of ids."),
         ConfigKey(TOPIC, ConfigType.STRING,
                   "Topic of the records; required when test.source.records > 0.",
-                  default="", importance=Importance.HIGH, group=_GROUP, order_in_group=9),
+                  default="", importance=Importance.HIGH, group=_GROUP, order_in_group=10),
         ConfigKey(SOURCE_RECORDS, ConfigType.INT,
                   "Number of records each task produces, then nothing (0: none).",
                   default=0, importance=Importance.MEDIUM, validator=at_least(0),
-                  group=_GROUP, order_in_group=10),
+                  group=_GROUP, order_in_group=11),
     ]
 )
 
@@ -285,6 +294,13 @@ def _config_field(parsed: Mapping[str, Any], config: Mapping[str, str]) -> dict[
     return {"config": dict(config)} if parsed[RECORD_CONFIG] else {}
 
 
+def _print_config(parsed: Mapping[str, Any], who: str, config: Mapping[str, str]) -> None:
+    """Prints the config, as a careless plugin would, with ``test.print.config`` true."""
+    if parsed[PRINT_CONFIG]:
+        print(f"{who} config: {dict(config)}")  # noqa: T201 - on purpose
+        print(f"{who} config: {dict(config)}", file=sys.stderr)  # noqa: T201 - on purpose
+
+
 # ---------------------------------------------------------------------------- connectors
 
 
@@ -306,6 +322,7 @@ class _ConnectorProbe:
         self.record(config, "connector_start", **_config_field(parsed, config))
         _log.info("instrumented_connector_started", connector=config.get("name"),
                   **_config_field(parsed, config))
+        _print_config(parsed, f"connector {config.get('name')}", config)
         if parsed[FAIL_CONNECTOR_START]:
             raise InjectedFailureError("connector start failed on purpose")
 
@@ -436,6 +453,7 @@ class _TaskProbe:
         self.record("task_start", **_config_field(parsed, config))
         _log.info("instrumented_task_started", connector=self.connector, task=self.task_id,
                   **_config_field(parsed, config))
+        _print_config(parsed, f"task {self.connector}-{self.task_id}", config)
         if _task_fails(parsed[FAIL_TASK_START], self.task_id):
             raise InjectedFailureError(f"task {self.task_id} start failed on purpose")
         return parsed

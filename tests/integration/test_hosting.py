@@ -195,6 +195,14 @@ def test_tasks_beyond_the_slots_run_in_process_and_every_record_lands_once(
     assert values == list(range(90_000))
     # the third task moved its batches itself: no Spark job of its own
     assert job_ids(env, job_tag(name, 2)) == [] and job_ids(env, host_tag(tasks[2])) == []
+
+    # a hosted task that stops frees its slot: the third task moves into a host of its own
+    env.worker.stop_tasks([tasks[0]], connector_deleted=False)
+    wait_for(lambda: env.worker.hosted_tasks() == {tasks[1], tasks[2]},
+             what="the third task hosted")
+    wait_for(lambda: len(job_ids(env, host_tag(tasks[2]))) == 1, what="its hosting job")
+    assert env.worker.task_ids() == {tasks[1], tasks[2]}
+    assert env.listener.task_state(tasks[2]).state is State.RUNNING  # type: ignore[union-attr]
     env.worker.stop_tasks(tasks, connector_deleted=False)
     env.worker.stop_connector(name, connector_deleted=False)
 

@@ -1,7 +1,8 @@
 """Secrets against a real worker process (real Spark, hosted tasks, real gRPC): config
 provider references reach the plugins resolved and are returned unresolved, ValidateConfig
 hides PASSWORD values and reports what cannot be resolved, no log line of the run holds a
-resolved value, and README.md's Security example works as written.
+resolved value (what the plugins print() included), and README.md's Security example works
+as written.
 
 The module's worker is configured with README.md's provider properties (its secret directory
 replaced by this run's) and binds the wildcard address, so that its start-up warning about
@@ -10,6 +11,7 @@ an exposed listener is checked too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -232,6 +234,55 @@ def test_the_readme_security_example(
         )
     finally:
         client.delete_connector(name)
+
+
+def _log_events(worker: SecretsWorker) -> list[dict[str, Any]]:
+    """The JSON lines of the worker's whole log: the driver's, and its executors' Python
+    workers' that Spark forwards (local master: into the worker process's stderr)."""
+    events = []
+    for line in worker.process.log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            event = json.loads(line)
+            if isinstance(event, dict):
+                events.append(event)
+    return events
+
+
+def _printed(events: list[dict[str, Any]], name: str) -> set[tuple[str, int | None, str]]:
+    """(stream, task or None for the connector, the line) of the connector's printed lines."""
+    return {(e["stream"], e.get("task"), e["line"]) for e in events
+            if e["event"] == "plugin_output" and e.get("connector") == name}
+
+
+def test_what_plugins_print_is_logged_masked_on_the_driver_and_in_their_hosts(
+    secrets_worker: SecretsWorker, name: str, events: Path
+) -> None:
+    """Three tasks on local[2]: two hosted in Spark tasks, one on the driver (no slot left);
+    the connector and each task print() their resolved config to stdout and stderr."""
+    config = {**_referencing_config(secrets_worker.secrets, events),
+              "tasks.max": "3", "test.print.config": "true"}
+    secrets_worker.client.create_connector(name, config)
+    try:
+        wait_running(secrets_worker, name, 3)
+        expected = {(stream, task) for stream in ("stdout", "stderr") for task in (None, 0, 1, 2)}
+        try:
+            wait_until(lambda: {(stream, task) for stream, task, _ in
+                                _printed(_log_events(secrets_worker), name)} >= expected,
+                       timeout=60)
+        except TimeoutError:
+            raise AssertionError(secrets_worker.process.logs()) from None
+    finally:
+        secrets_worker.client.delete_connector(name)
+    logged = _log_events(secrets_worker)
+    for stream, task, line in _printed(logged, name):
+        who = f"connector {name}" if task is None else f"task {name}-{task}"
+        assert line.startswith(f"{who} config: {{"), (stream, line)
+        assert f"'test.secret': '{HIDDEN}'" in line and f"'env.token': '{HIDDEN}'" in line
+    hosted = {e["task"] for e in logged if e["event"] == "task_hosted" and e["connector"] == name}
+    assert len(hosted) == 2 and hosted < {0, 1, 2}  # the third task printed on the driver
+    log = secrets_worker.process.log_path.read_text(encoding="utf-8", errors="replace")
+    leaked = [line for line in log.splitlines() if any(secret in line for secret in SECRETS)]
+    assert not leaked, "\n".join(leaked[:5])
 
 
 def test_no_log_line_of_the_run_holds_a_resolved_secret(

@@ -3,13 +3,17 @@
 A Spark master and one Spark worker (2 cores, 1g) are started from pyspark's own
 distribution; two ``connect-grpc distributed`` workers join it with
 ``spark.master=spark://…``. Each worker is its own Spark application; a SequenceSource with
-two tasks (one per worker) writes to a topic, and every batch is produced by a Python task on
-an executor the Spark worker launched for that worker's application.
+two tasks (one per worker) writes to a topic, and each task is hosted in a Python worker of
+the executor the Spark worker launched for that worker's application (a task that started
+before its executor registered with the driver runs on the driver until then, and is moved
+into a host once the executor's slot is there).
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +24,14 @@ import pytest
 from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
 from connect_grpc.testing.spark_cluster import SparkStandaloneCluster
 from connect_grpc.v1 import connect_pb2 as pb
-from tests.integration.helpers import RUNNING, create, create_topic, read_all, wait_for_states
+from tests.integration.helpers import (
+    RUNNING,
+    create,
+    create_topic,
+    python_workers_under,
+    read_all,
+    wait_for_states,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -32,12 +43,6 @@ EXECUTOR_PROPERTIES = {
     "spark.cores.max": "1",
     "spark.executor.cores": "1",
     "spark.executor.memory": "512m",
-    # every batch a Spark job, however small: this test is about where batches run. Not
-    # hosted: a hosted task takes a slot only if the worker's executor has registered when
-    # the task starts (else it runs on the driver, by design), which made the test race
-    # the executor's registration; a job waits for the executor.
-    "task.hosting": "driver",
-    "task.batch.local.max.records": "0",
 }
 #: What the executor's stderr (Spark's default log4j profile, INFO) says for each Python task.
 PYTHON_TASK_LINE = "PythonRunner: Starting Python task execution"
@@ -76,6 +81,33 @@ def _python_tasks_ran(spark: SparkStandaloneCluster, app_id: str) -> bool:
         PYTHON_TASK_LINE in (path / "stderr").read_text("utf-8", errors="replace")
         for path in spark.executor_dirs(app_id)
     )
+
+
+def _executor_jvms(app_id: str) -> list[int]:
+    """The executor JVMs (CoarseGrainedExecutorBackend) running for the application."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            words = Path(f"/proc/{entry}/cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            continue  # exited meanwhile
+        if any(w.endswith("CoarseGrainedExecutorBackend") for w in words) and app_id in words:
+            found.append(int(entry))
+    return found
+
+
+def _host_pids(worker: WorkerProcess, connector: str) -> list[int]:
+    """The pids of the hosts the worker's tasks of ``connector`` connected from (its log's
+    ``task_host_connected`` events)."""
+    pids = []
+    for line in worker.log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if '"task_host_connected"' in line:
+            event = json.loads(line)
+            if event.get("connector") == connector:
+                pids.append(int(event["pid"]))
+    return pids
 
 
 def _completed_apps(spark: SparkStandaloneCluster) -> set[str]:
@@ -136,6 +168,17 @@ def test_two_workers_share_a_spark_standalone_cluster(
 
         wait_until(lambda: len(values()) >= RECORDS, timeout=90, interval=1)
         assert set(values()) == {str(i) for i in range(RECORDS)}
+
+        # each worker's task is hosted by a Python worker of its application's executor
+        for worker in workers:
+            app_id = apps[_app_name(worker)]
+            try:
+                pids = wait_until(lambda w=worker: _host_pids(w, name), timeout=60)  # type: ignore[misc]
+            except TimeoutError:
+                raise AssertionError(f"{_app_name(worker)}: its task was never hosted\n"
+                                     f"{worker.logs()}") from None
+            [jvm] = _executor_jvms(app_id)
+            assert pids[-1] in python_workers_under(jvm), (pids, app_id)
 
         # each worker's batches ran as Python tasks on its application's executor
         for app_name, app_id in apps.items():

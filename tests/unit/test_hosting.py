@@ -21,6 +21,7 @@ from connect_grpc.runtime.hosting import (
     HostSession,
     HostSlots,
     RetriableHostedTaskError,
+    SlotWatcher,
     hosted_error,
     importable_name,
 )
@@ -154,6 +155,56 @@ def test_slots_are_held_once_per_task_up_to_the_capacity() -> None:
     capacity[0] = 0  # e.g. a cluster whose executors left: no new host
     slots.release(b)
     assert not slots.try_acquire(a)
+
+
+def _watcher(capacity: list[int], moved: list[TaskId]) -> tuple[HostSlots, SlotWatcher]:
+    slots = HostSlots(lambda: capacity[0])
+
+    def move(task: TaskId) -> None:  # as the worker's restart does: the task takes the slot
+        moved.append(task)
+        assert slots.try_acquire(task)
+
+    return slots, SlotWatcher(slots, move, lambda target, name: threading.Thread(target=target))
+
+
+def test_tasks_waiting_on_the_driver_move_to_hosts_once_executors_offer_slots() -> None:
+    capacity, moved = [0], []  # a Spark cluster whose executor has not registered yet
+    slots, watcher = _watcher(capacity, moved)
+    a, b, c = TaskId("c", 0), TaskId("c", 1), TaskId("c", 2)
+    for task in (c, a, b):
+        watcher.wait_for_slot(task)
+    assert watcher.check() == [] and moved == []
+    capacity[0] = 2  # the executor registered
+    assert watcher.check() == [a, b]
+    assert watcher.waiting() == {c} and slots.free() == 0
+    assert watcher.check() == []
+    slots.release(a)  # a hosted task stopped
+    assert watcher.check() == [c] and moved == [a, b, c]
+    assert watcher.waiting() == set()
+
+
+def test_a_forgotten_task_is_not_moved() -> None:
+    capacity, moved = [0], []
+    _, watcher = _watcher(capacity, moved)
+    watcher.wait_for_slot(TaskId("c", 0))
+    watcher.forget(TaskId("c", 0))  # stopped by the herder meanwhile
+    capacity[0] = 1
+    assert watcher.check() == [] and moved == []
+
+
+def test_the_watcher_thread_moves_a_task_when_a_slot_appears() -> None:
+    capacity = [0]
+    slots = HostSlots(lambda: capacity[0])
+    moved = threading.Event()
+    watcher = SlotWatcher(slots, lambda task: moved.set(),
+                          lambda target, name: threading.Thread(target=target), interval=0.01)
+    watcher.wait_for_slot(TaskId("c", 0))
+    watcher.start()
+    try:
+        capacity[0] = 1
+        assert moved.wait(10)
+    finally:
+        watcher.stop()
 
 
 class ModuleLevelTask:
