@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-from connect_grpc.dev import DEMO_DIR, DEMO_TOPIC, _demo_connectors
+from connect_grpc.dev import DEMO_DIR, DEMO_TOPIC, _demo_connectors, reset_demo_topic
 from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, cache_root, default_state_dir
 from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
@@ -316,7 +316,10 @@ class Demo:
 
 @pytest.fixture(scope="module")
 def demo(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
-    """A worker like ``make demo``'s: the demo's connectors, no test plugins."""
+    """A worker like ``make demo``'s: the demo's connectors, no test plugins, and like it
+    an empty topic and no sink group to start from (the broker may be one that runs across
+    sessions, ``CONNECT_GRPC_KAFKA_BOOTSTRAP``)."""
+    reset_demo_topic(kafka_bootstrap)
     work = tmp_path_factory.mktemp("readme-demo")
     demo_dir = work / "connect-demo"
     demo_dir.mkdir()
