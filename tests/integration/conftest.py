@@ -1,7 +1,8 @@
 """Integration fixtures: one real Kafka broker (KRaft, single node) for the whole test session.
 
 - ``kafka_broker``: the session's :class:`~connect_grpc.kafka.broker.LocalKafka` (None when
-  ``CONNECT_GRPC_KAFKA_BOOTSTRAP`` points the session at an already running broker).
+  ``CONNECT_GRPC_KAFKA_BOOTSTRAP`` points the session at an already running broker, or
+  when the xdist controller started one for all its workers: ``tests/conftest.py``).
 - ``kafka_bootstrap``: its bootstrap servers, e.g. ``"127.0.0.1:40337"``.
 - ``kafka_admin``: a confluent_kafka ``AdminClient`` connected to it.
 - ``unique_topic``: a fresh topic name per test (``test-<uuid hex>``); not created.
@@ -33,14 +34,20 @@ from connect_grpc.testing.cluster import (
 )
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.conftest import EXTERNAL_BROKER_ENV, SHARED_BROKER_ENV
 from tests.integration.helpers import CLUSTER_SIZE
 
-BOOTSTRAP_ENV = "CONNECT_GRPC_KAFKA_BOOTSTRAP"
+BOOTSTRAP_ENV = EXTERNAL_BROKER_ENV
+
+
+def _running_broker() -> str:
+    """The bootstrap servers of a broker this session did not start ("" if none)."""
+    return os.environ.get(BOOTSTRAP_ENV) or os.environ.get(SHARED_BROKER_ENV, "")
 
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka | None]:
-    if os.environ.get(BOOTSTRAP_ENV):
+    if _running_broker():
         yield None
         return
     broker = LocalKafka(tmp_path_factory.mktemp("kafka"), die_with_parent=True)
@@ -54,7 +61,7 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafk
 @pytest.fixture(scope="session")
 def kafka_bootstrap(kafka_broker: LocalKafka | None) -> str:
     if kafka_broker is None:
-        return os.environ[BOOTSTRAP_ENV]
+        return _running_broker()
     return kafka_broker.bootstrap_servers
 
 
