@@ -18,8 +18,9 @@ GO_BIN := $(CURDIR)/.tools/go-bin
 GO_PLUGINS_STAMP := .tools/.go-plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
 # pytest-xdist: three test processes (most integration time is waiting on Spark, Kafka and
 # worker processes, not CPU), each module on one of them (tests/conftest.py: modules that
-# share fixed names run on the same one).
-PYTEST_PARALLEL := -n 3 --dist loadfile
+# share fixed names run on the same one). `make test PYTEST_WORKERS=2` for fewer.
+PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_proto.sh
 
 .DEFAULT_GOAL := help

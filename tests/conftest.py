@@ -115,6 +115,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
 
+    # In collection order: the integration modules, which take minutes each, before the
+    # unit modules, which fill the gaps at the end. (xdist's default puts the modules with
+    # the most tests first: unit modules, then a tail of few-test, minutes-long ones.)
+    config.option.loadscopereorder = False
+
     class ModulesAndSharedNames(LoadFileScheduling):  # type: ignore[misc]
         """``--dist loadfile``, with the modules of a :data:`SHARED_NAMES` group as one."""
 
