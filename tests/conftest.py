@@ -27,6 +27,8 @@ from connect_grpc.kafka.broker import LocalKafka
 
 #: The bootstrap servers of the broker the xdist controller started for its workers.
 SHARED_BROKER_ENV = "CONNECT_GRPC_TEST_SHARED_BROKER"
+#: A file the xdist workers lock to start worker processes one module at a time.
+START_LOCK_ENV = "CONNECT_GRPC_TEST_START_LOCK"
 #: Set by whoever runs the suite against a broker of their own (see the integration conftest).
 EXTERNAL_BROKER_ENV = "CONNECT_GRPC_KAFKA_BOOTSTRAP"
 INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
@@ -84,6 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SHARED_BROKER] = (broker, data_dir)
     # The xdist workers, spawned after configure, inherit the controller's environment.
     os.environ[SHARED_BROKER_ENV] = broker.bootstrap_servers
+    os.environ[START_LOCK_ENV] = str(data_dir / "worker-start.lock")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -103,6 +106,7 @@ def _stop_shared_broker(config: pytest.Config) -> None:
     del config.stash[_SHARED_BROKER]
     broker, data_dir = started
     os.environ.pop(SHARED_BROKER_ENV, None)
+    os.environ.pop(START_LOCK_ENV, None)
     try:
         broker.stop()
     finally:

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import uuid
 from collections.abc import Iterator
@@ -34,7 +36,7 @@ from connect_grpc.testing.cluster import (
 )
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-from tests.conftest import EXTERNAL_BROKER_ENV, SHARED_BROKER_ENV
+from tests.conftest import EXTERNAL_BROKER_ENV, SHARED_BROKER_ENV, START_LOCK_ENV
 from tests.integration.helpers import CLUSTER_SIZE
 
 BOOTSTRAP_ENV = EXTERNAL_BROKER_ENV
@@ -56,6 +58,23 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafk
         yield broker
     finally:
         broker.stop()
+
+
+@contextlib.contextmanager
+def one_start_at_a_time() -> Iterator[None]:
+    """Under xdist, one module's workers start at a time: a start is the CPU-heavy part
+    (Spark), and two 3-worker clusters starting at once on 2 cores missed their 120 s.
+    A worker's own start-up timeout counts from its start, not from the wait here."""
+    path = os.environ.get(START_LOCK_ENV)
+    if not path:
+        yield
+        return
+    with open(path, "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")
@@ -83,8 +102,12 @@ def worker(
 ) -> Iterator[WorkerProcess]:
     module = request.module.__name__.rsplit(".", 1)[-1]
     process = WorkerProcess(tmp_path_factory.mktemp(f"{module}-worker"), kafka_bootstrap)
-    with process:
+    try:
+        with one_start_at_a_time():
+            process.start()
         yield process
+    finally:
+        process.stop()
 
 
 @pytest.fixture
@@ -114,7 +137,8 @@ def cluster(
         for n in range(CLUSTER_SIZE)
     ]
     try:
-        start_together(workers)
+        with one_start_at_a_time():
+            start_together(workers)
 
         def all_assigned() -> bool:
             info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
