@@ -16,6 +16,11 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GO_BIN := $(CURDIR)/.tools/go-bin
 GO_PLUGINS_STAMP := .tools/.go-plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
+# pytest-xdist: three test processes (most integration time is waiting on Spark, Kafka and
+# worker processes, not CPU), each module on one of them (tests/conftest.py: modules that
+# share fixed names run on the same one). `make test PYTEST_WORKERS=2` for fewer.
+PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_proto.sh
 
 .DEFAULT_GOAL := help
@@ -49,7 +54,7 @@ demo: install
 	$(BIN)/connect-grpc dev
 
 test: install lint
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q $(PYTEST_PARALLEL) tests
 
 lint: ruff mypy proto-check buf-lint hadolint go-lint
 
@@ -84,10 +89,10 @@ hadolint: install
 	$(BIN)/hadolint Dockerfile
 
 unit: install
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q $(PYTEST_PARALLEL) tests/unit
 
 integration: install
-	$(BIN)/pytest -q tests/integration
+	$(BIN)/pytest -q $(PYTEST_PARALLEL) tests/integration
 
 proto: install $(BUF_STAMP) $(GO_PLUGINS_STAMP)
 	$(GEN_PROTO)

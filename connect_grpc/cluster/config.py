@@ -45,6 +45,9 @@ ADVERTISED_LISTENER = "advertised.listener"
 LISTENERS = "listeners"
 #: Kafka Connect's (KIP-507): how long the leader uses one session key before the next.
 KEY_TTL = "inter.worker.key.ttl.ms"
+#: An admin client setting that Kafka Connect's start-up lookup of the Kafka cluster takes
+#: from the worker properties: how long a starting worker waits for Kafka to answer.
+DEFAULT_API_TIMEOUT = "default.api.timeout.ms"
 
 #: Suffix of the default ``leader.election.topic``: ``<config.storage.topic>-leader``.
 LEADER_TOPIC_SUFFIX = "-leader"
@@ -62,6 +65,7 @@ DEFAULT_SESSION_TIMEOUT_MS = 10_000
 #: keeps it within session.timeout.ms + 2 s (issue 8) at the cost of a few small requests.
 DEFAULT_HEARTBEAT_INTERVAL_MS = 1_000
 DEFAULT_REBALANCE_TIMEOUT_MS = 60_000
+DEFAULT_API_TIMEOUT_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,8 @@ class DistributedConfig:
     rebalance_timeout_ms: int = DEFAULT_REBALANCE_TIMEOUT_MS
     #: ``inter.worker.key.ttl.ms``: the leader writes a new session key this often.
     key_ttl_ms: int = DEFAULT_KEY_TTL_MS
+    #: ``default.api.timeout.ms``: how long start-up waits for Kafka (internal topics).
+    default_api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS
 
     @property
     def advertised_address(self) -> str:
@@ -133,6 +139,9 @@ class DistributedConfig:
                 props, REBALANCE_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT_MS, 1
             ),
             key_ttl_ms=int_property(props, KEY_TTL, DEFAULT_KEY_TTL_MS, 1000, LONG_MAX),
+            default_api_timeout_ms=int_property(
+                props, DEFAULT_API_TIMEOUT, DEFAULT_API_TIMEOUT_MS, 1
+            ),
         )
 
 

@@ -123,8 +123,6 @@ TICK_S = 0.5
 LEADER_CALL_TIMEOUT_S = 30.0
 #: How long the leader waits for departed workers' UNASSIGNED statuses to be written.
 STATUS_FLUSH_TIMEOUT_S = 5.0
-#: How long a worker's wait for its stores to start may take.
-STORE_TIMEOUT_S = 60.0
 
 #: How long an answer to a request id is replayed (as the standalone RequestLog's default).
 ANSWER_TTL_S = 600.0
@@ -275,7 +273,7 @@ class DistributedHerder(HerderCommon):
         """Creates or checks the internal topics, reads them, starts the runtime, joins the
         group, then serves. Raises StartupError for unusable topics."""
         self._kafka_cluster_id = ensure_internal_topics(
-            self._client, self._cluster, STORE_TIMEOUT_S
+            self._client, self._cluster, self._cluster.default_api_timeout_ms / 1000
         )
         self._offsets.start()
         self._statuses.start()

@@ -3,6 +3,7 @@ is ever committed): a CA, and server/client certificates it signs.
 
 Keys are ECDSA P-256 (fast to make); each certificate is valid for a day, for both server
 and client authentication, with the host names and IP addresses given as SANs.
+:class:`Pki` is the set of identities the security tests share.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from connect_grpc.connection import ConnectionSettings, TlsOptions
 
 OPENSSL_TIMEOUT_S = 30
 _KEY_OPTIONS = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
@@ -91,6 +94,49 @@ class CertificateAuthority:
         request.unlink()
         extensions.unlink()
         return Identity(certificate, key, subject_of(certificate))
+
+
+@dataclass(frozen=True, slots=True)
+class Pki:
+    """The identities of the security tests: a CA that signs two workers' certificates
+    (``worker-1``, ``worker-2``), an admin's (``alice``), a viewer's (``dashboard``) and a
+    stranger's (a role nowhere); and a rogue CA, trusted by nobody, with an ``alice`` of
+    its own."""
+
+    ca: CertificateAuthority
+    worker: Identity
+    follower: Identity
+    admin: Identity
+    viewer: Identity
+    stranger: Identity
+    rogue_ca: CertificateAuthority
+    rogue: Identity
+
+    @classmethod
+    def create(cls, root: Path) -> Pki:
+        """Makes every certificate under ``root`` (``ca/`` and ``rogue/``)."""
+        ca = CertificateAuthority.create(root / "ca")
+        rogue_ca = CertificateAuthority.create(root / "rogue", "rogue CA")
+        return cls(
+            ca=ca,
+            worker=ca.issue("worker", "worker-1"),
+            follower=ca.issue("follower", "worker-2"),
+            admin=ca.issue("alice", "alice"),
+            viewer=ca.issue("dashboard", "dashboard"),
+            stranger=ca.issue("stranger", "stranger"),
+            rogue_ca=rogue_ca,
+            rogue=rogue_ca.issue("alice", "alice"),
+        )
+
+    def settings(self, identity: Identity | None, token: str = "") -> ConnectionSettings:
+        """A client's settings (no address yet) that trust this CA, presenting ``identity``
+        (none: server-side TLS only) and the bearer ``token`` (empty: none)."""
+        tls = TlsOptions(
+            self.ca.certificate,
+            identity.certificate if identity else None,
+            identity.key if identity else None,
+        )
+        return ConnectionSettings("", tls=tls, token=token)
 
 
 def _extensions(hosts: Sequence[str]) -> str:

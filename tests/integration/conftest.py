@@ -1,7 +1,8 @@
 """Integration fixtures: one real Kafka broker (KRaft, single node) for the whole test session.
 
 - ``kafka_broker``: the session's :class:`~connect_grpc.kafka.broker.LocalKafka` (None when
-  ``CONNECT_GRPC_KAFKA_BOOTSTRAP`` points the session at an already running broker).
+  ``CONNECT_GRPC_KAFKA_BOOTSTRAP`` points the session at an already running broker, or
+  when the xdist controller started one for all its workers: ``tests/conftest.py``).
 - ``kafka_bootstrap``: its bootstrap servers, e.g. ``"127.0.0.1:40337"``.
 - ``kafka_admin``: a confluent_kafka ``AdminClient`` connected to it.
 - ``unique_topic``: a fresh topic name per test (``test-<uuid hex>``); not created.
@@ -16,6 +17,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import uuid
 from collections.abc import Iterator
@@ -33,14 +36,20 @@ from connect_grpc.testing.cluster import (
 )
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.conftest import EXTERNAL_BROKER_ENV, SHARED_BROKER_ENV, START_LOCK_ENV
 from tests.integration.helpers import CLUSTER_SIZE
 
-BOOTSTRAP_ENV = "CONNECT_GRPC_KAFKA_BOOTSTRAP"
+BOOTSTRAP_ENV = EXTERNAL_BROKER_ENV
+
+
+def _running_broker() -> str:
+    """The bootstrap servers of a broker this session did not start ("" if none)."""
+    return os.environ.get(BOOTSTRAP_ENV) or os.environ.get(SHARED_BROKER_ENV, "")
 
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka | None]:
-    if os.environ.get(BOOTSTRAP_ENV):
+    if _running_broker():
         yield None
         return
     broker = LocalKafka(tmp_path_factory.mktemp("kafka"), die_with_parent=True)
@@ -51,10 +60,27 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafk
         broker.stop()
 
 
+@contextlib.contextmanager
+def one_start_at_a_time() -> Iterator[None]:
+    """Under xdist, one module's workers start at a time: a start is the CPU-heavy part
+    (Spark), and two 3-worker clusters starting at once on 2 cores missed their 120 s.
+    A worker's own start-up timeout counts from its start, not from the wait here."""
+    path = os.environ.get(START_LOCK_ENV)
+    if not path:
+        yield
+        return
+    with open(path, "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap(kafka_broker: LocalKafka | None) -> str:
     if kafka_broker is None:
-        return os.environ[BOOTSTRAP_ENV]
+        return _running_broker()
     return kafka_broker.bootstrap_servers
 
 
@@ -76,8 +102,12 @@ def worker(
 ) -> Iterator[WorkerProcess]:
     module = request.module.__name__.rsplit(".", 1)[-1]
     process = WorkerProcess(tmp_path_factory.mktemp(f"{module}-worker"), kafka_bootstrap)
-    with process:
+    try:
+        with one_start_at_a_time():
+            process.start()
         yield process
+    finally:
+        process.stop()
 
 
 @pytest.fixture
@@ -107,7 +137,8 @@ def cluster(
         for n in range(CLUSTER_SIZE)
     ]
     try:
-        start_together(workers)
+        with one_start_at_a_time():
+            start_together(workers)
 
         def all_assigned() -> bool:
             info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)

@@ -32,6 +32,7 @@ from connect_grpc.ctl.connecting import TOKEN_ENV
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.exit_codes import ExitCode
 from connect_grpc.domain import State, TargetState
+from connect_grpc.testing.certs import Pki
 from connect_grpc.testing.cluster import WorkerProcess
 from tests.integration.helpers import source_config
 from tests.integration.test_ctl import _documented
@@ -45,7 +46,6 @@ from tests.integration.test_readme_commands import (
 from tests.integration.test_security import (  # noqa: F401  # pki and the workers: fixtures
     ADMIN_TOKEN,
     VIEWER_TOKEN,
-    Pki,
     mtls_worker,
     pki,
     token_worker,

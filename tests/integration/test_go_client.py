@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from connect_grpc.testing.certs import Pki
 from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.integration.test_readme_commands import (
@@ -38,7 +39,6 @@ from tests.integration.test_readme_commands import (
 )
 from tests.integration.test_security import (  # noqa: F401  # pki and the workers: fixtures
     ADMIN_TOKEN,
-    Pki,
     mtls_worker,
     pki,
     token_worker,

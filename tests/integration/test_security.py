@@ -36,7 +36,7 @@ from connect_grpc.errors import PermissionDeniedError, UnavailableError
 from connect_grpc.security.credential_files import hash_token
 from connect_grpc.security.roles import certificate_credential
 from connect_grpc.security.session_key import CREDENTIAL_HEADER, SIGNATURE_HEADER, SessionKey
-from connect_grpc.testing.certs import CertificateAuthority, Identity
+from connect_grpc.testing.certs import Pki
 from connect_grpc.testing.cluster import (
     WorkerProcess,
     cluster_properties,
@@ -65,37 +65,9 @@ GUARDED = "guarded"
 OFFSETS = [ConnectorOffset({"task": 0}, {"seq": 41})]
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca: CertificateAuthority
-    worker: Identity
-    admin: Identity
-    viewer: Identity
-    rogue_ca: CertificateAuthority
-    rogue: Identity
-
-    def settings(self, identity: Identity | None, token: str = "") -> ConnectionSettings:
-        tls = TlsOptions(
-            self.ca.certificate,
-            identity.certificate if identity else None,
-            identity.key if identity else None,
-        )
-        return ConnectionSettings("", tls=tls, token=token)
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    root = tmp_path_factory.mktemp("pki")
-    ca = CertificateAuthority.create(root / "ca")
-    rogue_ca = CertificateAuthority.create(root / "rogue", "rogue CA")
-    return Pki(
-        ca=ca,
-        worker=ca.issue("worker", "connect-worker"),
-        admin=ca.issue("alice", "alice"),
-        viewer=ca.issue("dashboard", "dashboard"),
-        rogue_ca=rogue_ca,
-        rogue=rogue_ca.issue("alice", "alice"),
-    )
+    return Pki.create(tmp_path_factory.mktemp("pki"))
 
 
 def listener_files(pki: Pki, directory: Path) -> dict[str, str]:
@@ -333,7 +305,7 @@ def test_certificates_are_reloaded_without_a_restart(
     certificate = Path(properties["listeners.https.ssl.certificate.location"])
     key = Path(properties["listeners.https.ssl.key.location"])
     pid = mtls_worker.pid
-    replacement = pki.rogue_ca.issue("replacement", "connect-worker")
+    replacement = pki.rogue_ca.issue("replacement", "worker-1")
     trusting_new = ConnectionSettings(
         mtls_worker.address,
         TlsOptions(pki.rogue_ca.certificate, pki.admin.certificate, pki.admin.key),

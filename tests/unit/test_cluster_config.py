@@ -56,6 +56,7 @@ def test_defaults_are_kafka_connects() -> None:
     assert config.session_timeout_ms == 10_000
     assert config.heartbeat_interval_ms == 1_000
     assert config.rebalance_timeout_ms == 60_000
+    assert config.default_api_timeout_ms == 60_000
 
 
 def test_leader_election_topic_defaults_to_config_topic_suffixed() -> None:
@@ -73,6 +74,7 @@ def test_every_value_is_read() -> None:
         session__timeout__ms="45000",
         heartbeat__interval__ms="15000",
         rebalance__timeout__ms="120000",
+        default__api__timeout__ms="5000",
     )
     assert config.config_replication_factor == 1
     assert config.offset_replication_factor == 2
@@ -81,6 +83,7 @@ def test_every_value_is_read() -> None:
     assert config.status_partitions == 7
     assert (config.session_timeout_ms, config.heartbeat_interval_ms) == (45_000, 15_000)
     assert config.rebalance_timeout_ms == 120_000
+    assert config.default_api_timeout_ms == 5_000
 
 
 def test_values_are_trimmed_as_configdef_trims_them() -> None:
@@ -141,6 +144,7 @@ INT_PROPERTIES = [
     "session.timeout.ms",
     "heartbeat.interval.ms",
     "rebalance.timeout.ms",
+    "default.api.timeout.ms",
 ]
 
 
@@ -186,7 +190,9 @@ def _field(name: str) -> str:
     }[name]
 
 
-@pytest.mark.parametrize("name", ["session.timeout.ms", "heartbeat.interval.ms"])
+@pytest.mark.parametrize(
+    "name", ["session.timeout.ms", "heartbeat.interval.ms", "default.api.timeout.ms"]
+)
 def test_timeouts_must_be_positive(name: str) -> None:
     assert violated_field(refused(**{name.replace(".", "__"): "0"})) == name
 

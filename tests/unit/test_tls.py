@@ -45,7 +45,7 @@ from connect_grpc.security.session_key import (
     SessionKey,
 )
 from connect_grpc.security.tls_files import TlsFiles
-from connect_grpc.testing.certs import CertificateAuthority, Identity, subject_of
+from connect_grpc.testing.certs import Identity, Pki, subject_of
 from connect_grpc.testing.cluster import free_port
 
 pytestmark = pytest.mark.timeout(60)
@@ -53,33 +53,9 @@ pytestmark = pytest.mark.timeout(60)
 SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca: CertificateAuthority
-    worker: Identity
-    follower: Identity
-    admin: Identity
-    viewer: Identity
-    stranger: Identity
-    rogue_ca: CertificateAuthority
-    rogue: Identity
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    root = tmp_path_factory.mktemp("pki")
-    ca = CertificateAuthority.create(root / "ca")
-    rogue_ca = CertificateAuthority.create(root / "rogue", "rogue CA")
-    return Pki(
-        ca=ca,
-        worker=ca.issue("worker", "worker-1"),
-        follower=ca.issue("follower", "worker-2"),
-        admin=ca.issue("alice", "alice"),
-        viewer=ca.issue("dashboard", "dashboard"),
-        stranger=ca.issue("stranger", "stranger"),
-        rogue_ca=rogue_ca,
-        rogue=rogue_ca.issue("alice", "alice"),
-    )
+    return Pki.create(tmp_path_factory.mktemp("pki"))
 
 
 def tls_config(

@@ -1,0 +1,134 @@
+"""Suite-wide settings for parallel runs with pytest-xdist (``make test`` runs
+``pytest -n 3 --dist loadfile``).
+
+- Scheduling: the tests of a module run on one xdist worker (``loadfile``), so a module's
+  module-scoped workers and clusters start once; the modules of one :data:`SHARED_NAMES`
+  group run on one xdist worker, one after the other, because they use the same fixed
+  names (a path, a topic, a group id), and so must never run at the same time. (Not
+  ``--dist loadgroup`` with ``xdist_group`` marks: pytest-xdist 3.8 groups by renaming
+  ``item._nodeid``, which pytest 9 no longer reads, so the marks would be ignored.)
+- One Kafka broker for the whole run: the controller starts it before the xdist workers
+  exist and hands its address to them in :data:`SHARED_BROKER_ENV` (which
+  ``tests/integration/conftest.py`` honours like ``CONNECT_GRPC_KAFKA_BOOTSTRAP``), rather
+  than each worker starting a broker of its own. It dies with the controller.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connect_grpc.kafka.broker import LocalKafka
+
+#: The bootstrap servers of the broker the xdist controller started for its workers.
+SHARED_BROKER_ENV = "CONNECT_GRPC_TEST_SHARED_BROKER"
+#: A file the xdist workers lock to start worker processes one module at a time.
+START_LOCK_ENV = "CONNECT_GRPC_TEST_START_LOCK"
+#: Set by whoever runs the suite against a broker of their own (see the integration conftest).
+EXTERNAL_BROKER_ENV = "CONNECT_GRPC_KAFKA_BOOTSTRAP"
+INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
+BROKER_START_TIMEOUT_S = 90
+
+#: Modules that use the same fixed names, by group: ``readme-files`` run README's
+#: ``config/`` files as written (``/tmp/connect-local/…``, topic ``connect-local``, group
+#: ``connect-local-cluster``).
+SHARED_NAMES = {
+    "readme-files": (
+        "tests/integration/test_ctl.py",
+        "tests/integration/test_readme_commands.py",
+        "tests/integration/test_secrets.py",
+    ),
+}
+_GROUP_OF = {module: group for group, modules in SHARED_NAMES.items() for module in modules}
+
+_SHARED_BROKER = pytest.StashKey[tuple[LocalKafka, Path]]()
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """True in the process that hands tests to xdist workers (not in a worker, and not
+    in a run without xdist)."""
+    distributed = config.getoption("dist", default="no") != "no"
+    return distributed and not hasattr(config, "workerinput") and not config.option.collectonly
+
+
+def _selects_integration_tests(config: pytest.Config) -> bool:
+    """Whether the command line's paths include integration tests (``-k`` aside)."""
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
+        if path == INTEGRATION_DIR or INTEGRATION_DIR in path.parents or path in (
+            INTEGRATION_DIR.parents
+        ):
+            return True
+    return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if (
+        not _is_xdist_controller(config)
+        or os.environ.get(EXTERNAL_BROKER_ENV)
+        or os.environ.get(SHARED_BROKER_ENV)
+        or not _selects_integration_tests(config)
+    ):
+        return
+    data_dir = Path(tempfile.mkdtemp(prefix="connect-grpc-test-kafka-"))
+    # Started on the main thread: die_with_parent ties the broker to the starting thread.
+    broker = LocalKafka(data_dir, die_with_parent=True)
+    try:
+        broker.start(timeout=BROKER_START_TIMEOUT_S)
+    except BaseException:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        raise
+    config.stash[_SHARED_BROKER] = (broker, data_dir)
+    # The xdist workers, spawned after configure, inherit the controller's environment.
+    os.environ[SHARED_BROKER_ENV] = broker.bootstrap_servers
+    os.environ[START_LOCK_ENV] = str(data_dir / "worker-start.lock")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Here, not at unconfigure: the broker's last log line must come before the summary
+    # line, which CI reads as the last line. Every xdist worker has finished by now.
+    _stop_shared_broker(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _stop_shared_broker(config)  # when the session did not get as far as finishing
+
+
+def _stop_shared_broker(config: pytest.Config) -> None:
+    started = config.stash.get(_SHARED_BROKER, None)
+    if started is None:
+        return
+    del config.stash[_SHARED_BROKER]
+    broker, data_dir = started
+    os.environ.pop(SHARED_BROKER_ENV, None)
+    os.environ.pop(START_LOCK_ENV, None)
+    try:
+        broker.stop()
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own choice
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+
+    # In collection order: the integration modules, which take minutes each, before the
+    # unit modules, which fill the gaps at the end. (xdist's default puts the modules with
+    # the most tests first: unit modules, then a tail of few-test, minutes-long ones.)
+    config.option.loadscopereorder = False
+
+    class ModulesAndSharedNames(LoadFileScheduling):  # type: ignore[misc]
+        """``--dist loadfile``, with the modules of a :data:`SHARED_NAMES` group as one."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return _GROUP_OF.get(module, module)
+
+    return ModulesAndSharedNames(config, log)
