@@ -36,10 +36,12 @@ BROKER_START_TIMEOUT_S = 90
 
 #: Modules that use the same fixed names, by group: ``readme-files`` run README's
 #: ``config/`` files as written (``/tmp/connect-local/…``, topic ``connect-local``, group
-#: ``connect-local-cluster``).
+#: ``connect-local-cluster``) and the demo's connectors (topic ``connect-demo``, which
+#: ``connect-grpc dev`` deletes and recreates, group ``connect-demo-file-sink``).
 SHARED_NAMES = {
     "readme-files": (
         "tests/integration/test_ctl.py",
+        "tests/integration/test_dev_demo.py",
         "tests/integration/test_readme_commands.py",
         "tests/integration/test_secrets.py",
     ),
