@@ -237,17 +237,15 @@ class TaskRunner(abc.ABC):
     # the loop
 
     def watch(self) -> None:
-        """The worker's watchdog, now and then: a loop that is gone while the task should
-        run is reported FAILED, and a status whose report failed is reported again."""
-        thread = self._thread
+        """The worker's watchdog, now and then: a loop that ended although the task neither
+        failed nor was stopped is reported FAILED, and a status whose report failed is
+        reported again. A task still starting, or stopping, is left alone (its status is
+        its starter's or its stopper's to report)."""
         with self._lock:
-            gone = (
-                thread is not None
-                and not thread.is_alive()
-                and not self._failed
-                and not self._stopping.is_set()
-            )
-            if not gone:
+            if not self._started or self._stopping.is_set():
+                return
+            ended = self._loop_done and not self._failed
+            if not ended:
                 self._publish()
                 return
         self._fail(

@@ -116,3 +116,26 @@ def test_the_watchdog_fails_a_task_whose_loop_is_gone(
     assert runner.state is State.FAILED
     assert "no longer running" in runner.recorder.last().trace
 
+
+
+def test_the_watchdog_leaves_a_task_that_is_still_starting_alone() -> None:
+    # the worker lists a runner before its start returns (a hosted task connecting to its
+    # host): a report now would show the PAUSED a runner is born with (a flicker seen
+    # between RESTARTING and the restart's outcome)
+    runner = ScriptedRunner([], retry_policy=FAST)
+    runner.watch()
+    assert runner.recorder.statuses == []
+    assert runner.state is State.PAUSED  # what it would have shown
+
+
+def test_the_watchdog_leaves_a_stopping_task_alone(
+    runners: list[ScriptedRunner],  # noqa: F811
+) -> None:
+    runner = start(runners, ScriptedRunner([], retry_policy=FAST))
+    reported = len(runner.recorder.statuses)
+    runner.request_stop()
+    assert runner._thread is not None
+    runner._thread.join(2)
+    runner._reported = None  # as if its last report had failed
+    runner.watch()
+    assert len(runner.recorder.statuses) == reported
