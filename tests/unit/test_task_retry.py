@@ -549,10 +549,13 @@ class UnreachableWorker(FakeWorker):
         return self.away
 
 
-def test_health_is_not_serving_once_kafka_is_away_longer_than_the_grace(tmp_path: Path) -> None:
+def herder_with_unreachable_worker(
+    tmp_path: Path, **properties: str
+) -> tuple[StandaloneHerder, dict[str, UnreachableWorker]]:
+    """A standalone herder and (under "w", once built) its runtime, whose Kafka monitor
+    says what the test sets in ``away``."""
     config = WorkerConfig.from_properties(
-        {"bootstrap.servers": "127.0.0.1:1", "listeners": "grpc://127.0.0.1:0",
-         "health.kafka.unreachable.grace.ms": "5000"}
+        {"bootstrap.servers": "127.0.0.1:1", "listeners": "grpc://127.0.0.1:0", **properties}
     )
     holder: dict[str, UnreachableWorker] = {}
 
@@ -562,6 +565,13 @@ def test_health_is_not_serving_once_kafka_is_away_longer_than_the_grace(tmp_path
 
     herder = StandaloneHerder(
         config, Plugins(include_testing=True), FileOffsetStore(tmp_path / "o.json"), make_runtime
+    )
+    return herder, holder
+
+
+def test_health_is_not_serving_once_kafka_is_away_longer_than_the_grace(tmp_path: Path) -> None:
+    herder, holder = herder_with_unreachable_worker(
+        tmp_path, **{"health.kafka.unreachable.grace.ms": "5000"}
     )
     assert herder.health().serving
     holder["w"].away = 4.0
@@ -647,18 +657,7 @@ def test_only_tasks_on_the_workers_cluster_follow_its_monitor() -> None:
 def test_sink_offsets_changes_answer_unavailable_at_once_while_kafka_is_away(
     tmp_path: Path,
 ) -> None:
-    config = WorkerConfig.from_properties(
-        {"bootstrap.servers": "127.0.0.1:1", "listeners": "grpc://127.0.0.1:0"}
-    )
-    holder: dict[str, UnreachableWorker] = {}
-
-    def make_runtime(board: object) -> UnreachableWorker:
-        holder["w"] = UnreachableWorker(board)  # type: ignore[arg-type]
-        return holder["w"]
-
-    herder = StandaloneHerder(
-        config, Plugins(include_testing=True), FileOffsetStore(tmp_path / "o.json"), make_runtime
-    )
+    herder, holder = herder_with_unreachable_worker(tmp_path)
     herder.start()
     try:
         sink = {"connector.class": "FileStreamSink", "topics": "t", "file": str(tmp_path / "o")}
