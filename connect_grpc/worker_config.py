@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from connect_grpc.config_providers.specs import ProviderSpec, provider_specs
-from connect_grpc.connectors.config import (
+from connect_grpc.configdef import (
     INT_MAX,
     LONG_MAX,
     java_trim,

@@ -23,7 +23,7 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from connect_grpc.connectors.config import INT_MAX, LONG_MAX, java_trim, topic_name_error
+from connect_grpc.configdef import INT_MAX, LONG_MAX, java_trim, topic_name_error
 from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.security.session_key import DEFAULT_TTL_MS as DEFAULT_KEY_TTL_MS
 from connect_grpc.worker_config import DEFAULT_LISTENER, int_property, parse_grpc_listener

@@ -32,10 +32,16 @@ import abc
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from connect_grpc.connectors.config import ConfigDef
+from connect_grpc.configdef import ConfigDef
+from connect_grpc.data.errors import RetriableError
+from connect_grpc.data.record import KEEP, RawHeaders
 from connect_grpc.domain import OffsetMap, OffsetPrimitive
+
+if TYPE_CHECKING:
+    from connect_grpc.data.headers import ConnectHeaders
+    from connect_grpc.data.schema import Schema
 
 __all__ = [
     "AlterOffsetsUnsupportedError",
@@ -62,13 +68,6 @@ PLUGIN_VERSION = "0.1.0"
 
 class AlterOffsetsUnsupportedError(Exception):
     """Raised by ``alter_offsets`` when the connector does not allow external offset changes."""
-
-
-class RetriableError(Exception):
-    """Raised by ``poll``, ``put`` or ``flush`` for a failure expected to pass (Kafka Connect's
-    RetriableException): the task shows RETRYING and the call is made again after a back-off
-    (``put`` with the same records), within ``task.retry.timeout.ms``. Any other exception
-    fails the task."""
 
 
 class ExactlyOnceSupport(enum.Enum):
@@ -159,8 +158,12 @@ class SourceRecord:
 
     ``source_partition``/``source_offset`` are flat maps of primitives (str, int, float,
     bool, None) that the runtime stores in the offsets topic under the connector's name.
-    ``value``/``key`` as ``str`` are written UTF-8 encoded; ``kafka_partition=None`` lets the
-    producer's partitioner choose.
+    ``kafka_partition=None`` lets the producer's partitioner choose.
+
+    Key and value are either bytes/str (written as they are, str UTF-8 encoded, when the
+    connector has no converter) or Connect data with an optional schema
+    (``key_schema``/``value_schema``) that the connector's converters serialise.
+    ``headers`` are (key, bytes) pairs or :class:`ConnectHeaders`.
 
     Not frozen, for speed only (a frozen dataclass takes about 2.5 times as long to build,
     which a source emitting a million records a second notices): a task must not change a
@@ -172,24 +175,84 @@ class SourceRecord:
     source_partition: OffsetMap
     source_offset: OffsetMap
     topic: str
-    value: bytes | str | None
-    key: bytes | str | None = None
+    value: Any
+    key: Any = None
     kafka_partition: int | None = None
-    headers: tuple[tuple[str, bytes], ...] = ()
+    headers: RawHeaders | ConnectHeaders = ()
+    key_schema: Schema | None = None
+    value_schema: Schema | None = None
+    timestamp_ms: int | None = None
+
+    def new_record(
+        self,
+        *,
+        topic: str = KEEP,
+        kafka_partition: int | None = KEEP,
+        key_schema: Schema | None = KEEP,
+        key: Any = KEEP,
+        value_schema: Schema | None = KEEP,
+        value: Any = KEEP,
+        timestamp_ms: int | None = KEEP,
+        headers: RawHeaders | ConnectHeaders = KEEP,
+    ) -> SourceRecord:
+        return SourceRecord(
+            self.source_partition,
+            self.source_offset,
+            self.topic if topic is KEEP else topic,
+            self.value if value is KEEP else value,
+            self.key if key is KEEP else key,
+            self.kafka_partition if kafka_partition is KEEP else kafka_partition,
+            self.headers if headers is KEEP else headers,
+            self.key_schema if key_schema is KEEP else key_schema,
+            self.value_schema if value_schema is KEEP else value_schema,
+            self.timestamp_ms if timestamp_ms is KEEP else timestamp_ms,
+        )
 
 
 @dataclass(slots=True)
 class SinkRecord:
     """A record consumed from Kafka for a sink task. Not frozen, for speed only (as
-    :class:`SourceRecord`): a task must not change the records it is given."""
+    :class:`SourceRecord`): a task must not change the records it is given.
+
+    With no converter on the connector, key and value are the bytes read and the schemas
+    None; with converters they are the Connect data the converters (and transformations)
+    made. ``headers`` are (key, bytes) pairs, or :class:`ConnectHeaders` once a header
+    converter or a transformation has read them.
+    """
 
     topic: str
     kafka_partition: int
     kafka_offset: int
-    key: bytes | None
-    value: bytes | None
+    key: Any
+    value: Any
     timestamp_ms: int | None = None
-    headers: tuple[tuple[str, bytes], ...] = field(default=())
+    headers: RawHeaders | ConnectHeaders = field(default=())
+    key_schema: Schema | None = None
+    value_schema: Schema | None = None
+
+    def new_record(
+        self,
+        *,
+        topic: str = KEEP,
+        kafka_partition: int | None = KEEP,
+        key_schema: Schema | None = KEEP,
+        key: Any = KEEP,
+        value_schema: Schema | None = KEEP,
+        value: Any = KEEP,
+        timestamp_ms: int | None = KEEP,
+        headers: RawHeaders | ConnectHeaders = KEEP,
+    ) -> SinkRecord:
+        return SinkRecord(
+            self.topic if topic is KEEP else topic,
+            self.kafka_partition if kafka_partition is KEEP else kafka_partition,
+            self.kafka_offset,
+            self.key if key is KEEP else key,
+            self.value if value is KEEP else value,
+            self.timestamp_ms if timestamp_ms is KEEP else timestamp_ms,
+            self.headers if headers is KEEP else headers,
+            self.key_schema if key_schema is KEEP else key_schema,
+            self.value_schema if value_schema is KEEP else value_schema,
+        )
 
 
 class Connector(abc.ABC):

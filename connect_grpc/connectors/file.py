@@ -25,6 +25,15 @@ from typing import IO, Any, cast
 
 import structlog
 
+from connect_grpc.configdef import (
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    Importance,
+    at_least,
+    define_all,
+    single_topic,
+)
 from connect_grpc.connectors.api import (
     ExactlyOnceSupport,
     SinkConnector,
@@ -34,15 +43,6 @@ from connect_grpc.connectors.api import (
     SourceRecord,
     SourceTask,
     Task,
-)
-from connect_grpc.connectors.config import (
-    ConfigDef,
-    ConfigKey,
-    ConfigType,
-    Importance,
-    at_least,
-    define_all,
-    single_topic,
 )
 from connect_grpc.domain import OffsetMap
 

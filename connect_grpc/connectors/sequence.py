@@ -35,16 +35,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from connect_grpc.connectors.api import (
-    ConnectorTransactionBoundaries,
-    ExactlyOnceSupport,
-    SourceConnector,
-    SourceRecord,
-    SourceTask,
-    Task,
-    TransactionContext,
-)
-from connect_grpc.connectors.config import (
+from connect_grpc.configdef import (
     ConfigDef,
     ConfigKey,
     ConfigType,
@@ -54,6 +45,15 @@ from connect_grpc.connectors.config import (
     define_all,
     finite,
     single_topic,
+)
+from connect_grpc.connectors.api import (
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+    TransactionContext,
 )
 from connect_grpc.domain import OffsetMap
 

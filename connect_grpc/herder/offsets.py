@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from connect_grpc.connectors.config import INT_MAX, LONG_MAX, parse_java_integer
+from connect_grpc.configdef import INT_MAX, LONG_MAX, parse_java_integer
 from connect_grpc.domain import ConnectorOffset, OffsetMap, OffsetPrimitive
 from connect_grpc.errors import InvalidArgumentError
 

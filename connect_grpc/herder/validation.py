@@ -9,15 +9,7 @@ from collections.abc import Mapping
 
 from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer, has_references
-from connect_grpc.connectors.api import (
-    Connector,
-    ConnectorTransactionBoundaries,
-    ExactlyOnceSupport,
-    SinkConnector,
-    SourceConnector,
-    TransactionBoundary,
-)
-from connect_grpc.connectors.config import (
+from connect_grpc.configdef import (
     ConfigDef,
     ConfigKey,
     ConfigType,
@@ -31,6 +23,14 @@ from connect_grpc.connectors.config import (
     parse_value,
     topic_name_error,
     valid_regex,
+)
+from connect_grpc.connectors.api import (
+    Connector,
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SinkConnector,
+    SourceConnector,
+    TransactionBoundary,
 )
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfo, ConfigInfos, ConfigValueInfo

@@ -44,6 +44,14 @@ from typing import Any
 
 import structlog
 
+from connect_grpc.configdef import (
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    Importance,
+    at_least,
+    define_all,
+)
 from connect_grpc.connectors.api import (
     AlterOffsetsUnsupportedError,
     SinkConnector,
@@ -53,14 +61,6 @@ from connect_grpc.connectors.api import (
     SourceRecord,
     SourceTask,
     Task,
-)
-from connect_grpc.connectors.config import (
-    ConfigDef,
-    ConfigKey,
-    ConfigType,
-    Importance,
-    at_least,
-    define_all,
 )
 from connect_grpc.domain import OffsetMap
 

@@ -23,6 +23,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
+from connect_grpc.configdef import ConfigDef
 from connect_grpc.connectors.api import (
     Connector,
     SourceConnector,
@@ -30,7 +31,6 @@ from connect_grpc.connectors.api import (
     SourceTask,
     Task,
 )
-from connect_grpc.connectors.config import ConfigDef
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.runtime.spark import job_tag

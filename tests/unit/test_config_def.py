@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connect_grpc.connectors.config import (
+from connect_grpc.configdef import (
     ConfigDef,
     ConfigKey,
     ConfigType,

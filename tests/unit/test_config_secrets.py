@@ -15,8 +15,8 @@ import pytest
 from connect_grpc.config_providers.providers import EnvVarConfigProvider, FileConfigProvider
 from connect_grpc.config_providers.redaction import HIDDEN
 from connect_grpc.config_providers.transformer import ConfigReferenceError, ConfigTransformer
+from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, define_all
 from connect_grpc.connectors.api import SourceConnector, SourceRecord, SourceTask, Task
-from connect_grpc.connectors.config import ConfigDef, ConfigKey, ConfigType, define_all
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfos, ConnectorOffset, InstanceStatus, TargetState, TaskId
 from connect_grpc.errors import InvalidArgumentError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from connect_grpc.connectors.config import topic_name_error
+from connect_grpc.configdef import topic_name_error
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.validation import ConfigValidator, tasks_max

@@ -19,7 +19,7 @@ FILE_SOURCE = "connect_grpc.connectors.file.FileStreamSourceConnector"
 
 PLUGIN_MODULE = """
 from connect_grpc.connectors.api import SinkConnector
-from connect_grpc.connectors.config import ConfigDef
+from connect_grpc.configdef import ConfigDef
 
 
 class {name}(SinkConnector):

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import pytest
 
+from connect_grpc.configdef import ConfigDef
 from connect_grpc.connectors.api import SourceConnector, SourceRecord, SourceTask, Task
-from connect_grpc.connectors.config import ConfigDef
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import TargetState
 from connect_grpc.herder.standalone import StandaloneHerder
