@@ -9,10 +9,11 @@ Python type (``found: str``): a Python value has no Java class, and an int has n
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
+from connect_grpc.data.plugins import Transformation
 from connect_grpc.data.record import ConnectRecord
 from connect_grpc.data.schema import Schema, SchemaBuilder, Type
 from connect_grpc.data.struct import Struct
@@ -69,10 +70,11 @@ def copy_schema_basics(source: Schema, builder: SchemaBuilder | None = None) -> 
     """A builder of ``source``'s type (an array keeps its element schema) carrying its
     name, version, doc and parameters; not its optionality, default or fields."""
     if builder is None:
-        if source.type is Type.ARRAY:
-            builder = SchemaBuilder.array(source.value_schema)
-        elif source.type is Type.MAP:
-            builder = SchemaBuilder.map(source.key_schema, source.value_schema)
+        key_schema, value_schema = source.key_schema, source.value_schema
+        if source.type is Type.ARRAY and value_schema is not None:
+            builder = SchemaBuilder.array(value_schema)
+        elif source.type is Type.MAP and key_schema is not None and value_schema is not None:
+            builder = SchemaBuilder.map(key_schema, value_schema)
         else:
             builder = SchemaBuilder.type(source.type)
     if source.name is not None:
@@ -144,3 +146,10 @@ def connect_headers(record: ConnectRecord) -> ConnectHeaders:
     if isinstance(headers, ConnectHeaders):
         return headers.duplicate()
     return ConnectHeaders.from_raw(headers)
+
+
+class KeyOrValueTransformation(Transformation[Any]):
+    """A transformation with ``$Key`` and ``$Value`` variants: the subclass ``...Key``
+    operates on the record's key and key schema, ``...Value`` on its value and value schema."""
+
+    side: ClassVar[Side] = VALUE
