@@ -70,13 +70,7 @@ def copy_schema_basics(source: Schema, builder: SchemaBuilder | None = None) -> 
     """A builder of ``source``'s type (an array keeps its element schema) carrying its
     name, version, doc and parameters; not its optionality, default or fields."""
     if builder is None:
-        key_schema, value_schema = source.key_schema, source.value_schema
-        if source.type is Type.ARRAY and value_schema is not None:
-            builder = SchemaBuilder.array(value_schema)
-        elif source.type is Type.MAP and key_schema is not None and value_schema is not None:
-            builder = SchemaBuilder.map(key_schema, value_schema)
-        else:
-            builder = SchemaBuilder.type(source.type)
+        builder = _builder_of_type(source)
     if source.name is not None:
         builder.name(source.name)
     if source.version is not None:
@@ -86,6 +80,20 @@ def copy_schema_basics(source: Schema, builder: SchemaBuilder | None = None) -> 
     if source.parameters:
         builder.parameters(dict(source.parameters))
     return builder
+
+
+def _builder_of_type(source: Schema) -> SchemaBuilder:
+    if source.type is Type.ARRAY:
+        return SchemaBuilder.array(_present(source.value_schema))
+    if source.type is Type.MAP:
+        return SchemaBuilder.map(_present(source.key_schema), _present(source.value_schema))
+    return SchemaBuilder.type(source.type)
+
+
+def _present(schema: Schema | None) -> Schema:
+    if schema is None:
+        raise DataError("A container schema has no element schema")
+    return schema
 
 
 def struct_value(struct: Struct, name: str, with_default: bool) -> Any:
