@@ -164,7 +164,7 @@ def test_value_to_key_errors() -> None:
                                         r"\[copying fields from value to key\], found: null$"):
         configured(ValueToKey, fields="id").apply(sink(None))
     assert ValueToKey().config_def().validate({"fields": ""})["fields"] == [
-        "Invalid value  for configuration fields: Empty list"]
+        "Invalid value [] for configuration fields: Empty list"]
 
 
 # --- ReplaceField -----------------------------------------------------------------------
@@ -203,7 +203,7 @@ def test_replace_field_null_passes() -> None:
 def test_replace_field_bad_renames() -> None:
     errors = ReplaceFieldValue().config_def().validate({"renames": "a:b,c:d:e"})
     assert errors["renames"] == [
-        "Invalid value a:b,c:d:e for configuration renames: Invalid rename mapping: c:d:e"]
+        "Invalid value [a:b, c:d:e] for configuration renames: Invalid rename mapping: c:d:e"]
     with pytest.raises(ValueError, match="Invalid rename mapping: x"):
         configured(ReplaceFieldValue, renames="x")
 

@@ -41,7 +41,7 @@ def test_drop_headers_keeps_typed_headers() -> None:
 
 def test_drop_headers_needs_a_non_empty_list() -> None:
     assert DropHeaders().config_def().validate({"headers": ""})["headers"] == [
-        "Invalid value  for configuration headers: Empty list"]
+        "Invalid value [] for configuration headers: Empty list"]
     with pytest.raises(ValueError, match="Missing required configuration"):
         configured(DropHeaders)
 
@@ -92,7 +92,7 @@ def test_header_from_errors_on_bad_input() -> None:
 def test_header_from_config_errors() -> None:
     errors = HeaderFromValue().config_def().validate(
         {"fields": "a", "headers": "", "operation": "MOVE"})
-    assert errors["headers"] == ["Invalid value  for configuration headers: Empty list"]
+    assert errors["headers"] == ["Invalid value [] for configuration headers: Empty list"]
     assert errors["operation"] == [
         "Invalid value MOVE for configuration operation: String must be one of: move, copy"]
     with pytest.raises(ValueError, match=r"^'fields' config must have the same number of "

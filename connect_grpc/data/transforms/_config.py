@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, Importance
+from connect_grpc.configdef import (
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    ExactMessage,
+    Importance,
+    Validator,
+)
 
 REPLACE_NULL_WITH_DEFAULT = "replace.null.with.default"
 _REPLACE_NULL_DOC = (
@@ -21,11 +28,15 @@ def parse_config(config_def: ConfigDef, configs: Mapping[str, str]) -> dict[str,
     return config_def.parse(configs)
 
 
-def empty_list(value: Any) -> str | None:
-    """Kafka's ``NonEmptyListValidator``."""
-    if value is not None and not value:
-        return "Empty list"
-    return None
+def non_empty_list(name: str) -> Validator:
+    """Kafka's ``NonEmptyListValidator`` for key ``name`` (its message shows the Java list)."""
+
+    def check(value: Any) -> str | None:
+        if value is not None and not value:
+            return ExactMessage(f"Invalid value [] for configuration {name}: Empty list")
+        return None
+
+    return check
 
 
 def non_null(value: Any) -> str | None:

@@ -8,13 +8,13 @@ from typing import Any
 from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Transformation
-from connect_grpc.data.transforms._config import empty_list, key, parse_config
+from connect_grpc.data.transforms._config import key, non_empty_list, parse_config
 
 HEADERS = "headers"
 
 CONFIG_DEF = define_all([
     key(HEADERS, ConfigType.LIST, "The name of the headers to be removed.",
-        validator=empty_list, importance=Importance.HIGH),
+        validator=non_empty_list(HEADERS), importance=Importance.HIGH),
 ])
 
 

@@ -12,8 +12,8 @@ from connect_grpc.data.schema import Schema, SchemaBuilder
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
-    empty_list,
     key,
+    non_empty_list,
     one_of,
     parse_config,
     replace_null_with_default_key,
@@ -38,10 +38,10 @@ COPY = "copy"
 CONFIG_DEF = define_all([
     key(FIELDS, ConfigType.LIST,
         "Field names in the record whose values are to be copied or moved to headers.",
-        validator=empty_list, importance=Importance.HIGH),
+        validator=non_empty_list(FIELDS), importance=Importance.HIGH),
     key(HEADERS, ConfigType.LIST,
         "Header names, in the same order as the field names listed in the fields configuration "
-        "property.", validator=empty_list, importance=Importance.HIGH),
+        "property.", validator=non_empty_list(HEADERS), importance=Importance.HIGH),
     key(OPERATION, ConfigType.STRING,
         "Either move if the fields are to be moved to the headers (removed from the key/value), "
         "or copy if the fields are to be copied to the headers (retained in the key/value).",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, define_all
+from connect_grpc.configdef import ConfigDef, ConfigType, ExactMessage, define_all, java_list
 from connect_grpc.data.schema import Schema, SchemaBuilder
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
@@ -34,7 +34,8 @@ def rename_mapping_error(mappings: Any) -> str | None:
     """Each rename is ``old:new``: exactly one colon (Java's ``split(":")`` into two parts)."""
     for mapping in mappings or ():
         if len(_java_split_colon(mapping)) != 2:
-            return f"Invalid rename mapping: {mapping}"
+            return ExactMessage(f"Invalid value {java_list(mappings)} for configuration "
+                                f"{RENAMES}: Invalid rename mapping: {mapping}")
     return None
 
 

@@ -12,8 +12,8 @@ from connect_grpc.data.schema import Schema, SchemaBuilder
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
-    empty_list,
     key,
+    non_empty_list,
     parse_config,
     replace_null_with_default_key,
 )
@@ -29,7 +29,7 @@ PURPOSE = "copying fields from value to key"
 
 CONFIG_DEF = define_all([
     key(FIELDS, ConfigType.LIST, "Field names on the record value to extract as the record key.",
-        validator=empty_list),
+        validator=non_empty_list(FIELDS)),
     replace_null_with_default_key(),
 ])
 
