@@ -188,3 +188,21 @@ def test_spec_errors(spec: str, message: str) -> None:
 def test_spec_types_are_case_insensitive() -> None:
     assert cast("a:INT8, b : Boolean").apply(sink({"a": "1", "b": 1})).value == {
         "a": 1, "b": True}
+
+
+@pytest.mark.parametrize(("replace_null_with_default", "expected"), [("true", "10"),
+                                                                     ("false", None)])
+def test_null_field_with_default(replace_null_with_default: str, expected: object) -> None:
+    schema = SchemaBuilder.struct().field(
+        "magic", SchemaBuilder.int32().optional().default_value(10).build()).build()
+    smt = cast("magic:string", replace_null_with_default=replace_null_with_default)
+    converted = smt.apply(sink(Struct(schema).put("magic", None), schema))
+    assert converted.value_schema.field("magic").schema.type is Type.STRING
+    assert converted.value.get_without_default("magic") == expected
+
+
+def test_whole_value_default_is_cast_as_kafka_test() -> None:
+    schema = SchemaBuilder.float32().default_value(-42.125).build()
+    converted = cast("int32").apply(sink(42.125, schema))
+    assert (converted.value_schema.type, converted.value, converted.value_schema.default) == (
+        Type.INT32, 42, -42)

@@ -250,3 +250,19 @@ def test_set_schema_metadata_needs_name_or_version() -> None:
     errors = SetSchemaMetadataValue().config_def().validate({"schema.version": "x"})
     assert errors["schema.version"] == [
         "Invalid value x for configuration schema.version: Not a number of type INT"]
+
+
+# --- the schema cache -------------------------------------------------------------------
+
+
+def test_schema_cache_keeps_the_16_most_recently_used() -> None:
+    from connect_grpc.data.transforms._support import SchemaCache
+
+    cache: SchemaCache[int, str] = SchemaCache()
+    for number in range(16):
+        cache.put(number, str(number))
+    assert cache.get(0) == "0"  # now the most recent
+    cache.put(16, "16")
+    assert (cache.get(1), cache.get(0), cache.get(16), len(cache)) == (None, "0", "16", 16)
+    cache.clear()
+    assert len(cache) == 0

@@ -8,6 +8,7 @@ Python type (``found: str``): a Python value has no Java class, and an int has n
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -102,26 +103,34 @@ def struct_value(struct: Struct, name: str, with_default: bool) -> Any:
 
 
 class SchemaCache(Generic[K, V]):
-    """A small LRU map from an input schema to what an SMT derived from it."""
+    """A small LRU map from an input schema to what an SMT derived from it, safe to share
+    between the threads that apply one transformation (Kafka's ``SynchronizedCache``)."""
 
     def __init__(self, size: int = SCHEMA_CACHE_SIZE) -> None:
         self._size = size
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
-        found = self._entries.get(key)
-        if found is not None:
-            self._entries.move_to_end(key)
-        return found
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
 
     def put(self, key: K, value: V) -> None:
-        self._entries[key] = value
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
 
 class Side:
