@@ -12,8 +12,7 @@ from typing import Any
 from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data import values
 from connect_grpc.data.errors import DataError
-from connect_grpc.data.schema import Schema, Type, python_class_name
-from connect_grpc.data.struct import Struct
+from connect_grpc.data.schema import Field, Schema, Type, python_class_name, validate_value
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -25,9 +24,11 @@ from connect_grpc.data.transforms._config import (
 from connect_grpc.data.transforms._support import (
     KEY,
     KeyOrValueTransformation,
+    SchemaCache,
+    field_values,
     require_map,
     require_struct,
-    struct_value,
+    struct_of_checked_values,
 )
 
 FIELDS = "fields"
@@ -120,6 +121,7 @@ class MaskField(KeyOrValueTransformation):
         self._field_set = frozenset(self._fields)
         self._replacement: str | None = config[REPLACEMENT]
         self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
+        self._fields_by_schema: SchemaCache[Schema, list[Field]] = SchemaCache()
 
     def _masked(self, value: Any, schema: Schema | None) -> Any:
         if value is None:
@@ -137,15 +139,26 @@ class MaskField(KeyOrValueTransformation):
                 updated[name] = self._masked(source.get(name), None)
             return self.side.updated(record, None, updated)
         struct = require_struct(self.side.value(record), PURPOSE)
-        masked = Struct(struct.schema)
-        for field in struct.schema.fields:
-            item = struct_value(struct, field.name, self._with_default)
-            masked.put(field, self._masked(item, field.schema) if field.name in self._field_set
-                       else item)
-        return self.side.updated(record, schema, masked)
+        values = field_values(struct, self._with_default)
+        for field in self._masked_fields(struct.schema):
+            masked = self._masked(values[field.index], field.schema)
+            validate_value(field.schema, masked, field.name)
+            values[field.index] = masked
+        return self.side.updated(record, schema,
+                                 struct_of_checked_values(struct.schema, values))
+
+    def _masked_fields(self, schema: Schema) -> list[Field]:
+        found = self._fields_by_schema.get(schema)
+        if found is None:
+            found = [field for field in schema.fields if field.name in self._field_set]
+            self._fields_by_schema.put(schema, found)
+        return found
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF
+
+    def close(self) -> None:
+        self._fields_by_schema.clear()
 
 
 class MaskFieldKey(MaskField):
