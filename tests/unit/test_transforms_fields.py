@@ -266,3 +266,24 @@ def test_schema_cache_keeps_the_16_most_recently_used() -> None:
     assert (cache.get(1), cache.get(0), cache.get(16), len(cache)) == (None, "0", "16", 16)
     cache.clear()
     assert len(cache) == 0
+
+
+def test_copied_struct_values_still_refuse_a_null_in_a_required_field() -> None:
+    from connect_grpc.data.transforms.insert_field import InsertFieldValue
+    from connect_grpc.data.transforms.mask_field import MaskFieldValue
+
+    schema = SchemaBuilder.struct().field("a", STRING_SCHEMA).field("b", INT32_SCHEMA).build()
+    unset = Struct(schema).put("b", 1)  # "a" never put
+    message = r'^Invalid value: null used for required field: "a", schema type: STRING$'
+    for smt in (configured(ReplaceFieldValue, exclude="b"),
+                configured(InsertFieldValue, topic_field="t"),
+                configured(MaskFieldValue, fields="b")):
+        with pytest.raises(DataError, match=message):
+            smt.apply(sink(unset, schema))
+
+
+def test_copied_struct_values_take_the_default_of_a_null_field() -> None:
+    schema = SchemaBuilder.struct().field(
+        "a", SchemaBuilder.string().default_value("dflt").build()).build()
+    replaced = configured(ReplaceFieldValue, renames="a:b").apply(sink(Struct(schema), schema))
+    assert replaced.value.get_without_default("b") == "dflt"
