@@ -44,3 +44,8 @@ def test_key_variants_work_on_the_key() -> None:
     hoisted = smt.apply(sink("v", key="x"))
     assert (hoisted.key, hoisted.value) == ({"k": "x"}, "v")
     smt.close()
+
+
+def test_each_can_be_closed_even_unconfigured() -> None:
+    for cls in BUILTIN_TRANSFORMS.values():
+        cls().close()

@@ -125,12 +125,15 @@ class Cast(KeyOrValueTransformation):
     Logical Date/Time/Timestamp cast to a non-string become their int encoding. A null
     passes unchanged. Schemaless, every field of the spec is written (a missing one as null)."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._casts = parse_spec(config[SPEC])
         self._whole_value = self._casts.get(_WHOLE_VALUE)
         self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def apply(self, record: Any) -> Any:
         value = self.side.value(record)

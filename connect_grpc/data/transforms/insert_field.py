@@ -96,6 +96,9 @@ class InsertField(KeyOrValueTransformation):
     With a schema: appends STRING, INT32, INT64, Timestamp and STRING fields in that order
     (optional unless suffixed ``!``); the timestamp is a UTC datetime."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._topic = InsertionSpec.parse(config[TOPIC_FIELD])
@@ -110,7 +113,7 @@ class InsertField(KeyOrValueTransformation):
         if self._static is not None and self._static_value is None:
             raise ValueError(f"Invalid value null for configuration {STATIC_VALUE}: No value "
                              f"specified for static field: {self._static}")
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def apply(self, record: Any) -> Any:
         value = self.side.value(record)

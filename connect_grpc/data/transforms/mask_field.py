@@ -115,13 +115,16 @@ class MaskField(KeyOrValueTransformation):
     null guard (a tombstone is a DataError), and schemaless every listed field is written,
     a missing one as null, as in Kafka."""
 
+    def __init__(self) -> None:
+        self._fields_by_schema: SchemaCache[Schema, list[Field]] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._fields: list[str] = list(dict.fromkeys(config[FIELDS]))
         self._field_set = frozenset(self._fields)
         self._replacement: str | None = config[REPLACEMENT]
         self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
-        self._fields_by_schema: SchemaCache[Schema, list[Field]] = SchemaCache()
+        self._fields_by_schema.clear()
 
     def _masked(self, value: Any, schema: Schema | None) -> Any:
         if value is None:

@@ -62,6 +62,9 @@ class ReplaceField(KeyOrValueTransformation):
     """A field is kept when it is not in ``exclude`` and ``include`` is empty or lists it;
     kept fields are then renamed by ``renames`` (``old:new``). A null passes unchanged."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, tuple[Schema, list[int]]] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._exclude = frozenset(config[EXCLUDE])
@@ -69,7 +72,7 @@ class ReplaceField(KeyOrValueTransformation):
         self._renames = dict(_java_split_colon(m) for m in config[RENAMES])
         self._reverse = {new: old for old, new in self._renames.items()}
         self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
-        self._schemas: SchemaCache[Schema, tuple[Schema, list[int]]] = SchemaCache()
+        self._schemas.clear()
 
     def _keeps(self, name: str) -> bool:
         return name not in self._exclude and (not self._include or name in self._include)

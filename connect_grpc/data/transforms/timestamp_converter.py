@@ -118,6 +118,9 @@ class TimestampConverter(KeyOrValueTransformation):
     """Converts the whole key/value (``field`` empty) or one field of it to ``target.type``.
     The output schema is the target's, optional when the input's was."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._field: str = config[FIELD]
@@ -129,7 +132,7 @@ class TimestampConverter(KeyOrValueTransformation):
             raise ValueError("TimestampConverter requires format option to be specified when "
                              "using string timestamps")
         self._format = JavaDateFormat(pattern) if pattern.strip() else None
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def _target_schema(self, optional: bool) -> Schema:
         required, optional_schema = _TARGET_SCHEMAS[self._target]
