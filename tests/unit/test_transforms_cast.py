@@ -206,3 +206,25 @@ def test_whole_value_default_is_cast_as_kafka_test() -> None:
     converted = cast("int32").apply(sink(42.125, schema))
     assert (converted.value_schema.type, converted.value, converted.value_schema.default) == (
         Type.INT32, 42, -42)
+
+
+def test_struct_whose_schema_is_an_equal_copy_is_cast_by_field_name() -> None:
+    def build() -> Any:
+        return SchemaBuilder.struct().field("a", STRING_SCHEMA).field("b", INT32_SCHEMA).build()
+
+    record_schema, struct_schema = build(), build()
+    assert record_schema is not struct_schema
+    value = Struct(struct_schema).put("a", "7").put("b", 1)
+    converted = cast("a:int64").apply(sink(value, record_schema))
+    assert (converted.value.get("a"), converted.value.get("b")) == (7, 1)
+
+
+def test_cast_value_out_of_the_target_range_is_refused_by_the_struct() -> None:
+    schema = SchemaBuilder.struct().field("a", STRING_SCHEMA).build()
+    with pytest.raises(DataError, match=r"^Value \(x\) was out of range"):
+        cast("a:int8").apply(sink(Struct(schema).put("a", "x"), schema))
+
+
+def test_logical_date_cast_to_string_uses_kafkas_date_format_quirk() -> None:
+    converted = cast("string").apply(sink(dt.date(1970, 1, 1), Date.SCHEMA))
+    assert converted.value == "00:00:00.000Z"

@@ -287,3 +287,15 @@ def test_copied_struct_values_take_the_default_of_a_null_field() -> None:
         "a", SchemaBuilder.string().default_value("dflt").build()).build()
     replaced = configured(ReplaceFieldValue, renames="a:b").apply(sink(Struct(schema), schema))
     assert replaced.value.get_without_default("b") == "dflt"
+
+
+@pytest.mark.parametrize(("replace_null_with_default", "expected"), [("true", 5), ("false", None)])
+def test_set_schema_metadata_struct_with_null_field(replace_null_with_default: str,
+                                                    expected: object) -> None:
+    schema = SchemaBuilder.struct().field(
+        "n", SchemaBuilder.int32().optional().default_value(5).build()).build()
+    smt = configured(SetSchemaMetadataValue, schema_name="x",
+                     replace_null_with_default=replace_null_with_default)
+    updated = smt.apply(sink(Struct(schema).put("n", None), schema))
+    assert updated.value.schema.name == "x"
+    assert updated.value.get_without_default("n") == expected

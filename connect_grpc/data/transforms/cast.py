@@ -28,7 +28,13 @@ from connect_grpc.configdef import (
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.javatext import java_double_str, wrap_signed
 from connect_grpc.data.logical import Date, Time, Timestamp
-from connect_grpc.data.schema import Schema, SchemaBuilder, Type, python_class_name
+from connect_grpc.data.schema import (
+    Schema,
+    SchemaBuilder,
+    Type,
+    python_class_name,
+    validate_value,
+)
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
@@ -41,8 +47,10 @@ from connect_grpc.data.transforms._support import (
     KeyOrValueTransformation,
     SchemaCache,
     copy_schema_basics,
+    field_values,
     require_map,
     require_struct,
+    struct_of_checked_values,
     struct_value,
 )
 from connect_grpc.data.values import format_temporal
@@ -147,13 +155,28 @@ class Cast(KeyOrValueTransformation):
             return self.side.updated(record, updated_schema,
                                      cast_value(schema, value, self._whole_value))
         source = require_struct(value, PURPOSE)
+        if source.schema is not schema:
+            return self.side.updated(record, updated_schema,
+                                     self._cast_by_name(source, updated_schema))
+        # The updated schema has the same fields in the same order: only the cast ones change.
+        values = field_values(source, self._with_default)
+        for field, updated_field in zip(schema.fields, updated_schema.fields, strict=True):
+            target = self._casts.get(field.name)
+            if target is not None:
+                cast = cast_value(field.schema, values[field.index], target)
+                validate_value(updated_field.schema, cast, field.name)
+                values[field.index] = cast
+        return self.side.updated(record, updated_schema,
+                                 struct_of_checked_values(updated_schema, values))
+
+    def _cast_by_name(self, source: Struct, updated_schema: Schema) -> Struct:
         updated = Struct(updated_schema)
         for field in source.schema.fields:
             item = struct_value(source, field.name, self._with_default)
             target = self._casts.get(field.name)
             updated.put(field.name, item if target is None else cast_value(field.schema, item,
                                                                            target))
-        return self.side.updated(record, updated_schema, updated)
+        return updated
 
     def _cast_schemaless(self, value: Any) -> Any:
         if self._whole_value is not None:
