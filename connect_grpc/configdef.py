@@ -264,10 +264,10 @@ def parse_value(key: ConfigKey, raw: str) -> Any:
     """Parses one string value by the key's type, as Kafka's ``ConfigDef.parseType`` does.
 
     SHORT, INT and LONG are Java's ``parseShort``/``parseInt``/``parseLong`` of the trimmed
-    string (16-/32-/64-bit, optional sign, no underscores); DOUBLE is ``Double.parseDouble`` (so ``NaN`` and
-    ``Infinity`` parse: validators decide whether they are allowed); BOOLEAN is ``true`` or
-    ``false`` in any case; LIST splits on commas, trims each item and drops empty ones.
-    Raises ValueError with Kafka's message.
+    string (16-/32-/64-bit, optional sign, no underscores); DOUBLE is ``Double.parseDouble``
+    (so ``NaN`` and ``Infinity`` parse: validators decide whether they are allowed); BOOLEAN
+    is ``true`` or ``false`` in any case; LIST splits on commas, trims each item and drops
+    empty ones. Raises ValueError with Kafka's message.
     """
     text = java_trim(raw)
     match key.type:
