@@ -30,7 +30,9 @@ from connect_grpc.data.plugins import (
     Transformation,
 )
 from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import ConfigValidator
+from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
 
 CLOSED: list[str] = []
@@ -672,3 +674,14 @@ def test_worker_converter_properties_are_trimmed() -> None:
     assert worker.converter_class("value.converter") == "Json"
     assert worker.converter_class("key.converter") is None
     assert worker.prefixed("value.converter.") == {"schemas.enable": "false"}
+
+
+def test_list_plugins_adds_the_pipeline_plugins_only_when_asked(plugins: Plugins) -> None:
+    herder = StandaloneHerder(_worker(), plugins, FileOffsetStore(Path("/nonexistent/offsets")))
+    connectors = herder.plugins()
+    assert {d.plugin_type for d in connectors} == {"source", "sink"}
+    everything = herder.plugins(all_plugin_types=True)
+    assert everything[: len(connectors)] == connectors
+    assert [d.plugin_type for d in everything[len(connectors):]][:2] == [
+        "transformation", "transformation"
+    ]
