@@ -502,6 +502,22 @@ def test_kip_891_plugin_version_keys_are_refused(validator: ConfigValidator, key
     ]
 
 
+def test_negate_without_predicate_still_defines_and_checks_the_plugins_keys(
+    validator: ConfigValidator,
+) -> None:
+    config = _source(**{"transforms": "t", "transforms.t.type": f"{T}MaskField$Value",
+                        "transforms.t.negate": "true"})
+    infos = validator.validate(config)
+    assert infos.all_errors() == [
+        ("transforms.t.type", "Config 'transforms.t.negate' was provided but there is no "
+         "config 'transforms.t.predicate' defining a predicate to be negated."),
+        ("transforms.t.fields",
+         'Missing required configuration "transforms.t.fields" which has no default value.'),
+    ]
+    defined = {i.value.name for i in infos.configs if i.definition is not None}
+    assert {"transforms.t.negate", "transforms.t.fields"} <= defined
+
+
 def test_converter_sub_keys_without_the_class_are_ignored(validator: ConfigValidator) -> None:
     config = _source(**{"value.converter.decimal.format": "HEX"})
     assert validator.validate(config).all_errors() == []
