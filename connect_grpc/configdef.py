@@ -37,6 +37,19 @@ class Importance(enum.Enum):
 #: A validator gets the parsed value and returns an error message, or None when valid.
 Validator = Callable[[Any], str | None]
 
+
+class ExactMessage(str):
+    """A validator's message that is the whole error as Kafka words it (its
+    ``ConfigException(message)``, or one naming the value as a Java list), not to be
+    prefixed with ``Invalid value <raw> for configuration <key>:``."""
+
+    __slots__ = ()
+
+
+def java_list(values: Iterable[Any]) -> str:
+    """A list as Java's ``List.toString`` prints it: ``[a, b]``."""
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
 _NO_DEFAULT = object()
 
 
@@ -346,7 +359,9 @@ class ConfigDef:
                     value = None
             if not problems and key.validator is not None:
                 message = key.validator(value)
-                if message:
+                if isinstance(message, ExactMessage):
+                    problems.append(message)
+                elif message:
                     problems.append(f"Invalid value {raw} for configuration {key.name}: {message}")
             errors[key.name] = problems
         return errors
