@@ -292,12 +292,14 @@ class _AliasCheck:
         plugin = self._plugin()
         if plugin is None:
             return
-        try:
-            own = self._own_keys(plugin)
-            if own is not None and not self._validate(own):
+        own = self._own_keys(plugin)
+        if own is not None and not self._validate(own):
+            # only a configured plugin is closed: Kafka Connect never closes the instance it
+            # asks for its ConfigDef, so a plugin need not support close before configure
+            try:
                 self._probe(plugin)
-        finally:
-            _close_quietly(plugin)
+            finally:
+                _close_quietly(plugin)
 
     def _plugin(self) -> Transformation[Any] | Predicate[Any] | None:
         """The plugin instance the type key names; None (its errors added) when there is

@@ -701,3 +701,59 @@ def test_list_plugins_adds_the_pipeline_plugins_only_when_asked(plugins: Plugins
     assert [d.plugin_type for d in everything[len(connectors):]][:2] == [
         "transformation", "transformation"
     ]
+
+
+# --- against the built-in transformations and predicates ------------------------------------
+
+
+@pytest.fixture
+def real_smts() -> Plugins:
+    from connect_grpc.data.predicates import BUILTIN_PREDICATES
+    from connect_grpc.data.transforms import BUILTIN_TRANSFORMS
+
+    converters = {name: cls for name, cls in BUILTINS.items() if "transforms" not in name}
+    return Plugins(pipeline_builtins=lambda: {
+        **BUILTIN_TRANSFORMS, **BUILTIN_PREDICATES, **converters
+    })
+
+
+def test_the_builtins_have_kafkas_aliases_and_no_variant_alias(real_smts: Plugins) -> None:
+    for alias in ("DropHeaders", "Filter", "InsertHeader", "RegexRouter", "TimestampRouter",
+                  "ValueToKey", "HasHeaderKey", "RecordIsTombstone", "TopicNameMatches"):
+        assert real_smts.pipeline.canonical_name(alias) is not None, alias
+    for name in ("Key", "Value", "Cast", "MaskField", "CastValue"):
+        assert real_smts.pipeline.canonical_name(name) is None, name
+
+
+def test_the_issues_example_is_valid_with_the_real_mask_field(real_smts: Plugins) -> None:
+    validator = ConfigValidator(real_smts, max_tasks=8)
+    assert validator.validate(_source(**ISSUE_EXAMPLE)).all_errors() == []
+    pipeline = build_pipeline(_source(**ISSUE_EXAMPLE), _worker(), real_smts, is_sink=False)
+    assert type(pipeline.stages[0].transformation).__name__ == "MaskFieldValue"
+    pipeline.close()
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"transforms": "c", "transforms.c.type": f"{T}Cast$Value", "transforms.c.spec": "a:nope"},
+         "transforms.c.spec"),
+        ({"transforms": "r", "transforms.r.type": "RegexRouter",
+          "transforms.r.replacement": "x"}, "transforms.r.regex"),
+        ({"transforms": "f", "transforms.f.type": "Filter", "transforms.f.predicate": "p",
+          "predicates": "p", "predicates.p.type": "TopicNameMatches"}, "predicates.p.pattern"),
+    ],
+)
+def test_a_builtins_own_config_error_is_on_its_prefixed_key(
+    real_smts: Plugins, extra: dict[str, str], key: str
+) -> None:
+    errors = _errors(ConfigValidator(real_smts, max_tasks=8), _source(**extra))
+    assert list(errors) == [key]
+
+
+def test_kafkas_abstract_cast_points_to_its_variants(real_smts: Plugins) -> None:
+    errors = _errors(ConfigValidator(real_smts, max_tasks=8),
+                     _source(**{"transforms": "c", "transforms.c.type": f"{T}Cast"}))
+    assert errors == {"transforms.c.type": [
+        f"This class is abstract and cannot be created. Did you mean {T}Cast$Key, {T}Cast$Value?"
+    ]}
