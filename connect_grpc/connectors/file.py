@@ -46,8 +46,8 @@ from connect_grpc.connectors.api import (
     SourceTask,
     Task,
 )
+from connect_grpc.data.javatext import java_string
 from connect_grpc.data.schema import STRING_SCHEMA
-from connect_grpc.data.struct import java_string
 from connect_grpc.domain import OffsetMap
 
 __all__ = [
