@@ -19,7 +19,16 @@ class Struct:
         if schema.type is not Type.STRUCT:
             raise DataError(f"Not a struct schema: {schema!r}")
         self._schema = schema
-        self._values: list[Any] = [None] * len(schema.fields)
+        self._values: list[Any] = [None] * len(schema._fields or ())
+
+    @classmethod
+    def trusted(cls, schema: Schema, values: list[Any]) -> Struct:
+        """A Struct of values already valid for the schema's fields, in field order (for
+        converters that built them from the schema; nothing is checked)."""
+        struct = cls.__new__(cls)
+        struct._schema = schema
+        struct._values = values
+        return struct
 
     @property
     def schema(self) -> Schema:
