@@ -36,9 +36,14 @@ class Struct:
 
     def put(self, field: str | Field, value: Any) -> Struct:
         """Sets a field's value after validating it; returns self for chaining."""
-        target = self._lookup(field) if isinstance(field, str) else field
-        if target is None:
+        if isinstance(field, str):
+            target = self._schema._fields_by_name.get(field)  # type: ignore[union-attr]
+            if target is None:
+                raise DataError(f"{field} is not a valid field name")
+        elif field is None:
             raise DataError("field cannot be null.")
+        else:
+            target = field
         validate_value(target.schema, value, target.name)
         self._values[target.index] = value
         return self

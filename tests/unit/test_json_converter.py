@@ -410,3 +410,45 @@ def test_a_struct_default_cannot_be_written_as_in_kafka() -> None:
     schema = inner.default_value(default).build()
     with pytest.raises(DataError, match=r"^Mismatching schema\.$"):
         write(schema, None)
+
+
+def test_generated_struct_code_takes_any_field_name() -> None:
+    odd = ["a'b", 'c"d', "e\\nf", "g\nh", "{i}", "def", "x", "v"]
+    builder = SchemaBuilder.struct()
+    for name in odd:
+        builder.field(name, OPTIONAL_STRING_SCHEMA)
+    schema = builder.build()
+    value = Struct(schema)
+    for name in odd:
+        value.put(name, name * 2)
+    data = write(schema, value)
+    assert data is not None
+    assert json.loads(data)["payload"] == {name: name * 2 for name in odd}
+    assert read(data) == (schema, value)
+
+
+def test_struct_fields_get_kafkas_handling_in_the_generated_code() -> None:
+    schema = (
+        SchemaBuilder.struct()
+        .field("f", FLOAT64_SCHEMA).field("g", FLOAT32_SCHEMA)
+        .field("i8", INT8_SCHEMA).field("s", STRING_SCHEMA)
+        .field("d", SchemaBuilder.int32().default_value(9).build())
+        .build()
+    )
+    value = Struct(schema).put("f", float("nan")).put("g", float("-inf")).put("i8", 1).put(
+        "s", "x")
+    data = write(schema, value)
+    assert data is not None
+    assert json.loads(data)["payload"] == {"f": "NaN", "g": "-Infinity", "i8": 1, "s": "x",
+                                           "d": 9}
+    with pytest.raises(DataError, match="null value for field that is required"):
+        write(schema, Struct(schema).put("f", 1.0).put("g", 1.0).put("i8", 1))
+    # reading: out-of-range integers narrowed, wrong JSON types as Jackson reads them
+    envelope = json.loads(data)
+    envelope["payload"] = {"f": 1, "g": "text", "i8": 300, "s": "y", "d": None}
+    _, read_value = read(json.dumps(envelope).encode())
+    assert isinstance(read_value, Struct)
+    assert [read_value.get(name) for name in ("f", "g", "i8", "s", "d")] == [1.0, 0.0, 44, "y", 9]
+    envelope["payload"]["s"] = 5
+    with pytest.raises(DataError, match='null used for required field: "s"'):
+        read(json.dumps(envelope).encode())
