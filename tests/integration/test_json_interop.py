@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from connect_grpc.data.converters.json import JsonConverter
+from connect_grpc.data.errors import DataError
 from connect_grpc.data.logical import (
     Date,
     Decimal,
@@ -276,3 +277,77 @@ def _ordered_schema(data: bytes) -> Any:
     envelope = json.loads(data, parse_float=decimal.Decimal, object_pairs_hook=list)
     assert [key for key, _ in envelope] == ["schema", "payload"]
     return envelope[0][1]
+
+
+# --- bad input: both refuse it, with the same message ------------------------------------------
+
+_STRUCT = '{"type":"struct","fields":[{"type":"string","optional":false,"field":"s"}]}'
+_DECIMAL = ('{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","version":1,'
+            '"parameters":{"scale":"2"}}')
+BAD_INPUTS: list[tuple[dict[str, str], bytes]] = [
+    ({}, b'{"payload":1}'),
+    ({}, b'{"schema":null,"payload":1,"extra":2}'),
+    ({}, b"[1,2]"),
+    ({}, b"42"),
+    ({}, b""),
+    ({}, b'{"schema":{"optional":false},"payload":1}'),
+    ({}, b'{"schema":{"type":"uint8"},"payload":1}'),
+    ({}, b'{"schema":{"type":"array"},"payload":[]}'),
+    ({}, b'{"schema":{"type":"map","values":{"type":"int8"}},"payload":{}}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"int8"}},"payload":{}}'),
+    ({}, b'{"schema":{"type":"struct","fields":5},"payload":{}}'),
+    ({}, b'{"schema":{"type":"struct","fields":[{"type":"int8"}]},"payload":{}}'),
+    ({}, b'{"schema":{"type":"int8","parameters":{"a":1}},"payload":1}'),
+    ({}, b'{"schema":{"type":"string","optional":false},"payload":null}'),
+    ({}, b'{"schema":' + _STRUCT.encode() + b',"payload":[]}'),
+    ({}, b'{"schema":' + _STRUCT.encode() + b',"payload":{}}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"string"},"values":{"type":"int8"}},'
+         b'"payload":[1]}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"int8"},"values":{"type":"int8"}},'
+         b'"payload":{}}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"int8"},"values":{"type":"int8"}},'
+         b'"payload":[[1,2,3]]}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"int8"},"values":{"type":"int8"}},'
+         b'"payload":[5]}'),
+    ({}, b'{"schema":{"type":"int32","name":"org.apache.kafka.connect.data.Date"},'
+         b'"payload":"2020-01-01"}'),
+    ({}, b'{"schema":{"type":"int32","name":"org.apache.kafka.connect.data.Time"},'
+         b'"payload":1.5}'),
+    ({}, b'{"schema":{"type":"int64","name":"org.apache.kafka.connect.data.Timestamp"},'
+         b'"payload":true}'),
+    ({}, b'{"schema":' + _DECIMAL.encode() + b',"payload":true}'),
+    ({}, b'{"schema":{"type":"int32","optional":false,"default":null},"payload":1}'),
+]
+
+
+def _bad_input_id(item: tuple[dict[str, str], bytes]) -> str:
+    return item[1].decode()[:60] or "empty"
+
+
+@pytest.fixture(scope="module")
+def kafka_refusals(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]:
+    classpath = compile_program(ensure_json_libs(), Path(tmp_path_factory.mktemp("bad-json")))
+    lines = [
+        f"{','.join(f'{k}={v}' for k, v in configs.items()) or '-'}\t"
+        f"{base64.b64encode(data).decode('ascii')}"
+        for configs, data in BAD_INPUTS
+    ]
+    output = run_program(classpath, "read", "\n".join(lines) + "\n").splitlines()
+    assert len(output) == len(BAD_INPUTS), output
+    return [tuple(line.split("\t")) for line in output]
+
+
+@pytest.mark.parametrize("index", range(len(BAD_INPUTS)),
+                         ids=[_bad_input_id(item) for item in BAD_INPUTS])
+def test_bad_input_is_refused_with_kafkas_message(
+    index: int, kafka_refusals: list[tuple[str, ...]]
+) -> None:
+    configs, data = BAD_INPUTS[index]
+    kafka = kafka_refusals[index]
+    assert kafka[0] == "ERROR", kafka
+    kafka_class, _, kafka_message = kafka[1].partition(": ")
+    assert kafka_class in ("DataException", "SchemaBuilderException")
+    with pytest.raises(DataError) as raised:
+        _converter(configs).to_connect_data("topic", None, data)
+    # Kafka's message, with its cause appended where Kafka keeps the cause apart
+    assert str(raised.value).startswith(kafka_message), (str(raised.value), kafka_message)
