@@ -452,3 +452,19 @@ def test_struct_fields_get_kafkas_handling_in_the_generated_code() -> None:
     envelope["payload"]["s"] = 5
     with pytest.raises(DataError, match='null used for required field: "s"'):
         read(json.dumps(envelope).encode())
+
+
+def test_a_used_converter_pickles_with_its_settings_and_empty_caches() -> None:
+    import pickle
+
+    json_converter = converter(decimal_format="NUMERIC", schemas_enable="true")
+    schema = id_name_schema()
+    data = json_converter.from_connect_data(T, None, schema, Struct(schema).put("id", 1))
+    copy = pickle.loads(pickle.dumps(json_converter))
+    assert copy.cached_schemas == (0, 0)
+    assert copy.converter_type == "value"
+    assert copy.to_connect_data(T, None, data) == json_converter.to_connect_data(T, None, data)
+    assert copy.from_connect_data(T, None, Decimal.schema(2), decimal.Decimal("1.50")) == (
+        b'{"schema":{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.'
+        b'Decimal","version":1,"parameters":{"scale":"2"}},"payload":1.50}'
+    )

@@ -166,6 +166,10 @@ class JsonConverter(BuiltinConverter):
 
     def _apply(self, *, schemas_enabled: bool, cache_size: int, numeric: bool,
                replace_null: bool) -> None:
+        self._settings = {
+            "schemas_enabled": schemas_enabled, "cache_size": cache_size, "numeric": numeric,
+            "replace_null": replace_null,
+        }
         self.schemas_enabled = schemas_enabled
         self._compiler = _Compiler(
             numeric_decimals=numeric, replace_null=replace_null, memo_size=4 * cache_size
@@ -174,6 +178,15 @@ class JsonConverter(BuiltinConverter):
         self._read_cache = _LruCache(cache_size)
         self._last_written: tuple[Schema, _WriteEntry] | None = None
         self._last_read: _ReadEntry | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The caches hold generated functions, which pickle cannot carry: a copy of the
+        # converter (sent to another process) starts with empty caches.
+        return {"converter_type": self.converter_type, "settings": self._settings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.converter_type = state["converter_type"]
+        self._apply(**state["settings"])
 
     # -- Connect data → bytes --
 
