@@ -10,7 +10,8 @@ null, a double, a float, a boolean, bytes and a Timestamp), records/s of:
 * ``from_connect_data``: JsonConverter (``schemas.enable=true``) writing the envelope;
 * ``to_connect_data``: the same converter reading those bytes back into a Struct;
 * ``round trip``: both, as a sink-then-source pipeline would run them per record;
-* the same with ``schemas.enable=false`` on the equivalent dict (schemaless JSON).
+* the same with ``schemas.enable=false`` on the equivalent dict (schemaless JSON);
+* a round trip of a 100-character line with a STRING schema (what FileStreamSource emits).
 
 Each measurement converts N distinct records (built beforehand, not timed), R times; the
 best round is reported (the least disturbed by other processes), with the median beside it.
@@ -151,6 +152,12 @@ def run_all(count: int, rounds: int) -> list[Measurement]:
         for document in dicts:
             read_plain(TOPIC, None, write_plain(TOPIC, None, None, document))
 
+    lines = [f"line {index:09d} " + "x" * 85 for index in range(count)]
+
+    def line_round_trips() -> None:
+        for text in lines:
+            read(TOPIC, None, write(TOPIC, None, STRING_SCHEMA, text))
+
     def plain_reads() -> None:
         for payload in plain_payloads:
             read_plain(TOPIC, None, payload)
@@ -166,6 +173,8 @@ def run_all(count: int, rounds: int) -> list[Measurement]:
                 plain_reads),
         measure("JsonConverter round trip (schemas.enable=false, dict)", count, rounds,
                 plain_round_trips),
+        measure("JsonConverter round trip (schemas.enable=true, STRING line)", count, rounds,
+                line_round_trips),
     ]
 
 
