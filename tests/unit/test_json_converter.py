@@ -468,3 +468,14 @@ def test_a_used_converter_pickles_with_its_settings_and_empty_caches() -> None:
         b'{"schema":{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.'
         b'Decimal","version":1,"parameters":{"scale":"2"}},"payload":1.50}'
     )
+
+
+def test_schemaless_numbers_beyond_long_and_double() -> None:
+    assert read(b"9223372036854775807", schemas_enable="false") == (None, 2**63 - 1)
+    assert read(b"9223372036854775808", schemas_enable="false") == (None, -(2**63))
+    assert read(b'{"a":[18446744073709551615]}', schemas_enable="false") == (None, {"a": [-1]})
+    assert read(b'["12345678901234567890"]', schemas_enable="false") == (
+        None, ["12345678901234567890"]
+    )
+    assert read(b"[1e400]", schemas_enable="false") == (None, [float("inf")])
+    assert read(b"  ", schemas_enable="false") == (None, None)

@@ -27,6 +27,7 @@ import datetime
 import decimal
 import json
 import math
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -235,7 +236,7 @@ class JsonConverter(BuiltinConverter):
             return NULL_SCHEMA_AND_VALUE
         data = bytes(value)
         if not self.schemas_enabled:
-            return SchemaAndValue(None, _read_schemaless(_loads(data)))
+            return SchemaAndValue(None, _read_plain_json(data))
         last = self._last_read
         if last is not None and data.startswith(last.prefix) and data.endswith(b"}"):
             try:
@@ -1055,6 +1056,23 @@ def _int32_logical_reader(
         return to_logical(schema, value)
 
     return read_logical
+
+
+_LONG_DIGIT_RUN: Final = re.compile(rb"\d{19}")
+
+
+def _read_plain_json(data: bytes) -> Any:
+    """Schemaless JSON as Connect data. What orjson parses is Connect data already, except
+    integers of 2^63 and more (to be wrapped to a long, as Jackson's longValue() does), which
+    take 19 digits or more: without such a run of digits, orjson's result is the answer.
+    What only the exact parser reads (numbers beyond a double) is walked as well."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _read_schemaless(_loads(data, exact=True))
+    if _LONG_DIGIT_RUN.search(data):
+        return _read_schemaless(document)
+    return document
 
 
 def _read_schemaless(value: Any) -> Any:
