@@ -479,3 +479,25 @@ def test_schemaless_numbers_beyond_long_and_double() -> None:
     )
     assert read(b"[1e400]", schemas_enable="false") == (None, [float("inf")])
     assert read(b"  ", schemas_enable="false") == (None, None)
+
+
+def test_schemaless_writing_fast_path_writes_what_the_walk_writes() -> None:
+    import orjson
+
+    from connect_grpc.data.converters.json import _dump_schemaless, _write_schemaless
+
+    values: list[object] = [
+        {"a": 1, "b": [1.5, "x", True, b"\x00\x01"], "c": {"d": (1, 2)}},
+        [2**63 - 1, -(2**63)], "text", 0.1, 1e20, {"n": None}, [float("nan")],
+        {1: "non-string key"}, [2**64], bytearray(b"ab"),
+    ]
+    for value in values:
+        fast = _dump_schemaless(value)
+        if fast is not None:
+            assert fast == orjson.dumps(_write_schemaless(value)), value
+    assert _dump_schemaless({"n": None}) is None  # a null: the walk decides (NaN is one too)
+    assert _dump_schemaless({1: "x"}) is None
+    with pytest.raises(DataError, match="serialization error"):
+        write(None, [2**64], schemas_enable="false")
+    with pytest.raises(DataError, match="does not have corresponding schema type"):
+        write(None, {"at": datetime.datetime(2020, 1, 1)}, schemas_enable="false")

@@ -196,10 +196,12 @@ class JsonConverter(BuiltinConverter):
         if schema is None and value is None:
             return None
         entry = self._write_entry(schema)
-        try:
-            payload = orjson.dumps(entry.writer(value))
-        except orjson.JSONEncodeError as exc:
-            raise DataError(f"{_WRITE_FAILED}{exc}") from exc
+        payload = _dump_schemaless(value) if schema is None else None
+        if payload is None:
+            try:
+                payload = orjson.dumps(entry.writer(value))
+            except orjson.JSONEncodeError as exc:
+                raise DataError(f"{_WRITE_FAILED}{exc}") from exc
         if self.schemas_enabled:
             return entry.envelope_prefix + payload + b"}"
         return payload
@@ -415,6 +417,31 @@ def _write_schemaless(value: Any) -> Any:
     raise DataError(
         f"Java class {python_class_name(value)} does not have corresponding schema type."
     )
+
+
+_PASSTHROUGH: Final = (
+    orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _bytes_as_base64(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _b64(value)
+    raise TypeError("not plain JSON")  # orjson gives up: the walk decides
+
+
+def _dump_schemaless(value: Any) -> bytes | None:
+    """A schemaless value's JSON straight from orjson when that is Kafka's JSON, else None
+    (then the walk of _write_schemaless decides). orjson would differ on NaN and the
+    infinities (it writes null, Jackson "NaN"), so an output with a null is redone by the
+    walk; other types than JSON's and bytes, non-string keys and integers beyond 64 bits
+    make orjson fail, and the walk writes or refuses them as Kafka does."""
+    try:
+        dumped = orjson.dumps(value, default=_bytes_as_base64, option=_PASSTHROUGH)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    return None if b"null" in dumped else dumped
 
 
 _SCHEMALESS_WRITE_ENTRY: Final = _WriteEntry(b'{"schema":null,"payload":', _write_schemaless)
