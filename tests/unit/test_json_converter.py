@@ -501,3 +501,27 @@ def test_schemaless_writing_fast_path_writes_what_the_walk_writes() -> None:
         write(None, [2**64], schemas_enable="false")
     with pytest.raises(DataError, match="does not have corresponding schema type"):
         write(None, {"at": datetime.datetime(2020, 1, 1)}, schemas_enable="false")
+
+
+def test_numeric_decimals_stay_exact_when_the_schema_text_repeats() -> None:
+    json_converter = converter(decimal_format="NUMERIC")
+    schema = SchemaBuilder.struct().field("price", Decimal.schema(4)).field(
+        "ratio", FLOAT64_SCHEMA).build()
+    for text in ("1.5600", "2.0000", "123456789012345678.1234"):
+        value = Struct(schema).put("price", decimal.Decimal(text)).put("ratio", 0.1)
+        data = json_converter.from_connect_data(T, None, schema, value)
+        read_schema, read_value = json_converter.to_connect_data(T, None, data)
+        assert read_schema == schema
+        assert isinstance(read_value, Struct)
+        assert str(read_value.get("price")) == text
+        assert read_value.get("ratio") == 0.1
+
+
+def test_a_numeric_decimal_default_is_read_exactly() -> None:
+    data = (b'{"schema":{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.'
+            b'Decimal","version":1,"parameters":{"scale":"2"},"default":1.50},"payload":null}')
+    schema, value = read(data)
+    assert schema is not None and str(schema.default) == "1.50"
+    assert str(value) == "1.50"
+    schema_json = json.loads(data)["schema"]
+    assert str(JsonConverter().as_connect_schema(schema_json).default) == "1.5"  # type: ignore[union-attr]

@@ -240,16 +240,23 @@ class JsonConverter(BuiltinConverter):
             return SchemaAndValue(None, _read_plain_json(data))
         last = self._last_read
         if last is not None and data.startswith(last.prefix) and data.endswith(b"}"):
+            payload_json = data[len(last.prefix):-1]
             try:
-                payload = _loads_payload(data[len(last.prefix):-1], exact=last.exact)
+                payload = _loads_payload(payload_json, exact=False)
             except DataError:
                 pass  # not the envelope it looked like: read it whole below
             else:
-                return SchemaAndValue(last.schema, last.reader(payload))
-        return self._read_envelope(data)
+                try:
+                    return SchemaAndValue(last.schema, last.reader(payload))
+                except _ExactNumbersNeeded:
+                    exact_payload = _loads_payload(payload_json, exact=True)
+                    return SchemaAndValue(last.schema, last.reader(exact_payload))
+        try:
+            return self._read_envelope(data, exact=False)
+        except _ExactNumbersNeeded:
+            return self._read_envelope(data, exact=True)
 
-    def _read_envelope(self, data: bytes) -> SchemaAndValue:
-        exact = DECIMAL_LOGICAL_NAME.encode() in data
+    def _read_envelope(self, data: bytes, *, exact: bool) -> SchemaAndValue:
         document = _loads(data, exact=exact)
         if not isinstance(document, dict) or document.keys() != {"schema", "payload"}:
             raise DataError(_ENVELOPE_MESSAGE)
@@ -259,19 +266,21 @@ class JsonConverter(BuiltinConverter):
         key = orjson.dumps(schema_json, default=_decimal_marker)
         entry = self._read_cache.get(key)
         if entry is None:
-            schema = self.as_connect_schema(schema_json)
+            schema = self._compiler.connect_schema(schema_json)
             assert schema is not None
-            entry = _ReadEntry(
-                b'{"schema":' + key + b',"payload":', schema,
-                self._compiler.reader(schema), exact or _has_decimal(schema),
-            )
+            entry = _ReadEntry(b'{"schema":' + key + b',"payload":', schema,
+                               self._compiler.reader(schema))
             self._read_cache.put(key, entry)
         self._last_read = entry
         return SchemaAndValue(entry.schema, entry.reader(document["payload"]))
 
     def as_connect_schema(self, schema_json: Any) -> Schema | None:
-        """The schema an envelope's JSON describes (Kafka's ``asConnectSchema``)."""
-        return self._compiler.connect_schema(schema_json)
+        """The schema an envelope's JSON describes (Kafka's ``asConnectSchema``); a float
+        in a decimal default is taken by its shortest text."""
+        try:
+            return self._compiler.connect_schema(schema_json)
+        except _ExactNumbersNeeded:
+            return self._compiler.connect_schema(_floats_as_decimals(schema_json))
 
     @property
     def cached_schemas(self) -> tuple[int, int]:
@@ -288,33 +297,33 @@ class _WriteEntry:
 
 
 class _ReadEntry:
-    __slots__ = ("exact", "prefix", "reader", "schema")
+    __slots__ = ("prefix", "reader", "schema")
 
-    def __init__(self, prefix: bytes, schema: Schema, reader: Reader, exact: bool) -> None:
+    def __init__(self, prefix: bytes, schema: Schema, reader: Reader) -> None:
         self.prefix = prefix
         self.schema = schema
         self.reader = reader
-        self.exact = exact
+
+
+class _ExactNumbersNeeded(Exception):
+    """A decimal was met as a float: the JSON is parsed again with exact numbers (Jackson's
+    USE_BIG_DECIMAL_FOR_FLOATS), which only decimals need, so only they pay for it."""
+
+
+def _floats_as_decimals(value: Any) -> Any:
+    if isinstance(value, float):
+        return decimal.Decimal(repr(value))
+    if isinstance(value, list):
+        return [_floats_as_decimals(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _floats_as_decimals(item) for key, item in value.items()}
+    return value
 
 
 def _decimal_marker(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return {"$decimal": str(value)}
     raise TypeError(f"not JSON: {type(value).__name__}")
-
-
-def _has_decimal(schema: Schema | None) -> bool:
-    if schema is None:
-        return False
-    if schema.name == DECIMAL_LOGICAL_NAME:
-        return True
-    if schema.type is Type.STRUCT:
-        return any(_has_decimal(field.schema) for field in schema.fields)
-    if schema.type is Type.MAP:
-        return _has_decimal(schema.key_schema) or _has_decimal(schema.value_schema)
-    if schema.type is Type.ARRAY:
-        return _has_decimal(schema.value_schema)
-    return False
 
 
 # --- JSON parsing ---------------------------------------------------------------------------
@@ -1054,7 +1063,7 @@ def _decimal_reader(schema: Schema) -> Reader:
         if isinstance(value, int) and not isinstance(value, bool):
             return decimal.Decimal(value)
         if isinstance(value, float):
-            return decimal.Decimal(repr(value))
+            raise _ExactNumbersNeeded
         if isinstance(value, str):
             try:
                 raw = binascii.a2b_base64(value, strict_mode=True)
