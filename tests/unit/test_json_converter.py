@@ -525,3 +525,12 @@ def test_a_numeric_decimal_default_is_read_exactly() -> None:
     assert str(value) == "1.50"
     schema_json = json.loads(data)["schema"]
     assert str(JsonConverter().as_connect_schema(schema_json).default) == "1.5"  # type: ignore[union-attr]
+
+
+def test_numbers_with_leading_zeros_are_read_as_kafkas_jackson_reads_them() -> None:
+    assert read(b'[0012, -007, 00.5, "0012"]', schemas_enable="false") == (
+        None, [12, -7, 0.5, "0012"]
+    )
+    assert read(b'{"schema":{"type":"int32"},"payload":0012}') == (INT32_SCHEMA, 12)
+    with pytest.raises(DataError, match="serialization error"):
+        read(b"[0012, oops]", schemas_enable="false")

@@ -14,10 +14,10 @@ read), kept in LRU caches of ``schemas.cache.size`` entries; a record then costs
 hit, one walk over its value and one orjson call. Reading, when a record's schema text is the
 one seen last, only the payload is parsed.
 
-Differences from Jackson, all at the edges: integers beyond 64 bits in schemaless JSON are
-read as floats (orjson's reading), numbers with leading zeros (``0012``) are refused, and
+Differences from Jackson, all at the edges: an integer beyond 64 bits in the payload of an
+INT64 field is read through a float (orjson's reading; Jackson keeps its low 64 bits), and
 numbers are written in Python's shortest form (``1e+20`` where Java writes ``1.0E20``; the
-same number).
+same number). Numbers with leading zeros (``0012``) are read, as Kafka's Jackson is told to.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import datetime
 import decimal
 import json
 import math
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -344,22 +345,52 @@ def _loads(data: bytes, *, exact: bool = False) -> Any:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass  # numbers beyond a double and others: the exact parser decides
-    try:
-        return json.loads(data, parse_float=decimal.Decimal, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        raise DataError(f"{_READ_FAILED}{exc}") from exc
+    return _loads_exact(data)
 
 
 def _loads_payload(data: bytes, *, exact: bool) -> Any:
     if exact:
-        try:
-            return json.loads(data, parse_float=decimal.Decimal, parse_constant=_reject_constant)
-        except (ValueError, RecursionError) as exc:
-            raise DataError(f"{_READ_FAILED}{exc}") from exc
+        return _loads_exact(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise DataError(f"{_READ_FAILED}{exc}") from exc
+
+
+def _loads_exact(data: bytes) -> Any:
+    try:
+        return _exact_json(data)
+    except (ValueError, RecursionError) as exc:
+        # Kafka's Jackson reads numbers with leading zeros (ALLOW_LEADING_ZEROS_FOR_NUMBERS)
+        try:
+            text = data.decode("utf-8")
+            without_zeros = _without_leading_zeros(text)
+            if without_zeros != text:
+                return _exact_json(without_zeros)
+        except (ValueError, RecursionError):
+            pass
+        raise DataError(f"{_READ_FAILED}{exc}") from exc
+
+
+def _exact_json(data: bytes | str) -> Any:
+    return json.loads(data, parse_float=decimal.Decimal, parse_constant=_reject_constant)
+
+
+_STRING_LITERAL: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+_LEADING_ZEROS: Final = re.compile(r"(?<![\w.])(-?)0+(?=\d)")
+
+
+def _without_leading_zeros(text: str) -> str:
+    """The JSON text with the leading zeros of its numbers removed (``0012`` → ``12``,
+    ``-007`` → ``-7``), string literals untouched."""
+    pieces: list[str] = []
+    position = 0
+    for literal in _STRING_LITERAL.finditer(text):
+        pieces.append(_LEADING_ZEROS.sub(r"\1", text[position:literal.start()]))
+        pieces.append(literal.group())
+        position = literal.end()
+    pieces.append(_LEADING_ZEROS.sub(r"\1", text[position:]))
+    return "".join(pieces)
 
 
 class _Missing:
@@ -1102,15 +1133,15 @@ _NINETEEN_DIGITS: Final = b"1" * 19
 def _read_plain_json(data: bytes) -> Any:
     """Schemaless JSON as Connect data. What orjson parses is Connect data already, except
     integers of 2^63 and more (to be wrapped to a long, as Jackson's longValue() does), which
-    take 19 digits or more: without such a run of digits, orjson's result is the answer.
-    What only the exact parser reads (numbers beyond a double) is walked as well."""
+    take 19 digits or more: with such a run of digits (or what orjson cannot read, such as
+    numbers beyond a double), the exact parser's result is walked instead."""
+    if _NINETEEN_DIGITS in data.translate(_DIGIT_MARKS):
+        # orjson reads integers beyond 64 bits as floats: the exact parser keeps them whole
+        return _read_schemaless(_loads(data, exact=True))
     try:
-        document = orjson.loads(data)
+        return orjson.loads(data)
     except orjson.JSONDecodeError:
         return _read_schemaless(_loads(data, exact=True))
-    if _NINETEEN_DIGITS in data.translate(_DIGIT_MARKS):
-        return _read_schemaless(document)
-    return document
 
 
 def _read_schemaless(value: Any) -> Any:
