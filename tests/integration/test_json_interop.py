@@ -22,6 +22,7 @@ import pytest
 
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.errors import DataError
+from connect_grpc.data.javatext import to_single
 from connect_grpc.data.logical import (
     Date,
     Decimal,
@@ -147,6 +148,9 @@ def _primitive_cases() -> list[Case]:
         Case("int8", INT8_SCHEMA, 127), Case("int16", INT16_SCHEMA, -32768),
         Case("int32", INT32_SCHEMA, 2**31 - 1), Case("int64", INT64_SCHEMA, -(2**63)),
         Case("float32", FLOAT32_SCHEMA, -0.125), Case("float64", FLOAT64_SCHEMA, 1e20),
+        # a FLOAT32 read from float bits: written as Jackson writes the Float, read back as 0.1
+        Case("float32-from-bits", FLOAT32_SCHEMA, to_single(0.1),
+             expected=(FLOAT32_SCHEMA, 0.1)),
         Case("float64-small", FLOAT64_SCHEMA, 1.5e-7), Case("boolean", BOOLEAN_SCHEMA, False),
         Case("string", STRING_SCHEMA, "plain"), Case("string-empty", STRING_SCHEMA, ""),
         Case("bytes", BYTES_SCHEMA, bytes(range(256))), Case("bytes-empty", BYTES_SCHEMA, b""),

@@ -534,3 +534,17 @@ def test_numbers_with_leading_zeros_are_read_as_kafkas_jackson_reads_them() -> N
     assert read(b'{"schema":{"type":"int32"},"payload":0012}') == (INT32_SCHEMA, 12)
     with pytest.raises(DataError, match="serialization error"):
         read(b"[0012, oops]", schemas_enable="false")
+
+
+def test_float32_values_from_float_bits_are_written_as_jackson_writes_a_float() -> None:
+    import struct as binary
+
+    single = binary.unpack(">f", binary.pack(">f", 0.1))[0]
+    assert write(FLOAT32_SCHEMA, single, schemas_enable="false") == b"0.1"
+    assert write(FLOAT64_SCHEMA, single, schemas_enable="false") == b"0.10000000149011612"
+    assert write(FLOAT32_SCHEMA, 3.25, schemas_enable="false") == b"3.25"
+    big = binary.unpack(">f", binary.pack(">f", 16777217.0))[0]
+    assert write(FLOAT32_SCHEMA, big, schemas_enable="false") == b"16777216.0"
+    schema = SchemaBuilder.struct().field("f", FLOAT32_SCHEMA).build()
+    data = write(schema, Struct(schema).put("f", single))
+    assert data is not None and data.endswith(b'"payload":{"f":0.1}}')

@@ -44,7 +44,7 @@ from connect_grpc.configdef import (
 from connect_grpc.data.converters.base import BuiltinConverter, converter_config_def
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
-from connect_grpc.data.javatext import wrap_signed
+from connect_grpc.data.javatext import java_float_str, to_single, wrap_signed
 from connect_grpc.data.logical import Date, Decimal, Time, Timestamp, timestamp_of_millis
 from connect_grpc.data.plugins import NULL_SCHEMA_AND_VALUE, SchemaAndValue
 from connect_grpc.data.schema import (
@@ -432,6 +432,17 @@ def _float_json(value: float) -> Any:
     return "Infinity" if value > 0 else "-Infinity"
 
 
+def _float32_json(value: float) -> Any:
+    """A FLOAT32 value as Jackson writes a Float: a double that is a single-precision number
+    with a long text (0.10000000149011612, read from float bits) is written by its shortest
+    single-precision digits (0.1); any other double reads back as the same float anyway."""
+    if value - value != 0.0:
+        return _float_json(value)
+    if len(repr(value)) > 10 and to_single(value) == value:
+        return orjson.Fragment(java_float_str(value).encode("ascii"))
+    return value
+
+
 def _b64(value: bytes | bytearray | memoryview) -> str:
     return binascii.b2a_base64(value, newline=False).decode("ascii")
 
@@ -580,7 +591,9 @@ class _Compiler:
         kind = schema.type
         if kind in _INT_BITS:
             return _int_writer(schema)
-        if kind is Type.FLOAT32 or kind is Type.FLOAT64:
+        if kind is Type.FLOAT32:
+            return _checked(schema, float, _float32_json)
+        if kind is Type.FLOAT64:
             return _checked(schema, float, _float_json)
         if kind is Type.BOOLEAN:
             return _checked(schema, bool, None)
@@ -930,7 +943,8 @@ def _generated(source: str, namespace: dict[str, Any], name: str) -> Callable[[A
 
 
 def _is_float(schema: Schema) -> bool:
-    return schema.name is None and schema.type in (Type.FLOAT32, Type.FLOAT64)
+    # FLOAT32 is not here: its values go through _float32_json
+    return schema.name is None and schema.type is Type.FLOAT64
 
 
 def _remember(memo: dict[Schema, Any], schema: Schema, built: Any, size: int) -> None:
