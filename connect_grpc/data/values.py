@@ -13,8 +13,8 @@ Used by SimpleHeaderConverter (header bytes ↔ text), Cast and InsertHeader.
   lists, maps and structs, dates as ``yyyy-MM-dd`` / ``HH:mm:ss.SSS'Z'`` /
   ``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`` chosen by the value (in UTC).
 
-Temporal texts must be valid calendar values here (``2020-02-30`` stays a string), where
-Java's lenient SimpleDateFormat rolls them over.
+Temporal texts roll over as Java's lenient SimpleDateFormat does (``2020-02-30`` is
+2020-03-01), except a time of day past midnight (``24:00:00.000Z``), which stays a string.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import re
 from typing import Any, cast
 
 from connect_grpc.data.errors import DataError, SchemaBuilderError
-from connect_grpc.data.javatext import java_double_str, java_string, wrap_signed
+from connect_grpc.data.javatext import java_double_str, java_float_str, java_string, wrap_signed
 from connect_grpc.data.logical import (
     EPOCH_DATE,
     MILLIS_PER_DAY,
@@ -385,11 +385,12 @@ def convert_to_string(schema: Schema | None, value: Any) -> str | None:
     if value is None:
         return None
     parts: list[str] = []
-    _append(parts, value, embedded=False)
+    _append(parts, value, False, schema)
     return "".join(parts)
 
 
-def _append(parts: list[str], value: Any, embedded: bool) -> None:
+def _append(parts: list[str], value: Any, embedded: bool, schema: Schema | None = None) -> None:
+    # The schema, where known, tells a FLOAT32 (Java's Float.toString) from a FLOAT64.
     if value is None:
         parts.append("null")
     elif isinstance(value, bool):
@@ -397,7 +398,8 @@ def _append(parts: list[str], value: Any, embedded: bool) -> None:
     elif isinstance(value, int):
         parts.append(str(value))
     elif isinstance(value, float):
-        parts.append(java_double_str(value))
+        single = schema is not None and schema.type is Type.FLOAT32
+        parts.append(java_float_str(value) if single else java_double_str(value))
     elif isinstance(value, decimal.Decimal):
         parts.append(str(value))
     elif isinstance(value, str):
@@ -406,17 +408,25 @@ def _append(parts: list[str], value: Any, embedded: bool) -> None:
         text = base64.b64encode(value).decode("ascii")
         parts.append(f'"{text}"' if embedded else text)
     elif isinstance(value, list | tuple):
+        is_array = schema is not None and schema.type is Type.ARRAY
+        item_schema = schema.value_schema if schema is not None and is_array else None
         parts.append("[")
-        _append_sequence(parts, value)
+        for index, item in enumerate(value):
+            if index:
+                parts.append(",")
+            _append(parts, item, True, item_schema)
         parts.append("]")
     elif isinstance(value, dict):
+        is_map = schema is not None and schema.type is Type.MAP
+        key_schema = schema.key_schema if schema is not None and is_map else None
+        entry_schema = schema.value_schema if schema is not None and is_map else None
         parts.append("{")
         for index, (key, entry) in enumerate(value.items()):
             if index:
                 parts.append(",")
-            _append(parts, key, True)
+            _append(parts, key, True, key_schema)
             parts.append(":")
-            _append(parts, entry, True)
+            _append(parts, entry, True, entry_schema)
         parts.append("}")
     elif isinstance(value, Struct):
         parts.append("{")
@@ -425,7 +435,7 @@ def _append(parts: list[str], value: Any, embedded: bool) -> None:
                 parts.append(",")
             _append(parts, field.name, True)
             parts.append(":")
-            _append(parts, value.get(field), True)
+            _append(parts, value.get(field), True, field.schema)
         parts.append("}")
     elif isinstance(value, datetime.date | datetime.time):
         parts.append(format_temporal(value))
@@ -433,13 +443,6 @@ def _append(parts: list[str], value: Any, embedded: bool) -> None:
         raise DataError(
             f"Failed to serialize unexpected value type {type(value).__qualname__}: {value}"
         )
-
-
-def _append_sequence(parts: list[str], values: Any) -> None:
-    for index, item in enumerate(values):
-        if index:
-            parts.append(",")
-        _append(parts, item, True)
 
 
 def escape(text: str) -> str:
@@ -807,26 +810,41 @@ def _exact_integer(number: decimal.Decimal) -> SchemaAndValue | None:
 
 def parse_temporal(token: str | None) -> SchemaAndValue | None:
     """A Date (``yyyy-MM-dd``), Time (``HH:mm:ss.SSS'Z'``) or Timestamp
-    (``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'``) text as its logical value, else None."""
+    (``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'``) text as its logical value, else None. Out-of-range
+    fields roll over as Java's lenient SimpleDateFormat does (``2020-02-30`` is 2020-03-01),
+    except a time of day that rolls into the next day, which has no ``datetime.time``."""
     if token is None:
         return None
     token = token.replace("\\:", ":")
     try:
         if len(token) == 13 and (match := _TIME.fullmatch(token)):
             hour, minute, second, millis = map(int, match.groups())
-            return SchemaAndValue(Time.SCHEMA, datetime.time(hour, minute, second, millis * 1000))
+            moment = _lenient_datetime(1970, 1, 1, hour, minute, second, millis)
+            if moment.date() != EPOCH_DATE:
+                return None
+            return SchemaAndValue(Time.SCHEMA, moment.time())
         if len(token) == 24 and (match := _TIMESTAMP.fullmatch(token)):
-            year, month, day, hour, minute, second, millis = map(int, match.groups())
-            moment = datetime.datetime(
-                year, month, day, hour, minute, second, millis * 1000, tzinfo=datetime.UTC
-            )
-            return SchemaAndValue(Timestamp.SCHEMA, moment)
+            moment = _lenient_datetime(*map(int, match.groups()))
+            return SchemaAndValue(Timestamp.SCHEMA, moment.replace(tzinfo=datetime.UTC))
         if len(token) == 10 and (match := _DATE.fullmatch(token)):
             year, month, day = map(int, match.groups())
-            return SchemaAndValue(Date.SCHEMA, datetime.date(year, month, day))
-    except ValueError:
+            return SchemaAndValue(Date.SCHEMA, _lenient_datetime(year, month, day).date())
+    except (ValueError, OverflowError):
         return None
     return None
+
+
+def _lenient_datetime(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0,
+    millis: int = 0,
+) -> datetime.datetime:
+    """A naive datetime where every field may overflow into the next, as in Java's lenient
+    calendar (month 13 is January of the next year, day 0 the last of the month before)."""
+    years, month_index = divmod(year * 12 + month - 1, 12)
+    start = datetime.datetime(years, month_index + 1, 1)
+    return start + datetime.timedelta(
+        days=day - 1, hours=hour, minutes=minute, seconds=second, milliseconds=millis
+    )
 
 
 class _SchemaMerger:

@@ -1,10 +1,16 @@
 // Drives Apache Kafka Connect's own JsonConverter for tests/integration/test_json_interop.py.
 //
+// Mode "values": each stdin line is the base64 of a UTF-8 text; the program prints
+//   <schema description>\t<value description>\t<base64 of Values.convertToString(value)>
+// of Values.parseString(text) (what SimpleHeaderConverter reads a header as), or
+// "ERROR\t<exception class>: <message>".
+//
 // Mode "read": each stdin line is "<configs>\t<base64 bytes, or - for null>", where <configs>
 // is "key=value" pairs joined by "," (or "-" for none). For each line the program configures a
 // fresh JsonConverter (as a value converter), reads the bytes with toConnectData, and prints
 //   <schema description>\t<value description>\t<base64 of fromConnectData(schema, value) or ->
-// or "ERROR\t<exception class>: <message>" when Kafka refuses. The descriptions are the
+// (the last column "!<exception class>: <message>" when Kafka cannot write back what it read),
+// or "ERROR\t<exception class>: <message>" when Kafka refuses to read. The descriptions are the
 // canonical text that the Python test computes for its own data (describe_schema and
 // describe_value there): the same data gives the same text.
 import java.math.BigDecimal;
@@ -22,22 +28,24 @@ import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaAndValue;
 import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.data.Values;
 import org.apache.kafka.connect.json.JsonConverter;
 
 public class JsonInterop {
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 1 || !args[0].equals("read")) {
-            System.err.println("usage: JsonInterop read < lines");
+        if (args.length != 1 || !(args[0].equals("read") || args[0].equals("values"))) {
+            System.err.println("usage: JsonInterop read|values < lines");
             System.exit(2);
         }
+        boolean values = args[0].equals("values");
         java.io.BufferedReader in = new java.io.BufferedReader(
             new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
         StringBuilder out = new StringBuilder();
         String line;
         while ((line = in.readLine()) != null) {
-            if (line.isEmpty()) continue;
-            out.append(readLine(line)).append('\n');
+            if (line.isEmpty() && !values) continue;
+            out.append(values ? parseLine(line) : readLine(line)).append('\n');
         }
         System.out.print(out);
         System.out.flush();
@@ -55,15 +63,36 @@ public class JsonInterop {
         byte[] bytes = parts[1].equals("-") ? null : Base64.getDecoder().decode(parts[1]);
         JsonConverter converter = new JsonConverter();
         converter.configure(configs, false);
+        SchemaAndValue read;
         try {
-            SchemaAndValue read = converter.toConnectData("topic", bytes);
+            read = converter.toConnectData("topic", bytes);
+        } catch (RuntimeException e) {
+            converter.close();
+            return "ERROR\t" + e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+        String description = describeSchema(read.schema()) + "\t" + describeValue(read.value());
+        try {
             byte[] written = converter.fromConnectData("topic", read.schema(), read.value());
-            return describeSchema(read.schema()) + "\t" + describeValue(read.value()) + "\t"
+            return description + "\t"
                 + (written == null ? "-" : Base64.getEncoder().encodeToString(written));
         } catch (RuntimeException e) {
-            return "ERROR\t" + e.getClass().getSimpleName() + ": " + e.getMessage();
+            // what Kafka read, it cannot write back (e.g. a null in a required field)
+            return description + "\t!" + e.getClass().getSimpleName() + ": " + e.getMessage();
         } finally {
             converter.close();
+        }
+    }
+
+    private static String parseLine(String line) {
+        String text = new String(Base64.getDecoder().decode(line), StandardCharsets.UTF_8);
+        try {
+            SchemaAndValue parsed = Values.parseString(text);
+            if (parsed == null) return "null\tnull\t-";
+            String back = Values.convertToString(parsed.schema(), parsed.value());
+            return describeSchema(parsed.schema()) + "\t" + describeValue(parsed.value()) + "\t"
+                + (back == null ? "-" : b64(back));
+        } catch (RuntimeException e) {
+            return "ERROR\t" + e.getClass().getSimpleName() + ": " + e.getMessage();
         }
     }
 
