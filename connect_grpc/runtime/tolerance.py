@@ -98,7 +98,8 @@ class ProcessingContext:
 class ErrorReporter(Protocol):
     """Told about every record that failed (Kafka Connect's ErrorReporter)."""
 
-    def report(self, context: ProcessingContext) -> None: ...
+    def report(self, context: ProcessingContext) -> object:
+        """Handles one failed record (what it returns is the reporter's own business)."""
 
     def close(self) -> None: ...
 

@@ -1,0 +1,395 @@
+"""A task's record pipeline, applied to each batch where the batch already is (the driver's
+loop, or the Spark task hosting the task): never an extra Spark job.
+
+Source (Kafka Connect's order): transformations (each behind its predicate) → header, key,
+value converters → the producer. Sink: key, value, header converters → transformations →
+``put``. Every stage of every record runs through the task's RetryWithToleranceOperator;
+a record that fails (and is tolerated) or that a transformation drops goes no further.
+
+Offsets, as Kafka Connect: a dropped or failed source record's offset is not committed
+(the batch's offsets are those of the records that go out), except with exactly-once, whose
+transaction commits the offsets of the whole batch; a skipped sink record still advances
+its partition's committed offset (the ranges read are committed whole).
+
+When the pipeline has no converter and no transformation (``is_pass_through``), the task's
+runner never calls it: records move as bytes by today's code, at today's speed.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import structlog
+
+from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.pipeline_config import PipelinePlugins, TransformStage
+from connect_grpc.data.errors import DataError
+from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
+from connect_grpc.data.record import ConnectRecord
+from connect_grpc.domain import TaskId
+from connect_grpc.metrics.worker_metrics import ErrorCounts
+from connect_grpc.runtime.dead_letter import (
+    DeadLetterQueueReporter,
+    SourceRecordSerializer,
+    dlq_admin_conf,
+    dlq_producer_conf,
+    ensure_topic,
+)
+from connect_grpc.runtime.tolerance import (
+    SINK_TASK_CLASS,
+    ErrorHandlerError,
+    ErrorReporter,
+    LogReporter,
+    ProcessingContext,
+    RetryWithToleranceOperator,
+    Stage,
+)
+
+log = structlog.get_logger(__name__)
+
+#: Builds a task's pipeline plugins where the task runs (picklable, for a hosted task).
+PipelineFactory = Callable[[], PipelinePlugins]
+
+
+class PassThroughConverter(Converter):
+    """The converter of a connector that sets none (today's behaviour): bytes go out as they
+    are and str as UTF-8; bytes read are handed on as bytes, without a schema."""
+
+    def from_connect_data(self, topic: str, headers: Any, schema: Any, value: Any) -> bytes | None:
+        if value is None or isinstance(value, bytes):
+            return value
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, bytearray | memoryview):
+            return bytes(value)
+        raise DataError(
+            f"no converter is configured for {type(value).__name__} data: set key.converter "
+            "and value.converter, or return bytes or str"
+        )
+
+    def to_connect_data(self, topic: str, headers: Any, value: bytes | None) -> SchemaAndValue:
+        return SchemaAndValue(None, value)
+
+
+class PassThroughHeaderConverter(HeaderConverter):
+    """The header converter of a connector that sets none: as PassThroughConverter."""
+
+    _values = PassThroughConverter()
+
+    def from_connect_header(
+        self, topic: str, header_key: str, schema: Any, value: Any
+    ) -> bytes | None:
+        return self._values.from_connect_data(topic, None, schema, value)
+
+    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
+        return SchemaAndValue(None, value)
+
+
+def _apply_stage(stage: TransformStage, record: ConnectRecord) -> ConnectRecord | None:
+    predicate = stage.predicate
+    if predicate is None or stage.negate != bool(predicate.test(record)):
+        result: ConnectRecord | None = stage.transformation.apply(record)
+        return result
+    return record
+
+
+class TaskPipeline:
+    """One task's converters, transformations and error handling (operator, log reporter,
+    dead-letter queue). Used by the task's one thread; ``errant_record_reporter`` may be
+    called from the task's own threads."""
+
+    def __init__(
+        self,
+        task: TaskId,
+        plugins: PipelinePlugins,
+        *,
+        reporters: Sequence[ErrorReporter],
+        operator: RetryWithToleranceOperator,
+        dead_letters: DeadLetterQueueReporter | None,
+    ) -> None:
+        self.task = task
+        self.plugins = plugins
+        self.pass_through = plugins.is_pass_through()
+        self.operator = operator
+        self.counts = operator.counts
+        self.dead_letters = dead_letters
+        self._reporters = reporters
+        self._key: Converter = plugins.key_converter or PassThroughConverter()
+        self._value: Converter = plugins.value_converter or PassThroughConverter()
+        self._header: HeaderConverter = plugins.header_converter or PassThroughHeaderConverter()
+        self._has_header_converter = plugins.header_converter is not None
+        self._stages = list(plugins.stages)
+        #: The batch's delivered sink records → the raw records they came from, for an
+        #: errant record's report (id → (delivered, raw): the id alone could be reused).
+        self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
+
+    @classmethod
+    def create(
+        cls,
+        task: TaskId,
+        plugins: PipelinePlugins,
+        *,
+        is_sink: bool,
+        producer_conf: Mapping[str, str],
+        connector_config: Mapping[str, str],
+        sleep: Callable[[int], bool],
+        producer_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+    ) -> TaskPipeline:
+        """The task's pipeline: Kafka Connect's reporters (the log; a sink's dead-letter
+        queue) and, beyond it, a source's dead-letter queue with the same settings."""
+        errors = plugins.errors
+        counts = ErrorCounts()
+        reporters: list[ErrorReporter] = [LogReporter(task, errors, counts)]
+        dead_letters = None
+        if errors.dlq_topic:
+            serializer = (
+                None
+                if is_sink
+                else SourceRecordSerializer(
+                    plugins.key_converter, plugins.value_converter, plugins.header_converter
+                )
+            )
+            dead_letters = DeadLetterQueueReporter(
+                task,
+                errors.dlq_topic,
+                dlq_producer_conf(producer_conf, connector_config, task),
+                counts,
+                context_headers_enabled=errors.dlq_context_headers,
+                serializer=serializer,
+                producer_factory=producer_factory,
+            )
+            reporters.append(dead_letters)
+        operator = RetryWithToleranceOperator(errors, reporters, counts, sleep=sleep)
+        return cls(task, plugins, reporters=reporters, operator=operator, dead_letters=dead_letters)
+
+    def open(self, admin_conf: Mapping[str, str] | None = None) -> None:
+        """Creates the dead-letter queue's topic if absent (the task fails to start when it
+        cannot). ``admin_conf`` None: the topic is left as it is (tests)."""
+        dead_letters = self.dead_letters
+        if dead_letters is None or admin_conf is None:
+            return
+        ensure_topic(admin_conf, dead_letters.topic, self.plugins.errors.dlq_replication_factor)
+
+    def admin_conf(
+        self, producer_conf: Mapping[str, str], connector_config: Mapping[str, str]
+    ) -> dict[str, str]:
+        return dlq_admin_conf(producer_conf, connector_config, self.task)
+
+    # ---- source ---------------------------------------------------------------------------
+
+    def apply_source(self, records: Sequence[SourceRecord]) -> list[SourceRecord | None]:
+        """Each polled record as it goes to Kafka (key, value and headers as bytes), or None
+        where it was dropped or failed, in the batch's order."""
+        return [self._source_record(record) for record in records]
+
+    def _source_record(self, original: SourceRecord) -> SourceRecord | None:
+        context = ProcessingContext(original)
+        record = self._transform(context, original)
+        if record is None:
+            return None
+        context.target_topic = record.topic
+        execute = self.operator.execute
+        headers = execute(
+            context, lambda: self._headers_out(record), Stage.HEADER_CONVERTER, self._header
+        )
+        connect_headers = None if record.headers.__class__ is tuple else record.headers
+        key = execute(
+            context,
+            lambda: self._key.from_connect_data(
+                record.topic, connect_headers, record.key_schema, record.key
+            ),
+            Stage.KEY_CONVERTER,
+            self._key,
+        )
+        value = execute(
+            context,
+            lambda: self._value.from_connect_data(
+                record.topic, connect_headers, record.value_schema, record.value
+            ),
+            Stage.VALUE_CONVERTER,
+            self._value,
+        )
+        if context.failed:
+            return None
+        converted: SourceRecord = record.new_record(
+            key=key, value=value, headers=headers, key_schema=None, value_schema=None
+        )
+        return converted
+
+    def _headers_out(self, record: SourceRecord) -> tuple[tuple[str, bytes | None], ...]:
+        """Raw (key, bytes) pairs go out as they are; Connect headers (a header SMT's, or
+        the task's own) through the header converter."""
+        headers: Any = record.headers
+        if headers.__class__ is tuple:
+            raw: tuple[tuple[str, bytes | None], ...] = headers
+            return raw
+        convert, topic = self._header.from_connect_header, record.topic
+        return tuple(
+            (header.key, convert(topic, header.key, header.schema, header.value))
+            for header in headers
+        )
+
+    # ---- sink -----------------------------------------------------------------------------
+
+    def apply_sink(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
+        """The records to put: each raw record read converted and transformed; those that
+        failed or were dropped left out (their offsets are committed all the same)."""
+        self._originals = {}
+        delivered: list[SinkRecord] = []
+        for raw in records:
+            record = self._sink_record(raw)
+            if record is not None:
+                delivered.append(record)
+                self._originals[id(record)] = (record, raw)
+        return delivered
+
+    def _sink_record(self, raw: SinkRecord) -> SinkRecord | None:
+        context = ProcessingContext(raw)
+        execute, topic = self.operator.execute, raw.topic
+        key = execute(
+            context,
+            lambda: self._key.to_connect_data(topic, None, raw.key),
+            Stage.KEY_CONVERTER,
+            self._key,
+        )
+        value = execute(
+            context,
+            lambda: self._value.to_connect_data(topic, None, raw.value),
+            Stage.VALUE_CONVERTER,
+            self._value,
+        )
+        headers: Any = raw.headers
+        if self._has_header_converter:
+            headers = execute(
+                context, lambda: self._headers_in(raw), Stage.HEADER_CONVERTER, self._header
+            )
+        if context.failed or key is None or value is None:
+            return None
+        record = SinkRecord(
+            topic,
+            raw.kafka_partition,
+            raw.kafka_offset,
+            key.value,
+            value.value,
+            raw.timestamp_ms,
+            headers,
+            key.schema,
+            value.schema,
+        )
+        transformed: SinkRecord | None = self._transform(context, record)
+        return transformed
+
+    def _headers_in(self, raw: SinkRecord) -> Any:
+        from connect_grpc.data.headers import ConnectHeaders  # the data room's (branch data-model)
+
+        headers = ConnectHeaders()
+        convert, topic = self._header.to_connect_header, raw.topic
+        for key, value in raw.headers:
+            converted = convert(topic, key, value)
+            headers.add(key, converted.value, converted.schema)
+        return headers
+
+    def original_of(self, record: SinkRecord) -> SinkRecord | None:
+        """The raw record a record of the last batch put came from (None if it is not one)."""
+        entry = self._originals.get(id(record))
+        return entry[1] if entry is not None and entry[0] is record else None
+
+    # ---- shared ---------------------------------------------------------------------------
+
+    def _transform(self, context: ProcessingContext, record: Any) -> Any:
+        execute = self.operator.execute
+        for stage in self._stages:
+            record = execute(
+                context,
+                functools.partial(_apply_stage, stage, record),
+                Stage.TRANSFORMATION,
+                stage.transformation,
+            )
+            if record is None:
+                return None
+        return record
+
+    def await_dead_letters(self) -> None:
+        """Waits (bounded) for the dead-letter queue's writes so far: called before the
+        offsets of the records they came from are committed."""
+        if self.dead_letters is not None:
+            self.dead_letters.await_writes()
+
+    def take_counts(self) -> ErrorCounts:
+        return self.counts.take()
+
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        """KIP-610's reporter for a sink task's context: None unless the connector has a
+        dead-letter queue or logs errors (``errors.log.enable``), as Kafka Connect."""
+        errors = self.plugins.errors
+        if not errors.dlq_topic and not errors.log_enable:
+            return None
+        return ErrantRecordReporter(self)
+
+    def close(self) -> None:
+        self.operator.close()
+        self.plugins.close()
+
+
+class ErrantRecordReporter:
+    """What a sink task reports records it cannot write with (KIP-610): the record goes to
+    the log and the dead-letter queue as it was read, and with ``errors.tolerance=none``
+    the call raises and the task fails after its ``put``."""
+
+    def __init__(self, pipeline: TaskPipeline) -> None:
+        self._pipeline = pipeline
+        self._lock = threading.Lock()
+        self._first_error: ErrorHandlerError | None = None
+
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        """Reports ``record``; the Future completes when the dead-letter queue has it (at
+        once without a queue). Raises ErrorHandlerError with ``errors.tolerance=none``."""
+        pipeline = self._pipeline
+        original = pipeline.original_of(record) or self._serialised(record)
+        context = ProcessingContext(original)
+        with self._lock:
+            dead_letters = pipeline.dead_letters
+            if dead_letters is not None:
+                dead_letters.last_future = None
+            try:
+                pipeline.operator.execute_failed(context, Stage.TASK_PUT, SINK_TASK_CLASS, error)
+            except ErrorHandlerError as exc:
+                if self._first_error is None:
+                    self._first_error = exc
+                raise
+            future = None if dead_letters is None else dead_letters.last_future
+        if future is None:
+            future = Future()
+            future.set_result(None)
+        return future
+
+    def _serialised(self, record: SinkRecord) -> SinkRecord:
+        """A record the task made itself, as bytes through the task's converters."""
+        pipeline = self._pipeline
+        topic = record.topic
+        key = pipeline._key.from_connect_data(topic, None, record.key_schema, record.key)
+        value = pipeline._value.from_connect_data(topic, None, record.value_schema, record.value)
+        headers: Any = record.headers
+        if headers.__class__ is not tuple:
+            convert = pipeline._header.from_connect_header
+            headers = tuple((h.key, convert(topic, h.key, h.schema, h.value)) for h in headers)
+        return SinkRecord(
+            topic,
+            record.kafka_partition,
+            record.kafka_offset,
+            key,
+            value,
+            record.timestamp_ms,
+            headers,
+        )
+
+    def maybe_raise(self) -> None:
+        """After ``put``: raises the tolerance error of a report the task swallowed."""
+        with self._lock:
+            error = self._first_error
+        if error is not None:
+            raise ErrorHandlerError(str(error)) from error.__cause__
