@@ -57,9 +57,7 @@ AWAIT_TIMEOUT_S = 30.0
 Headers = list[tuple[str, bytes | None]]
 
 
-def dlq_producer_conf(
-    base: Mapping[str, str], connector_config: Mapping[str, str], task: TaskId
-) -> dict[str, str]:
+def dlq_producer_conf(base: Mapping[str, str], task: TaskId) -> dict[str, str]:
     """Kafka Connect's DLQ producer settings over the task's producer config (worker
     ``producer.*`` and the connector's ``producer.override.*``): every record acknowledged
     by all replicas, in order, without idempotence; every delivery reported."""

@@ -21,6 +21,7 @@ import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -126,6 +127,8 @@ class TaskPipeline:
         #: The batch's delivered sink records → the raw records they came from, for an
         #: errant record's report (id → (delivered, raw): the id alone could be reused).
         self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
+        #: KIP-610's reporter for a sink task's context (see ``errant_record_reporter``).
+        self.errant = self._new_errant_reporter()
 
     @classmethod
     def create(
@@ -135,7 +138,6 @@ class TaskPipeline:
         *,
         is_sink: bool,
         producer_conf: Mapping[str, str],
-        connector_config: Mapping[str, str],
         sleep: Callable[[int], bool],
         producer_factory: Callable[[Mapping[str, Any]], Any] | None = None,
     ) -> TaskPipeline:
@@ -156,7 +158,7 @@ class TaskPipeline:
             dead_letters = DeadLetterQueueReporter(
                 task,
                 errors.dlq_topic,
-                dlq_producer_conf(producer_conf, connector_config, task),
+                dlq_producer_conf(producer_conf, task),
                 counts,
                 context_headers_enabled=errors.dlq_context_headers,
                 serializer=serializer,
@@ -166,18 +168,13 @@ class TaskPipeline:
         operator = RetryWithToleranceOperator(errors, reporters, counts, sleep=sleep)
         return cls(task, plugins, reporters=reporters, operator=operator, dead_letters=dead_letters)
 
-    def open(self, admin_conf: Mapping[str, str] | None = None) -> None:
+    def open(self, admin_conf: Mapping[str, str]) -> None:
         """Creates the dead-letter queue's topic if absent (the task fails to start when it
-        cannot). ``admin_conf`` None: the topic is left as it is (tests)."""
+        cannot)."""
         dead_letters = self.dead_letters
-        if dead_letters is None or admin_conf is None:
-            return
-        ensure_topic(admin_conf, dead_letters.topic, self.plugins.errors.dlq_replication_factor)
-
-    def admin_conf(
-        self, producer_conf: Mapping[str, str], connector_config: Mapping[str, str]
-    ) -> dict[str, str]:
-        return dlq_admin_conf(producer_conf, connector_config, self.task)
+        if dead_letters is not None:
+            errors = self.plugins.errors
+            ensure_topic(admin_conf, dead_letters.topic, errors.dlq_replication_factor)
 
     # ---- source ---------------------------------------------------------------------------
 
@@ -322,7 +319,7 @@ class TaskPipeline:
     def take_counts(self) -> ErrorCounts:
         return self.counts.take()
 
-    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+    def _new_errant_reporter(self) -> ErrantRecordReporter | None:
         """KIP-610's reporter for a sink task's context: None unless the connector has a
         dead-letter queue or logs errors (``errors.log.enable``), as Kafka Connect."""
         errors = self.plugins.errors
@@ -333,6 +330,57 @@ class TaskPipeline:
     def close(self) -> None:
         self.operator.close()
         self.plugins.close()
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """What a task needs to build its pipeline where it runs (picklable when its factory
+    is: a hosted task builds its own in its Spark task)."""
+
+    factory: PipelineFactory
+    #: The dead-letter queue's admin client (``dead_letter.dlq_admin_conf``).
+    admin_conf: dict[str, str]
+
+
+def pipeline_spec(
+    factory: PipelineFactory | None,
+    task: TaskId,
+    producer_conf: Mapping[str, str],
+    connector_config: Mapping[str, str],
+) -> PipelineSpec | None:
+    if factory is None:
+        return None
+    return PipelineSpec(factory, dlq_admin_conf(producer_conf, connector_config, task))
+
+
+def start_pipeline(
+    spec: PipelineSpec | None,
+    task: TaskId,
+    *,
+    is_sink: bool,
+    producer_conf: Mapping[str, str],
+    sleep: Callable[[int], bool],
+) -> TaskPipeline | None:
+    """Builds the task's pipeline and creates its dead-letter queue's topic. None when the
+    task needs none: no spec, or a pass-through pipeline that no sink task can report
+    errant records through (the plugins are then closed at once)."""
+    if spec is None:
+        return None
+    plugins = spec.factory()
+    errors = plugins.errors
+    reports_errant = is_sink and bool(errors.dlq_topic or errors.log_enable)
+    if plugins.is_pass_through() and not reports_errant:
+        plugins.close()
+        return None
+    pipeline = TaskPipeline.create(
+        task, plugins, is_sink=is_sink, producer_conf=producer_conf, sleep=sleep
+    )
+    try:
+        pipeline.open(spec.admin_conf)
+    except BaseException:
+        pipeline.close()
+        raise
+    return pipeline
 
 
 class ErrantRecordReporter:

@@ -4,20 +4,24 @@ ErrantRecordReporter; with real (test) converters and transformations, a fake pr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceRecord
 from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
 from connect_grpc.domain import TaskId
 from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
-from connect_grpc.runtime.kafka_io import KafkaIoError
+from connect_grpc.runtime.kafka_io import KafkaIoError, RangeResult
 from connect_grpc.runtime.pipeline import TaskPipeline
+from connect_grpc.runtime.records import latest_offsets
+from connect_grpc.runtime.sink_task import put_all
+from connect_grpc.runtime.source_task import _Batch
 from connect_grpc.runtime.tolerance import ErrorHandlerError
 from connect_grpc.testing.pipeline_plugins import (
     DropTransformation,
@@ -116,7 +120,6 @@ def pipeline(
         plugins,
         is_sink=is_sink,
         producer_conf={"bootstrap.servers": "b:9092"},
-        connector_config={},
         sleep=lambda ms: False,
         producer_factory=factory,
     )
@@ -305,15 +308,15 @@ def test_unacknowledged_dlq_writes_fail_the_wait_retriably() -> None:
 
 
 def test_errant_record_reporter_is_none_without_dlq_or_log() -> None:
-    assert pipeline(is_sink=True)[0].errant_record_reporter() is None
-    assert pipeline(errors=replace(ALL, log_enable=True), is_sink=True)[0].errant_record_reporter()
-    assert pipeline(errors=DLQ, is_sink=True)[0].errant_record_reporter()
+    assert pipeline(is_sink=True)[0].errant is None
+    assert pipeline(errors=replace(ALL, log_enable=True), is_sink=True)[0].errant
+    assert pipeline(errors=DLQ, is_sink=True)[0].errant
 
 
 def test_errant_record_reporter_sends_the_original_bytes() -> None:
     built, producers = pipeline(value=Utf8Converter(), errors=DLQ, is_sink=True)
     [delivered] = built.apply_sink([raw(b"fine", 7)])
-    reporter = built.errant_record_reporter()
+    reporter = built.errant
     assert reporter is not None
     future = reporter.report(delivered, DataError("cannot write"))
     assert not future.done()
@@ -329,7 +332,7 @@ def test_errant_record_reporter_sends_the_original_bytes() -> None:
 
 def test_errant_record_reporter_serialises_a_record_the_task_made() -> None:
     built, producers = pipeline(value=Utf8Converter(), errors=DLQ, is_sink=True)
-    reporter = built.errant_record_reporter()
+    reporter = built.errant
     assert reporter is not None
     reporter.report(SinkRecord("in", 0, 3, None, "made here"), DataError("x"))
     assert producers[0].produced[0]["value"] == b"made here"
@@ -337,10 +340,78 @@ def test_errant_record_reporter_serialises_a_record_the_task_made() -> None:
 
 def test_errant_record_reporter_with_tolerance_none_raises_now_and_after_put() -> None:
     built, producers = pipeline(errors=replace(DLQ, tolerate_all=False), is_sink=True)
-    reporter = built.errant_record_reporter()
+    reporter = built.errant
     assert reporter is not None
     with pytest.raises(ErrorHandlerError, match="Tolerance exceeded"):
         reporter.report(raw(b"x"), DataError("x"))
     assert len(producers[0].produced) == 1
     with pytest.raises(ErrorHandlerError, match="Tolerance exceeded"):
         reporter.maybe_raise()
+
+
+class RecordingSink(SinkTask):
+    def __init__(self, errant: Any = None) -> None:
+        self.put_batches: list[list[SinkRecord]] = []
+        self.flushed: list[dict[tuple[str, int], int]] = []
+        self.errant = errant
+
+    def start(self, config: Mapping[str, str]) -> None:
+        return
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        return
+
+    def put(self, records: Any) -> None:
+        self.put_batches.append(list(records))
+        for record in records:
+            if self.errant is not None and "bad" in record.value:
+                # a task that swallows the error: the runtime fails it after put
+                with contextlib.suppress(ErrorHandlerError):
+                    self.errant.report(record, DataError("cannot write"))
+
+    def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        self.flushed.append(dict(offsets))
+
+
+def read(records: list[SinkRecord]) -> list[RangeResult[SinkRecord]]:
+    return [RangeResult("in", 0, records[-1].kafka_offset + 1, records)]
+
+
+def test_put_all_commits_past_skipped_records() -> None:
+    built, _ = pipeline(value=Utf8Converter(), is_sink=True)
+    records = [raw(b"a", 0), raw(b"poison", 1)]
+    task = RecordingSink()
+    offsets, count = put_all(task, records, read(records), built)
+    assert [r.value for r in task.put_batches[0]] == ["a"]
+    assert offsets == {("in", 0): 2} and count == 2
+    assert task.flushed == [{("in", 0): 2}]
+
+
+def test_put_all_without_a_pipeline_is_todays_path() -> None:
+    records = [raw(b"a", 0)]
+    task = RecordingSink()
+    put_all(task, records, read(records))
+    assert task.put_batches == [records]
+
+
+def test_put_all_fails_after_put_when_the_task_swallowed_a_tolerance_error() -> None:
+    built, producers = pipeline(
+        value=Utf8Converter(), errors=replace(DLQ, tolerate_all=False), is_sink=True
+    )
+    task = RecordingSink(built.errant)
+    records = [raw(b"bad", 0)]
+    with pytest.raises(ErrorHandlerError, match="Tolerance exceeded"):
+        put_all(task, records, read(records), built)
+    assert task.flushed == []  # never flushed, never committed
+    assert [p["value"] for p in producers[0].produced] == [b"bad"]
+
+
+def test_a_source_batch_through_the_pipeline_commits_only_what_goes_out() -> None:
+    built, _ = pipeline(stage("drop", DropTransformation()))
+    polled = [source("a", 0), source("b", 1), source("drop", 2)]
+    batch = _Batch(polled).through(built)
+    assert [r.value for r in batch.outgoing] == [b"a", b"b"]
+    assert latest_offsets(batch.outgoing) == [({"p": 0}, {"o": 1})]
+    assert batch.converted is not None and batch.converted[2] is None
+    untouched = _Batch(polled).through(None)
+    assert untouched.outgoing is polled and untouched.converted is None
