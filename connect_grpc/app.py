@@ -18,6 +18,7 @@ from connect_grpc.api.server import ApiServer
 from connect_grpc.api.tls import PeerCredentials
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.connector_files import ConnectorRequest
+from connect_grpc.connectors.pipeline_config import PipelineConfigError, check_worker_converters
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.errors import (
     AlreadyExistsError,
@@ -114,7 +115,7 @@ class DistributedProcess(_ServingProcess):
         self.herder = self.distributed = DistributedHerder(
             config,
             cluster,
-            Plugins(config.plugin_path, include_testing=config.test_plugins_enabled),
+            _worker_plugins(config),
             task_config_sender=self._sender,
             fencing_requester=self._sender.request_fencing,
             metrics=self.metrics,
@@ -163,7 +164,7 @@ class StandaloneProcess(_ServingProcess):
         self.config = config
         self.herder = StandaloneHerder(
             config,
-            Plugins(config.plugin_path, include_testing=config.test_plugins_enabled),
+            _worker_plugins(config),
             FileOffsetStore(offset_file),
             metrics=self.metrics,
         )
@@ -219,6 +220,22 @@ class StandaloneProcess(_ServingProcess):
 
 
 #: What a connector file can cause by its content (exit 2); other errors are run-time (exit 1).
+def _worker_plugins(config: WorkerConfig) -> Plugins:
+    """The worker's plugins; a worker converter that cannot be used stops the start, as in
+    Kafka Connect."""
+    plugins = Plugins(config.plugin_path, include_testing=config.test_plugins_enabled)
+    try:
+        check_worker_converters(config, plugins)
+    except PipelineConfigError as exc:
+        raise StartupError(
+            str(exc),
+            fix="set key.converter, value.converter and header.converter to converter classes "
+                "this worker has (a Kafka Connect class name, an alias, a Python path under "
+                "plugin.path or an entry point), or leave them out",
+        ) from exc
+    return plugins
+
+
 _CONFIG_ERRORS = (InvalidArgumentError, AlreadyExistsError, NotFoundError, FailedPreconditionError)
 
 

@@ -20,6 +20,7 @@ class ConfigType(enum.Enum):
     STRING = "STRING"
     INT = "INT"
     LONG = "LONG"
+    SHORT = "SHORT"
     DOUBLE = "DOUBLE"
     BOOLEAN = "BOOLEAN"
     LIST = "LIST"
@@ -35,6 +36,19 @@ class Importance(enum.Enum):
 
 #: A validator gets the parsed value and returns an error message, or None when valid.
 Validator = Callable[[Any], str | None]
+
+
+class ExactMessage(str):
+    """A validator's message that is the whole error as Kafka words it (its
+    ``ConfigException(message)``, or one naming the value as a Java list), not to be
+    prefixed with ``Invalid value <raw> for configuration <key>:``."""
+
+    __slots__ = ()
+
+
+def java_list(values: Iterable[Any]) -> str:
+    """A list as Java's ``List.toString`` prints it: ``[a, b]``."""
+    return "[" + ", ".join(str(v) for v in values) + "]"
 
 _NO_DEFAULT = object()
 
@@ -132,6 +146,17 @@ def one_of_ignoring_case(*options: str) -> Validator:
     return check
 
 
+def one_of(*options: str) -> Validator:
+    """A STRING that is exactly one of ``options`` (Kafka's ValidString: case-sensitive)."""
+
+    def check(value: Any) -> str | None:
+        if value is None or str(value) not in options:
+            return f"String must be one of: {', '.join(options)}"
+        return None
+
+    return check
+
+
 def non_empty_string(value: Any) -> str | None:
     if value is not None and not str(value).strip():
         return "String must be non-empty"
@@ -185,6 +210,7 @@ def _to_text(value: Any) -> str | None:
     return str(value)
 
 
+SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
@@ -240,19 +266,26 @@ def parse_java_double(text: str) -> float:
     return sign * float(unsigned)
 
 
+_INTEGER_BOUNDS = {
+    ConfigType.SHORT: (SHORT_MIN, SHORT_MAX),
+    ConfigType.INT: (INT_MIN, INT_MAX),
+    ConfigType.LONG: (LONG_MIN, LONG_MAX),
+}
+
+
 def parse_value(key: ConfigKey, raw: str) -> Any:
     """Parses one string value by the key's type, as Kafka's ``ConfigDef.parseType`` does.
 
-    INT and LONG are Java's ``parseInt``/``parseLong`` of the trimmed string (32-/64-bit,
-    optional sign, no underscores); DOUBLE is ``Double.parseDouble`` (so ``NaN`` and
-    ``Infinity`` parse: validators decide whether they are allowed); BOOLEAN is ``true`` or
-    ``false`` in any case; LIST splits on commas, trims each item and drops empty ones.
-    Raises ValueError with Kafka's message.
+    SHORT, INT and LONG are Java's ``parseShort``/``parseInt``/``parseLong`` of the trimmed
+    string (16-/32-/64-bit, optional sign, no underscores); DOUBLE is ``Double.parseDouble``
+    (so ``NaN`` and ``Infinity`` parse: validators decide whether they are allowed); BOOLEAN
+    is ``true`` or ``false`` in any case; LIST splits on commas, trims each item and drops
+    empty ones. Raises ValueError with Kafka's message.
     """
     text = java_trim(raw)
     match key.type:
-        case ConfigType.INT | ConfigType.LONG:
-            bounds = (INT_MIN, INT_MAX) if key.type is ConfigType.INT else (LONG_MIN, LONG_MAX)
+        case ConfigType.SHORT | ConfigType.INT | ConfigType.LONG:
+            bounds = _INTEGER_BOUNDS[key.type]
             try:
                 return parse_java_integer(text, *bounds)
             except ValueError:
@@ -326,7 +359,9 @@ class ConfigDef:
                     value = None
             if not problems and key.validator is not None:
                 message = key.validator(value)
-                if message:
+                if isinstance(message, ExactMessage):
+                    problems.append(message)
+                elif message:
                     problems.append(f"Invalid value {raw} for configuration {key.name}: {message}")
             errors[key.name] = problems
         return errors

@@ -160,10 +160,14 @@ class ConfigInfos:
 @dataclass(frozen=True, slots=True)
 class PluginDesc:
     class_name: str
+    #: SOURCE or SINK for a connector; UNKNOWN for the other plugin types.
     type: ConnectorType
     version: str
     aliases: tuple[str, ...] = ()
     config_definitions: tuple[ConfigKeyInfo, ...] = ()
+    #: Kafka Connect's plugin type: ``source``, ``sink``, ``transformation``,
+    #: ``predicate``, ``converter`` or ``header_converter`` (empty when unknown).
+    plugin_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)

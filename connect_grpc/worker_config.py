@@ -192,6 +192,31 @@ EXACTLY_ONCE_SOURCE_ENABLED = "enabled"
 EXACTLY_ONCE_SOURCE_PROPERTY = "exactly.once.source.support"
 
 
+#: The worker's converter properties (Kafka Connect's names). Each may carry its own keys
+#: (``value.converter.schemas.enable``), which configure it and nothing else.
+CONVERTER_PROPERTIES = ("key.converter", "value.converter", "header.converter")
+
+
+def _converter_property(props: Mapping[str, str], name: str) -> str | None:
+    """A worker converter class, trimmed; None when unset. A blank one, and Kafka Connect
+    4.1's ``<name>.plugin.version`` (KIP-891, not implemented), are refused."""
+    version_key = f"{name}.plugin.version"
+    if version_key in props:
+        raise InvalidArgumentError.for_field(
+            version_key, "is not supported: connect-grpc has a single installed version of "
+            "each plugin (Kafka Connect's multi-version plugins, KIP-891, are not implemented)",
+        )
+    raw = props.get(name)
+    if raw is None:
+        return None
+    if not java_trim(raw):
+        raise InvalidArgumentError.for_field(
+            name, "must name a converter class, or be left out (no converter: record bytes "
+            "pass through unchanged)",
+        )
+    return java_trim(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     """A worker's settings. ``raw`` keeps every property, for pass-through (``spark.*``,
@@ -231,6 +256,10 @@ class WorkerConfig:
     #: ``listeners=grpcs://…`` with ``listeners.https.ssl.*``, and ``auth.*``: the TLS
     #: listener and who may call (``connect_grpc.security.config``).
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    #: ``key.converter``, ``value.converter``, ``header.converter``: the converters of the
+    #: connectors that set none of their own (None: unset; Kafka Connect requires the first
+    #: two, here a side without a converter passes its bytes through).
+    converters: Mapping[str, str | None] = field(default_factory=dict)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> WorkerConfig:
@@ -268,6 +297,7 @@ class WorkerConfig:
                 (TASK_HOSTING_EXECUTOR, TASK_HOSTING_DRIVER),
                 TASK_HOSTING_EXECUTOR,
             ),
+            converters={name: _converter_property(props, name) for name in CONVERTER_PROPERTIES},
             exactly_once_source=_choice_property(
                 props,
                 EXACTLY_ONCE_SOURCE_PROPERTY,
@@ -302,6 +332,10 @@ class WorkerConfig:
                 f"{EXACTLY_ONCE_SOURCE_PROPERTY}={EXACTLY_ONCE_SOURCE_DISABLED}",
             )
         return self.offset_file
+
+    def converter_class(self, name: str) -> str | None:
+        """The worker's ``key.converter``, ``value.converter`` or ``header.converter``."""
+        return self.converters.get(name)
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """Every property under ``prefix`` with the prefix removed (e.g. ``producer.``)."""

@@ -32,6 +32,11 @@ from connect_grpc.connectors.api import (
     SourceConnector,
     TransactionBoundary,
 )
+from connect_grpc.connectors.pipeline_keys import (
+    DLQ_TOPIC_NAME,
+    PipelineValidation,
+    validate_pipeline,
+)
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfo, ConfigInfos, ConfigValueInfo
 from connect_grpc.errors import FieldViolation, InvalidArgumentError, NotFoundError
@@ -177,7 +182,7 @@ def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     has_regex = bool(config.get("topics.regex", "").strip())
     if has_topics and has_regex:
         message = "topics and topics.regex are mutually exclusive options, but both are set."
-        return {"topics": [message], "topics.regex": [message]}
+        return _with_dlq_errors(config, {"topics": [message], "topics.regex": [message]})
     if not has_topics and not has_regex:
         message = "Must configure one of topics or topics.regex"
         return {"topics": [message], "topics.regex": [message]}
@@ -185,8 +190,34 @@ def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
         topics = [java_trim(topic) for topic in config["topics"].split(",")]
         illegal = [error for topic in topics if (error := topic_name_error(topic))]
         if illegal:
-            return {"topics": illegal}
-    return {}
+            return _with_dlq_errors(config, {"topics": illegal})
+    return _with_dlq_errors(config, {})
+
+
+def _with_dlq_errors(
+    config: Mapping[str, str], errors: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """Adds Kafka Connect's errors for a dead-letter-queue topic the sink itself consumes:
+    one of its ``topics`` (on ``topics``), or one its ``topics.regex`` matches (on
+    ``topics.regex``)."""
+    dlq = config.get(DLQ_TOPIC_NAME, "").strip()
+    if not dlq:
+        return errors
+    topics = list(dict.fromkeys(
+        java_trim(t) for t in config.get("topics", "").split(",") if java_trim(t)
+    ))
+    if dlq in topics:
+        errors.setdefault("topics", []).append(
+            f"The DLQ topic '{dlq}' may not be included in the list of topics "
+            f"('topics=[{', '.join(topics)}]') consumed by the connector"
+        )
+    regex = config.get("topics.regex", "").strip()
+    if regex and valid_regex(regex) is None and re.fullmatch(regex, dlq):
+        errors.setdefault("topics.regex", []).append(
+            f"The DLQ topic '{dlq}' may not be matched by the regex for the topics "
+            f"('topics.regex={config['topics.regex']}') consumed by the connector"
+        )
+    return errors
 
 
 #: Keys the control plane itself reads from the stored config (to name, find, size and
@@ -251,7 +282,10 @@ class ConfigValidator:
     def validate(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
         connector = self.plugin_for(config, plugin)
         resolution = self._transformer.resolve_all(config)
+        pipeline = validate_pipeline(resolution.config, self._plugins)
         errors = self._resolved_errors(connector, resolution.config)
+        for key, key_errors in pipeline.errors.items():
+            errors[key] = [*errors.get(key, []), *key_errors]
         for key, problems in resolution.problems.items():
             errors[key] = problems  # its other errors would be about the unresolved text
         for key in LITERAL_KEYS:
@@ -260,18 +294,26 @@ class ConfigValidator:
         connector_class = type(connector)
         return _config_infos(
             f"{connector_class.__module__}.{connector_class.__qualname__}",
-            self._config_def(connector),
+            self._config_def(connector, pipeline),
             config,
             _without_resolved_values(errors, config, resolution.config),
         )
 
     @staticmethod
-    def _config_def(connector: Connector) -> ConfigDef:
+    def _config_def(connector: Connector, pipeline: PipelineValidation) -> ConfigDef:
+        """Kafka Connect's order: the framework's keys (the sink's or the source's among
+        them), the keys of each transformation and predicate alias, the plugin's keys, then
+        the keys of the converters the config sets."""
+        framework = COMMON_CONFIG.merged(pipeline.framework)
         if isinstance(connector, SinkConnector):
-            return COMMON_CONFIG.merged(SINK_CONFIG).merged(connector.config_def())
-        if isinstance(connector, SourceConnector):
-            return COMMON_CONFIG.merged(SOURCE_CONFIG).merged(connector.config_def())
-        return COMMON_CONFIG.merged(connector.config_def())
+            framework = framework.merged(SINK_CONFIG)
+        elif isinstance(connector, SourceConnector):
+            framework = framework.merged(SOURCE_CONFIG)
+        return (
+            framework.merged(pipeline.aliases)
+            .merged(connector.config_def())
+            .merged(pipeline.converters)
+        )
 
     def _resolved_errors(
         self, connector: Connector, config: Mapping[str, str]

@@ -1,0 +1,104 @@
+"""Kafka Connect's Struct: the value of a STRUCT schema, validated as it is filled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connect_grpc.data.errors import DataError
+from connect_grpc.data.schema import Field, Schema, Type, validate_value
+
+
+class Struct:
+    """The value of a STRUCT schema: one slot per field, filled with :meth:`put` (which
+    validates the value against the field's schema) and checked whole by :meth:`validate`."""
+
+    __slots__ = ("_schema", "_values")
+
+    def __init__(self, schema: Schema) -> None:
+        if schema.type is not Type.STRUCT:
+            raise DataError(f"Not a struct schema: {schema!r}")
+        self._schema = schema
+        self._values: list[Any] = [None] * len(schema.fields)
+
+    @property
+    def schema(self) -> Schema:
+        return self._schema
+
+    def put(self, field: str | Field, value: Any) -> Struct:
+        """Sets a field's value after validating it; returns self for chaining."""
+        target = self._lookup(field) if isinstance(field, str) else field
+        if target is None:
+            raise DataError("field cannot be null.")
+        validate_value(target.schema, value, target.name)
+        self._values[target.index] = value
+        return self
+
+    def get(self, field: str | Field) -> Any:
+        """The field's value, or the field schema's default when the value is None."""
+        target = self._lookup(field) if isinstance(field, str) else field
+        value = self._values[target.index]
+        if value is None:
+            return target.schema.default
+        return value
+
+    def get_without_default(self, field: str | Field) -> Any:
+        """The field's value as put, None included."""
+        target = self._lookup(field) if isinstance(field, str) else field
+        return self._values[target.index]
+
+    def validate(self) -> None:
+        """Raises DataError if a required field without default is unset or a value does not
+        fit its field's schema."""
+        for field in self._schema.fields:
+            value = self._values[field.index]
+            if value is None and (field.schema.optional or field.schema.default is not None):
+                continue
+            validate_value(field.schema, value, field.name)
+
+    def _lookup(self, name: str) -> Field:
+        field = self._schema.field(name)
+        if field is None:
+            raise DataError(f"{name} is not a valid field name")
+        return field
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Struct):
+            return NotImplemented
+        return self._schema == other._schema and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash((self._schema, tuple(_hashable(value) for value in self._values)))
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{field.name}={java_string(self._values[field.index])}"
+            for field in self._schema.fields
+            if self._values[field.index] is not None
+        ]
+        return "Struct{" + ",".join(parts) + "}"
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(item) for item in value)
+    if isinstance(value, dict):
+        return frozenset((_hashable(k), _hashable(v)) for k, v in value.items())
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return value
+
+
+def java_string(value: Any) -> str:
+    """A value as Java's ``toString`` renders it inside a Struct (lists ``[a, b]``, maps
+    ``{k=v}``, booleans ``true``), so a Struct prints as Kafka's does."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(java_string(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{java_string(k)}={java_string(v)}" for k, v in value.items()) + "}"
+    return str(value)

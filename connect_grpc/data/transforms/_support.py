@@ -1,0 +1,163 @@
+"""What the built-in transformations share: Kafka Connect's ``Requirements`` checks,
+``SchemaUtil.copySchemaBasics``, the per-schema update cache, the key/value side a
+``$Key``/``$Value`` variant works on, and the config helpers.
+
+Where Kafka's messages name a Java class (``found: java.lang.String``), ours name the
+Python type (``found: str``): a Python value has no Java class, and an int has no width.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, ClassVar, Generic, TypeVar
+
+from connect_grpc.data.errors import DataError
+from connect_grpc.data.headers import ConnectHeaders
+from connect_grpc.data.plugins import Transformation
+from connect_grpc.data.record import ConnectRecord
+from connect_grpc.data.schema import Schema, SchemaBuilder, Type
+from connect_grpc.data.struct import Struct
+
+#: How many input schemas a schema-updating SMT remembers (Kafka: an LRU cache of 16).
+SCHEMA_CACHE_SIZE = 16
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def require_map(value: Any, purpose: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise DataError(
+            f"Only Map objects supported in absence of schema for [{purpose}], found: "
+            f"{type_name(value)}"
+        )
+    return value
+
+
+def require_map_or_null(value: Any, purpose: str) -> dict[str, Any] | None:
+    return None if value is None else require_map(value, purpose)
+
+
+def require_struct(value: Any, purpose: str) -> Struct:
+    if not isinstance(value, Struct):
+        raise DataError(f"Only Struct objects supported for [{purpose}], found: {type_name(value)}")
+    return value
+
+
+def require_struct_or_null(value: Any, purpose: str) -> Struct | None:
+    return None if value is None else require_struct(value, purpose)
+
+
+def require_schema(schema: Schema | None, purpose: str) -> Schema:
+    if schema is None:
+        raise DataError(f"Schema required for [{purpose}]")
+    return schema
+
+
+def require_sink_record(record: ConnectRecord, purpose: str) -> None:
+    # A SinkRecord is the record that knows its Kafka offset (data/ must not import connectors/).
+    if not hasattr(record, "kafka_offset"):
+        raise DataError(
+            f"Only SinkRecord supported for [{purpose}], found: {type(record).__name__}"
+        )
+
+
+def copy_schema_basics(source: Schema, builder: SchemaBuilder | None = None) -> SchemaBuilder:
+    """A builder of ``source``'s type (an array keeps its element schema) carrying its
+    name, version, doc and parameters; not its optionality, default or fields."""
+    if builder is None:
+        builder = _builder_of_type(source)
+    if source.name is not None:
+        builder.name(source.name)
+    if source.version is not None:
+        builder.version(source.version)
+    if source.doc is not None:
+        builder.doc(source.doc)
+    if source.parameters:
+        builder.parameters(dict(source.parameters))
+    return builder
+
+
+def _builder_of_type(source: Schema) -> SchemaBuilder:
+    if source.type is Type.ARRAY:
+        return SchemaBuilder.array(_present(source.value_schema))
+    if source.type is Type.MAP:
+        return SchemaBuilder.map(_present(source.key_schema), _present(source.value_schema))
+    return SchemaBuilder.type(source.type)
+
+
+def _present(schema: Schema | None) -> Schema:
+    if schema is None:
+        raise DataError("A container schema has no element schema")
+    return schema
+
+
+def struct_value(struct: Struct, name: str, with_default: bool) -> Any:
+    """A field's value, its default standing in for null unless ``with_default`` is off."""
+    return struct.get(name) if with_default else struct.get_without_default(name)
+
+
+class SchemaCache(Generic[K, V]):
+    """A small LRU map from an input schema to what an SMT derived from it."""
+
+    def __init__(self, size: int = SCHEMA_CACHE_SIZE) -> None:
+        self._size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: K, value: V) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+class Side:
+    """Which half of a record a ``$Key``/``$Value`` variant operates on."""
+
+    def __init__(self, is_key: bool) -> None:
+        self.is_key = is_key
+
+    def schema(self, record: ConnectRecord) -> Schema | None:
+        return record.key_schema if self.is_key else record.value_schema
+
+    def value(self, record: ConnectRecord) -> Any:
+        return record.key if self.is_key else record.value
+
+    def updated(self, record: Any, schema: Schema | None, value: Any) -> Any:
+        """The record with this side's schema and value replaced (headers and the rest kept)."""
+        if self.is_key:
+            return record.new_record(key_schema=schema, key=value)
+        return record.new_record(value_schema=schema, value=value)
+
+
+KEY = Side(is_key=True)
+VALUE = Side(is_key=False)
+
+
+def connect_headers(record: ConnectRecord) -> ConnectHeaders:
+    """A fresh, changeable copy of the record's headers as ConnectHeaders (raw pairs are
+    read as bytes values with no schema)."""
+    headers = record.headers
+    if isinstance(headers, ConnectHeaders):
+        return headers.duplicate()
+    return ConnectHeaders.from_raw(headers)
+
+
+class KeyOrValueTransformation(Transformation[Any]):
+    """A transformation with ``$Key`` and ``$Value`` variants: the subclass ``...Key``
+    operates on the record's key and key schema, ``...Value`` on its value and value schema."""
+
+    side: ClassVar[Side] = VALUE

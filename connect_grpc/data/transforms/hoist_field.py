@@ -1,0 +1,55 @@
+"""HoistField: wraps the key or value in a single-field Struct or map (Kafka's ``HoistField``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect_grpc.configdef import ConfigDef, ConfigType, define_all
+from connect_grpc.data.schema import Schema, SchemaBuilder
+from connect_grpc.data.struct import Struct
+from connect_grpc.data.transforms._config import key, parse_config
+from connect_grpc.data.transforms._support import KEY, KeyOrValueTransformation, SchemaCache
+
+FIELD = "field"
+
+CONFIG_DEF = define_all([
+    key(FIELD, ConfigType.STRING,
+        "Field name for the single field that will be created in the resulting Struct or Map."),
+])
+
+
+class HoistField(KeyOrValueTransformation):
+    """Schemaless: ``{field: value}`` (a null value too). With a schema: a Struct whose one
+    field ``field`` has the original schema (a null value needs an optional schema)."""
+
+    def configure(self, configs: Mapping[str, str]) -> None:
+        self._field: str = parse_config(CONFIG_DEF, configs)[FIELD]
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
+    def apply(self, record: Any) -> Any:
+        schema = self.side.schema(record)
+        value = self.side.value(record)
+        if schema is None:
+            return self.side.updated(record, None, {self._field: value})
+        updated = self._schemas.get(schema)
+        if updated is None:
+            updated = SchemaBuilder.struct().field(self._field, schema).build()
+            self._schemas.put(schema, updated)
+        return self.side.updated(record, updated, Struct(updated).put(self._field, value))
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def close(self) -> None:
+        self._schemas.clear()
+
+
+class HoistFieldKey(HoistField):
+    """``org.apache.kafka.connect.transforms.HoistField$Key``."""
+
+    side = KEY
+
+
+class HoistFieldValue(HoistField):
+    """``org.apache.kafka.connect.transforms.HoistField$Value``."""

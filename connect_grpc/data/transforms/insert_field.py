@@ -1,0 +1,180 @@
+"""InsertField: adds the record's topic, partition, offset, timestamp and/or a static
+string as fields of the key or value (Kafka's ``InsertField``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from connect_grpc.configdef import ConfigDef, ConfigType, define_all
+from connect_grpc.data.logical import Timestamp, timestamp_of_millis
+from connect_grpc.data.schema import (
+    INT32_SCHEMA,
+    INT64_SCHEMA,
+    OPTIONAL_INT32_SCHEMA,
+    OPTIONAL_INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    Schema,
+    SchemaBuilder,
+)
+from connect_grpc.data.struct import Struct
+from connect_grpc.data.transforms._config import (
+    REPLACE_NULL_WITH_DEFAULT,
+    key,
+    parse_config,
+    replace_null_with_default_key,
+)
+from connect_grpc.data.transforms._support import (
+    KEY,
+    KeyOrValueTransformation,
+    SchemaCache,
+    copy_schema_basics,
+    require_map,
+    require_sink_record,
+    require_struct,
+    struct_value,
+)
+
+TOPIC_FIELD = "topic.field"
+PARTITION_FIELD = "partition.field"
+OFFSET_FIELD = "offset.field"
+TIMESTAMP_FIELD = "timestamp.field"
+STATIC_FIELD = "static.field"
+STATIC_VALUE = "static.value"
+PURPOSE = "field insertion"
+
+_OPTIONALITY_DOC = (
+    "Suffix with <code>!</code> to make this a required field, or <code>?</code> to keep it "
+    "optional (the default)."
+)
+OPTIONAL_TIMESTAMP_SCHEMA = Timestamp.builder().optional().build()
+
+CONFIG_DEF = define_all([
+    key(TOPIC_FIELD, ConfigType.STRING, "Field name for Kafka topic. " + _OPTIONALITY_DOC,
+        default=None),
+    key(PARTITION_FIELD, ConfigType.STRING,
+        "Field name for Kafka partition. " + _OPTIONALITY_DOC, default=None),
+    key(OFFSET_FIELD, ConfigType.STRING,
+        "Field name for Kafka offset - only applicable to sink connectors. " + _OPTIONALITY_DOC,
+        default=None),
+    key(TIMESTAMP_FIELD, ConfigType.STRING,
+        "Field name for record timestamp. " + _OPTIONALITY_DOC, default=None),
+    key(STATIC_FIELD, ConfigType.STRING,
+        "Field name for static data field. " + _OPTIONALITY_DOC, default=None),
+    key(STATIC_VALUE, ConfigType.STRING, "Static field value, if field name configured.",
+        default=None),
+    replace_null_with_default_key(),
+])
+
+
+@dataclass(frozen=True, slots=True)
+class InsertionSpec:
+    """A field to insert: ``name!`` is required, ``name?`` or ``name`` optional."""
+
+    name: str
+    optional: bool
+
+    @staticmethod
+    def parse(spec: str | None) -> InsertionSpec | None:
+        if spec is None:
+            return None
+        if spec.endswith("?"):
+            return InsertionSpec(spec[:-1], True)
+        if spec.endswith("!"):
+            return InsertionSpec(spec[:-1], False)
+        return InsertionSpec(spec, True)
+
+    def __str__(self) -> str:
+        return f"InsertionSpec{{name={self.name}, optional={str(self.optional).lower()}}}"
+
+
+class InsertField(KeyOrValueTransformation):
+    """A null passes unchanged. Schemaless: adds topic (str), partition (int, if known),
+    offset (int, sink records only), timestamp (epoch ms, if known) and the static string.
+    With a schema: appends STRING, INT32, INT64, Timestamp and STRING fields in that order
+    (optional unless suffixed ``!``); the timestamp is a UTC datetime."""
+
+    def configure(self, configs: Mapping[str, str]) -> None:
+        config = parse_config(CONFIG_DEF, configs)
+        self._topic = InsertionSpec.parse(config[TOPIC_FIELD])
+        self._partition = InsertionSpec.parse(config[PARTITION_FIELD])
+        self._offset = InsertionSpec.parse(config[OFFSET_FIELD])
+        self._timestamp = InsertionSpec.parse(config[TIMESTAMP_FIELD])
+        self._static = InsertionSpec.parse(config[STATIC_FIELD])
+        self._static_value: str | None = config[STATIC_VALUE]
+        self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
+        if not any((self._topic, self._partition, self._offset, self._timestamp, self._static)):
+            raise ValueError("No field insertion configured")
+        if self._static is not None and self._static_value is None:
+            raise ValueError(f"Invalid value null for configuration {STATIC_VALUE}: No value "
+                             f"specified for static field: {self._static}")
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
+    def apply(self, record: Any) -> Any:
+        value = self.side.value(record)
+        if value is None:
+            return record
+        if self.side.schema(record) is None:
+            updated = dict(require_map(value, PURPOSE))
+            self._insert(record, updated.__setitem__, as_datetime=False)
+            return self.side.updated(record, None, updated)
+        struct = require_struct(value, PURPOSE)
+        schema = self._updated_schema(struct.schema)
+        result = Struct(schema)
+        for field in struct.schema.fields:
+            result.put(field.name, struct_value(struct, field.name, self._with_default))
+        self._insert(record, result.put, as_datetime=True)
+        return self.side.updated(record, schema, result)
+
+    def _insert(self, record: Any, put: Any, *, as_datetime: bool) -> None:
+        if self._topic is not None:
+            put(self._topic.name, record.topic)
+        if self._partition is not None and record.kafka_partition is not None:
+            put(self._partition.name, record.kafka_partition)
+        if self._offset is not None:
+            require_sink_record(record, PURPOSE)
+            put(self._offset.name, record.kafka_offset)
+        if self._timestamp is not None and record.timestamp_ms is not None:
+            timestamp = record.timestamp_ms
+            put(self._timestamp.name,
+                timestamp_of_millis(timestamp) if as_datetime else timestamp)
+        if self._static is not None and self._static_value is not None:
+            put(self._static.name, self._static_value)
+
+    def _updated_schema(self, schema: Schema) -> Schema:
+        cached = self._schemas.get(schema)
+        if cached is not None:
+            return cached
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        for field in schema.fields:
+            builder.field(field.name, field.schema)
+        for spec, optional_schema, required_schema in (
+            (self._topic, OPTIONAL_STRING_SCHEMA, STRING_SCHEMA),
+            (self._partition, OPTIONAL_INT32_SCHEMA, INT32_SCHEMA),
+            (self._offset, OPTIONAL_INT64_SCHEMA, INT64_SCHEMA),
+            (self._timestamp, OPTIONAL_TIMESTAMP_SCHEMA, Timestamp.SCHEMA),
+            (self._static, OPTIONAL_STRING_SCHEMA, STRING_SCHEMA),
+        ):
+            if spec is not None:
+                builder.field(spec.name, optional_schema if spec.optional else required_schema)
+        built = builder.build()
+        self._schemas.put(schema, built)
+        return built
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def close(self) -> None:
+        self._schemas.clear()
+
+
+class InsertFieldKey(InsertField):
+    """``org.apache.kafka.connect.transforms.InsertField$Key``."""
+
+    side = KEY
+
+
+class InsertFieldValue(InsertField):
+    """``org.apache.kafka.connect.transforms.InsertField$Value``."""

@@ -1,0 +1,120 @@
+"""ReplaceField: keeps, drops and renames fields of the key or value (Kafka's ``ReplaceField``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect_grpc.configdef import ConfigDef, ConfigType, ExactMessage, define_all, java_list
+from connect_grpc.data.schema import Schema, SchemaBuilder
+from connect_grpc.data.struct import Struct
+from connect_grpc.data.transforms._config import (
+    REPLACE_NULL_WITH_DEFAULT,
+    key,
+    parse_config,
+    replace_null_with_default_key,
+)
+from connect_grpc.data.transforms._support import (
+    KEY,
+    KeyOrValueTransformation,
+    SchemaCache,
+    copy_schema_basics,
+    require_map,
+    require_struct,
+    struct_value,
+)
+
+EXCLUDE = "exclude"
+INCLUDE = "include"
+RENAMES = "renames"
+PURPOSE = "field replacement"
+
+
+def rename_mapping_error(mappings: Any) -> str | None:
+    """Each rename is ``old:new``: exactly one colon (Java's ``split(":")`` into two parts)."""
+    for mapping in mappings or ():
+        if len(_java_split_colon(mapping)) != 2:
+            return ExactMessage(f"Invalid value {java_list(mappings)} for configuration "
+                                f"{RENAMES}: Invalid rename mapping: {mapping}")
+    return None
+
+
+def _java_split_colon(text: str) -> list[str]:
+    # Java's String.split drops trailing empty strings ("a:" gives ["a"]).
+    parts = text.split(":")
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+CONFIG_DEF = define_all([
+    key(EXCLUDE, ConfigType.LIST,
+        "Fields to exclude. This takes precedence over the fields to include.", default=[]),
+    key(INCLUDE, ConfigType.LIST,
+        "Fields to include. If specified, only these fields will be used.", default=[]),
+    key(RENAMES, ConfigType.LIST, "Field rename mappings.", default=[],
+        validator=rename_mapping_error),
+    replace_null_with_default_key(),
+])
+
+
+class ReplaceField(KeyOrValueTransformation):
+    """A field is kept when it is not in ``exclude`` and ``include`` is empty or lists it;
+    kept fields are then renamed by ``renames`` (``old:new``). A null passes unchanged."""
+
+    def configure(self, configs: Mapping[str, str]) -> None:
+        config = parse_config(CONFIG_DEF, configs)
+        self._exclude = frozenset(config[EXCLUDE])
+        self._include = frozenset(config[INCLUDE])
+        self._renames = dict(_java_split_colon(m) for m in config[RENAMES])
+        self._reverse = {new: old for old, new in self._renames.items()}
+        self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
+    def _keeps(self, name: str) -> bool:
+        return name not in self._exclude and (not self._include or name in self._include)
+
+    def apply(self, record: Any) -> Any:
+        value = self.side.value(record)
+        if value is None:
+            return record
+        if self.side.schema(record) is None:
+            fields = require_map(value, PURPOSE)
+            return self.side.updated(record, None, {
+                self._renames.get(name, name): item
+                for name, item in fields.items() if self._keeps(name)
+            })
+        struct = require_struct(value, PURPOSE)
+        schema = self._updated_schema(struct.schema)
+        updated = Struct(schema)
+        for field in schema.fields:
+            original = self._reverse.get(field.name, field.name)
+            updated.put(field, struct_value(struct, original, self._with_default))
+        return self.side.updated(record, schema, updated)
+
+    def _updated_schema(self, schema: Schema) -> Schema:
+        cached = self._schemas.get(schema)
+        if cached is None:
+            builder = copy_schema_basics(schema, SchemaBuilder.struct())
+            for field in schema.fields:
+                if self._keeps(field.name):
+                    builder.field(self._renames.get(field.name, field.name), field.schema)
+            cached = builder.build()
+            self._schemas.put(schema, cached)
+        return cached
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def close(self) -> None:
+        self._schemas.clear()
+
+
+class ReplaceFieldKey(ReplaceField):
+    """``org.apache.kafka.connect.transforms.ReplaceField$Key``."""
+
+    side = KEY
+
+
+class ReplaceFieldValue(ReplaceField):
+    """``org.apache.kafka.connect.transforms.ReplaceField$Value``."""
