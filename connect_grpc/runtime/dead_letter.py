@@ -256,7 +256,7 @@ class DeadLetterQueueReporter:
             return None
         if isinstance(original, SinkRecord):
             key, value = original.key, original.value
-            headers: Headers = list(original.headers)
+            headers: Headers = [(key, value) for key, value in original.headers]
         else:
             key, value, headers = self._serializer.key_value_headers(original)
         if self._context_headers:

@@ -27,8 +27,14 @@ from typing import Any
 import structlog
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
-from connect_grpc.connectors.pipeline_config import PipelinePlugins, TransformStage
+from connect_grpc.connectors.pipeline_config import (
+    PipelinePlugins,
+    TransformStage,
+    build_pipeline,
+)
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.errors import DataError
+from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
 from connect_grpc.data.record import ConnectRecord
 from connect_grpc.domain import TaskId
@@ -49,6 +55,7 @@ from connect_grpc.runtime.tolerance import (
     RetryWithToleranceOperator,
     Stage,
 )
+from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
@@ -281,7 +288,6 @@ class TaskPipeline:
         return transformed
 
     def _headers_in(self, raw: SinkRecord) -> Any:
-        from connect_grpc.data.headers import ConnectHeaders  # the data room's (branch data-model)
 
         headers = ConnectHeaders()
         convert, topic = self._header.to_connect_header, raw.topic
@@ -330,6 +336,22 @@ class TaskPipeline:
     def close(self) -> None:
         self.operator.close()
         self.plugins.close()
+
+
+@dataclass(frozen=True)
+class ConnectorPipeline:
+    """The pipeline factory of a connector's tasks: ``build_pipeline`` on the connector's
+    config. Picklable (a hosted task builds its own in its Spark task)."""
+
+    connector_config: dict[str, str]
+    worker_config: WorkerConfig
+    plugins: Plugins
+    is_sink: bool
+
+    def __call__(self) -> PipelinePlugins:
+        return build_pipeline(
+            self.connector_config, self.worker_config, self.plugins, is_sink=self.is_sink
+        )
 
 
 @dataclass(frozen=True)

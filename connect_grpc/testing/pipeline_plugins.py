@@ -2,9 +2,10 @@
 real implementations of the data room's interfaces, loadable by dotted path
 (``connect_grpc.testing.pipeline_plugins.Utf8Converter``) by a worker in another process.
 
-A value containing ``poison`` makes :class:`Utf8Converter` and :class:`PoisonTransformation`
-raise a DataError; ``drop`` makes :class:`DropTransformation` drop the record; a value
-starting with ``flaky`` makes :class:`FlakyTransformation` raise a RetriableError.
+A value containing ``poison`` makes :class:`Utf8Converter`, :class:`PickyBytesConverter`
+and :class:`PoisonTransformation` raise a DataError; ``drop`` makes
+:class:`DropTransformation` drop the record; a value starting with ``flaky`` makes
+:class:`FlakyTransformation` raise a RetriableError.
 """
 
 from __future__ import annotations
@@ -41,6 +42,24 @@ class Utf8Converter(Converter):
         if "poison" in text:
             raise DataError(f"Utf8Converter refuses {text!r}")
         return SchemaAndValue(None, text)
+
+
+class PickyBytesConverter(Converter):
+    """Bytes in, bytes out (str written as UTF-8), schemaless, as a plugin written for
+    today's bytes expects; refuses values containing ``poison`` both ways."""
+
+    def from_connect_data(self, topic: str, headers: Any, schema: Any, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        data = value if isinstance(value, bytes) else str(value).encode("utf-8")
+        if b"poison" in data:
+            raise DataError("PickyBytesConverter refuses a poisoned value")
+        return data
+
+    def to_connect_data(self, topic: str, headers: Any, value: bytes | None) -> SchemaAndValue:
+        if value is not None and b"poison" in value:
+            raise DataError("PickyBytesConverter refuses a poisoned value")
+        return SchemaAndValue(None, value)
 
 
 class UpperCaseTransformation(Transformation[ConnectRecord]):
