@@ -14,7 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect_grpc.data.errors import DataError, RetriableError
-from connect_grpc.data.plugins import Converter, Predicate, SchemaAndValue, Transformation
+from connect_grpc.data.plugins import (
+    Converter,
+    HeaderConverter,
+    Predicate,
+    SchemaAndValue,
+    Transformation,
+)
 from connect_grpc.data.record import ConnectRecord
 
 
@@ -59,6 +65,20 @@ class PickyBytesConverter(Converter):
     def to_connect_data(self, topic: str, headers: Any, value: bytes | None) -> SchemaAndValue:
         if value is not None and b"poison" in value:
             raise DataError("PickyBytesConverter refuses a poisoned value")
+        return SchemaAndValue(None, value)
+
+
+class RawHeaderConverter(HeaderConverter):
+    """Header values as bytes both ways (str written as UTF-8), schemaless."""
+
+    def from_connect_header(
+        self, topic: str, header_key: str, schema: Any, value: Any
+    ) -> bytes | None:
+        if value is None or isinstance(value, bytes):
+            return value
+        return str(value).encode("utf-8")
+
+    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
         return SchemaAndValue(None, value)
 
 

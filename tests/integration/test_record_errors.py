@@ -131,6 +131,7 @@ def sink_config(out: Path, topic: str, **extra: str) -> dict[str, str]:
         "file": str(out),
         "topics": topic,
         "value.converter": f"{PLUGINS}.PickyBytesConverter",
+        "header.converter": f"{PLUGINS}.RawHeaderConverter",
         **extra,
     }
 
@@ -202,7 +203,7 @@ def test_tolerance_none_reports_the_record_before_the_task_fails(
     wait_for_states(deployment.stub, name, RUNNING, [FAILED])
     status = deployment.stub.GetTaskStatus(
         pb.GetTaskStatusRequest(name=name, task_id=0), timeout=10
-    ).status
+    ).task
     assert "Tolerance exceeded in error handler" in status.trace
     assert "PickyBytesConverter refuses a poisoned value" in status.trace
     [dead] = read_all(kafka_bootstrap, dlq)
@@ -237,6 +238,7 @@ def test_source_drops_are_not_committed_and_failures_go_to_the_source_dlq(
         "transforms.drop.type": f"{PLUGINS}.DropTransformation",
         "transforms.poison.type": f"{PLUGINS}.PoisonTransformation",
         "transforms.upper.type": f"{PLUGINS}.UpperCaseTransformation",
+        "header.converter": f"{PLUGINS}.RawHeaderConverter",
         **dlq_settings(dlq, **{"errors.tolerance": "all"}),
     }
     create(deployment.stub, name, config)
