@@ -69,12 +69,13 @@ class Deployment:
         return 0.0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["executor", "driver"])
 def deployment(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Deployment]:
-    """A standalone worker whose ``plugin.path`` holds the test pipeline plugins."""
-    work = tmp_path_factory.mktemp("record-errors")
+    """A standalone worker whose ``plugin.path`` holds the test pipeline plugins, its tasks
+    hosted in Spark tasks of their own (``executor``) or looping on the driver."""
+    work = tmp_path_factory.mktemp(f"record-errors-{request.param}")
     plugin_dir = work / "plugins"
     plugin_dir.mkdir()
     source = Path(pipeline_plugins.__file__).read_text(encoding="utf-8")
@@ -86,6 +87,7 @@ def deployment(
         extra_properties={
             "plugin.path": str(plugin_dir),
             "metrics.listener": f"http://127.0.0.1:{port}",
+            "task.hosting": request.param,
         },
     )
     with worker:
@@ -210,6 +212,39 @@ def test_tolerance_none_reports_the_record_before_the_task_fails(
     assert dead.value() == b"poison"
     # nothing of the failed batch was committed
     assert group_offset(kafka_admin, f"connect-{name}", topic) < 0
+
+
+def test_a_retriable_failure_retried_out_is_skipped_even_with_tolerance_none(
+    deployment: Deployment, kafka_bootstrap: str, kafka_admin: AdminClient, name: str
+) -> None:
+    topic = create_topic(kafka_admin, f"in-{uuid.uuid4().hex[:8]}")
+    dlq = f"dlq-{uuid.uuid4().hex[:8]}"
+    produce_with_headers(kafka_bootstrap, topic, [(b"flaky-1", None), (b"good-2", None)])
+    out = deployment.work / f"{name}.txt"
+    config = sink_config(
+        out,
+        topic,
+        transforms="flaky",
+        **{"transforms.flaky.type": f"{PLUGINS}.FlakyTransformation"},
+        **dlq_settings(dlq, **{"errors.retry.timeout": "700"}),
+    )
+    create(deployment.stub, name, config)
+    wait_until(lambda: lines(out) == ["good-2"], timeout=60)
+    wait_until(lambda: group_offset(kafka_admin, f"connect-{name}", topic) == 2, timeout=60)
+    wait_for_states(deployment.stub, name, RUNNING, [RUNNING])
+    [dead] = read_all(kafka_bootstrap, dlq)
+    context = dict(headers_of(dead))
+    assert dead.value() == b"flaky-1"
+    assert context["__connect.errors.stage"] == b"TRANSFORMATION"
+    assert context["__connect.errors.exception.class.name"] == (
+        b"connect_grpc.data.errors.RetriableError"
+    )
+    # 300 ms, then what is left of the 700 ms: three attempts, two retries
+    wait_until(
+        lambda: deployment.metric("kafka_connect_task_error_total_retries_total", name) == 2,
+        timeout=30,
+    )
+    assert deployment.metric("kafka_connect_task_error_total_record_failures_total", name) == 3
 
 
 def source_positions(stub: pb_grpc.ConnectServiceStub, name: str) -> list[Any]:
