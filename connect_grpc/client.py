@@ -560,15 +560,22 @@ class ConnectClient:
             cc.config_infos_from_pb,
         )
 
-    def list_plugins(self, include_config_definitions: bool = False) -> list[PluginDesc]:
+    def list_plugins(
+        self, include_config_definitions: bool = False, all_plugin_types: bool = False
+    ) -> list[PluginDesc]:
         """Lists the installed connector plugins, sorted by class name.
 
         Args:
             include_config_definitions: Include each plugin's config key definitions.
+            all_plugin_types: Also list the transformations, predicates, converters and
+                header converters, after the connectors (each type sorted by class name).
         """
         return self._call(
             self._stub.ListPlugins,
-            pb.ListPluginsRequest(include_config_definitions=include_config_definitions),
+            pb.ListPluginsRequest(
+                include_config_definitions=include_config_definitions,
+                all_plugin_types=all_plugin_types,
+            ),
             lambda r: [cc.plugin_from_pb(p) for p in r.plugins],
         )
 

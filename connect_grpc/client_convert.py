@@ -222,6 +222,7 @@ def plugin_from_pb(message: pb.PluginInfo) -> PluginDesc:
         version=message.version,
         aliases=tuple(message.aliases),
         config_definitions=tuple(config_key_from_pb(key) for key in message.config_definitions),
+        plugin_type=message.plugin_type,
     )
 
 

@@ -158,6 +158,7 @@ def plugin_to_pb(plugin: PluginDesc) -> pb.PluginInfo:
         version=plugin.version,
         aliases=list(plugin.aliases),
         config_definitions=[config_key_to_pb(key) for key in plugin.config_definitions],
+        plugin_type=plugin.plugin_type,
     )
 
 

@@ -345,7 +345,9 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     def ListPlugins(
         self, request: pb.ListPluginsRequest, context: grpc.ServicerContext
     ) -> pb.ListPluginsResponse:
-        plugins = self._herder.plugins(request.include_config_definitions)
+        plugins = self._herder.plugins(
+            request.include_config_definitions, request.all_plugin_types
+        )
         return pb.ListPluginsResponse(plugins=[convert.plugin_to_pb(p) for p in plugins])
 
     @mapped_stream

@@ -292,12 +292,14 @@ class _AliasCheck:
         plugin = self._plugin()
         if plugin is None:
             return
-        try:
-            own = self._own_keys(plugin)
-            if own is not None and not self._validate(own):
+        own = self._own_keys(plugin)
+        if own is not None and not self._validate(own):
+            # only a configured plugin is closed: Kafka Connect never closes the instance it
+            # asks for its ConfigDef, so a plugin need not support close before configure
+            try:
                 self._probe(plugin)
-        finally:
-            _close_quietly(plugin)
+            finally:
+                _close_quietly(plugin)
 
     def _plugin(self) -> Transformation[Any] | Predicate[Any] | None:
         """The plugin instance the type key names; None (its errors added) when there is
@@ -318,21 +320,23 @@ class _AliasCheck:
                 if exc.about_value:
                     self._result.add(self._type_key, exc.for_key(self._type_key, raw))
                 unusable = "" if exc.about_value else exc.message
-        if self._negate_without_predicate():
-            return None
-        if unusable:
+        # Kafka Connect's type validator checks negate first and stops there; the plugin's
+        # keys are still defined and checked when its class is usable
+        negate_error = self._negate_without_predicate()
+        if unusable and not negate_error:
             self._result.add(self._type_key, unusable)
         if cls is None:
             return None
         try:
             plugin: Transformation[Any] | Predicate[Any] = cls()
         except Exception as exc:
-            self._result.add(
-                self._type_key,
-                f"Invalid value class {cls.__module__}.{cls.__qualname__} for configuration "
-                f"{self._type_key}: Error getting config definition from "
-                f"{self._kind.interface}: {exc}",
-            )
+            if not negate_error:
+                self._result.add(
+                    self._type_key,
+                    f"Invalid value class {cls.__module__}.{cls.__qualname__} for "
+                    f"configuration {self._type_key}: Error getting config definition from "
+                    f"{self._kind.interface}: {exc}",
+                )
             return None
         return plugin
 

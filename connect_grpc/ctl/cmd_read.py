@@ -132,10 +132,13 @@ def _show_traces(out: Output, status: ConnectorStatus) -> None:
 
 @click.command()
 @output_option(OUTPUTS)
+@click.option("--all", "all_types", is_flag=True,
+              help="Also list transformations, predicates, converters and header converters.")
 @pass_session
-def plugins(session: Session, output: str) -> None:
-    """The connector plugins the worker has: class, type, version, aliases."""
-    found = documents.plugins(session.client.list_plugins())
+def plugins(session: Session, output: str, all_types: bool) -> None:
+    """The plugins the worker has: class, type, version, aliases (connectors only, unless
+    --all)."""
+    found = documents.plugins(session.client.list_plugins(all_plugin_types=all_types))
     if output in ("json", "yaml"):
         session.output.document(found, output)
         return

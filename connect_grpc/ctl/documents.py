@@ -113,8 +113,8 @@ def description(
 def plugins(found: Iterable[PluginDesc]) -> Document:
     return {
         "plugins": [
-            {"class": plugin.class_name, "type": plugin.type.value, "version": plugin.version,
-             "aliases": list(plugin.aliases)}
+            {"class": plugin.class_name, "type": plugin.plugin_type or plugin.type.value,
+             "version": plugin.version, "aliases": list(plugin.aliases)}
             for plugin in found
         ]
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from connect_grpc.data.errors import DataError
+from connect_grpc.data.javatext import java_string
 from connect_grpc.data.schema import Field, Schema, Type, validate_value
 
 
@@ -88,17 +89,3 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     return value
-
-
-def java_string(value: Any) -> str:
-    """A value as Java's ``toString`` renders it inside a Struct (lists ``[a, b]``, maps
-    ``{k=v}``, booleans ``true``), so a Struct prints as Kafka's does."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(java_string(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{java_string(k)}={java_string(v)}" for k, v in value.items()) + "}"
-    return str(value)

@@ -127,7 +127,13 @@ class Herder(Protocol):
     def validate_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
         ...
 
-    def plugins(self, include_config_definitions: bool = False) -> list[PluginDesc]: ...
+    def plugins(
+        self, include_config_definitions: bool = False, all_plugin_types: bool = False
+    ) -> list[PluginDesc]:
+        """The connectors, sorted by class name; with ``all_plugin_types`` then the
+        transformations, predicates, converters and header converters (Kafka Connect's
+        ``connectorsOnly=false``)."""
+        ...
 
     def cluster_info(self) -> ClusterInfo: ...
 

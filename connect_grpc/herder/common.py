@@ -53,8 +53,13 @@ class HerderCommon:
     def validate_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
         return self._validator.validate(config, plugin)
 
-    def plugins(self, include_config_definitions: bool = False) -> list[PluginDesc]:
-        return self._plugins.describe(include_config_definitions)
+    def plugins(
+        self, include_config_definitions: bool = False, all_plugin_types: bool = False
+    ) -> list[PluginDesc]:
+        connectors = self._plugins.describe(include_config_definitions)
+        if not all_plugin_types:
+            return connectors
+        return [*connectors, *self._plugins.describe_pipeline(include_config_definitions)]
 
     def _normalised(self, name: str, config: Mapping[str, str]) -> tuple[str, dict[str, str]]:
         """The trimmed, checked name and the config with it, within the size limit."""

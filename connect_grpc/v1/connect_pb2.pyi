@@ -517,24 +517,28 @@ class ValidateConfigResponse(_message.Message):
     def __init__(self, name: _Optional[str] = ..., error_count: _Optional[int] = ..., groups: _Optional[_Iterable[str]] = ..., configs: _Optional[_Iterable[_Union[ConfigInfo, _Mapping]]] = ...) -> None: ...
 
 class PluginInfo(_message.Message):
-    __slots__ = ("class_name", "type", "version", "aliases", "config_definitions")
+    __slots__ = ("class_name", "type", "version", "aliases", "config_definitions", "plugin_type")
     CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ALIASES_FIELD_NUMBER: _ClassVar[int]
     CONFIG_DEFINITIONS_FIELD_NUMBER: _ClassVar[int]
+    PLUGIN_TYPE_FIELD_NUMBER: _ClassVar[int]
     class_name: str
     type: ConnectorType
     version: str
     aliases: _containers.RepeatedScalarFieldContainer[str]
     config_definitions: _containers.RepeatedCompositeFieldContainer[ConfigKeyInfo]
-    def __init__(self, class_name: _Optional[str] = ..., type: _Optional[_Union[ConnectorType, str]] = ..., version: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., config_definitions: _Optional[_Iterable[_Union[ConfigKeyInfo, _Mapping]]] = ...) -> None: ...
+    plugin_type: str
+    def __init__(self, class_name: _Optional[str] = ..., type: _Optional[_Union[ConnectorType, str]] = ..., version: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., config_definitions: _Optional[_Iterable[_Union[ConfigKeyInfo, _Mapping]]] = ..., plugin_type: _Optional[str] = ...) -> None: ...
 
 class ListPluginsRequest(_message.Message):
-    __slots__ = ("include_config_definitions",)
+    __slots__ = ("include_config_definitions", "all_plugin_types")
     INCLUDE_CONFIG_DEFINITIONS_FIELD_NUMBER: _ClassVar[int]
+    ALL_PLUGIN_TYPES_FIELD_NUMBER: _ClassVar[int]
     include_config_definitions: bool
-    def __init__(self, include_config_definitions: _Optional[bool] = ...) -> None: ...
+    all_plugin_types: bool
+    def __init__(self, include_config_definitions: _Optional[bool] = ..., all_plugin_types: _Optional[bool] = ...) -> None: ...
 
 class ListPluginsResponse(_message.Message):
     __slots__ = ("plugins",)

@@ -196,6 +196,16 @@ def test_plugin_round_trips(connector_type: ConnectorType) -> None:
     assert cc.plugin_from_pb(wire(convert.plugin_to_pb(bare))) == bare
 
 
+@pytest.mark.parametrize(
+    "plugin_type",
+    ["source", "sink", "transformation", "predicate", "converter", "header_converter"],
+)
+def test_a_plugins_kafka_type_round_trips(plugin_type: str) -> None:
+    original = PluginDesc("org.apache.kafka.connect.json.JsonConverter", ConnectorType.UNKNOWN,
+                          "0.1.0", ("Json", "JsonConverter"), plugin_type=plugin_type)
+    assert cc.plugin_from_pb(wire(convert.plugin_to_pb(original))) == original
+
+
 def test_cluster_info_round_trips() -> None:
     original = ClusterInfo(
         version="0.1.0",

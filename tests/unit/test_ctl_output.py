@@ -27,6 +27,7 @@ from connect_grpc.domain import (
     ConnectorStatus,
     ConnectorType,
     InstanceStatus,
+    PluginDesc,
     State,
     TaskId,
     TaskStatus,
@@ -194,3 +195,12 @@ def test_readme_documents_the_exit_codes_help_prints() -> None:
     assert [(int(code), when) for code, when in rows] == [
         (int(code), when) for code, when in EXIT_CODE_TABLE
     ]
+
+
+def test_plugins_document_shows_kafkas_plugin_type() -> None:
+    found = documents.plugins([
+        PluginDesc("a.Source", ConnectorType.SOURCE, "1", ("Source",), plugin_type="source"),
+        PluginDesc("org.apache.kafka.connect.json.JsonConverter", ConnectorType.UNKNOWN, "1",
+                   ("Json",), plugin_type="header_converter"),
+    ])
+    assert [p["type"] for p in found["plugins"]] == ["source", "header_converter"]

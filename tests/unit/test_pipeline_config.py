@@ -30,7 +30,9 @@ from connect_grpc.data.plugins import (
     Transformation,
 )
 from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import ConfigValidator
+from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
 
 CLOSED: list[str] = []
@@ -500,6 +502,22 @@ def test_kip_891_plugin_version_keys_are_refused(validator: ConfigValidator, key
     ]
 
 
+def test_negate_without_predicate_still_defines_and_checks_the_plugins_keys(
+    validator: ConfigValidator,
+) -> None:
+    config = _source(**{"transforms": "t", "transforms.t.type": f"{T}MaskField$Value",
+                        "transforms.t.negate": "true"})
+    infos = validator.validate(config)
+    assert infos.all_errors() == [
+        ("transforms.t.type", "Config 'transforms.t.negate' was provided but there is no "
+         "config 'transforms.t.predicate' defining a predicate to be negated."),
+        ("transforms.t.fields",
+         'Missing required configuration "transforms.t.fields" which has no default value.'),
+    ]
+    defined = {i.value.name for i in infos.configs if i.definition is not None}
+    assert {"transforms.t.negate", "transforms.t.fields"} <= defined
+
+
 def test_converter_sub_keys_without_the_class_are_ignored(validator: ConfigValidator) -> None:
     config = _source(**{"value.converter.decimal.format": "HEX"})
     assert validator.validate(config).all_errors() == []
@@ -672,3 +690,70 @@ def test_worker_converter_properties_are_trimmed() -> None:
     assert worker.converter_class("value.converter") == "Json"
     assert worker.converter_class("key.converter") is None
     assert worker.prefixed("value.converter.") == {"schemas.enable": "false"}
+
+
+def test_list_plugins_adds_the_pipeline_plugins_only_when_asked(plugins: Plugins) -> None:
+    herder = StandaloneHerder(_worker(), plugins, FileOffsetStore(Path("/nonexistent/offsets")))
+    connectors = herder.plugins()
+    assert {d.plugin_type for d in connectors} == {"source", "sink"}
+    everything = herder.plugins(all_plugin_types=True)
+    assert everything[: len(connectors)] == connectors
+    assert [d.plugin_type for d in everything[len(connectors):]][:2] == [
+        "transformation", "transformation"
+    ]
+
+
+# --- against the built-in transformations and predicates ------------------------------------
+
+
+@pytest.fixture
+def real_smts() -> Plugins:
+    from connect_grpc.data.predicates import BUILTIN_PREDICATES
+    from connect_grpc.data.transforms import BUILTIN_TRANSFORMS
+
+    converters = {name: cls for name, cls in BUILTINS.items() if "transforms" not in name}
+    return Plugins(pipeline_builtins=lambda: {
+        **BUILTIN_TRANSFORMS, **BUILTIN_PREDICATES, **converters
+    })
+
+
+def test_the_builtins_have_kafkas_aliases_and_no_variant_alias(real_smts: Plugins) -> None:
+    for alias in ("DropHeaders", "Filter", "InsertHeader", "RegexRouter", "TimestampRouter",
+                  "ValueToKey", "HasHeaderKey", "RecordIsTombstone", "TopicNameMatches"):
+        assert real_smts.pipeline.canonical_name(alias) is not None, alias
+    for name in ("Key", "Value", "Cast", "MaskField", "CastValue"):
+        assert real_smts.pipeline.canonical_name(name) is None, name
+
+
+def test_the_issues_example_is_valid_with_the_real_mask_field(real_smts: Plugins) -> None:
+    validator = ConfigValidator(real_smts, max_tasks=8)
+    assert validator.validate(_source(**ISSUE_EXAMPLE)).all_errors() == []
+    pipeline = build_pipeline(_source(**ISSUE_EXAMPLE), _worker(), real_smts, is_sink=False)
+    assert type(pipeline.stages[0].transformation).__name__ == "MaskFieldValue"
+    pipeline.close()
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"transforms": "c", "transforms.c.type": f"{T}Cast$Value", "transforms.c.spec": "a:nope"},
+         "transforms.c.spec"),
+        ({"transforms": "r", "transforms.r.type": "RegexRouter",
+          "transforms.r.replacement": "x"}, "transforms.r.regex"),
+        ({"transforms": "f", "transforms.f.type": "Filter", "transforms.f.predicate": "p",
+          "predicates": "p", "predicates.p.type": "TopicNameMatches"}, "predicates.p.pattern"),
+    ],
+)
+def test_a_builtins_own_config_error_is_on_its_prefixed_key(
+    real_smts: Plugins, extra: dict[str, str], key: str
+) -> None:
+    errors = _errors(ConfigValidator(real_smts, max_tasks=8), _source(**extra))
+    assert list(errors) == [key]
+
+
+def test_kafkas_abstract_cast_points_to_its_variants(real_smts: Plugins) -> None:
+    errors = _errors(ConfigValidator(real_smts, max_tasks=8),
+                     _source(**{"transforms": "c", "transforms.c.type": f"{T}Cast"}))
+    assert errors == {"transforms.c.type": [
+        f"This class is abstract and cannot be created. Did you mean {T}Cast$Key, {T}Cast$Value?"
+    ]}

@@ -250,3 +250,52 @@ def test_set_schema_metadata_needs_name_or_version() -> None:
     errors = SetSchemaMetadataValue().config_def().validate({"schema.version": "x"})
     assert errors["schema.version"] == [
         "Invalid value x for configuration schema.version: Not a number of type INT"]
+
+
+# --- the schema cache -------------------------------------------------------------------
+
+
+def test_schema_cache_keeps_the_16_most_recently_used() -> None:
+    from connect_grpc.data.transforms._support import SchemaCache
+
+    cache: SchemaCache[int, str] = SchemaCache()
+    for number in range(16):
+        cache.put(number, str(number))
+    assert cache.get(0) == "0"  # now the most recent
+    cache.put(16, "16")
+    assert (cache.get(1), cache.get(0), cache.get(16), len(cache)) == (None, "0", "16", 16)
+    cache.clear()
+    assert len(cache) == 0
+
+
+def test_copied_struct_values_still_refuse_a_null_in_a_required_field() -> None:
+    from connect_grpc.data.transforms.insert_field import InsertFieldValue
+    from connect_grpc.data.transforms.mask_field import MaskFieldValue
+
+    schema = SchemaBuilder.struct().field("a", STRING_SCHEMA).field("b", INT32_SCHEMA).build()
+    unset = Struct(schema).put("b", 1)  # "a" never put
+    message = r'^Invalid value: null used for required field: "a", schema type: STRING$'
+    for smt in (configured(ReplaceFieldValue, exclude="b"),
+                configured(InsertFieldValue, topic_field="t"),
+                configured(MaskFieldValue, fields="b")):
+        with pytest.raises(DataError, match=message):
+            smt.apply(sink(unset, schema))
+
+
+def test_copied_struct_values_take_the_default_of_a_null_field() -> None:
+    schema = SchemaBuilder.struct().field(
+        "a", SchemaBuilder.string().default_value("dflt").build()).build()
+    replaced = configured(ReplaceFieldValue, renames="a:b").apply(sink(Struct(schema), schema))
+    assert replaced.value.get_without_default("b") == "dflt"
+
+
+@pytest.mark.parametrize(("replace_null_with_default", "expected"), [("true", 5), ("false", None)])
+def test_set_schema_metadata_struct_with_null_field(replace_null_with_default: str,
+                                                    expected: object) -> None:
+    schema = SchemaBuilder.struct().field(
+        "n", SchemaBuilder.int32().optional().default_value(5).build()).build()
+    smt = configured(SetSchemaMetadataValue, schema_name="x",
+                     replace_null_with_default=replace_null_with_default)
+    updated = smt.apply(sink(Struct(schema).put("n", None), schema))
+    assert updated.value.schema.name == "x"
+    assert updated.value.get_without_default("n") == expected

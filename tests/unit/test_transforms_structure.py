@@ -188,3 +188,17 @@ def test_flatten_schemaless_refuses_what_connect_cannot_hold() -> None:
     with pytest.raises(DataError, match=r"^Only Map objects supported in absence of schema for "
                                         r"\[flattening\], found: str$"):
         configured(FlattenValue).apply(sink("text"))
+
+
+def test_flatten_null_optional_nested_struct_gives_null_fields() -> None:
+    inner = SchemaBuilder.struct().optional().field("opt_int32", OPTIONAL_INT32_SCHEMA).build()
+    outer = SchemaBuilder.struct().field("B", inner).build()
+    flat = configured(FlattenValue).apply(sink(Struct(outer).put("B", None), outer))
+    assert flat.value.get("B.opt_int32") is None
+    assert flat.value_schema.field("B.opt_int32").schema == OPTIONAL_INT32_SCHEMA
+
+
+def test_flatten_null_value_with_schema_passes_unchanged() -> None:
+    schema = SchemaBuilder.struct().optional().field("a", OPTIONAL_INT32_SCHEMA).build()
+    record = sink(None, schema)
+    assert configured(FlattenValue).apply(record) is record

@@ -3116,12 +3116,14 @@ func (x *ValidateConfigResponse) GetConfigs() []*ConfigInfo {
 	return nil
 }
 
-// An installed connector plugin.
+// An installed plugin: a connector, or (with all_plugin_types) a transformation,
+// predicate, converter or header converter.
 type PluginInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The fully qualified class name.
+	// The fully qualified class name (Kafka Connect's, for the built-in converters,
+	// transformations and predicates).
 	ClassName string `protobuf:"bytes,1,opt,name=class_name,json=className,proto3" json:"class_name,omitempty"`
-	// Source or sink.
+	// Source or sink; unspecified for the plugins that are not connectors.
 	Type ConnectorType `protobuf:"varint,2,opt,name=type,proto3,enum=connect.v1.ConnectorType" json:"type,omitempty"`
 	// The plugin's version.
 	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
@@ -3129,8 +3131,11 @@ type PluginInfo struct {
 	Aliases []string `protobuf:"bytes,4,rep,name=aliases,proto3" json:"aliases,omitempty"`
 	// The plugin's config definitions, when requested.
 	ConfigDefinitions []*ConfigKeyInfo `protobuf:"bytes,5,rep,name=config_definitions,json=configDefinitions,proto3" json:"config_definitions,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Kafka Connect's plugin type: source, sink, transformation, predicate, converter or
+	// header_converter. A class of two types (JsonConverter) is listed once for each.
+	PluginType    string `protobuf:"bytes,6,opt,name=plugin_type,json=pluginType,proto3" json:"plugin_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PluginInfo) Reset() {
@@ -3198,13 +3203,23 @@ func (x *PluginInfo) GetConfigDefinitions() []*ConfigKeyInfo {
 	return nil
 }
 
+func (x *PluginInfo) GetPluginType() string {
+	if x != nil {
+		return x.PluginType
+	}
+	return ""
+}
+
 // Request for ListPlugins.
 type ListPluginsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Include each plugin's config definitions.
 	IncludeConfigDefinitions bool `protobuf:"varint,1,opt,name=include_config_definitions,json=includeConfigDefinitions,proto3" json:"include_config_definitions,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// Also list the transformations, predicates, converters and header converters (Kafka
+	// Connect's connectorsOnly=false); by default only connectors are listed.
+	AllPluginTypes bool `protobuf:"varint,2,opt,name=all_plugin_types,json=allPluginTypes,proto3" json:"all_plugin_types,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListPluginsRequest) Reset() {
@@ -3244,10 +3259,19 @@ func (x *ListPluginsRequest) GetIncludeConfigDefinitions() bool {
 	return false
 }
 
+func (x *ListPluginsRequest) GetAllPluginTypes() bool {
+	if x != nil {
+		return x.AllPluginTypes
+	}
+	return false
+}
+
 // Response of ListPlugins.
 type ListPluginsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The plugins, sorted by class name.
+	// The connectors, sorted by class name; then, with all_plugin_types, the
+	// transformations, predicates, converters and header converters, each type sorted by
+	// class name (Kafka Connect's order of types).
 	Plugins       []*PluginInfo `protobuf:"bytes,1,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4075,7 +4099,7 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\verror_count\x18\x02 \x01(\x05R\n" +
 	"errorCount\x12\x16\n" +
 	"\x06groups\x18\x03 \x03(\tR\x06groups\x120\n" +
-	"\aconfigs\x18\x04 \x03(\v2\x16.connect.v1.ConfigInfoR\aconfigs\"\xd8\x01\n" +
+	"\aconfigs\x18\x04 \x03(\v2\x16.connect.v1.ConfigInfoR\aconfigs\"\xf9\x01\n" +
 	"\n" +
 	"PluginInfo\x12\x1d\n" +
 	"\n" +
@@ -4083,9 +4107,12 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x04type\x18\x02 \x01(\x0e2\x19.connect.v1.ConnectorTypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12\x18\n" +
 	"\aaliases\x18\x04 \x03(\tR\aaliases\x12H\n" +
-	"\x12config_definitions\x18\x05 \x03(\v2\x19.connect.v1.ConfigKeyInfoR\x11configDefinitions\"R\n" +
+	"\x12config_definitions\x18\x05 \x03(\v2\x19.connect.v1.ConfigKeyInfoR\x11configDefinitions\x12\x1f\n" +
+	"\vplugin_type\x18\x06 \x01(\tR\n" +
+	"pluginType\"|\n" +
 	"\x12ListPluginsRequest\x12<\n" +
-	"\x1ainclude_config_definitions\x18\x01 \x01(\bR\x18includeConfigDefinitions\"G\n" +
+	"\x1ainclude_config_definitions\x18\x01 \x01(\bR\x18includeConfigDefinitions\x12(\n" +
+	"\x10all_plugin_types\x18\x02 \x01(\bR\x0eallPluginTypes\"G\n" +
 	"\x13ListPluginsResponse\x120\n" +
 	"\aplugins\x18\x01 \x03(\v2\x16.connect.v1.PluginInfoR\aplugins\"1\n" +
 	"\x1bWatchConnectorStatusRequest\x12\x12\n" +

@@ -8,6 +8,7 @@ Python type (``found: str``): a Python value has no Java class, and an int has n
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -15,7 +16,7 @@ from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Transformation
 from connect_grpc.data.record import ConnectRecord
-from connect_grpc.data.schema import Schema, SchemaBuilder, Type
+from connect_grpc.data.schema import Schema, SchemaBuilder, Type, validate_value
 from connect_grpc.data.struct import Struct
 
 #: How many input schemas a schema-updating SMT remembers (Kafka: an LRU cache of 16).
@@ -96,32 +97,76 @@ def _present(schema: Schema | None) -> Schema:
     return schema
 
 
+def field_values(struct: Struct, with_default: bool) -> list[Any]:
+    """All of the struct's values in field order, as ``struct_value`` reads each one."""
+    values = list(struct._values)  # the values read, copied (no accessor for all)
+    if with_default and None in values:
+        for field in struct.schema.fields:
+            if values[field.index] is None:
+                values[field.index] = field.schema.default
+    return values
+
+
+def struct_of_checked_values(schema: Schema, values: list[Any],
+                             copied: int | None = None) -> Struct:
+    """A Struct of ``schema`` holding ``values`` (one per field, in order) without checking
+    each against its field schema again, as ``put`` would: each of the first ``copied``
+    values (all by default) comes from a field of the same schema in a Struct, which checked
+    it when it was put, and the caller vouches for the others. A null among the copied
+    values in a required field is still refused with ``put``'s message. This per-record
+    shortcut is what makes a chain of schema'd SMTs affordable. ``values`` is taken over."""
+    if None in values[:copied]:
+        for field in schema.fields[:copied]:
+            if values[field.index] is None and not field.schema.optional:
+                validate_value(field.schema, None, field.name)
+    struct = Struct.__new__(Struct)
+    struct._schema = schema  # checked values, see the docstring
+    struct._values = values
+    return struct
+
+
 def struct_value(struct: Struct, name: str, with_default: bool) -> Any:
     """A field's value, its default standing in for null unless ``with_default`` is off."""
     return struct.get(name) if with_default else struct.get_without_default(name)
 
 
 class SchemaCache(Generic[K, V]):
-    """A small LRU map from an input schema to what an SMT derived from it."""
+    """A small LRU map from an input schema to what an SMT derived from it, safe to share
+    between the threads that apply one transformation (Kafka's ``SynchronizedCache``)."""
 
     def __init__(self, size: int = SCHEMA_CACHE_SIZE) -> None:
         self._size = size
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+        # The last hit, read without the lock: a stream mostly repeats one schema object.
+        self._last: tuple[K, V] | None = None
 
     def get(self, key: K) -> V | None:
-        found = self._entries.get(key)
-        if found is not None:
-            self._entries.move_to_end(key)
-        return found
+        last = self._last
+        if last is not None and last[0] is key:
+            return last[1]
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self._last = (key, found)
+            return found
 
     def put(self, key: K, value: V) -> None:
-        self._entries[key] = value
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._last = (key, value)
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._last = None
+            self._entries.clear()
 
 
 class Side:

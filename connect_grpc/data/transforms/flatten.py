@@ -42,9 +42,12 @@ class Flatten(KeyOrValueTransformation):
     nested structs are flattened; a field is optional if it or an ancestor is, its default
     is its own or its parent struct default's; a MAP field is a DataError."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         self._delimiter: str = parse_config(CONFIG_DEF, configs)[DELIMITER]
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def _name(self, prefix: str, name: str) -> str:
         return name if not prefix else prefix + self._delimiter + name

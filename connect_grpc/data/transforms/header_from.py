@@ -56,6 +56,9 @@ class HeaderFrom(KeyOrValueTransformation):
     the fields. A null value is a DataError, as in Kafka. A field the schema lacks is a
     DataError ``Field does not exist: <f>`` (Kafka fails with a NullPointerException)."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._fields: list[str] = config[FIELDS]
@@ -66,7 +69,7 @@ class HeaderFrom(KeyOrValueTransformation):
         self._move = config[OPERATION] == MOVE
         self._purpose = f"header {config[OPERATION]}"
         self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def apply(self, record: Any) -> Any:
         schema = self.side.schema(record)

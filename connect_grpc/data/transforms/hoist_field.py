@@ -23,9 +23,12 @@ class HoistField(KeyOrValueTransformation):
     """Schemaless: ``{field: value}`` (a null value too). With a schema: a Struct whose one
     field ``field`` has the original schema (a null value needs an optional schema)."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         self._field: str = parse_config(CONFIG_DEF, configs)[FIELD]
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def apply(self, record: Any) -> Any:
         schema = self.side.schema(record)

@@ -19,7 +19,6 @@ from connect_grpc.data.schema import (
     Schema,
     SchemaBuilder,
 )
-from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -31,10 +30,11 @@ from connect_grpc.data.transforms._support import (
     KeyOrValueTransformation,
     SchemaCache,
     copy_schema_basics,
+    field_values,
     require_map,
     require_sink_record,
     require_struct,
-    struct_value,
+    struct_of_checked_values,
 )
 
 TOPIC_FIELD = "topic.field"
@@ -96,6 +96,9 @@ class InsertField(KeyOrValueTransformation):
     With a schema: appends STRING, INT32, INT64, Timestamp and STRING fields in that order
     (optional unless suffixed ``!``); the timestamp is a UTC datetime."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._topic = InsertionSpec.parse(config[TOPIC_FIELD])
@@ -110,7 +113,7 @@ class InsertField(KeyOrValueTransformation):
         if self._static is not None and self._static_value is None:
             raise ValueError(f"Invalid value null for configuration {STATIC_VALUE}: No value "
                              f"specified for static field: {self._static}")
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def apply(self, record: Any) -> Any:
         value = self.side.value(record)
@@ -118,30 +121,39 @@ class InsertField(KeyOrValueTransformation):
             return record
         if self.side.schema(record) is None:
             updated = dict(require_map(value, PURPOSE))
-            self._insert(record, updated.__setitem__, as_datetime=False)
+            for name, item in self._insertions(record, as_datetime=False):
+                if item is not None:
+                    updated[name] = item
             return self.side.updated(record, None, updated)
         struct = require_struct(value, PURPOSE)
         schema = self._updated_schema(struct.schema)
-        result = Struct(schema)
-        for field in struct.schema.fields:
-            result.put(field.name, struct_value(struct, field.name, self._with_default))
-        self._insert(record, result.put, as_datetime=True)
-        return self.side.updated(record, schema, result)
+        values = field_values(struct, self._with_default)
+        copied = len(values)
+        # The inserted fields follow the copied ones, in the order _insertions gives them;
+        # a partition or timestamp the record lacks stays null, as Kafka leaves it unset.
+        values.extend(item for _, item in self._insertions(record, as_datetime=True))
+        return self.side.updated(record, schema,
+                                 struct_of_checked_values(schema, values, copied))
 
-    def _insert(self, record: Any, put: Any, *, as_datetime: bool) -> None:
+    def _insertions(self, record: Any, *, as_datetime: bool) -> list[tuple[str, Any]]:
+        """(field name, value) of each configured insertion, in schema order (None where
+        the record has no partition or timestamp)."""
+        inserted: list[tuple[str, Any]] = []
         if self._topic is not None:
-            put(self._topic.name, record.topic)
-        if self._partition is not None and record.kafka_partition is not None:
-            put(self._partition.name, record.kafka_partition)
+            inserted.append((self._topic.name, record.topic))
+        if self._partition is not None:
+            inserted.append((self._partition.name, record.kafka_partition))
         if self._offset is not None:
             require_sink_record(record, PURPOSE)
-            put(self._offset.name, record.kafka_offset)
-        if self._timestamp is not None and record.timestamp_ms is not None:
+            inserted.append((self._offset.name, record.kafka_offset))
+        if self._timestamp is not None:
             timestamp = record.timestamp_ms
-            put(self._timestamp.name,
-                timestamp_of_millis(timestamp) if as_datetime else timestamp)
-        if self._static is not None and self._static_value is not None:
-            put(self._static.name, self._static_value)
+            if timestamp is not None and as_datetime:
+                timestamp = timestamp_of_millis(timestamp)
+            inserted.append((self._timestamp.name, timestamp))
+        if self._static is not None:
+            inserted.append((self._static.name, self._static_value))
+        return inserted
 
     def _updated_schema(self, schema: Schema) -> Schema:
         cached = self._schemas.get(schema)

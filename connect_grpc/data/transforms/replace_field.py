@@ -7,7 +7,6 @@ from typing import Any
 
 from connect_grpc.configdef import ConfigDef, ConfigType, ExactMessage, define_all, java_list
 from connect_grpc.data.schema import Schema, SchemaBuilder
-from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -19,9 +18,10 @@ from connect_grpc.data.transforms._support import (
     KeyOrValueTransformation,
     SchemaCache,
     copy_schema_basics,
+    field_values,
     require_map,
     require_struct,
-    struct_value,
+    struct_of_checked_values,
 )
 
 EXCLUDE = "exclude"
@@ -62,6 +62,9 @@ class ReplaceField(KeyOrValueTransformation):
     """A field is kept when it is not in ``exclude`` and ``include`` is empty or lists it;
     kept fields are then renamed by ``renames`` (``old:new``). A null passes unchanged."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, tuple[Schema, list[int]]] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._exclude = frozenset(config[EXCLUDE])
@@ -69,7 +72,7 @@ class ReplaceField(KeyOrValueTransformation):
         self._renames = dict(_java_split_colon(m) for m in config[RENAMES])
         self._reverse = {new: old for old, new in self._renames.items()}
         self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def _keeps(self, name: str) -> bool:
         return name not in self._exclude and (not self._include or name in self._include)
@@ -85,21 +88,22 @@ class ReplaceField(KeyOrValueTransformation):
                 for name, item in fields.items() if self._keeps(name)
             })
         struct = require_struct(value, PURPOSE)
-        schema = self._updated_schema(struct.schema)
-        updated = Struct(schema)
-        for field in schema.fields:
-            original = self._reverse.get(field.name, field.name)
-            updated.put(field, struct_value(struct, original, self._with_default))
-        return self.side.updated(record, schema, updated)
+        schema, sources = self._updated_schema(struct.schema)
+        values = field_values(struct, self._with_default)
+        return self.side.updated(record, schema, struct_of_checked_values(
+            schema, [values[index] for index in sources]))
 
-    def _updated_schema(self, schema: Schema) -> Schema:
+    def _updated_schema(self, schema: Schema) -> tuple[Schema, list[int]]:
+        """The new schema and, for each of its fields, the index of the field it comes from."""
         cached = self._schemas.get(schema)
         if cached is None:
             builder = copy_schema_basics(schema, SchemaBuilder.struct())
+            sources = []
             for field in schema.fields:
                 if self._keeps(field.name):
                     builder.field(self._renames.get(field.name, field.name), field.schema)
-            cached = builder.build()
+                    sources.append(field.index)
+            cached = (builder.build(), sources)
             self._schemas.put(schema, cached)
         return cached
 

@@ -18,7 +18,9 @@ from connect_grpc.data.transforms._config import (
 from connect_grpc.data.transforms._support import (
     KEY,
     KeyOrValueTransformation,
+    field_values,
     require_schema,
+    struct_of_checked_values,
     struct_value,
 )
 
@@ -75,6 +77,9 @@ class SetSchemaMetadata(KeyOrValueTransformation):
     def _moved_into(self, value: Any, schema: Schema) -> Any:
         if not isinstance(value, Struct):
             return value
+        if value.schema.fields == schema.fields:
+            # Kafka copies field by field into the same fields: the values are already checked.
+            return struct_of_checked_values(schema, field_values(value, self._with_default))
         moved = Struct(schema)
         for field in schema.fields:
             moved.put(field, struct_value(value, field.name, self._with_default))

@@ -27,6 +27,7 @@ from connect_grpc.data.schema import (
     SchemaBuilder,
     Type,
     python_class_name,
+    validate_value,
 )
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
@@ -47,8 +48,10 @@ from connect_grpc.data.transforms._support import (
     KeyOrValueTransformation,
     SchemaCache,
     copy_schema_basics,
+    field_values,
     require_map,
     require_struct_or_null,
+    struct_of_checked_values,
     struct_value,
 )
 
@@ -118,6 +121,9 @@ class TimestampConverter(KeyOrValueTransformation):
     """Converts the whole key/value (``field`` empty) or one field of it to ``target.type``.
     The output schema is the target's, optional when the input's was."""
 
+    def __init__(self) -> None:
+        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._field: str = config[FIELD]
@@ -129,7 +135,7 @@ class TimestampConverter(KeyOrValueTransformation):
             raise ValueError("TimestampConverter requires format option to be specified when "
                              "using string timestamps")
         self._format = JavaDateFormat(pattern) if pattern.strip() else None
-        self._schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._schemas.clear()
 
     def _target_schema(self, optional: bool) -> Schema:
         required, optional_schema = _TARGET_SCHEMAS[self._target]
@@ -173,6 +179,18 @@ class TimestampConverter(KeyOrValueTransformation):
     def _converted_struct(self, struct: Struct | None, schema: Schema) -> Struct | None:
         if struct is None:
             return None
+        converted = struct.schema.field(self._field)
+        if converted is None or [f.name for f in struct.schema.fields] != [
+                f.name for f in schema.fields]:
+            return self._converted_by_name(struct, schema)
+        # Same fields in the same order: only the converted one changes.
+        values = field_values(struct, self._with_default)
+        item = self._convert(values[converted.index], _source_type(converted.schema))
+        validate_value(schema.fields[converted.index].schema, item, self._field)
+        values[converted.index] = item
+        return struct_of_checked_values(schema, values)
+
+    def _converted_by_name(self, struct: Struct, schema: Schema) -> Struct:
         updated = Struct(schema)
         for field in struct.schema.fields:
             item = struct_value(struct, field.name, self._with_default)

@@ -39,11 +39,14 @@ class ValueToKey(Transformation[Any]):
     value's fields with their schemas (a field the value schema lacks is a DataError). A
     tombstone is a DataError, as in Kafka (there is no null guard)."""
 
+    def __init__(self) -> None:
+        self._key_schemas: SchemaCache[Schema, Schema] = SchemaCache()
+
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._fields: list[str] = config[FIELDS]
         self._with_default: bool = config[REPLACE_NULL_WITH_DEFAULT]
-        self._key_schemas: SchemaCache[Schema, Schema] = SchemaCache()
+        self._key_schemas.clear()
 
     def apply(self, record: Any) -> Any:
         if record.value_schema is None:
