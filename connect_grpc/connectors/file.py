@@ -44,6 +44,8 @@ from connect_grpc.connectors.api import (
     SourceTask,
     Task,
 )
+from connect_grpc.data.javatext import java_string
+from connect_grpc.data.schema import STRING_SCHEMA
 from connect_grpc.domain import OffsetMap
 
 __all__ = [
@@ -332,6 +334,7 @@ class FileStreamSourceTask(SourceTask):
             source_offset={POSITION_FIELD: end},
             topic=self._topic,
             value=text,
+            value_schema=STRING_SCHEMA,  # Kafka's value schema: what a converter writes
         )
 
     def _close(self) -> None:
@@ -395,16 +398,21 @@ class FileStreamSinkTask(SinkTask):
         _log.info("file_sink_task_started", file=self._filename)
 
     def put(self, records: Sequence[SinkRecord]) -> None:
-        """Appends each value decoded as UTF-8 (``null`` for a null value, like Kafka)."""
+        """Appends each value: bytes decoded as UTF-8, Connect data (a converter's) as
+        Java's ``toString`` writes it, as Kafka's task does (``null`` for a null value)."""
         stream = self._require_stream()
         if not records:
             return
         values = [record.value for record in records]
-        if None in values:
-            stream.write("\n".join([_value_text(value) for value in values]) + "\n")
-        else:  # one decode of the joined bytes: a newline never splits a UTF-8 sequence
-            joined = b"\n".join(cast(list[bytes], values))
-            stream.write(joined.decode("utf-8", errors="replace") + "\n")
+        if None not in values:
+            try:  # one decode of the joined bytes: a newline never splits a UTF-8 sequence
+                joined = b"\n".join(cast(list[bytes], values))
+            except TypeError:  # not all bytes: values a converter made
+                pass
+            else:
+                stream.write(joined.decode("utf-8", errors="replace") + "\n")
+                return
+        stream.write("\n".join([_value_text(value) for value in values]) + "\n")
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Flushes and fsyncs the file, so every record put so far is durable."""
@@ -426,7 +434,7 @@ class FileStreamSinkTask(SinkTask):
                   connector_deleted=connector_deleted)
 
 
-def _value_text(value: bytes | None) -> str:
-    if value is None:
-        return "null"
-    return value.decode("utf-8", errors="replace")
+def _value_text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return java_string(value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.domain import OffsetMap
@@ -16,7 +17,7 @@ from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.storage.base import OffsetEntry
 
 #: What an executor produces: (topic, partition or -1, key, value, headers).
-ProduceRow = tuple[str, int, bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]
+ProduceRow = tuple[str, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
 #: What an executor reads from one partition: (offset, key, value, timestamp ms or -1,
 #: headers); the partition is said once, by the range the rows belong to.
 ConsumedRow = tuple[int, bytes | None, bytes | None, int, tuple[tuple[str, bytes], ...]]
@@ -28,12 +29,13 @@ def to_produce_row(record: SourceRecord) -> ProduceRow:
     """The row an executor produces. Inlined conversions: it runs once per record on the
     driver, whose one interpreter every task of the worker shares."""
     key, value, partition = record.key, record.value, record.kafka_partition
+    headers: Any = record.headers  # raw pairs (a pipeline's output is raw pairs too)
     return (
         record.topic,
         -1 if partition is None else partition,
         key.encode("utf-8") if isinstance(key, str) else key,
         value.encode("utf-8") if isinstance(value, str) else value,
-        record.headers if record.headers.__class__ is tuple else tuple(record.headers),
+        headers if headers.__class__ is tuple else tuple(headers),
     )
 
 

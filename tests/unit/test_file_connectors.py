@@ -14,6 +14,7 @@ from connect_grpc.connectors.file import (
     FileStreamSourceConnector,
     FileStreamSourceTask,
 )
+from connect_grpc.data.schema import STRING_SCHEMA
 from connect_grpc.testing.plugins import FakeSourceTaskContext
 
 
@@ -277,6 +278,25 @@ def test_sink_decodes_each_value_on_its_own_whether_or_not_one_is_null(
         "null" if value is None else value.decode("utf-8", errors="replace") for value in values
     ]
     assert path.read_text(encoding="utf-8") == "".join(f"{line}\n" for line in expected)
+
+
+def test_sink_writes_connect_data_as_java_to_string(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    values = ["text", {"a": 1, "b": [True, None]}, 1.0e20, b"raw"]
+    task.put([_sink_record(value, i) for i, value in enumerate(values)])  # type: ignore[arg-type]
+    task.stop()
+    assert path.read_text(encoding="utf-8").splitlines() == [
+        "text", "{a=1, b=[true, null]}", "1.0E20", "raw"
+    ]
+
+
+def test_source_values_carry_kafka_s_string_schema(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("a\n", encoding="utf-8")
+    [record] = _source_task(path).poll(10)
+    assert record.value_schema == STRING_SCHEMA and record.key_schema is None
 
 
 def test_sink_put_before_start_fails() -> None:
