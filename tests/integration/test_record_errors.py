@@ -9,6 +9,7 @@ user's own plugins are.
 
 from __future__ import annotations
 
+import json
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -289,3 +290,72 @@ def test_source_drops_are_not_committed_and_failures_go_to_the_source_dlq(
     # the dropped last line's offset is not committed: the offset is the one after "c"
     after_c = len(b"a\npoison-b\nc\n")
     wait_until(lambda: source_positions(deployment.stub, name) == [after_c], timeout=30)
+
+
+PERSON_SCHEMA = {
+    "type": "struct",
+    "optional": False,
+    "fields": [
+        {"field": "name", "type": "string", "optional": False},
+        {"field": "ssn", "type": "string", "optional": False},
+    ],
+}
+
+
+def person(name: str, ssn: str) -> str:
+    return json.dumps({"schema": PERSON_SCHEMA, "payload": {"name": name, "ssn": ssn}})
+
+
+def test_file_to_topic_to_file_with_json_converter_two_smts_and_a_dlq(
+    deployment: Deployment, kafka_bootstrap: str, kafka_admin: AdminClient, name: str
+) -> None:
+    """The built-in JsonConverter (schemas.enable=true), MaskField$Value and
+    InsertField$Value on the sink, a pass-through source: poison lines go to the DLQ with
+    their bytes and the context headers, good lines arrive masked, nothing is lost."""
+    topic = create_topic(kafka_admin, f"people-{uuid.uuid4().hex[:8]}")
+    dlq = f"dlq-{uuid.uuid4().hex[:8]}"
+    source_file = deployment.work / f"{name}-in.txt"
+    sink_file = deployment.work / f"{name}-out.txt"
+    poison = "this is not json"
+    source_file.write_text(
+        "\n".join([person("ann", "123-45"), poison, person("bob", "678-90")]) + "\n",
+        encoding="utf-8",
+    )
+    create(
+        deployment.stub,
+        f"{name}-source",
+        {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic},
+    )
+    create(
+        deployment.stub,
+        f"{name}-sink",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(sink_file),
+            "topics": topic,
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "true",
+            "transforms": "mask,origin",
+            "transforms.mask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
+            "transforms.mask.fields": "ssn",
+            "transforms.origin.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.origin.static.field": "origin",
+            "transforms.origin.static.value": "file",
+            **dlq_settings(dlq, **{"errors.tolerance": "all", "errors.log.enable": "true"}),
+        },
+    )
+    wait_until(lambda: len(lines(sink_file)) >= 2, timeout=90)
+    assert lines(sink_file) == [
+        "Struct{name=ann,ssn=,origin=file}",
+        "Struct{name=bob,ssn=,origin=file}",
+    ]
+    [dead] = read_all(kafka_bootstrap, dlq)
+    assert dead.value() == poison.encode()
+    context = dict(headers_of(dead))
+    assert [key for key, _ in headers_of(dead)] == CONTEXT_HEADERS
+    assert context["__connect.errors.stage"] == b"VALUE_CONVERTER"
+    assert context["__connect.errors.class.name"] == (
+        b"org.apache.kafka.connect.json.JsonConverter"
+    )
+    assert context["__connect.errors.offset"] == b"1"
+    wait_until(lambda: group_offset(kafka_admin, f"connect-{name}-sink", topic) == 3, timeout=60)
