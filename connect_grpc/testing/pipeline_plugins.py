@@ -5,14 +5,19 @@ real implementations of the data room's interfaces, loadable by dotted path
 A value containing ``poison`` makes :class:`Utf8Converter`, :class:`PickyBytesConverter`
 and :class:`PoisonTransformation` raise a DataError; ``drop`` makes
 :class:`DropTransformation` drop the record; a value starting with ``flaky`` makes
-:class:`FlakyTransformation` raise a RetriableError.
+:class:`FlakyTransformation` raise a RetriableError. :class:`RejectingFileSinkConnector` is
+FileStreamSink whose task reports values containing ``reject`` through KIP-610's errant
+record reporter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from connect_grpc.connectors.api import SinkRecord, Task
+from connect_grpc.connectors.file import FileStreamSinkConnector, FileStreamSinkTask
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.plugins import (
     Converter,
@@ -146,3 +151,28 @@ class ValueContains(Predicate[ConnectRecord]):
 
     def test(self, record: ConnectRecord) -> bool:
         return self.text in _text(record.value)
+
+
+class RejectingFileSinkTask(FileStreamSinkTask):
+    """FileStreamSink's task that reports each record whose value contains ``reject`` through
+    its context's errant record reporter (KIP-610) instead of writing it; a tolerance error
+    the reporter raises is swallowed, as a careless task would (the runtime fails the task
+    after ``put`` all the same)."""
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        reporter = self.context.errant_record_reporter()
+        kept = []
+        for record in records:
+            if reporter is not None and "reject" in _text(record.value):
+                with contextlib.suppress(Exception):
+                    reporter.report(record, DataError(f"rejected {_text(record.value)}"))
+            else:
+                kept.append(record)
+        super().put(kept)
+
+
+class RejectingFileSinkConnector(FileStreamSinkConnector):
+    """FileStreamSink whose task rejects records through the errant record reporter."""
+
+    def task_class(self) -> type[Task]:
+        return RejectingFileSinkTask

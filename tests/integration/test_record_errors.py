@@ -359,3 +359,42 @@ def test_file_to_topic_to_file_with_json_converter_two_smts_and_a_dlq(
     )
     assert context["__connect.errors.offset"] == b"1"
     wait_until(lambda: group_offset(kafka_admin, f"connect-{name}-sink", topic) == 3, timeout=60)
+
+
+def test_errant_record_reporter_sends_the_original_bytes_and_tolerance_none_fails_the_task(
+    deployment: Deployment, kafka_bootstrap: str, kafka_admin: AdminClient, name: str
+) -> None:
+    topic = create_topic(kafka_admin, f"in-{uuid.uuid4().hex[:8]}")
+    dlq, strict_dlq = f"dlq-{uuid.uuid4().hex[:8]}", f"dlq-{uuid.uuid4().hex[:8]}"
+    produce_with_headers(
+        kafka_bootstrap, topic, [(b"one", None), (b"reject-two", [("h", b"v")]), (b"three", None)]
+    )
+    out = deployment.work / f"{name}.txt"
+    config = {
+        "connector.class": f"{PLUGINS}.RejectingFileSinkConnector",
+        "tasks.max": "1",
+        "file": str(out),
+        "topics": topic,
+        "value.converter": f"{PLUGINS}.Utf8Converter",
+        "header.converter": f"{PLUGINS}.RawHeaderConverter",
+    }
+    create(deployment.stub, name, {**config, **dlq_settings(dlq, **{"errors.tolerance": "all"})})
+    wait_until(lambda: lines(out) == ["one", "three"], timeout=60)
+    wait_until(lambda: group_offset(kafka_admin, f"connect-{name}", topic) == 3, timeout=60)
+    [dead] = read_all(kafka_bootstrap, dlq)
+    assert (dead.value(), headers_of(dead)[0]) == (b"reject-two", ("h", b"v"))
+    context = dict(headers_of(dead))
+    assert context["__connect.errors.stage"] == b"TASK_PUT"
+    assert context["__connect.errors.class.name"] == b"org.apache.kafka.connect.sink.SinkTask"
+    assert context["__connect.errors.offset"] == b"1"
+
+    strict = f"{name}-strict"
+    strict_out = deployment.work / f"{strict}.txt"
+    create(deployment.stub, strict, {**config, "file": str(strict_out), **dlq_settings(strict_dlq)})
+    wait_for_states(deployment.stub, strict, RUNNING, [FAILED])
+    status = deployment.stub.GetTaskStatus(
+        pb.GetTaskStatusRequest(name=strict, task_id=0), timeout=10
+    ).task
+    assert "Tolerance exceeded in error handler" in status.trace
+    assert [m.value() for m in read_all(kafka_bootstrap, strict_dlq)] == [b"reject-two"]
+    assert group_offset(kafka_admin, f"connect-{strict}", topic) < 0
