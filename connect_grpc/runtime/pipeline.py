@@ -54,6 +54,7 @@ from connect_grpc.runtime.tolerance import (
     ProcessingContext,
     RetryWithToleranceOperator,
     Stage,
+    class_name,
 )
 from connect_grpc.worker_config import WorkerConfig
 
@@ -130,7 +131,24 @@ class TaskPipeline:
         self._value: Converter = plugins.value_converter or PassThroughConverter()
         self._header: HeaderConverter = plugins.header_converter or PassThroughHeaderConverter()
         self._has_header_converter = plugins.header_converter is not None
+        self._converts_keys = plugins.key_converter is not None
+        self._converts_values = plugins.value_converter is not None
         self._stages = list(plugins.stages)
+        #: Class names as the log and the DLQ headers show them, worked out once.
+        self._key_name = class_name(self._key)
+        self._value_name = class_name(self._value)
+        self._header_name = class_name(self._header)
+        #: Each stage's call (the transformation's own apply when it has no predicate)
+        #: with its class name.
+        self._appliers: list[tuple[Callable[[Any], Any], str]] = [
+            (
+                stage.transformation.apply
+                if stage.predicate is None
+                else functools.partial(_apply_stage, stage),
+                class_name(stage.transformation),
+            )
+            for stage in self._stages
+        ]
         #: The batch's delivered sink records → the raw records they came from, for an
         #: errant record's report (id → (delivered, raw): the id alone could be reused).
         self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
@@ -198,7 +216,7 @@ class TaskPipeline:
         context.target_topic = record.topic
         execute = self.operator.execute
         headers = execute(
-            context, lambda: self._headers_out(record), Stage.HEADER_CONVERTER, self._header
+            context, lambda: self._headers_out(record), Stage.HEADER_CONVERTER, self._header_name
         )
         connect_headers = None if record.headers.__class__ is tuple else record.headers
         key = execute(
@@ -207,7 +225,7 @@ class TaskPipeline:
                 record.topic, connect_headers, record.key_schema, record.key
             ),
             Stage.KEY_CONVERTER,
-            self._key,
+            self._key_name,
         )
         value = execute(
             context,
@@ -215,7 +233,7 @@ class TaskPipeline:
                 record.topic, connect_headers, record.value_schema, record.value
             ),
             Stage.VALUE_CONVERTER,
-            self._value,
+            self._value_name,
         )
         if context.failed:
             return None
@@ -242,53 +260,70 @@ class TaskPipeline:
     def apply_sink(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
         """The records to put: each raw record read converted and transformed; those that
         failed or were dropped left out (their offsets are committed all the same)."""
-        self._originals = {}
+        convert = self._sink_record
+        if self.errant is None:  # nobody will ask for a record's original
+            return [r for r in map(convert, records) if r is not None]
+        self._originals = originals = {}
         delivered: list[SinkRecord] = []
         for raw in records:
-            record = self._sink_record(raw)
+            record = convert(raw)
             if record is not None:
                 delivered.append(record)
-                self._originals[id(record)] = (record, raw)
+                originals[id(record)] = (record, raw)
         return delivered
 
     def _sink_record(self, raw: SinkRecord) -> SinkRecord | None:
         context = ProcessingContext(raw)
         execute, topic = self.operator.execute, raw.topic
-        key = execute(
-            context,
-            lambda: self._key.to_connect_data(topic, None, raw.key),
-            Stage.KEY_CONVERTER,
-            self._key,
-        )
-        value = execute(
-            context,
-            lambda: self._value.to_connect_data(topic, None, raw.value),
-            Stage.VALUE_CONVERTER,
-            self._value,
-        )
+        key_schema, key = None, raw.key
+        if self._converts_keys:  # a pass-through converter cannot fail: no stage to run
+            converted = execute(
+                context,
+                functools.partial(self._key.to_connect_data, topic, None, key),
+                Stage.KEY_CONVERTER,
+                self._key_name,
+            )
+            if converted is None:
+                return None
+            key_schema, key = converted
+        value_schema, value = None, raw.value
+        if self._converts_values:
+            converted = execute(
+                context,
+                functools.partial(self._value.to_connect_data, topic, None, value),
+                Stage.VALUE_CONVERTER,
+                self._value_name,
+            )
+            if converted is None:
+                return None
+            value_schema, value = converted
         headers: Any = raw.headers
         if self._has_header_converter:
             headers = execute(
-                context, lambda: self._headers_in(raw), Stage.HEADER_CONVERTER, self._header
+                context,
+                functools.partial(self._headers_in, raw),
+                Stage.HEADER_CONVERTER,
+                self._header_name,
             )
-        if context.failed or key is None or value is None:
-            return None
+            if headers is None:
+                return None
         record = SinkRecord(
             topic,
             raw.kafka_partition,
             raw.kafka_offset,
-            key.value,
-            value.value,
+            key,
+            value,
             raw.timestamp_ms,
             headers,
-            key.schema,
-            value.schema,
+            key_schema,
+            value_schema,
         )
+        if not self._stages:
+            return record
         transformed: SinkRecord | None = self._transform(context, record)
         return transformed
 
     def _headers_in(self, raw: SinkRecord) -> Any:
-
         headers = ConnectHeaders()
         convert, topic = self._header.to_connect_header, raw.topic
         for key, value in raw.headers:
@@ -304,14 +339,9 @@ class TaskPipeline:
     # ---- shared ---------------------------------------------------------------------------
 
     def _transform(self, context: ProcessingContext, record: Any) -> Any:
-        execute = self.operator.execute
-        for stage in self._stages:
-            record = execute(
-                context,
-                functools.partial(_apply_stage, stage, record),
-                Stage.TRANSFORMATION,
-                stage.transformation,
-            )
+        execute, partial = self.operator.execute, functools.partial
+        for apply, name in self._appliers:
+            record = execute(context, partial(apply, record), Stage.TRANSFORMATION, name)
             if record is None:
                 return None
         return record

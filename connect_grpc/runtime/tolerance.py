@@ -118,17 +118,20 @@ _kafka_names_lock = threading.Lock()
 def _builtin_names() -> dict[type, str]:
     """Each built-in plugin class → its Kafka Connect class name (read once)."""
     global _kafka_names
+    names = _kafka_names
+    if names is not None:
+        return names
     with _kafka_names_lock:
         if _kafka_names is None:
-            names: dict[type, str] = {}
+            found: dict[type, str] = {}
             for module_name, registry in _BUILTIN_REGISTRIES:
                 try:
                     module = importlib.import_module(module_name)
                 except ImportError:  # the data room's plugins are optional to the runtime
                     continue
                 for kafka_name, cls in getattr(module, registry, {}).items():
-                    names.setdefault(cls, kafka_name)
-            _kafka_names = names
+                    found.setdefault(cls, kafka_name)
+            _kafka_names = found
         return _kafka_names
 
 
@@ -211,12 +214,18 @@ class RetryWithToleranceOperator:
         executing: object,
     ) -> T | None:
         """The operation's result; None if the record failed (and was tolerated, or retried
-        out). Raises ErrorHandlerError when the failure is not tolerated, after reporting."""
-        context.position(stage, executing)
-        if context.failed:
+        out). Raises ErrorHandlerError when the failure is not tolerated, after reporting.
+        ``executing`` names the stage's class (a str as it is, else ``class_name``)."""
+        context.stage = stage
+        context.executing_class = executing if isinstance(executing, str) else class_name(executing)
+        if context.error is not None:
             return None
+        try:  # the path of every record that does not fail: one call, nothing else
+            return operation()
+        except Exception as error:
+            first = error
         try:
-            return self._exec_and_handle_error(context, operation, stage)
+            return self._exec_and_handle_error(context, operation, stage, first)
         finally:
             if context.failed:
                 self.counts.errors += 1
@@ -240,10 +249,14 @@ class RetryWithToleranceOperator:
         return self.errors.tolerate_all or self.total_failures == 0
 
     def _exec_and_handle_error(
-        self, context: ProcessingContext, operation: Callable[[], T], stage: Stage
+        self,
+        context: ProcessingContext,
+        operation: Callable[[], T],
+        stage: Stage,
+        first: Exception,
     ) -> T | None:
         try:
-            result = self._exec_and_retry(context, operation)
+            result = self._exec_and_retry(context, operation, first)
         except Exception as error:
             self.counts.failures += 1
             self._mark_failed()
@@ -259,25 +272,34 @@ class RetryWithToleranceOperator:
             self.counts.skipped += 1
         return result
 
-    def _exec_and_retry(self, context: ProcessingContext, operation: Callable[[], T]) -> T | None:
+    def _exec_and_retry(
+        self, context: ProcessingContext, operation: Callable[[], T], first: Exception
+    ) -> T | None:
+        """After the operation's ``first`` failure: retries a RetriableError within
+        ``errors.retry.timeout``, counted from the first failure (Kafka counts from the first
+        attempt's start: the difference is that one call, which keeps the clock off the path
+        of records that do not fail); re-raises any other error."""
         retry_timeout = self.errors.retry_timeout_ms
         start = self.clock_ms()
         deadline = None if retry_timeout < 0 else start + retry_timeout
-        attempt = 0
+        error, attempt = first, 1
         while True:
-            attempt += 1
             context.attempts = attempt
+            if not isinstance(error, RetriableError):
+                raise error
+            self.counts.failures += 1
+            if deadline is not None and self.clock_ms() - start >= retry_timeout:
+                context.error = error
+                return None
+            if self.sleep(self._backoff_ms(attempt, deadline)):
+                context.error = error  # the task is stopping
+                return None
+            self.counts.retries += 1
+            attempt += 1
             try:
                 return operation()
-            except RetriableError as error:
-                self.counts.failures += 1
-                if deadline is not None and self.clock_ms() - start >= retry_timeout:
-                    context.error = error
-                    return None
-                if self.sleep(self._backoff_ms(attempt, deadline)):
-                    context.error = error  # the task is stopping
-                    return None
-                self.counts.retries += 1
+            except Exception as exc:
+                error = exc
 
     def _backoff_ms(self, attempt: int, deadline: int | None) -> int:
         delay = RETRIES_DELAY_MIN_MS << (attempt - 1)
