@@ -293,11 +293,14 @@ class DeadLetterQueueReporter:
         extra: dict[str, Any] = {"headers": headers} if headers else {}
         if timestamp_ms is not None and timestamp_ms >= 0:
             extra["timestamp"] = timestamp_ms
+        give_up_at = time.monotonic() + AWAIT_TIMEOUT_S
         while True:
             try:
                 producer.produce(self.topic, value, key, on_delivery=delivered, **extra)
                 break
-            except BufferError:
+            except BufferError:  # the queue is full: wait for room, not for ever
+                if time.monotonic() > give_up_at:
+                    raise
                 producer.poll(0.05)
         producer.poll(0)
 
