@@ -415,3 +415,17 @@ def test_a_source_batch_through_the_pipeline_commits_only_what_goes_out() -> Non
     assert batch.converted is not None and batch.converted[2] is None
     untouched = _Batch(polled).through(None)
     assert untouched.outgoing is polled and untouched.converted is None
+
+
+def test_a_hosted_task_s_pipeline_factory_is_searched_for_values_to_mask() -> None:
+    from connect_grpc.connectors.plugins import Plugins
+    from connect_grpc.runtime.hosting import _strings_in
+    from connect_grpc.runtime.pipeline import ConnectorPipeline, PipelineSpec
+    from connect_grpc.worker_config import WorkerConfig
+
+    worker = WorkerConfig.from_properties(
+        {"bootstrap.servers": "b:1", "listeners": "grpc://127.0.0.1:0", "worker.id": "w"}
+    )
+    factory = ConnectorPipeline({"transforms.a.key": "resolved-secret"}, worker, Plugins(), True)
+    spec = PipelineSpec(factory, {"bootstrap.servers": "b:1"})
+    assert "resolved-secret" in _strings_in(("task.Class", spec))
