@@ -49,7 +49,7 @@ __all__ = [
     "PREDICATES_ENTRY_POINT_GROUP",
     "TESTING_CONNECTORS",
     "TRANSFORMS_ENTRY_POINT_GROUP",
-    "PipelinePlugins",
+    "PipelinePluginRegistry",
     "PluginClassError",
     "PluginKind",
     "Plugins",
@@ -231,7 +231,7 @@ class PluginClassError(Exception):
         return self.message
 
 
-class PipelinePlugins:
+class PipelinePluginRegistry:
     """Finds converters, header converters, transformations and predicates by name.
 
     A class is found by Kafka Connect's class name (built-ins), by the Python path of a
@@ -419,7 +419,7 @@ class Plugins:
             _class_name(cls): cls for cls in registered if issubclass(cls, Connector)
         }
         self._register_known()
-        self.pipeline = PipelinePlugins(
+        self.pipeline = PipelinePluginRegistry(
             pipeline_builtins,
             [cls for cls in registered if plugin_kinds(cls)],
             self._in_plugin_path,

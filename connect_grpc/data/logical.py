@@ -199,7 +199,9 @@ class Timestamp:
             raise DataError(
                 "Requested conversion of Timestamp object but the schema does not match."
             )
-        return (as_utc(value) - EPOCH) // _ONE_MS
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        return (value - EPOCH) // _ONE_MS  # an aware difference accounts for any offset
 
     @staticmethod
     def to_logical(schema: Schema, raw: int) -> datetime.datetime:
@@ -219,7 +221,17 @@ def as_utc(value: datetime.datetime) -> datetime.datetime:
 
 def timestamp_of_millis(millis: int) -> datetime.datetime:
     """The UTC-aware datetime ``millis`` after the epoch."""
+    if -_FAST_MILLIS_LIMIT < millis < _FAST_MILLIS_LIMIT:
+        # Through a float: exact to the microsecond while the seconds fit in 32 bits (a
+        # double then has more than 0.5 µs of precision), and 3x faster than a timedelta.
+        moment = datetime.datetime.fromtimestamp(millis / 1000, datetime.UTC)
+        if moment.microsecond % 1000 == 0:
+            return moment
     try:
-        return EPOCH + datetime.timedelta(milliseconds=millis)
+        seconds, rest = divmod(millis, 1000)
+        return EPOCH + datetime.timedelta(0, seconds, rest * 1000)
     except OverflowError as exc:
         raise DataError(f"Timestamp value out of range: {millis} ms since the epoch") from exc
+
+
+_FAST_MILLIS_LIMIT: Final = 2**32 * 1000

@@ -19,7 +19,7 @@ import decimal
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from connect_grpc.data.errors import DataError, SchemaBuilderError
 
@@ -54,12 +54,32 @@ class Type(enum.Enum):
 
 _COMPOUND_TYPES = frozenset({Type.ARRAY, Type.MAP, Type.STRUCT})
 
+_FAST_CLASSES: dict[Type, type] = {
+    Type.INT8: int, Type.INT16: int, Type.INT32: int, Type.INT64: int,
+    Type.FLOAT32: float, Type.FLOAT64: float, Type.BOOLEAN: bool, Type.STRING: str,
+    Type.BYTES: bytes,
+}
+
 _INT_RANGES: dict[Type, tuple[int, int]] = {
     Type.INT8: (-(2**7), 2**7 - 1),
     Type.INT16: (-(2**15), 2**15 - 1),
     Type.INT32: (-(2**31), 2**31 - 1),
     Type.INT64: (-(2**63), 2**63 - 1),
 }
+
+
+DECIMAL_LOGICAL_NAME = "org.apache.kafka.connect.data.Decimal"
+DATE_LOGICAL_NAME = "org.apache.kafka.connect.data.Date"
+TIME_LOGICAL_NAME = "org.apache.kafka.connect.data.Time"
+TIMESTAMP_LOGICAL_NAME = "org.apache.kafka.connect.data.Timestamp"
+
+_LOGICAL_CLASSES: dict[str, tuple[type, ...]] = {
+    DECIMAL_LOGICAL_NAME: (decimal.Decimal,),
+    DATE_LOGICAL_NAME: (datetime.date,),
+    TIME_LOGICAL_NAME: (datetime.time,),
+    TIMESTAMP_LOGICAL_NAME: (datetime.datetime,),
+}
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +98,11 @@ class Schema:
     """An immutable Connect schema (Kafka's ConnectSchema). Build one with SchemaBuilder."""
 
     __slots__ = (
+        "_fast_class",
         "_fields",
         "_fields_by_name",
         "_hash",
+        "_int_range",
         "_key_schema",
         "_value_schema",
         "default",
@@ -104,6 +126,10 @@ class Schema:
     _key_schema: Schema | None
     _value_schema: Schema | None
     _hash: int
+    #: The one Python class whose values need no check beyond the class (and, for integers,
+    #: the range in _int_range): what makes Struct.put cheap for plain fields.
+    _fast_class: builtins.type | None
+    _int_range: tuple[int, int] | None
 
     def __init__(
         self,
@@ -135,6 +161,9 @@ class Schema:
             init(self, "_fields_by_name", None)
         init(self, "_key_schema", key_schema)
         init(self, "_value_schema", value_schema)
+        plain = name is None or name not in _LOGICAL_CLASSES
+        init(self, "_fast_class", _FAST_CLASSES.get(type) if plain else None)
+        init(self, "_int_range", _INT_RANGES.get(type) if plain else None)
         init(self, "_hash", hash((
             type, optional, name, version, doc,
             tuple(sorted(parameters.items())) if parameters else None,
@@ -235,19 +264,6 @@ OPTIONAL_BYTES_SCHEMA = Schema(Type.BYTES, optional=True)
 
 # --- validation (Kafka's ConnectSchema.validateValue) ---------------------------------------
 
-DECIMAL_LOGICAL_NAME = "org.apache.kafka.connect.data.Decimal"
-DATE_LOGICAL_NAME = "org.apache.kafka.connect.data.Date"
-TIME_LOGICAL_NAME = "org.apache.kafka.connect.data.Time"
-TIMESTAMP_LOGICAL_NAME = "org.apache.kafka.connect.data.Timestamp"
-
-_LOGICAL_CLASSES: dict[str, tuple[type, ...]] = {
-    DECIMAL_LOGICAL_NAME: (decimal.Decimal,),
-    DATE_LOGICAL_NAME: (datetime.date,),
-    TIME_LOGICAL_NAME: (datetime.time,),
-    TIMESTAMP_LOGICAL_NAME: (datetime.datetime,),
-}
-
-
 def _type_classes() -> dict[Type, tuple[type, ...]]:
     from connect_grpc.data.struct import Struct
 
@@ -273,6 +289,10 @@ def python_class_name(value: Any) -> str:
 
 def validate_value(schema: Schema, value: Any, field_name: str | None = None) -> None:
     """Raises DataError (with Kafka's message) unless ``value`` fits ``schema``."""
+    if type(value) is schema._fast_class:
+        bounds = schema._int_range
+        if bounds is None or bounds[0] <= cast(int, value) <= bounds[1]:
+            return
     _validate(schema, value, "value" if field_name is None else f'field: "{field_name}"')
 
 

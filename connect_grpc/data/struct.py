@@ -19,7 +19,16 @@ class Struct:
         if schema.type is not Type.STRUCT:
             raise DataError(f"Not a struct schema: {schema!r}")
         self._schema = schema
-        self._values: list[Any] = [None] * len(schema.fields)
+        self._values: list[Any] = [None] * len(schema._fields or ())
+
+    @classmethod
+    def trusted(cls, schema: Schema, values: list[Any]) -> Struct:
+        """A Struct of values already valid for the schema's fields, in field order (for
+        converters that built them from the schema; nothing is checked)."""
+        struct = cls.__new__(cls)
+        struct._schema = schema
+        struct._values = values
+        return struct
 
     @property
     def schema(self) -> Schema:
@@ -27,9 +36,14 @@ class Struct:
 
     def put(self, field: str | Field, value: Any) -> Struct:
         """Sets a field's value after validating it; returns self for chaining."""
-        target = self._lookup(field) if isinstance(field, str) else field
-        if target is None:
+        if isinstance(field, str):
+            target = self._schema._fields_by_name.get(field)  # type: ignore[union-attr]
+            if target is None:
+                raise DataError(f"{field} is not a valid field name")
+        elif field is None:
             raise DataError("field cannot be null.")
+        else:
+            target = field
         validate_value(target.schema, value, target.name)
         self._values[target.index] = value
         return self

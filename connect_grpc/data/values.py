@@ -13,8 +13,8 @@ Used by SimpleHeaderConverter (header bytes ↔ text), Cast and InsertHeader.
   lists, maps and structs, dates as ``yyyy-MM-dd`` / ``HH:mm:ss.SSS'Z'`` /
   ``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`` chosen by the value (in UTC).
 
-Temporal texts must be valid calendar values here (``2020-02-30`` stays a string), where
-Java's lenient SimpleDateFormat rolls them over.
+Temporal texts roll over as Java's lenient SimpleDateFormat does (``2020-02-30`` is
+2020-03-01), except a time of day past midnight (``24:00:00.000Z``), which stays a string.
 """
 
 from __future__ import annotations
@@ -807,26 +807,41 @@ def _exact_integer(number: decimal.Decimal) -> SchemaAndValue | None:
 
 def parse_temporal(token: str | None) -> SchemaAndValue | None:
     """A Date (``yyyy-MM-dd``), Time (``HH:mm:ss.SSS'Z'``) or Timestamp
-    (``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'``) text as its logical value, else None."""
+    (``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'``) text as its logical value, else None. Out-of-range
+    fields roll over as Java's lenient SimpleDateFormat does (``2020-02-30`` is 2020-03-01),
+    except a time of day that rolls into the next day, which has no ``datetime.time``."""
     if token is None:
         return None
     token = token.replace("\\:", ":")
     try:
         if len(token) == 13 and (match := _TIME.fullmatch(token)):
             hour, minute, second, millis = map(int, match.groups())
-            return SchemaAndValue(Time.SCHEMA, datetime.time(hour, minute, second, millis * 1000))
+            moment = _lenient_datetime(1970, 1, 1, hour, minute, second, millis)
+            if moment.date() != EPOCH_DATE:
+                return None
+            return SchemaAndValue(Time.SCHEMA, moment.time())
         if len(token) == 24 and (match := _TIMESTAMP.fullmatch(token)):
-            year, month, day, hour, minute, second, millis = map(int, match.groups())
-            moment = datetime.datetime(
-                year, month, day, hour, minute, second, millis * 1000, tzinfo=datetime.UTC
-            )
-            return SchemaAndValue(Timestamp.SCHEMA, moment)
+            moment = _lenient_datetime(*map(int, match.groups()))
+            return SchemaAndValue(Timestamp.SCHEMA, moment.replace(tzinfo=datetime.UTC))
         if len(token) == 10 and (match := _DATE.fullmatch(token)):
             year, month, day = map(int, match.groups())
-            return SchemaAndValue(Date.SCHEMA, datetime.date(year, month, day))
-    except ValueError:
+            return SchemaAndValue(Date.SCHEMA, _lenient_datetime(year, month, day).date())
+    except (ValueError, OverflowError):
         return None
     return None
+
+
+def _lenient_datetime(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0,
+    millis: int = 0,
+) -> datetime.datetime:
+    """A naive datetime where every field may overflow into the next, as in Java's lenient
+    calendar (month 13 is January of the next year, day 0 the last of the month before)."""
+    years, month_index = divmod(year * 12 + month - 1, 12)
+    start = datetime.datetime(years, month_index + 1, 1)
+    return start + datetime.timedelta(
+        days=day - 1, hours=hour, minutes=minute, seconds=second, milliseconds=millis
+    )
 
 
 class _SchemaMerger:

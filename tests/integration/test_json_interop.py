@@ -14,7 +14,6 @@ import base64
 import datetime
 import decimal
 import json
-import struct as binary
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +21,12 @@ from typing import Any
 import pytest
 
 from connect_grpc.data.converters.json import JsonConverter
+from connect_grpc.data.errors import DataError
 from connect_grpc.data.logical import (
-    DATE_LOGICAL_NAME,
     Date,
     Decimal,
     Time,
     Timestamp,
-    unscaled_and_scale,
 )
 from connect_grpc.data.schema import (
     BOOLEAN_SCHEMA,
@@ -46,13 +44,11 @@ from connect_grpc.data.schema import (
     OPTIONAL_INT64_SCHEMA,
     OPTIONAL_STRING_SCHEMA,
     STRING_SCHEMA,
-    TIME_LOGICAL_NAME,
-    TIMESTAMP_LOGICAL_NAME,
     Schema,
     SchemaBuilder,
-    Type,
 )
 from connect_grpc.data.struct import Struct
+from tests.interop.describe import describe_schema, describe_value
 from tests.interop.kafka_json import compile_program, ensure_json_libs, run_program
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -71,92 +67,6 @@ class Case:
     configs: dict[str, str] = field(default_factory=dict)
     #: What a reader gets back, when not (schema, value) itself.
     expected: tuple[Schema | None, Any] | None = None
-
-
-# --- canonical descriptions (the same text JsonInterop.java prints) ----------------------------
-
-
-def _b64_text(text: str) -> str:
-    return base64.b64encode(text.encode("utf-8")).decode("ascii")
-
-
-def describe_schema(schema: Schema | None) -> str:
-    if schema is None:
-        return "null"
-    params = (
-        "null" if schema.parameters is None
-        else ";".join(f"{k}={v}" for k, v in sorted(schema.parameters.items()))
-    )
-    parts = [
-        f"{{{schema.type.name}{'?' if schema.optional else ''}",
-        f"name={schema.name if schema.name is not None else 'null'}",
-        f"version={schema.version if schema.version is not None else 'null'}",
-        f"doc={_b64_text(schema.doc) if schema.doc is not None else 'null'}",
-        f"params={params}",
-        f"default={describe_value(schema, schema.default)}",
-    ]
-    if schema.type is Type.ARRAY:
-        parts.append(f"items={describe_schema(schema.value_schema)}")
-    elif schema.type is Type.MAP:
-        parts.append(f"keys={describe_schema(schema.key_schema)}")
-        parts.append(f"values={describe_schema(schema.value_schema)}")
-    elif schema.type is Type.STRUCT:
-        fields = ",".join(f"{f.name}:{describe_schema(f.schema)}" for f in schema.fields)
-        parts.append(f"fields=[{fields}]")
-    return "|".join(parts) + "}"
-
-
-_INT_PREFIX = {Type.INT8: "i8", Type.INT16: "i16", Type.INT32: "i32", Type.INT64: "i64"}
-
-
-def describe_value(schema: Schema | None, value: Any) -> str:
-    if value is None:
-        return "null"
-    if schema is not None and schema.name in (DATE_LOGICAL_NAME, TIME_LOGICAL_NAME,
-                                             TIMESTAMP_LOGICAL_NAME):
-        return f"ms:{_millis(schema, value)}"
-    if isinstance(value, decimal.Decimal):
-        unscaled, scale = unscaled_and_scale(value)
-        return f"dec:{unscaled}e{scale}"
-    if isinstance(value, bool):
-        return f"bool:{'true' if value else 'false'}"
-    if isinstance(value, int):
-        prefix = _INT_PREFIX[schema.type] if schema is not None else "i64"
-        return f"{prefix}:{value}"
-    if isinstance(value, float):
-        if schema is not None and schema.type is Type.FLOAT32:
-            return f"f32:{binary.pack('>f', value).hex()}"
-        return f"f64:{binary.pack('>d', value).hex()}"
-    if isinstance(value, str):
-        return f"str:{_b64_text(value)}"
-    if isinstance(value, bytes | bytearray):
-        return f"bytes:{base64.b64encode(value).decode('ascii')}"
-    if isinstance(value, list):
-        item_schema = schema.value_schema if schema is not None else None
-        return "[" + ",".join(describe_value(item_schema, item) for item in value) + "]"
-    if isinstance(value, dict):
-        key_schema = schema.key_schema if schema is not None else None
-        value_schema = schema.value_schema if schema is not None else None
-        entries = sorted(
-            f"{describe_value(key_schema, k)}={describe_value(value_schema, v)}"
-            for k, v in value.items()
-        )
-        return "{" + ",".join(entries) + "}"
-    if isinstance(value, Struct):
-        fields = ",".join(
-            f"{f.name}={describe_value(f.schema, value.get_without_default(f.name))}"
-            for f in value.schema.fields
-        )
-        return f"Struct{{{fields}}}"
-    raise AssertionError(f"no description for {value!r}")
-
-
-def _millis(schema: Schema, value: Any) -> int:
-    if schema.name == DATE_LOGICAL_NAME:
-        return Date.from_logical(schema, value) * 86_400_000
-    if schema.name == TIME_LOGICAL_NAME:
-        return Time.from_logical(schema, value)
-    return Timestamp.from_logical(schema, value)
 
 
 # --- the cases ---------------------------------------------------------------------------------
@@ -367,3 +277,77 @@ def _ordered_schema(data: bytes) -> Any:
     envelope = json.loads(data, parse_float=decimal.Decimal, object_pairs_hook=list)
     assert [key for key, _ in envelope] == ["schema", "payload"]
     return envelope[0][1]
+
+
+# --- bad input: both refuse it, with the same message ------------------------------------------
+
+_STRUCT = '{"type":"struct","fields":[{"type":"string","optional":false,"field":"s"}]}'
+_DECIMAL = ('{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","version":1,'
+            '"parameters":{"scale":"2"}}')
+BAD_INPUTS: list[tuple[dict[str, str], bytes]] = [
+    ({}, b'{"payload":1}'),
+    ({}, b'{"schema":null,"payload":1,"extra":2}'),
+    ({}, b"[1,2]"),
+    ({}, b"42"),
+    ({}, b""),
+    ({}, b'{"schema":{"optional":false},"payload":1}'),
+    ({}, b'{"schema":{"type":"uint8"},"payload":1}'),
+    ({}, b'{"schema":{"type":"array"},"payload":[]}'),
+    ({}, b'{"schema":{"type":"map","values":{"type":"int8"}},"payload":{}}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"int8"}},"payload":{}}'),
+    ({}, b'{"schema":{"type":"struct","fields":5},"payload":{}}'),
+    ({}, b'{"schema":{"type":"struct","fields":[{"type":"int8"}]},"payload":{}}'),
+    ({}, b'{"schema":{"type":"int8","parameters":{"a":1}},"payload":1}'),
+    ({}, b'{"schema":{"type":"string","optional":false},"payload":null}'),
+    ({}, b'{"schema":' + _STRUCT.encode() + b',"payload":[]}'),
+    ({}, b'{"schema":' + _STRUCT.encode() + b',"payload":{}}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"string"},"values":{"type":"int8"}},'
+         b'"payload":[1]}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"int8"},"values":{"type":"int8"}},'
+         b'"payload":{}}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"int8"},"values":{"type":"int8"}},'
+         b'"payload":[[1,2,3]]}'),
+    ({}, b'{"schema":{"type":"map","keys":{"type":"int8"},"values":{"type":"int8"}},'
+         b'"payload":[5]}'),
+    ({}, b'{"schema":{"type":"int32","name":"org.apache.kafka.connect.data.Date"},'
+         b'"payload":"2020-01-01"}'),
+    ({}, b'{"schema":{"type":"int32","name":"org.apache.kafka.connect.data.Time"},'
+         b'"payload":1.5}'),
+    ({}, b'{"schema":{"type":"int64","name":"org.apache.kafka.connect.data.Timestamp"},'
+         b'"payload":true}'),
+    ({}, b'{"schema":' + _DECIMAL.encode() + b',"payload":true}'),
+    ({}, b'{"schema":{"type":"int32","optional":false,"default":null},"payload":1}'),
+]
+
+
+def _bad_input_id(item: tuple[dict[str, str], bytes]) -> str:
+    return item[1].decode()[:60] or "empty"
+
+
+@pytest.fixture(scope="module")
+def kafka_refusals(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]:
+    classpath = compile_program(ensure_json_libs(), Path(tmp_path_factory.mktemp("bad-json")))
+    lines = [
+        f"{','.join(f'{k}={v}' for k, v in configs.items()) or '-'}\t"
+        f"{base64.b64encode(data).decode('ascii')}"
+        for configs, data in BAD_INPUTS
+    ]
+    output = run_program(classpath, "read", "\n".join(lines) + "\n").splitlines()
+    assert len(output) == len(BAD_INPUTS), output
+    return [tuple(line.split("\t")) for line in output]
+
+
+@pytest.mark.parametrize("index", range(len(BAD_INPUTS)),
+                         ids=[_bad_input_id(item) for item in BAD_INPUTS])
+def test_bad_input_is_refused_with_kafkas_message(
+    index: int, kafka_refusals: list[tuple[str, ...]]
+) -> None:
+    configs, data = BAD_INPUTS[index]
+    kafka = kafka_refusals[index]
+    assert kafka[0] == "ERROR", kafka
+    kafka_class, _, kafka_message = kafka[1].partition(": ")
+    assert kafka_class in ("DataException", "SchemaBuilderException")
+    with pytest.raises(DataError) as raised:
+        _converter(configs).to_connect_data("topic", None, data)
+    # Kafka's message, with its cause appended where Kafka keeps the cause apart
+    assert str(raised.value).startswith(kafka_message), (str(raised.value), kafka_message)

@@ -1,5 +1,10 @@
 // Drives Apache Kafka Connect's own JsonConverter for tests/integration/test_json_interop.py.
 //
+// Mode "values": each stdin line is the base64 of a UTF-8 text; the program prints
+//   <schema description>\t<value description>\t<base64 of Values.convertToString(value)>
+// of Values.parseString(text) (what SimpleHeaderConverter reads a header as), or
+// "ERROR\t<exception class>: <message>".
+//
 // Mode "read": each stdin line is "<configs>\t<base64 bytes, or - for null>", where <configs>
 // is "key=value" pairs joined by "," (or "-" for none). For each line the program configures a
 // fresh JsonConverter (as a value converter), reads the bytes with toConnectData, and prints
@@ -22,22 +27,24 @@ import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaAndValue;
 import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.data.Values;
 import org.apache.kafka.connect.json.JsonConverter;
 
 public class JsonInterop {
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 1 || !args[0].equals("read")) {
-            System.err.println("usage: JsonInterop read < lines");
+        if (args.length != 1 || !(args[0].equals("read") || args[0].equals("values"))) {
+            System.err.println("usage: JsonInterop read|values < lines");
             System.exit(2);
         }
+        boolean values = args[0].equals("values");
         java.io.BufferedReader in = new java.io.BufferedReader(
             new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
         StringBuilder out = new StringBuilder();
         String line;
         while ((line = in.readLine()) != null) {
-            if (line.isEmpty()) continue;
-            out.append(readLine(line)).append('\n');
+            if (line.isEmpty() && !values) continue;
+            out.append(values ? parseLine(line) : readLine(line)).append('\n');
         }
         System.out.print(out);
         System.out.flush();
@@ -64,6 +71,19 @@ public class JsonInterop {
             return "ERROR\t" + e.getClass().getSimpleName() + ": " + e.getMessage();
         } finally {
             converter.close();
+        }
+    }
+
+    private static String parseLine(String line) {
+        String text = new String(Base64.getDecoder().decode(line), StandardCharsets.UTF_8);
+        try {
+            SchemaAndValue parsed = Values.parseString(text);
+            if (parsed == null) return "null\tnull\t-";
+            String back = Values.convertToString(parsed.schema(), parsed.value());
+            return describeSchema(parsed.schema()) + "\t" + describeValue(parsed.value()) + "\t"
+                + (back == null ? "-" : b64(back));
+        } catch (RuntimeException e) {
+            return "ERROR\t" + e.getClass().getSimpleName() + ": " + e.getMessage();
         }
     }
 

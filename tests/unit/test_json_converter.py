@@ -410,3 +410,94 @@ def test_a_struct_default_cannot_be_written_as_in_kafka() -> None:
     schema = inner.default_value(default).build()
     with pytest.raises(DataError, match=r"^Mismatching schema\.$"):
         write(schema, None)
+
+
+def test_generated_struct_code_takes_any_field_name() -> None:
+    odd = ["a'b", 'c"d', "e\\nf", "g\nh", "{i}", "def", "x", "v"]
+    builder = SchemaBuilder.struct()
+    for name in odd:
+        builder.field(name, OPTIONAL_STRING_SCHEMA)
+    schema = builder.build()
+    value = Struct(schema)
+    for name in odd:
+        value.put(name, name * 2)
+    data = write(schema, value)
+    assert data is not None
+    assert json.loads(data)["payload"] == {name: name * 2 for name in odd}
+    assert read(data) == (schema, value)
+
+
+def test_struct_fields_get_kafkas_handling_in_the_generated_code() -> None:
+    schema = (
+        SchemaBuilder.struct()
+        .field("f", FLOAT64_SCHEMA).field("g", FLOAT32_SCHEMA)
+        .field("i8", INT8_SCHEMA).field("s", STRING_SCHEMA)
+        .field("d", SchemaBuilder.int32().default_value(9).build())
+        .build()
+    )
+    value = Struct(schema).put("f", float("nan")).put("g", float("-inf")).put("i8", 1).put(
+        "s", "x")
+    data = write(schema, value)
+    assert data is not None
+    assert json.loads(data)["payload"] == {"f": "NaN", "g": "-Infinity", "i8": 1, "s": "x",
+                                           "d": 9}
+    with pytest.raises(DataError, match="null value for field that is required"):
+        write(schema, Struct(schema).put("f", 1.0).put("g", 1.0).put("i8", 1))
+    # reading: out-of-range integers narrowed, wrong JSON types as Jackson reads them
+    envelope = json.loads(data)
+    envelope["payload"] = {"f": 1, "g": "text", "i8": 300, "s": "y", "d": None}
+    _, read_value = read(json.dumps(envelope).encode())
+    assert isinstance(read_value, Struct)
+    assert [read_value.get(name) for name in ("f", "g", "i8", "s", "d")] == [1.0, 0.0, 44, "y", 9]
+    envelope["payload"]["s"] = 5
+    with pytest.raises(DataError, match='null used for required field: "s"'):
+        read(json.dumps(envelope).encode())
+
+
+def test_a_used_converter_pickles_with_its_settings_and_empty_caches() -> None:
+    import pickle
+
+    json_converter = converter(decimal_format="NUMERIC", schemas_enable="true")
+    schema = id_name_schema()
+    data = json_converter.from_connect_data(T, None, schema, Struct(schema).put("id", 1))
+    copy = pickle.loads(pickle.dumps(json_converter))
+    assert copy.cached_schemas == (0, 0)
+    assert copy.converter_type == "value"
+    assert copy.to_connect_data(T, None, data) == json_converter.to_connect_data(T, None, data)
+    assert copy.from_connect_data(T, None, Decimal.schema(2), decimal.Decimal("1.50")) == (
+        b'{"schema":{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.'
+        b'Decimal","version":1,"parameters":{"scale":"2"}},"payload":1.50}'
+    )
+
+
+def test_schemaless_numbers_beyond_long_and_double() -> None:
+    assert read(b"9223372036854775807", schemas_enable="false") == (None, 2**63 - 1)
+    assert read(b"9223372036854775808", schemas_enable="false") == (None, -(2**63))
+    assert read(b'{"a":[18446744073709551615]}', schemas_enable="false") == (None, {"a": [-1]})
+    assert read(b'["12345678901234567890"]', schemas_enable="false") == (
+        None, ["12345678901234567890"]
+    )
+    assert read(b"[1e400]", schemas_enable="false") == (None, [float("inf")])
+    assert read(b"  ", schemas_enable="false") == (None, None)
+
+
+def test_schemaless_writing_fast_path_writes_what_the_walk_writes() -> None:
+    import orjson
+
+    from connect_grpc.data.converters.json import _dump_schemaless, _write_schemaless
+
+    values: list[object] = [
+        {"a": 1, "b": [1.5, "x", True, b"\x00\x01"], "c": {"d": (1, 2)}},
+        [2**63 - 1, -(2**63)], "text", 0.1, 1e20, {"n": None}, [float("nan")],
+        {1: "non-string key"}, [2**64], bytearray(b"ab"),
+    ]
+    for value in values:
+        fast = _dump_schemaless(value)
+        if fast is not None:
+            assert fast == orjson.dumps(_write_schemaless(value)), value
+    assert _dump_schemaless({"n": None}) is None  # a null: the walk decides (NaN is one too)
+    assert _dump_schemaless({1: "x"}) is None
+    with pytest.raises(DataError, match="serialization error"):
+        write(None, [2**64], schemas_enable="false")
+    with pytest.raises(DataError, match="does not have corresponding schema type"):
+        write(None, {"at": datetime.datetime(2020, 1, 1)}, schemas_enable="false")

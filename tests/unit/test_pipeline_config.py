@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from connect_grpc.app import StandaloneProcess
 from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, non_empty_list, one_of
 from connect_grpc.connectors.pipeline_config import (
     ErrorHandling,
@@ -29,7 +30,9 @@ from connect_grpc.data.plugins import (
     SchemaAndValue,
     Transformation,
 )
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.data.predicates import BUILTIN_PREDICATES
+from connect_grpc.data.transforms import BUILTIN_TRANSFORMS
+from connect_grpc.errors import InvalidArgumentError, StartupError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import ConfigValidator
 from connect_grpc.storage.file_offsets import FileOffsetStore
@@ -708,9 +711,6 @@ def test_list_plugins_adds_the_pipeline_plugins_only_when_asked(plugins: Plugins
 
 @pytest.fixture
 def real_smts() -> Plugins:
-    from connect_grpc.data.predicates import BUILTIN_PREDICATES
-    from connect_grpc.data.transforms import BUILTIN_TRANSFORMS
-
     converters = {name: cls for name, cls in BUILTINS.items() if "transforms" not in name}
     return Plugins(pipeline_builtins=lambda: {
         **BUILTIN_TRANSFORMS, **BUILTIN_PREDICATES, **converters
@@ -757,3 +757,15 @@ def test_kafkas_abstract_cast_points_to_its_variants(real_smts: Plugins) -> None
     assert errors == {"transforms.c.type": [
         f"This class is abstract and cannot be created. Did you mean {T}Cast$Key, {T}Cast$Value?"
     ]}
+
+
+def test_a_worker_with_an_unusable_converter_does_not_start() -> None:
+    worker = _worker(**{"value.converter": "com.acme.Nope",
+                        "offset.storage.file.filename": "/nonexistent/offsets",
+                        "listeners": "grpc://127.0.0.1:0"})
+    with pytest.raises(StartupError) as caught:
+        StandaloneProcess(worker)
+    assert str(caught.value).startswith(
+        "worker property value.converter: Failed to find any class that implements Converter "
+        "and which name matches com.acme.Nope"
+    )

@@ -84,3 +84,10 @@ def test_topic_name_matches_refuses_an_empty_or_invalid_pattern() -> None:
     assert message.startswith("Invalid value a(b for configuration pattern: Invalid regex: ")
     with pytest.raises(ValueError, match="Invalid regex"):
         TopicNameMatches().configure({"pattern": "[x"})
+
+
+def test_topic_name_matches_refuses_java_only_constructs() -> None:
+    config_def = TopicNameMatches().config_def()
+    for pattern in ("[a-z&&[^e]]+", "\\p{Alpha}+", "\\Qa.b\\E"):
+        [message] = config_def.validate({"pattern": pattern})["pattern"]
+        assert "Invalid regex: " in message, pattern

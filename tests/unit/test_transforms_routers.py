@@ -52,6 +52,8 @@ def test_regex_router_leaves_a_partly_matching_topic_alone() -> None:
         ("(?<name>.*)-raw", "${name}", "x-raw", "x"),
         ("(.*)", "\\$1", "x", "$1"),
         ("(.*)", "$10", "x", "x0"),
+        # replaceFirst replaces the first match, which need not be the whole topic
+        ("a|ab", "X", "ab", "Xb"),
     ],
 )
 def test_regex_router_java_replacements(regex: str, replacement: str, topic: str,

@@ -73,7 +73,7 @@ UTC = datetime.UTC
         ("null=", STRING_SCHEMA, "null="),
         ("{6:9 4:20}", STRING_SCHEMA, "{6:9 4:20}"),
         ("[0 1 2]", STRING_SCHEMA, "[0 1 2]"),
-        ("2020-02-30", STRING_SCHEMA, "2020-02-30"),
+        ("2020-02-30", Date.SCHEMA, datetime.date(2020, 3, 1)),  # lenient as Java
     ],
 )
 def test_parse_string_types_text_as_kafka(text: str, schema: Schema, value: object) -> None:

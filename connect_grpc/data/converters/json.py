@@ -22,7 +22,6 @@ same number).
 
 from __future__ import annotations
 
-import base64
 import binascii
 import datetime
 import decimal
@@ -45,7 +44,7 @@ from connect_grpc.data.converters.base import BuiltinConverter, converter_config
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.javatext import wrap_signed
-from connect_grpc.data.logical import Date, Decimal, Time, Timestamp
+from connect_grpc.data.logical import Date, Decimal, Time, Timestamp, timestamp_of_millis
 from connect_grpc.data.plugins import NULL_SCHEMA_AND_VALUE, SchemaAndValue
 from connect_grpc.data.schema import (
     DATE_LOGICAL_NAME,
@@ -167,6 +166,10 @@ class JsonConverter(BuiltinConverter):
 
     def _apply(self, *, schemas_enabled: bool, cache_size: int, numeric: bool,
                replace_null: bool) -> None:
+        self._settings = {
+            "schemas_enabled": schemas_enabled, "cache_size": cache_size, "numeric": numeric,
+            "replace_null": replace_null,
+        }
         self.schemas_enabled = schemas_enabled
         self._compiler = _Compiler(
             numeric_decimals=numeric, replace_null=replace_null, memo_size=4 * cache_size
@@ -176,6 +179,15 @@ class JsonConverter(BuiltinConverter):
         self._last_written: tuple[Schema, _WriteEntry] | None = None
         self._last_read: _ReadEntry | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The caches hold generated functions, which pickle cannot carry: a copy of the
+        # converter (sent to another process) starts with empty caches.
+        return {"converter_type": self.converter_type, "settings": self._settings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.converter_type = state["converter_type"]
+        self._apply(**state["settings"])
+
     # -- Connect data → bytes --
 
     def from_connect_data(
@@ -184,10 +196,12 @@ class JsonConverter(BuiltinConverter):
         if schema is None and value is None:
             return None
         entry = self._write_entry(schema)
-        try:
-            payload = orjson.dumps(entry.writer(value))
-        except orjson.JSONEncodeError as exc:
-            raise DataError(f"{_WRITE_FAILED}{exc}") from exc
+        payload = _dump_schemaless(value) if schema is None else None
+        if payload is None:
+            try:
+                payload = orjson.dumps(entry.writer(value))
+            except orjson.JSONEncodeError as exc:
+                raise DataError(f"{_WRITE_FAILED}{exc}") from exc
         if self.schemas_enabled:
             return entry.envelope_prefix + payload + b"}"
         return payload
@@ -223,7 +237,7 @@ class JsonConverter(BuiltinConverter):
             return NULL_SCHEMA_AND_VALUE
         data = bytes(value)
         if not self.schemas_enabled:
-            return SchemaAndValue(None, _read_schemaless(_loads(data)))
+            return SchemaAndValue(None, _read_plain_json(data))
         last = self._last_read
         if last is not None and data.startswith(last.prefix) and data.endswith(b"}"):
             try:
@@ -379,7 +393,7 @@ def _float_json(value: float) -> Any:
 
 
 def _b64(value: bytes | bytearray | memoryview) -> str:
-    return base64.b64encode(value).decode("ascii")
+    return binascii.b2a_base64(value, newline=False).decode("ascii")
 
 
 def _write_schemaless(value: Any) -> Any:
@@ -403,6 +417,31 @@ def _write_schemaless(value: Any) -> Any:
     raise DataError(
         f"Java class {python_class_name(value)} does not have corresponding schema type."
     )
+
+
+_PASSTHROUGH: Final = (
+    orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _bytes_as_base64(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _b64(value)
+    raise TypeError("not plain JSON")  # orjson gives up: the walk decides
+
+
+def _dump_schemaless(value: Any) -> bytes | None:
+    """A schemaless value's JSON straight from orjson when that is Kafka's JSON, else None
+    (then the walk of _write_schemaless decides). orjson would differ on NaN and the
+    infinities (it writes null, Jackson "NaN"), so an output with a null is redone by the
+    walk; other types than JSON's and bytes, non-string keys and integers beyond 64 bits
+    make orjson fail, and the walk writes or refuses them as Kafka does."""
+    try:
+        dumped = orjson.dumps(value, default=_bytes_as_base64, option=_PASSTHROUGH)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    return None if b"null" in dumped else dumped
 
 
 _SCHEMALESS_WRITE_ENTRY: Final = _WriteEntry(b'{"schema":null,"payload":', _write_schemaless)
@@ -575,20 +614,42 @@ class _Compiler:
         return write_pairs
 
     def _struct_writer(self, schema: Schema) -> Writer:
-        fields = [(field.name, self.writer(field.schema)) for field in schema.fields]
+        """A function generated for this struct schema that builds the payload dict in one
+        expression. A Struct's values were validated by put(), so integers, booleans and
+        strings are their own JSON and finite floats too; other values, and None where None
+        is a default or an error, go through the field's writer."""
+        namespace: dict[str, Any] = {
+            "Struct": Struct, "schema": schema, "invalid_type": _invalid_type,
+            "DataError": DataError,
+        }
+        entries = []
+        for field in schema.fields:
+            writer = f"w{field.index}"
+            namespace[writer] = self.writer(field.schema)
+            value = f"v[{field.index}]"
+            if _is_float(field.schema):
+                expression = f"x if type(x := {value}) is float and x - x == 0.0 else {writer}(x)"
+            elif not _copied_as_is(field.schema):
+                expression = f"{writer}({value})"
+            elif self._none_needs_handling(field.schema):
+                expression = f"x if (x := {value}) is not None else {writer}(None)"
+            else:
+                expression = value
+            entries.append(f"{field.name!r}: ({expression})")
+        source = (
+            "def write_struct(value):\n"
+            "    if type(value) is not Struct and not isinstance(value, Struct):\n"
+            "        raise invalid_type(schema, value)\n"
+            "    struct_schema = value._schema\n"
+            "    if struct_schema is not schema and struct_schema != schema:\n"
+            "        raise DataError('Mismatching schema.')\n"
+            "    v = value._values\n"
+            f"    return {{{', '.join(entries)}}}\n"
+        )
+        return _generated(source, namespace, "write_struct")
 
-        def write_struct(value: Any) -> Any:
-            if type(value) is not Struct and not isinstance(value, Struct):
-                raise _invalid_type(schema, value)
-            struct_schema = value.schema
-            if struct_schema is not schema and struct_schema != schema:
-                raise DataError("Mismatching schema.")
-            return {
-                name: write(item)
-                for (name, write), item in zip(fields, value._values, strict=False)
-            }
-
-        return write_struct
+    def _none_needs_handling(self, schema: Schema) -> bool:
+        return not schema.optional or (schema.default is not None and self.replace_null)
 
     # -- JSON → schema (Kafka's asConnectSchema) --
 
@@ -771,26 +832,65 @@ class _Compiler:
         return read_pairs
 
     def _struct_reader(self, schema: Schema) -> Reader:
-        fields = [
-            (field.name, self.reader(field.schema), field) for field in schema.fields
-        ]
+        """A function generated for this struct schema that reads every field in one list
+        expression: a JSON value of the field's own type (a string for a STRING, an in-range
+        integer for an INT*, ...) is taken as it is, anything else goes through the field's
+        reader (defaults, nulls, Jackson's conversions)."""
+        namespace: dict[str, Any] = {
+            "Struct": Struct, "schema": schema, "node_type": _node_type, "DataError": DataError,
+            "validate_value": validate_value,
+            "required": [field for field in schema.fields if not field.schema.optional],
+        }
+        items = []
+        for field in schema.fields:
+            reader = f"r{field.index}"
+            namespace[reader] = self.reader(field.schema)
+            items.append(_read_expression(field.schema, f"get({field.name!r})", reader))
+        source = (
+            "def read_struct(value):\n"
+            "    if type(value) is not dict and not isinstance(value, dict):\n"
+            "        raise DataError('Structs should be encoded as JSON objects, but found '\n"
+            "                        + node_type(value))\n"
+            "    get = value.get\n"
+            f"    values = [{', '.join(items)}]\n"
+            "    if required and None in values:\n"
+            "        for field in required:\n"
+            "            if values[field.index] is None:\n"
+            "                validate_value(field.schema, None, field.name)\n"
+            "    return Struct.trusted(schema, values)\n"
+        )
+        return _generated(source, namespace, "read_struct")
 
-        def read_struct(value: Any) -> Any:
-            if not isinstance(value, dict):
-                raise DataError(
-                    f"Structs should be encoded as JSON objects, but found {_node_type(value)}"
-                )
-            struct = Struct(schema)
-            values = struct._values
-            get = value.get
-            for index, (name, read, field) in enumerate(fields):
-                item = read(get(name))
-                if item is None and not field.schema.optional:
-                    validate_value(field.schema, item, name)  # Struct.put's message
-                values[index] = item
-            return struct
 
-        return read_struct
+def _read_expression(schema: Schema, json_value: str, reader: str) -> str:
+    """An expression reading one struct field: the JSON value as it is when it already is
+    the field's Python value, else the field's reader."""
+    if schema.name not in _LOGICAL_NAMES:
+        kind = schema.type
+        if kind is Type.STRING:
+            return f"(x if type(x := {json_value}) is str else {reader}(x))"
+        if kind is Type.BOOLEAN:
+            return f"(x if (x := {json_value}) is True or x is False else {reader}(x))"
+        if kind is Type.FLOAT32 or kind is Type.FLOAT64:
+            return f"(x if type(x := {json_value}) is float else {reader}(x))"
+        if kind in _INT_BITS:
+            bits = _INT_BITS[kind]
+            low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            in_range = f"type(x := {json_value}) is int and {low} <= x <= {high}"
+            return f"(x if {in_range} else {reader}(x))"
+    return f"{reader}({json_value})"
+
+
+def _generated(source: str, namespace: dict[str, Any], name: str) -> Callable[[Any], Any]:
+    # Per-schema code: one expression per struct instead of one call per field, which is
+    # most of a record's cost in Python. Only field names enter the source, as repr()s.
+    exec(compile(source, f"<json {name}>", "exec"), namespace)
+    function: Callable[[Any], Any] = namespace[name]
+    return function
+
+
+def _is_float(schema: Schema) -> bool:
+    return schema.name is None and schema.type in (Type.FLOAT32, Type.FLOAT64)
 
 
 def _remember(memo: dict[Schema, Any], schema: Schema, built: Any, size: int) -> None:
@@ -804,6 +904,19 @@ def _remember(memo: dict[Schema, Any], schema: Schema, built: Any, size: int) ->
 def _as_text(key: Any) -> str:
     # Jackson's asText() of a key node: a JSON null key becomes "null".
     return "null" if key is None else key if isinstance(key, str) else str(key)
+
+
+def _copied_as_is(schema: Schema) -> bool:
+    """Whether a valid value of the schema is its own JSON (integers, booleans, strings)."""
+    return schema.name not in _LOGICAL_NAMES and schema.type in _PLAIN_JSON_TYPES
+
+
+_PLAIN_JSON_TYPES: Final = frozenset(
+    {Type.INT8, Type.INT16, Type.INT32, Type.INT64, Type.BOOLEAN, Type.STRING}
+)
+_LOGICAL_NAMES: Final = frozenset(
+    {DECIMAL_LOGICAL_NAME, DATE_LOGICAL_NAME, TIME_LOGICAL_NAME, TIMESTAMP_LOGICAL_NAME}
+)
 
 
 def _checked(
@@ -905,7 +1018,7 @@ def _read_bytes(value: Any) -> Any:
     if not isinstance(value, str):
         return None
     try:
-        return base64.b64decode(value, validate=True)
+        return binascii.a2b_base64(value, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise DataError(f"Invalid bytes field: {exc}") from exc
 
@@ -926,7 +1039,9 @@ def _logical_reader(schema: Schema) -> Reader | None:
                     "Invalid type for Timestamp, underlying representation should be integral "
                     f"but was {_node_type(value)}"
                 )
-            return Timestamp.to_logical(schema, wrap_signed(value, 64))
+            if not -(2**63) <= value < 2**63:
+                value = wrap_signed(value, 64)  # Jackson's longValue() keeps the low bits
+            return timestamp_of_millis(value)
 
         return read_timestamp
     return None
@@ -942,7 +1057,7 @@ def _decimal_reader(schema: Schema) -> Reader:
             return decimal.Decimal(repr(value))
         if isinstance(value, str):
             try:
-                raw = base64.b64decode(value, validate=True)
+                raw = binascii.a2b_base64(value, strict_mode=True)
                 return Decimal.to_logical(schema, raw)
             except (binascii.Error, ValueError, DataError) as exc:
                 raise DataError(f"Invalid bytes for Decimal field: {exc}") from exc
@@ -967,6 +1082,26 @@ def _int32_logical_reader(
         return to_logical(schema, value)
 
     return read_logical
+
+
+#: Every byte to b"0", digits to b"1": a run of 19 digits becomes a run of 19 b"1"s (a
+#: translate and a substring search beat a regular expression by 3x here).
+_DIGIT_MARKS: Final = bytes(0x31 if 0x30 <= code <= 0x39 else 0x30 for code in range(256))
+_NINETEEN_DIGITS: Final = b"1" * 19
+
+
+def _read_plain_json(data: bytes) -> Any:
+    """Schemaless JSON as Connect data. What orjson parses is Connect data already, except
+    integers of 2^63 and more (to be wrapped to a long, as Jackson's longValue() does), which
+    take 19 digits or more: without such a run of digits, orjson's result is the answer.
+    What only the exact parser reads (numbers beyond a double) is walked as well."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _read_schemaless(_loads(data, exact=True))
+    if _NINETEEN_DIGITS in data.translate(_DIGIT_MARKS):
+        return _read_schemaless(document)
+    return document
 
 
 def _read_schemaless(value: Any) -> Any:

@@ -9,14 +9,23 @@ the named group ``(?<name>...)``, is translated to ``(?P<name>...)``. Java-only 
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 _JAVA_NAMED_GROUP = re.compile(r"(?<!\\)\(\?<(?=[A-Za-z])")
 
 
 def compile_java(pattern: str) -> re.Pattern[str]:
-    """Compiles a Java regex; raises re.error when Python cannot compile it."""
-    return re.compile(_JAVA_NAMED_GROUP.sub("(?P<", pattern))
+    """Compiles a Java regex; raises re.error when Python cannot compile it, or would read
+    it differently: Java's class operators (``[a-z&&[^e]]``) are refused, not taken literally
+    (Python warns about them with a FutureWarning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        try:
+            return re.compile(_JAVA_NAMED_GROUP.sub("(?P<", pattern))
+        except FutureWarning as warning:
+            raise re.error(f"Java character class operators are not supported ({warning})",
+                           pattern) from None
 
 
 def regex_error(pattern: str) -> str | None:

@@ -40,10 +40,15 @@ class RegexRouter(Transformation[Any]):
             ) from None
 
     def apply(self, record: Any) -> Any:
-        match = self._regex.fullmatch(record.topic)
-        if match is None:
+        topic = record.topic
+        if self._regex.fullmatch(topic) is None:
             return record
-        return record.new_record(topic=self._replacement.expand(match))
+        # Java's replaceFirst searches again: the first match need not be the whole topic
+        # (``a|ab`` on ``ab`` replaces ``a`` only).
+        first = self._regex.search(topic)
+        assert first is not None  # the topic matched as a whole
+        replaced = topic[:first.start()] + self._replacement.expand(first) + topic[first.end():]
+        return record.new_record(topic=replaced)
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF

@@ -82,16 +82,20 @@ class ReplaceField(KeyOrValueTransformation):
         if value is None:
             return record
         if self.side.schema(record) is None:
-            fields = require_map(value, PURPOSE)
-            return self.side.updated(record, None, {
-                self._renames.get(name, name): item
-                for name, item in fields.items() if self._keeps(name)
-            })
+            return self.side.updated(record, None, self._replaced_map(require_map(value, PURPOSE)))
         struct = require_struct(value, PURPOSE)
         schema, sources = self._updated_schema(struct.schema)
         values = field_values(struct, self._with_default)
         return self.side.updated(record, schema, struct_of_checked_values(
             schema, [values[index] for index in sources]))
+
+    def _replaced_map(self, fields: dict[str, Any]) -> dict[str, Any]:
+        renames, exclude, include = self._renames, self._exclude, self._include
+        if include:
+            return {renames.get(name, name): item for name, item in fields.items()
+                    if name in include and name not in exclude}
+        return {renames.get(name, name): item for name, item in fields.items()
+                if name not in exclude}
 
     def _updated_schema(self, schema: Schema) -> tuple[Schema, list[int]]:
         """The new schema and, for each of its fields, the index of the field it comes from."""

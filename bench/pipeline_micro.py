@@ -1,0 +1,216 @@
+"""The per-record cost of the record pipeline's data path, on one core (no broker, no Spark).
+
+Run from the repository root::
+
+    .venv/bin/python bench/pipeline_micro.py [--records N] [--rounds R] [--cpu C]
+
+Measures, for a 10-field struct value (int64, int32, two strings, an optional string left
+null, a double, a float, a boolean, bytes and a Timestamp), records/s of:
+
+* ``from_connect_data``: JsonConverter (``schemas.enable=true``) writing the envelope;
+* ``to_connect_data``: the same converter reading those bytes back into a Struct;
+* ``round trip``: both, as a sink-then-source pipeline would run them per record;
+* the same with ``schemas.enable=false`` on the equivalent dict (schemaless JSON);
+* a round trip of a 100-character line with a STRING schema (what FileStreamSource emits).
+
+Each measurement converts N distinct records (built beforehand, not timed), R times; the
+best round is reported (the least disturbed by other processes), with the median beside it.
+``--cpu`` pins the process to one CPU (default: the last one) so the figure is one core's.
+The Markdown table goes to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from connect_grpc.data.converters.json import JsonConverter
+from connect_grpc.data.logical import Timestamp
+from connect_grpc.data.schema import (
+    BOOLEAN_SCHEMA,
+    BYTES_SCHEMA,
+    FLOAT32_SCHEMA,
+    FLOAT64_SCHEMA,
+    INT32_SCHEMA,
+    INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    Schema,
+    SchemaBuilder,
+)
+from connect_grpc.data.struct import Struct
+
+TOPIC = "bench"
+EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+
+
+def ten_field_schema() -> Schema:
+    return (
+        SchemaBuilder.struct().name("bench.Record").version(1)
+        .field("id", INT64_SCHEMA)
+        .field("seq", INT32_SCHEMA)
+        .field("name", STRING_SCHEMA)
+        .field("email", STRING_SCHEMA)
+        .field("note", OPTIONAL_STRING_SCHEMA)
+        .field("amount", FLOAT64_SCHEMA)
+        .field("ratio", FLOAT32_SCHEMA)
+        .field("active", BOOLEAN_SCHEMA)
+        .field("token", BYTES_SCHEMA)
+        .field("created", Timestamp.SCHEMA)
+        .build()
+    )
+
+
+def make_structs(schema: Schema, count: int) -> list[Struct]:
+    return [
+        Struct(schema)
+        .put("id", 10_000_000_000 + index)
+        .put("seq", index)
+        .put("name", f"customer-{index:08d}")
+        .put("email", f"customer{index}@example.com")
+        .put("amount", index * 1.25)
+        .put("ratio", (index % 100) / 8)
+        .put("active", index % 2 == 0)
+        .put("token", index.to_bytes(8, "big"))
+        .put("created", EPOCH + datetime.timedelta(milliseconds=index))
+        for index in range(count)
+    ]
+
+
+def as_dict(struct: Struct) -> dict[str, Any]:
+    """The struct as schemaless JSON data (bytes and timestamps as text)."""
+    result: dict[str, Any] = {}
+    for field in struct.schema.fields:
+        value = struct.get(field.name)
+        if isinstance(value, bytes):
+            value = value.hex()
+        elif isinstance(value, datetime.datetime):
+            value = int(value.timestamp() * 1000)
+        result[field.name] = value
+    return result
+
+
+def converter(schemas_enable: bool) -> JsonConverter:
+    result = JsonConverter()
+    result.configure({"schemas.enable": str(schemas_enable).lower()}, False)
+    return result
+
+
+@dataclass
+class Measurement:
+    name: str
+    best: float
+    median: float
+
+
+def measure(name: str, count: int, rounds: int, run: Callable[[], None]) -> Measurement:
+    rates = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        run()
+        rates.append(count / (time.perf_counter() - started))
+    result = Measurement(name, max(rates), statistics.median(rates))
+    sys.stderr.write(f"{name}: best {result.best:,.0f} records/s\n")
+    return result
+
+
+def run_all(count: int, rounds: int) -> list[Measurement]:
+    schema = ten_field_schema()
+    structs = make_structs(schema, count)
+    enveloped = converter(True)
+    payloads = [enveloped.from_connect_data(TOPIC, None, schema, s) for s in structs]
+    assert enveloped.to_connect_data(TOPIC, None, payloads[0]).value == structs[0]
+    dicts = [as_dict(s) for s in structs]
+    plain = converter(False)
+    plain_payloads = [plain.from_connect_data(TOPIC, None, None, d) for d in dicts]
+
+    write = enveloped.from_connect_data
+    read = enveloped.to_connect_data
+    write_plain = plain.from_connect_data
+    read_plain = plain.to_connect_data
+
+    def envelope_writes() -> None:
+        for struct in structs:
+            write(TOPIC, None, schema, struct)
+
+    def envelope_reads() -> None:
+        for payload in payloads:
+            read(TOPIC, None, payload)
+
+    def envelope_round_trips() -> None:
+        for struct in structs:
+            read(TOPIC, None, write(TOPIC, None, schema, struct))
+
+    def plain_round_trips() -> None:
+        for document in dicts:
+            read_plain(TOPIC, None, write_plain(TOPIC, None, None, document))
+
+    lines = [f"line {index:09d} " + "x" * 85 for index in range(count)]
+
+    def line_round_trips() -> None:
+        for text in lines:
+            read(TOPIC, None, write(TOPIC, None, STRING_SCHEMA, text))
+
+    def plain_reads() -> None:
+        for payload in plain_payloads:
+            read_plain(TOPIC, None, payload)
+
+    return [
+        measure("JsonConverter from_connect_data (schemas.enable=true, Struct)", count, rounds,
+                envelope_writes),
+        measure("JsonConverter to_connect_data (schemas.enable=true, Struct)", count, rounds,
+                envelope_reads),
+        measure("JsonConverter round trip (schemas.enable=true, Struct)", count, rounds,
+                envelope_round_trips),
+        measure("JsonConverter to_connect_data (schemas.enable=false, dict)", count, rounds,
+                plain_reads),
+        measure("JsonConverter round trip (schemas.enable=false, dict)", count, rounds,
+                plain_round_trips),
+        measure("JsonConverter round trip (schemas.enable=true, STRING line)", count, rounds,
+                line_round_trips),
+    ]
+
+
+def pin_to_cpu(cpu: int | None) -> int | None:
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    available = sorted(os.sched_getaffinity(0))
+    chosen = available[-1] if cpu is None else cpu
+    os.sched_setaffinity(0, {chosen})
+    return chosen
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--records", type=int, default=50_000, help="records per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per measurement")
+    parser.add_argument("--cpu", type=int, default=None, help="the CPU to pin to")
+    args = parser.parse_args(argv)
+    cpu = pin_to_cpu(args.cpu)
+    measurements = run_all(args.records, args.rounds)
+    out = sys.stdout
+    out.write(f"Python {sys.version.split()[0]}, one core (CPU {cpu}), {args.records:,} records "
+              f"x {args.rounds} rounds, 10-field struct (envelope {_envelope_size()} bytes)\n\n")
+    out.write("| Path | records/s (best) | records/s (median) | µs/record (best) |\n")
+    out.write("|---|---:|---:|---:|\n")
+    for item in measurements:
+        out.write(f"| {item.name} | {item.best:,.0f} | {item.median:,.0f} | "
+                  f"{1e6 / item.best:.2f} |\n")
+    return 0
+
+
+def _envelope_size() -> int:
+    schema = ten_field_schema()
+    data = converter(True).from_connect_data(TOPIC, None, schema, make_structs(schema, 1)[0])
+    return len(data or b"")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
