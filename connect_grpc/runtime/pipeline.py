@@ -209,34 +209,57 @@ class TaskPipeline:
         return [self._source_record(record) for record in records]
 
     def _source_record(self, original: SourceRecord) -> SourceRecord | None:
-        context = ProcessingContext(original)
-        record = self._transform(context, original)
+        record = self._transform(original) if self._appliers else original
         if record is None:
             return None
-        context.target_topic = record.topic
-        execute = self.operator.execute
-        headers = execute(
-            context, lambda: self._headers_out(record), Stage.HEADER_CONVERTER, self._header_name
-        )
-        connect_headers = None if record.headers.__class__ is tuple else record.headers
-        key = execute(
-            context,
-            lambda: self._key.from_connect_data(
-                record.topic, connect_headers, record.key_schema, record.key
-            ),
-            Stage.KEY_CONVERTER,
-            self._key_name,
-        )
-        value = execute(
-            context,
-            lambda: self._value.from_connect_data(
-                record.topic, connect_headers, record.value_schema, record.value
-            ),
-            Stage.VALUE_CONVERTER,
-            self._value_name,
-        )
-        if context.failed:
-            return None
+        topic = record.topic
+        # Stages that cannot fail are not run: raw header pairs go out as they are, and
+        # bytes (or None) need no pass-through converter.
+        headers: Any = record.headers
+        connect_headers = None
+        if headers.__class__ is not tuple:
+            connect_headers = headers
+            try:
+                headers = self._headers_out(record)
+            except Exception as error:
+                headers = self._recover(
+                    original,
+                    functools.partial(self._headers_out, record),
+                    Stage.HEADER_CONVERTER,
+                    self._header_name,
+                    error,
+                    topic,
+                )
+                if headers is None:
+                    return None
+        key = record.key
+        if self._converts_keys or not (key is None or key.__class__ is bytes):
+            convert = self._key.from_connect_data
+            try:
+                key = convert(topic, connect_headers, record.key_schema, key)
+            except Exception as error:
+                context = self._failed_at(original, Stage.KEY_CONVERTER, self._key_name, topic)
+                operation = functools.partial(
+                    convert, topic, connect_headers, record.key_schema, key
+                )
+                key = self.operator.after_failure(context, operation, Stage.KEY_CONVERTER, error)
+                if context.failed:
+                    return None
+        value = record.value
+        if self._converts_values or not (value is None or value.__class__ is bytes):
+            convert = self._value.from_connect_data
+            try:
+                value = convert(topic, connect_headers, record.value_schema, value)
+            except Exception as error:
+                context = self._failed_at(original, Stage.VALUE_CONVERTER, self._value_name, topic)
+                operation = functools.partial(
+                    convert, topic, connect_headers, record.value_schema, value
+                )
+                value = self.operator.after_failure(
+                    context, operation, Stage.VALUE_CONVERTER, error
+                )
+                if context.failed:
+                    return None
         converted: SourceRecord = record.new_record(
             key=key, value=value, headers=headers, key_schema=None, value_schema=None
         )
@@ -273,40 +296,51 @@ class TaskPipeline:
         return delivered
 
     def _sink_record(self, raw: SinkRecord) -> SinkRecord | None:
-        context = ProcessingContext(raw)
-        execute, topic = self.operator.execute, raw.topic
+        topic = raw.topic
         key_schema, key = None, raw.key
         if self._converts_keys:  # a pass-through converter cannot fail: no stage to run
-            converted = execute(
-                context,
-                functools.partial(self._key.to_connect_data, topic, None, key),
-                Stage.KEY_CONVERTER,
-                self._key_name,
-            )
-            if converted is None:
-                return None
-            key_schema, key = converted
+            try:
+                key_schema, key = self._key.to_connect_data(topic, None, key)
+            except Exception as error:
+                converted = self._recover(
+                    raw,
+                    functools.partial(self._key.to_connect_data, topic, None, key),
+                    Stage.KEY_CONVERTER,
+                    self._key_name,
+                    error,
+                )
+                if converted is None:
+                    return None
+                key_schema, key = converted
         value_schema, value = None, raw.value
         if self._converts_values:
-            converted = execute(
-                context,
-                functools.partial(self._value.to_connect_data, topic, None, value),
-                Stage.VALUE_CONVERTER,
-                self._value_name,
-            )
-            if converted is None:
-                return None
-            value_schema, value = converted
+            try:
+                value_schema, value = self._value.to_connect_data(topic, None, value)
+            except Exception as error:
+                converted = self._recover(
+                    raw,
+                    functools.partial(self._value.to_connect_data, topic, None, value),
+                    Stage.VALUE_CONVERTER,
+                    self._value_name,
+                    error,
+                )
+                if converted is None:
+                    return None
+                value_schema, value = converted
         headers: Any = raw.headers
         if self._has_header_converter:
-            headers = execute(
-                context,
-                functools.partial(self._headers_in, raw),
-                Stage.HEADER_CONVERTER,
-                self._header_name,
-            )
-            if headers is None:
-                return None
+            try:
+                headers = self._headers_in(raw)
+            except Exception as error:
+                headers = self._recover(
+                    raw,
+                    functools.partial(self._headers_in, raw),
+                    Stage.HEADER_CONVERTER,
+                    self._header_name,
+                    error,
+                )
+                if headers is None:
+                    return None
         record = SinkRecord(
             topic,
             raw.kafka_partition,
@@ -318,9 +352,9 @@ class TaskPipeline:
             key_schema,
             value_schema,
         )
-        if not self._stages:
+        if not self._appliers:
             return record
-        transformed: SinkRecord | None = self._transform(context, record)
+        transformed: SinkRecord | None = self._transform(record, raw)
         return transformed
 
     def _headers_in(self, raw: SinkRecord) -> Any:
@@ -338,13 +372,46 @@ class TaskPipeline:
 
     # ---- shared ---------------------------------------------------------------------------
 
-    def _transform(self, context: ProcessingContext, record: Any) -> Any:
-        execute, partial = self.operator.execute, functools.partial
+    def _transform(self, record: Any, original: Any = None) -> Any:
+        """The record through every stage (None once one drops it or fails); ``original``
+        is what a failure reports (the record itself when None: a source's polled record)."""
+        first = record
         for apply, name in self._appliers:
-            record = execute(context, partial(apply, record), Stage.TRANSFORMATION, name)
+            try:
+                record = apply(record)
+            except Exception as error:
+                record = self._recover(
+                    first if original is None else original,
+                    functools.partial(apply, record),
+                    Stage.TRANSFORMATION,
+                    name,
+                    error,
+                )
             if record is None:
                 return None
         return record
+
+    def _failed_at(
+        self, original: Any, stage: Stage, name: str, target_topic: str | None = None
+    ) -> ProcessingContext:
+        """The context of a record whose stage just raised (made only then: a record that
+        does not fail costs no context)."""
+        return ProcessingContext(original, stage, name, target_topic=target_topic)
+
+    def _recover(
+        self,
+        original: Any,
+        operation: Callable[[], Any],
+        stage: Stage,
+        name: str,
+        error: Exception,
+        target_topic: str | None = None,
+    ) -> Any:
+        """The stage's result after its first failure (retried, tolerated or raised, as the
+        operator decides); None if the record failed."""
+        context = self._failed_at(original, stage, name, target_topic)
+        result = self.operator.after_failure(context, operation, stage, error)
+        return None if context.failed else result
 
     def await_dead_letters(self) -> None:
         """Waits (bounded) for the dead-letter queue's writes so far: called before the

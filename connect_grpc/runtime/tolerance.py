@@ -224,6 +224,18 @@ class RetryWithToleranceOperator:
             return operation()
         except Exception as error:
             first = error
+        return self.after_failure(context, operation, stage, first)
+
+    def after_failure(
+        self,
+        context: ProcessingContext,
+        operation: Callable[[], T],
+        stage: Stage,
+        first: Exception,
+    ) -> T | None:
+        """What ``execute`` does once the operation raised ``first`` (the context positioned
+        at the stage): retries, tolerates or raises, and reports a record that failed. For
+        callers that ran the operation themselves (a pipeline's fast path)."""
         try:
             return self._exec_and_handle_error(context, operation, stage, first)
         finally:
