@@ -429,3 +429,24 @@ def test_a_hosted_task_s_pipeline_factory_is_searched_for_values_to_mask() -> No
     factory = ConnectorPipeline({"transforms.a.key": "resolved-secret"}, worker, Plugins(), True)
     spec = PipelineSpec(factory, {"bootstrap.servers": "b:1"})
     assert "resolved-secret" in _strings_in(("task.Class", spec))
+
+
+def test_a_stage_that_fails_retriably_then_succeeds_keeps_the_record() -> None:
+    from connect_grpc.testing.pipeline_plugins import FlakyTransformation
+
+    flaky = FlakyTransformation()
+    flaky.configure({"failures": "2"})
+    built, _ = pipeline(stage("f", flaky), errors=replace(ALL, retry_timeout_ms=60_000))
+    [out] = built.apply_source([source("flaky-x")])
+    assert out is not None and out.value == b"flaky-x"
+    counts = built.take_counts()
+    assert (counts.failures, counts.retries, counts.errors, counts.skipped) == (2, 2, 0, 0)
+
+
+def test_a_sink_record_that_fails_in_a_transform_reports_the_raw_record() -> None:
+    built, producers = pipeline(stage("p", PoisonTransformation()), errors=DLQ, is_sink=True)
+    assert built.apply_sink([raw(b"a poison", 9)]) == []
+    [written] = producers[0].produced
+    assert written["value"] == b"a poison"
+    assert dlq_headers(written)["__connect.errors.stage"] == b"TRANSFORMATION"
+    assert dlq_headers(written)["__connect.errors.offset"] == b"9"
