@@ -22,7 +22,7 @@ import structlog
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.connectors.pipeline_config import ErrorHandling
-from connect_grpc.data.errors import RetriableError
+from connect_grpc.data.errors import DataError, RetriableError, SchemaBuilderError
 from connect_grpc.domain import TaskId
 from connect_grpc.errors import ConnectError
 from connect_grpc.metrics.worker_metrics import ErrorCounts
@@ -147,11 +147,26 @@ def class_name(executing: object) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+#: The data room's errors by the names of the Kafka Connect exceptions they stand for, as
+#: ``__connect.errors.exception.class.name`` shows them (a tool filtering a dead-letter
+#: queue on Kafka's names keeps working).
+KAFKA_EXCEPTION_NAMES: dict[type, str] = {
+    DataError: "org.apache.kafka.connect.errors.DataException",
+    SchemaBuilderError: "org.apache.kafka.connect.errors.SchemaBuilderException",
+    RetriableError: "org.apache.kafka.connect.errors.RetriableException",
+    ErrorHandlerError: "org.apache.kafka.connect.errors.ConnectException",
+}
+
+
 def exception_class_name(error: BaseException) -> str:
+    """Kafka Connect's name for the data room's own errors, else ``module.QualName``."""
     cls = type(error)
-    return (
-        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-    )
+    kafka_name = KAFKA_EXCEPTION_NAMES.get(cls)
+    if kafka_name is not None:
+        return kafka_name
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 # ---- the operator -------------------------------------------------------------------------

@@ -171,7 +171,7 @@ def test_sink_dlq_has_original_bytes_headers_and_context_and_skips_advance_offse
     assert context["__connect.errors.stage"] == b"VALUE_CONVERTER"
     assert context["__connect.errors.class.name"] == f"{PLUGINS}.PickyBytesConverter".encode()
     assert context["__connect.errors.exception.class.name"] == (
-        b"connect_grpc.data.errors.DataError"
+        b"org.apache.kafka.connect.errors.DataException"
     )
     assert context["__connect.errors.exception.message"] == (
         b"PickyBytesConverter refuses a poisoned value"
@@ -238,7 +238,7 @@ def test_a_retriable_failure_retried_out_is_skipped_even_with_tolerance_none(
     assert dead.value() == b"flaky-1"
     assert context["__connect.errors.stage"] == b"TRANSFORMATION"
     assert context["__connect.errors.exception.class.name"] == (
-        b"connect_grpc.data.errors.RetriableError"
+        b"org.apache.kafka.connect.errors.RetriableException"
     )
     # 300 ms, then what is left of the 700 ms: three attempts, two retries
     wait_until(

@@ -230,7 +230,10 @@ def test_sink_dlq_gets_the_original_bytes_headers_and_ten_context_headers() -> N
     assert headers["__connect.errors.class.name"] == (
         b"connect_grpc.testing.pipeline_plugins.Utf8Converter"
     )
-    assert headers["__connect.errors.exception.class.name"] == b"connect_grpc.data.errors.DataError"
+    assert (
+        headers["__connect.errors.exception.class.name"]
+        == b"org.apache.kafka.connect.errors.DataException"
+    )
     assert headers["__connect.errors.exception.message"] == b"Utf8Converter refuses 'poison pill'"
     assert b"DataError" in headers["__connect.errors.exception.stacktrace"]
     assert producers[0].conf["acks"] == "all"

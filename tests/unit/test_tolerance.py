@@ -281,3 +281,16 @@ def test_error_counts_reach_the_task_error_metrics() -> None:
     assert sample("kafka_connect_task_error_last_error_timestamp", labels) == 1234
     metrics.forget_task(TASK)
     assert sample("kafka_connect_task_error_total_record_errors_total", labels) is None
+
+
+def test_exception_class_names_are_kafka_s_for_the_data_room_s_errors() -> None:
+    from connect_grpc.runtime.tolerance import exception_class_name
+
+    assert exception_class_name(DataError("x")) == "org.apache.kafka.connect.errors.DataException"
+    assert exception_class_name(RetriableError("x")) == (
+        "org.apache.kafka.connect.errors.RetriableException"
+    )
+    assert exception_class_name(ValueError("x")) == "ValueError"
+    assert exception_class_name(ErrorHandlerError("x")) == (
+        "org.apache.kafka.connect.errors.ConnectException"
+    )
