@@ -3,8 +3,10 @@ loop, or the Spark task hosting the task): never an extra Spark job.
 
 Source (Kafka Connect's order): transformations (each behind its predicate) → header, key,
 value converters → the producer. Sink: key, value, header converters → transformations →
-``put``. Every stage of every record runs through the task's RetryWithToleranceOperator;
-a record that fails (and is tolerated) or that a transformation drops goes no further.
+``put``. Each stage is called directly; the first failure of a record's stage goes to the
+task's RetryWithToleranceOperator (``after_failure``), which retries, tolerates or fails as
+Kafka Connect's operator does, so a record that does not fail costs no error handling. A
+record that fails (and is tolerated) or that a transformation drops goes no further.
 
 Offsets, as Kafka Connect: a dropped or failed source record's offset is not committed
 (the batch's offsets are those of the records that go out), except with exactly-once, whose
@@ -108,8 +110,8 @@ def _apply_stage(stage: TransformStage, record: ConnectRecord) -> ConnectRecord 
 
 class TaskPipeline:
     """One task's converters, transformations and error handling (operator, log reporter,
-    dead-letter queue). Used by the task's one thread; ``errant_record_reporter`` may be
-    called from the task's own threads."""
+    dead-letter queue). Used by the task's one thread; its ``errant`` reporter may be called
+    from any of the task plugin's threads."""
 
     def __init__(
         self,
@@ -152,7 +154,7 @@ class TaskPipeline:
         #: The batch's delivered sink records → the raw records they came from, for an
         #: errant record's report (id → (delivered, raw): the id alone could be reused).
         self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
-        #: KIP-610's reporter for a sink task's context (see ``errant_record_reporter``).
+        #: KIP-610's reporter for a sink task's context (None unless it may report).
         self.errant = self._new_errant_reporter()
 
     @classmethod
