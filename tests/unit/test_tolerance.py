@@ -294,3 +294,25 @@ def test_exception_class_names_are_kafka_s_for_the_data_room_s_errors() -> None:
     assert exception_class_name(ErrorHandlerError("x")) == (
         "org.apache.kafka.connect.errors.ConnectException"
     )
+
+
+def test_back_off_sleeps_end_early_on_a_stop_request() -> None:
+    import threading
+    import time
+
+    from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
+
+    stop = threading.Event()
+    assert event_sleep(stop)(1) is False
+    stop.set()
+    began = time.monotonic()
+    assert event_sleep(stop)(60_000) is True
+    calls = {"n": 0}
+
+    def stopping() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 1
+
+    assert StopAwareSleep(stopping, slice_s=0.01)(60_000) is True
+    assert StopAwareSleep(lambda: False)(1) is False
+    assert time.monotonic() - began < 5
