@@ -24,6 +24,15 @@ each worker's whole process tree (for connect-grpc: the Python process, its Spar
 the executors' Python workers) is sampled every 0.5 s. Reported: records/s of each, the
 ratio connect-grpc / Kafka Connect (issue 9's goal: >= 1.0), and the peak RSS of each.
 
+``--pipeline json-smts`` gives both connectors, on both workers, Kafka Connect's record
+pipeline as its users write it (issue 24): ``value.converter`` JsonConverter with
+``schemas.enable=true``; the source hoists each line into a struct (HoistField) and applies
+InsertField, ReplaceField and MaskField; the sink applies InsertField, ReplaceField and
+MaskField again. The sink files of the two workers must then be equal byte for byte (each
+line is the record value's text, ``Struct{...}``). ``--pipeline none`` (the default) is the
+bytes path with no converter and no transformation; ``--pipeline both`` runs the two in one
+run, so the cost of the pipeline is a ratio measured in the same run.
+
 The Markdown tables go to stdout, progress to stderr. The run fails (non-zero exit, no
 skipping) if the broker, Kafka Connect or connect-grpc cannot be started.
 """
@@ -64,6 +73,43 @@ from connect_grpc.v1 import connect_pb2 as pb
 
 ANCHOR = f"Kafka Connect {KAFKA_VERSION}"
 OURS = "connect-grpc"
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+SMT = "org.apache.kafka.connect.transforms."
+#: The connector configs of ``--pipeline json-smts`` (added to the FileStream configs).
+PIPELINES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "none": ({}, {}),
+    "json-smts": (
+        {
+            "value.converter": JSON_CONVERTER,
+            "value.converter.schemas.enable": "true",
+            "transforms": "hoist,insert,rename,mask",
+            "transforms.hoist.type": SMT + "HoistField$Value",
+            "transforms.hoist.field": "line",
+            "transforms.insert.type": SMT + "InsertField$Value",
+            "transforms.insert.static.field": "origin",
+            "transforms.insert.static.value": "bench",
+            "transforms.insert.topic.field": "topic",
+            "transforms.rename.type": SMT + "ReplaceField$Value",
+            "transforms.rename.renames": "line:text",
+            "transforms.mask.type": SMT + "MaskField$Value",
+            "transforms.mask.fields": "origin",
+        },
+        {
+            "value.converter": JSON_CONVERTER,
+            "value.converter.schemas.enable": "true",
+            "transforms": "insert,drop,mask",
+            "transforms.insert.type": SMT + "InsertField$Value",
+            "transforms.insert.static.field": "stage",
+            "transforms.insert.static.value": "sink",
+            "transforms.drop.type": SMT + "ReplaceField$Value",
+            "transforms.drop.exclude": "origin",
+            "transforms.mask.type": SMT + "MaskField$Value",
+            "transforms.mask.fields": "stage",
+            "transforms.mask.replacement": "***",
+        },
+    ),
+}
 
 
 class ConnectGrpcWorker:
@@ -114,6 +160,8 @@ class Result:
     source_rates: list[float] = field(default_factory=list)
     sink_rates: list[float] = field(default_factory=list)
     peak_rss: list[int] = field(default_factory=list)
+    #: The SHA-256 of each round's sink file.
+    outputs: list[str] = field(default_factory=list)
 
 
 def one_round(
@@ -124,22 +172,26 @@ def one_round(
     source_file: Path,
     lines: int,
     timeout: float,
-) -> tuple[float, float, int]:
-    """Source then sink through ``runner``; (source records/s, sink records/s, peak RSS)."""
+    pipeline: str,
+) -> tuple[float, float, int, str]:
+    """Source then sink through ``runner``; (source records/s, sink records/s, peak RSS,
+    SHA-256 of the sink file)."""
     topic = f"bench-{name.split()[0].lower()}-{root.name}"
     sink_file = root / f"{topic}.txt"
+    source_extra, sink_extra = PIPELINES[pipeline]
     with _consumer(bootstrap) as consumer:
         create_topic(bootstrap, topic, consumer)
         source_s, source_rss = measure_source(
-            runner, consumer, source_file, topic, lines, None, timeout
+            runner, consumer, source_file, topic, lines, None, timeout, source_extra
         )
-    progress(f"{name} FileStreamSource: {lines / source_s:,.0f} records/s")
-    sink_s, sink_rss = measure_sink(runner, sink_file, topic, lines, timeout)
-    progress(f"{name} FileStreamSink: {lines / sink_s:,.0f} records/s")
-    if sha256(sink_file) != sha256(source_file):
+    progress(f"{name} FileStreamSource ({pipeline}): {lines / source_s:,.0f} records/s")
+    sink_s, sink_rss = measure_sink(runner, sink_file, topic, lines, timeout, sink_extra)
+    progress(f"{name} FileStreamSink ({pipeline}): {lines / sink_s:,.0f} records/s")
+    output = sha256(sink_file)
+    if pipeline == "none" and output != sha256(source_file):
         raise RuntimeError(f"{name}: {sink_file} differs from the input")
     sink_file.unlink()
-    return lines / source_s, lines / sink_s, max(source_rss, sink_rss)
+    return lines / source_s, lines / sink_s, max(source_rss, sink_rss), output
 
 
 def start_runner(
@@ -161,11 +213,16 @@ def _rounds(result: Result) -> str:
     return ", ".join(f"{source:,.0f} / {sink:,.0f}" for source, sink in pairs)
 
 
-def report(results: dict[str, Result], lines: int, rounds: int) -> str:
+def report(results: dict[str, Result], lines: int, rounds: int, pipeline: str) -> str:
     anchor, ours = results[ANCHOR], results[OURS]
+    settings = (
+        "default connector settings (string converters, no transformation)"
+        if pipeline == "none"
+        else "JsonConverter (schemas.enable=true) and 4 SMTs on the source, 3 on the sink"
+    )
     out = [
-        f"N = {lines:,} lines of {LINE_BYTES} bytes, 1-partition topic, default connector "
-        f"settings; median of {rounds} round(s)",
+        f"Pipeline `{pipeline}`: N = {lines:,} lines of {LINE_BYTES} bytes, 1-partition "
+        f"topic, {settings}; median of {rounds} round(s)",
         "",
         "| pipeline | Kafka Connect (records/s) | connect-grpc (records/s) | ratio |",
         "|---|---:|---:|---:|",
@@ -189,29 +246,46 @@ def report(results: dict[str, Result], lines: int, rounds: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def run_pipeline(
+    args: argparse.Namespace, root: Path, bootstrap: str, libs: Path, pipeline: str
+) -> dict[str, Result]:
+    """Every round of ``pipeline`` on both workers; fails if their sink files differ."""
+    source_file = root / "input.txt"
+    results = {ANCHOR: Result(), OURS: Result()}
+    for round_ in range(args.rounds):
+        order = [ANCHOR, OURS] if round_ % 2 == 0 else [OURS, ANCHOR]
+        for name in order:
+            work = root / f"{pipeline}-{name.split()[0].lower()}-{round_}"
+            runner = start_runner(name, work, bootstrap, libs)
+            try:
+                source, sink, rss, output = one_round(
+                    name, runner, bootstrap, work, source_file, args.lines, args.timeout,
+                    pipeline,
+                )
+            finally:
+                runner.stop()
+            result = results[name]
+            result.source_rates.append(source)
+            result.sink_rates.append(sink)
+            result.peak_rss.append(rss)
+            result.outputs.append(output)
+        if results[ANCHOR].outputs[-1] != results[OURS].outputs[-1]:
+            raise RuntimeError(f"{pipeline}: the sink files of the two workers differ")
+    return results
+
+
 def run(args: argparse.Namespace, root: Path) -> int:
     load_before = os.getloadavg()
     libs = ensure_connect_libs()
-    source_file = root / "input.txt"
-    write_input(source_file, args.lines)
+    write_input(root / "input.txt", args.lines)
+    pipelines = ["none", "json-smts"] if args.pipeline == "both" else [args.pipeline]
     broker = LocalKafka(root / "kafka", die_with_parent=True)
-    results = {ANCHOR: Result(), OURS: Result()}
+    reports = []
     try:
         bootstrap = broker.start()
-        for round_ in range(args.rounds):
-            order = [ANCHOR, OURS] if round_ % 2 == 0 else [OURS, ANCHOR]
-            for name in order:
-                work = root / f"{name.split()[0].lower()}-{round_}"
-                runner = start_runner(name, work, bootstrap, libs)
-                try:
-                    source, sink, rss = one_round(
-                        name, runner, bootstrap, work, source_file, args.lines, args.timeout
-                    )
-                finally:
-                    runner.stop()
-                results[name].source_rates.append(source)
-                results[name].sink_rates.append(sink)
-                results[name].peak_rss.append(rss)
+        for pipeline in pipelines:
+            results = run_pipeline(args, root, bootstrap, libs, pipeline)
+            reports.append(report(results, args.lines, args.rounds, pipeline))
     finally:
         broker.stop()
     out = sys.stdout
@@ -219,7 +293,8 @@ def run(args: argparse.Namespace, root: Path) -> int:
     report_lines = {**machine(load_before), "Kafka Connect": f"{KAFKA_VERSION} (standalone)"}
     for key, value in report_lines.items():
         out.write(f"- {key}: {value}\n")
-    out.write("\n" + report(results, args.lines, args.rounds))
+    for text in reports:
+        out.write("\n" + text)
     return 0
 
 
@@ -228,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", type=int, default=1_000_000, help="lines (records) to move")
     parser.add_argument("--rounds", type=int, default=1, help="rounds of both workers")
     parser.add_argument("--timeout", type=float, default=600.0, help="longest phase (s)")
+    parser.add_argument("--pipeline", choices=["none", "json-smts", "both"], default="none",
+                        help="the connectors' converters and transformations (see above)")
     args = parser.parse_args(argv)
     if args.lines < 1 or args.rounds < 1:
         parser.error("--lines and --rounds must be at least 1")

@@ -600,13 +600,16 @@ def measure_source(
     lines: int,
     batch_size: int | None,
     timeout: float,
+    extra: Mapping[str, str] | None = None,
 ) -> tuple[float, int]:
-    """Seconds from the POST until the topic holds ``lines`` records; peak RSS meanwhile."""
+    """Seconds from the POST until the topic holds ``lines`` records; peak RSS meanwhile.
+    ``extra`` is added to the connector's config (converters, transforms)."""
     from confluent_kafka import TopicPartition
 
     name = "bench-file-source"
     partition = TopicPartition(topic, 0)
     config = file_stream_source_config(source_file, topic, batch_size=batch_size)
+    config.update(extra or {})
     started = time.monotonic()
     connect.create_connector(name, config)
     phase = Phase(connect, name)
@@ -628,12 +631,18 @@ def measure_source(
 
 
 def measure_sink(
-    connect: Runner, sink_file: Path, topic: str, lines: int, timeout: float
+    connect: Runner,
+    sink_file: Path,
+    topic: str,
+    lines: int,
+    timeout: float,
+    extra: Mapping[str, str] | None = None,
 ) -> tuple[float, int]:
-    """Seconds from the POST until ``sink_file`` has ``lines`` lines; peak RSS meanwhile."""
+    """Seconds from the POST until ``sink_file`` has ``lines`` lines; peak RSS meanwhile.
+    ``extra`` is added to the connector's config (converters, transforms)."""
     name = "bench-file-sink"
     started = time.monotonic()
-    connect.create_connector(name, file_stream_sink_config(sink_file, topic))
+    connect.create_connector(name, {**file_stream_sink_config(sink_file, topic), **(extra or {})})
     phase = Phase(connect, name)
     seen = 0
     with contextlib.ExitStack() as stack:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import threading
 from collections.abc import Sequence
@@ -40,6 +41,10 @@ from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
+#: A shutdown still under way after this long dumps every thread's stack to stderr (the
+#: worker log): what a stop waits for is then on record before an orchestrator kills it.
+SHUTDOWN_TRACE_AFTER_S = 30.0
+
 
 class _ServingProcess:
     """A worker process: a herder behind a gRPC server, stopped by ``shutdown()`` or a
@@ -70,6 +75,7 @@ class _ServingProcess:
             return
         self._stopping.set()
         log.info("worker_stopping")
+        faulthandler.dump_traceback_later(SHUTDOWN_TRACE_AFTER_S)
         try:
             self.server.stop()
             self.herder.stop()
@@ -77,6 +83,7 @@ class _ServingProcess:
         finally:
             if self.metrics_endpoint is not None:
                 self.metrics_endpoint.stop()
+            faulthandler.cancel_dump_traceback_later()
             self._stopped.set()
         log.info("worker_stopped")
 

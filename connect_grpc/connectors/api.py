@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from connect_grpc.configdef import ConfigDef
-from connect_grpc.data.errors import RetriableError
+from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.record import KEEP, RawHeaders
 from connect_grpc.domain import OffsetMap, OffsetPrimitive
 
@@ -263,6 +263,8 @@ class SinkRecord:
         timestamp_ms: int | None = KEEP,
         headers: RawHeaders | ConnectHeaders = KEEP,
     ) -> SinkRecord:
+        if kafka_partition is None:
+            raise DataError("A sink record's Kafka partition may not be null")
         return SinkRecord(
             self.topic if topic is KEEP else topic,
             self.kafka_partition if kafka_partition is KEEP else kafka_partition,

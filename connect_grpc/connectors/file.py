@@ -13,7 +13,9 @@ again from its start, and ``file_truncated`` / ``file_replaced`` is logged with 
 positions. Kafka's task seeks past the end of a shorter file and sends nothing until the
 file grows past the old position, losing the lines written before that.
 
-The sink appends each record's value, UTF-8 decoded, plus a newline to a file.
+The source's values are strings with the STRING schema, as Kafka's. The sink appends each
+record's value plus a newline to a file: bytes (no converter) UTF-8 decoded, Connect data as
+Kafka's sink prints it (``null``, ``Struct{name=alice,ssn=}``, ``[1, 2]``, ``{k=v}``).
 """
 
 from __future__ import annotations
@@ -329,12 +331,10 @@ class FileStreamSourceTask(SourceTask):
         ]
 
     def _record(self, text: str, end: int) -> SourceRecord:
+        # positional: one call per line (value_schema STRING, as Kafka's FileStreamSource)
         return SourceRecord(
-            source_partition=self._partition,
-            source_offset={POSITION_FIELD: end},
-            topic=self._topic,
-            value=text,
-            value_schema=STRING_SCHEMA,  # Kafka's value schema: what a converter writes
+            self._partition, {POSITION_FIELD: end}, self._topic, text,
+            None, None, (), None, STRING_SCHEMA,
         )
 
     def _close(self) -> None:
@@ -398,21 +398,18 @@ class FileStreamSinkTask(SinkTask):
         _log.info("file_sink_task_started", file=self._filename)
 
     def put(self, records: Sequence[SinkRecord]) -> None:
-        """Appends each value: bytes decoded as UTF-8, Connect data (a converter's) as
-        Java's ``toString`` writes it, as Kafka's task does (``null`` for a null value)."""
+        """Appends each value as a line: bytes decoded as UTF-8 (no converter), Connect
+        data as Kafka's sink prints it (``String.valueOf``: ``null``, ``Struct{a=1}``, …)."""
         stream = self._require_stream()
         if not records:
             return
         values = [record.value for record in records]
-        if None not in values:
-            try:  # one decode of the joined bytes: a newline never splits a UTF-8 sequence
-                joined = b"\n".join(cast(list[bytes], values))
-            except TypeError:  # not all bytes: values a converter made
-                pass
-            else:
-                stream.write(joined.decode("utf-8", errors="replace") + "\n")
-                return
-        stream.write("\n".join([_value_text(value) for value in values]) + "\n")
+        if all(value.__class__ is bytes for value in values):
+            # one decode of the joined bytes: a newline never splits a UTF-8 sequence
+            joined = b"\n".join(cast(list[bytes], values))
+            stream.write(joined.decode("utf-8", errors="replace") + "\n")
+        else:
+            stream.write("\n".join([_value_text(value) for value in values]) + "\n")
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Flushes and fsyncs the file, so every record put so far is durable."""
@@ -435,6 +432,8 @@ class FileStreamSinkTask(SinkTask):
 
 
 def _value_text(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        return value
     return java_string(value)

@@ -27,7 +27,7 @@ import re
 from typing import Any, cast
 
 from connect_grpc.data.errors import DataError, SchemaBuilderError
-from connect_grpc.data.javatext import java_double_str, java_string, wrap_signed
+from connect_grpc.data.javatext import java_double_str, java_float_str, java_string, wrap_signed
 from connect_grpc.data.logical import (
     EPOCH_DATE,
     MILLIS_PER_DAY,
@@ -385,11 +385,12 @@ def convert_to_string(schema: Schema | None, value: Any) -> str | None:
     if value is None:
         return None
     parts: list[str] = []
-    _append(parts, value, embedded=False)
+    _append(parts, value, False, schema)
     return "".join(parts)
 
 
-def _append(parts: list[str], value: Any, embedded: bool) -> None:
+def _append(parts: list[str], value: Any, embedded: bool, schema: Schema | None = None) -> None:
+    # The schema, where known, tells a FLOAT32 (Java's Float.toString) from a FLOAT64.
     if value is None:
         parts.append("null")
     elif isinstance(value, bool):
@@ -397,7 +398,8 @@ def _append(parts: list[str], value: Any, embedded: bool) -> None:
     elif isinstance(value, int):
         parts.append(str(value))
     elif isinstance(value, float):
-        parts.append(java_double_str(value))
+        single = schema is not None and schema.type is Type.FLOAT32
+        parts.append(java_float_str(value) if single else java_double_str(value))
     elif isinstance(value, decimal.Decimal):
         parts.append(str(value))
     elif isinstance(value, str):
@@ -406,17 +408,25 @@ def _append(parts: list[str], value: Any, embedded: bool) -> None:
         text = base64.b64encode(value).decode("ascii")
         parts.append(f'"{text}"' if embedded else text)
     elif isinstance(value, list | tuple):
+        is_array = schema is not None and schema.type is Type.ARRAY
+        item_schema = schema.value_schema if schema is not None and is_array else None
         parts.append("[")
-        _append_sequence(parts, value)
+        for index, item in enumerate(value):
+            if index:
+                parts.append(",")
+            _append(parts, item, True, item_schema)
         parts.append("]")
     elif isinstance(value, dict):
+        is_map = schema is not None and schema.type is Type.MAP
+        key_schema = schema.key_schema if schema is not None and is_map else None
+        entry_schema = schema.value_schema if schema is not None and is_map else None
         parts.append("{")
         for index, (key, entry) in enumerate(value.items()):
             if index:
                 parts.append(",")
-            _append(parts, key, True)
+            _append(parts, key, True, key_schema)
             parts.append(":")
-            _append(parts, entry, True)
+            _append(parts, entry, True, entry_schema)
         parts.append("}")
     elif isinstance(value, Struct):
         parts.append("{")
@@ -425,7 +435,7 @@ def _append(parts: list[str], value: Any, embedded: bool) -> None:
                 parts.append(",")
             _append(parts, field.name, True)
             parts.append(":")
-            _append(parts, value.get(field), True)
+            _append(parts, value.get(field), True, field.schema)
         parts.append("}")
     elif isinstance(value, datetime.date | datetime.time):
         parts.append(format_temporal(value))
@@ -433,13 +443,6 @@ def _append(parts: list[str], value: Any, embedded: bool) -> None:
         raise DataError(
             f"Failed to serialize unexpected value type {type(value).__qualname__}: {value}"
         )
-
-
-def _append_sequence(parts: list[str], values: Any) -> None:
-    for index, item in enumerate(values):
-        if index:
-            parts.append(",")
-        _append(parts, item, True)
 
 
 def escape(text: str) -> str:

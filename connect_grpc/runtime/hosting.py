@@ -183,10 +183,13 @@ class SlotWatcher:
         waiting = sorted(self.waiting())
         if not waiting:
             return []
-        moved = waiting[: self._slots.free()]
-        for task in moved:
+        moved = []
+        for task in waiting[: self._slots.free()]:
+            if self._stopping.is_set():
+                break
             self.forget(task)
             self._move(task)
+            moved.append(task)
         return moved
 
     def start(self) -> None:
@@ -197,12 +200,15 @@ class SlotWatcher:
         self._thread = self._new_thread(self._run, "connect-slot-watcher")
         self._thread.start()
 
-    def stop(self) -> None:
-        """Ends the checks (a move under way completes first)."""
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Ends the checks: no move starts after this; one under way is given ``timeout``
+        seconds (a host that has not connected by then is cancelled when Spark stops)."""
         self._stopping.set()
         thread, self._thread = self._thread, None
         if thread is not None:
-            thread.join()
+            thread.join(timeout)
+            if thread.is_alive():
+                log.warning("slot_watcher_still_moving", waited_s=timeout)
 
     def _run(self) -> None:
         while not self._stopping.wait(self._interval):

@@ -12,31 +12,40 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.data.record import RawHeaders
 from connect_grpc.domain import OffsetMap
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.storage.base import OffsetEntry
 
 #: What an executor produces: (topic, partition or -1, key, value, headers).
-ProduceRow = tuple[str, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+ProduceRow = tuple[str, int, bytes | None, bytes | None, RawHeaders]
 #: What an executor reads from one partition: (offset, key, value, timestamp ms or -1,
 #: headers); the partition is said once, by the range the rows belong to.
-ConsumedRow = tuple[int, bytes | None, bytes | None, int, tuple[tuple[str, bytes], ...]]
+ConsumedRow = tuple[int, bytes | None, bytes | None, int, RawHeaders]
 #: The rows read from one partition, in offset order: (topic, partition, rows).
 PartitionRows = tuple[str, int, Sequence[ConsumedRow]]
 
 
 def to_produce_row(record: SourceRecord) -> ProduceRow:
-    """The row an executor produces. Inlined conversions: it runs once per record on the
-    driver, whose one interpreter every task of the worker shares."""
-    key, value, partition = record.key, record.value, record.kafka_partition
-    headers: Any = record.headers  # raw pairs (a pipeline's output is raw pairs too)
+    """The row an executor produces, for a connector without converters or transformations
+    (bytes or str key and value, raw headers). Inlined conversions: it runs once per record
+    on the driver, whose one interpreter every task of the worker shares."""
+    key, value, partition, headers = (
+        record.key, record.value, record.kafka_partition, record.headers
+    )
     return (
         record.topic,
         -1 if partition is None else partition,
         key.encode("utf-8") if isinstance(key, str) else key,
         value.encode("utf-8") if isinstance(value, str) else value,
-        headers if headers.__class__ is tuple else tuple(headers),
+        headers if headers.__class__ is tuple else _raw_pairs(headers),
     )
+
+
+def _raw_pairs(headers: Iterable[Any]) -> RawHeaders:
+    """(key, bytes) pairs of headers given as a list or as ConnectHeaders of bytes values
+    (each Header iterates as its key and value)."""
+    return tuple((key, value) for key, value in headers)
 
 
 def partition_key(partition: OffsetMap) -> str:

@@ -159,7 +159,7 @@ class Worker:
         self._log = log.bind(worker_id=config.worker_id)
         self._metrics = metrics or WorkerMetrics()
         self._metrics.watch_worker(self)
-        self._watchdog_stop = threading.Event()
+        self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
 
     @property
@@ -184,7 +184,7 @@ class Worker:
     def stop(self) -> None:
         """Stops every task and connector (not deleted), then Spark and the monitor."""
         self._slot_watcher.stop()
-        self._watchdog_stop.set()
+        self._stopping.set()
         self.stop_tasks(self.task_ids(), connector_deleted=False)
         for name in sorted(self.connector_names()):
             self.stop_connector(name, connector_deleted=False)
@@ -365,6 +365,8 @@ class Worker:
     def _move_to_host(self, task: TaskId) -> None:
         """Stops the task, which runs on the driver, and starts it again in a host (or on
         the driver again, waiting anew, if its slot was taken meanwhile)."""
+        if self._stopping.is_set():
+            return
         with self._guarded([task]):
             with self._lock:
                 runner = self._tasks.get(task)
@@ -386,7 +388,7 @@ class Worker:
 
     def _watch_tasks(self) -> None:
         """The watchdog thread: every WATCHDOG_INTERVAL_S, each task's ``watch``."""
-        while not self._watchdog_stop.wait(WATCHDOG_INTERVAL_S):
+        while not self._stopping.wait(WATCHDOG_INTERVAL_S):
             with self._lock:
                 runners = list(self._tasks.values())
             for runner in runners:

@@ -22,6 +22,7 @@ import pytest
 
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.errors import DataError
+from connect_grpc.data.javatext import to_single
 from connect_grpc.data.logical import (
     Date,
     Decimal,
@@ -147,6 +148,9 @@ def _primitive_cases() -> list[Case]:
         Case("int8", INT8_SCHEMA, 127), Case("int16", INT16_SCHEMA, -32768),
         Case("int32", INT32_SCHEMA, 2**31 - 1), Case("int64", INT64_SCHEMA, -(2**63)),
         Case("float32", FLOAT32_SCHEMA, -0.125), Case("float64", FLOAT64_SCHEMA, 1e20),
+        # a FLOAT32 read from float bits: written as Jackson writes the Float, read back as 0.1
+        Case("float32-from-bits", FLOAT32_SCHEMA, to_single(0.1),
+             expected=(FLOAT32_SCHEMA, 0.1)),
         Case("float64-small", FLOAT64_SCHEMA, 1.5e-7), Case("boolean", BOOLEAN_SCHEMA, False),
         Case("string", STRING_SCHEMA, "plain"), Case("string-empty", STRING_SCHEMA, ""),
         Case("bytes", BYTES_SCHEMA, bytes(range(256))), Case("bytes-empty", BYTES_SCHEMA, b""),
@@ -255,6 +259,7 @@ def test_we_read_kafkas_bytes_as_our_data(
     our_bytes = ours.from_connect_data("topic", None, case.schema, case.value)
     result = kafka_results[case.name]
     assert result[0] != "ERROR", result
+    assert not result[2].startswith("!"), result  # Kafka wrote back what it read
     kafka_bytes = None if result[2] == "-" else base64.b64decode(result[2])
     expected = _expected(case, ours, our_bytes)
     # Kafka wrote back what it read (the expected data): ours writes the same JSON for it.
@@ -351,3 +356,55 @@ def test_bad_input_is_refused_with_kafkas_message(
         _converter(configs).to_connect_data("topic", None, data)
     # Kafka's message, with its cause appended where Kafka keeps the cause apart
     assert str(raised.value).startswith(kafka_message), (str(raised.value), kafka_message)
+
+
+# --- JSON that is not ours: read as Kafka reads it ----------------------------------------------
+
+RAW_INPUTS: list[tuple[dict[str, str], bytes]] = [
+    ({}, b'{"schema":{"type":"int32","optional":false},"payload":0012}'),
+    (SCHEMALESS, b'[0012, -007, 00.5, "0012"]'),
+    ({}, b'{"schema":{"type":"double"},"payload":1.0E20}'),
+    ({}, b' { "payload" : [1, 2] , "schema" : { "type" : "array", "items" : {"type":"int8"} } } '),
+    ({}, b'{"schema":{"type":"int8","optional":false},"payload":300}'),
+    ({}, b'{"schema":{"type":"int16"},"payload":"12"}'),
+    ({}, b'{"schema":{"type":"boolean"},"payload":1}'),
+    ({}, b'{"schema":{"type":"string"},"payload":5}'),
+    ({}, b'{"schema":{"type":"float"},"payload":0.1}'),
+    ({}, b'{"schema":{"type":"array","items":{"type":"int8"}},"payload":{"a":1,"b":2}}'),
+    ({}, b'{"schema":{"type":"array","items":{"type":"int8"}},"payload":7}'),
+    ({}, b'{"schema":{"type":"int64","optional":true,"version":1.5,"doc":5,"name":null},'
+         b'"payload":null}'),
+    ({}, b'{"schema":{"type":"int64","optional":"true"},"payload":3}'),
+    ({}, b'{"schema":{"type":"int32","optional":true,"default":null},"payload":null}'),
+    (SCHEMALESS, b'{"big":12345678901234567890123,"small":-1}'),
+    (SCHEMALESS, b'1E+2'),
+    (SCHEMALESS, b'"text"'),
+    (SCHEMALESS, b'{"a":{"b":[{"c":null}]}}'),
+    ({}, b'{"schema":' + _DECIMAL.encode() + b',"payload":12.345}'),
+    ({}, b'{"schema":' + _DECIMAL.encode() + b',"payload":7}'),
+]
+
+
+@pytest.fixture(scope="module")
+def kafka_readings(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]:
+    classpath = compile_program(ensure_json_libs(), Path(tmp_path_factory.mktemp("raw-json")))
+    lines = [
+        f"{','.join(f'{k}={v}' for k, v in configs.items()) or '-'}\t"
+        f"{base64.b64encode(data).decode('ascii')}"
+        for configs, data in RAW_INPUTS
+    ]
+    output = run_program(classpath, "read", "\n".join(lines) + "\n").splitlines()
+    assert len(output) == len(RAW_INPUTS), output
+    return [tuple(line.split("\t")) for line in output]
+
+
+@pytest.mark.parametrize("index", range(len(RAW_INPUTS)),
+                         ids=[_bad_input_id(item) for item in RAW_INPUTS])
+def test_json_not_written_by_us_is_read_as_kafka_reads_it(
+    index: int, kafka_readings: list[tuple[str, ...]]
+) -> None:
+    configs, data = RAW_INPUTS[index]
+    kafka = kafka_readings[index]
+    assert kafka[0] != "ERROR", kafka
+    schema, value = _converter(configs).to_connect_data("topic", None, data)
+    assert (describe_schema(schema), describe_value(schema, value)) == (kafka[0], kafka[1])

@@ -167,14 +167,24 @@ def pipeline(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
         yield Pipeline(worker, port, source_file, sink_file)
 
 
-def _moved(pipeline: Pipeline, lines: int) -> Scrape:
-    """Waits until the sink file has ``lines`` lines and the scrape counts them all."""
+COMMITS = "kafka_connect_connector_task_offset_commit_success_total"
+
+
+def _moved(pipeline: Pipeline, lines: int, since: Scrape | None = None) -> Scrape:
+    """Waits until the sink file has ``lines`` lines and a scrape counts them all and a
+    commit of each task after ``since`` (at least one without it): a sink commits after
+    ``put`` returned, so its send counter moves before its commit counter does."""
     wait_until(lambda: len(pipeline.sink_lines()) >= lines, timeout=120)
 
     def counted() -> Scrape | None:
         now = scrape(pipeline.metrics_port)
         sent = now.value("kafka_connect_sink_task_sink_record_send_total", **task_labels(SINK))
-        return now if sent is not None and sent >= lines else None
+        committed = all(
+            (now.value(COMMITS, **labels) or 0)
+            > (0 if since is None else since.value(COMMITS, **labels) or 0)
+            for labels in (task_labels(SOURCE), task_labels(SINK))
+        )
+        return now if sent is not None and sent >= lines and committed else None
 
     return wait_until(counted, timeout=30)
 
@@ -188,7 +198,7 @@ def test_counters_move_with_the_records_of_a_pipeline(pipeline: Pipeline) -> Non
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND
     stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=SOURCE), timeout=10)
     pipeline.append([f"more {i}" for i in range(MORE_LINES)])
-    after = _moved(pipeline, FIRST_LINES + MORE_LINES)
+    after = _moved(pipeline, FIRST_LINES + MORE_LINES, since=before)
     assert len(pipeline.sink_lines()) == FIRST_LINES + MORE_LINES
 
     source, sink = task_labels(SOURCE), task_labels(SINK)
@@ -202,15 +212,14 @@ def test_counters_move_with_the_records_of_a_pipeline(pipeline: Pipeline) -> Non
         assert after.value(name, **labels) == FIRST_LINES + MORE_LINES, name
     assert after.types["kafka_connect_source_task_source_record_poll"] == "counter"
 
-    commits = "kafka_connect_connector_task_offset_commit_success_total"
     for labels in (source, sink):
-        assert (after.value(commits, **labels) or 0) > (before.value(commits, **labels) or 0)
-        assert (before.value(commits, **labels) or 0) >= 1
+        assert (after.value(COMMITS, **labels) or 0) > (before.value(COMMITS, **labels) or 0)
+        assert (before.value(COMMITS, **labels) or 0) >= 1
         assert after.value("kafka_connect_connector_task_offset_commit_failure_total",
                            **labels) in (None, 0)
         timed = after.value("kafka_connect_connector_task_offset_commit_time_seconds_count",
                             **labels)
-        assert timed == after.value(commits, **labels)
+        assert timed == after.value(COMMITS, **labels)
         batches = "kafka_connect_connector_task_batch_size_count"
         assert (after.value(batches, **labels) or 0) > (before.value(batches, **labels) or 0)
         assert after.value("kafka_connect_connector_task_batch_size_sum", **labels) == (

@@ -49,7 +49,7 @@ def test_reflection_health_files_pipeline_and_sigterm(
         wait_for_states(stub, "from-json", PAUSED, [])
         wait_for_states(stub, "from-props", RUNNING, [RUNNING])
         _check_file_pipeline(stub, tmp_path)
-        assert worker.stop() == 0
+        assert worker.stop() == 0, worker.logs()[-8000:]
     stops = [e for e in read_events(events) if e["event"].endswith("_stop")]
     assert sorted((e["connector"], e["event"], e["task"]) for e in stops) == [
         ("from-props", "connector_stop", None), ("from-props", "task_stop", 0),

@@ -9,7 +9,8 @@
 // is "key=value" pairs joined by "," (or "-" for none). For each line the program configures a
 // fresh JsonConverter (as a value converter), reads the bytes with toConnectData, and prints
 //   <schema description>\t<value description>\t<base64 of fromConnectData(schema, value) or ->
-// or "ERROR\t<exception class>: <message>" when Kafka refuses. The descriptions are the
+// (the last column "!<exception class>: <message>" when Kafka cannot write back what it read),
+// or "ERROR\t<exception class>: <message>" when Kafka refuses to read. The descriptions are the
 // canonical text that the Python test computes for its own data (describe_schema and
 // describe_value there): the same data gives the same text.
 import java.math.BigDecimal;
@@ -62,13 +63,21 @@ public class JsonInterop {
         byte[] bytes = parts[1].equals("-") ? null : Base64.getDecoder().decode(parts[1]);
         JsonConverter converter = new JsonConverter();
         converter.configure(configs, false);
+        SchemaAndValue read;
         try {
-            SchemaAndValue read = converter.toConnectData("topic", bytes);
+            read = converter.toConnectData("topic", bytes);
+        } catch (RuntimeException e) {
+            converter.close();
+            return "ERROR\t" + e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+        String description = describeSchema(read.schema()) + "\t" + describeValue(read.value());
+        try {
             byte[] written = converter.fromConnectData("topic", read.schema(), read.value());
-            return describeSchema(read.schema()) + "\t" + describeValue(read.value()) + "\t"
+            return description + "\t"
                 + (written == null ? "-" : Base64.getEncoder().encodeToString(written));
         } catch (RuntimeException e) {
-            return "ERROR\t" + e.getClass().getSimpleName() + ": " + e.getMessage();
+            // what Kafka read, it cannot write back (e.g. a null in a required field)
+            return description + "\t!" + e.getClass().getSimpleName() + ": " + e.getMessage();
         } finally {
             converter.close();
         }

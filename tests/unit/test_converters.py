@@ -270,3 +270,12 @@ def test_simple_header_converter_round_trips() -> None:
                           (SchemaBuilder.array(INT8_SCHEMA).build(), [1, 2])):
         encoded = converter.from_connect_header(T, "h", schema, value)
         assert converter.to_connect_header(T, "h", encoded) == (schema, value)
+
+
+def test_string_converter_writes_a_float32_as_java_float() -> None:
+    read_back = configured(FloatConverter).to_connect_data(T, None, struct.pack(">f", 0.1))
+    assert read_back.value != 0.1
+    assert configured(StringConverter).from_connect_data(T, None, *read_back) == b"0.1"
+    assert configured(StringConverter).from_connect_data(T, None, None, read_back.value) == (
+        b"0.10000000149011612"
+    )

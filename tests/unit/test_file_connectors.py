@@ -14,7 +14,8 @@ from connect_grpc.connectors.file import (
     FileStreamSourceConnector,
     FileStreamSourceTask,
 )
-from connect_grpc.data.schema import STRING_SCHEMA
+from connect_grpc.data.schema import STRING_SCHEMA, SchemaBuilder
+from connect_grpc.data.struct import Struct
 from connect_grpc.testing.plugins import FakeSourceTaskContext
 
 
@@ -280,23 +281,30 @@ def test_sink_decodes_each_value_on_its_own_whether_or_not_one_is_null(
     assert path.read_text(encoding="utf-8") == "".join(f"{line}\n" for line in expected)
 
 
-def test_sink_writes_connect_data_as_java_to_string(tmp_path: Path) -> None:
+def test_sink_writes_connect_data_as_kafka_prints_it(tmp_path: Path) -> None:
+    # with a converter the sink gets Connect data; Kafka's FileStreamSink prints
+    # String.valueOf(value): a Struct's fields with a value, lists and maps in Java's form
+    schema = SchemaBuilder.struct().field("name", STRING_SCHEMA).field(
+        "age", SchemaBuilder.int32().optional().build()).build()
+    values = [Struct(schema).put("name", "alice"), "text", None, [1, True], {"k": 1.5}, 42]
     path = tmp_path / "out.txt"
     task = FileStreamSinkTask()
     task.start({"file": str(path), "topics": "t"})
-    values = ["text", {"a": 1, "b": [True, None]}, 1.0e20, b"raw"]
     task.put([_sink_record(value, i) for i, value in enumerate(values)])  # type: ignore[arg-type]
     task.stop()
     assert path.read_text(encoding="utf-8").splitlines() == [
-        "text", "{a=1, b=[true, null]}", "1.0E20", "raw"
+        "Struct{name=alice}", "text", "null", "[1, true]", "{k=1.5}", "42",
     ]
 
 
-def test_source_values_carry_kafka_s_string_schema(tmp_path: Path) -> None:
+def test_source_values_carry_the_string_schema(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
-    path.write_text("a\n", encoding="utf-8")
-    [record] = _source_task(path).poll(10)
-    assert record.value_schema == STRING_SCHEMA and record.key_schema is None
+    path.write_text("one\ntwo\n")
+    task = _source_task(path)
+    records = task.poll(10)
+    assert [(r.value, r.value_schema) for r in records] == [
+        ("one", STRING_SCHEMA), ("two", STRING_SCHEMA),
+    ]
 
 
 def test_sink_put_before_start_fails() -> None:

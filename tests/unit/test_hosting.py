@@ -5,6 +5,7 @@ real Spark job: tests/integration/test_hosting.py."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
@@ -205,6 +206,35 @@ def test_the_watcher_thread_moves_a_task_when_a_slot_appears() -> None:
         assert moved.wait(10)
     finally:
         watcher.stop()
+
+
+def test_a_stop_waits_for_a_move_under_way_only_so_long_and_starts_no_other() -> None:
+    # a move that hangs (a host that never connects) must not hold the worker's shutdown
+    capacity = [0]
+    slots = HostSlots(lambda: capacity[0])
+    entered, release = threading.Event(), threading.Event()
+    moved: list[TaskId] = []
+
+    def hanging_move(task: TaskId) -> None:
+        moved.append(task)
+        entered.set()
+        release.wait(30)
+
+    watcher = SlotWatcher(slots, hanging_move,
+                          lambda target, name: threading.Thread(target=target), interval=0.01)
+    for task in (TaskId("c", 0), TaskId("c", 1)):
+        watcher.wait_for_slot(task)
+    watcher.start()
+    try:
+        capacity[0] = 2
+        assert entered.wait(10)
+        started = time.monotonic()
+        watcher.stop(timeout=0.2)
+        assert time.monotonic() - started < 5
+    finally:
+        release.set()
+    time.sleep(0.1)
+    assert moved == [TaskId("c", 0)]
 
 
 class ModuleLevelTask:

@@ -501,3 +501,50 @@ def test_schemaless_writing_fast_path_writes_what_the_walk_writes() -> None:
         write(None, [2**64], schemas_enable="false")
     with pytest.raises(DataError, match="does not have corresponding schema type"):
         write(None, {"at": datetime.datetime(2020, 1, 1)}, schemas_enable="false")
+
+
+def test_numeric_decimals_stay_exact_when_the_schema_text_repeats() -> None:
+    json_converter = converter(decimal_format="NUMERIC")
+    schema = SchemaBuilder.struct().field("price", Decimal.schema(4)).field(
+        "ratio", FLOAT64_SCHEMA).build()
+    for text in ("1.5600", "2.0000", "123456789012345678.1234"):
+        value = Struct(schema).put("price", decimal.Decimal(text)).put("ratio", 0.1)
+        data = json_converter.from_connect_data(T, None, schema, value)
+        read_schema, read_value = json_converter.to_connect_data(T, None, data)
+        assert read_schema == schema
+        assert isinstance(read_value, Struct)
+        assert str(read_value.get("price")) == text
+        assert read_value.get("ratio") == 0.1
+
+
+def test_a_numeric_decimal_default_is_read_exactly() -> None:
+    data = (b'{"schema":{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.'
+            b'Decimal","version":1,"parameters":{"scale":"2"},"default":1.50},"payload":null}')
+    schema, value = read(data)
+    assert schema is not None and str(schema.default) == "1.50"
+    assert str(value) == "1.50"
+    schema_json = json.loads(data)["schema"]
+    assert str(JsonConverter().as_connect_schema(schema_json).default) == "1.5"  # type: ignore[union-attr]
+
+
+def test_numbers_with_leading_zeros_are_read_as_kafkas_jackson_reads_them() -> None:
+    assert read(b'[0012, -007, 00.5, "0012"]', schemas_enable="false") == (
+        None, [12, -7, 0.5, "0012"]
+    )
+    assert read(b'{"schema":{"type":"int32"},"payload":0012}') == (INT32_SCHEMA, 12)
+    with pytest.raises(DataError, match="serialization error"):
+        read(b"[0012, oops]", schemas_enable="false")
+
+
+def test_float32_values_from_float_bits_are_written_as_jackson_writes_a_float() -> None:
+    import struct as binary
+
+    single = binary.unpack(">f", binary.pack(">f", 0.1))[0]
+    assert write(FLOAT32_SCHEMA, single, schemas_enable="false") == b"0.1"
+    assert write(FLOAT64_SCHEMA, single, schemas_enable="false") == b"0.10000000149011612"
+    assert write(FLOAT32_SCHEMA, 3.25, schemas_enable="false") == b"3.25"
+    big = binary.unpack(">f", binary.pack(">f", 16777217.0))[0]
+    assert write(FLOAT32_SCHEMA, big, schemas_enable="false") == b"16777216.0"
+    schema = SchemaBuilder.struct().field("f", FLOAT32_SCHEMA).build()
+    data = write(schema, Struct(schema).put("f", single))
+    assert data is not None and data.endswith(b'"payload":{"f":0.1}}')

@@ -306,3 +306,21 @@ def test_java_text_helpers() -> None:
     assert java_double_str(-0.0) == "-0.0"
     assert java_string([1, True, None]) == "[1, true, null]"
     assert java_string({"a": 1}) == "{a=1}"
+
+
+def test_float32_values_are_written_as_javas_float_to_string() -> None:
+    from connect_grpc.data.javatext import java_float_str, to_single
+
+    single = to_single(0.1)  # what a FLOAT32 read from bytes looks like in Python
+    assert single != 0.1
+    assert java_float_str(single) == "0.1"
+    assert java_float_str(to_single(16777217.0)) == "1.6777216E7"
+    assert java_float_str(1e39) == "Infinity"
+    assert convert_to_string(FLOAT32_SCHEMA, single) == "0.1"
+    assert convert_to_string(FLOAT64_SCHEMA, single) == "0.10000000149011612"
+    array = SchemaBuilder.array(FLOAT32_SCHEMA).build()
+    assert convert_to_string(array, [single, 2.5]) == "[0.1,2.5]"
+    schema = SchemaBuilder.struct().field("f", FLOAT32_SCHEMA).build()
+    assert convert_to_string(schema, Struct(schema).put("f", single)) == '{"f":0.1}'
+    float_map = SchemaBuilder.map(STRING_SCHEMA, FLOAT32_SCHEMA).build()
+    assert convert_to_string(float_map, {"k": single}) == '{"k":0.1}'

@@ -14,10 +14,10 @@ read), kept in LRU caches of ``schemas.cache.size`` entries; a record then costs
 hit, one walk over its value and one orjson call. Reading, when a record's schema text is the
 one seen last, only the payload is parsed.
 
-Differences from Jackson, all at the edges: integers beyond 64 bits in schemaless JSON are
-read as floats (orjson's reading), numbers with leading zeros (``0012``) are refused, and
+Differences from Jackson, all at the edges: an integer beyond 64 bits in the payload of an
+INT64 field is read through a float (orjson's reading; Jackson keeps its low 64 bits), and
 numbers are written in Python's shortest form (``1e+20`` where Java writes ``1.0E20``; the
-same number).
+same number). Numbers with leading zeros (``0012``) are read, as Kafka's Jackson is told to.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import datetime
 import decimal
 import json
 import math
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -43,7 +44,7 @@ from connect_grpc.configdef import (
 from connect_grpc.data.converters.base import BuiltinConverter, converter_config_def
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
-from connect_grpc.data.javatext import wrap_signed
+from connect_grpc.data.javatext import java_float_str, to_single, wrap_signed
 from connect_grpc.data.logical import Date, Decimal, Time, Timestamp, timestamp_of_millis
 from connect_grpc.data.plugins import NULL_SCHEMA_AND_VALUE, SchemaAndValue
 from connect_grpc.data.schema import (
@@ -240,16 +241,23 @@ class JsonConverter(BuiltinConverter):
             return SchemaAndValue(None, _read_plain_json(data))
         last = self._last_read
         if last is not None and data.startswith(last.prefix) and data.endswith(b"}"):
+            payload_json = data[len(last.prefix):-1]
             try:
-                payload = _loads_payload(data[len(last.prefix):-1], exact=last.exact)
+                payload = _loads_payload(payload_json, exact=False)
             except DataError:
                 pass  # not the envelope it looked like: read it whole below
             else:
-                return SchemaAndValue(last.schema, last.reader(payload))
-        return self._read_envelope(data)
+                try:
+                    return SchemaAndValue(last.schema, last.reader(payload))
+                except _ExactNumbersNeeded:
+                    exact_payload = _loads_payload(payload_json, exact=True)
+                    return SchemaAndValue(last.schema, last.reader(exact_payload))
+        try:
+            return self._read_envelope(data, exact=False)
+        except _ExactNumbersNeeded:
+            return self._read_envelope(data, exact=True)
 
-    def _read_envelope(self, data: bytes) -> SchemaAndValue:
-        exact = DECIMAL_LOGICAL_NAME.encode() in data
+    def _read_envelope(self, data: bytes, *, exact: bool) -> SchemaAndValue:
         document = _loads(data, exact=exact)
         if not isinstance(document, dict) or document.keys() != {"schema", "payload"}:
             raise DataError(_ENVELOPE_MESSAGE)
@@ -259,19 +267,21 @@ class JsonConverter(BuiltinConverter):
         key = orjson.dumps(schema_json, default=_decimal_marker)
         entry = self._read_cache.get(key)
         if entry is None:
-            schema = self.as_connect_schema(schema_json)
+            schema = self._compiler.connect_schema(schema_json)
             assert schema is not None
-            entry = _ReadEntry(
-                b'{"schema":' + key + b',"payload":', schema,
-                self._compiler.reader(schema), exact or _has_decimal(schema),
-            )
+            entry = _ReadEntry(b'{"schema":' + key + b',"payload":', schema,
+                               self._compiler.reader(schema))
             self._read_cache.put(key, entry)
         self._last_read = entry
         return SchemaAndValue(entry.schema, entry.reader(document["payload"]))
 
     def as_connect_schema(self, schema_json: Any) -> Schema | None:
-        """The schema an envelope's JSON describes (Kafka's ``asConnectSchema``)."""
-        return self._compiler.connect_schema(schema_json)
+        """The schema an envelope's JSON describes (Kafka's ``asConnectSchema``); a float
+        in a decimal default is taken by its shortest text."""
+        try:
+            return self._compiler.connect_schema(schema_json)
+        except _ExactNumbersNeeded:
+            return self._compiler.connect_schema(_floats_as_decimals(schema_json))
 
     @property
     def cached_schemas(self) -> tuple[int, int]:
@@ -288,33 +298,33 @@ class _WriteEntry:
 
 
 class _ReadEntry:
-    __slots__ = ("exact", "prefix", "reader", "schema")
+    __slots__ = ("prefix", "reader", "schema")
 
-    def __init__(self, prefix: bytes, schema: Schema, reader: Reader, exact: bool) -> None:
+    def __init__(self, prefix: bytes, schema: Schema, reader: Reader) -> None:
         self.prefix = prefix
         self.schema = schema
         self.reader = reader
-        self.exact = exact
+
+
+class _ExactNumbersNeeded(Exception):
+    """A decimal was met as a float: the JSON is parsed again with exact numbers (Jackson's
+    USE_BIG_DECIMAL_FOR_FLOATS), which only decimals need, so only they pay for it."""
+
+
+def _floats_as_decimals(value: Any) -> Any:
+    if isinstance(value, float):
+        return decimal.Decimal(repr(value))
+    if isinstance(value, list):
+        return [_floats_as_decimals(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _floats_as_decimals(item) for key, item in value.items()}
+    return value
 
 
 def _decimal_marker(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return {"$decimal": str(value)}
     raise TypeError(f"not JSON: {type(value).__name__}")
-
-
-def _has_decimal(schema: Schema | None) -> bool:
-    if schema is None:
-        return False
-    if schema.name == DECIMAL_LOGICAL_NAME:
-        return True
-    if schema.type is Type.STRUCT:
-        return any(_has_decimal(field.schema) for field in schema.fields)
-    if schema.type is Type.MAP:
-        return _has_decimal(schema.key_schema) or _has_decimal(schema.value_schema)
-    if schema.type is Type.ARRAY:
-        return _has_decimal(schema.value_schema)
-    return False
 
 
 # --- JSON parsing ---------------------------------------------------------------------------
@@ -335,22 +345,52 @@ def _loads(data: bytes, *, exact: bool = False) -> Any:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass  # numbers beyond a double and others: the exact parser decides
-    try:
-        return json.loads(data, parse_float=decimal.Decimal, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        raise DataError(f"{_READ_FAILED}{exc}") from exc
+    return _loads_exact(data)
 
 
 def _loads_payload(data: bytes, *, exact: bool) -> Any:
     if exact:
-        try:
-            return json.loads(data, parse_float=decimal.Decimal, parse_constant=_reject_constant)
-        except (ValueError, RecursionError) as exc:
-            raise DataError(f"{_READ_FAILED}{exc}") from exc
+        return _loads_exact(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise DataError(f"{_READ_FAILED}{exc}") from exc
+
+
+def _loads_exact(data: bytes) -> Any:
+    try:
+        return _exact_json(data)
+    except (ValueError, RecursionError) as exc:
+        # Kafka's Jackson reads numbers with leading zeros (ALLOW_LEADING_ZEROS_FOR_NUMBERS)
+        try:
+            text = data.decode("utf-8")
+            without_zeros = _without_leading_zeros(text)
+            if without_zeros != text:
+                return _exact_json(without_zeros)
+        except (ValueError, RecursionError):
+            pass
+        raise DataError(f"{_READ_FAILED}{exc}") from exc
+
+
+def _exact_json(data: bytes | str) -> Any:
+    return json.loads(data, parse_float=decimal.Decimal, parse_constant=_reject_constant)
+
+
+_STRING_LITERAL: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+_LEADING_ZEROS: Final = re.compile(r"(?<![\w.])(-?)0+(?=\d)")
+
+
+def _without_leading_zeros(text: str) -> str:
+    """The JSON text with the leading zeros of its numbers removed (``0012`` → ``12``,
+    ``-007`` → ``-7``), string literals untouched."""
+    pieces: list[str] = []
+    position = 0
+    for literal in _STRING_LITERAL.finditer(text):
+        pieces.append(_LEADING_ZEROS.sub(r"\1", text[position:literal.start()]))
+        pieces.append(literal.group())
+        position = literal.end()
+    pieces.append(_LEADING_ZEROS.sub(r"\1", text[position:]))
+    return "".join(pieces)
 
 
 class _Missing:
@@ -390,6 +430,17 @@ def _float_json(value: float) -> Any:
     if math.isnan(value):
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
+
+
+def _float32_json(value: float) -> Any:
+    """A FLOAT32 value as Jackson writes a Float: a double that is a single-precision number
+    with a long text (0.10000000149011612, read from float bits) is written by its shortest
+    single-precision digits (0.1); any other double reads back as the same float anyway."""
+    if value - value != 0.0:
+        return _float_json(value)
+    if len(repr(value)) > 10 and to_single(value) == value:
+        return orjson.Fragment(java_float_str(value).encode("ascii"))
+    return value
 
 
 def _b64(value: bytes | bytearray | memoryview) -> str:
@@ -540,7 +591,9 @@ class _Compiler:
         kind = schema.type
         if kind in _INT_BITS:
             return _int_writer(schema)
-        if kind is Type.FLOAT32 or kind is Type.FLOAT64:
+        if kind is Type.FLOAT32:
+            return _checked(schema, float, _float32_json)
+        if kind is Type.FLOAT64:
             return _checked(schema, float, _float_json)
         if kind is Type.BOOLEAN:
             return _checked(schema, bool, None)
@@ -890,7 +943,8 @@ def _generated(source: str, namespace: dict[str, Any], name: str) -> Callable[[A
 
 
 def _is_float(schema: Schema) -> bool:
-    return schema.name is None and schema.type in (Type.FLOAT32, Type.FLOAT64)
+    # FLOAT32 is not here: its values go through _float32_json
+    return schema.name is None and schema.type is Type.FLOAT64
 
 
 def _remember(memo: dict[Schema, Any], schema: Schema, built: Any, size: int) -> None:
@@ -1054,7 +1108,7 @@ def _decimal_reader(schema: Schema) -> Reader:
         if isinstance(value, int) and not isinstance(value, bool):
             return decimal.Decimal(value)
         if isinstance(value, float):
-            return decimal.Decimal(repr(value))
+            raise _ExactNumbersNeeded
         if isinstance(value, str):
             try:
                 raw = binascii.a2b_base64(value, strict_mode=True)
@@ -1093,15 +1147,15 @@ _NINETEEN_DIGITS: Final = b"1" * 19
 def _read_plain_json(data: bytes) -> Any:
     """Schemaless JSON as Connect data. What orjson parses is Connect data already, except
     integers of 2^63 and more (to be wrapped to a long, as Jackson's longValue() does), which
-    take 19 digits or more: without such a run of digits, orjson's result is the answer.
-    What only the exact parser reads (numbers beyond a double) is walked as well."""
+    take 19 digits or more: with such a run of digits (or what orjson cannot read, such as
+    numbers beyond a double), the exact parser's result is walked instead."""
+    if _NINETEEN_DIGITS in data.translate(_DIGIT_MARKS):
+        # orjson reads integers beyond 64 bits as floats: the exact parser keeps them whole
+        return _read_schemaless(_loads(data, exact=True))
     try:
-        document = orjson.loads(data)
+        return orjson.loads(data)
     except orjson.JSONDecodeError:
         return _read_schemaless(_loads(data, exact=True))
-    if _NINETEEN_DIGITS in data.translate(_DIGIT_MARKS):
-        return _read_schemaless(document)
-    return document
 
 
 def _read_schemaless(value: Any) -> Any:

@@ -10,9 +10,9 @@ from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, Importance
 from connect_grpc.data.converters.base import BuiltinConverter, converter_config_def
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
-from connect_grpc.data.javatext import java_string
+from connect_grpc.data.javatext import java_float_str, java_string
 from connect_grpc.data.plugins import SchemaAndValue
-from connect_grpc.data.schema import OPTIONAL_STRING_SCHEMA, Schema
+from connect_grpc.data.schema import OPTIONAL_STRING_SCHEMA, Schema, Type
 
 ENCODING_CONFIG = "converter.encoding"
 ENCODING_DEFAULT = "UTF-8"
@@ -59,7 +59,12 @@ class StringConverter(BuiltinConverter):
     ) -> bytes | None:
         if value is None:
             return None
-        text = value if isinstance(value, str) else java_string(value)
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, float) and schema is not None and schema.type is Type.FLOAT32:
+            text = java_float_str(value)
+        else:
+            text = java_string(value)
         try:
             if self._encode_codec == "utf-16-be-bom":
                 return codecs.BOM_UTF16_BE + text.encode("utf-16-be", errors="replace")

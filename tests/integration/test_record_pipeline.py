@@ -1,0 +1,175 @@
+"""The record pipeline as a Kafka Connect user writes it, end to end: file → topic → file with
+JsonConverter (schemas.enable=true), InsertField and MaskField, errors.tolerance=all and a
+dead-letter queue, on a standalone worker and on a 2-worker cluster (issue 24).
+
+The source writes each line as it is (StringConverter); the lines are JsonConverter
+envelopes, as a producer with ``schemas.enable=true`` writes them, and two are poison (not
+JSON, and JSON without the envelope). The sink reads them back with JsonConverter: good
+lines arrive as Structs, get a field inserted and one masked, and are written by
+FileStreamSink as Kafka Connect prints a Struct; the poison lines fail in the value
+converter, are skipped, and land in the DLQ with their original bytes and the context
+headers; the sink's committed offset passes them (nothing lost, nothing stuck).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connect_grpc.testing.cluster import (
+    WorkerProcess,
+    cluster_properties,
+    start_together,
+    wait_until,
+)
+from connect_grpc.v1 import connect_pb2 as pb
+from tests.integration.conftest import one_start_at_a_time
+from tests.integration.helpers import RUNNING, RoutingStub, read_all, wait_for_states
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+STRING = "org.apache.kafka.connect.storage.StringConverter"
+SMT = "org.apache.kafka.connect.transforms."
+CONTEXT_HEADERS = (
+    "__connect.errors.topic",
+    "__connect.errors.partition",
+    "__connect.errors.offset",
+    "__connect.errors.connector.name",
+    "__connect.errors.task.id",
+    "__connect.errors.stage",
+    "__connect.errors.class.name",
+    "__connect.errors.exception.class.name",
+    "__connect.errors.exception.message",
+    "__connect.errors.exception.stacktrace",
+)
+
+PEOPLE = [("alice", "123-45-6789"), ("bob", "987-65-4321"), ("carol", "555-12-3456")]
+POISON = ["this is not json", '{"name": "mallory", "ssn": "000-00-0000"}']
+
+
+def envelope(name: str, ssn: str) -> str:
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"type": "string", "optional": False, "field": "name"},
+            {"type": "string", "optional": False, "field": "ssn"},
+        ],
+        "optional": False,
+        "name": "person",
+    }
+    return json.dumps({"schema": schema, "payload": {"name": name, "ssn": ssn}})
+
+
+def input_lines() -> list[str]:
+    """Good lines with the two poison lines between them."""
+    good = [envelope(name, ssn) for name, ssn in PEOPLE]
+    return [good[0], POISON[0], good[1], POISON[1], good[2]]
+
+
+def expected_output() -> list[str]:
+    """What FileStreamSink writes for each good line: the Struct as Kafka Connect prints it
+    (fields with a value, in schema order), the SSN masked to the empty string."""
+    return [f"Struct{{name={name},ssn=,source=file}}" for name, _ in PEOPLE]
+
+
+@pytest.fixture(scope="module")
+def two_workers(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[WorkerProcess]]:
+    root = tmp_path_factory.mktemp("pipeline-cluster")
+    properties = cluster_properties(f"pipeline-{uuid.uuid4().hex[:8]}")
+    workers = [
+        WorkerProcess(root / f"worker-{n}", kafka_bootstrap, properties, mode="distributed")
+        for n in range(2)
+    ]
+    try:
+        with one_start_at_a_time():
+            start_together(workers)
+
+        def both_joined() -> bool:
+            info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
+            return bool(info.leader_id) and len(info.workers) == 2
+
+        wait_until(both_joined, timeout=120)
+        yield workers
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
+@pytest.fixture(params=["standalone", "cluster"])
+def stub(request: pytest.FixtureRequest) -> Any:
+    if request.param == "standalone":
+        return request.getfixturevalue("worker").stub
+    return RoutingStub(request.getfixturevalue("two_workers"))
+
+
+def test_json_envelopes_are_transformed_and_poison_lines_land_in_the_dlq(
+    stub: Any, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    run = uuid.uuid4().hex[:8]
+    topic, dlq = f"people-{run}", f"people-dlq-{run}"
+    source_file, sink_file = tmp_path / "people.jsonl", tmp_path / "out.txt"
+    lines = input_lines()
+    source_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    source, sink = f"people-source-{run}", f"people-sink-{run}"
+    stub.CreateConnector(pb.CreateConnectorRequest(name=source, config={
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+        "tasks.max": "1", "file": str(source_file), "topic": topic,
+        "value.converter": STRING,
+    }), timeout=60)
+    stub.CreateConnector(pb.CreateConnectorRequest(name=sink, config={
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": "1", "file": str(sink_file), "topics": topic,
+        "value.converter": JSON,
+        "value.converter.schemas.enable": "true",
+        "transforms": "insert,mask",
+        "transforms.insert.type": SMT + "InsertField$Value",
+        "transforms.insert.static.field": "source",
+        "transforms.insert.static.value": "file",
+        "transforms.mask.type": SMT + "MaskField$Value",
+        "transforms.mask.fields": "ssn",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }), timeout=60)
+
+    def written() -> list[str]:
+        return sink_file.read_text(encoding="utf-8").splitlines() if sink_file.exists() else []
+
+    wait_until(lambda: len(written()) >= len(PEOPLE), timeout=120)
+    assert written() == expected_output()
+    wait_for_states(stub, sink, RUNNING, [RUNNING])
+
+    dead = wait_until(lambda: _at_least(read_all(kafka_bootstrap, dlq), len(POISON)), timeout=60)
+    assert [m.value().decode() for m in dead] == POISON  # the original bytes, in order
+    for message, offset in zip(dead, (1, 3), strict=True):
+        headers = {key: value.decode() for key, value in message.headers() or []}
+        assert set(CONTEXT_HEADERS) <= set(headers), headers
+        assert headers["__connect.errors.topic"] == topic
+        assert headers["__connect.errors.partition"] == "0"
+        assert headers["__connect.errors.offset"] == str(offset)
+        assert headers["__connect.errors.connector.name"] == sink
+        assert headers["__connect.errors.task.id"] == "0"
+        assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+        assert headers["__connect.errors.exception.message"]
+
+    def committed() -> int | None:
+        read = stub.GetOffsets(pb.GetOffsetsRequest(name=sink), timeout=30).offsets
+        positions = [o.offset.fields["kafka_offset"].integer_value for o in read]
+        return positions[0] if positions == [len(lines)] else None
+
+    assert wait_until(committed, timeout=60) == len(lines)  # skipped records advance it
+    for name in (source, sink):
+        stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def _at_least(messages: list[Any], count: int) -> list[Any] | None:
+    return messages if len(messages) >= count else None
