@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -154,6 +154,8 @@ class TaskPipeline:
         #: The batch's delivered sink records → the raw records they came from, for an
         #: errant record's report (id → (delivered, raw): the id alone could be reused).
         self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
+        #: The sink batch being put, kept until put and flushed (see ``sink_batch``).
+        self._unfinished: tuple[Hashable, list[SinkRecord]] | None = None
         #: KIP-610's reporter for a sink task's context (None unless it may report).
         self.errant = self._new_errant_reporter()
 
@@ -296,6 +298,22 @@ class TaskPipeline:
                 delivered.append(record)
                 originals[id(record)] = (record, raw)
         return delivered
+
+    def sink_batch(self, records: Sequence[SinkRecord], batch: Hashable) -> list[SinkRecord]:
+        """``apply_sink`` for a batch about to be put; the same records again when ``batch``
+        (what identifies the ranges read) comes back because its ``put`` or ``flush``
+        failed, as Kafka Connect delivers the same records again: nothing is converted,
+        transformed or reported twice."""
+        kept = self._unfinished
+        if kept is not None and kept[0] == batch:
+            return kept[1]
+        delivered = self.apply_sink(records)
+        self._unfinished = (batch, delivered)
+        return delivered
+
+    def sink_batch_done(self) -> None:
+        """The batch was put and flushed: a batch read next is new."""
+        self._unfinished = None
 
     def _sink_record(self, raw: SinkRecord) -> SinkRecord | None:
         topic = raw.topic

@@ -222,13 +222,15 @@ def put_all(
         plugin.flush(offsets)
         return offsets, read
     if not pipeline.pass_through:
-        records = pipeline.apply_sink(records)
+        batch = (*sorted((r.topic, r.partition, r.next_offset) for r in results), read)
+        records = pipeline.sink_batch(records, batch)
     plugin.put(records)
     errant = pipeline.errant
     if errant is not None:
         errant.maybe_raise()
     plugin.flush(offsets)
     pipeline.await_dead_letters()
+    pipeline.sink_batch_done()
     return offsets, read
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceRecord
 from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
-from connect_grpc.data.errors import DataError
+from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
 from connect_grpc.domain import TaskId
 from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
@@ -453,3 +453,34 @@ def test_a_sink_record_that_fails_in_a_transform_reports_the_raw_record() -> Non
     assert written["value"] == b"a poison"
     assert dlq_headers(written)["__connect.errors.stage"] == b"TRANSFORMATION"
     assert dlq_headers(written)["__connect.errors.offset"] == b"9"
+
+
+class FlakyPutSink(RecordingSink):
+    """Raises RetriableError from its first put."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    def put(self, records: Any) -> None:
+        super().put(records)
+        if not self.failed:
+            self.failed = True
+            raise RetriableError("the sink is busy")
+
+
+def test_a_batch_whose_put_is_retried_is_not_converted_or_reported_again() -> None:
+    built, producers = pipeline(value=Utf8Converter(), errors=DLQ, is_sink=True)
+    task = FlakyPutSink()
+    records = [raw(b"a", 0), raw(b"poison", 1)]
+    with pytest.raises(RetriableError):
+        put_all(task, records, read(records), built)
+    again = [raw(b"a", 0), raw(b"poison", 1)]  # read again from the same position
+    put_all(task, again, read(again), built)
+    assert task.put_batches[1][0] is task.put_batches[0][0]  # the same records again
+    assert [r.value for r in task.put_batches[1]] == ["a"]
+    assert len(producers[0].produced) == 1  # the poison record reported once
+    assert built.take_counts().errors == 1
+    newer = [raw(b"b", 2)]
+    put_all(task, newer, read(newer), built)
+    assert [r.value for r in task.put_batches[2]] == ["b"]
