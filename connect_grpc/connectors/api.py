@@ -31,6 +31,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,11 +49,13 @@ __all__ = [
     "Connector",
     "ConnectorContext",
     "ConnectorTransactionBoundaries",
+    "ErrantRecordReporter",
     "ExactlyOnceSupport",
     "RetriableError",
     "SinkConnector",
     "SinkRecord",
     "SinkTask",
+    "SinkTaskContext",
     "SourceConnector",
     "SourceRecord",
     "SourceTask",
@@ -149,6 +152,24 @@ class SourceTaskContext(TaskContext, Protocol):
     def transaction_context(self) -> TransactionContext | None:
         """The task's transaction context with ``transaction.boundary=connector`` and
         exactly-once support on the worker; None otherwise."""
+        ...
+
+
+class ErrantRecordReporter(Protocol):
+    """Reports a record a sink task cannot write (KIP-610) to the connector's dead-letter
+    queue and error log, as it was read from Kafka. Thread-safe."""
+
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        """Reports ``record``; the Future completes once the dead-letter queue has it (the
+        runtime also waits for it before committing the record's offset). With
+        ``errors.tolerance=none`` it raises, and the task fails after its ``put``."""
+        ...
+
+
+class SinkTaskContext(TaskContext, Protocol):
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        """The task's errant record reporter: None unless the connector sets
+        ``errors.deadletterqueue.topic.name`` or ``errors.log.enable=true``."""
         ...
 
 
@@ -377,9 +398,9 @@ class SourceTask(Task):
 class SinkTask(Task):
     """Writes to an external system."""
 
-    context: TaskContext
+    context: SinkTaskContext
 
-    def initialize(self, context: TaskContext) -> None:
+    def initialize(self, context: SinkTaskContext) -> None:
         self.context = context
 
     @abc.abstractmethod

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -85,6 +85,91 @@ class CommitTally:
         return taken
 
 
+@dataclass(slots=True)
+class ErrorCounts:
+    """A task's record errors since they were last taken (Kafka Connect's
+    ``task-error-metrics``), counted by its retry-with-tolerance operator and reporters
+    wherever the records are (the driver, or the Spark task hosting the task) and handed
+    to the task's metrics once per batch. Picklable."""
+
+    #: Failed attempts, each retry included (total-record-failures).
+    failures: int = 0
+    #: Records whose processing ended in failure (total-record-errors).
+    errors: int = 0
+    #: Records skipped after a failure (total-records-skipped).
+    skipped: int = 0
+    #: Retries of a retriable failure (total-retries).
+    retries: int = 0
+    #: Failures the log reporter logged (total-errors-logged).
+    logged: int = 0
+    #: Records sent to the dead-letter queue, and those it could not take
+    #: (deadletterqueue-produce-requests / -failures).
+    dlq_requests: int = 0
+    dlq_failures: int = 0
+    #: Wall-clock ms of the last failure (last-error-timestamp); 0: none since last taken.
+    last_error_ms: int = 0
+
+    def take(self) -> ErrorCounts:
+        """What was counted since the last ``take``; counting starts again from nothing."""
+        taken = ErrorCounts(
+            self.failures, self.errors, self.skipped, self.retries, self.logged,
+            self.dlq_requests, self.dlq_failures, self.last_error_ms,
+        )
+        self.failures = self.errors = self.skipped = self.retries = self.logged = 0
+        self.dlq_requests = self.dlq_failures = self.last_error_ms = 0
+        return taken
+
+    def __bool__(self) -> bool:
+        return any((
+            self.failures, self.errors, self.skipped, self.retries, self.logged,
+            self.dlq_requests, self.dlq_failures, self.last_error_ms,
+        ))
+
+
+class _ErrorFamilies:
+    """Kafka Connect's task-error-metrics (labels: connector, task)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def counter(metric: str, doc: str) -> Counter:
+            name = "kafka_connect_task_error_" + metric.replace("-", "_")
+            return Counter(name, f"{doc} ({metric}).", TASK_LABELS, registry=registry)
+
+        self.failures = counter("total-record-failures", "Failed attempts, retries included")
+        self.errors = counter("total-record-errors", "Records that ended in failure")
+        self.skipped = counter("total-records-skipped", "Records skipped after a failure")
+        self.retries = counter("total-retries", "Retries of retriable failures")
+        self.logged = counter("total-errors-logged", "Failures logged")
+        self.dlq_requests = counter(
+            "deadletterqueue-produce-requests", "Records sent to the dead-letter queue"
+        )
+        self.dlq_failures = counter(
+            "deadletterqueue-produce-failures", "Records the dead-letter queue could not take"
+        )
+        self.last_error = Gauge(
+            "kafka_connect_task_error_last_error_timestamp",
+            "Epoch ms of the task's last record failure (last-error-timestamp).",
+            TASK_LABELS,
+            registry=registry,
+        )
+        self.labelled: tuple[Counter | Gauge, ...] = (
+            self.failures, self.errors, self.skipped, self.retries, self.logged,
+            self.dlq_requests, self.dlq_failures, self.last_error,
+        )
+
+    def add(self, labels: tuple[str, str], counts: ErrorCounts) -> None:
+        pairs = (
+            (self.failures, counts.failures), (self.errors, counts.errors),
+            (self.skipped, counts.skipped), (self.retries, counts.retries),
+            (self.logged, counts.logged), (self.dlq_requests, counts.dlq_requests),
+            (self.dlq_failures, counts.dlq_failures),
+        )
+        for family, count in pairs:
+            if count:
+                family.labels(*labels).inc(count)
+        if counts.last_error_ms:
+            self.last_error.labels(*labels).set(counts.last_error_ms)
+
+
 class _TaskFamilies:
     """The per-task metric families (labels: connector, task)."""
 
@@ -92,6 +177,7 @@ class _TaskFamilies:
         def counter(name: str, doc: str) -> Counter:
             return Counter(name, doc, TASK_LABELS, registry=registry)
 
+        self.errors = _ErrorFamilies(registry)
         self.source_poll = counter(
             "kafka_connect_source_task_source_record_poll_total",
             "Records polled from the source task (source-record-poll-total).",
@@ -139,9 +225,10 @@ class _TaskFamilies:
             registry=registry,
             buckets=SECONDS_BUCKETS,
         )
-        self.labelled: tuple[Counter | Histogram, ...] = (
+        self.labelled: tuple[Counter | Gauge | Histogram, ...] = (
             self.source_poll, self.source_write, self.sink_read, self.sink_send,
             self.commit_success, self.commit_failure, self.commit_time, self.batch_size,
+            *self.errors.labelled,
         )
 
 
@@ -205,6 +292,12 @@ class TaskMetrics:
             self.commit_succeeded(seconds)
         if tally.failed:
             self._families.commit_failure.labels(*self._labels).inc(tally.failed)
+
+
+    def add_errors(self, counts: ErrorCounts) -> None:
+        """Record errors counted since the last batch (see ErrorCounts)."""
+        if counts:
+            self._families.errors.add(self._labels, counts)
 
 
 class WorkerMetrics:

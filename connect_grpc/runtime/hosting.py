@@ -23,6 +23,7 @@ driver answers with ``("answer", value)`` or ``("error", trace, False)``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import secrets
@@ -572,13 +573,20 @@ class _UnbuiltHost:
 
 
 def _strings_in(value: Any) -> list[str]:
-    """The strings in ``value`` and in its tuples, lists and mappings (keys and values)."""
+    """The strings in ``value`` and in its tuples, lists, mappings (keys and values) and
+    dataclass fields (a pipeline factory carries the resolved connector config)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, Mapping):
         return [text for item in value.items() for text in _strings_in(item)]
     if isinstance(value, tuple | list):
         return [text for item in value for text in _strings_in(item)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [
+            text
+            for item in dataclasses.fields(value)
+            for text in _strings_in(getattr(value, item.name))
+        ]
     return []
 
 

@@ -13,16 +13,22 @@ duplicates short of a rebalance.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from typing import Any, NamedTuple, Unpack
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.domain import TaskId
 from connect_grpc.kafka_clients import with_client_log
-from connect_grpc.metrics.worker_metrics import ON_DRIVER, ON_SPARK_JOB, ON_SPARK_TASK
+from connect_grpc.metrics.worker_metrics import (
+    ON_DRIVER,
+    ON_SPARK_JOB,
+    ON_SPARK_TASK,
+    ErrorCounts,
+)
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.hosting import (
@@ -37,13 +43,23 @@ from connect_grpc.runtime.kafka_io import (
     DriverReader,
     RangeResult,
     member_conf,
+    producer_conf,
     raise_read_failure,
     read_ranges,
     reader_conf,
 )
+from connect_grpc.runtime.pipeline import (
+    ErrantRecordReporter,
+    PipelineFactory,
+    PipelineSpec,
+    TaskPipeline,
+    pipeline_spec,
+    start_pipeline,
+)
 from connect_grpc.runtime.records import ConsumedRow, to_sink_records
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
+from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
 from connect_grpc.worker_config import WorkerConfig
 
 #: Seconds the driver waits for a broker answer (committed offsets, watermarks).
@@ -73,8 +89,14 @@ def incremental_rebalancing(conf: Mapping[str, str]) -> bool:
 
 
 class _SinkTaskContext:
-    def __init__(self, task_id: TaskId) -> None:
+    def __init__(self, task_id: TaskId, errant: ErrantRecordReporter | None = None) -> None:
         self._id = task_id
+        self._errant = errant
+
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        """KIP-610: reports records the task cannot write to the connector's dead-letter
+        queue and log; None unless the connector has one or logs errors."""
+        return self._errant
 
     @property
     def task_id(self) -> int:
@@ -184,14 +206,32 @@ class _Member:
 
 
 def put_all(
-    plugin: SinkTask, records: list[SinkRecord], results: Sequence[RangeResult[Any]]
+    plugin: SinkTask,
+    records: list[SinkRecord],
+    results: Sequence[RangeResult[Any]],
+    pipeline: TaskPipeline | None = None,
 ) -> tuple[dict[TopicPartitionKey, int], int]:
-    """Puts and flushes the records read: the offsets reached (to be committed) and the
-    number of records."""
+    """Puts and flushes the records read (through the task's pipeline, if any): the
+    offsets reached (to be committed, records the pipeline skipped included) and the number
+    of records read. The dead-letter queue's writes are awaited before returning, so before
+    the offsets can be committed."""
     offsets = {(r.topic, r.partition): r.next_offset for r in results}
+    read = len(records)
+    if pipeline is None:
+        plugin.put(records)
+        plugin.flush(offsets)
+        return offsets, read
+    if not pipeline.pass_through:
+        batch = (*sorted((r.topic, r.partition, r.next_offset) for r in results), read)
+        records = pipeline.sink_batch(records, batch)
     plugin.put(records)
+    errant = pipeline.errant
+    if errant is not None:
+        errant.maybe_raise()
     plugin.flush(offsets)
-    return offsets, len(records)
+    pipeline.await_dead_letters()
+    pipeline.sink_batch_done()
+    return offsets, read
 
 
 def read_records(results: Sequence[RangeResult[SinkRecord]]) -> list[SinkRecord]:
@@ -218,12 +258,21 @@ class SinkTaskRunner(TaskRunner):
         worker_config: WorkerConfig,
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
+        pipeline: PipelineFactory | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
+        """``pipeline`` builds the connector's converters, transformations and error
+        handling (None: records go to the task as read, today's path)."""
         client_id = f"connect-{task_id.connector}-{task_id.task}"
         self._member_conf = member_conf(
             worker_config, connector_config, task_id.connector, client_id
         )
+        #: The dead-letter queue's producer starts from the task's producer settings.
+        self._dlq_base_conf = producer_conf(worker_config, connector_config, client_id)
+        self._pipeline_spec = pipeline_spec(
+            pipeline, task_id, self._dlq_base_conf, connector_config
+        )
+        self._pipeline: TaskPipeline | None = None
         options = for_cluster(options, self._member_conf, worker_config)
         super().__init__(task_id, plugin, worker_id, listener, spark, **options)
         self._subscription_config = {**task_config, **connector_config}
@@ -234,8 +283,20 @@ class SinkTaskRunner(TaskRunner):
         self._member: _Member | None = None
 
     def prepare(self) -> None:
-        self.plugin.initialize(_SinkTaskContext(self.id))
+        self._pipeline = start_pipeline(
+            self._pipeline_spec,
+            self.id,
+            is_sink=True,
+            producer_conf=self._dlq_base_conf,
+            sleep=event_sleep(self._stopping),
+        )
+        errant = None if self._pipeline is None else self._pipeline.errant
+        self.plugin.initialize(_SinkTaskContext(self.id, errant))
         self._member = _Member(self._member_conf, subscription(self._subscription_config))
+
+    def _count_errors(self) -> None:
+        if self._pipeline is not None:
+            self.metrics.add_errors(self._pipeline.take_counts())
 
     def keep_alive(self) -> None:
         if self._member is not None:
@@ -276,9 +337,18 @@ class SinkTaskRunner(TaskRunner):
         too small to pay for a Spark job, else as a Spark job over up to ``parallelism``
         slices. Returns the offsets reached (to commit) and the number of records."""
         began = time.monotonic()
+        try:
+            return self._move_in_process(ranges, began)
+        finally:
+            self._count_errors()
+
+    def _move_in_process(
+        self, ranges: list[OffsetRange], began: float
+    ) -> tuple[dict[TopicPartitionKey, int], int]:
+        pipeline = self._pipeline
         if sum(r.size for r in ranges) <= self._local_max:
             results = self._driver_reader.read(ranges, self._stopping.is_set)
-            offsets, count = put_all(self.plugin, read_records(results), results)
+            offsets, count = put_all(self.plugin, read_records(results), results, pipeline)
             self.metrics.put(count, time.monotonic() - began, ON_DRIVER)
             return offsets, count
         read = functools.partial(read_ranges, self._reader_conf)
@@ -289,7 +359,7 @@ class SinkTaskRunner(TaskRunner):
         )
         raise_read_failure(rows)
         records = to_sink_records((r.topic, r.partition, r.rows) for r in rows)
-        offsets, count = put_all(self.plugin, records, rows)
+        offsets, count = put_all(self.plugin, records, rows, pipeline)
         self.metrics.put(count, time.monotonic() - began, ON_SPARK_JOB)
         return offsets, count
 
@@ -298,6 +368,17 @@ class SinkTaskRunner(TaskRunner):
         member, self._member = self._member, None
         if member is not None:
             member.close()
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            pipeline.close()
+
+
+class HostedSinkBatch(NamedTuple):
+    """What a hosted sink's ``move`` answers the driver (picklable)."""
+
+    offsets: dict[TopicPartitionKey, int]
+    records: int
+    errors: ErrorCounts
 
 
 class SinkHost(PluginHost):
@@ -305,22 +386,54 @@ class SinkHost(PluginHost):
     plans with a consumer it keeps until the task stops, then puts and flushes them."""
 
     def __init__(
-        self, session: HostSession, task_class: str, task_id: TaskId, conf: Mapping[str, str]
+        self,
+        session: HostSession,
+        task_class: str,
+        task_id: TaskId,
+        conf: Mapping[str, str],
+        dlq_base_conf: Mapping[str, str] | None = None,
+        pipeline: PipelineSpec | None = None,
     ) -> None:
         self._session = session
         self._id = task_id
         self._plugin: SinkTask = build(task_class)
         self._reader = DriverReader(conf)
+        self._dlq_base_conf = dlq_base_conf or {}
+        self._pipeline_spec = pipeline
+        self._pipeline: TaskPipeline | None = None
         super().__init__(self._plugin, self._reader)
 
     def start(self, config: Mapping[str, str]) -> None:
-        self._plugin.initialize(_SinkTaskContext(self._id))
+        if self._pipeline is None:
+            self._pipeline = start_pipeline(
+                self._pipeline_spec,
+                self._id,
+                is_sink=True,
+                producer_conf=self._dlq_base_conf,
+                sleep=StopAwareSleep(self._session.stopping),
+            )
+        errant = None if self._pipeline is None else self._pipeline.errant
+        self._plugin.initialize(_SinkTaskContext(self._id, errant))
         self._plugin.start(config)
 
-    def move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
-        """As ``SinkTaskRunner._move``, in the host."""
+    def move(self, ranges: list[OffsetRange]) -> HostedSinkBatch:
+        """As ``SinkTaskRunner._move``, in the host; with the record errors counted since
+        the last answer that carried them."""
         results = self._reader.read(ranges, self._session.stopping)
-        return put_all(self._plugin, read_records(results), results)
+        offsets, count = put_all(self._plugin, read_records(results), results, self._pipeline)
+        return HostedSinkBatch(offsets, count, self.take_errors())
+
+    def take_errors(self) -> ErrorCounts:
+        """The record errors counted since they were last taken."""
+        return ErrorCounts() if self._pipeline is None else self._pipeline.take_counts()
+
+    def stop(self, connector_deleted: bool) -> None:
+        try:
+            super().stop(connector_deleted)
+        finally:
+            pipeline, self._pipeline = self._pipeline, None
+            if pipeline is not None:
+                pipeline.close()
 
 
 #: The factory ``hosting.serve_host`` builds a sink task's host with.
@@ -342,14 +455,19 @@ class HostedSinkTaskRunner(SinkTaskRunner):
         worker_config: WorkerConfig,
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
+        pipeline: PipelineFactory | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
+        """``pipeline`` as for SinkTaskRunner: it must pickle, the host builds its own."""
         conf = reader_conf(worker_config, connector_config, task_id.connector)
+        client_id = f"connect-{task_id.connector}-{task_id.task}"
+        dlq_base_conf = producer_conf(worker_config, connector_config, client_id)
+        spec = pipeline_spec(pipeline, task_id, dlq_base_conf, connector_config)
         self._link = HostLink(
             spark,
             task_id,
             SINK_HOST,
-            (task_class, task_id, conf),
+            (task_class, task_id, conf, dlq_base_conf, spec),
             _no_questions,
             plugin_sys_path(worker_config.plugin_path),
         )
@@ -363,6 +481,7 @@ class HostedSinkTaskRunner(SinkTaskRunner):
             worker_config=worker_config,
             connector_config=connector_config,
             task_config=task_config,
+            pipeline=pipeline,
             **options,
         )
 
@@ -374,9 +493,16 @@ class HostedSinkTaskRunner(SinkTaskRunner):
         if self._hosted.rehost_if_lost():
             self.log.warning("task_rehosted")
         began = time.monotonic()
-        offsets, count = self._link.call("move", ranges)
-        self.metrics.put(count, time.monotonic() - began, ON_SPARK_TASK)
-        return offsets, count
+        try:
+            moved: HostedSinkBatch = self._link.call("move", ranges)
+        except Exception:
+            if self._pipeline_spec is not None and not self._link.broken:
+                with contextlib.suppress(Exception):
+                    self.metrics.add_errors(self._link.call("take_errors"))
+            raise
+        self.metrics.add_errors(moved.errors)
+        self.metrics.put(moved.records, time.monotonic() - began, ON_SPARK_TASK)
+        return moved.offsets, moved.records
 
     def request_stop(self) -> None:
         super().request_stop()

@@ -12,7 +12,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Unpack
 
 import structlog
@@ -29,6 +29,7 @@ from connect_grpc.metrics.worker_metrics import (
     ON_SPARK_JOB,
     ON_SPARK_TASK,
     CommitTally,
+    ErrorCounts,
 )
 from connect_grpc.runtime.batching import BatchSizer, slice_count
 from connect_grpc.runtime.connector import StatusListener
@@ -49,9 +50,17 @@ from connect_grpc.runtime.kafka_io import (
     produce_slices,
     producer_conf,
 )
+from connect_grpc.runtime.pipeline import (
+    PipelineFactory,
+    PipelineSpec,
+    TaskPipeline,
+    pipeline_spec,
+    start_pipeline,
+)
 from connect_grpc.runtime.records import group_for_slices, latest_offsets
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
+from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
 from connect_grpc.runtime.transactions import TransactionalProducer, Transactions
 from connect_grpc.storage.base import OffsetEntry, OffsetStore
 from connect_grpc.worker_config import WorkerConfig
@@ -72,6 +81,21 @@ class _Batch:
 
     records: Sequence[SourceRecord]
     produced: bool = False
+    #: What goes to Kafka: the records themselves, or what the task's pipeline made of
+    #: those it did not drop (converted once, when polled).
+    outgoing: Sequence[SourceRecord] = ()
+    #: With a pipeline: each polled record as it goes out, None where it was dropped.
+    converted: list[SourceRecord | None] | None = None
+
+    def through(self, pipeline: TaskPipeline | None) -> _Batch:
+        """The batch after the task's pipeline (dropped records' offsets are then not
+        committed, except by an exactly-once transaction, which commits the batch's)."""
+        if pipeline is None:
+            self.outgoing = self.records
+        else:
+            self.converted = pipeline.apply_source(self.records)
+            self.outgoing = [record for record in self.converted if record is not None]
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +109,8 @@ class HostedBatch:
     offsets: list[OffsetEntry]
     #: The exactly-once transactions committed (or failed) since the last answer.
     commits: CommitTally
+    #: The record errors counted since the last answer.
+    errors: ErrorCounts = field(default_factory=ErrorCounts)
 
 
 class _OffsetReader:
@@ -191,11 +217,14 @@ class SourceTaskRunner(TaskRunner):
         offset_store: OffsetStore,
         transactions: Transactions | None = None,
         await_fencing: Callable[[], None] = lambda: None,
+        pipeline: PipelineFactory | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
         """With ``transactions`` (exactly-once), ``await_fencing`` returns once the
         previous task generation of the connector is fenced (the herder's
-        ``await_fenced_generation``); the task starts only then."""
+        ``await_fenced_generation``); the task starts only then. ``pipeline`` builds the
+        connector's converters, transformations and error handling (None: records go out
+        as polled, today's path)."""
         self._await_fencing = await_fencing
         self._producer_conf = producer_conf(
             worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
@@ -213,8 +242,19 @@ class SourceTaskRunner(TaskRunner):
         )
         #: The batch being moved (kept across retries until its offsets are committed).
         self._pending: _Batch | None = None
+        self._pipeline_spec = pipeline_spec(
+            pipeline, task_id, self._producer_conf, connector_config
+        )
+        self._pipeline: TaskPipeline | None = None
 
     def prepare(self) -> None:
+        self._pipeline = start_pipeline(
+            self._pipeline_spec,
+            self.id,
+            is_sink=False,
+            producer_conf=self._producer_conf,
+            sleep=event_sleep(self._stopping),
+        )
         transactional = self._transactional
         if transactional is not None:
             self._await_fencing()
@@ -229,6 +269,8 @@ class SourceTaskRunner(TaskRunner):
             return self._move_batch()
         finally:
             self._count_transaction_commits()
+            if self._pipeline is not None:
+                self.metrics.add_errors(self._pipeline.take_counts())
 
     def _move_batch(self) -> bool:
         transactional = self._transactional
@@ -238,18 +280,23 @@ class SourceTaskRunner(TaskRunner):
                 notify_commit(self.plugin, self.log)
             return False
         self._pending = batch
+        if self._pipeline is not None:
+            self._pipeline.await_dead_letters()
         if transactional is not None:
             began = time.monotonic()
-            committed = transactional.write(batch.records, self._stopping.is_set)
-            self.metrics.written(len(batch.records), time.monotonic() - began, ON_DRIVER)
+            committed = transactional.write(batch.records, self._stopping.is_set, batch.converted)
+            self.metrics.written(len(batch.outgoing), time.monotonic() - began, ON_DRIVER)
             self.kafka_ok()
         else:
             if not batch.produced:
-                self._produce(batch.records)
+                if batch.outgoing:
+                    self._produce(batch.outgoing)
+                    self.kafka_ok()
                 batch.produced = True
-                self.kafka_ok()
-            with self.metrics.offset_commit():
-                self._offsets.put(self.id.connector, latest_offsets(batch.records))
+            offsets = latest_offsets(batch.outgoing)
+            if offsets:
+                with self.metrics.offset_commit():
+                    self._offsets.put(self.id.connector, offsets)
             committed = True
         self._pending = None
         if committed:
@@ -275,9 +322,9 @@ class SourceTaskRunner(TaskRunner):
         batch = poll_batch(self.plugin, self._sizer.size, self._stopping.is_set)
         if batch is None:
             self._sizer.observe(0)
-        else:
-            self.metrics.polled(len(batch.records))
-        return batch
+            return None
+        self.metrics.polled(len(batch.records))
+        return batch.through(self._pipeline)
 
     def _produce(self, records: Sequence[SourceRecord]) -> None:
         """Produces the batch: on the driver when it is too small to pay for a Spark job,
@@ -311,6 +358,9 @@ class SourceTaskRunner(TaskRunner):
         self._driver_producer.close()
         if self._transactional is not None:
             self._transactional.close()
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            pipeline.close()
 
 
 class SourceHost(PluginHost):
@@ -324,9 +374,13 @@ class SourceHost(PluginHost):
         task_id: TaskId,
         conf: Mapping[str, str],
         transactions: Transactions | None = None,
+        pipeline: PipelineSpec | None = None,
     ) -> None:
         self._session = session
         self._id = task_id
+        self._conf = conf
+        self._pipeline_spec = pipeline
+        self._pipeline: TaskPipeline | None = None
         self._plugin: SourceTask = build(task_class)
         #: At-least-once: the driver commits the offsets after the records are acked.
         self._producer = DriverProducer(conf)
@@ -338,6 +392,14 @@ class SourceHost(PluginHost):
         self._pending: _Batch | None = None
 
     def start(self, config: Mapping[str, str]) -> None:
+        if self._pipeline is None:
+            self._pipeline = start_pipeline(
+                self._pipeline_spec,
+                self._id,
+                is_sink=False,
+                producer_conf=self._conf,
+                sleep=StopAwareSleep(self._session.stopping),
+            )
         transactional = self._transactional
         if transactional is not None:
             transactional.claim()  # before reading offsets: see TransactionalProducer
@@ -352,22 +414,45 @@ class SourceHost(PluginHost):
         records (0 if idle) and their latest offsets, to be committed by the driver
         (exactly-once: committed by the task's transactions, and the plugin told here)."""
         transactional = self._transactional
-        batch = self._pending or poll_batch(self._plugin, wanted, self._session.stopping)
+        batch = self._pending or self._poll(wanted)
         if batch is None:
             if transactional is not None and transactional.idle(self._session.stopping):
                 notify_commit(self._plugin, log)
-            return HostedBatch(0, [], self.take_commits())
+            return HostedBatch(0, [], self.take_commits(), self.take_errors())
         self._pending = batch
+        if self._pipeline is not None:
+            self._pipeline.await_dead_letters()
+        stopping = self._session.stopping
         if transactional is not None:  # the offsets are written by the transaction
-            if transactional.write(batch.records, self._session.stopping):
+            if transactional.write(batch.records, stopping, batch.converted):
                 notify_commit(self._plugin, log)
             self._pending = None
-            return HostedBatch(len(batch.records), [], self.take_commits())
+            return HostedBatch(
+                len(batch.records), [], self.take_commits(), self.take_errors()
+            )
         if not batch.produced:
-            result = self._producer.produce(batch.records, self._session.stopping)
-            check_delivery([result], len(batch.records))
+            if batch.outgoing:
+                result = self._producer.produce(batch.outgoing, stopping)
+                check_delivery([result], len(batch.outgoing))
             batch.produced = True
-        return HostedBatch(len(batch.records), latest_offsets(batch.records), CommitTally())
+        offsets = latest_offsets(batch.outgoing)
+        return HostedBatch(len(batch.records), offsets, CommitTally(), self.take_errors())
+
+    def _poll(self, wanted: int) -> _Batch | None:
+        batch = poll_batch(self._plugin, wanted, self._session.stopping)
+        return None if batch is None else batch.through(self._pipeline)
+
+    def take_errors(self) -> ErrorCounts:
+        """The record errors counted since they were last taken."""
+        return ErrorCounts() if self._pipeline is None else self._pipeline.take_counts()
+
+    def stop(self, connector_deleted: bool) -> None:
+        try:
+            super().stop(connector_deleted)
+        finally:
+            pipeline, self._pipeline = self._pipeline, None
+            if pipeline is not None:
+                pipeline.close()
 
     def take_commits(self) -> CommitTally:
         """The exactly-once transaction commits since the last answer that carried them."""
@@ -409,9 +494,11 @@ class HostedSourceTaskRunner(TaskRunner):
         offset_store: OffsetStore,
         transactions: Transactions | None = None,
         await_fencing: Callable[[], None] = lambda: None,
+        pipeline: PipelineFactory | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
-        """``transactions`` and ``await_fencing`` as for SourceTaskRunner."""
+        """``transactions``, ``await_fencing`` and ``pipeline`` as for SourceTaskRunner
+        (``pipeline`` must pickle: the host builds its own)."""
         self._await_fencing = await_fencing
         conf = producer_conf(
             worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
@@ -421,7 +508,13 @@ class HostedSourceTaskRunner(TaskRunner):
             spark,
             task_id,
             SOURCE_HOST,
-            (task_class, task_id, conf, transactions),
+            (
+                task_class,
+                task_id,
+                conf,
+                transactions,
+                pipeline_spec(pipeline, task_id, conf, connector_config),
+            ),
             offset_answerer(
                 functools.partial(offset_store.get, task_id.connector), offset_store.refresh
             ),
@@ -447,6 +540,7 @@ class HostedSourceTaskRunner(TaskRunner):
         began = time.monotonic()
         moved = self._move()
         self.metrics.add_commits(moved.commits)
+        self.metrics.add_errors(moved.errors)
         if not moved.records:
             self._sizer.observe(0)
             return False
@@ -455,8 +549,9 @@ class HostedSourceTaskRunner(TaskRunner):
         self.kafka_ok()
         self._moved_since_wind_down = True
         if not self._transactional:  # else committed by the task's transactions
-            with self.metrics.offset_commit():
-                self._offsets.put(self.id.connector, moved.offsets)
+            if moved.offsets:
+                with self.metrics.offset_commit():
+                    self._offsets.put(self.id.connector, moved.offsets)
             self._link.call("committed")
         self._sizer.observe(moved.records)
         return True
@@ -467,9 +562,11 @@ class HostedSourceTaskRunner(TaskRunner):
         try:
             moved: HostedBatch = self._link.call("move", self._sizer.size)
         except Exception:
-            if self._transactional and not self._link.broken:
+            if not self._link.broken:
                 with contextlib.suppress(Exception):
-                    self.metrics.add_commits(self._link.call("take_commits"))
+                    if self._transactional:
+                        self.metrics.add_commits(self._link.call("take_commits"))
+                    self.metrics.add_errors(self._link.call("take_errors"))
             raise
         return moved
 

@@ -175,7 +175,12 @@ class TransactionalProducer:
         self.commits = CommitTally()
         self._log = log.bind(transactional_id=transactions.transactional_id)
 
-    def write(self, records: Sequence[SourceRecord], stopping: Callable[[], bool]) -> bool:
+    def write(
+        self,
+        records: Sequence[SourceRecord],
+        stopping: Callable[[], bool],
+        outgoing: Sequence[SourceRecord | None] | None = None,
+    ) -> bool:
         """Writes the batch's records into the open transaction (beginning one if needed),
         ending transactions where the boundary says. Returns whether a transaction
         committed (the task's ``commit`` is then notified).
@@ -186,6 +191,11 @@ class TransactionalProducer:
         earlier batches, or part of the batch was committed) is not retriable: the task
         fails and a restart resumes from the committed offsets. Raises TaskFencedError when
         a newer producer holds the id.
+
+        ``outgoing``, when the task has a record pipeline, is each polled record as it goes
+        to Kafka (None where the pipeline dropped it): those are written, and the offsets
+        of every polled record, dropped ones included, are committed (Kafka Connect's
+        exactly-once rule); the boundaries still name the polled records.
         """
         if self._refusal is not None:
             raise self._refusal
@@ -202,11 +212,12 @@ class TransactionalProducer:
         try:
             self._refuse_offsets_topic(records)
             for end, decision in self.boundary.splits(records):
-                self._send(cached, records[start:end], stopping)
+                self._send(cached, records[start:end], stopping, _part(outgoing, start, end))
                 retriable_failure = False  # a commit inside the batch cannot be undone
                 committed |= self._end(cached, decision, stopping, batch=None)
                 start = end
-            self._send(cached, records[start:] if start else records, stopping)
+            rest = records[start:] if start else records
+            self._send(cached, rest, stopping, _part(outgoing, start, len(records)))
             final = self.boundary.after_batch()
             if final is not None:
                 committed |= self._end(cached, final, stopping, batch=records)
@@ -299,12 +310,28 @@ class TransactionalProducer:
         return self._errors
 
     def _send(
-        self, cached: CachedProducer, records: Sequence[SourceRecord], stopping: Callable[[], bool]
+        self,
+        cached: CachedProducer,
+        records: Sequence[SourceRecord],
+        stopping: Callable[[], bool],
+        outgoing: Sequence[SourceRecord] | None = None,
     ) -> None:
-        """Hands records to the open transaction and remembers their latest offsets; on a
-        failure, aborts the transaction (or drops an unusable producer) and raises."""
+        """Hands records (or what the pipeline made of them) to the open transaction and
+        remembers the records' latest offsets; on a failure, aborts the transaction (or
+        drops an unusable producer) and raises."""
         if not records:
             return
+        sent = records if outgoing is None else outgoing
+        if sent:
+            self._hand(cached, sent, stopping)
+        connector = self._tx.connector
+        for partition, offset in latest_offsets(records):
+            key = offsets_codec.encode_key(connector, partition)
+            self._offsets[key] = offsets_codec.encode_value(offset)
+
+    def _hand(
+        self, cached: CachedProducer, records: Sequence[SourceRecord], stopping: Callable[[], bool]
+    ) -> None:
         errors = self._begin(cached)
         handed = hand_records(records, cached.producer, errors, stopping)
         if handed < len(records) or errors.count:
@@ -317,10 +344,6 @@ class TransactionalProducer:
             self._abort(cached)
             self._offsets = {}
             raise KafkaIoError(f"batch not written, transaction aborted: {why}", retriable)
-        connector = self._tx.connector
-        for partition, offset in latest_offsets(records):
-            key = offsets_codec.encode_key(connector, partition)
-            self._offsets[key] = offsets_codec.encode_value(offset)
 
     def _end(
         self,
@@ -456,6 +479,16 @@ class TransactionalProducer:
 #: that ended a transaction inside a batch.
 _NO_BATCH = object()
 _INSIDE_BATCH = object()
+
+
+def _part(
+    outgoing: Sequence[SourceRecord | None] | None, start: int, end: int
+) -> list[SourceRecord] | None:
+    """The records the pipeline made of the polled records [start, end) (None: no
+    pipeline, the polled records themselves go out)."""
+    if outgoing is None:
+        return None
+    return [record for record in outgoing[start:end] if record is not None]
 
 
 def _fatal_error(cached: CachedProducer, errors: ProduceErrors) -> KafkaError | None:

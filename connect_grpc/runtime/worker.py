@@ -36,6 +36,7 @@ import structlog
 from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
 from connect_grpc.logs import plugin_context
@@ -44,6 +45,7 @@ from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
 from connect_grpc.runtime.gc_tuning import tune_for_batches
 from connect_grpc.runtime.hosting import HostSlots, SlotWatcher, importable_name
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
+from connect_grpc.runtime.pipeline import ConnectorPipeline
 from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
 from connect_grpc.runtime.source_task import HostedSourceTaskRunner, SourceTaskRunner
@@ -453,6 +455,7 @@ class Worker:
                 worker_config=config,
                 connector_config=connector_config,
                 offset_store=self._offsets_for(connector_config),
+                pipeline=self._pipeline(connector_config, is_sink=False),
                 **self._exactly_once_options(task, connector_config),
                 **self._runner_options(task),
             )
@@ -466,6 +469,7 @@ class Worker:
                 worker_config=config,
                 connector_config=connector_config,
                 task_config=task_config,
+                pipeline=self._pipeline(connector_config, is_sink=True),
                 **self._runner_options(task),
             )
         raise TypeError(f"{type(plugin).__name__} is neither a SourceTask nor a SinkTask")
@@ -488,6 +492,7 @@ class Worker:
                 worker_config=self._config,
                 connector_config=connector_config,
                 offset_store=self._offsets_for(connector_config),
+                pipeline=self._pipeline(connector_config, is_sink=False),
                 **self._exactly_once_options(task, connector_config),
                 **self._runner_options(task),
             )
@@ -501,9 +506,20 @@ class Worker:
                 worker_config=self._config,
                 connector_config=connector_config,
                 task_config=task_config,
+                pipeline=self._pipeline(connector_config, is_sink=True),
                 **self._runner_options(task),
             )
         raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")
+
+    def _pipeline(
+        self, connector_config: Mapping[str, str], *, is_sink: bool
+    ) -> ConnectorPipeline | None:
+        """The factory of the task's record pipeline (built where the task runs, when it
+        starts: a pass-through pipeline leaves the task on today's bytes path). None with a
+        plugin loader that is not a ``Plugins`` (one that knows connectors only)."""
+        if not isinstance(self._plugins, Plugins):
+            return None
+        return ConnectorPipeline(dict(connector_config), self._config, self._plugins, is_sink)
 
     def _exactly_once_options(
         self, task: TaskId, connector_config: Mapping[str, str]

@@ -56,3 +56,67 @@ def test_a_claim_that_failed_is_made_again_by_the_next_write(
             assert "claim its transactional id" in str(raised.value)
     finally:
         producer.close()
+
+
+class _FakeTransactionalProducer:
+    """What the transactional path calls on a confluent-kafka Producer, recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def init_transactions(self, timeout: float) -> None:
+        self.calls.append(("init",))
+
+    def begin_transaction(self) -> None:
+        self.calls.append(("begin",))
+
+    def produce(self, topic: str, value: object, key: object, *args: object, **kw: object) -> None:
+        self.calls.append(("produce", topic, str(value), str(key)))
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append(("commit",))
+
+    def purge(self) -> None:
+        return
+
+
+class _FakeCached:
+    def __init__(self, conf: object) -> None:
+        self.producer = _FakeTransactionalProducer()
+        self.current = None
+
+    def close(self) -> None:
+        return
+
+
+def test_a_pipeline_s_dropped_records_offsets_commit_in_the_transaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transactions, "CachedProducer", _FakeCached)
+    producer = TransactionalProducer({"client.id": "unit"}, _TX)
+    polled = [SourceRecord({"p": 0}, {"o": n}, "t", f"v{n}") for n in range(3)]
+    converted = [polled[0].new_record(value=b"V0"), None, None]  # the last two dropped
+    assert producer.write(polled, lambda: False, converted)
+    calls = producer._cached.producer.calls  # type: ignore[union-attr]
+    produced = [c for c in calls if c[0] == "produce"]
+    assert produced[0][1:3] == ("t", "b'V0'")
+    assert [c[1] for c in produced] == ["t", "offsets"]  # the record, then its offsets
+    assert '{"o":2}' in produced[1][2].replace(" ", "")  # the dropped last record's offset
+    assert calls[-1] == ("commit",)
+
+
+def test_a_batch_the_pipeline_dropped_whole_still_commits_its_offsets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transactions, "CachedProducer", _FakeCached)
+    producer = TransactionalProducer({"client.id": "unit"}, _TX)
+    polled = [SourceRecord({"p": 0}, {"o": 5}, "t", "drop")]
+    assert producer.write(polled, lambda: False, [None])
+    calls = producer._cached.producer.calls  # type: ignore[union-attr]
+    assert [c[1] for c in calls if c[0] == "produce"] == ["offsets"]

@@ -1,0 +1,582 @@
+"""A task's record pipeline, applied to each batch where the batch already is (the driver's
+loop, or the Spark task hosting the task): never an extra Spark job.
+
+Source (Kafka Connect's order): transformations (each behind its predicate) → header, key,
+value converters → the producer. Sink: key, value, header converters → transformations →
+``put``. Each stage is called directly; the first failure of a record's stage goes to the
+task's RetryWithToleranceOperator (``after_failure``), which retries, tolerates or fails as
+Kafka Connect's operator does, so a record that does not fail costs no error handling. A
+record that fails (and is tolerated) or that a transformation drops goes no further.
+
+Offsets, as Kafka Connect: a dropped or failed source record's offset is not committed
+(the batch's offsets are those of the records that go out), except with exactly-once, whose
+transaction commits the offsets of the whole batch; a skipped sink record still advances
+its partition's committed offset (the ranges read are committed whole).
+
+When the pipeline has no converter and no transformation (``is_pass_through``), the task's
+runner never calls it: records move as bytes by today's code, at today's speed.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.pipeline_config import (
+    PipelinePlugins,
+    TransformStage,
+    build_pipeline,
+)
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.data.errors import DataError
+from connect_grpc.data.headers import ConnectHeaders
+from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
+from connect_grpc.data.record import ConnectRecord
+from connect_grpc.domain import TaskId
+from connect_grpc.metrics.worker_metrics import ErrorCounts
+from connect_grpc.runtime.dead_letter import (
+    DeadLetterQueueReporter,
+    SourceRecordSerializer,
+    dlq_admin_conf,
+    dlq_producer_conf,
+    ensure_topic,
+)
+from connect_grpc.runtime.tolerance import (
+    SINK_TASK_CLASS,
+    ErrorHandlerError,
+    ErrorReporter,
+    LogReporter,
+    ProcessingContext,
+    RetryWithToleranceOperator,
+    Stage,
+    class_name,
+)
+from connect_grpc.worker_config import WorkerConfig
+
+log = structlog.get_logger(__name__)
+
+#: Builds a task's pipeline plugins where the task runs (picklable, for a hosted task).
+PipelineFactory = Callable[[], PipelinePlugins]
+
+
+class PassThroughConverter(Converter):
+    """The converter of a connector that sets none (today's behaviour): bytes go out as they
+    are and str as UTF-8; bytes read are handed on as bytes, without a schema."""
+
+    def from_connect_data(self, topic: str, headers: Any, schema: Any, value: Any) -> bytes | None:
+        if value is None or isinstance(value, bytes):
+            return value
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, bytearray | memoryview):
+            return bytes(value)
+        raise DataError(
+            f"no converter is configured for {type(value).__name__} data: set key.converter "
+            "and value.converter, or return bytes or str"
+        )
+
+    def to_connect_data(self, topic: str, headers: Any, value: bytes | None) -> SchemaAndValue:
+        return SchemaAndValue(None, value)
+
+
+class PassThroughHeaderConverter(HeaderConverter):
+    """The header converter of a connector that sets none: as PassThroughConverter."""
+
+    _values = PassThroughConverter()
+
+    def from_connect_header(
+        self, topic: str, header_key: str, schema: Any, value: Any
+    ) -> bytes | None:
+        return self._values.from_connect_data(topic, None, schema, value)
+
+    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
+        return SchemaAndValue(None, value)
+
+
+def _apply_stage(stage: TransformStage, record: ConnectRecord) -> ConnectRecord | None:
+    predicate = stage.predicate
+    if predicate is None or stage.negate != bool(predicate.test(record)):
+        result: ConnectRecord | None = stage.transformation.apply(record)
+        return result
+    return record
+
+
+class TaskPipeline:
+    """One task's converters, transformations and error handling (operator, log reporter,
+    dead-letter queue). Used by the task's one thread; its ``errant`` reporter may be called
+    from any of the task plugin's threads."""
+
+    def __init__(
+        self,
+        task: TaskId,
+        plugins: PipelinePlugins,
+        *,
+        reporters: Sequence[ErrorReporter],
+        operator: RetryWithToleranceOperator,
+        dead_letters: DeadLetterQueueReporter | None,
+    ) -> None:
+        self.task = task
+        self.plugins = plugins
+        self.pass_through = plugins.is_pass_through()
+        self.operator = operator
+        self.counts = operator.counts
+        self.dead_letters = dead_letters
+        self._reporters = reporters
+        self._key: Converter = plugins.key_converter or PassThroughConverter()
+        self._value: Converter = plugins.value_converter or PassThroughConverter()
+        self._header: HeaderConverter = plugins.header_converter or PassThroughHeaderConverter()
+        self._has_header_converter = plugins.header_converter is not None
+        self._converts_keys = plugins.key_converter is not None
+        self._converts_values = plugins.value_converter is not None
+        self._stages = list(plugins.stages)
+        #: Class names as the log and the DLQ headers show them, worked out once.
+        self._key_name = class_name(self._key)
+        self._value_name = class_name(self._value)
+        self._header_name = class_name(self._header)
+        #: Each stage's call (the transformation's own apply when it has no predicate)
+        #: with its class name.
+        self._appliers: list[tuple[Callable[[Any], Any], str]] = [
+            (
+                stage.transformation.apply
+                if stage.predicate is None
+                else functools.partial(_apply_stage, stage),
+                class_name(stage.transformation),
+            )
+            for stage in self._stages
+        ]
+        #: The batch's delivered sink records → the raw records they came from, for an
+        #: errant record's report (id → (delivered, raw): the id alone could be reused).
+        self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
+        #: The sink batch being put, kept until put and flushed (see ``sink_batch``).
+        self._unfinished: tuple[Hashable, list[SinkRecord]] | None = None
+        #: KIP-610's reporter for a sink task's context (None unless it may report).
+        self.errant = self._new_errant_reporter()
+
+    @classmethod
+    def create(
+        cls,
+        task: TaskId,
+        plugins: PipelinePlugins,
+        *,
+        is_sink: bool,
+        producer_conf: Mapping[str, str],
+        sleep: Callable[[int], bool],
+        producer_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+    ) -> TaskPipeline:
+        """The task's pipeline: Kafka Connect's reporters (the log; a sink's dead-letter
+        queue) and, beyond it, a source's dead-letter queue with the same settings."""
+        errors = plugins.errors
+        counts = ErrorCounts()
+        reporters: list[ErrorReporter] = [LogReporter(task, errors, counts)]
+        dead_letters = None
+        if errors.dlq_topic:
+            serializer = (
+                None
+                if is_sink
+                else SourceRecordSerializer(
+                    plugins.key_converter, plugins.value_converter, plugins.header_converter
+                )
+            )
+            dead_letters = DeadLetterQueueReporter(
+                task,
+                errors.dlq_topic,
+                dlq_producer_conf(producer_conf, task),
+                counts,
+                context_headers_enabled=errors.dlq_context_headers,
+                serializer=serializer,
+                producer_factory=producer_factory,
+            )
+            reporters.append(dead_letters)
+        operator = RetryWithToleranceOperator(errors, reporters, counts, sleep=sleep)
+        return cls(task, plugins, reporters=reporters, operator=operator, dead_letters=dead_letters)
+
+    def open(self, admin_conf: Mapping[str, str]) -> None:
+        """Creates the dead-letter queue's topic if absent (the task fails to start when it
+        cannot)."""
+        dead_letters = self.dead_letters
+        if dead_letters is not None:
+            errors = self.plugins.errors
+            ensure_topic(admin_conf, dead_letters.topic, errors.dlq_replication_factor)
+
+    # ---- source ---------------------------------------------------------------------------
+
+    def apply_source(self, records: Sequence[SourceRecord]) -> list[SourceRecord | None]:
+        """Each polled record as it goes to Kafka (key, value and headers as bytes), or None
+        where it was dropped or failed, in the batch's order."""
+        return [self._source_record(record) for record in records]
+
+    def _source_record(self, original: SourceRecord) -> SourceRecord | None:
+        record = self._transform(original) if self._appliers else original
+        if record is None:
+            return None
+        topic = record.topic
+        # Stages that cannot fail are not run: raw header pairs go out as they are, and
+        # bytes (or None) need no pass-through converter.
+        headers: Any = record.headers
+        connect_headers = None
+        if headers.__class__ is not tuple:
+            connect_headers = headers
+            try:
+                headers = self._headers_out(record)
+            except Exception as error:
+                headers = self._recover(
+                    original,
+                    functools.partial(self._headers_out, record),
+                    Stage.HEADER_CONVERTER,
+                    self._header_name,
+                    error,
+                    topic,
+                )
+                if headers is None:
+                    return None
+        key = record.key
+        if self._converts_keys or not (key is None or key.__class__ is bytes):
+            convert = self._key.from_connect_data
+            try:
+                key = convert(topic, connect_headers, record.key_schema, key)
+            except Exception as error:
+                context = self._failed_at(original, Stage.KEY_CONVERTER, self._key_name, topic)
+                operation = functools.partial(
+                    convert, topic, connect_headers, record.key_schema, key
+                )
+                key = self.operator.after_failure(context, operation, Stage.KEY_CONVERTER, error)
+                if context.failed:
+                    return None
+        value = record.value
+        if self._converts_values or not (value is None or value.__class__ is bytes):
+            convert = self._value.from_connect_data
+            try:
+                value = convert(topic, connect_headers, record.value_schema, value)
+            except Exception as error:
+                context = self._failed_at(original, Stage.VALUE_CONVERTER, self._value_name, topic)
+                operation = functools.partial(
+                    convert, topic, connect_headers, record.value_schema, value
+                )
+                value = self.operator.after_failure(
+                    context, operation, Stage.VALUE_CONVERTER, error
+                )
+                if context.failed:
+                    return None
+        converted: SourceRecord = record.new_record(
+            key=key, value=value, headers=headers, key_schema=None, value_schema=None
+        )
+        return converted
+
+    def _headers_out(self, record: SourceRecord) -> tuple[tuple[str, bytes | None], ...]:
+        """Raw (key, bytes) pairs go out as they are; Connect headers (a header SMT's, or
+        the task's own) through the header converter."""
+        headers: Any = record.headers
+        if headers.__class__ is tuple:
+            raw: tuple[tuple[str, bytes | None], ...] = headers
+            return raw
+        convert, topic = self._header.from_connect_header, record.topic
+        return tuple(
+            (header.key, convert(topic, header.key, header.schema, header.value))
+            for header in headers
+        )
+
+    # ---- sink -----------------------------------------------------------------------------
+
+    def apply_sink(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
+        """The records to put: each raw record read converted and transformed; those that
+        failed or were dropped left out (their offsets are committed all the same)."""
+        convert = self._sink_record
+        if self.errant is None:  # nobody will ask for a record's original
+            return [r for r in map(convert, records) if r is not None]
+        self._originals = originals = {}
+        delivered: list[SinkRecord] = []
+        for raw in records:
+            record = convert(raw)
+            if record is not None:
+                delivered.append(record)
+                originals[id(record)] = (record, raw)
+        return delivered
+
+    def sink_batch(self, records: Sequence[SinkRecord], batch: Hashable) -> list[SinkRecord]:
+        """``apply_sink`` for a batch about to be put; the same records again when ``batch``
+        (what identifies the ranges read) comes back because its ``put`` or ``flush``
+        failed, as Kafka Connect delivers the same records again: nothing is converted,
+        transformed or reported twice."""
+        kept = self._unfinished
+        if kept is not None and kept[0] == batch:
+            return kept[1]
+        delivered = self.apply_sink(records)
+        self._unfinished = (batch, delivered)
+        return delivered
+
+    def sink_batch_done(self) -> None:
+        """The batch was put and flushed: a batch read next is new."""
+        self._unfinished = None
+
+    def _sink_record(self, raw: SinkRecord) -> SinkRecord | None:
+        topic = raw.topic
+        key_schema, key = None, raw.key
+        if self._converts_keys:  # a pass-through converter cannot fail: no stage to run
+            try:
+                key_schema, key = self._key.to_connect_data(topic, None, key)
+            except Exception as error:
+                converted = self._recover(
+                    raw,
+                    functools.partial(self._key.to_connect_data, topic, None, key),
+                    Stage.KEY_CONVERTER,
+                    self._key_name,
+                    error,
+                )
+                if converted is None:
+                    return None
+                key_schema, key = converted
+        value_schema, value = None, raw.value
+        if self._converts_values:
+            try:
+                value_schema, value = self._value.to_connect_data(topic, None, value)
+            except Exception as error:
+                converted = self._recover(
+                    raw,
+                    functools.partial(self._value.to_connect_data, topic, None, value),
+                    Stage.VALUE_CONVERTER,
+                    self._value_name,
+                    error,
+                )
+                if converted is None:
+                    return None
+                value_schema, value = converted
+        headers: Any = raw.headers
+        if self._has_header_converter:
+            try:
+                headers = self._headers_in(raw)
+            except Exception as error:
+                headers = self._recover(
+                    raw,
+                    functools.partial(self._headers_in, raw),
+                    Stage.HEADER_CONVERTER,
+                    self._header_name,
+                    error,
+                )
+                if headers is None:
+                    return None
+        record = SinkRecord(
+            topic,
+            raw.kafka_partition,
+            raw.kafka_offset,
+            key,
+            value,
+            raw.timestamp_ms,
+            headers,
+            key_schema,
+            value_schema,
+        )
+        if not self._appliers:
+            return record
+        transformed: SinkRecord | None = self._transform(record, raw)
+        return transformed
+
+    def _headers_in(self, raw: SinkRecord) -> Any:
+        headers = ConnectHeaders()
+        convert, topic = self._header.to_connect_header, raw.topic
+        for key, value in raw.headers:
+            converted = convert(topic, key, value)
+            headers.add(key, converted.value, converted.schema)
+        return headers
+
+    def original_of(self, record: SinkRecord) -> SinkRecord | None:
+        """The raw record a record of the last batch put came from (None if it is not one)."""
+        entry = self._originals.get(id(record))
+        return entry[1] if entry is not None and entry[0] is record else None
+
+    # ---- shared ---------------------------------------------------------------------------
+
+    def _transform(self, record: Any, original: Any = None) -> Any:
+        """The record through every stage (None once one drops it or fails); ``original``
+        is what a failure reports (the record itself when None: a source's polled record)."""
+        first = record
+        for apply, name in self._appliers:
+            try:
+                record = apply(record)
+            except Exception as error:
+                record = self._recover(
+                    first if original is None else original,
+                    functools.partial(apply, record),
+                    Stage.TRANSFORMATION,
+                    name,
+                    error,
+                )
+            if record is None:
+                return None
+        return record
+
+    def _failed_at(
+        self, original: Any, stage: Stage, name: str, target_topic: str | None = None
+    ) -> ProcessingContext:
+        """The context of a record whose stage just raised (made only then: a record that
+        does not fail costs no context)."""
+        return ProcessingContext(original, stage, name, target_topic=target_topic)
+
+    def _recover(
+        self,
+        original: Any,
+        operation: Callable[[], Any],
+        stage: Stage,
+        name: str,
+        error: Exception,
+        target_topic: str | None = None,
+    ) -> Any:
+        """The stage's result after its first failure (retried, tolerated or raised, as the
+        operator decides); None if the record failed."""
+        context = self._failed_at(original, stage, name, target_topic)
+        result = self.operator.after_failure(context, operation, stage, error)
+        return None if context.failed else result
+
+    def await_dead_letters(self) -> None:
+        """Waits (bounded) for the dead-letter queue's writes so far: called before the
+        offsets of the records they came from are committed."""
+        if self.dead_letters is not None:
+            self.dead_letters.await_writes()
+
+    def take_counts(self) -> ErrorCounts:
+        return self.counts.take()
+
+    def _new_errant_reporter(self) -> ErrantRecordReporter | None:
+        """KIP-610's reporter for a sink task's context: None unless the connector has a
+        dead-letter queue or logs errors (``errors.log.enable``), as Kafka Connect."""
+        errors = self.plugins.errors
+        if not errors.dlq_topic and not errors.log_enable:
+            return None
+        return ErrantRecordReporter(self)
+
+    def close(self) -> None:
+        self.operator.close()
+        self.plugins.close()
+
+
+@dataclass(frozen=True)
+class ConnectorPipeline:
+    """The pipeline factory of a connector's tasks: ``build_pipeline`` on the connector's
+    config. Picklable (a hosted task builds its own in its Spark task)."""
+
+    connector_config: dict[str, str]
+    worker_config: WorkerConfig
+    plugins: Plugins
+    is_sink: bool
+
+    def __call__(self) -> PipelinePlugins:
+        return build_pipeline(
+            self.connector_config, self.worker_config, self.plugins, is_sink=self.is_sink
+        )
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """What a task needs to build its pipeline where it runs (picklable when its factory
+    is: a hosted task builds its own in its Spark task)."""
+
+    factory: PipelineFactory
+    #: The dead-letter queue's admin client (``dead_letter.dlq_admin_conf``).
+    admin_conf: dict[str, str]
+
+
+def pipeline_spec(
+    factory: PipelineFactory | None,
+    task: TaskId,
+    producer_conf: Mapping[str, str],
+    connector_config: Mapping[str, str],
+) -> PipelineSpec | None:
+    if factory is None:
+        return None
+    return PipelineSpec(factory, dlq_admin_conf(producer_conf, connector_config, task))
+
+
+def start_pipeline(
+    spec: PipelineSpec | None,
+    task: TaskId,
+    *,
+    is_sink: bool,
+    producer_conf: Mapping[str, str],
+    sleep: Callable[[int], bool],
+) -> TaskPipeline | None:
+    """Builds the task's pipeline and creates its dead-letter queue's topic. None when the
+    task needs none: no spec, or a pass-through pipeline that no sink task can report
+    errant records through (the plugins are then closed at once)."""
+    if spec is None:
+        return None
+    plugins = spec.factory()
+    errors = plugins.errors
+    reports_errant = is_sink and bool(errors.dlq_topic or errors.log_enable)
+    if plugins.is_pass_through() and not reports_errant:
+        plugins.close()
+        return None
+    pipeline = TaskPipeline.create(
+        task, plugins, is_sink=is_sink, producer_conf=producer_conf, sleep=sleep
+    )
+    try:
+        pipeline.open(spec.admin_conf)
+    except BaseException:
+        pipeline.close()
+        raise
+    return pipeline
+
+
+class ErrantRecordReporter:
+    """What a sink task reports records it cannot write with (KIP-610): the record goes to
+    the log and the dead-letter queue as it was read, and with ``errors.tolerance=none``
+    the call raises and the task fails after its ``put``."""
+
+    def __init__(self, pipeline: TaskPipeline) -> None:
+        self._pipeline = pipeline
+        self._lock = threading.Lock()
+        self._first_error: ErrorHandlerError | None = None
+
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        """Reports ``record``; the Future completes when the dead-letter queue has it (at
+        once without a queue). Raises ErrorHandlerError with ``errors.tolerance=none``."""
+        pipeline = self._pipeline
+        original = pipeline.original_of(record) or self._serialised(record)
+        context = ProcessingContext(original)
+        with self._lock:
+            dead_letters = pipeline.dead_letters
+            if dead_letters is not None:
+                dead_letters.last_future = None
+            try:
+                pipeline.operator.execute_failed(context, Stage.TASK_PUT, SINK_TASK_CLASS, error)
+            except ErrorHandlerError as exc:
+                if self._first_error is None:
+                    self._first_error = exc
+                raise
+            future = None if dead_letters is None else dead_letters.last_future
+        if future is None:
+            future = Future()
+            future.set_result(None)
+        return future
+
+    def _serialised(self, record: SinkRecord) -> SinkRecord:
+        """A record the task made itself, as bytes through the task's converters."""
+        pipeline = self._pipeline
+        topic = record.topic
+        key = pipeline._key.from_connect_data(topic, None, record.key_schema, record.key)
+        value = pipeline._value.from_connect_data(topic, None, record.value_schema, record.value)
+        headers: Any = record.headers
+        if headers.__class__ is not tuple:
+            convert = pipeline._header.from_connect_header
+            headers = tuple((h.key, convert(topic, h.key, h.schema, h.value)) for h in headers)
+        return SinkRecord(
+            topic,
+            record.kafka_partition,
+            record.kafka_offset,
+            key,
+            value,
+            record.timestamp_ms,
+            headers,
+        )
+
+    def maybe_raise(self) -> None:
+        """After ``put``: raises the tolerance error of a report the task swallowed."""
+        with self._lock:
+            error = self._first_error
+        if error is not None:
+            raise ErrorHandlerError(str(error)) from error.__cause__

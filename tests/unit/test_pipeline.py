@@ -1,0 +1,486 @@
+"""The record pipeline on a batch (reference §1.1-§1.3, §1.6, §1.7): stage order, predicates,
+drops and tolerated failures, the dead-letter queue's records and headers, the
+ErrantRecordReporter; with real (test) converters and transformations, a fake producer."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceRecord
+from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
+from connect_grpc.data.errors import DataError, RetriableError
+from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
+from connect_grpc.domain import TaskId
+from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
+from connect_grpc.runtime.kafka_io import KafkaIoError, RangeResult
+from connect_grpc.runtime.pipeline import TaskPipeline
+from connect_grpc.runtime.records import latest_offsets
+from connect_grpc.runtime.sink_task import put_all
+from connect_grpc.runtime.source_task import _Batch
+from connect_grpc.runtime.tolerance import ErrorHandlerError
+from connect_grpc.testing.pipeline_plugins import (
+    DropTransformation,
+    PoisonTransformation,
+    UpperCaseTransformation,
+    Utf8Converter,
+    ValueContains,
+)
+
+TASK = TaskId("conn", 0)
+ALL = ErrorHandling(
+    retry_timeout_ms=0,
+    retry_delay_max_ms=60000,
+    tolerate_all=True,
+    log_enable=False,
+    log_include_messages=False,
+    dlq_topic="",
+    dlq_replication_factor=3,
+    dlq_context_headers=False,
+)
+DLQ = replace(ALL, dlq_topic="dlq", dlq_context_headers=True)
+
+
+class FakeProducer:
+    """Records what is produced; deliveries are reported on flush (or fail if told)."""
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        self.conf = dict(conf)
+        self.produced: list[dict[str, Any]] = []
+        self._waiting: list[Any] = []
+        self.fail_with: str | None = None
+        self.deliver = True
+
+    def produce(self, topic: str, value: Any, key: Any, *, on_delivery: Any, **extra: Any) -> None:
+        self.produced.append({"topic": topic, "key": key, "value": value, **extra})
+        self._waiting.append(on_delivery)
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        if not self.deliver:
+            return len(self._waiting)
+        waiting, self._waiting = self._waiting, []
+        for callback in waiting:
+            callback(self.fail_with, None)
+        return 0
+
+
+class Tracer(Transformation[Any]):
+    """Appends its name to a shared trace (to see the stage order)."""
+
+    def __init__(self, name: str, trace: list[str]) -> None:
+        self.name, self.trace = name, trace
+
+    def apply(self, record: Any) -> Any:
+        self.trace.append(f"transform:{self.name}")
+        return record
+
+
+class TracingConverter(Converter):
+    def __init__(self, name: str, trace: list[str]) -> None:
+        self.name, self.trace = name, trace
+
+    def from_connect_data(self, topic: str, headers: Any, schema: Any, value: Any) -> bytes | None:
+        self.trace.append(f"{self.name}:from")
+        return None if value is None else str(value).encode()
+
+    def to_connect_data(self, topic: str, headers: Any, value: bytes | None) -> SchemaAndValue:
+        self.trace.append(f"{self.name}:to")
+        return SchemaAndValue(None, None if value is None else value.decode())
+
+
+def stage(
+    alias: str, transformation: Any, predicate: Any = None, negate: bool = False
+) -> TransformStage:
+    return TransformStage(alias, transformation, predicate, negate)
+
+
+def pipeline(
+    *stages: TransformStage,
+    errors: ErrorHandling = ALL,
+    key: Converter | None = None,
+    value: Converter | None = None,
+    is_sink: bool = False,
+) -> tuple[TaskPipeline, list[FakeProducer]]:
+    producers: list[FakeProducer] = []
+
+    def factory(conf: Mapping[str, Any]) -> FakeProducer:
+        producers.append(FakeProducer(conf))
+        return producers[-1]
+
+    plugins = PipelinePlugins(key, value, None, list(stages), errors)
+    built = TaskPipeline.create(
+        TASK,
+        plugins,
+        is_sink=is_sink,
+        producer_conf={"bootstrap.servers": "b:9092"},
+        sleep=lambda ms: False,
+        producer_factory=factory,
+    )
+    return built, producers
+
+
+def source(value: Any, offset: int = 0, key: Any = None, headers: Any = ()) -> SourceRecord:
+    return SourceRecord({"p": 0}, {"o": offset}, "out", value, key, None, headers)
+
+
+def raw(value: bytes, offset: int = 0, headers: Any = ()) -> SinkRecord:
+    return SinkRecord("in", 0, offset, b"k", value, 1_700_000_000_000, headers)
+
+
+def test_pass_through_is_recognised() -> None:
+    assert pipeline()[0].pass_through
+    assert not pipeline(stage("u", UpperCaseTransformation()))[0].pass_through
+
+
+def test_source_order_is_transforms_then_header_key_value_converters() -> None:
+    trace: list[str] = []
+    built, _ = pipeline(
+        stage("a", Tracer("a", trace)),
+        stage("b", Tracer("b", trace)),
+        key=TracingConverter("key", trace),
+        value=TracingConverter("value", trace),
+    )
+    [out] = built.apply_source([source("v", key="k")])
+    assert trace == ["transform:a", "transform:b", "key:from", "value:from"]
+    assert out is not None and (out.key, out.value) == (b"k", b"v")
+    assert out.source_offset == {"o": 0}
+
+
+def test_sink_order_is_key_value_converters_then_transforms() -> None:
+    trace: list[str] = []
+    built, _ = pipeline(
+        stage("a", Tracer("a", trace)),
+        key=TracingConverter("key", trace),
+        value=TracingConverter("value", trace),
+        is_sink=True,
+    )
+    [out] = built.apply_sink([raw(b"v")])
+    assert trace == ["key:to", "value:to", "transform:a"]
+    assert (out.key, out.value, out.kafka_offset) == ("k", "v", 0)
+
+
+def test_predicate_and_negate_choose_the_records_a_transform_applies_to() -> None:
+    matches = ValueContains()
+    matches.configure({"text": "x"})
+    built, _ = pipeline(stage("u", UpperCaseTransformation(), matches))
+    negated, _ = pipeline(stage("u", UpperCaseTransformation(), matches, negate=True))
+    records = [source("ax"), source("ab")]
+    assert [r.value for r in built.apply_source(records) if r] == [b"AX", b"ab"]
+    assert [r.value for r in negated.apply_source(records) if r] == [b"ax", b"AB"]
+
+
+def test_dropped_and_failed_source_records_are_none_in_place() -> None:
+    built, _ = pipeline(stage("drop", DropTransformation()), stage("p", PoisonTransformation()))
+    out = built.apply_source(
+        [source("a", 0), source("drop me", 1), source("poison", 2), source("b", 3)]
+    )
+    assert [r.value if r else None for r in out] == [b"a", None, None, b"b"]
+    counts = built.take_counts()
+    assert (counts.errors, counts.skipped) == (1, 1)
+
+
+def test_a_value_no_converter_can_write_fails_the_value_converter_stage() -> None:
+    built, _ = pipeline(
+        stage("u", UpperCaseTransformation()), errors=replace(ALL, tolerate_all=False)
+    )
+    with pytest.raises(ErrorHandlerError, match="Tolerance exceeded"):
+        built.apply_source([source({"a": 1})])
+
+
+def dlq_headers(produced: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in produced["headers"] if k.startswith("__connect.errors.")}
+
+
+def test_sink_dlq_gets_the_original_bytes_headers_and_ten_context_headers() -> None:
+    built, producers = pipeline(value=Utf8Converter(), errors=DLQ, is_sink=True)
+    records = [raw(b"good", 41), raw(b"poison pill", 42, headers=(("h", b"1"),))]
+    delivered = built.apply_sink(records)
+    assert [r.value for r in delivered] == ["good"]
+    built.await_dead_letters()
+    [written] = producers[0].produced
+    assert (written["topic"], written["key"], written["value"]) == ("dlq", b"k", b"poison pill")
+    assert written["timestamp"] == 1_700_000_000_000
+    assert written["headers"][0] == ("h", b"1")  # the original headers first
+    headers = dlq_headers(written)
+    assert list(headers) == [
+        "__connect.errors.topic",
+        "__connect.errors.partition",
+        "__connect.errors.offset",
+        "__connect.errors.connector.name",
+        "__connect.errors.task.id",
+        "__connect.errors.stage",
+        "__connect.errors.class.name",
+        "__connect.errors.exception.class.name",
+        "__connect.errors.exception.message",
+        "__connect.errors.exception.stacktrace",
+    ]
+    assert headers["__connect.errors.topic"] == b"in"
+    assert headers["__connect.errors.partition"] == b"0"
+    assert headers["__connect.errors.offset"] == b"42"
+    assert headers["__connect.errors.connector.name"] == b"conn"
+    assert headers["__connect.errors.task.id"] == b"0"
+    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+    assert headers["__connect.errors.class.name"] == (
+        b"connect_grpc.testing.pipeline_plugins.Utf8Converter"
+    )
+    assert (
+        headers["__connect.errors.exception.class.name"]
+        == b"org.apache.kafka.connect.errors.DataException"
+    )
+    assert headers["__connect.errors.exception.message"] == b"Utf8Converter refuses 'poison pill'"
+    assert b"DataError" in headers["__connect.errors.exception.stacktrace"]
+    assert producers[0].conf["acks"] == "all"
+    assert producers[0].conf["client.id"] == "connector-dlq-producer-conn-0"
+    counts = built.take_counts()
+    assert (counts.dlq_requests, counts.dlq_failures, counts.skipped) == (1, 0, 1)
+
+
+def test_tolerance_none_writes_the_dlq_before_failing() -> None:
+    built, producers = pipeline(
+        value=Utf8Converter(), errors=replace(DLQ, tolerate_all=False), is_sink=True
+    )
+    with pytest.raises(ErrorHandlerError, match="Tolerance exceeded in error handler"):
+        built.apply_sink([raw(b"poison")])
+    assert [p["value"] for p in producers[0].produced] == [b"poison"]
+
+
+def test_no_context_headers_unless_enabled() -> None:
+    built, producers = pipeline(
+        value=Utf8Converter(), errors=replace(DLQ, dlq_context_headers=False), is_sink=True
+    )
+    built.apply_sink([raw(b"poison")])
+    assert "headers" not in producers[0].produced[0]
+
+
+def test_source_dlq_has_the_polled_record_and_its_target_topic() -> None:
+    built, producers = pipeline(
+        stage("p", PoisonTransformation()), value=Utf8Converter(), errors=DLQ
+    )
+    out = built.apply_source([source("poison", key="k1", headers=(("h", b"x"),))])
+    assert out == [None]
+    [written] = producers[0].produced
+    assert (written["topic"], written["key"], written["value"]) == ("dlq", b"k1", b"poison")
+    headers = dlq_headers(written)
+    assert headers["__connect.errors.topic"] == b"out"
+    assert headers["__connect.errors.stage"] == b"TRANSFORMATION"
+    assert "__connect.errors.offset" not in headers
+    assert written["headers"][0] == ("h", b"x")
+
+
+def test_source_dlq_falls_back_to_repr_when_the_converter_refuses() -> None:
+    built, producers = pipeline(value=Utf8Converter(), errors=DLQ)
+    built.apply_source([source({"poison": 1})])
+    assert producers[0].produced[0]["value"] == b"{'poison': 1}"
+
+
+def test_dlq_failures_are_counted_and_not_retried() -> None:
+    built, producers = pipeline(value=Utf8Converter(), errors=DLQ, is_sink=True)
+    built.apply_sink([raw(b"poison")])
+    producers[0].fail_with = "broker says no"
+    built.await_dead_letters()
+    assert built.take_counts().dlq_failures == 1
+
+
+def test_unacknowledged_dlq_writes_fail_the_wait_retriably() -> None:
+    counts_producer = FakeProducer({})
+    counts_producer.deliver = False
+    from connect_grpc.metrics.worker_metrics import ErrorCounts
+    from connect_grpc.runtime.tolerance import ProcessingContext
+
+    reporter = DeadLetterQueueReporter(
+        TASK,
+        "dlq",
+        {},
+        ErrorCounts(),
+        context_headers_enabled=False,
+        producer_factory=lambda conf: counts_producer,
+    )
+    reporter.report(ProcessingContext(raw(b"x")))
+    with pytest.raises(KafkaIoError) as raised:
+        reporter.await_writes(timeout_s=0.01)
+    assert raised.value.retriable
+    counts_producer.deliver = True
+    reporter.await_writes(timeout_s=1)  # the pending write is awaited again
+
+
+def test_errant_record_reporter_is_none_without_dlq_or_log() -> None:
+    assert pipeline(is_sink=True)[0].errant is None
+    assert pipeline(errors=replace(ALL, log_enable=True), is_sink=True)[0].errant
+    assert pipeline(errors=DLQ, is_sink=True)[0].errant
+
+
+def test_errant_record_reporter_sends_the_original_bytes() -> None:
+    built, producers = pipeline(value=Utf8Converter(), errors=DLQ, is_sink=True)
+    [delivered] = built.apply_sink([raw(b"fine", 7)])
+    reporter = built.errant
+    assert reporter is not None
+    future = reporter.report(delivered, DataError("cannot write"))
+    assert not future.done()
+    built.await_dead_letters()
+    assert future.done() and future.exception() is None
+    [written] = producers[0].produced
+    assert written["value"] == b"fine"
+    headers = dlq_headers(written)
+    assert headers["__connect.errors.stage"] == b"TASK_PUT"
+    assert headers["__connect.errors.class.name"] == b"org.apache.kafka.connect.sink.SinkTask"
+    assert headers["__connect.errors.offset"] == b"7"
+
+
+def test_errant_record_reporter_serialises_a_record_the_task_made() -> None:
+    built, producers = pipeline(value=Utf8Converter(), errors=DLQ, is_sink=True)
+    reporter = built.errant
+    assert reporter is not None
+    reporter.report(SinkRecord("in", 0, 3, None, "made here"), DataError("x"))
+    assert producers[0].produced[0]["value"] == b"made here"
+
+
+def test_errant_record_reporter_with_tolerance_none_raises_now_and_after_put() -> None:
+    built, producers = pipeline(errors=replace(DLQ, tolerate_all=False), is_sink=True)
+    reporter = built.errant
+    assert reporter is not None
+    with pytest.raises(ErrorHandlerError, match="Tolerance exceeded"):
+        reporter.report(raw(b"x"), DataError("x"))
+    assert len(producers[0].produced) == 1
+    with pytest.raises(ErrorHandlerError, match="Tolerance exceeded"):
+        reporter.maybe_raise()
+
+
+class RecordingSink(SinkTask):
+    def __init__(self, errant: Any = None) -> None:
+        self.put_batches: list[list[SinkRecord]] = []
+        self.flushed: list[dict[tuple[str, int], int]] = []
+        self.errant = errant
+
+    def start(self, config: Mapping[str, str]) -> None:
+        return
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        return
+
+    def put(self, records: Any) -> None:
+        self.put_batches.append(list(records))
+        for record in records:
+            if self.errant is not None and "bad" in record.value:
+                # a task that swallows the error: the runtime fails it after put
+                with contextlib.suppress(ErrorHandlerError):
+                    self.errant.report(record, DataError("cannot write"))
+
+    def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        self.flushed.append(dict(offsets))
+
+
+def read(records: list[SinkRecord]) -> list[RangeResult[SinkRecord]]:
+    return [RangeResult("in", 0, records[-1].kafka_offset + 1, records)]
+
+
+def test_put_all_commits_past_skipped_records() -> None:
+    built, _ = pipeline(value=Utf8Converter(), is_sink=True)
+    records = [raw(b"a", 0), raw(b"poison", 1)]
+    task = RecordingSink()
+    offsets, count = put_all(task, records, read(records), built)
+    assert [r.value for r in task.put_batches[0]] == ["a"]
+    assert offsets == {("in", 0): 2} and count == 2
+    assert task.flushed == [{("in", 0): 2}]
+
+
+def test_put_all_without_a_pipeline_is_todays_path() -> None:
+    records = [raw(b"a", 0)]
+    task = RecordingSink()
+    put_all(task, records, read(records))
+    assert task.put_batches == [records]
+
+
+def test_put_all_fails_after_put_when_the_task_swallowed_a_tolerance_error() -> None:
+    built, producers = pipeline(
+        value=Utf8Converter(), errors=replace(DLQ, tolerate_all=False), is_sink=True
+    )
+    task = RecordingSink(built.errant)
+    records = [raw(b"bad", 0)]
+    with pytest.raises(ErrorHandlerError, match="Tolerance exceeded"):
+        put_all(task, records, read(records), built)
+    assert task.flushed == []  # never flushed, never committed
+    assert [p["value"] for p in producers[0].produced] == [b"bad"]
+
+
+def test_a_source_batch_through_the_pipeline_commits_only_what_goes_out() -> None:
+    built, _ = pipeline(stage("drop", DropTransformation()))
+    polled = [source("a", 0), source("b", 1), source("drop", 2)]
+    batch = _Batch(polled).through(built)
+    assert [r.value for r in batch.outgoing] == [b"a", b"b"]
+    assert latest_offsets(batch.outgoing) == [({"p": 0}, {"o": 1})]
+    assert batch.converted is not None and batch.converted[2] is None
+    untouched = _Batch(polled).through(None)
+    assert untouched.outgoing is polled and untouched.converted is None
+
+
+def test_a_hosted_task_s_pipeline_factory_is_searched_for_values_to_mask() -> None:
+    from connect_grpc.connectors.plugins import Plugins
+    from connect_grpc.runtime.hosting import _strings_in
+    from connect_grpc.runtime.pipeline import ConnectorPipeline, PipelineSpec
+    from connect_grpc.worker_config import WorkerConfig
+
+    worker = WorkerConfig.from_properties(
+        {"bootstrap.servers": "b:1", "listeners": "grpc://127.0.0.1:0", "worker.id": "w"}
+    )
+    factory = ConnectorPipeline({"transforms.a.key": "resolved-secret"}, worker, Plugins(), True)
+    spec = PipelineSpec(factory, {"bootstrap.servers": "b:1"})
+    assert "resolved-secret" in _strings_in(("task.Class", spec))
+
+
+def test_a_stage_that_fails_retriably_then_succeeds_keeps_the_record() -> None:
+    from connect_grpc.testing.pipeline_plugins import FlakyTransformation
+
+    flaky = FlakyTransformation()
+    flaky.configure({"failures": "2"})
+    built, _ = pipeline(stage("f", flaky), errors=replace(ALL, retry_timeout_ms=60_000))
+    [out] = built.apply_source([source("flaky-x")])
+    assert out is not None and out.value == b"flaky-x"
+    counts = built.take_counts()
+    assert (counts.failures, counts.retries, counts.errors, counts.skipped) == (2, 2, 0, 0)
+
+
+def test_a_sink_record_that_fails_in_a_transform_reports_the_raw_record() -> None:
+    built, producers = pipeline(stage("p", PoisonTransformation()), errors=DLQ, is_sink=True)
+    assert built.apply_sink([raw(b"a poison", 9)]) == []
+    [written] = producers[0].produced
+    assert written["value"] == b"a poison"
+    assert dlq_headers(written)["__connect.errors.stage"] == b"TRANSFORMATION"
+    assert dlq_headers(written)["__connect.errors.offset"] == b"9"
+
+
+class FlakyPutSink(RecordingSink):
+    """Raises RetriableError from its first put."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    def put(self, records: Any) -> None:
+        super().put(records)
+        if not self.failed:
+            self.failed = True
+            raise RetriableError("the sink is busy")
+
+
+def test_a_batch_whose_put_is_retried_is_not_converted_or_reported_again() -> None:
+    built, producers = pipeline(value=Utf8Converter(), errors=DLQ, is_sink=True)
+    task = FlakyPutSink()
+    records = [raw(b"a", 0), raw(b"poison", 1)]
+    with pytest.raises(RetriableError):
+        put_all(task, records, read(records), built)
+    again = [raw(b"a", 0), raw(b"poison", 1)]  # read again from the same position
+    put_all(task, again, read(again), built)
+    assert task.put_batches[1][0] is task.put_batches[0][0]  # the same records again
+    assert [r.value for r in task.put_batches[1]] == ["a"]
+    assert len(producers[0].produced) == 1  # the poison record reported once
+    assert built.take_counts().errors == 1
+    newer = [raw(b"b", 2)]
+    put_all(task, newer, read(newer), built)
+    assert [r.value for r in task.put_batches[2]] == ["b"]
