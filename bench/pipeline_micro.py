@@ -11,7 +11,11 @@ null, a double, a float, a boolean, bytes and a Timestamp), records/s of:
 * ``to_connect_data``: the same converter reading those bytes back into a Struct;
 * ``round trip``: both, as a sink-then-source pipeline would run them per record;
 * the same with ``schemas.enable=false`` on the equivalent dict (schemaless JSON);
-* a round trip of a 100-character line with a STRING schema (what FileStreamSource emits).
+* a round trip of a 100-character line with a STRING schema (what FileStreamSource emits);
+* the converter + 3-SMT chain of issue 24's benchmark, as a sink runs it (bytes →
+  JsonConverter → InsertField$Value → ReplaceField$Value → MaskField$Value → the record
+  ``put`` gets) and as a source runs it (record → the 3 SMTs → JsonConverter → bytes), on
+  SinkRecord/SourceRecord objects like the runtime's.
 
 Each measurement converts N distinct records (built beforehand, not timed), R times; the
 best round is reported (the least disturbed by other processes), with the median beside it.
@@ -31,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.logical import Timestamp
 from connect_grpc.data.schema import (
@@ -46,6 +51,9 @@ from connect_grpc.data.schema import (
     SchemaBuilder,
 )
 from connect_grpc.data.struct import Struct
+from connect_grpc.data.transforms.insert_field import InsertFieldValue
+from connect_grpc.data.transforms.mask_field import MaskFieldValue
+from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
 
 TOPIC = "bench"
 EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
@@ -95,6 +103,16 @@ def as_dict(struct: Struct) -> dict[str, Any]:
             value = int(value.timestamp() * 1000)
         result[field.name] = value
     return result
+
+
+def three_smts() -> list[Any]:
+    """InsertField, ReplaceField and MaskField on the value, configured as Kafka Connect
+    users write them."""
+    insert, rename, mask = InsertFieldValue(), ReplaceFieldValue(), MaskFieldValue()
+    insert.configure({"static.field": "origin", "static.value": "bench", "topic.field": "topic"})
+    rename.configure({"renames": "name:customer", "exclude": "note"})
+    mask.configure({"fields": "email,amount"})
+    return [insert, rename, mask]
 
 
 def converter(schemas_enable: bool) -> JsonConverter:
@@ -162,6 +180,25 @@ def run_all(count: int, rounds: int) -> list[Measurement]:
         for payload in plain_payloads:
             read_plain(TOPIC, None, payload)
 
+    smts = [smt.apply for smt in three_smts()]
+
+    def sink_chains() -> None:
+        for offset, payload in enumerate(payloads):
+            value_schema, value = read(TOPIC, None, payload)
+            record: Any = SinkRecord(TOPIC, 0, offset, None, value, None, (), None, value_schema)
+            for apply in smts:
+                record = apply(record)
+
+    partition = {"file": "bench"}
+
+    def source_chains() -> None:
+        for offset, struct in enumerate(structs):
+            record: Any = SourceRecord(partition, {"position": offset}, TOPIC, struct,
+                                       None, None, (), None, schema)
+            for apply in smts:
+                record = apply(record)
+            write(TOPIC, None, record.value_schema, record.value)
+
     return [
         measure("JsonConverter from_connect_data (schemas.enable=true, Struct)", count, rounds,
                 envelope_writes),
@@ -175,6 +212,10 @@ def run_all(count: int, rounds: int) -> list[Measurement]:
                 plain_round_trips),
         measure("JsonConverter round trip (schemas.enable=true, STRING line)", count, rounds,
                 line_round_trips),
+        measure("sink chain: JsonConverter + InsertField, ReplaceField, MaskField", count,
+                rounds, sink_chains),
+        measure("source chain: InsertField, ReplaceField, MaskField + JsonConverter", count,
+                rounds, source_chains),
     ]
 
 
