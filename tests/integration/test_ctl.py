@@ -25,6 +25,7 @@ from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
 from connect_grpc.testing.plugins import count, read_events
 from tests.integration.helpers import INSTRUMENTED_SOURCE, source_config
 from tests.integration.test_readme_commands import (
+    PIPELINE_SECTION,
     README,
     Command,
     readme_commands,
@@ -121,9 +122,11 @@ def table_rows(run: Run) -> dict[str, list[str]]:
 
 def _readme_ctl_block() -> list[Command]:
     # not the TLS ones (tests/integration/test_ctl_tls.py) nor the two-worker cluster's
-    # (test_readme_commands.py's test_readme_distributed_block)
-    cluster = section_lines(README, "### Distributed mode")
-    found = [c for c in readme_commands() if c.line not in cluster]
+    # or the record pipeline's (test_readme_commands.py's test_readme_distributed_block and
+    # test_readme_record_pipeline_block)
+    elsewhere = [*section_lines(README, "### Distributed mode"),
+                 *section_lines(README, PIPELINE_SECTION)]
+    found = [c for c in readme_commands() if c.line not in elsewhere]
     blocks = {c.block for c in found if c.words[:2] == [".venv/bin/connect-grpc", "ctl"]}
     assert len(blocks) == 1, "README.md shows connect-grpc ctl in one ```sh block"
     return [c for c in found if c.block in blocks]

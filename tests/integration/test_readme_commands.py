@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,6 +48,7 @@ from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, cache_root, default_s
 from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.worker_config import read_properties
+from tests.integration.helpers import read_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -156,6 +158,10 @@ def commands(document: Path) -> list[Command]:
 TESTED_ELSEWHERE = (
     "### TLS and mutual TLS", "### Bearer tokens and roles", "### ctl over TLS and with tokens"
 )
+
+
+#: README.md's record pipeline example (test_readme_record_pipeline_block).
+PIPELINE_SECTION = "### A record pipeline, as Kafka Connect users write it"
 
 
 def section_lines(document: Path, heading: str) -> range:
@@ -489,7 +495,10 @@ def test_readme_kafka_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None:
     """README.md's "Running" worker: the files it names work together, use their own
     files and topic (not the demo's), and move data."""
-    [command] = [c for c in readme_commands() if _is_cli(c, "standalone")]
+    pipeline = section_lines(README, PIPELINE_SECTION)
+    [command] = [
+        c for c in readme_commands() if _is_cli(c, "standalone") and c.line not in pipeline
+    ]
     words = shlex.split(command.text.replace("\\\n", " "), comments=True)
     worker_file, *connector_files = (ROOT / word for word in words[2:])
     properties = read_properties(worker_file)
@@ -584,3 +593,68 @@ def test_readme_distributed_block(kafka_bootstrap: str, tmp_path: Path) -> None:
     assert "Answered by: local-worker-2" in cluster
     [listing] = [out for text, out in by_text.items() if "get connectors" in text]
     assert "local-file-source" in listing and "RUNNING" in listing, listing
+
+
+#: Where README.md's record pipeline keeps its files, and its topics' common prefix.
+PIPELINE_DIR = "/tmp/connect-people"
+PIPELINE_TOPIC = "connect-people"
+
+
+def test_readme_record_pipeline_block(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """README.md's record pipeline, run twice on one worker's state (its offsets file, the
+    sink's consumer group): the worker from the files the block names, then the commands of
+    "another shell". Each run adds exactly the two people, transformed, to the sink's file
+    and the line that is not JSON to the dead-letter queue, with its context headers. The
+    connector files are copies with their directory and topics made the test's own."""
+    section = section_lines(README, PIPELINE_SECTION)
+    chosen = [c for c in readme_commands() if c.line in section]
+    [start] = [c for c in chosen if _is_cli(c, "standalone")]
+    shell = [c for c in chosen if c is not start]
+    words = shlex.split(start.text.replace("\\\n", " "), comments=True)
+    worker_file, *connector_files = (ROOT / word for word in words[2:])
+    run = uuid.uuid4().hex[:8]
+    files_dir, topic = tmp_path / "people", f"{PIPELINE_TOPIC}-{run}"
+    replacements = {PIPELINE_DIR: str(files_dir)}
+    copies = []
+    for path in connector_files:
+        text = path.read_text(encoding="utf-8").replace(PIPELINE_DIR, str(files_dir))
+        copy = tmp_path / path.name
+        copy.write_text(text.replace(PIPELINE_TOPIC, topic), encoding="utf-8")
+        copies.append(copy)
+    properties = read_properties(worker_file)
+    replaced = {"bootstrap.servers", "listeners", "offset.storage.file.filename"}
+    extra = {"test.plugins.enabled": "false",
+             **{key: value for key, value in properties.items() if key not in replaced}}
+    for round_ in (1, 2):
+        worker = WorkerProcess(tmp_path / "worker", kafka_bootstrap, extra_properties=extra,
+                               connector_files=copies)
+        with worker:
+            outcomes = run_in_one_shell(
+                shell, f"127.0.0.1:{worker.port}", [Path(sys.executable).parent],
+                tmp_path / f"shell-{round_}", 300, replacements,
+            )
+            assert_as_documented(outcomes, worker)
+            [listing] = [o.output for o in outcomes if "get connectors" in o.command.text]
+            assert listing.count("RUNNING") >= 2, listing
+            _check_people_round(kafka_bootstrap, files_dir / "people.txt", f"{topic}-dlq", round_)
+
+
+def _check_people_round(bootstrap: str, written: Path, dlq: str, round_: int) -> None:
+    """After run ``round_`` of the pipeline block: the two people of each run in the sink's
+    file, the poison line of each run in the dead-letter queue, with its context headers."""
+    expected = ["Struct{name=alice,ssn=,source=people.jsonl}",
+                "Struct{name=bob,ssn=,source=people.jsonl}"]
+    wait_until(lambda: len(_lines(written)) >= 2 * round_, timeout=90)
+    assert _lines(written) == expected * round_
+    dead = wait_until(lambda: _dead_letters(bootstrap, dlq, round_), timeout=60)
+    poison = b"not json: this line goes to the dead-letter queue"
+    assert [m.value() for m in dead] == [poison] * round_
+    headers = dict(dead[-1].headers() or [])
+    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+    assert headers["__connect.errors.connector.name"] == b"people-sink"
+    assert headers["__connect.errors.offset"] == str(3 * round_ - 2).encode()
+
+
+def _dead_letters(bootstrap: str, topic: str, count: int) -> list[Any] | None:
+    messages = read_all(bootstrap, topic)
+    return messages if len(messages) >= count else None
