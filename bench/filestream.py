@@ -74,6 +74,8 @@ from connect_grpc.v1 import connect_pb2 as pb
 ANCHOR = f"Kafka Connect {KAFKA_VERSION}"
 OURS = "connect-grpc"
 
+#: Lines of each sink file kept to show a difference between the two workers' files.
+HEAD_LINES = 1000
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 SMT = "org.apache.kafka.connect.transforms."
 #: The connector configs of ``--pipeline json-smts`` (added to the FileStream configs).
@@ -89,7 +91,6 @@ PIPELINES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
             "transforms.insert.type": SMT + "InsertField$Value",
             "transforms.insert.static.field": "origin",
             "transforms.insert.static.value": "bench",
-            "transforms.insert.topic.field": "topic",
             "transforms.rename.type": SMT + "ReplaceField$Value",
             "transforms.rename.renames": "line:text",
             "transforms.mask.type": SMT + "MaskField$Value",
@@ -190,6 +191,9 @@ def one_round(
     output = sha256(sink_file)
     if pipeline == "none" and output != sha256(source_file):
         raise RuntimeError(f"{name}: {sink_file} differs from the input")
+    # the first lines stay, to show how the two workers' files differ if they do
+    with sink_file.open("rb") as whole, (root / "sink-head.txt").open("wb") as head:
+        head.writelines(line for _, line in zip(range(HEAD_LINES), whole, strict=False))
     sink_file.unlink()
     return lines / source_s, lines / sink_s, max(source_rss, sink_rss), output
 
@@ -270,7 +274,15 @@ def run_pipeline(
             result.peak_rss.append(rss)
             result.outputs.append(output)
         if results[ANCHOR].outputs[-1] != results[OURS].outputs[-1]:
-            raise RuntimeError(f"{pipeline}: the sink files of the two workers differ")
+            heads = [
+                (root / f"{pipeline}-{name.split()[0].lower()}-{round_}" / "sink-head.txt")
+                .read_text(encoding="utf-8", errors="replace").splitlines()
+                for name in (ANCHOR, OURS)
+            ]
+            first = next((pair for pair in zip(*heads, strict=False) if pair[0] != pair[1]),
+                         ("(same first lines)", ""))
+            raise RuntimeError(f"{pipeline}: the sink files of the two workers differ; "
+                               f"first difference:\n  {ANCHOR}: {first[0]}\n  {OURS}: {first[1]}")
     return results
 
 
