@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import threading
+import time
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
@@ -114,8 +115,24 @@ def _delete_group(admin: Any, timeout_s: float, group: str) -> None:
     _result(future, timeout_s)
 
 
+#: How long a topic missing from the cluster's metadata is looked for again: a topic created
+#: a moment ago may not be in the answering broker's metadata yet.
+MISSING_TOPIC_RECHECK_S = 1.0
+
+
 def _partition_counts(admin: Any, timeout_s: float, topics: list[str]) -> dict[str, int]:
-    """Each topic that exists, with its number of partitions."""
+    """Each topic that exists, with its number of partitions. A topic not found is looked
+    for once more ``MISSING_TOPIC_RECHECK_S`` later (within the call's time), so a topic
+    just created is not refused as unknown."""
+    ends_at = time.monotonic() + timeout_s
+    counts = _listed_partition_counts(admin, timeout_s, topics)
+    if len(counts) < len(topics) and ends_at - time.monotonic() > 2 * MISSING_TOPIC_RECHECK_S:
+        time.sleep(MISSING_TOPIC_RECHECK_S)
+        counts = _listed_partition_counts(admin, ends_at - time.monotonic(), topics)
+    return counts
+
+
+def _listed_partition_counts(admin: Any, timeout_s: float, topics: list[str]) -> dict[str, int]:
     from confluent_kafka import KafkaError
 
     metadata = admin.list_topics(timeout=timeout_s)
