@@ -25,7 +25,8 @@ null, a double, a float, a boolean, bytes and a Timestamp), records/s of:
 
 Each measurement converts N distinct records (built beforehand, not timed), R times; the
 best round is reported (the least disturbed by other processes), with the median beside it.
-``--cpu`` pins the process to one CPU (default: the last one) so the figure is one core's.
+``--cpu`` pins the process to one CPU (default: the last one) so the figure is one core's;
+the garbage collector has the worker's thresholds (``gc_tuning.tune_for_batches``).
 The Markdown table goes to stdout, progress to stderr.
 """
 
@@ -69,13 +70,14 @@ from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
 from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
 from connect_grpc.domain import TaskId
+from connect_grpc.runtime.gc_tuning import tune_for_batches
 from connect_grpc.runtime.pipeline import TaskPipeline
 from connect_grpc.worker_config import WorkerConfig
 
 TOPIC = "bench"
 EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
-#: Records per sink batch (as a consumer's read gives them to ``put``).
-SINK_BATCH = 2000
+#: Records per sink batch at most (a sink task's batches grow to 100 000, batching.py).
+SINK_BATCH = 100_000
 
 
 def ten_field_schema() -> Schema:
@@ -343,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="only the FileStream benchmark's chains and pipelines")
     args = parser.parse_args(argv)
     cpu = pin_to_cpu(args.cpu)
+    tune_for_batches()  # the worker's collector thresholds
     measurements = run_all(args.records, args.rounds, args.filestream)
     out = sys.stdout
     out.write(f"Python {sys.version.split()[0]}, one core (CPU {cpu}), {args.records:,} records "

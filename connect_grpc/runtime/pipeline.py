@@ -39,6 +39,7 @@ from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
 from connect_grpc.data.record import ConnectRecord
+from connect_grpc.data.transforms._support import SideTransformation
 from connect_grpc.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts
 from connect_grpc.runtime.dead_letter import (
@@ -151,6 +152,19 @@ class TaskPipeline:
             )
             for stage in self._stages
         ]
+        #: With every stage a SideTransformation of one side and without predicate: the
+        #: stages' ``apply_side``, run on (schema, value) pairs (see ``_transform_side``).
+        self._side_steps: list[Callable[[Any, Any, Any], tuple[Any, Any]]] | None = None
+        self._side_is_key = False
+        transformations = [stage.transformation for stage in self._stages]
+        if (
+            transformations
+            and all(stage.predicate is None for stage in self._stages)
+            and all(isinstance(t, SideTransformation) for t in transformations)
+            and len({t.side.is_key for t in transformations}) == 1  # type: ignore[attr-defined]
+        ):
+            self._side_steps = [t.apply_side for t in transformations]  # type: ignore[attr-defined]
+            self._side_is_key = transformations[0].side.is_key  # type: ignore[attr-defined]
         #: The batch's delivered sink records → the raw records they came from, for an
         #: errant record's report (id → (delivered, raw): the id alone could be reused).
         self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
@@ -395,13 +409,52 @@ class TaskPipeline:
     def _transform(self, record: Any, original: Any = None) -> Any:
         """The record through every stage (None once one drops it or fails); ``original``
         is what a failure reports (the record itself when None: a source's polled record)."""
-        first = record
-        for apply, name in self._appliers:
+        if self._side_steps is not None:
+            return self._transform_side(record, original)
+        return self._transform_from(0, record, record if original is None else original)
+
+    def _transform_side(self, record: Any, original: Any) -> Any:
+        """``_transform`` for a chain of SideTransformations on one side: each stage's
+        ``apply_side`` on the (schema, value) the stage before made, and one record made at
+        the end, with what each stage's ``apply`` would have made in turn. A stage that
+        raises gets the record it would have had, and the stages after it run as
+        ``_transform_from`` runs them."""
+        is_key = self._side_is_key
+        if is_key:
+            schema, value = record.key_schema, record.key
+        else:
+            schema, value = record.value_schema, record.value
+        first_schema, first_value = schema, value
+        for index, step in enumerate(self._side_steps or ()):
+            try:
+                schema, value = step(record, schema, value)
+            except Exception:
+                current = self._with_side(record, is_key, first_schema, first_value, schema, value)
+                return self._transform_from(
+                    index, current, record if original is None else original
+                )
+        return self._with_side(record, is_key, first_schema, first_value, schema, value)
+
+    @staticmethod
+    def _with_side(
+        record: Any, is_key: bool, old_schema: Any, old_value: Any, schema: Any, value: Any
+    ) -> Any:
+        """The record with its key or value side replaced (itself when nothing changed)."""
+        if value is old_value and schema is old_schema:
+            return record
+        if is_key:
+            return record.new_record(key_schema=schema, key=value)
+        return record.new_record(value_schema=schema, value=value)
+
+    def _transform_from(self, start: int, record: Any, first: Any) -> Any:
+        """The record through the stages from ``start`` on, each called in turn; ``first``
+        is what a failure reports."""
+        for apply, name in self._appliers[start:]:
             try:
                 record = apply(record)
             except Exception as error:
                 record = self._recover(
-                    first if original is None else original,
+                    first,
                     functools.partial(apply, record),
                     Stage.TRANSFORMATION,
                     name,

@@ -13,8 +13,14 @@ import pytest
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceRecord
 from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
+from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
+from connect_grpc.data.schema import INT64_SCHEMA, STRING_SCHEMA
+from connect_grpc.data.transforms.hoist_field import HoistFieldValue
+from connect_grpc.data.transforms.insert_field import InsertFieldValue
+from connect_grpc.data.transforms.mask_field import MaskFieldValue
+from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
 from connect_grpc.domain import TaskId
 from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
 from connect_grpc.runtime.kafka_io import KafkaIoError, RangeResult
@@ -484,3 +490,97 @@ def test_a_batch_whose_put_is_retried_is_not_converted_or_reported_again() -> No
     newer = [raw(b"b", 2)]
     put_all(task, newer, read(newer), built)
     assert [r.value for r in task.put_batches[2]] == ["b"]
+
+
+def side_chain(*configs: tuple[type[Any], dict[str, str]]) -> list[Any]:
+    transformations = []
+    for cls, config in configs:
+        transformation = cls()
+        transformation.configure(config)
+        transformations.append(transformation)
+    return transformations
+
+
+def json_converter() -> JsonConverter:
+    converter = JsonConverter()
+    converter.configure({"schemas.enable": "true"}, False)
+    return converter
+
+
+SOURCE_CHAIN = (
+    (HoistFieldValue, {"field": "line"}),
+    (InsertFieldValue, {"static.field": "origin", "static.value": "bench", "topic.field": "t"}),
+    (ReplaceFieldValue, {"renames": "line:text"}),
+    (MaskFieldValue, {"fields": "origin"}),
+)
+SINK_CHAIN = (
+    (InsertFieldValue, {"static.field": "stage", "static.value": "sink", "offset.field": "o"}),
+    (ReplaceFieldValue, {"exclude": "origin"}),
+    (MaskFieldValue, {"fields": "stage,o", "replacement": "7"}),
+)
+
+
+def test_a_chain_of_one_sides_transformations_makes_what_their_applies_make() -> None:
+    polled = [
+        SourceRecord({"p": 0}, {"o": i}, "out", f"line {i}", None, None, (), None, STRING_SCHEMA)
+        for i in range(3)
+    ]
+    built, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*SOURCE_CHAIN))),
+        value=json_converter(),
+    )
+    expected = []
+    for record in polled:
+        for transformation in side_chain(*SOURCE_CHAIN):
+            record = transformation.apply(record)
+        expected.append(json_converter().from_connect_data("out", None, record.value_schema,
+                                                           record.value))
+    produced = built.apply_source(polled)
+    assert [r.value for r in produced if r is not None] == expected
+    assert b'"payload":{"text":"line 2","t":"out","origin":""}' in expected[2]
+
+    sink, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*SINK_CHAIN))),
+        value=json_converter(),
+        is_sink=True,
+    )
+    delivered = sink.apply_sink([raw(value, i) for i, value in enumerate(expected)])
+    assert [repr(r.value) for r in delivered] == [
+        f"Struct{{text=line {i},t=out,o=7,stage=7}}" for i in range(3)
+    ]
+    assert [r.kafka_offset for r in delivered] == [0, 1, 2]
+
+
+def test_a_side_transformation_failing_in_a_chain_reports_its_own_stage() -> None:
+    built, producers = pipeline(
+        *(
+            stage(str(i), t)
+            for i, t in enumerate(side_chain(
+                (HoistFieldValue, {"field": "n"}),
+                (MaskFieldValue, {"fields": "n", "replacement": "not a number"}),
+                (InsertFieldValue, {"static.field": "s", "static.value": "v"}),
+            ))
+        ),
+        value=json_converter(),
+        errors=DLQ,
+    )
+    polled = [
+        SourceRecord({"p": 0}, {"o": 0}, "out", 5, None, None, (), None, INT64_SCHEMA),
+        SourceRecord({"p": 0}, {"o": 1}, "out", "text", None, None, (), None, STRING_SCHEMA),
+    ]
+    out = built.apply_source(polled)
+    assert out[0] is None
+    assert out[1] is not None and b'"payload":{"n":"not a number","s":"v"}' in out[1].value
+    built.await_dead_letters()
+    [written] = producers[0].produced
+    headers = dlq_headers(written)
+    assert headers["__connect.errors.stage"] == b"TRANSFORMATION"
+    assert headers["__connect.errors.class.name"] == (
+        b"org.apache.kafka.connect.transforms.MaskField$Value"
+    )
+    assert headers["__connect.errors.exception.message"] == (
+        b"Unable to convert not a number (class str) to number"
+    )
+    assert written["value"] == b'{"schema":{"type":"int64","optional":false},"payload":5}'
+    counts = built.take_counts()
+    assert (counts.errors, counts.skipped) == (1, 1)

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect_grpc.configdef import ConfigDef, ConfigType, define_all
-from connect_grpc.data.schema import Schema, SchemaBuilder
+from connect_grpc.data.schema import Schema, SchemaBuilder, validate_value
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import key, parse_config
-from connect_grpc.data.transforms._support import KEY, KeyOrValueTransformation, SchemaCache
+from connect_grpc.data.transforms._support import KEY, SchemaCache, SideTransformation
 
 FIELD = "field"
 
@@ -19,7 +19,7 @@ CONFIG_DEF = define_all([
 ])
 
 
-class HoistField(KeyOrValueTransformation):
+class HoistField(SideTransformation):
     """Schemaless: ``{field: value}`` (a null value too). With a schema: a Struct whose one
     field ``field`` has the original schema (a null value needs an optional schema)."""
 
@@ -30,16 +30,16 @@ class HoistField(KeyOrValueTransformation):
         self._field: str = parse_config(CONFIG_DEF, configs)[FIELD]
         self._schemas.clear()
 
-    def apply(self, record: Any) -> Any:
-        schema = self.side.schema(record)
-        value = self.side.value(record)
+    def apply_side(self, record: Any, schema: Schema | None, value: Any) -> tuple[Any, Any]:
         if schema is None:
-            return self.side.updated(record, None, {self._field: value})
+            return None, {self._field: value}
         updated = self._schemas.get(schema)
         if updated is None:
             updated = SchemaBuilder.struct().field(self._field, schema).build()
             self._schemas.put(schema, updated)
-        return self.side.updated(record, updated, Struct(updated).put(self._field, value))
+        # Struct(updated).put(field, value): the one field's schema is ``schema``
+        validate_value(schema, value, self._field)
+        return updated, Struct.trusted(updated, [value])
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF

@@ -15,8 +15,8 @@ from connect_grpc.data.transforms._config import (
 )
 from connect_grpc.data.transforms._support import (
     KEY,
-    KeyOrValueTransformation,
     SchemaCache,
+    SideTransformation,
     copy_schema_basics,
     field_values,
     require_map,
@@ -58,7 +58,7 @@ CONFIG_DEF = define_all([
 ])
 
 
-class ReplaceField(KeyOrValueTransformation):
+class ReplaceField(SideTransformation):
     """A field is kept when it is not in ``exclude`` and ``include`` is empty or lists it;
     kept fields are then renamed by ``renames`` (``old:new``). A null passes unchanged."""
 
@@ -77,17 +77,18 @@ class ReplaceField(KeyOrValueTransformation):
     def _keeps(self, name: str) -> bool:
         return name not in self._exclude and (not self._include or name in self._include)
 
-    def apply(self, record: Any) -> Any:
-        value = self.side.value(record)
+    def apply_side(self, record: Any, schema: Schema | None, value: Any) -> tuple[Any, Any]:
         if value is None:
-            return record
-        if self.side.schema(record) is None:
-            return self.side.updated(record, None, self._replaced_map(require_map(value, PURPOSE)))
+            return schema, value
+        if schema is None:
+            return None, self._replaced_map(require_map(value, PURPOSE))
         struct = require_struct(value, PURPOSE)
-        schema, sources = self._updated_schema(struct.schema)
-        values = field_values(struct, self._with_default)
-        return self.side.updated(record, schema, struct_of_checked_values(
-            schema, [values[index] for index in sources]))
+        updated_schema, sources = self._updated_schema(struct.schema)
+        values = struct._values  # read only: the kept values go to a new list
+        if self._with_default and None in values:
+            values = field_values(struct, True)
+        return updated_schema, struct_of_checked_values(
+            updated_schema, [values[index] for index in sources])
 
     def _replaced_map(self, fields: dict[str, Any]) -> dict[str, Any]:
         renames, exclude, include = self._renames, self._exclude, self._include
