@@ -39,7 +39,7 @@ from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
 from connect_grpc.data.record import ConnectRecord
-from connect_grpc.data.transforms._support import SideTransformation
+from connect_grpc.data.transforms._support import SideStep, SideTransformation
 from connect_grpc.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts
 from connect_grpc.runtime.dead_letter import (
@@ -62,6 +62,10 @@ from connect_grpc.runtime.tolerance import (
 from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
+
+#: How many input schemas a task's chain of SideTransformations keeps compiled steps for.
+CHAINS_CACHE_SIZE = 64
+_NO_SCHEMA: Any = object()
 
 #: Builds a task's pipeline plugins where the task runs (picklable, for a hosted task).
 PipelineFactory = Callable[[], PipelinePlugins]
@@ -165,6 +169,9 @@ class TaskPipeline:
         ):
             self._side_steps = [t.apply_side for t in transformations]  # type: ignore[attr-defined]
             self._side_is_key = transformations[0].side.is_key  # type: ignore[attr-defined]
+        #: The chain's compiled steps per input schema (``_compiled_chain``).
+        self._chains: dict[Any, tuple[Any, list[SideStep]] | None] = {}
+        self._last_chain: tuple[Any, tuple[Any, list[SideStep]] | None] = (_NO_SCHEMA, None)
         #: The batch's delivered sink records → the raw records they came from, for an
         #: errant record's report (id → (delivered, raw): the id alone could be reused).
         self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
@@ -414,10 +421,11 @@ class TaskPipeline:
         return self._transform_from(0, record, record if original is None else original)
 
     def _transform_side(self, record: Any, original: Any) -> Any:
-        """``_transform`` for a chain of SideTransformations on one side: each stage's
-        ``apply_side`` on the (schema, value) the stage before made, and one record made at
-        the end, with what each stage's ``apply`` would have made in turn. A stage that
-        raises gets the record it would have had, and the stages after it run as
+        """``_transform`` for a chain of SideTransformations on one side: the chain's steps
+        compiled for the record's schema when they take its value, else each stage's
+        ``apply_side`` on the (schema, value) the stage before made; one record made at the
+        end, with what each stage's ``apply`` would have made in turn. A stage that raises
+        gets the record it would have had, and the stages after it run as
         ``_transform_from`` runs them."""
         is_key = self._side_is_key
         if is_key:
@@ -425,6 +433,16 @@ class TaskPipeline:
         else:
             schema, value = record.value_schema, record.value
         first_schema, first_value = schema, value
+        last = self._last_chain
+        chain = last[1] if last[0] is schema else self._compiled_chain(schema)
+        if chain is not None:
+            try:
+                for compiled in chain[1]:
+                    value = compiled(record, value)
+            except Exception:
+                value = first_value  # apply_side decides below, and raises what it raises
+            else:
+                return self._with_side(record, is_key, first_schema, first_value, chain[0], value)
         for index, step in enumerate(self._side_steps or ()):
             try:
                 schema, value = step(record, schema, value)
@@ -434,6 +452,32 @@ class TaskPipeline:
                     index, current, record if original is None else original
                 )
         return self._with_side(record, is_key, first_schema, first_value, schema, value)
+
+    def _compiled_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
+        """The output schema and the compiled steps of the chain for values of ``schema``
+        (each stage's ``compile_side`` on what the stage before gives), or None when a stage
+        has none; worked out once per schema."""
+        if schema is None:
+            return None
+        if schema in self._chains:
+            chain = self._chains[schema]
+        else:
+            chain = self._compile_chain(schema)
+            if len(self._chains) >= CHAINS_CACHE_SIZE:
+                self._chains.clear()  # a stream of ever-new schemas: start afresh
+            self._chains[schema] = chain
+        self._last_chain = (schema, chain)
+        return chain
+
+    def _compile_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
+        steps: list[SideStep] = []
+        for stage in self._stages:
+            compiled = stage.transformation.compile_side(schema)  # type: ignore[attr-defined]
+            if compiled is None:
+                return None
+            schema, step = compiled
+            steps.append(step)
+        return schema, steps
 
     @staticmethod
     def _with_side(

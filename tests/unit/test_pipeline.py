@@ -16,7 +16,8 @@ from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugi
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
-from connect_grpc.data.schema import INT64_SCHEMA, STRING_SCHEMA
+from connect_grpc.data.schema import INT64_SCHEMA, STRING_SCHEMA, SchemaBuilder
+from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms.hoist_field import HoistFieldValue
 from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
@@ -582,5 +583,58 @@ def test_a_side_transformation_failing_in_a_chain_reports_its_own_stage() -> Non
         b"Unable to convert not a number (class str) to number"
     )
     assert written["value"] == b'{"schema":{"type":"int64","optional":false},"payload":5}'
+    counts = built.take_counts()
+    assert (counts.errors, counts.skipped) == (1, 1)
+
+
+def test_a_compiled_chain_leaves_nulls_defaults_and_other_schemas_to_apply_side() -> None:
+    schema = (
+        SchemaBuilder.struct()
+        .field("a", STRING_SCHEMA)
+        .field("b", SchemaBuilder.string().optional().default_value("dflt").build())
+        .field("n", INT64_SCHEMA)
+        .build()
+    )
+    other = (
+        SchemaBuilder.struct()
+        .field("a", STRING_SCHEMA).field("c", STRING_SCHEMA).field("n", INT64_SCHEMA)
+        .build()
+    )
+    chain = (
+        (InsertFieldValue, {"static.field": "s", "static.value": "v"}),
+        (ReplaceFieldValue, {"renames": "a:text", "exclude": "x"}),
+        (MaskFieldValue, {"fields": "n,b", "replacement": "9"}),
+    )
+    values = [
+        Struct(schema).put("a", "x").put("b", "y").put("n", 1),
+        Struct(schema).put("a", "x").put("n", 2),  # b null: its default stands in
+        Struct(schema).put("a", "x").put("b", "z").put("n", 3),
+        Struct(other).put("a", "o").put("c", "c").put("n", 4),  # not the record's schema
+        None,  # InsertField and ReplaceField pass a null on; MaskField refuses it
+    ]
+    records = [
+        SourceRecord({"p": 0}, {"o": i}, "out", value, None, None, (), None, schema)
+        for i, value in enumerate(values)
+    ]
+    built, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*chain))), value=json_converter()
+    )
+    produced = built.apply_source(records)
+    assert produced[-1] is None
+    expected = []
+    for record in records[:-1]:
+        for transformation in side_chain(*chain):
+            record = transformation.apply(record)
+        expected.append(
+            json_converter().from_connect_data("out", None, record.value_schema, record.value)
+        )
+    assert [r.value for r in produced[:-1] if r is not None] == expected
+    assert [repr(JsonConverter().to_connect_data("out", None, value).value)
+            for value in expected] == [
+        "Struct{text=x,b=9,n=9,s=v}",
+        "Struct{text=x,b=9,n=9,s=v}",
+        "Struct{text=x,b=9,n=9,s=v}",
+        "Struct{text=o,c=c,n=9,s=v}",
+    ]
     counts = built.take_counts()
     assert (counts.errors, counts.skipped) == (1, 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from connect_grpc.data.errors import DataError
@@ -208,6 +209,25 @@ class KeyOrValueTransformation(Transformation[Any]):
     side: ClassVar[Side] = VALUE
 
 
+#: A SideTransformation's function for the values of one schema (``compile_side``).
+SideStep = Callable[[Any, Any], Any]
+
+
+class NotCompiled(Exception):
+    """A compiled step met a value it leaves to ``apply_side``."""
+
+
+def struct_values_of(value: Any, schema: Schema) -> list[Any]:
+    """The values of ``value``, a Struct of exactly ``schema`` with no null value, for a
+    compiled step; else NotCompiled."""
+    if value.__class__ is not Struct or value._schema is not schema:
+        raise NotCompiled
+    values: list[Any] = value._values
+    if None in values:
+        raise NotCompiled
+    return values
+
+
 class SideTransformation(KeyOrValueTransformation):
     """A ``$Key``/``$Value`` transformation that reads and changes only its side's schema
     and value (the rest of the record only read): ``apply_side`` is the whole of it, so a
@@ -219,6 +239,14 @@ class SideTransformation(KeyOrValueTransformation):
         the record passes unchanged. ``record`` gives the other fields (topic, partition,
         offset, timestamp); its own schema and value on this side are not read."""
         raise NotImplementedError
+
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        """For values of ``schema``: the schema ``apply_side`` gives them and a function
+        (record, value) → value that gives what ``apply_side`` gives whenever it does not
+        raise ``NotCompiled`` (it raises that for any value it is not sure of, a null among
+        a Struct's values or a Struct of another schema: then ``apply_side`` decides). None
+        when there is none for this schema (the default)."""
+        return None
 
     def apply(self, record: Any) -> Any:
         side = self.side

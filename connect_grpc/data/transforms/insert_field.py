@@ -18,7 +18,9 @@ from connect_grpc.data.schema import (
     STRING_SCHEMA,
     Schema,
     SchemaBuilder,
+    Type,
 )
+from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -28,6 +30,7 @@ from connect_grpc.data.transforms._config import (
 from connect_grpc.data.transforms._support import (
     KEY,
     SchemaCache,
+    SideStep,
     SideTransformation,
     copy_schema_basics,
     field_values,
@@ -35,6 +38,7 @@ from connect_grpc.data.transforms._support import (
     require_sink_record,
     require_struct,
     struct_of_checked_values,
+    struct_values_of,
 )
 
 TOPIC_FIELD = "topic.field"
@@ -141,6 +145,18 @@ class InsertField(SideTransformation):
         else:
             values.extend([item for _, item in self._insertions(record, as_datetime=True)])
         return updated_schema, struct_of_checked_values(updated_schema, values, copied)
+
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        if schema.type is not Type.STRUCT or self._static_only is None:
+            return None
+        updated, inserted, trusted = self._updated_schema(schema), list(self._static_only), (
+            Struct.trusted
+        )
+
+        def insert(record: Any, value: Any) -> Any:
+            return trusted(updated, struct_values_of(value, schema) + inserted)
+
+        return updated, insert
 
     def _insertions(self, record: Any, *, as_datetime: bool) -> list[tuple[str, Any]]:
         """(field name, value) of each configured insertion, in schema order (None where

@@ -13,6 +13,7 @@ from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data import values
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.schema import Field, Schema, Type, python_class_name, validate_value
+from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -23,12 +24,15 @@ from connect_grpc.data.transforms._config import (
 )
 from connect_grpc.data.transforms._support import (
     KEY,
+    NotCompiled,
     SchemaCache,
+    SideStep,
     SideTransformation,
     field_values,
     require_map,
     require_struct,
     struct_of_checked_values,
+    struct_values_of,
 )
 
 FIELDS = "fields"
@@ -159,6 +163,23 @@ class MaskField(SideTransformation):
                     masks[current.__class__] = masked
             values[field.index] = masked
         return schema, struct_of_checked_values(struct.schema, values)
+
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        if schema.type is not Type.STRUCT:
+            return None
+        plan = [(field.index, masks) for field, masks in self._masked_fields(schema)]
+        trusted = Struct.trusted
+
+        def mask(record: Any, value: Any) -> Any:
+            values = list(struct_values_of(value, schema))
+            for index, masks in plan:
+                masked = masks.get(values[index].__class__, _UNKNOWN)
+                if masked is _UNKNOWN:  # a class not masked yet: apply_side finds its mask
+                    raise NotCompiled
+                values[index] = masked
+            return trusted(schema, values)
+
+        return schema, mask
 
     def _masked_fields(self, schema: Schema) -> list[tuple[Field, dict[type, Any]]]:
         """The schema's fields to mask, each with the masks found so far by the class of

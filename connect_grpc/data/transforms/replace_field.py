@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect_grpc.configdef import ConfigDef, ConfigType, ExactMessage, define_all, java_list
-from connect_grpc.data.schema import Schema, SchemaBuilder
+from connect_grpc.data.schema import Schema, SchemaBuilder, Type
+from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -16,12 +17,14 @@ from connect_grpc.data.transforms._config import (
 from connect_grpc.data.transforms._support import (
     KEY,
     SchemaCache,
+    SideStep,
     SideTransformation,
     copy_schema_basics,
     field_values,
     require_map,
     require_struct,
     struct_of_checked_values,
+    struct_values_of,
 )
 
 EXCLUDE = "exclude"
@@ -89,6 +92,17 @@ class ReplaceField(SideTransformation):
             values = field_values(struct, True)
         return updated_schema, struct_of_checked_values(
             updated_schema, [values[index] for index in sources])
+
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        if schema.type is not Type.STRUCT:
+            return None
+        (updated, sources), trusted = self._updated_schema(schema), Struct.trusted
+
+        def replace(record: Any, value: Any) -> Any:
+            values = struct_values_of(value, schema)
+            return trusted(updated, [values[index] for index in sources])
+
+        return updated, replace
 
     def _replaced_map(self, fields: dict[str, Any]) -> dict[str, Any]:
         renames, exclude, include = self._renames, self._exclude, self._include
