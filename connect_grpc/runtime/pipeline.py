@@ -234,9 +234,22 @@ class TaskPipeline:
         return [self._source_record(record) for record in records]
 
     def _source_record(self, original: SourceRecord) -> SourceRecord | None:
-        record = self._transform(original) if self._appliers else original
-        if record is None:
-            return None
+        if self._side_steps is not None and not self._side_is_key:
+            # a value-side chain: no record made for its result, the outgoing one only
+            result = self._side_result(original, None)
+            if result.__class__ is tuple:
+                record: Any = original
+                value_schema, value = result
+            else:
+                record = result
+                if record is None:
+                    return None
+                value_schema, value = record.value_schema, record.value
+        else:
+            record = self._transform(original) if self._appliers else original
+            if record is None:
+                return None
+            value_schema, value = record.value_schema, record.value
         topic = record.topic
         # Stages that cannot fail are not run: raw header pairs go out as they are, and
         # bytes (or None) need no pass-through converter.
@@ -270,16 +283,13 @@ class TaskPipeline:
                 key = self.operator.after_failure(context, operation, Stage.KEY_CONVERTER, error)
                 if context.failed:
                     return None
-        value = record.value
         if self._converts_values or not (value is None or value.__class__ is bytes):
             convert = self._value.from_connect_data
             try:
-                value = convert(topic, connect_headers, record.value_schema, value)
+                value = convert(topic, connect_headers, value_schema, value)
             except Exception as error:
                 context = self._failed_at(original, Stage.VALUE_CONVERTER, self._value_name, topic)
-                operation = functools.partial(
-                    convert, topic, connect_headers, record.value_schema, value
-                )
+                operation = functools.partial(convert, topic, connect_headers, value_schema, value)
                 value = self.operator.after_failure(
                     context, operation, Stage.VALUE_CONVERTER, error
                 )
@@ -395,6 +405,17 @@ class TaskPipeline:
         )
         if not self._appliers:
             return record
+        if self._side_steps is not None:
+            result = self._side_result(record, raw)
+            if result.__class__ is not tuple:
+                return result  # type: ignore[no-any-return]
+            # The record is this method's own, only read by the chain: it takes the
+            # chain's result instead of a copy being made with it.
+            if self._side_is_key:
+                record.key_schema, record.key = result
+            else:
+                record.value_schema, record.value = result
+            return record
         transformed: SinkRecord | None = self._transform(record, raw)
         return transformed
 
@@ -427,6 +448,18 @@ class TaskPipeline:
         end, with what each stage's ``apply`` would have made in turn. A stage that raises
         gets the record it would have had, and the stages after it run as
         ``_transform_from`` runs them."""
+        result = self._side_result(record, original)
+        if result.__class__ is not tuple:
+            return result
+        is_key = self._side_is_key
+        if is_key:
+            return self._with_side(record, True, record.key_schema, record.key, *result)
+        return self._with_side(record, False, record.value_schema, record.value, *result)
+
+    def _side_result(self, record: Any, original: Any) -> Any:
+        """What the chain of SideTransformations makes of the record's side: (schema,
+        value) when no stage raised, else what ``_transform_from`` made of the record (a
+        record, or None)."""
         is_key = self._side_is_key
         if is_key:
             schema, value = record.key_schema, record.key
@@ -442,7 +475,7 @@ class TaskPipeline:
             except Exception:
                 value = first_value  # apply_side decides below, and raises what it raises
             else:
-                return self._with_side(record, is_key, first_schema, first_value, chain[0], value)
+                return chain[0], value
         for index, step in enumerate(self._side_steps or ()):
             try:
                 schema, value = step(record, schema, value)
@@ -451,7 +484,7 @@ class TaskPipeline:
                 return self._transform_from(
                     index, current, record if original is None else original
                 )
-        return self._with_side(record, is_key, first_schema, first_value, schema, value)
+        return schema, value
 
     def _compiled_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
         """The output schema and the compiled steps of the chain for values of ``schema``
