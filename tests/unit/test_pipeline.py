@@ -638,3 +638,31 @@ def test_a_compiled_chain_leaves_nulls_defaults_and_other_schemas_to_apply_side(
     ]
     counts = built.take_counts()
     assert (counts.errors, counts.skipped) == (1, 1)
+
+
+@pytest.mark.parametrize("replace_config", [
+    {"include": "line"},  # one field kept
+    {"exclude": "line,s"},  # none
+    {"renames": "s:t"},  # both
+])
+def test_a_compiled_replace_field_keeps_what_apply_keeps(replace_config: dict[str, str]) -> None:
+    chain = (
+        (HoistFieldValue, {"field": "line"}),
+        (InsertFieldValue, {"static.field": "s", "static.value": "v"}),
+        (ReplaceFieldValue, replace_config),
+    )
+    polled = [
+        SourceRecord({"p": 0}, {"o": i}, "out", f"l{i}", None, None, (), None, STRING_SCHEMA)
+        for i in range(3)
+    ]
+    built, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*chain))), value=json_converter()
+    )
+    expected = []
+    for record in polled:
+        for transformation in side_chain(*chain):
+            record = transformation.apply(record)
+        expected.append(
+            json_converter().from_connect_data("out", None, record.value_schema, record.value)
+        )
+    assert [r.value for r in built.apply_source(polled) if r is not None] == expected

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,10 +99,12 @@ class ReplaceField(SideTransformation):
         if schema.type is not Type.STRUCT:
             return None
         (updated, sources), trusted = self._updated_schema(schema), Struct.trusted
+        if len(sources) < 2:  # itemgetter gives a tuple from two indexes on
+            return updated, functools.partial(_replace_few, schema, updated, sources)
+        kept = operator.itemgetter(*sources)
 
         def replace(record: Any, value: Any) -> Any:
-            values = struct_values_of(value, schema)
-            return trusted(updated, [values[index] for index in sources])
+            return trusted(updated, list(kept(struct_values_of(value, schema))))
 
         return updated, replace
 
@@ -131,6 +135,12 @@ class ReplaceField(SideTransformation):
 
     def close(self) -> None:
         self._schemas.clear()
+
+
+def _replace_few(schema: Schema, updated: Schema, sources: list[int], record: Any,
+                 value: Any) -> Any:
+    values = struct_values_of(value, schema)
+    return Struct.trusted(updated, [values[index] for index in sources])
 
 
 class ReplaceFieldKey(ReplaceField):
