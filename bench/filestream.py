@@ -65,6 +65,7 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
     sha256,
     write_input,
 )
+from pipelines import PIPELINES  # the sibling module: the configs of --pipeline
 
 from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
 from connect_grpc.logs import configure_logging
@@ -76,41 +77,6 @@ OURS = "connect-grpc"
 
 #: Lines of each sink file kept to show a difference between the two workers' files.
 HEAD_LINES = 1000
-JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
-SMT = "org.apache.kafka.connect.transforms."
-#: The connector configs of ``--pipeline json-smts`` (added to the FileStream configs).
-PIPELINES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "none": ({}, {}),
-    "json-smts": (
-        {
-            "value.converter": JSON_CONVERTER,
-            "value.converter.schemas.enable": "true",
-            "transforms": "hoist,insert,rename,mask",
-            "transforms.hoist.type": SMT + "HoistField$Value",
-            "transforms.hoist.field": "line",
-            "transforms.insert.type": SMT + "InsertField$Value",
-            "transforms.insert.static.field": "origin",
-            "transforms.insert.static.value": "bench",
-            "transforms.rename.type": SMT + "ReplaceField$Value",
-            "transforms.rename.renames": "line:text",
-            "transforms.mask.type": SMT + "MaskField$Value",
-            "transforms.mask.fields": "origin",
-        },
-        {
-            "value.converter": JSON_CONVERTER,
-            "value.converter.schemas.enable": "true",
-            "transforms": "insert,drop,mask",
-            "transforms.insert.type": SMT + "InsertField$Value",
-            "transforms.insert.static.field": "stage",
-            "transforms.insert.static.value": "sink",
-            "transforms.drop.type": SMT + "ReplaceField$Value",
-            "transforms.drop.exclude": "origin",
-            "transforms.mask.type": SMT + "MaskField$Value",
-            "transforms.mask.fields": "stage",
-            "transforms.mask.replacement": "***",
-        },
-    ),
-}
 
 
 class ConnectGrpcWorker:

@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/pipeline_micro.py [--records N] [--rounds R] [--cpu C]
+    .venv/bin/python bench/pipeline_micro.py [--records N] [--rounds R] [--cpu C] [--filestream]
 
 Measures, for a 10-field struct value (int64, int32, two strings, an optional string left
 null, a double, a float, a boolean, bytes and a Timestamp), records/s of:
@@ -12,14 +12,21 @@ null, a double, a float, a boolean, bytes and a Timestamp), records/s of:
 * ``round trip``: both, as a sink-then-source pipeline would run them per record;
 * the same with ``schemas.enable=false`` on the equivalent dict (schemaless JSON);
 * a round trip of a 100-character line with a STRING schema (what FileStreamSource emits);
-* the converter + 3-SMT chain of issue 24's benchmark, as a sink runs it (bytes →
-  JsonConverter → InsertField$Value → ReplaceField$Value → MaskField$Value → the record
-  ``put`` gets) and as a source runs it (record → the 3 SMTs → JsonConverter → bytes), on
-  SinkRecord/SourceRecord objects like the runtime's.
+* the converter + 3-SMT chain on that struct, as a sink runs it (bytes → JsonConverter →
+  InsertField$Value → ReplaceField$Value → MaskField$Value) and as a source does (the 3 SMTs
+  → JsonConverter → bytes), on SinkRecord/SourceRecord objects like the runtime's;
+* issue 24's FileStream benchmark per record (``bench/filestream.py --pipeline json-smts``,
+  its connector configs from ``bench/pipelines.py``), on its 100-byte lines: the source's
+  chain (HoistField, InsertField, ReplaceField, MaskField → JsonConverter) and the sink's
+  (JsonConverter → InsertField, ReplaceField, MaskField), the SMTs called directly; then
+  the same as the runtime runs them, through the task's ``TaskPipeline`` (``apply_source``
+  on the records FileStreamSourceTask makes; ``sink_batch`` on the records the consumer
+  gives, then FileStreamSinkTask's ``put`` writing each Struct as Kafka prints it).
 
 Each measurement converts N distinct records (built beforehand, not timed), R times; the
 best round is reported (the least disturbed by other processes), with the median beside it.
-``--cpu`` pins the process to one CPU (default: the last one) so the figure is one core's.
+``--cpu`` pins the process to one CPU (default: the last one) so the figure is one core's;
+the garbage collector has the worker's thresholds (``gc_tuning.tune_for_batches``).
 The Markdown table goes to stdout, progress to stderr.
 """
 
@@ -30,12 +37,20 @@ import datetime
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_connect import LINE_BYTES  # the sibling modules: the script's directory is on sys.path
+from kafka_connect import line as bench_line
+from pipelines import PIPELINES
+
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.file import FileStreamSinkTask
+from connect_grpc.connectors.pipeline_config import PipelinePlugins, build_pipeline
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.logical import Timestamp
 from connect_grpc.data.schema import (
@@ -54,9 +69,15 @@ from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
 from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
+from connect_grpc.domain import TaskId
+from connect_grpc.runtime.gc_tuning import tune_for_batches
+from connect_grpc.runtime.pipeline import TaskPipeline
+from connect_grpc.worker_config import WorkerConfig
 
 TOPIC = "bench"
 EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+#: Records per sink batch at most (a sink task's batches grow to 100 000, batching.py).
+SINK_BATCH = 100_000
 
 
 def ten_field_schema() -> Schema:
@@ -105,6 +126,25 @@ def as_dict(struct: Struct) -> dict[str, Any]:
     return result
 
 
+def filestream_pipeline(is_sink: bool) -> PipelinePlugins:
+    """The pipeline plugins of the FileStream benchmark's source or sink connector."""
+    source, sink = PIPELINES["json-smts"]
+    config = {
+        "name": "bench-sink" if is_sink else "bench-source",
+        "connector.class": "FileStreamSink" if is_sink else "FileStreamSource",
+        **(sink if is_sink else source),
+    }
+    worker = WorkerConfig.from_properties({"bootstrap.servers": "localhost:9092"})
+    return build_pipeline(config, worker, Plugins(), is_sink=is_sink)
+
+
+def task_pipeline(is_sink: bool) -> TaskPipeline:
+    return TaskPipeline.create(
+        TaskId("bench", 0), filestream_pipeline(is_sink), is_sink=is_sink,
+        producer_conf={"bootstrap.servers": "localhost:9092"}, sleep=lambda _: False,
+    )
+
+
 def three_smts() -> list[Any]:
     """InsertField, ReplaceField and MaskField on the value, configured as Kafka Connect
     users write them."""
@@ -139,7 +179,9 @@ def measure(name: str, count: int, rounds: int, run: Callable[[], None]) -> Meas
     return result
 
 
-def run_all(count: int, rounds: int) -> list[Measurement]:
+def run_all(count: int, rounds: int, only_filestream: bool = False) -> list[Measurement]:
+    if only_filestream:
+        return filestream_measurements(count, rounds)
     schema = ten_field_schema()
     structs = make_structs(schema, count)
     enveloped = converter(True)
@@ -199,7 +241,7 @@ def run_all(count: int, rounds: int) -> list[Measurement]:
                 record = apply(record)
             write(TOPIC, None, record.value_schema, record.value)
 
-    return [
+    measurements = [
         measure("JsonConverter from_connect_data (schemas.enable=true, Struct)", count, rounds,
                 envelope_writes),
         measure("JsonConverter to_connect_data (schemas.enable=true, Struct)", count, rounds,
@@ -217,6 +259,72 @@ def run_all(count: int, rounds: int) -> list[Measurement]:
         measure("source chain: InsertField, ReplaceField, MaskField + JsonConverter", count,
                 rounds, source_chains),
     ]
+    return [*measurements, *filestream_measurements(count, rounds)]
+
+
+def filestream_measurements(count: int, rounds: int) -> list[Measurement]:
+    """Issue 24's FileStream benchmark's chains on its lines (see the module docstring)."""
+    partition = {"filename": "bench.txt"}
+    lines = [line[:-1] for line in map(bench_line, range(count))]
+    polled = [
+        SourceRecord(partition, {"position": (index + 1) * LINE_BYTES}, TOPIC, text,
+                     None, None, (), None, STRING_SCHEMA)
+        for index, text in enumerate(lines)
+    ]
+    source = task_pipeline(is_sink=False)
+    produced = [r for r in source.apply_source(polled) if r is not None]
+    assert len(produced) == count
+    raws = [SinkRecord(TOPIC, 0, index, None, r.value, 1_700_000_000_000, ())
+            for index, r in enumerate(produced)]
+    sink = task_pipeline(is_sink=True)
+    source_smts = [stage.transformation.apply for stage in source.plugins.stages]
+    sink_smts = [stage.transformation.apply for stage in sink.plugins.stages]
+    value_converter = source.plugins.value_converter
+    assert value_converter is not None
+    write, read = value_converter.from_connect_data, value_converter.to_connect_data
+
+    def source_chains() -> None:
+        for record in polled:
+            for apply in source_smts:
+                record = apply(record)
+            write(TOPIC, None, record.value_schema, record.value)
+
+    def sink_chains() -> None:
+        for raw in raws:
+            value_schema, value = read(TOPIC, None, raw.value)
+            record: Any = SinkRecord(TOPIC, 0, raw.kafka_offset, None, value,
+                                     raw.timestamp_ms, (), None, value_schema)
+            for apply in sink_smts:
+                record = apply(record)
+
+    def source_pipeline() -> None:
+        outgoing = [r for r in source.apply_source(polled) if r is not None]
+        assert len(outgoing) == count
+
+    with tempfile.TemporaryDirectory() as directory:
+        sink_task = FileStreamSinkTask()
+        sink_task.start({"file": os.path.join(directory, "sink.txt")})
+        batches = [raws[start:start + SINK_BATCH] for start in range(0, count, SINK_BATCH)]
+
+        def sink_pipeline() -> None:
+            for number, batch in enumerate(batches):
+                sink_task.put(sink.sink_batch(batch, number))
+                sink.sink_batch_done()
+
+        result = [
+            measure("FileStream source chain: HoistField, InsertField, ReplaceField, MaskField "
+                    "+ JsonConverter", count, rounds, source_chains),
+            measure("FileStream sink chain: JsonConverter + InsertField, ReplaceField, "
+                    "MaskField", count, rounds, sink_chains),
+            measure("FileStream source pipeline: TaskPipeline.apply_source", count, rounds,
+                    source_pipeline),
+            measure("FileStream sink pipeline: TaskPipeline.sink_batch + FileStreamSink put",
+                    count, rounds, sink_pipeline),
+        ]
+        sink_task.stop()
+    source.close()
+    sink.close()
+    return result
 
 
 def pin_to_cpu(cpu: int | None) -> int | None:
@@ -233,9 +341,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=50_000, help="records per round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per measurement")
     parser.add_argument("--cpu", type=int, default=None, help="the CPU to pin to")
+    parser.add_argument("--filestream", action="store_true",
+                        help="only the FileStream benchmark's chains and pipelines")
     args = parser.parse_args(argv)
     cpu = pin_to_cpu(args.cpu)
-    measurements = run_all(args.records, args.rounds)
+    tune_for_batches()  # the worker's collector thresholds
+    measurements = run_all(args.records, args.rounds, args.filestream)
     out = sys.stdout
     out.write(f"Python {sys.version.split()[0]}, one core (CPU {cpu}), {args.records:,} records "
               f"x {args.rounds} rounds, 10-field struct (envelope {_envelope_size()} bytes)\n\n")

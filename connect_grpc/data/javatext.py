@@ -69,6 +69,8 @@ def _java_layout(value: float, digits_text: str) -> str:
 def java_string(value: Any) -> str:
     """A value as Java's ``toString`` renders it (lists ``[a, b]``, maps ``{k=v}``,
     booleans ``true``, doubles ``1.0E20``, null ``null``)."""
+    if value.__class__ is str:
+        return value
     if value is None:
         return "null"
     if isinstance(value, bool):

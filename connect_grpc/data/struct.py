@@ -87,12 +87,30 @@ class Struct:
         return hash((self._schema, tuple(_hashable(value) for value in self._values)))
 
     def __repr__(self) -> str:
+        values = self._values
         parts = [
-            f"{field.name}={java_string(self._values[field.index])}"
-            for field in self._schema.fields
-            if self._values[field.index] is not None
+            prefix + (value if value.__class__ is str else java_string(value))
+            for index, prefix in _repr_prefixes(self._schema)
+            if (value := values[index]) is not None
         ]
         return "Struct{" + ",".join(parts) + "}"
+
+
+#: Per struct schema, each field's index and ``name=`` in field order (what ``repr`` of a
+#: Struct writes before each value), worked out once per schema: a sink printing Structs
+#: (FileStreamSink) writes one per record.
+_REPR_PREFIXES: dict[Schema, tuple[tuple[int, str], ...]] = {}
+_REPR_PREFIXES_MAX = 256
+
+
+def _repr_prefixes(schema: Schema) -> tuple[tuple[int, str], ...]:
+    prefixes = _REPR_PREFIXES.get(schema)
+    if prefixes is None:
+        prefixes = tuple((field.index, field.name + "=") for field in schema.fields)
+        if len(_REPR_PREFIXES) >= _REPR_PREFIXES_MAX:
+            _REPR_PREFIXES.clear()  # a stream of ever-new schemas: start afresh
+        _REPR_PREFIXES[schema] = prefixes
+    return prefixes
 
 
 def _hashable(value: Any) -> Any:

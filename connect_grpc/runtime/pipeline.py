@@ -39,6 +39,7 @@ from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
 from connect_grpc.data.record import ConnectRecord
+from connect_grpc.data.transforms._support import SideStep, SideTransformation
 from connect_grpc.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts
 from connect_grpc.runtime.dead_letter import (
@@ -61,6 +62,10 @@ from connect_grpc.runtime.tolerance import (
 from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
+
+#: How many input schemas a task's chain of SideTransformations keeps compiled steps for.
+CHAINS_CACHE_SIZE = 64
+_NO_SCHEMA: Any = object()
 
 #: Builds a task's pipeline plugins where the task runs (picklable, for a hosted task).
 PipelineFactory = Callable[[], PipelinePlugins]
@@ -151,6 +156,22 @@ class TaskPipeline:
             )
             for stage in self._stages
         ]
+        #: With every stage a SideTransformation of one side and without predicate: the
+        #: stages' ``apply_side``, run on (schema, value) pairs (see ``_transform_side``).
+        self._side_steps: list[Callable[[Any, Any, Any], tuple[Any, Any]]] | None = None
+        self._side_is_key = False
+        transformations = [stage.transformation for stage in self._stages]
+        if (
+            transformations
+            and all(stage.predicate is None for stage in self._stages)
+            and all(isinstance(t, SideTransformation) for t in transformations)
+            and len({t.side.is_key for t in transformations}) == 1  # type: ignore[attr-defined]
+        ):
+            self._side_steps = [t.apply_side for t in transformations]  # type: ignore[attr-defined]
+            self._side_is_key = transformations[0].side.is_key  # type: ignore[attr-defined]
+        #: The chain's compiled steps per input schema (``_compiled_chain``).
+        self._chains: dict[Any, tuple[Any, list[SideStep]] | None] = {}
+        self._last_chain: tuple[Any, tuple[Any, list[SideStep]] | None] = (_NO_SCHEMA, None)
         #: The batch's delivered sink records → the raw records they came from, for an
         #: errant record's report (id → (delivered, raw): the id alone could be reused).
         self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
@@ -213,9 +234,22 @@ class TaskPipeline:
         return [self._source_record(record) for record in records]
 
     def _source_record(self, original: SourceRecord) -> SourceRecord | None:
-        record = self._transform(original) if self._appliers else original
-        if record is None:
-            return None
+        if self._side_steps is not None and not self._side_is_key:
+            # a value-side chain: no record made for its result, the outgoing one only
+            result = self._side_result(original, None)
+            if result.__class__ is tuple:
+                record: Any = original
+                value_schema, value = result
+            else:
+                record = result
+                if record is None:
+                    return None
+                value_schema, value = record.value_schema, record.value
+        else:
+            record = self._transform(original) if self._appliers else original
+            if record is None:
+                return None
+            value_schema, value = record.value_schema, record.value
         topic = record.topic
         # Stages that cannot fail are not run: raw header pairs go out as they are, and
         # bytes (or None) need no pass-through converter.
@@ -249,16 +283,13 @@ class TaskPipeline:
                 key = self.operator.after_failure(context, operation, Stage.KEY_CONVERTER, error)
                 if context.failed:
                     return None
-        value = record.value
         if self._converts_values or not (value is None or value.__class__ is bytes):
             convert = self._value.from_connect_data
             try:
-                value = convert(topic, connect_headers, record.value_schema, value)
+                value = convert(topic, connect_headers, value_schema, value)
             except Exception as error:
                 context = self._failed_at(original, Stage.VALUE_CONVERTER, self._value_name, topic)
-                operation = functools.partial(
-                    convert, topic, connect_headers, record.value_schema, value
-                )
+                operation = functools.partial(convert, topic, connect_headers, value_schema, value)
                 value = self.operator.after_failure(
                     context, operation, Stage.VALUE_CONVERTER, error
                 )
@@ -374,6 +405,17 @@ class TaskPipeline:
         )
         if not self._appliers:
             return record
+        if self._side_steps is not None:
+            result = self._side_result(record, raw)
+            if result.__class__ is not tuple:
+                return result  # type: ignore[no-any-return]
+            # The record is this method's own, only read by the chain: it takes the
+            # chain's result instead of a copy being made with it.
+            if self._side_is_key:
+                record.key_schema, record.key = result
+            else:
+                record.value_schema, record.value = result
+            return record
         transformed: SinkRecord | None = self._transform(record, raw)
         return transformed
 
@@ -395,13 +437,101 @@ class TaskPipeline:
     def _transform(self, record: Any, original: Any = None) -> Any:
         """The record through every stage (None once one drops it or fails); ``original``
         is what a failure reports (the record itself when None: a source's polled record)."""
-        first = record
-        for apply, name in self._appliers:
+        if self._side_steps is not None:
+            return self._transform_side(record, original)
+        return self._transform_from(0, record, record if original is None else original)
+
+    def _transform_side(self, record: Any, original: Any) -> Any:
+        """``_transform`` for a chain of SideTransformations on one side: the chain's steps
+        compiled for the record's schema when they take its value, else each stage's
+        ``apply_side`` on the (schema, value) the stage before made; one record made at the
+        end, with what each stage's ``apply`` would have made in turn. A stage that raises
+        gets the record it would have had, and the stages after it run as
+        ``_transform_from`` runs them."""
+        result = self._side_result(record, original)
+        if result.__class__ is not tuple:
+            return result
+        is_key = self._side_is_key
+        if is_key:
+            return self._with_side(record, True, record.key_schema, record.key, *result)
+        return self._with_side(record, False, record.value_schema, record.value, *result)
+
+    def _side_result(self, record: Any, original: Any) -> Any:
+        """What the chain of SideTransformations makes of the record's side: (schema,
+        value) when no stage raised, else what ``_transform_from`` made of the record (a
+        record, or None)."""
+        is_key = self._side_is_key
+        if is_key:
+            schema, value = record.key_schema, record.key
+        else:
+            schema, value = record.value_schema, record.value
+        first_schema, first_value = schema, value
+        last = self._last_chain
+        chain = last[1] if last[0] is schema else self._compiled_chain(schema)
+        if chain is not None:
+            try:
+                for compiled in chain[1]:
+                    value = compiled(record, value)
+            except Exception:
+                value = first_value  # apply_side decides below, and raises what it raises
+            else:
+                return chain[0], value
+        for index, step in enumerate(self._side_steps or ()):
+            try:
+                schema, value = step(record, schema, value)
+            except Exception:
+                current = self._with_side(record, is_key, first_schema, first_value, schema, value)
+                return self._transform_from(
+                    index, current, record if original is None else original
+                )
+        return schema, value
+
+    def _compiled_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
+        """The output schema and the compiled steps of the chain for values of ``schema``
+        (each stage's ``compile_side`` on what the stage before gives), or None when a stage
+        has none; worked out once per schema."""
+        if schema is None:
+            return None
+        if schema in self._chains:
+            chain = self._chains[schema]
+        else:
+            chain = self._compile_chain(schema)
+            if len(self._chains) >= CHAINS_CACHE_SIZE:
+                self._chains.clear()  # a stream of ever-new schemas: start afresh
+            self._chains[schema] = chain
+        self._last_chain = (schema, chain)
+        return chain
+
+    def _compile_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
+        steps: list[SideStep] = []
+        for stage in self._stages:
+            compiled = stage.transformation.compile_side(schema)  # type: ignore[attr-defined]
+            if compiled is None:
+                return None
+            schema, step = compiled
+            steps.append(step)
+        return schema, steps
+
+    @staticmethod
+    def _with_side(
+        record: Any, is_key: bool, old_schema: Any, old_value: Any, schema: Any, value: Any
+    ) -> Any:
+        """The record with its key or value side replaced (itself when nothing changed)."""
+        if value is old_value and schema is old_schema:
+            return record
+        if is_key:
+            return record.new_record(key_schema=schema, key=value)
+        return record.new_record(value_schema=schema, value=value)
+
+    def _transform_from(self, start: int, record: Any, first: Any) -> Any:
+        """The record through the stages from ``start`` on, each called in turn; ``first``
+        is what a failure reports."""
+        for apply, name in self._appliers[start:]:
             try:
                 record = apply(record)
             except Exception as error:
                 record = self._recover(
-                    first if original is None else original,
+                    first,
                     functools.partial(apply, record),
                     Stage.TRANSFORMATION,
                     name,

@@ -13,8 +13,15 @@ import pytest
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceRecord
 from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
+from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
+from connect_grpc.data.schema import INT64_SCHEMA, STRING_SCHEMA, SchemaBuilder
+from connect_grpc.data.struct import Struct
+from connect_grpc.data.transforms.hoist_field import HoistFieldValue
+from connect_grpc.data.transforms.insert_field import InsertFieldValue
+from connect_grpc.data.transforms.mask_field import MaskFieldValue
+from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
 from connect_grpc.domain import TaskId
 from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
 from connect_grpc.runtime.kafka_io import KafkaIoError, RangeResult
@@ -484,3 +491,178 @@ def test_a_batch_whose_put_is_retried_is_not_converted_or_reported_again() -> No
     newer = [raw(b"b", 2)]
     put_all(task, newer, read(newer), built)
     assert [r.value for r in task.put_batches[2]] == ["b"]
+
+
+def side_chain(*configs: tuple[type[Any], dict[str, str]]) -> list[Any]:
+    transformations = []
+    for cls, config in configs:
+        transformation = cls()
+        transformation.configure(config)
+        transformations.append(transformation)
+    return transformations
+
+
+def json_converter() -> JsonConverter:
+    converter = JsonConverter()
+    converter.configure({"schemas.enable": "true"}, False)
+    return converter
+
+
+SOURCE_CHAIN = (
+    (HoistFieldValue, {"field": "line"}),
+    (InsertFieldValue, {"static.field": "origin", "static.value": "bench", "topic.field": "t"}),
+    (ReplaceFieldValue, {"renames": "line:text"}),
+    (MaskFieldValue, {"fields": "origin"}),
+)
+SINK_CHAIN = (
+    (InsertFieldValue, {"static.field": "stage", "static.value": "sink", "offset.field": "o"}),
+    (ReplaceFieldValue, {"exclude": "origin"}),
+    (MaskFieldValue, {"fields": "stage,o", "replacement": "7"}),
+)
+
+
+def test_a_chain_of_one_sides_transformations_makes_what_their_applies_make() -> None:
+    polled = [
+        SourceRecord({"p": 0}, {"o": i}, "out", f"line {i}", None, None, (), None, STRING_SCHEMA)
+        for i in range(3)
+    ]
+    built, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*SOURCE_CHAIN))),
+        value=json_converter(),
+    )
+    expected = []
+    for record in polled:
+        for transformation in side_chain(*SOURCE_CHAIN):
+            record = transformation.apply(record)
+        expected.append(json_converter().from_connect_data("out", None, record.value_schema,
+                                                           record.value))
+    produced = built.apply_source(polled)
+    assert [r.value for r in produced if r is not None] == expected
+    assert b'"payload":{"text":"line 2","t":"out","origin":""}' in expected[2]
+
+    sink, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*SINK_CHAIN))),
+        value=json_converter(),
+        is_sink=True,
+    )
+    delivered = sink.apply_sink([raw(value, i) for i, value in enumerate(expected)])
+    assert [repr(r.value) for r in delivered] == [
+        f"Struct{{text=line {i},t=out,o=7,stage=7}}" for i in range(3)
+    ]
+    assert [r.kafka_offset for r in delivered] == [0, 1, 2]
+
+
+def test_a_side_transformation_failing_in_a_chain_reports_its_own_stage() -> None:
+    built, producers = pipeline(
+        *(
+            stage(str(i), t)
+            for i, t in enumerate(side_chain(
+                (HoistFieldValue, {"field": "n"}),
+                (MaskFieldValue, {"fields": "n", "replacement": "not a number"}),
+                (InsertFieldValue, {"static.field": "s", "static.value": "v"}),
+            ))
+        ),
+        value=json_converter(),
+        errors=DLQ,
+    )
+    polled = [
+        SourceRecord({"p": 0}, {"o": 0}, "out", 5, None, None, (), None, INT64_SCHEMA),
+        SourceRecord({"p": 0}, {"o": 1}, "out", "text", None, None, (), None, STRING_SCHEMA),
+    ]
+    out = built.apply_source(polled)
+    assert out[0] is None
+    assert out[1] is not None and b'"payload":{"n":"not a number","s":"v"}' in out[1].value
+    built.await_dead_letters()
+    [written] = producers[0].produced
+    headers = dlq_headers(written)
+    assert headers["__connect.errors.stage"] == b"TRANSFORMATION"
+    assert headers["__connect.errors.class.name"] == (
+        b"org.apache.kafka.connect.transforms.MaskField$Value"
+    )
+    assert headers["__connect.errors.exception.message"] == (
+        b"Unable to convert not a number (class str) to number"
+    )
+    assert written["value"] == b'{"schema":{"type":"int64","optional":false},"payload":5}'
+    counts = built.take_counts()
+    assert (counts.errors, counts.skipped) == (1, 1)
+
+
+def test_a_compiled_chain_leaves_nulls_defaults_and_other_schemas_to_apply_side() -> None:
+    schema = (
+        SchemaBuilder.struct()
+        .field("a", STRING_SCHEMA)
+        .field("b", SchemaBuilder.string().optional().default_value("dflt").build())
+        .field("n", INT64_SCHEMA)
+        .build()
+    )
+    other = (
+        SchemaBuilder.struct()
+        .field("a", STRING_SCHEMA).field("c", STRING_SCHEMA).field("n", INT64_SCHEMA)
+        .build()
+    )
+    chain = (
+        (InsertFieldValue, {"static.field": "s", "static.value": "v"}),
+        (ReplaceFieldValue, {"renames": "a:text", "exclude": "x"}),
+        (MaskFieldValue, {"fields": "n,b", "replacement": "9"}),
+    )
+    values = [
+        Struct(schema).put("a", "x").put("b", "y").put("n", 1),
+        Struct(schema).put("a", "x").put("n", 2),  # b null: its default stands in
+        Struct(schema).put("a", "x").put("b", "z").put("n", 3),
+        Struct(other).put("a", "o").put("c", "c").put("n", 4),  # not the record's schema
+        None,  # InsertField and ReplaceField pass a null on; MaskField refuses it
+    ]
+    records = [
+        SourceRecord({"p": 0}, {"o": i}, "out", value, None, None, (), None, schema)
+        for i, value in enumerate(values)
+    ]
+    built, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*chain))), value=json_converter()
+    )
+    produced = built.apply_source(records)
+    assert produced[-1] is None
+    expected = []
+    for record in records[:-1]:
+        for transformation in side_chain(*chain):
+            record = transformation.apply(record)
+        expected.append(
+            json_converter().from_connect_data("out", None, record.value_schema, record.value)
+        )
+    assert [r.value for r in produced[:-1] if r is not None] == expected
+    assert [repr(JsonConverter().to_connect_data("out", None, value).value)
+            for value in expected] == [
+        "Struct{text=x,b=9,n=9,s=v}",
+        "Struct{text=x,b=9,n=9,s=v}",
+        "Struct{text=x,b=9,n=9,s=v}",
+        "Struct{text=o,c=c,n=9,s=v}",
+    ]
+    counts = built.take_counts()
+    assert (counts.errors, counts.skipped) == (1, 1)
+
+
+@pytest.mark.parametrize("replace_config", [
+    {"include": "line"},  # one field kept
+    {"exclude": "line,s"},  # none
+    {"renames": "s:t"},  # both
+])
+def test_a_compiled_replace_field_keeps_what_apply_keeps(replace_config: dict[str, str]) -> None:
+    chain = (
+        (HoistFieldValue, {"field": "line"}),
+        (InsertFieldValue, {"static.field": "s", "static.value": "v"}),
+        (ReplaceFieldValue, replace_config),
+    )
+    polled = [
+        SourceRecord({"p": 0}, {"o": i}, "out", f"l{i}", None, None, (), None, STRING_SCHEMA)
+        for i in range(3)
+    ]
+    built, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*chain))), value=json_converter()
+    )
+    expected = []
+    for record in polled:
+        for transformation in side_chain(*chain):
+            record = transformation.apply(record)
+        expected.append(
+            json_converter().from_connect_data("out", None, record.value_schema, record.value)
+        )
+    assert [r.value for r in built.apply_source(polled) if r is not None] == expected

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from connect_grpc.data.errors import DataError
@@ -115,7 +116,7 @@ def struct_of_checked_values(schema: Schema, values: list[Any],
     it when it was put, and the caller vouches for the others. A null among the copied
     values in a required field is still refused with ``put``'s message. This per-record
     shortcut is what makes a chain of schema'd SMTs affordable. ``values`` is taken over."""
-    if None in values[:copied]:
+    if None in values and None in values[:copied]:
         for field in schema.fields[:copied]:
             if values[field.index] is None and not field.schema.optional:
                 validate_value(field.schema, None, field.name)
@@ -206,3 +207,51 @@ class KeyOrValueTransformation(Transformation[Any]):
     operates on the record's key and key schema, ``...Value`` on its value and value schema."""
 
     side: ClassVar[Side] = VALUE
+
+
+#: A SideTransformation's function for the values of one schema (``compile_side``).
+SideStep = Callable[[Any, Any], Any]
+
+
+class NotCompiled(Exception):
+    """A compiled step met a value it leaves to ``apply_side``."""
+
+
+def struct_values_of(value: Any, schema: Schema) -> list[Any]:
+    """The values of ``value``, a Struct of exactly ``schema`` with no null value, for a
+    compiled step; else NotCompiled."""
+    if value.__class__ is not Struct or value._schema is not schema:
+        raise NotCompiled
+    values: list[Any] = value._values
+    if None in values:
+        raise NotCompiled
+    return values
+
+
+class SideTransformation(KeyOrValueTransformation):
+    """A ``$Key``/``$Value`` transformation that reads and changes only its side's schema
+    and value (the rest of the record only read): ``apply_side`` is the whole of it, so a
+    chain of them on one side may run on (schema, value) pairs and make one record at the
+    end (the task pipeline does), which is what ``apply`` would have made step by step."""
+
+    def apply_side(self, record: Any, schema: Schema | None, value: Any) -> tuple[Any, Any]:
+        """(schema, value) of the side after the transformation; the very same pair when
+        the record passes unchanged. ``record`` gives the other fields (topic, partition,
+        offset, timestamp); its own schema and value on this side are not read."""
+        raise NotImplementedError
+
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        """For values of ``schema``: the schema ``apply_side`` gives them and a function
+        (record, value) → value that gives what ``apply_side`` gives whenever it does not
+        raise ``NotCompiled`` (it raises that for any value it is not sure of, a null among
+        a Struct's values or a Struct of another schema: then ``apply_side`` decides). None
+        when there is none for this schema (the default)."""
+        return None
+
+    def apply(self, record: Any) -> Any:
+        side = self.side
+        schema, value = side.schema(record), side.value(record)
+        new_schema, new_value = self.apply_side(record, schema, value)
+        if new_value is value and new_schema is schema:
+            return record
+        return side.updated(record, new_schema, new_value)

@@ -6,10 +6,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect_grpc.configdef import ConfigDef, ConfigType, define_all
-from connect_grpc.data.schema import Schema, SchemaBuilder
+from connect_grpc.data.schema import Schema, SchemaBuilder, validate_value
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import key, parse_config
-from connect_grpc.data.transforms._support import KEY, KeyOrValueTransformation, SchemaCache
+from connect_grpc.data.transforms._support import (
+    KEY,
+    SchemaCache,
+    SideStep,
+    SideTransformation,
+)
 
 FIELD = "field"
 
@@ -19,7 +24,7 @@ CONFIG_DEF = define_all([
 ])
 
 
-class HoistField(KeyOrValueTransformation):
+class HoistField(SideTransformation):
     """Schemaless: ``{field: value}`` (a null value too). With a schema: a Struct whose one
     field ``field`` has the original schema (a null value needs an optional schema)."""
 
@@ -30,16 +35,30 @@ class HoistField(KeyOrValueTransformation):
         self._field: str = parse_config(CONFIG_DEF, configs)[FIELD]
         self._schemas.clear()
 
-    def apply(self, record: Any) -> Any:
-        schema = self.side.schema(record)
-        value = self.side.value(record)
+    def apply_side(self, record: Any, schema: Schema | None, value: Any) -> tuple[Any, Any]:
         if schema is None:
-            return self.side.updated(record, None, {self._field: value})
+            return None, {self._field: value}
+        updated = self._hoisted_schema(schema)
+        # Struct(updated).put(field, value): the one field's schema is ``schema``
+        validate_value(schema, value, self._field)
+        return updated, Struct.trusted(updated, [value])
+
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        updated = self._hoisted_schema(schema)
+        field, trusted = self._field, Struct.trusted
+
+        def hoist(record: Any, value: Any) -> Any:
+            validate_value(schema, value, field)
+            return trusted(updated, [value])
+
+        return updated, hoist
+
+    def _hoisted_schema(self, schema: Schema) -> Schema:
         updated = self._schemas.get(schema)
         if updated is None:
             updated = SchemaBuilder.struct().field(self._field, schema).build()
             self._schemas.put(schema, updated)
-        return self.side.updated(record, updated, Struct(updated).put(self._field, value))
+        return updated
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF

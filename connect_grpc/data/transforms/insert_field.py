@@ -18,7 +18,9 @@ from connect_grpc.data.schema import (
     STRING_SCHEMA,
     Schema,
     SchemaBuilder,
+    Type,
 )
+from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -27,14 +29,16 @@ from connect_grpc.data.transforms._config import (
 )
 from connect_grpc.data.transforms._support import (
     KEY,
-    KeyOrValueTransformation,
     SchemaCache,
+    SideStep,
+    SideTransformation,
     copy_schema_basics,
     field_values,
     require_map,
     require_sink_record,
     require_struct,
     struct_of_checked_values,
+    struct_values_of,
 )
 
 TOPIC_FIELD = "topic.field"
@@ -90,7 +94,7 @@ class InsertionSpec:
         return f"InsertionSpec{{name={self.name}, optional={str(self.optional).lower()}}}"
 
 
-class InsertField(KeyOrValueTransformation):
+class InsertField(SideTransformation):
     """A null passes unchanged. Schemaless: adds topic (str), partition (int, if known),
     offset (int, sink records only), timestamp (epoch ms, if known) and the static string.
     With a schema: appends STRING, INT32, INT64, Timestamp and STRING fields in that order
@@ -113,27 +117,46 @@ class InsertField(KeyOrValueTransformation):
         if self._static is not None and self._static_value is None:
             raise ValueError(f"Invalid value null for configuration {STATIC_VALUE}: No value "
                              f"specified for static field: {self._static}")
+        #: What every record gets when the static field is the only insertion.
+        self._static_only: tuple[str | None, ...] | None = (
+            (self._static_value,)
+            if not any((self._topic, self._partition, self._offset, self._timestamp))
+            else None
+        )
         self._schemas.clear()
 
-    def apply(self, record: Any) -> Any:
-        value = self.side.value(record)
+    def apply_side(self, record: Any, schema: Schema | None, value: Any) -> tuple[Any, Any]:
         if value is None:
-            return record
-        if self.side.schema(record) is None:
+            return schema, value
+        if schema is None:
             updated = dict(require_map(value, PURPOSE))
             for name, item in self._insertions(record, as_datetime=False):
                 if item is not None:
                     updated[name] = item
-            return self.side.updated(record, None, updated)
+            return None, updated
         struct = require_struct(value, PURPOSE)
-        schema = self._updated_schema(struct.schema)
+        updated_schema = self._updated_schema(struct.schema)
         values = field_values(struct, self._with_default)
         copied = len(values)
         # The inserted fields follow the copied ones, in the order _insertions gives them;
         # a partition or timestamp the record lacks stays null, as Kafka leaves it unset.
-        values.extend(item for _, item in self._insertions(record, as_datetime=True))
-        return self.side.updated(record, schema,
-                                 struct_of_checked_values(schema, values, copied))
+        if self._static_only is not None:
+            values.extend(self._static_only)
+        else:
+            values.extend([item for _, item in self._insertions(record, as_datetime=True)])
+        return updated_schema, struct_of_checked_values(updated_schema, values, copied)
+
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        if schema.type is not Type.STRUCT or self._static_only is None:
+            return None
+        updated, inserted, trusted = self._updated_schema(schema), list(self._static_only), (
+            Struct.trusted
+        )
+
+        def insert(record: Any, value: Any) -> Any:
+            return trusted(updated, struct_values_of(value, schema) + inserted)
+
+        return updated, insert
 
     def _insertions(self, record: Any, *, as_datetime: bool) -> list[tuple[str, Any]]:
         """(field name, value) of each configured insertion, in schema order (None where

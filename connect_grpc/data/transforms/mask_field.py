@@ -13,6 +13,7 @@ from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data import values
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.schema import Field, Schema, Type, python_class_name, validate_value
+from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -23,12 +24,15 @@ from connect_grpc.data.transforms._config import (
 )
 from connect_grpc.data.transforms._support import (
     KEY,
-    KeyOrValueTransformation,
+    NotCompiled,
     SchemaCache,
+    SideStep,
+    SideTransformation,
     field_values,
     require_map,
     require_struct,
     struct_of_checked_values,
+    struct_values_of,
 )
 
 FIELDS = "fields"
@@ -46,6 +50,11 @@ CONFIG_DEF = define_all([
 ])
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+#: The classes of masks that records may share (the same object in each record).
+_IMMUTABLE = frozenset({
+    type(None), bool, int, float, str, decimal.Decimal, dt.datetime, dt.date, dt.time,
+})
+_UNKNOWN: Any = object()
 _BIG_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 #: How a custom replacement becomes an integer of each width (a schemaless int is a Long,
@@ -109,14 +118,16 @@ def _replacement_for(value: Any, schema: Schema | None, replacement: str) -> Any
                     "replacement.")
 
 
-class MaskField(KeyOrValueTransformation):
+class MaskField(SideTransformation):
     """Each listed field becomes its type's zero (``replacement`` unset) or the replacement
     converted to its type; a null field stays null and the schema is unchanged. There is no
     null guard (a tombstone is a DataError), and schemaless every listed field is written,
     a missing one as null, as in Kafka."""
 
     def __init__(self) -> None:
-        self._fields_by_schema: SchemaCache[Schema, list[Field]] = SchemaCache()
+        self._fields_by_schema: SchemaCache[Schema, list[tuple[Field, dict[type, Any]]]] = (
+            SchemaCache()
+        )
 
     def configure(self, configs: Mapping[str, str]) -> None:
         config = parse_config(CONFIG_DEF, configs)
@@ -133,27 +144,50 @@ class MaskField(KeyOrValueTransformation):
             return _zero_of(value)
         return _replacement_for(value, schema, self._replacement)
 
-    def apply(self, record: Any) -> Any:
-        schema = self.side.schema(record)
+    def apply_side(self, record: Any, schema: Schema | None, value: Any) -> tuple[Any, Any]:
         if schema is None:
-            source = require_map(self.side.value(record), PURPOSE)
+            source = require_map(value, PURPOSE)
             updated = dict(source)
             for name in self._fields:
                 updated[name] = self._masked(source.get(name), None)
-            return self.side.updated(record, None, updated)
-        struct = require_struct(self.side.value(record), PURPOSE)
+            return None, updated
+        struct = require_struct(value, PURPOSE)
         values = field_values(struct, self._with_default)
-        for field in self._masked_fields(struct.schema):
-            masked = self._masked(values[field.index], field.schema)
-            validate_value(field.schema, masked, field.name)
+        for field, masks in self._masked_fields(struct.schema):
+            current = values[field.index]
+            masked = masks.get(current.__class__, _UNKNOWN)
+            if masked is _UNKNOWN:
+                masked = self._masked(current, field.schema)
+                validate_value(field.schema, masked, field.name)
+                if masked.__class__ in _IMMUTABLE:
+                    masks[current.__class__] = masked
             values[field.index] = masked
-        return self.side.updated(record, schema,
-                                 struct_of_checked_values(struct.schema, values))
+        return schema, struct_of_checked_values(struct.schema, values)
 
-    def _masked_fields(self, schema: Schema) -> list[Field]:
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        if schema.type is not Type.STRUCT:
+            return None
+        plan = [(field.index, masks) for field, masks in self._masked_fields(schema)]
+        trusted = Struct.trusted
+
+        def mask(record: Any, value: Any) -> Any:
+            values = list(struct_values_of(value, schema))
+            for index, masks in plan:
+                masked = masks.get(values[index].__class__, _UNKNOWN)
+                if masked is _UNKNOWN:  # a class not masked yet: apply_side finds its mask
+                    raise NotCompiled
+                values[index] = masked
+            return trusted(schema, values)
+
+        return schema, mask
+
+    def _masked_fields(self, schema: Schema) -> list[tuple[Field, dict[type, Any]]]:
+        """The schema's fields to mask, each with the masks found so far by the class of
+        the value masked (a field's mask depends on nothing else; only immutable masks are
+        kept, so a record never shares a list or a map with another)."""
         found = self._fields_by_schema.get(schema)
         if found is None:
-            found = [field for field in schema.fields if field.name in self._field_set]
+            found = [(field, {}) for field in schema.fields if field.name in self._field_set]
             self._fields_by_schema.put(schema, found)
         return found
 

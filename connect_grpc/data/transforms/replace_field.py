@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Mapping
 from typing import Any
 
 from connect_grpc.configdef import ConfigDef, ConfigType, ExactMessage, define_all, java_list
-from connect_grpc.data.schema import Schema, SchemaBuilder
+from connect_grpc.data.schema import Schema, SchemaBuilder, Type
+from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -15,13 +18,15 @@ from connect_grpc.data.transforms._config import (
 )
 from connect_grpc.data.transforms._support import (
     KEY,
-    KeyOrValueTransformation,
     SchemaCache,
+    SideStep,
+    SideTransformation,
     copy_schema_basics,
     field_values,
     require_map,
     require_struct,
     struct_of_checked_values,
+    struct_values_of,
 )
 
 EXCLUDE = "exclude"
@@ -58,7 +63,7 @@ CONFIG_DEF = define_all([
 ])
 
 
-class ReplaceField(KeyOrValueTransformation):
+class ReplaceField(SideTransformation):
     """A field is kept when it is not in ``exclude`` and ``include`` is empty or lists it;
     kept fields are then renamed by ``renames`` (``old:new``). A null passes unchanged."""
 
@@ -77,17 +82,31 @@ class ReplaceField(KeyOrValueTransformation):
     def _keeps(self, name: str) -> bool:
         return name not in self._exclude and (not self._include or name in self._include)
 
-    def apply(self, record: Any) -> Any:
-        value = self.side.value(record)
+    def apply_side(self, record: Any, schema: Schema | None, value: Any) -> tuple[Any, Any]:
         if value is None:
-            return record
-        if self.side.schema(record) is None:
-            return self.side.updated(record, None, self._replaced_map(require_map(value, PURPOSE)))
+            return schema, value
+        if schema is None:
+            return None, self._replaced_map(require_map(value, PURPOSE))
         struct = require_struct(value, PURPOSE)
-        schema, sources = self._updated_schema(struct.schema)
-        values = field_values(struct, self._with_default)
-        return self.side.updated(record, schema, struct_of_checked_values(
-            schema, [values[index] for index in sources]))
+        updated_schema, sources = self._updated_schema(struct.schema)
+        values = struct._values  # read only: the kept values go to a new list
+        if self._with_default and None in values:
+            values = field_values(struct, True)
+        return updated_schema, struct_of_checked_values(
+            updated_schema, [values[index] for index in sources])
+
+    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+        if schema.type is not Type.STRUCT:
+            return None
+        (updated, sources), trusted = self._updated_schema(schema), Struct.trusted
+        if len(sources) < 2:  # itemgetter gives a tuple from two indexes on
+            return updated, functools.partial(_replace_few, schema, updated, sources)
+        kept = operator.itemgetter(*sources)
+
+        def replace(record: Any, value: Any) -> Any:
+            return trusted(updated, list(kept(struct_values_of(value, schema))))
+
+        return updated, replace
 
     def _replaced_map(self, fields: dict[str, Any]) -> dict[str, Any]:
         renames, exclude, include = self._renames, self._exclude, self._include
@@ -116,6 +135,12 @@ class ReplaceField(KeyOrValueTransformation):
 
     def close(self) -> None:
         self._schemas.clear()
+
+
+def _replace_few(schema: Schema, updated: Schema, sources: list[int], record: Any,
+                 value: Any) -> Any:
+    values = struct_values_of(value, schema)
+    return Struct.trusted(updated, [values[index] for index in sources])
 
 
 class ReplaceFieldKey(ReplaceField):
