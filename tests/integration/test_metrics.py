@@ -329,10 +329,13 @@ def test_a_distributed_worker_shows_rebalances_leader_and_generation(
             "sequence.count": str(records)}), timeout=60)
 
         def all_written() -> Scrape | None:
+            # and committed: the offsets commit after the records are written, so a scrape
+            # between the two would count the records and no commit yet
             seen = scrape(port)
             written = seen.value("kafka_connect_source_task_source_record_write_total",
                                  **task_labels(name))
-            return seen if written == records else None
+            committed = seen.value(COMMITS, **task_labels(name)) or 0
+            return seen if written == records and committed >= 1 else None
 
         done = wait_until(all_written, timeout=120)
         completed = "kafka_connect_worker_rebalance_completed_rebalances_total"
