@@ -8,6 +8,7 @@ Python type (``found: str``): a Python value has no Java class, and an int has n
 
 from __future__ import annotations
 
+import abc
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -234,11 +235,11 @@ class SideTransformation(KeyOrValueTransformation):
     chain of them on one side may run on (schema, value) pairs and make one record at the
     end (the task pipeline does), which is what ``apply`` would have made step by step."""
 
+    @abc.abstractmethod
     def apply_side(self, record: Any, schema: Schema | None, value: Any) -> tuple[Any, Any]:
         """(schema, value) of the side after the transformation; the very same pair when
         the record passes unchanged. ``record`` gives the other fields (topic, partition,
         offset, timestamp); its own schema and value on this side are not read."""
-        raise NotImplementedError
 
     def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
         """For values of ``schema``: the schema ``apply_side`` gives them and a function
