@@ -390,11 +390,18 @@ class ConfigValidator:
             lines = "\n".join(f"{key}: {message}" for key, message in problems)
             raise InvalidArgumentError(
                 f"Connector configuration is invalid and contains the following "
-                f"{len(problems)} error(s):\n{lines}",
+                f"{len(problems)} error(s):\n{lines}\n{_FIND_THEM_AGAIN}",
                 [FieldViolation(f"config.{key}", message) for key, message in problems],
             )
         return infos
 
+
+#: The last line of a refused create or update: Kafka Connect points to its REST validate
+#: endpoint; the gRPC API's counterpart is ValidateConfig.
+_FIND_THEM_AGAIN = (
+    "You can also find the above list of errors by calling ValidateConfig "
+    "(connect.v1.ConnectService/ValidateConfig) with this configuration"
+)
 
 _WORKER_WITHOUT_EXACTLY_ONCE = (
     f"This worker does not have exactly-once source support enabled "

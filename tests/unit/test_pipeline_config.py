@@ -570,6 +570,11 @@ def test_create_is_refused_with_kafkas_summary(validator: ConfigValidator) -> No
         "Connector configuration is invalid and contains the following 2 error(s):\n"
     )
     assert "Class com.acme.Nope could not be found." in caught.value.message
+    # Kafka Connect's last line points to its REST validate endpoint; ours to ValidateConfig.
+    assert caught.value.message.endswith(
+        "\nYou can also find the above list of errors by calling ValidateConfig "
+        "(connect.v1.ConnectService/ValidateConfig) with this configuration"
+    )
 
 
 def test_validation_closes_the_plugins_it_probes(validator: ConfigValidator) -> None:
