@@ -33,7 +33,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from connect_grpc.configdef import ConfigDef
 from connect_grpc.data.errors import DataError, RetriableError
@@ -51,6 +51,7 @@ __all__ = [
     "ConnectorTransactionBoundaries",
     "ErrantRecordReporter",
     "ExactlyOnceSupport",
+    "RecordMetadata",
     "RetriableError",
     "SinkConnector",
     "SinkRecord",
@@ -230,6 +231,14 @@ class SourceRecord:
         )
 
 
+class RecordMetadata(NamedTuple):
+    """Where Kafka stored a record (Kafka Connect's ``RecordMetadata``)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
 @dataclass(slots=True)
 class SinkRecord:
     """A record consumed from Kafka for a sink task. Not frozen, for speed only (as
@@ -393,6 +402,16 @@ class SourceTask(Task):
 
     def commit(self) -> None:
         """Called after the offsets of every record returned so far have been committed."""
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        """Called, as Kafka Connect's ``SourceTask.commitRecord``, with ``metadata`` None for
+        each record the runtime did not write: one its pipeline dropped (a transformation
+        filtered it, or its failure was tolerated) or one the broker refused for good under
+        ``errors.tolerance=all`` (KIP-779). Its offset counts as committed with the batch's
+        (not for a dropped record of an at-least-once task). Records written are not
+        reported one by one (a callback per delivered record costs more than producing
+        it): ``commit`` says when their offsets are committed. A failure is logged and
+        ignored. The default does nothing."""
 
 
 class SinkTask(Task):

@@ -14,7 +14,8 @@ transaction commits the offsets of the whole batch; a skipped sink record still 
 its partition's committed offset (the ranges read are committed whole).
 
 When the pipeline has no converter and no transformation (``is_pass_through``), the task's
-runner never calls it: records move as bytes by today's code, at today's speed.
+runner never runs records through it: records move as bytes by today's code, at today's
+speed (a source task keeps it to skip refused records with, under ``errors.tolerance=all``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from connect_grpc.runtime.dead_letter import (
 )
 from connect_grpc.runtime.tolerance import (
     SINK_TASK_CLASS,
+    WORKER_SOURCE_TASK_CLASS,
     ErrorHandlerError,
     ErrorReporter,
     LogReporter,
@@ -563,6 +565,19 @@ class TaskPipeline:
         result = self.operator.after_failure(context, operation, stage, error)
         return None if context.failed else result
 
+    @property
+    def tolerates_all(self) -> bool:
+        """``errors.tolerance=all``: a record the broker refuses is skipped (KIP-779)."""
+        return self.plugins.errors.tolerate_all
+
+    def skip_refused(self, original: SourceRecord, topic: str, error: BaseException) -> None:
+        """A source record the broker refused for good (``errors.tolerance=all``): reported
+        at stage KAFKA_PRODUCE with Kafka Connect's WorkerSourceTask as the class, to the
+        log and, beyond Kafka Connect, to the source's dead-letter queue (``topic``, the one
+        it was meant for, in its ``__connect.errors.topic``), and counted as skipped."""
+        context = ProcessingContext(original, target_topic=topic)
+        self.operator.skip_failed(context, Stage.KAFKA_PRODUCE, WORKER_SOURCE_TASK_CLASS, error)
+
     def await_dead_letters(self) -> None:
         """Waits (bounded) for the dead-letter queue's writes so far: called before the
         offsets of the records they came from are committed."""
@@ -631,14 +646,15 @@ def start_pipeline(
     sleep: Callable[[int], bool],
 ) -> TaskPipeline | None:
     """Builds the task's pipeline and creates its dead-letter queue's topic. None when the
-    task needs none: no spec, or a pass-through pipeline that no sink task can report
-    errant records through (the plugins are then closed at once)."""
+    task needs none: no spec, or a pass-through pipeline that neither a sink task can
+    report errant records through nor a source task skips refused records with
+    (``errors.tolerance=all``); the plugins are then closed at once."""
     if spec is None:
         return None
     plugins = spec.factory()
     errors = plugins.errors
-    reports_errant = is_sink and bool(errors.dlq_topic or errors.log_enable)
-    if plugins.is_pass_through() and not reports_errant:
+    reports = bool(errors.dlq_topic or errors.log_enable) if is_sink else errors.tolerate_all
+    if plugins.is_pass_through() and not reports:
         plugins.close()
         return None
     pipeline = TaskPipeline.create(

@@ -89,6 +89,23 @@ def group_for_slices(records: Sequence[SourceRecord], slices: int) -> list[list[
     return [group for group in groups if group]
 
 
+def slice_indexes(records: Sequence[SourceRecord], slices: int) -> list[list[int]]:
+    """Which record (its index in ``records``) each row of ``group_for_slices(records,
+    slices)`` is, slice by slice: worked out again only when a slice names a row (a record
+    refused), so that the hot path builds no index."""
+    if slices <= 1:
+        return [list(range(len(records)))]
+    groups: list[list[int]] = [[] for _ in range(slices)]
+    slot_of: dict[object, int] = {}
+    for index, (key, record) in enumerate(_partition_keys(records)):
+        slot = slot_of.get(key)
+        if slot is None:
+            slot = zlib.crc32(partition_key(record.source_partition).encode()) % slices
+            slot_of[key] = slot
+        groups[slot].append(index)
+    return [group for group in groups if group]
+
+
 def latest_offsets(records: Iterable[SourceRecord]) -> list[OffsetEntry]:
     """The last offset of each source partition in the batch, in first-seen partition order."""
     latest: dict[object, SourceRecord] = {}

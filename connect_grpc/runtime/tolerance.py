@@ -60,6 +60,8 @@ TOLERATES_ANY = frozenset(
 
 #: The class Kafka Connect names for records an ErrantRecordReporter reports.
 SINK_TASK_CLASS = "org.apache.kafka.connect.sink.SinkTask"
+#: The class Kafka Connect names for source records the broker refused (KIP-779).
+WORKER_SOURCE_TASK_CLASS = "org.apache.kafka.connect.runtime.WorkerSourceTask"
 
 
 class ErrorHandlerError(ConnectError):
@@ -271,6 +273,18 @@ class RetryWithToleranceOperator:
         self._report(context)
         if not self.errors.tolerate_all:
             raise ErrorHandlerError(TOLERANCE_EXCEEDED) from error
+
+    def skip_failed(
+        self, context: ProcessingContext, stage: Stage, executing: object, error: BaseException
+    ) -> None:
+        """A record that failed outside ``execute`` and is skipped (a write the broker
+        refused under ``errors.tolerance=all``, KIP-779): reported as ``execute_failed``
+        reports, and counted as a failed attempt and a skipped record as well as an error
+        (Kafka Connect counts the failed attempt only; here it counts as any record a
+        tolerated failure skips). Raises ErrorHandlerError with ``errors.tolerance=none``."""
+        self.counts.failures += 1
+        self.execute_failed(context, stage, executing, error)
+        self.counts.skipped += 1
 
     def within_tolerance_limits(self) -> bool:
         return self.errors.tolerate_all or self.total_failures == 0
