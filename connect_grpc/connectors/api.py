@@ -63,6 +63,7 @@ __all__ = [
     "SourceTaskContext",
     "Task",
     "TaskContext",
+    "TimestampType",
     "TransactionBoundary",
     "TransactionContext",
 ]
@@ -231,6 +232,24 @@ class SourceRecord:
         )
 
 
+class TimestampType(enum.Enum):
+    """What a consumed record's timestamp is (Kafka's ``TimestampType``; the value is its
+    name as Kafka prints it)."""
+
+    NO_TIMESTAMP_TYPE = "NoTimestampType"
+    CREATE_TIME = "CreateTime"
+    LOG_APPEND_TIME = "LogAppendTime"
+
+
+#: librdkafka's timestamp types (``confluent_kafka.TIMESTAMP_*``: 0 not available, 1 create
+#: time, 2 log append time), by number.
+TIMESTAMP_TYPES = (
+    TimestampType.NO_TIMESTAMP_TYPE,
+    TimestampType.CREATE_TIME,
+    TimestampType.LOG_APPEND_TIME,
+)
+
+
 class RecordMetadata(NamedTuple):
     """Where Kafka stored a record (Kafka Connect's ``RecordMetadata``)."""
 
@@ -247,7 +266,8 @@ class SinkRecord:
     With no converter on the connector, key and value are the bytes read and the schemas
     None; with converters they are the Connect data the converters (and transformations)
     made. ``headers`` are (key, bytes) pairs, or :class:`ConnectHeaders` once a header
-    converter or a transformation has read them.
+    converter or a transformation has read them. ``timestamp_type`` is what the record read
+    from Kafka says its timestamp is (the default suits a record made with a timestamp).
     """
 
     topic: str
@@ -259,6 +279,7 @@ class SinkRecord:
     headers: RawHeaders | ConnectHeaders = field(default=())
     key_schema: Schema | None = None
     value_schema: Schema | None = None
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME
 
     def new_record(
         self,
@@ -284,6 +305,7 @@ class SinkRecord:
             self.headers if headers is KEEP else headers,
             self.key_schema if key_schema is KEEP else key_schema,
             self.value_schema if value_schema is KEEP else value_schema,
+            self.timestamp_type,
         )
 
 

@@ -25,7 +25,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import structlog
 from confluent_kafka import KafkaError
 
-from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.api import TIMESTAMP_TYPES, SinkRecord, SourceRecord
 from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.gc_tuning import collector_paused, tune_for_batches
@@ -583,6 +583,7 @@ def _row(msg: Any) -> ConsumedRow:
         msg.value(),
         ts if ts_type else -1,
         tuple((k, b"" if v is None else v) for k, v in headers) if headers else (),
+        ts_type,
     )
 
 
@@ -604,6 +605,9 @@ def _sink_records(topic: str, partition: int) -> Callable[[Any], SinkRecord]:
             msg.value(),
             ts if ts_type and ts >= 0 else None,
             tuple((k, b"" if v is None else v) for k, v in headers) if headers else (),
+            None,
+            None,
+            TIMESTAMP_TYPES[ts_type],
         )
 
     return record

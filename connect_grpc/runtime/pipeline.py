@@ -404,6 +404,7 @@ class TaskPipeline:
             headers,
             key_schema,
             value_schema,
+            raw.timestamp_type,
         )
         if not self._appliers:
             return record
@@ -718,6 +719,9 @@ class ErrantRecordReporter:
             value,
             record.timestamp_ms,
             headers,
+            None,
+            None,
+            record.timestamp_type,
         )
 
     def maybe_raise(self) -> None:

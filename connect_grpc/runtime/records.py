@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.api import TIMESTAMP_TYPES, SinkRecord, SourceRecord
 from connect_grpc.data.record import RawHeaders
 from connect_grpc.domain import OffsetMap
 from connect_grpc.runtime.batching import OffsetRange
@@ -20,8 +20,9 @@ from connect_grpc.storage.base import OffsetEntry
 #: What an executor produces: (topic, partition or -1, key, value, headers).
 ProduceRow = tuple[str, int, bytes | None, bytes | None, RawHeaders]
 #: What an executor reads from one partition: (offset, key, value, timestamp ms or -1,
-#: headers); the partition is said once, by the range the rows belong to.
-ConsumedRow = tuple[int, bytes | None, bytes | None, int, RawHeaders]
+#: headers, timestamp type as librdkafka numbers it); the partition is said once, by the
+#: range the rows belong to.
+ConsumedRow = tuple[int, bytes | None, bytes | None, int, RawHeaders, int]
 #: The rows read from one partition, in offset order: (topic, partition, rows).
 PartitionRows = tuple[str, int, Sequence[ConsumedRow]]
 
@@ -117,10 +118,14 @@ def latest_offsets(records: Iterable[SourceRecord]) -> list[OffsetEntry]:
 def to_sink_records(partitions: Iterable[PartitionRows]) -> list[SinkRecord]:
     """Rows from executors → SinkRecords, partition after partition, each in offset order
     (positional construction: it runs once per record on the driver)."""
+    types = TIMESTAMP_TYPES
     return [
-        SinkRecord(topic, partition, offset, key, value, None if ts < 0 else ts, headers)
+        SinkRecord(
+            topic, partition, offset, key, value, None if ts < 0 else ts, headers, None, None,
+            types[ts_type],
+        )
         for topic, partition, rows in partitions
-        for offset, key, value, ts, headers in rows
+        for offset, key, value, ts, headers, ts_type in rows
     ]
 
 

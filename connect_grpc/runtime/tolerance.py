@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
-from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.api import SinkRecord, SourceRecord, TimestampType
 from connect_grpc.connectors.pipeline_config import ErrorHandling
 from connect_grpc.data.errors import DataError, RetriableError, SchemaBuilderError
 from connect_grpc.domain import TaskId
@@ -412,14 +412,15 @@ class LogReporter:
 
 
 def describe_consumed(record: SinkRecord) -> str:
-    """A consumed record as Kafka Connect's log line shows it (the timestamp type is not
-    kept by the reader: a timestamp shows as CreateTime)."""
+    """A consumed record as Kafka Connect's log line shows it: its timestamp and the
+    timestamp's type only for a create or log-append time."""
     text = (
         f"{{topic='{record.topic}', partition={record.kafka_partition}, "
         f"offset={record.kafka_offset}"
     )
-    if record.timestamp_ms is not None:
-        text += f", timestamp={record.timestamp_ms}, timestampType=CreateTime"
+    timestamp_type = record.timestamp_type
+    if record.timestamp_ms is not None and timestamp_type is not TimestampType.NO_TIMESTAMP_TYPE:
+        text += f", timestamp={record.timestamp_ms}, timestampType={timestamp_type.value}"
     return text + "}"
 
 
