@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -192,9 +192,11 @@ class TaskPipeline:
         producer_conf: Mapping[str, str],
         sleep: Callable[[int], bool],
         producer_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> TaskPipeline:
         """The task's pipeline: Kafka Connect's reporters (the log; a sink's dead-letter
-        queue) and, beyond it, a source's dead-letter queue with the same settings."""
+        queue) and, beyond it, a source's dead-letter queue with the same settings.
+        ``stopping`` says whether the task is asked to stop (waits for the queue end)."""
         errors = plugins.errors
         counts = ErrorCounts()
         reporters: list[ErrorReporter] = [LogReporter(task, errors, counts)]
@@ -215,6 +217,7 @@ class TaskPipeline:
                 context_headers_enabled=errors.dlq_context_headers,
                 serializer=serializer,
                 producer_factory=producer_factory,
+                stopping=stopping,
             )
             reporters.append(dead_letters)
         operator = RetryWithToleranceOperator(errors, reporters, counts, sleep=sleep)
@@ -579,11 +582,17 @@ class TaskPipeline:
         context = ProcessingContext(original, target_topic=topic)
         self.operator.skip_failed(context, Stage.KAFKA_PRODUCE, WORKER_SOURCE_TASK_CLASS, error)
 
-    def await_dead_letters(self) -> None:
-        """Waits (bounded) for the dead-letter queue's writes so far: called before the
-        offsets of the records they came from are committed."""
+    def await_dead_letters(self, partitions: Iterable[tuple[str, int]] | None = None) -> None:
+        """Waits (bounded, and not once the task is stopping) for the dead-letter queue's
+        writes of records of ``partitions`` (a sink batch's; None: every write so far):
+        called before the offsets of the records they came from are committed."""
         if self.dead_letters is not None:
-            self.dead_letters.await_writes()
+            self.dead_letters.await_writes(partitions)
+
+    def forget_dead_letters(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """The task lost ``partitions``: their dead-letter queue writes are not awaited."""
+        if self.dead_letters is not None:
+            self.dead_letters.forget(partitions)
 
     def take_counts(self) -> ErrorCounts:
         return self.counts.take()
@@ -645,6 +654,7 @@ def start_pipeline(
     is_sink: bool,
     producer_conf: Mapping[str, str],
     sleep: Callable[[int], bool],
+    stopping: Callable[[], bool] = lambda: False,
 ) -> TaskPipeline | None:
     """Builds the task's pipeline and creates its dead-letter queue's topic. None when the
     task needs none: no spec, or a pass-through pipeline that neither a sink task can
@@ -659,7 +669,8 @@ def start_pipeline(
         plugins.close()
         return None
     pipeline = TaskPipeline.create(
-        task, plugins, is_sink=is_sink, producer_conf=producer_conf, sleep=sleep
+        task, plugins, is_sink=is_sink, producer_conf=producer_conf, sleep=sleep,
+        stopping=stopping,
     )
     try:
         pipeline.open(spec.admin_conf)

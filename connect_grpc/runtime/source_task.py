@@ -313,6 +313,7 @@ class SourceTaskRunner(TaskRunner):
             is_sink=False,
             producer_conf=self._producer_conf,
             sleep=event_sleep(self._stopping),
+            stopping=self._stopping.is_set,
         )
         transactional = self._transactional
         if transactional is not None:
@@ -480,6 +481,7 @@ class SourceHost(PluginHost):
                 is_sink=False,
                 producer_conf=self._conf,
                 sleep=StopAwareSleep(self._session.stopping),
+                stopping=self._session.stopping,
             )
         transactional = self._transactional
         if transactional is not None:
