@@ -221,8 +221,8 @@ def skip_refused(
 ) -> None:
     """Skips each outgoing record (by index) the broker refused for good, under
     ``errors.tolerance=all`` (KIP-779): reported and counted by the task's pipeline, the
-    plugin's ``commit_record`` told, and its offset committed with the batch's. Waits for
-    the dead-letter queue's writes of them."""
+    plugin's ``commit_record`` told, and its offset committed with the batch's (once the
+    dead-letter queue's writes of them are answered: ``TaskPipeline.await_dead_letters``)."""
     if not refused or pipeline is None:
         return
     originals = batch.originals_of([index for index, _ in refused])
@@ -230,7 +230,6 @@ def skip_refused(
         topic = batch.outgoing[index].topic
         pipeline.skip_refused(original, topic, RecordRefusedError(failure))
     commit_dropped(plugin, originals, logger)
-    pipeline.await_dead_letters()
 
 
 def notify_commit(plugin: SourceTask, logger: Any) -> None:
@@ -354,6 +353,8 @@ class SourceTaskRunner(TaskRunner):
                     self.kafka_ok()
                     skip_refused(batch, refused, self._pipeline, self.plugin, self.log)
                 batch.produced = True
+                if self._pipeline is not None:  # the refused records' queue writes
+                    self._pipeline.await_dead_letters()
             offsets = latest_offsets(batch.outgoing)
             if offsets:
                 with self.metrics.offset_commit():
@@ -522,6 +523,8 @@ class SourceHost(PluginHost):
                 refused = [(index, why) for _, index, why in refusals]
                 skip_refused(batch, refused, pipeline, self._plugin, log)
             batch.produced = True
+            if self._pipeline is not None:  # the refused records' queue writes
+                self._pipeline.await_dead_letters()
         offsets = latest_offsets(batch.outgoing)
         return HostedBatch(len(batch.records), offsets, CommitTally(), self.take_errors())
 
