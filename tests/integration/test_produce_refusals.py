@@ -1,10 +1,11 @@
 """KIP-779 against a real broker, a real worker process and real gRPC: a FileStreamSource
 writes to a topic whose ``max.message.bytes`` one of its lines exceeds. With
 ``errors.tolerance=all`` the task keeps running, the other lines arrive, the long one is
-skipped (logged, in the source's dead-letter queue, counted in the task-error-metrics) and
-the source offsets move past it; with ``errors.tolerance=none`` the task fails, naming the
-broker's refusal. Both ways a batch is produced by a source task: in its own Spark task
-(``executor``), and as a Spark job of the driver's loop (``driver``, every batch a job).
+skipped (logged, in the source's dead-letter queue, counted in the task-error-metrics, the
+task's ``commit_record(record, None)`` called) and the source offsets move past it; with
+``errors.tolerance=none`` the task fails, naming the broker's refusal. Both ways a batch is
+produced by a source task: in its own Spark task (``executor``), and as a Spark job of the
+driver's loop (``driver``, every batch a job).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from connect_grpc.testing import pipeline_plugins
 from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.integration.helpers import FAILED, RUNNING, create, read_all, wait_for_states
 from tests.integration.test_record_errors import (
+    PLUGINS,
     Deployment,
     dlq_settings,
     headers_of,
@@ -41,8 +44,16 @@ def deployment(
     """A standalone worker whose source tasks produce from a Spark task of their own
     (``executor``) or by a Spark job for every batch (``driver``)."""
     work = tmp_path_factory.mktemp(f"refusals-{request.param}")
+    plugin_dir = work / "plugins"
+    plugin_dir.mkdir()
+    source = Path(pipeline_plugins.__file__).read_text(encoding="utf-8")
+    (plugin_dir / f"{PLUGINS}.py").write_text(source, encoding="utf-8")
     port = free_port()
-    extra = {"metrics.listener": f"http://127.0.0.1:{port}", "task.hosting": request.param}
+    extra = {
+        "metrics.listener": f"http://127.0.0.1:{port}",
+        "task.hosting": request.param,
+        "plugin.path": str(plugin_dir),
+    }
     if request.param == "driver":
         extra["task.batch.local.max.records"] = "0"
     with WorkerProcess(work / "worker", kafka_bootstrap, extra_properties=extra) as worker:
@@ -71,7 +82,7 @@ def test_a_record_the_broker_refuses_is_skipped_with_tolerance_all(
     topic, dlq = small_topic(kafka_admin), f"dlq-{uuid.uuid4().hex[:8]}"
     path = source_file(deployment, name)
     config = {
-        "connector.class": "FileStreamSource",
+        "connector.class": f"{PLUGINS}.CommitListeningFileSourceConnector",
         "tasks.max": "1",
         "file": str(path),
         "topic": topic,
@@ -105,6 +116,10 @@ def test_a_record_the_broker_refuses_is_skipped_with_tolerance_all(
         )
 
     wait_until(counted, timeout=30)
+    # the task was told of the refused record, and of no other
+    after_long = len(f"{LINES[0]}\n{LONG}\n".encode())
+    commits = Path(f"{path}.commits")
+    assert commits.read_text(encoding="utf-8").splitlines() == [f"{after_long} None"]
     metric = deployment.metric
     assert metric("kafka_connect_task_error_total_record_failures_total", name) == 1
     assert metric("kafka_connect_task_error_total_record_errors_total", name) == 1
