@@ -37,6 +37,9 @@ log = structlog.get_logger(__name__)
 #: Seconds a producer may take to deliver a slice; undelivered records are then a retriable
 #: failure (the batch is produced again).
 FLUSH_TIMEOUT_S = 60.0
+#: Seconds a batch written one record per request (see ONE_RECORD_PER_REQUEST) may take
+#: per record beyond FLUSH_TIMEOUT_S: a request per record, five in flight at most.
+REDO_FLUSH_S_PER_RECORD = 0.01
 #: Seconds a reader may go without progress before the batch fails (retriable).
 READ_STALL_TIMEOUT_S = 30.0
 #: How many delivery errors a slice reports in full (the count is always exact).
@@ -478,9 +481,10 @@ def _produce_with(
     hand: _Hand,
     stopping: Callable[[], bool] = _never,
     redo: Callable[[], ProduceResult] | None = None,
+    flush_timeout_s: float = FLUSH_TIMEOUT_S,
 ) -> ProduceResult:
     """Hands the batch to the producer and waits for every delivery, at most
-    FLUSH_TIMEOUT_S (and no longer than ``stopping`` stays False). With ``redo`` (the
+    ``flush_timeout_s`` (and no longer than ``stopping`` stays False). With ``redo`` (the
     task tolerates refused records), a batch a failure that is not retriable hit is
     written again by ``redo``, one record per request, whose result is the batch's: its
     records that went through the first time are written twice (as by any retried batch),
@@ -488,13 +492,13 @@ def _produce_with(
     errors = cached.current = ProduceErrors()
     producer = cached.producer
     produced = hand(producer, errors, stopping)
-    give_up_at = time.monotonic() + FLUSH_TIMEOUT_S
+    give_up_at = time.monotonic() + flush_timeout_s
     remaining = producer.flush(FLUSH_SLICE_S)
     while remaining and not stopping() and time.monotonic() < give_up_at:
         remaining = producer.flush(FLUSH_SLICE_S)
     if remaining:
         errors.count += remaining
-        why = "the task is stopping" if stopping() else f"within {FLUSH_TIMEOUT_S}s"
+        why = "the task is stopping" if stopping() else f"within {flush_timeout_s:g}s"
         errors.messages.append(f"{remaining} records not delivered ({why})")
     result = errors.result(produced)
     if redo is not None and _worth_redoing(result, errors, stopping()):
@@ -566,9 +570,14 @@ def produce_slices(
     yield result
 
 
+def _one_by_one_timeout_s(records: int) -> float:
+    return FLUSH_TIMEOUT_S + records * REDO_FLUSH_S_PER_RECORD
+
+
 def _redo_on_executor(conf: Mapping[str, str], rows: Sequence[ProduceRow]) -> ProduceResult:
     cached: CachedProducer = _CLIENTS.get(CachedProducer, {**conf, **ONE_RECORD_PER_REQUEST})
-    result = _produce_with(cached, functools.partial(_hand_one_by_one, rows))
+    hand = functools.partial(_hand_one_by_one, rows)
+    result = _produce_with(cached, hand, flush_timeout_s=_one_by_one_timeout_s(len(rows)))
     if not result.only_refusals:
         _CLIENTS.drop(cached)
     return result
@@ -783,7 +792,9 @@ class DriverProducer(_DriverClient[CachedProducer]):
     def _redo(self, records: Sequence[SourceRecord], stopping: Callable[[], bool]) -> ProduceResult:
         rows = [to_produce_row(record) for record in records]
         cached = self._one_by_one._client()
-        result = _produce_with(cached, functools.partial(_hand_one_by_one, rows), stopping)
+        hand = functools.partial(_hand_one_by_one, rows)
+        timeout_s = _one_by_one_timeout_s(len(rows))
+        result = _produce_with(cached, hand, stopping, flush_timeout_s=timeout_s)
         if not result.only_refusals:
             self._one_by_one.close()
         return result
