@@ -561,9 +561,8 @@ def produce_slices(
     cached: CachedProducer = _CLIENTS.get(CachedProducer, conf)
     redo = None
     if tolerate:
-        slices = list(slices)
-        rows = [row for rows in slices for row in rows]
-        redo = functools.partial(_redo_on_executor, conf, rows)
+        slices = list(slices)  # the partition's lists of rows, not copied
+        redo = functools.partial(_redo_on_executor, conf, slices)
     result = _produce_with(cached, functools.partial(_produce_rows, slices), redo=redo)
     if result.failed:
         _CLIENTS.drop(cached)
@@ -574,7 +573,10 @@ def _one_by_one_timeout_s(records: int) -> float:
     return FLUSH_TIMEOUT_S + records * REDO_FLUSH_S_PER_RECORD
 
 
-def _redo_on_executor(conf: Mapping[str, str], rows: Sequence[ProduceRow]) -> ProduceResult:
+def _redo_on_executor(
+    conf: Mapping[str, str], slices: Sequence[list[ProduceRow]]
+) -> ProduceResult:
+    rows = [row for rows in slices for row in rows]
     cached: CachedProducer = _CLIENTS.get(CachedProducer, {**conf, **ONE_RECORD_PER_REQUEST})
     hand = functools.partial(_hand_one_by_one, rows)
     result = _produce_with(cached, hand, flush_timeout_s=_one_by_one_timeout_s(len(rows)))
