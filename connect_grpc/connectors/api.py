@@ -33,7 +33,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from connect_grpc.configdef import ConfigDef
 from connect_grpc.data.errors import DataError, RetriableError
@@ -51,6 +51,7 @@ __all__ = [
     "ConnectorTransactionBoundaries",
     "ErrantRecordReporter",
     "ExactlyOnceSupport",
+    "RecordMetadata",
     "RetriableError",
     "SinkConnector",
     "SinkRecord",
@@ -62,6 +63,7 @@ __all__ = [
     "SourceTaskContext",
     "Task",
     "TaskContext",
+    "TimestampType",
     "TransactionBoundary",
     "TransactionContext",
 ]
@@ -230,6 +232,32 @@ class SourceRecord:
         )
 
 
+class TimestampType(enum.Enum):
+    """What a consumed record's timestamp is (Kafka's ``TimestampType``; the value is its
+    name as Kafka prints it)."""
+
+    NO_TIMESTAMP_TYPE = "NoTimestampType"
+    CREATE_TIME = "CreateTime"
+    LOG_APPEND_TIME = "LogAppendTime"
+
+
+#: librdkafka's timestamp types (``confluent_kafka.TIMESTAMP_*``: 0 not available, 1 create
+#: time, 2 log append time), by number.
+TIMESTAMP_TYPES = (
+    TimestampType.NO_TIMESTAMP_TYPE,
+    TimestampType.CREATE_TIME,
+    TimestampType.LOG_APPEND_TIME,
+)
+
+
+class RecordMetadata(NamedTuple):
+    """Where Kafka stored a record (Kafka Connect's ``RecordMetadata``)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
 @dataclass(slots=True)
 class SinkRecord:
     """A record consumed from Kafka for a sink task. Not frozen, for speed only (as
@@ -238,7 +266,8 @@ class SinkRecord:
     With no converter on the connector, key and value are the bytes read and the schemas
     None; with converters they are the Connect data the converters (and transformations)
     made. ``headers`` are (key, bytes) pairs, or :class:`ConnectHeaders` once a header
-    converter or a transformation has read them.
+    converter or a transformation has read them. ``timestamp_type`` is what the record read
+    from Kafka says its timestamp is (the default suits a record made with a timestamp).
     """
 
     topic: str
@@ -250,6 +279,7 @@ class SinkRecord:
     headers: RawHeaders | ConnectHeaders = field(default=())
     key_schema: Schema | None = None
     value_schema: Schema | None = None
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME
 
     def new_record(
         self,
@@ -275,6 +305,7 @@ class SinkRecord:
             self.headers if headers is KEEP else headers,
             self.key_schema if key_schema is KEEP else key_schema,
             self.value_schema if value_schema is KEEP else value_schema,
+            self.timestamp_type,
         )
 
 
@@ -393,6 +424,16 @@ class SourceTask(Task):
 
     def commit(self) -> None:
         """Called after the offsets of every record returned so far have been committed."""
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        """Called, as Kafka Connect's ``SourceTask.commitRecord``, with ``metadata`` None for
+        each record the runtime did not write: one its pipeline dropped (a transformation
+        filtered it, or its failure was tolerated) or one the broker refused for good under
+        ``errors.tolerance=all`` (KIP-779). Its offset counts as committed with the batch's
+        (not for a dropped record of an at-least-once task). Records written are not
+        reported one by one (a callback per delivered record costs more than producing
+        it): ``commit`` says when their offsets are committed. A failure is logged and
+        ignored. The default does nothing."""
 
 
 class SinkTask(Task):

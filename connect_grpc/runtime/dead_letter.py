@@ -16,11 +16,12 @@ came from are committed.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 import structlog
@@ -53,6 +54,15 @@ ADMIN_TIMEOUT_S = 30.0
 #: Seconds the queue's writes are awaited before a batch's offsets are committed; longer
 #: fails the commit (retried by the task), never skips the wait.
 AWAIT_TIMEOUT_S = 30.0
+#: Seconds a closing reporter waits for its writes still in flight before it drops them
+#: (their batches' offsets were not committed: the records are processed again).
+CLOSE_FLUSH_S = 5.0
+#: Seconds of one wait for the queue's writes, between two looks at whether to stop.
+AWAIT_SLICE_S = 0.1
+
+#: The partition a failed record was read from, (topic, partition), for a sink; None for a
+#: source (its writes are awaited all together).
+PartitionKey = tuple[str, int] | None
 
 Headers = list[tuple[str, bytes | None]]
 
@@ -222,7 +232,11 @@ class DeadLetterQueueReporter:
     producer of its own created at the first report and closed once.
 
     ``report`` returns the write's Future (also kept as ``last_future``); ``await_writes``
-    waits for every write so far, before the batch's offsets are committed.
+    waits for the writes of a batch's partitions (a sink's) or for every write so far (a
+    source's), before the batch's offsets are committed, and gives up when the task is
+    stopping (``stopping``): the offsets are then not committed. ``forget`` lets go of the
+    writes of partitions the task lost, ``close`` of every write still in flight: their
+    Futures end with an error, so that nothing waits on them for ever.
     """
 
     def __init__(
@@ -235,8 +249,10 @@ class DeadLetterQueueReporter:
         context_headers_enabled: bool,
         serializer: SourceRecordSerializer | None = None,
         producer_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self._task = task
+        self._stopping = stopping
         self.topic = topic
         self._conf = producer_conf
         self._counts = counts
@@ -245,7 +261,8 @@ class DeadLetterQueueReporter:
         self._factory = producer_factory
         self._producer: Any = None
         self._lock = threading.Lock()
-        self._pending: list[Future[None]] = []
+        #: Writes not known to be acknowledged yet, by the partition of their record.
+        self._pending: dict[PartitionKey, list[Future[None]]] = {}
         self.last_future: Future[None] | None = None
 
     def report(self, context: ProcessingContext) -> Future[None] | None:
@@ -267,9 +284,12 @@ class DeadLetterQueueReporter:
             self._send(key, value, headers, original.timestamp_ms, future)
         except Exception as exc:
             self._failed(exc)
-            future.set_exception(exc)
+            _settle(future, exc)
+        partition = (
+            (original.topic, original.kafka_partition) if isinstance(original, SinkRecord) else None
+        )
         with self._lock:
-            self._pending.append(future)
+            self._pending.setdefault(partition, []).append(future)
         self.last_future = future
         return future
 
@@ -285,10 +305,10 @@ class DeadLetterQueueReporter:
 
         def delivered(err: Any, msg: Any) -> None:
             if err is None:
-                future.set_result(None)
-                return
-            self._failed(err)
-            future.set_exception(KafkaIoError(str(err), retriable=False))
+                _settle(future)
+            elif not future.done():  # not let go of (``forget``, ``close``): a real failure
+                self._failed(err)
+                _settle(future, KafkaIoError(str(err), retriable=False))
 
         extra: dict[str, Any] = {"headers": headers} if headers else {}
         if timestamp_ms is not None and timestamp_ms >= 0:
@@ -322,28 +342,77 @@ class DeadLetterQueueReporter:
                 self._producer = Producer(with_client_log(self._conf, "dlq-producer"))
         return self._producer
 
-    def await_writes(self, timeout_s: float = AWAIT_TIMEOUT_S) -> None:
-        """Waits until every write reported so far is acknowledged or failed (a failed write
-        is counted and logged, not retried: Kafka Connect's rule). Raises a retriable
-        KafkaIoError if some are still unanswered after ``timeout_s``."""
-        with self._lock:
-            pending, self._pending = self._pending, []
+    def await_writes(
+        self,
+        partitions: Iterable[PartitionKey] | None = None,
+        timeout_s: float = AWAIT_TIMEOUT_S,
+    ) -> None:
+        """Waits until every write reported so far for records of ``partitions`` (every
+        write: None) is acknowledged or failed (a failed write is counted and logged, not
+        retried: Kafka Connect's rule). Raises a retriable KafkaIoError, keeping the writes
+        still unanswered, if some are after ``timeout_s`` or once the task is stopping:
+        their batch's offsets are then not committed."""
+        pending = self._take(partitions)
         if not pending:
             return
         give_up_at = time.monotonic() + timeout_s
         producer = self._producer
-        while producer is not None and any(not f.done() for f in pending):
+        while any(not future.done() for _, future in pending):
             left = give_up_at - time.monotonic()
-            if left <= 0:
-                with self._lock:
-                    self._pending = [f for f in pending if not f.done()] + self._pending
+            stopping = self._stopping()
+            if left <= 0 or stopping or producer is None:
+                self._keep([(key, future) for key, future in pending if not future.done()])
+                why = "the task is stopping" if stopping else f"after {timeout_s}s"
                 raise KafkaIoError(
-                    f"dead letter queue {self.topic}: writes unacknowledged after {timeout_s}s",
+                    f"dead letter queue {self.topic}: writes unacknowledged ({why})",
                     retriable=True,
                 )
-            producer.flush(min(left, 0.5))
+            producer.flush(min(left, AWAIT_SLICE_S))
+
+    def forget(self, partitions: Iterable[PartitionKey]) -> None:
+        """Lets go of the writes of records of ``partitions`` (the task lost them): their
+        Futures end with an error, nothing waits on them, and their offsets are not the
+        task's to commit any more. A write may still reach the queue."""
+        for _, future in self._take(partitions):
+            _settle(future, _let_go("its partition was revoked"))
 
     def close(self) -> None:
+        """Waits CLOSE_FLUSH_S at most for the writes in flight, then drops those left
+        (no batch of theirs had its offsets committed); their Futures end with an error."""
         producer, self._producer = self._producer, None
-        if producer is not None:
-            producer.flush(AWAIT_TIMEOUT_S)
+        left = 0 if producer is None else producer.flush(CLOSE_FLUSH_S)
+        for _, future in self._take(None):
+            _settle(future, _let_go("the task stopped"))
+        if left:  # their Futures ended above: the purge's reports are not failures
+            producer.purge()
+            producer.flush(0)
+
+    def _take(self, partitions: Iterable[PartitionKey] | None) -> list[_Write]:
+        """The writes of ``partitions`` (all: None), no longer pending."""
+        with self._lock:
+            keys = list(self._pending) if partitions is None else partitions
+            return [(key, f) for key in keys for f in self._pending.pop(key, [])]
+
+    def _keep(self, writes: list[_Write]) -> None:
+        """Writes taken and still unanswered: pending again."""
+        with self._lock:
+            for key, future in writes:
+                self._pending.setdefault(key, []).append(future)
+
+
+#: A write: the partition of its record, and its Future.
+_Write = tuple[PartitionKey, "Future[None]"]
+
+
+def _settle(future: Future[None], error: BaseException | None = None) -> None:
+    """Ends a write's Future, unless something ended it first (a write let go of by
+    ``forget`` or ``close`` can still be reported on by the producer)."""
+    with contextlib.suppress(InvalidStateError):
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+
+
+def _let_go(why: str) -> KafkaIoError:
+    return KafkaIoError(f"dead letter queue write not awaited: {why}", retriable=True)

@@ -25,11 +25,11 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import structlog
 from confluent_kafka import KafkaError
 
-from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.api import TIMESTAMP_TYPES, SinkRecord, SourceRecord
 from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.gc_tuning import collector_paused, tune_for_batches
-from connect_grpc.runtime.records import ConsumedRow, ProduceRow
+from connect_grpc.runtime.records import ConsumedRow, ProduceRow, to_produce_row
 from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
@@ -37,6 +37,9 @@ log = structlog.get_logger(__name__)
 #: Seconds a producer may take to deliver a slice; undelivered records are then a retriable
 #: failure (the batch is produced again).
 FLUSH_TIMEOUT_S = 60.0
+#: Seconds a batch written one record per request (see ONE_RECORD_PER_REQUEST) may take
+#: per record beyond FLUSH_TIMEOUT_S: a request per record, five in flight at most.
+REDO_FLUSH_S_PER_RECORD = 0.01
 #: Seconds a reader may go without progress before the batch fails (retriable).
 READ_STALL_TIMEOUT_S = 30.0
 #: How many delivery errors a slice reports in full (the count is always exact).
@@ -81,15 +84,32 @@ class KafkaIoError(Exception):
         self.retriable = retriable
 
 
+class RecordRefusedError(Exception):
+    """The broker (or the client, for the record's size) refused a record for good: what a
+    skipped record's report says about it (KIP-779)."""
+
+    def __init__(self, failure: KafkaFailure) -> None:
+        super().__init__(f"{failure.name}: {failure.message}")
+        self.failure = failure
+
+
 class ProduceResult(NamedTuple):
     """What a produce slice reports: records handed to the producer, records not delivered
-    (errors, or still queued at the flush timeout), the first error messages, and whether
-    every failure was retriable."""
+    (errors, or still queued at the flush timeout), the first error messages, whether
+    every failure was retriable, and the records the broker (or the client, for their size)
+    refused for good, by their index in the slice, when the slice was written one record
+    per request (see :func:`_hand_one_by_one`)."""
 
     produced: int
     failed: int
     messages: list[str]
     retriable: bool = True
+    refused: tuple[tuple[int, KafkaFailure], ...] = ()
+
+    @property
+    def only_refusals(self) -> bool:
+        """Every record failed was refused for good, each named (a tolerable outcome)."""
+        return self.failed == len(self.refused)
 
 
 #: What a reader makes of each message: a row to pickle (executors) or a SinkRecord.
@@ -117,6 +137,11 @@ def raise_read_failure(results: Sequence[RangeResult[Any]]) -> None:
         )
 
 PRODUCER_OVERRIDE_PREFIX = "producer.override."
+#: What a producer that writes each record in a request of its own adds to the task's
+#: settings: a batch the broker refuses whole (librdkafka does not split a batch refused
+#: as too large, as Java's producer does) is written again with it, so that each record
+#: gets its own verdict.
+ONE_RECORD_PER_REQUEST = {"batch.num.messages": "1", "linger.ms": "0"}
 #: A producer setting the Python client takes as a bool, not a string.
 ONLY_ERROR_REPORTS = "delivery.report.only.error"
 CONSUMER_OVERRIDE_PREFIX = "consumer.override."
@@ -223,6 +248,8 @@ class ProduceErrors:
         self.retriable = True
         self.fatal = False
         self.fatal_error: KafkaError | None = None
+        #: Records refused for good, by index (only when each record names itself).
+        self.refused: list[tuple[int, KafkaFailure]] = []
 
     def add(self, failure: KafkaFailure) -> None:
         self.count += 1
@@ -233,6 +260,22 @@ class ProduceErrors:
     def on_delivery(self, err: Any, msg: Any) -> None:
         if err is not None:
             self.add(KafkaFailure.of(err, f"{msg.topic()}[{msg.partition()}]"))
+
+    def on_delivery_of(self, index: int, err: Any, msg: Any) -> None:
+        """The delivery report of the record at ``index`` (a failure that is not retriable
+        is that record's refusal)."""
+        if err is not None:
+            self.refuse(index, KafkaFailure.of(err, f"{msg.topic()}[{msg.partition()}]"))
+
+    def refuse(self, index: int, failure: KafkaFailure) -> None:
+        self.add(failure)
+        if not failure.retriable:
+            self.refused.append((index, failure))
+
+    def result(self, produced: int) -> ProduceResult:
+        return ProduceResult(
+            produced, self.count, list(self.messages), self.retriable, tuple(self.refused)
+        )
 
     def on_fatal(self, err: KafkaError) -> None:
         if err.fatal():
@@ -390,27 +433,78 @@ def _never() -> bool:
     return False
 
 
+def _hand_one_by_one(
+    rows: Sequence[ProduceRow],
+    producer: Any,
+    errors: ProduceErrors,
+    stopping: Callable[[], bool],
+) -> int:
+    """Hands every row with a delivery callback of its own (with a producer of
+    ONE_RECORD_PER_REQUEST: each record's verdict is its own). A row the client refuses
+    at once for its size is that row's refusal (Java's producer reports a record too large
+    through its callback, never by throwing); any other client error stops the slice."""
+    from confluent_kafka import KafkaException
+
+    produced = 0
+    for index, row in enumerate(rows):
+        if errors.fatal or stopping():
+            return produced
+        try:
+            _produce_one(producer, row, functools.partial(errors.on_delivery_of, index))
+        except KafkaException as exc:
+            error = kafka_error_of(exc)
+            if error is None:
+                raise
+            failure = KafkaFailure.of(error, f"produce to {row[0]}")
+            if error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                errors.add(failure)
+                return produced
+            errors.refuse(index, failure)
+        produced += 1
+        producer.poll(0)
+    return produced
+
+
+def _worth_redoing(result: ProduceResult, errors: ProduceErrors, stopping: bool) -> bool:
+    """Whether a batch is to be written again one record per request for each record's
+    verdict: some failure was not retriable, yet the producer is sound and every record
+    was answered."""
+    return bool(result.failed) and not result.retriable and not errors.fatal and not stopping
+
+
 #: Hands a batch to a producer: (producer, errors, stopping) → how many records it took.
 _Hand = Callable[[Any, ProduceErrors, Callable[[], bool]], int]
 
 
 def _produce_with(
-    cached: CachedProducer, hand: _Hand, stopping: Callable[[], bool] = _never
+    cached: CachedProducer,
+    hand: _Hand,
+    stopping: Callable[[], bool] = _never,
+    redo: Callable[[], ProduceResult] | None = None,
+    flush_timeout_s: float = FLUSH_TIMEOUT_S,
 ) -> ProduceResult:
     """Hands the batch to the producer and waits for every delivery, at most
-    FLUSH_TIMEOUT_S (and no longer than ``stopping`` stays False)."""
+    ``flush_timeout_s`` (and no longer than ``stopping`` stays False). With ``redo`` (the
+    task tolerates refused records), a batch a failure that is not retriable hit is
+    written again by ``redo``, one record per request, whose result is the batch's: its
+    records that went through the first time are written twice (as by any retried batch),
+    and in order."""
     errors = cached.current = ProduceErrors()
     producer = cached.producer
     produced = hand(producer, errors, stopping)
-    give_up_at = time.monotonic() + FLUSH_TIMEOUT_S
+    give_up_at = time.monotonic() + flush_timeout_s
     remaining = producer.flush(FLUSH_SLICE_S)
     while remaining and not stopping() and time.monotonic() < give_up_at:
         remaining = producer.flush(FLUSH_SLICE_S)
     if remaining:
         errors.count += remaining
-        why = "the task is stopping" if stopping() else f"within {FLUSH_TIMEOUT_S}s"
+        why = "the task is stopping" if stopping() else f"within {flush_timeout_s:g}s"
         errors.messages.append(f"{remaining} records not delivered ({why})")
-    return ProduceResult(produced, errors.count, list(errors.messages), errors.retriable)
+    result = errors.result(produced)
+    if redo is not None and _worth_redoing(result, errors, stopping()):
+        log.info("batch_written_again_one_record_per_request", failed=result.failed)
+        return redo()
+    return result
 
 
 def hand_records(
@@ -456,16 +550,39 @@ def hand_records(
 
 
 def produce_slices(
-    conf: Mapping[str, str], slices: Iterable[list[ProduceRow]]
+    conf: Mapping[str, str], slices: Iterable[list[ProduceRow]], tolerate: bool = False
 ) -> Iterator[ProduceResult]:
     """Produces every row of this Spark partition with this process's producer for ``conf``;
-    yields one result. A producer that failed any record is dropped."""
+    yields one result. A producer that failed any record is dropped. With ``tolerate``
+    (``errors.tolerance=all``), a failure that is not retriable has the partition's rows
+    written again one record per request, and the result names the rows refused (by their
+    index among the partition's rows)."""
     prepare_executor()
     cached: CachedProducer = _CLIENTS.get(CachedProducer, conf)
-    result = _produce_with(cached, functools.partial(_produce_rows, slices))
+    redo = None
+    if tolerate:
+        slices = list(slices)  # the partition's lists of rows, not copied
+        redo = functools.partial(_redo_on_executor, conf, slices)
+    result = _produce_with(cached, functools.partial(_produce_rows, slices), redo=redo)
     if result.failed:
         _CLIENTS.drop(cached)
     yield result
+
+
+def _one_by_one_timeout_s(records: int) -> float:
+    return FLUSH_TIMEOUT_S + records * REDO_FLUSH_S_PER_RECORD
+
+
+def _redo_on_executor(
+    conf: Mapping[str, str], slices: Sequence[list[ProduceRow]]
+) -> ProduceResult:
+    rows = [row for rows in slices for row in rows]
+    cached: CachedProducer = _CLIENTS.get(CachedProducer, {**conf, **ONE_RECORD_PER_REQUEST})
+    hand = functools.partial(_hand_one_by_one, rows)
+    result = _produce_with(cached, hand, flush_timeout_s=_one_by_one_timeout_s(len(rows)))
+    if not result.only_refusals:
+        _CLIENTS.drop(cached)
+    return result
 
 
 def _row(msg: Any) -> ConsumedRow:
@@ -477,6 +594,7 @@ def _row(msg: Any) -> ConsumedRow:
         msg.value(),
         ts if ts_type else -1,
         tuple((k, b"" if v is None else v) for k, v in headers) if headers else (),
+        ts_type,
     )
 
 
@@ -498,6 +616,9 @@ def _sink_records(topic: str, partition: int) -> Callable[[Any], SinkRecord]:
             msg.value(),
             ts if ts_type and ts >= 0 else None,
             tuple((k, b"" if v is None else v) for k, v in headers) if headers else (),
+            None,
+            None,
+            TIMESTAMP_TYPES[ts_type],
         )
 
     return record
@@ -651,20 +772,38 @@ class _DriverClient(Generic[_C]):
 
 
 class DriverProducer(_DriverClient[CachedProducer]):
-    """A source task's own producer on the driver."""
+    """A source task's own producer on the driver (and, created when first needed, one
+    that writes a record per request: see :func:`_produce_with`)."""
 
     def __init__(self, conf: Mapping[str, str]) -> None:
         super().__init__(CachedProducer, conf)
+        self._one_by_one = _DriverClient(CachedProducer, {**conf, **ONE_RECORD_PER_REQUEST})
 
     def produce(
-        self, records: Sequence[SourceRecord], stopping: Callable[[], bool]
+        self, records: Sequence[SourceRecord], stopping: Callable[[], bool], tolerate: bool = False
     ) -> ProduceResult:
-        """Produces ``records`` and waits for their delivery (see :func:`_produce_with`)."""
+        """Produces ``records`` and waits for their delivery (see :func:`_produce_with`);
+        with ``tolerate``, the result names the records refused (by their index)."""
         cached = self._client()
-        result = _produce_with(cached, functools.partial(hand_records, records), stopping)
+        redo = functools.partial(self._redo, records, stopping) if tolerate else None
+        result = _produce_with(cached, functools.partial(hand_records, records), stopping, redo)
         if result.failed:
-            self.close()
+            super().close()
         return result
+
+    def _redo(self, records: Sequence[SourceRecord], stopping: Callable[[], bool]) -> ProduceResult:
+        rows = [to_produce_row(record) for record in records]
+        cached = self._one_by_one._client()
+        hand = functools.partial(_hand_one_by_one, rows)
+        timeout_s = _one_by_one_timeout_s(len(rows))
+        result = _produce_with(cached, hand, stopping, flush_timeout_s=timeout_s)
+        if not result.only_refusals:
+            self._one_by_one.close()
+        return result
+
+    def close(self) -> None:
+        super().close()
+        self._one_by_one.close()
 
 
 class DriverReader(_DriverClient[_CachedConsumer]):

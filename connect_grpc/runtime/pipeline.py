@@ -14,14 +14,15 @@ transaction commits the offsets of the whole batch; a skipped sink record still 
 its partition's committed offset (the ranges read are committed whole).
 
 When the pipeline has no converter and no transformation (``is_pass_through``), the task's
-runner never calls it: records move as bytes by today's code, at today's speed.
+runner never runs records through it: records move as bytes by today's code, at today's
+speed (a source task keeps it to skip refused records with, under ``errors.tolerance=all``).
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,7 @@ from connect_grpc.runtime.dead_letter import (
 )
 from connect_grpc.runtime.tolerance import (
     SINK_TASK_CLASS,
+    WORKER_SOURCE_TASK_CLASS,
     ErrorHandlerError,
     ErrorReporter,
     LogReporter,
@@ -190,9 +192,11 @@ class TaskPipeline:
         producer_conf: Mapping[str, str],
         sleep: Callable[[int], bool],
         producer_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> TaskPipeline:
         """The task's pipeline: Kafka Connect's reporters (the log; a sink's dead-letter
-        queue) and, beyond it, a source's dead-letter queue with the same settings."""
+        queue) and, beyond it, a source's dead-letter queue with the same settings.
+        ``stopping`` says whether the task is asked to stop (waits for the queue end)."""
         errors = plugins.errors
         counts = ErrorCounts()
         reporters: list[ErrorReporter] = [LogReporter(task, errors, counts)]
@@ -213,6 +217,7 @@ class TaskPipeline:
                 context_headers_enabled=errors.dlq_context_headers,
                 serializer=serializer,
                 producer_factory=producer_factory,
+                stopping=stopping,
             )
             reporters.append(dead_letters)
         operator = RetryWithToleranceOperator(errors, reporters, counts, sleep=sleep)
@@ -402,6 +407,7 @@ class TaskPipeline:
             headers,
             key_schema,
             value_schema,
+            raw.timestamp_type,
         )
         if not self._appliers:
             return record
@@ -563,11 +569,30 @@ class TaskPipeline:
         result = self.operator.after_failure(context, operation, stage, error)
         return None if context.failed else result
 
-    def await_dead_letters(self) -> None:
-        """Waits (bounded) for the dead-letter queue's writes so far: called before the
-        offsets of the records they came from are committed."""
+    @property
+    def tolerates_all(self) -> bool:
+        """``errors.tolerance=all``: a record the broker refuses is skipped (KIP-779)."""
+        return self.plugins.errors.tolerate_all
+
+    def skip_refused(self, original: SourceRecord, topic: str, error: BaseException) -> None:
+        """A source record the broker refused for good (``errors.tolerance=all``): reported
+        at stage KAFKA_PRODUCE with Kafka Connect's WorkerSourceTask as the class, to the
+        log and, beyond Kafka Connect, to the source's dead-letter queue (``topic``, the one
+        it was meant for, in its ``__connect.errors.topic``), and counted as skipped."""
+        context = ProcessingContext(original, target_topic=topic)
+        self.operator.skip_failed(context, Stage.KAFKA_PRODUCE, WORKER_SOURCE_TASK_CLASS, error)
+
+    def await_dead_letters(self, partitions: Iterable[tuple[str, int]] | None = None) -> None:
+        """Waits (bounded, and not once the task is stopping) for the dead-letter queue's
+        writes of records of ``partitions`` (a sink batch's; None: every write so far):
+        called before the offsets of the records they came from are committed."""
         if self.dead_letters is not None:
-            self.dead_letters.await_writes()
+            self.dead_letters.await_writes(partitions)
+
+    def forget_dead_letters(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """The task lost ``partitions``: their dead-letter queue writes are not awaited."""
+        if self.dead_letters is not None:
+            self.dead_letters.forget(partitions)
 
     def take_counts(self) -> ErrorCounts:
         return self.counts.take()
@@ -629,20 +654,23 @@ def start_pipeline(
     is_sink: bool,
     producer_conf: Mapping[str, str],
     sleep: Callable[[int], bool],
+    stopping: Callable[[], bool] = lambda: False,
 ) -> TaskPipeline | None:
     """Builds the task's pipeline and creates its dead-letter queue's topic. None when the
-    task needs none: no spec, or a pass-through pipeline that no sink task can report
-    errant records through (the plugins are then closed at once)."""
+    task needs none: no spec, or a pass-through pipeline that neither a sink task can
+    report errant records through nor a source task skips refused records with
+    (``errors.tolerance=all``); the plugins are then closed at once."""
     if spec is None:
         return None
     plugins = spec.factory()
     errors = plugins.errors
-    reports_errant = is_sink and bool(errors.dlq_topic or errors.log_enable)
-    if plugins.is_pass_through() and not reports_errant:
+    reports = bool(errors.dlq_topic or errors.log_enable) if is_sink else errors.tolerate_all
+    if plugins.is_pass_through() and not reports:
         plugins.close()
         return None
     pipeline = TaskPipeline.create(
-        task, plugins, is_sink=is_sink, producer_conf=producer_conf, sleep=sleep
+        task, plugins, is_sink=is_sink, producer_conf=producer_conf, sleep=sleep,
+        stopping=stopping,
     )
     try:
         pipeline.open(spec.admin_conf)
@@ -702,6 +730,9 @@ class ErrantRecordReporter:
             value,
             record.timestamp_ms,
             headers,
+            None,
+            None,
+            record.timestamp_type,
         )
 
     def maybe_raise(self) -> None:

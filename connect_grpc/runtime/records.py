@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.api import TIMESTAMP_TYPES, SinkRecord, SourceRecord
 from connect_grpc.data.record import RawHeaders
 from connect_grpc.domain import OffsetMap
 from connect_grpc.runtime.batching import OffsetRange
@@ -20,8 +20,9 @@ from connect_grpc.storage.base import OffsetEntry
 #: What an executor produces: (topic, partition or -1, key, value, headers).
 ProduceRow = tuple[str, int, bytes | None, bytes | None, RawHeaders]
 #: What an executor reads from one partition: (offset, key, value, timestamp ms or -1,
-#: headers); the partition is said once, by the range the rows belong to.
-ConsumedRow = tuple[int, bytes | None, bytes | None, int, RawHeaders]
+#: headers, timestamp type as librdkafka numbers it); the partition is said once, by the
+#: range the rows belong to.
+ConsumedRow = tuple[int, bytes | None, bytes | None, int, RawHeaders, int]
 #: The rows read from one partition, in offset order: (topic, partition, rows).
 PartitionRows = tuple[str, int, Sequence[ConsumedRow]]
 
@@ -89,6 +90,23 @@ def group_for_slices(records: Sequence[SourceRecord], slices: int) -> list[list[
     return [group for group in groups if group]
 
 
+def slice_indexes(records: Sequence[SourceRecord], slices: int) -> list[list[int]]:
+    """Which record (its index in ``records``) each row of ``group_for_slices(records,
+    slices)`` is, slice by slice: worked out again only when a slice names a row (a record
+    refused), so that the hot path builds no index."""
+    if slices <= 1:
+        return [list(range(len(records)))]
+    groups: list[list[int]] = [[] for _ in range(slices)]
+    slot_of: dict[object, int] = {}
+    for index, (key, record) in enumerate(_partition_keys(records)):
+        slot = slot_of.get(key)
+        if slot is None:
+            slot = zlib.crc32(partition_key(record.source_partition).encode()) % slices
+            slot_of[key] = slot
+        groups[slot].append(index)
+    return [group for group in groups if group]
+
+
 def latest_offsets(records: Iterable[SourceRecord]) -> list[OffsetEntry]:
     """The last offset of each source partition in the batch, in first-seen partition order."""
     latest: dict[object, SourceRecord] = {}
@@ -100,10 +118,14 @@ def latest_offsets(records: Iterable[SourceRecord]) -> list[OffsetEntry]:
 def to_sink_records(partitions: Iterable[PartitionRows]) -> list[SinkRecord]:
     """Rows from executors → SinkRecords, partition after partition, each in offset order
     (positional construction: it runs once per record on the driver)."""
+    types = TIMESTAMP_TYPES
     return [
-        SinkRecord(topic, partition, offset, key, value, None if ts < 0 else ts, headers)
+        SinkRecord(
+            topic, partition, offset, key, value, None if ts < 0 else ts, headers, None, None,
+            types[ts_type],
+        )
         for topic, partition, rows in partitions
-        for offset, key, value, ts, headers in rows
+        for offset, key, value, ts, headers, ts_type in rows
     ]
 
 

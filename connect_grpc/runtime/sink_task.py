@@ -17,7 +17,7 @@ import contextlib
 import functools
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Unpack
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
@@ -111,9 +111,16 @@ class _Member:
     """The group member: tracks its assignment and each partition's position (the next offset
     to read: the committed offset when assigned, then the end of each batch put)."""
 
-    def __init__(self, conf: Mapping[str, str], topics: list[str]) -> None:
+    def __init__(
+        self,
+        conf: Mapping[str, str],
+        topics: list[str],
+        on_revoked: Callable[[list[TopicPartitionKey]], None] = lambda partitions: None,
+    ) -> None:
+        """``on_revoked`` is told of the partitions the member lost (revoked or lost)."""
         from confluent_kafka import Consumer
 
+        self._on_revoked = on_revoked
         self._incremental = incremental_rebalancing(conf)
         self.consumer: Any = Consumer(with_client_log(conf, conf.get("client.id", "member")))
         self.assigned: set[TopicPartitionKey] = set()
@@ -136,9 +143,12 @@ class _Member:
             self._forget((tp.topic, tp.partition))
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
-        for tp in partitions:
-            self.assigned.discard((tp.topic, tp.partition))
-            self._forget((tp.topic, tp.partition))
+        revoked = [(tp.topic, tp.partition) for tp in partitions]
+        for key in revoked:
+            self.assigned.discard(key)
+            self._forget(key)
+        if revoked:
+            self._on_revoked(revoked)
 
     def _forget(self, key: TopicPartitionKey) -> None:
         self.positions.pop(key, None)
@@ -213,8 +223,9 @@ def put_all(
 ) -> tuple[dict[TopicPartitionKey, int], int]:
     """Puts and flushes the records read (through the task's pipeline, if any): the
     offsets reached (to be committed, records the pipeline skipped included) and the number
-    of records read. The dead-letter queue's writes are awaited before returning, so before
-    the offsets can be committed."""
+    of records read. The dead-letter queue's writes of records of the batch's partitions are
+    awaited before returning, so before the offsets can be committed (none are returned if
+    they are not all answered, in time and before the task is asked to stop)."""
     offsets = {(r.topic, r.partition): r.next_offset for r in results}
     read = len(records)
     if pipeline is None:
@@ -229,7 +240,7 @@ def put_all(
     if errant is not None:
         errant.maybe_raise()
     plugin.flush(offsets)
-    pipeline.await_dead_letters()
+    pipeline.await_dead_letters(offsets)
     pipeline.sink_batch_done()
     return offsets, read
 
@@ -289,10 +300,19 @@ class SinkTaskRunner(TaskRunner):
             is_sink=True,
             producer_conf=self._dlq_base_conf,
             sleep=event_sleep(self._stopping),
+            stopping=self._stopping.is_set,
         )
         errant = None if self._pipeline is None else self._pipeline.errant
         self.plugin.initialize(_SinkTaskContext(self.id, errant))
-        self._member = _Member(self._member_conf, subscription(self._subscription_config))
+        self._member = _Member(
+            self._member_conf, subscription(self._subscription_config), self._revoked
+        )
+
+    def _revoked(self, partitions: list[TopicPartitionKey]) -> None:
+        """The member lost ``partitions``: their records' dead-letter queue writes are not
+        awaited any more (their offsets are not this task's to commit)."""
+        if self._pipeline is not None:
+            self._pipeline.forget_dead_letters(partitions)
 
     def _count_errors(self) -> None:
         if self._pipeline is not None:
@@ -411,6 +431,7 @@ class SinkHost(PluginHost):
                 is_sink=True,
                 producer_conf=self._dlq_base_conf,
                 sleep=StopAwareSleep(self._session.stopping),
+                stopping=self._session.stopping,
             )
         errant = None if self._pipeline is None else self._pipeline.errant
         self._plugin.initialize(_SinkTaskContext(self._id, errant))
@@ -426,6 +447,11 @@ class SinkHost(PluginHost):
     def take_errors(self) -> ErrorCounts:
         """The record errors counted since they were last taken."""
         return ErrorCounts() if self._pipeline is None else self._pipeline.take_counts()
+
+    def forget_dead_letters(self, partitions: list[TopicPartitionKey]) -> None:
+        """The driver's member lost ``partitions`` (see ``SinkTaskRunner._revoked``)."""
+        if self._pipeline is not None:
+            self._pipeline.forget_dead_letters(partitions)
 
     def stop(self, connector_deleted: bool) -> None:
         try:
@@ -487,7 +513,17 @@ class HostedSinkTaskRunner(SinkTaskRunner):
 
     def prepare(self) -> None:
         self._link.open()
-        self._member = _Member(self._member_conf, subscription(self._subscription_config))
+        self._member = _Member(
+            self._member_conf, subscription(self._subscription_config), self._revoked
+        )
+
+    def _revoked(self, partitions: list[TopicPartitionKey]) -> None:
+        """Tells the host (when it may have a dead-letter queue, is reachable and the task
+        is not stopping); a host that is not told lets go of those writes when it stops."""
+        if self._pipeline_spec is None or self._link.broken or self._stopping.is_set():
+            return
+        with contextlib.suppress(Exception):
+            self._link.call("forget_dead_letters", partitions)
 
     def _move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
         if self._hosted.rehost_if_lost():

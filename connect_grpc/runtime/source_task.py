@@ -45,8 +45,10 @@ from connect_grpc.runtime.hosting import (
 )
 from connect_grpc.runtime.kafka_io import (
     DriverProducer,
+    KafkaFailure,
     KafkaIoError,
     ProduceResult,
+    RecordRefusedError,
     produce_slices,
     producer_conf,
 )
@@ -57,7 +59,7 @@ from connect_grpc.runtime.pipeline import (
     pipeline_spec,
     start_pipeline,
 )
-from connect_grpc.runtime.records import group_for_slices, latest_offsets
+from connect_grpc.runtime.records import group_for_slices, latest_offsets, slice_indexes
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
 from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
@@ -90,12 +92,27 @@ class _Batch:
     def through(self, pipeline: TaskPipeline | None) -> _Batch:
         """The batch after the task's pipeline (dropped records' offsets are then not
         committed, except by an exactly-once transaction, which commits the batch's)."""
-        if pipeline is None:
+        if pipeline is None or pipeline.pass_through:
             self.outgoing = self.records
         else:
             self.converted = pipeline.apply_source(self.records)
             self.outgoing = [record for record in self.converted if record is not None]
         return self
+
+    def dropped(self) -> list[SourceRecord]:
+        """The polled records the pipeline dropped."""
+        converted = self.converted
+        if converted is None or len(self.outgoing) == len(self.records):
+            return []
+        return [r for r, out in zip(self.records, converted, strict=True) if out is None]
+
+    def originals_of(self, outgoing: Sequence[int]) -> list[SourceRecord]:
+        """The polled records the ``outgoing`` records (by index) were made of."""
+        converted = self.converted
+        if converted is None:
+            return [self.records[index] for index in outgoing]
+        kept = [i for i, out in enumerate(converted) if out is not None]
+        return [self.records[kept[index]] for index in outgoing]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,10 +178,18 @@ class _SourceTaskContext:
         return self._transaction_context
 
 
-def check_delivery(results: Sequence[ProduceResult], expected: int) -> None:
-    """Raises DeliveryError unless every slice delivered every record."""
+#: A record the broker refused for good: (its slice's index, its index in the slice, why).
+Refusal = tuple[int, int, KafkaFailure]
+
+
+def check_delivery(results: Sequence[ProduceResult], expected: int) -> list[Refusal]:
+    """The records refused for good (only when the slices were written for a task that
+    tolerates them, ``errors.tolerance=all``, and every failure is such a refusal). Raises
+    DeliveryError unless every slice delivered, or refused, every record."""
     produced = sum(r.produced for r in results)
     errors = sum(r.failed for r in results)
+    if produced == expected and all(r.only_refusals for r in results):
+        return [(n, index, why) for n, r in enumerate(results) for index, why in r.refused]
     if errors or produced != expected:
         messages = [m for r in results for m in r.messages]
         raise DeliveryError(
@@ -172,6 +197,39 @@ def check_delivery(results: Sequence[ProduceResult], expected: int) -> None:
             + "; ".join(messages),
             retriable=all(r.retriable for r in results),
         )
+    return []
+
+
+def commit_dropped(plugin: SourceTask, records: Sequence[SourceRecord], logger: Any) -> None:
+    """``commit_record(record, None)`` for each record not written (dropped by the pipeline,
+    or refused), as Kafka Connect: a failure is logged and does not fail the task."""
+    if type(plugin).commit_record is SourceTask.commit_record:
+        return  # the plugin does not listen: no call per record
+    for record in records:
+        try:
+            plugin.commit_record(record, None)
+        except Exception:
+            logger.warning("source_task_commit_record_failed", exc_info=True)
+
+
+def skip_refused(
+    batch: _Batch,
+    refused: Sequence[tuple[int, KafkaFailure]],
+    pipeline: TaskPipeline | None,
+    plugin: SourceTask,
+    logger: Any,
+) -> None:
+    """Skips each outgoing record (by index) the broker refused for good, under
+    ``errors.tolerance=all`` (KIP-779): reported and counted by the task's pipeline, the
+    plugin's ``commit_record`` told, and its offset committed with the batch's (once the
+    dead-letter queue's writes of them are answered: ``TaskPipeline.await_dead_letters``)."""
+    if not refused or pipeline is None:
+        return
+    originals = batch.originals_of([index for index, _ in refused])
+    for original, (index, failure) in zip(originals, refused, strict=True):
+        topic = batch.outgoing[index].topic
+        pipeline.skip_refused(original, topic, RecordRefusedError(failure))
+    commit_dropped(plugin, originals, logger)
 
 
 def notify_commit(plugin: SourceTask, logger: Any) -> None:
@@ -254,6 +312,7 @@ class SourceTaskRunner(TaskRunner):
             is_sink=False,
             producer_conf=self._producer_conf,
             sleep=event_sleep(self._stopping),
+            stopping=self._stopping.is_set,
         )
         transactional = self._transactional
         if transactional is not None:
@@ -290,9 +349,12 @@ class SourceTaskRunner(TaskRunner):
         else:
             if not batch.produced:
                 if batch.outgoing:
-                    self._produce(batch.outgoing)
+                    refused = self._produce(batch.outgoing)
                     self.kafka_ok()
+                    skip_refused(batch, refused, self._pipeline, self.plugin, self.log)
                 batch.produced = True
+                if self._pipeline is not None:  # the refused records' queue writes
+                    self._pipeline.await_dead_letters()
             offsets = latest_offsets(batch.outgoing)
             if offsets:
                 with self.metrics.offset_commit():
@@ -324,35 +386,56 @@ class SourceTaskRunner(TaskRunner):
             self._sizer.observe(0)
             return None
         self.metrics.polled(len(batch.records))
-        return batch.through(self._pipeline)
+        batch.through(self._pipeline)
+        if self._transactional is None:
+            commit_dropped(self.plugin, batch.dropped(), self.log)
+        return batch
 
-    def _produce(self, records: Sequence[SourceRecord]) -> None:
+    def _tolerates_refusals(self) -> bool:
+        return self._pipeline is not None and self._pipeline.tolerates_all
+
+    def _produce(self, records: Sequence[SourceRecord]) -> list[tuple[int, KafkaFailure]]:
         """Produces the batch: on the driver when it is too small to pay for a Spark job,
-        else as a Spark job over up to ``parallelism`` slices."""
+        else as a Spark job over up to ``parallelism`` slices. Returns the records refused
+        for good (by index), when the task tolerates them."""
         begun = time.monotonic()
         on_driver = len(records) <= self._local_max
+        tolerate = self._tolerates_refusals()
+        slices: list[list[int]] = []
         if on_driver:
-            results = [self._driver_producer.produce(records, self._stopping.is_set)]
+            producer = self._driver_producer
+            results = [producer.produce(records, self._stopping.is_set, tolerate)]
         else:
-            results = self._produce_on_spark(records)
-        check_delivery(results, len(records))
+            results, slices = self._produce_on_spark(records, tolerate)
+        refusals = check_delivery(results, len(records))
+        refused = [
+            (slices[n][index] if slices else index, why) for n, index, why in refusals
+        ]
         elapsed = time.monotonic() - begun
-        self.metrics.written(len(records), elapsed, ON_DRIVER if on_driver else ON_SPARK_JOB)
+        where = ON_DRIVER if on_driver else ON_SPARK_JOB
+        self.metrics.written(len(records) - len(refused), elapsed, where)
         self.log.debug(
             "batch_produced",
             records=len(records),
             on="driver" if on_driver else "spark",
             elapsed_ms=round(elapsed * 1000),
         )
+        return refused
 
-    def _produce_on_spark(self, records: Sequence[SourceRecord]) -> list[ProduceResult]:
+    def _produce_on_spark(
+        self, records: Sequence[SourceRecord], tolerate: bool
+    ) -> tuple[list[ProduceResult], list[list[int]]]:
+        """The results of a Spark job that produces the records, one per slice; with
+        ``tolerate``, which record each slice's rows are (by index)."""
         context = self._spark.context
-        slices = group_for_slices(records, slice_count(len(records), self._spark.parallelism()))
-        produce = functools.partial(produce_slices, self._producer_conf)
+        count = slice_count(len(records), self._spark.parallelism())
+        slices = group_for_slices(records, count)
+        produce = functools.partial(produce_slices, self._producer_conf, tolerate=tolerate)
         results: list[ProduceResult] = (
             context.parallelize(slices, len(slices)).mapPartitions(produce).collect()
         )
-        return results
+        members = slice_indexes(records, count) if any(r.refused for r in results) else []
+        return results, members
 
     def close(self) -> None:
         self._driver_producer.close()
@@ -399,6 +482,7 @@ class SourceHost(PluginHost):
                 is_sink=False,
                 producer_conf=self._conf,
                 sleep=StopAwareSleep(self._session.stopping),
+                stopping=self._session.stopping,
             )
         transactional = self._transactional
         if transactional is not None:
@@ -432,15 +516,26 @@ class SourceHost(PluginHost):
             )
         if not batch.produced:
             if batch.outgoing:
-                result = self._producer.produce(batch.outgoing, stopping)
-                check_delivery([result], len(batch.outgoing))
+                pipeline = self._pipeline
+                tolerate = pipeline is not None and pipeline.tolerates_all
+                result = self._producer.produce(batch.outgoing, stopping, tolerate)
+                refusals = check_delivery([result], len(batch.outgoing))
+                refused = [(index, why) for _, index, why in refusals]
+                skip_refused(batch, refused, pipeline, self._plugin, log)
             batch.produced = True
+            if self._pipeline is not None:  # the refused records' queue writes
+                self._pipeline.await_dead_letters()
         offsets = latest_offsets(batch.outgoing)
         return HostedBatch(len(batch.records), offsets, CommitTally(), self.take_errors())
 
     def _poll(self, wanted: int) -> _Batch | None:
         batch = poll_batch(self._plugin, wanted, self._session.stopping)
-        return None if batch is None else batch.through(self._pipeline)
+        if batch is None:
+            return None
+        batch.through(self._pipeline)
+        if self._transactional is None:
+            commit_dropped(self._plugin, batch.dropped(), log)
+        return batch
 
     def take_errors(self) -> ErrorCounts:
         """The record errors counted since they were last taken."""

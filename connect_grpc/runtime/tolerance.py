@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
-from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.api import SinkRecord, SourceRecord, TimestampType
 from connect_grpc.connectors.pipeline_config import ErrorHandling
 from connect_grpc.data.errors import DataError, RetriableError, SchemaBuilderError
 from connect_grpc.domain import TaskId
@@ -60,6 +60,8 @@ TOLERATES_ANY = frozenset(
 
 #: The class Kafka Connect names for records an ErrantRecordReporter reports.
 SINK_TASK_CLASS = "org.apache.kafka.connect.sink.SinkTask"
+#: The class Kafka Connect names for source records the broker refused (KIP-779).
+WORKER_SOURCE_TASK_CLASS = "org.apache.kafka.connect.runtime.WorkerSourceTask"
 
 
 class ErrorHandlerError(ConnectError):
@@ -272,6 +274,18 @@ class RetryWithToleranceOperator:
         if not self.errors.tolerate_all:
             raise ErrorHandlerError(TOLERANCE_EXCEEDED) from error
 
+    def skip_failed(
+        self, context: ProcessingContext, stage: Stage, executing: object, error: BaseException
+    ) -> None:
+        """A record that failed outside ``execute`` and is skipped (a write the broker
+        refused under ``errors.tolerance=all``, KIP-779): reported as ``execute_failed``
+        reports, and counted as a failed attempt and a skipped record as well as an error
+        (Kafka Connect counts the failed attempt only; here it counts as any record a
+        tolerated failure skips). Raises ErrorHandlerError with ``errors.tolerance=none``."""
+        self.counts.failures += 1
+        self.execute_failed(context, stage, executing, error)
+        self.counts.skipped += 1
+
     def within_tolerance_limits(self) -> bool:
         return self.errors.tolerate_all or self.total_failures == 0
 
@@ -398,14 +412,15 @@ class LogReporter:
 
 
 def describe_consumed(record: SinkRecord) -> str:
-    """A consumed record as Kafka Connect's log line shows it (the timestamp type is not
-    kept by the reader: a timestamp shows as CreateTime)."""
+    """A consumed record as Kafka Connect's log line shows it: its timestamp and the
+    timestamp's type only for a create or log-append time."""
     text = (
         f"{{topic='{record.topic}', partition={record.kafka_partition}, "
         f"offset={record.kafka_offset}"
     )
-    if record.timestamp_ms is not None:
-        text += f", timestamp={record.timestamp_ms}, timestampType=CreateTime"
+    timestamp_type = record.timestamp_type
+    if record.timestamp_ms is not None and timestamp_type is not TimestampType.NO_TIMESTAMP_TYPE:
+        text += f", timestamp={record.timestamp_ms}, timestampType={timestamp_type.value}"
     return text + "}"
 
 

@@ -7,7 +7,8 @@ and :class:`PoisonTransformation` raise a DataError; ``drop`` makes
 :class:`DropTransformation` drop the record; a value starting with ``flaky`` makes
 :class:`FlakyTransformation` raise a RetriableError. :class:`RejectingFileSinkConnector` is
 FileStreamSink whose task reports values containing ``reject`` through KIP-610's errant
-record reporter.
+record reporter. :class:`CommitListeningFileSourceConnector` is FileStreamSource whose task
+writes each ``commit_record`` call it gets to ``<file>.commits``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,14 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from connect_grpc.connectors.api import SinkRecord, Task
-from connect_grpc.connectors.file import FileStreamSinkConnector, FileStreamSinkTask
+from connect_grpc.connectors.api import RecordMetadata, SinkRecord, SourceRecord, Task
+from connect_grpc.connectors.file import (
+    FILE_CONFIG,
+    FileStreamSinkConnector,
+    FileStreamSinkTask,
+    FileStreamSourceConnector,
+    FileStreamSourceTask,
+)
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.plugins import (
     Converter,
@@ -176,3 +183,23 @@ class RejectingFileSinkConnector(FileStreamSinkConnector):
 
     def task_class(self) -> type[Task]:
         return RejectingFileSinkTask
+
+
+class CommitListeningFileSourceTask(FileStreamSourceTask):
+    """FileStreamSource's task that appends a line ``<position> <metadata>`` to
+    ``<file>.commits`` for each ``commit_record(record, metadata)`` the runtime calls."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        super().start(config)
+        self._commits = f"{config[FILE_CONFIG]}.commits"
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        with open(self._commits, "a", encoding="utf-8") as commits:
+            commits.write(f"{record.source_offset['position']} {metadata}\n")
+
+
+class CommitListeningFileSourceConnector(FileStreamSourceConnector):
+    """FileStreamSource whose task writes down the ``commit_record`` calls it gets."""
+
+    def task_class(self) -> type[Task]:
+        return CommitListeningFileSourceTask

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from connect_grpc.testing import pipeline_plugins
 from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
@@ -193,6 +193,39 @@ def test_sink_dlq_has_original_bytes_headers_and_context_and_skips_advance_offse
     wait_until(counted, timeout=30)
     assert deployment.metric("kafka_connect_task_error_total_records_skipped_total", name) == 1
     assert deployment.metric("kafka_connect_task_error_last_error_timestamp", name) > 0
+
+
+def test_the_log_line_names_the_consumed_records_timestamp_type(
+    deployment: Deployment, kafka_bootstrap: str, kafka_admin: AdminClient, name: str
+) -> None:
+    """A topic whose broker sets the timestamps: the failed record's log line says
+    LogAppendTime (its timestamp as the broker set it), as Kafka Connect's does."""
+    topic = f"in-{uuid.uuid4().hex[:8]}"
+    new_topic = NewTopic(
+        topic, num_partitions=1, replication_factor=1,
+        config={"message.timestamp.type": "LogAppendTime"},
+    )
+    kafka_admin.create_topics([new_topic], operation_timeout=30)[topic].result(timeout=30)
+    produce_with_headers(kafka_bootstrap, topic, [(b"poison-1", None)])
+    out = deployment.work / f"{name}.txt"
+    logging = {
+        "errors.tolerance": "all",
+        "errors.log.enable": "true",
+        "errors.log.include.messages": "true",
+    }
+    create(deployment.stub, name, sink_config(out, topic, **logging))
+    wait_until(lambda: group_offset(kafka_admin, f"connect-{name}", topic) == 1, timeout=60)
+    [stored] = read_all(kafka_bootstrap, topic)
+    appended_at = stored.timestamp()[1]
+    expected = (
+        f"where consumed record is {{topic='{topic}', partition=0, offset=0, "
+        f"timestamp={appended_at}, timestampType=LogAppendTime}}"
+    )
+
+    def logged() -> bool:
+        return expected in deployment.worker.log_path.read_text(encoding="utf-8", errors="replace")
+
+    wait_until(logged, timeout=30)
 
 
 def test_tolerance_none_reports_the_record_before_the_task_fails(

@@ -666,3 +666,12 @@ def test_a_compiled_replace_field_keeps_what_apply_keeps(replace_config: dict[st
             json_converter().from_connect_data("out", None, record.value_schema, record.value)
         )
     assert [r.value for r in built.apply_source(polled) if r is not None] == expected
+
+
+def test_converted_and_transformed_sink_records_keep_the_consumed_timestamp_type() -> None:
+    from connect_grpc.connectors.api import TimestampType
+
+    built, _ = pipeline(stage("u", UpperCaseTransformation()), value=Utf8Converter(), is_sink=True)
+    read = replace(raw(b"v"), timestamp_type=TimestampType.LOG_APPEND_TIME)
+    [out] = built.apply_sink([read])
+    assert (out.value, out.timestamp_type) == ("V", TimestampType.LOG_APPEND_TIME)

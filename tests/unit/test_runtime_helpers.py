@@ -7,10 +7,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import confluent_kafka
 import pytest
 
-from connect_grpc.connectors.api import SourceRecord
+from connect_grpc.connectors.api import SourceRecord, TimestampType
 from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.runtime import kafka_io
 from connect_grpc.runtime.batching import (
     DEFAULT_INITIAL_RECORDS,
     BatchSizer,
@@ -146,14 +148,61 @@ def test_latest_offsets_takes_the_last_offset_of_each_partition() -> None:
 
 def test_sink_records_keep_partition_and_offset_order_and_map_timestamps() -> None:
     partitions = [
-        ("t", 0, [(6, None, b"a", 100, ()), (7, b"k", b"b", 123, (("h", b"v"),))]),
-        ("t", 1, [(0, None, b"x", -1, ())]),
+        ("t", 0, [(6, None, b"a", 100, (), 1), (7, b"k", b"b", 123, (("h", b"v"),), 2)]),
+        ("t", 1, [(0, None, b"x", -1, (), 0)]),
     ]
     sink = to_sink_records(partitions)
     assert [(r.kafka_partition, r.kafka_offset) for r in sink] == [(0, 6), (0, 7), (1, 0)]
     assert sink[1].timestamp_ms == 123 and sink[1].key == b"k"
     assert sink[1].headers == (("h", b"v"),)
     assert sink[2].timestamp_ms is None and sink[2].topic == "t"
+    # librdkafka's timestamp types, as Kafka names them
+    assert [r.timestamp_type for r in sink] == [
+        TimestampType.CREATE_TIME,
+        TimestampType.LOG_APPEND_TIME,
+        TimestampType.NO_TIMESTAMP_TYPE,
+    ]
+
+
+class _Consumed:
+    """A consumed message as confluent_kafka hands it over."""
+
+    def __init__(self, offset: int, timestamp: tuple[int, int]) -> None:
+        self._offset, self._timestamp = offset, timestamp
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes:
+        return b"k"
+
+    def value(self) -> bytes:
+        return b"v"
+
+    def timestamp(self) -> tuple[int, int]:
+        return self._timestamp
+
+    def headers(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "expected_ms", "expected_type"),
+    [
+        ((confluent_kafka.TIMESTAMP_CREATE_TIME, 5), 5, TimestampType.CREATE_TIME),
+        ((confluent_kafka.TIMESTAMP_LOG_APPEND_TIME, 7), 7, TimestampType.LOG_APPEND_TIME),
+        ((confluent_kafka.TIMESTAMP_NOT_AVAILABLE, -1), None, TimestampType.NO_TIMESTAMP_TYPE),
+    ],
+)
+def test_both_readers_keep_the_consumed_timestamp_type(
+    timestamp: tuple[int, int], expected_ms: int | None, expected_type: TimestampType
+) -> None:
+    message = _Consumed(3, timestamp)
+    in_process = kafka_io._sink_records("t", 0)(message)
+    [from_executor] = to_sink_records([("t", 0, [kafka_io._row(message)])])
+    for read in (in_process, from_executor):
+        assert (read.timestamp_ms, read.timestamp_type) == (expected_ms, expected_type)
+    assert in_process.new_record(value=b"w").timestamp_type is expected_type
 
 
 def test_next_offsets_are_the_range_ends() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import structlog
 
-from connect_grpc.connectors.api import SinkRecord, SourceRecord
+from connect_grpc.connectors.api import SinkRecord, SourceRecord, TimestampType
 from connect_grpc.connectors.pipeline_config import ErrorHandling
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.domain import TaskId
@@ -236,6 +236,22 @@ def test_log_reporter_message_as_kafka_connect() -> None:
         "JsonConverter', where consumed record is {topic='orders', partition=0, offset=42, "
         "timestamp=1700000000000, timestampType=CreateTime}."
     )
+    log_append = SinkRecord(
+        "orders", 0, 42, None, b"x", 1_700_000_000_000,
+        timestamp_type=TimestampType.LOG_APPEND_TIME,
+    )
+    assert detailed.message(failed_context(log_append)).endswith(
+        "offset=42, timestamp=1700000000000, timestampType=LogAppendTime}."
+    )
+    # no timestamp, or one of no known type: neither is shown, as Kafka Connect
+    no_type = TimestampType.NO_TIMESTAMP_TYPE
+    for untimed in (
+        SinkRecord("orders", 0, 42, None, b"x", None, timestamp_type=no_type),
+        SinkRecord("orders", 0, 42, None, b"x", 5, timestamp_type=no_type),
+    ):
+        assert detailed.message(failed_context(untimed)).endswith(
+            "where consumed record is {topic='orders', partition=0, offset=42}."
+        )
     source = failed_context(SourceRecord({"f": "a"}, {"position": 3}, "t", "v"))
     assert detailed.message(source).endswith(
         ", where source record is = SourceRecord{sourcePartition={f=a}, sourceOffset={position=3}} "
