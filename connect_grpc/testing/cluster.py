@@ -26,6 +26,10 @@ from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 T = TypeVar("T")
 
 
+#: The Spark driver JVM's options of a test worker.
+TEST_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -67,6 +71,10 @@ class WorkerProcess:
             "worker.id": f"worker-{self.port}",
             "offset.storage.file.filename": str(work_dir / "connect.offsets"),
             "spark.master": "local[2]",
+            # Spark's JVM only schedules here (records go through Python and librdkafka):
+            # without the optimising compiler it starts on about half the CPU time, which
+            # on a 2-core machine is most of a worker's start-up.
+            "spark.driver.extraJavaOptions": TEST_DRIVER_JAVA_OPTIONS,
             "log.format": "json",
             "test.plugins.enabled": "true",
             **(extra_properties or {}),
