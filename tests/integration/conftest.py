@@ -6,11 +6,11 @@
 - ``kafka_bootstrap``: its bootstrap servers, e.g. ``"127.0.0.1:40337"``.
 - ``kafka_admin``: a confluent_kafka ``AdminClient`` connected to it.
 - ``unique_topic``: a fresh topic name per test (``test-<uuid hex>``); not created.
-- ``worker``: a standalone worker process per test module; ``stub``: a client of it.
+- ``worker``: a standalone worker process shared by the modules that ask for it (without the
+  connectors a module leaves: they are deleted when it ends); ``stub``: a client of it.
 - ``name``: a fresh connector name per test; ``events``: a per-test events file for the
   instrumented test plugins.
-- ``cluster``: three ``connect-grpc distributed`` workers per test module that asks for
-  them (module-scoped, so that their idle load does not outlive the module);
+- ``cluster``: three ``connect-grpc distributed`` workers, shared in the same way;
   :func:`helpers.deployment_stub` gives a module's ``stub`` fixture both deployments (standalone,
   and the cluster through :class:`helpers.RoutingStub`).
 """
@@ -21,7 +21,7 @@ import contextlib
 import fcntl
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,10 @@ from connect_grpc.testing.cluster import (
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.conftest import EXTERNAL_BROKER_ENV, SHARED_BROKER_ENV, START_LOCK_ENV
-from tests.integration.helpers import CLUSTER_SIZE
+from tests.integration.helpers import CLUSTER_SIZE, delete_every_connector
 
 BOOTSTRAP_ENV = EXTERNAL_BROKER_ENV
+HERE = Path(__file__).resolve().parent
 
 
 def _running_broker() -> str:
@@ -96,18 +97,30 @@ def unique_topic() -> str:
     return f"test-{uuid.uuid4().hex}"
 
 
+@pytest.fixture(scope="session")
+def _shared_worker(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedWorkers]:
+    shared = SharedWorkers(
+        lambda: [WorkerProcess(tmp_path_factory.mktemp("shared-worker"), kafka_bootstrap)]
+    )
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
 @pytest.fixture(scope="module")
 def worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+    _shared_worker: SharedWorkers, request: pytest.FixtureRequest
 ) -> Iterator[WorkerProcess]:
-    module = request.module.__name__.rsplit(".", 1)[-1]
-    process = WorkerProcess(tmp_path_factory.mktemp(f"{module}-worker"), kafka_bootstrap)
+    """The session's standalone worker, started by the first module that asks for it;
+    every connector a module leaves on it is deleted when the module ends."""
+    [process] = _shared_worker.acquire()
     try:
-        with one_start_at_a_time():
-            process.start()
         yield process
     finally:
-        process.stop()
+        _shared_worker.release(keep=_needed_later(request, _uses_worker))
 
 
 @pytest.fixture
@@ -126,26 +139,134 @@ def events(tmp_path: Path) -> Path:
     return tmp_path / "events.jsonl"
 
 
+@pytest.fixture(scope="session")
+def _shared_cluster(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedWorkers]:
+    def workers() -> list[WorkerProcess]:
+        root = tmp_path_factory.mktemp("cluster")
+        properties = cluster_properties(f"tests-{uuid.uuid4().hex[:8]}")
+        return [
+            WorkerProcess(root / f"worker-{n}", kafka_bootstrap, properties, mode="distributed")
+            for n in range(CLUSTER_SIZE)
+        ]
+
+    shared = SharedWorkers(workers, _all_assigned)
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
 @pytest.fixture(scope="module")
 def cluster(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+    _shared_cluster: SharedWorkers, request: pytest.FixtureRequest
 ) -> Iterator[list[WorkerProcess]]:
-    root = tmp_path_factory.mktemp("cluster")
-    properties = cluster_properties(f"tests-{uuid.uuid4().hex[:8]}")
-    workers = [
-        WorkerProcess(root / f"worker-{n}", kafka_bootstrap, properties, mode="distributed")
-        for n in range(CLUSTER_SIZE)
-    ]
+    """The session's three distributed workers, started by the first module that asks for
+    them; every connector a module leaves on them is deleted when the module ends."""
+    workers = _shared_cluster.acquire()
     try:
-        with one_start_at_a_time():
-            start_together(workers)
-
-        def all_assigned() -> bool:
-            info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
-            return bool(info.leader_id) and len(info.workers) == CLUSTER_SIZE
-
-        wait_until(all_assigned, timeout=120)
         yield workers
     finally:
+        _shared_cluster.release(keep=_needed_later(request, _uses_cluster))
+
+
+def _all_assigned(workers: list[WorkerProcess]) -> None:
+    def assigned() -> bool:
+        info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
+        return bool(info.leader_id) and len(info.workers) == len(workers)
+
+    wait_until(assigned, timeout=120)
+
+
+def _deployment(item: pytest.Item) -> str | None:
+    """The deployment a test of :func:`helpers.deployment_stub` runs on, if it is one."""
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get("stub")
+
+
+def _uses_worker(item: pytest.Item) -> bool:
+    return "worker" in getattr(item, "fixturenames", ()) or _deployment(item) == "standalone"
+
+
+def _uses_cluster(item: pytest.Item) -> bool:
+    return "cluster" in getattr(item, "fixturenames", ()) or _deployment(item) == "cluster"
+
+
+def _needed_later(request: pytest.FixtureRequest, uses: Callable[[pytest.Item], bool]) -> bool:
+    """Whether a test after this module's (in the session's order) uses the shared workers.
+    Under xdist the session's items are every process's, so a process may keep its workers
+    for a module another process runs: a cost, not an error."""
+    items = request.session.items
+    last = max(
+        (i for i, item in enumerate(items) if getattr(item, "module", None) is request.module),
+        default=len(items),
+    )
+    return any(uses(item) for item in items[last + 1:])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Runs the integration modules that share the cluster, then those that share the
+    standalone worker, each group one after the other (modules otherwise in their order,
+    tests in theirs), so the shared workers start once and stop when their last user ends."""
+    integration = [i for i, item in enumerate(items) if Path(str(item.path)).is_relative_to(HERE)]
+    if not integration:
+        return
+    modules: dict[Path, list[pytest.Item]] = {}
+    for index in integration:
+        modules.setdefault(Path(str(items[index].path)), []).append(items[index])
+
+    def group(tests: list[pytest.Item]) -> int:
+        if any(_uses_cluster(t) for t in tests):
+            return 0
+        return 1 if any(_uses_worker(t) for t in tests) else 2
+
+    ordered = [t for tests in sorted(modules.values(), key=group) for t in tests]
+    for index, item in zip(integration, ordered, strict=True):
+        items[index] = item
+
+
+class SharedWorkers:
+    """Worker processes shared by the modules of a session, rather than started per module
+    (a start is mostly Spark's, 10-30 s a worker). Started on first use, and again if one
+    of them died; each module gets them without connectors: :meth:`release` deletes every
+    connector the module left, so no module's tasks load the next one's."""
+
+    def __init__(
+        self,
+        make: Callable[[], list[WorkerProcess]],
+        ready: Callable[[list[WorkerProcess]], None] = lambda _: None,
+    ) -> None:
+        self._make = make
+        self._ready = ready
+        self._workers: list[WorkerProcess] = []
+
+    def acquire(self) -> list[WorkerProcess]:
+        if any(w.returncode is not None for w in self._workers):
+            self.stop()  # a module's test killed one: start afresh
+        if not self._workers:
+            workers = self._make()
+            self._workers = workers
+            with one_start_at_a_time():
+                start_together(workers)
+            self._ready(workers)
+        return self._workers
+
+    def release(self, keep: bool) -> None:
+        """After a module: stopped if no later module needs them (idle, a worker still
+        costs a tenth of a core), else without connectors."""
+        if not keep or any(w.returncode is not None for w in self._workers):
+            self.stop()
+            return
+        if not self._workers:
+            return
+        stub = self._workers[0].stub
+        try:
+            delete_every_connector(stub)
+        except Exception:  # a worker that cannot clean up is replaced
+            self.stop()
+
+    def stop(self) -> None:
+        workers, self._workers = self._workers, []
         for worker in workers:
             worker.stop()

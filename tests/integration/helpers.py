@@ -81,6 +81,20 @@ def create(
     )
 
 
+def delete_every_connector(stub: pb_grpc.ConnectServiceStub, timeout: float = 60) -> None:
+    """Deletes every connector of a worker's deployment (page by page) and waits until none
+    is listed."""
+
+    def none_left() -> bool:
+        listed = stub.ListConnectors(pb.ListConnectorsRequest(), timeout=10).connectors
+        for connector in listed:
+            with contextlib.suppress(grpc.RpcError):  # deleted meanwhile: listed no more
+                stub.DeleteConnector(pb.DeleteConnectorRequest(name=connector.name), timeout=30)
+        return not listed
+
+    wait_until(none_left, timeout=timeout, interval=0.5)
+
+
 def field_violations(error: grpc.RpcError) -> dict[str, str]:
     """The BadRequest field violations of a failed call, field → description."""
     status = rpc_status.from_call(error)  # type: ignore[arg-type]
