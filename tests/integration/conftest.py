@@ -37,6 +37,7 @@ from connect_grpc.testing.cluster import (
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.conftest import EXTERNAL_BROKER_ENV, SHARED_BROKER_ENV, START_LOCK_ENV
+from tests.integration import warm_ups
 from tests.integration.helpers import CLUSTER_SIZE, delete_every_connector
 
 BOOTSTRAP_ENV = EXTERNAL_BROKER_ENV
@@ -76,6 +77,16 @@ def one_start_at_a_time() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+#: The modules whose builds :mod:`warm_ups` starts early when the session runs any of them.
+_BUILD_USERS = ("test_go_client.py", "test_readme_commands.py", "test_readme_security.py")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_ups(request: pytest.FixtureRequest) -> None:
+    if any(Path(str(item.path)).name in _BUILD_USERS for item in request.session.items):
+        warm_ups.start_in_background()
 
 
 @pytest.fixture(scope="session")

@@ -43,6 +43,7 @@ from tests.integration.test_security import (  # noqa: F401  # pki and the worke
     pki,
     token_worker,
 )
+from tests.integration.warm_ups import warm_go_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -78,6 +79,7 @@ def _go() -> str:
 
 
 def _go_in_module(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    warm_go_client()  # waits for the session's background build of the module, if under way
     return subprocess.run(
         [_go(), *args], cwd=GO_MODULE, env=env, stdin=subprocess.DEVNULL,
         capture_output=True, text=True, timeout=GO_TIMEOUT, check=False,

@@ -1,8 +1,9 @@
 """The README works as written: its commands and the grpcurl recipes run against a live worker.
 
-- grpcurl is installed once, pinned (:data:`GRPCURL_VERSION`), from the Go module proxy with
-  the ``go install`` command README.md shows, into ``<cache>/go-bin/<version>`` (``<cache>`` is
-  ``$CONNECT_GRPC_CACHE`` or ``~/.cache/connect-grpc``).
+- grpcurl is installed once, pinned (``warm_ups.GRPCURL_VERSION``), from the Go module proxy
+  with the ``go install`` command README.md shows, into ``<cache>/go-bin/<version>``
+  (``<cache>`` is ``$CONNECT_GRPC_CACHE`` or ``~/.cache/connect-grpc``), in the background
+  early in the session (``warm_ups``).
 - The worker is what ``make demo`` (``connect-grpc dev``) runs: a standalone worker with the
   demo's two connectors (``connect_grpc.dev``'s own definitions, on topic ``connect-demo``)
   and no test plugins, but against the session's broker and on a free port, with the demo's
@@ -26,7 +27,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -44,11 +44,12 @@ from typing import Any
 import pytest
 
 from connect_grpc.dev import DEMO_DIR, DEMO_TOPIC, _demo_connectors, reset_demo_topic
-from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, cache_root, default_state_dir
+from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, default_state_dir
 from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.worker_config import read_properties
 from tests.integration.helpers import read_all
+from tests.integration.warm_ups import GRPCURL_INSTALL, install_grpcurl
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -56,10 +57,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 RECIPES = ROOT / "clients" / "grpcurl" / "README.md"
 
-GRPCURL_VERSION = "v1.9.4"
-GRPCURL_MODULE = "github.com/fullstorydev/grpcurl/cmd/grpcurl"
 #: What README.md tells users to run, and what the test runs (with GOBIN set).
-GRPCURL_INSTALL = f"go install {GRPCURL_MODULE}@{GRPCURL_VERSION}"
 
 DOCUMENTED_ADDRESS = "localhost:8083"
 STREAMING_MARK = "# streams until Ctrl-C"
@@ -295,21 +293,7 @@ def assert_as_documented(outcomes: list[Outcome], worker: WorkerProcess) -> None
 @pytest.fixture(scope="module")
 def grpcurl_dir() -> Path:
     """The directory of the pinned grpcurl, installed once (cached across sessions)."""
-    bin_dir = cache_root() / "go-bin" / GRPCURL_VERSION
-    binary = bin_dir / "grpcurl"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    with (bin_dir / ".lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.access(binary, os.X_OK):
-            go = shutil.which("go")
-            assert go is not None, "Go is needed to install grpcurl (https://go.dev/dl/)"
-            result = subprocess.run(
-                [go, *GRPCURL_INSTALL.split()[1:]], env={**os.environ, "GOBIN": str(bin_dir)},
-                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
-                check=False,
-            )
-            assert result.returncode == 0, f"{GRPCURL_INSTALL} failed:\n{result.stderr[-3000:]}"
-    return bin_dir
+    return install_grpcurl()
 
 
 @dataclass(frozen=True, slots=True)
