@@ -39,7 +39,13 @@ from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
 from connect_grpc.data.record import ConnectRecord
-from connect_grpc.data.transforms._support import SideStep, SideTransformation
+from connect_grpc.data.transforms._support import (
+    FieldPlan,
+    SideStep,
+    SideTransformation,
+    plan_step,
+    then_plan,
+)
 from connect_grpc.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts
 from connect_grpc.runtime.dead_letter import (
@@ -503,13 +509,35 @@ class TaskPipeline:
         return chain
 
     def _compile_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
+        """The chain's steps for values of ``schema``: the plans of consecutive stages that
+        have one composed into one step (no Struct made between them), each other stage's
+        ``compile_side``; None when a stage has neither."""
         steps: list[SideStep] = []
+        planned: tuple[Any, Any, FieldPlan] | None = None  # (input schema, output, plan)
         for stage in self._stages:
-            compiled = stage.transformation.compile_side(schema)  # type: ignore[attr-defined]
+            transformation: Any = stage.transformation
+            stage_plan = transformation.compile_plan(schema)
+            if stage_plan is not None:
+                output, plan = stage_plan
+                if planned is None:
+                    planned = (schema, output, plan)
+                else:
+                    composed = then_plan(planned[2], plan)
+                    if composed is None:
+                        return None
+                    planned = (planned[0], output, composed)
+                schema = output
+                continue
+            if planned is not None:
+                steps.append(plan_step(*planned))
+                planned = None
+            compiled = transformation.compile_side(schema)
             if compiled is None:
                 return None
             schema, step = compiled
             steps.append(step)
+        if planned is not None:
+            steps.append(plan_step(*planned))
         return schema, steps
 
     @staticmethod

@@ -16,8 +16,14 @@ from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugi
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
-from connect_grpc.data.schema import INT64_SCHEMA, STRING_SCHEMA, SchemaBuilder
+from connect_grpc.data.schema import (
+    INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    SchemaBuilder,
+)
 from connect_grpc.data.struct import Struct
+from connect_grpc.data.transforms._support import Fixed, FromField, then_plan
 from connect_grpc.data.transforms.hoist_field import HoistFieldValue
 from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
@@ -666,3 +672,69 @@ def test_a_compiled_replace_field_keeps_what_apply_keeps(replace_config: dict[st
             json_converter().from_connect_data("out", None, record.value_schema, record.value)
         )
     assert [r.value for r in built.apply_source(polled) if r is not None] == expected
+
+
+def test_a_sink_chain_of_plans_runs_as_one_step_and_makes_what_the_applies_make() -> None:
+    chain = (
+        (InsertFieldValue, {"static.field": "stage", "static.value": "sink"}),
+        (ReplaceFieldValue, {"exclude": "origin", "renames": "line:text"}),
+        (MaskFieldValue, {"fields": "stage,n", "replacement": "7"}),
+        (InsertFieldValue, {"static.field": "after", "static.value": "mask"}),
+    )
+    schema = (
+        SchemaBuilder.struct().field("line", STRING_SCHEMA).field("origin", STRING_SCHEMA)
+        .field("n", INT64_SCHEMA).field("m", OPTIONAL_STRING_SCHEMA).build()
+    )
+    writer = json_converter()
+    values = [
+        Struct(schema).put("line", "a").put("origin", "o").put("n", 5).put("m", "x"),
+        Struct(schema).put("line", "b").put("origin", "o").put("n", 6),  # a null: apply_side
+        Struct(schema).put("line", "c").put("origin", "p").put("n", 7).put("m", "y"),
+    ]
+    raws = [
+        raw(writer.from_connect_data("in", None, schema, value) or b"", offset)
+        for offset, value in enumerate(values)
+    ]
+    sink, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*chain))),
+        value=json_converter(),
+        is_sink=True,
+    )
+    delivered = sink.apply_sink(raws)
+    expected = []
+    for record in raws:
+        schema_and_value = json_converter().to_connect_data("in", None, record.value)
+        transformed: Any = record.new_record(
+            value_schema=schema_and_value.schema, value=schema_and_value.value
+        )
+        for transformation in side_chain(*chain):
+            transformed = transformation.apply(transformed)
+        expected.append(transformed)
+    assert [(r.value_schema, r.value) for r in delivered] == [
+        (r.value_schema, r.value) for r in expected
+    ]
+    assert [repr(r.value) for r in delivered] == [
+        "Struct{text=a,n=7,m=x,stage=7,after=mask}",
+        "Struct{text=b,n=7,stage=7,after=mask}",
+        "Struct{text=c,n=7,m=y,stage=7,after=mask}",
+    ]
+    [(output, steps)] = [chain for chain in sink._chains.values() if chain is not None]
+    assert output == delivered[0].value_schema
+    assert len(steps) == 1  # the four stages' plans composed into one step
+
+
+def test_then_plan_calls_a_function_of_a_fixed_value_once_and_refuses_what_it_cannot_fold() -> None:
+    calls: list[Any] = []
+
+    def upper(value: Any) -> Any:
+        calls.append(value)
+        return value.upper()
+
+    first = (FromField(1), Fixed("sink"))
+    assert then_plan(first, (FromField(0, (upper,)), FromField(1, (upper,)), Fixed(3))) == (
+        FromField(1, (upper,)), Fixed("SINK"), Fixed(3)
+    )
+    assert calls == ["sink"]
+    assert then_plan(first, (FromField(1, (lambda value: [value],)),)) is None  # not shareable
+    assert then_plan(first, (FromField(1, (lambda value: None,)),)) is None
+    assert then_plan(first, (FromField(1, (lambda value: 1 / 0,)),)) is None
