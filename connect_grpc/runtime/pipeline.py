@@ -386,16 +386,10 @@ class TaskPipeline:
                 value_schema, value = converted
         headers: Any = raw.headers
         if self._has_header_converter:
-            try:
-                headers = self._headers_in(raw)
-            except Exception as error:
-                headers = self._recover(
-                    raw,
-                    functools.partial(self._headers_in, raw),
-                    Stage.HEADER_CONVERTER,
-                    self._header_name,
-                    error,
-                )
+            if not headers:  # nothing to convert: nothing can fail
+                headers = ConnectHeaders()
+            else:
+                headers = self._converted_headers(raw)
                 if headers is None:
                     return None
         record = SinkRecord(
@@ -412,6 +406,19 @@ class TaskPipeline:
         if not self._appliers:
             return record
         if self._side_steps is not None:
+            last = self._last_chain
+            if last[0] is value_schema and not self._side_is_key and last[1] is not None:
+                # the chain compiled for the last record's value schema, run here: most
+                # records take this path and nothing else
+                compiled_schema, steps = last[1]
+                try:
+                    for compiled in steps:
+                        value = compiled(record, value)
+                except Exception:
+                    pass  # _side_result starts again from the record's value and decides
+                else:
+                    record.value_schema, record.value = compiled_schema, value
+                    return record
             result = self._side_result(record, raw)
             if result.__class__ is not tuple:
                 return result  # type: ignore[no-any-return]
@@ -424,6 +431,19 @@ class TaskPipeline:
             return record
         transformed: SinkRecord | None = self._transform(record, raw)
         return transformed
+
+    def _converted_headers(self, raw: SinkRecord) -> Any:
+        """The raw record's headers through the header converter (None if the record failed)."""
+        try:
+            return self._headers_in(raw)
+        except Exception as error:
+            return self._recover(
+                raw,
+                functools.partial(self._headers_in, raw),
+                Stage.HEADER_CONVERTER,
+                self._header_name,
+                error,
+            )
 
     def _headers_in(self, raw: SinkRecord) -> Any:
         headers = ConnectHeaders()

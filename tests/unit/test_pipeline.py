@@ -14,8 +14,10 @@ import pytest
 from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceRecord
 from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
 from connect_grpc.data.converters.json import JsonConverter
+from connect_grpc.data.converters.simple_header import SimpleHeaderConverter
 from connect_grpc.data.errors import DataError, RetriableError
-from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
+from connect_grpc.data.headers import ConnectHeaders
+from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue, Transformation
 from connect_grpc.data.schema import (
     INT64_SCHEMA,
     OPTIONAL_STRING_SCHEMA,
@@ -120,6 +122,7 @@ def pipeline(
     key: Converter | None = None,
     value: Converter | None = None,
     is_sink: bool = False,
+    header: HeaderConverter | None = None,
 ) -> tuple[TaskPipeline, list[FakeProducer]]:
     producers: list[FakeProducer] = []
 
@@ -127,7 +130,7 @@ def pipeline(
         producers.append(FakeProducer(conf))
         return producers[-1]
 
-    plugins = PipelinePlugins(key, value, None, list(stages), errors)
+    plugins = PipelinePlugins(key, value, header, list(stages), errors)
     built = TaskPipeline.create(
         TASK,
         plugins,
@@ -738,3 +741,15 @@ def test_then_plan_calls_a_function_of_a_fixed_value_once_and_refuses_what_it_ca
     assert then_plan(first, (FromField(1, (lambda value: [value],)),)) is None  # not shareable
     assert then_plan(first, (FromField(1, (lambda value: None,)),)) is None
     assert then_plan(first, (FromField(1, (lambda value: 1 / 0,)),)) is None
+
+
+def test_a_sink_header_converter_gives_every_record_connect_headers_empty_ones_included() -> None:
+    built, _ = pipeline(value=Utf8Converter(), header=SimpleHeaderConverter(), is_sink=True)
+    delivered = built.apply_sink([raw(b"a", 0), raw(b"b", 1, headers=(("n", b"42"), ("s", b"x")))])
+    assert [r.value for r in delivered] == ["a", "b"]
+    first, second = (r.headers for r in delivered)
+    assert isinstance(first, ConnectHeaders) and list(first) == []
+    assert isinstance(second, ConnectHeaders)
+    assert [(h.key, h.value, h.schema.type.name if h.schema else None) for h in second] == [
+        ("n", 42, "INT8"), ("s", "x", "STRING")
+    ]
