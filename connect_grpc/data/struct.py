@@ -88,7 +88,12 @@ class Struct:
         return hash((self._schema, tuple(_hashable(value) for value in self._values)))
 
     def __repr__(self) -> str:
-        return _text_function(self._schema)(self._values)
+        return struct_text(self)
+
+
+def struct_text(struct: Struct) -> str:
+    """``repr(struct)``: Kafka's ``Struct.toString``, e.g. ``Struct{a=1,b=x}``."""
+    return _text_function(struct._schema)(struct._values)
 
 
 #: Per struct schema, the function that writes a Struct of it as ``repr`` does (Kafka's

@@ -905,8 +905,8 @@ class _Compiler:
         integer for an INT*, ...) is taken as it is, anything else goes through the field's
         reader (defaults, nulls, Jackson's conversions)."""
         namespace: dict[str, Any] = {
-            "Struct": Struct, "schema": schema, "node_type": _node_type, "DataError": DataError,
-            "validate_value": validate_value,
+            "Struct": Struct, "new": Struct.__new__, "schema": schema, "node_type": _node_type,
+            "DataError": DataError, "validate_value": validate_value,
             "required": [field for field in schema.fields if not field.schema.optional],
         }
         items = []
@@ -925,7 +925,10 @@ class _Compiler:
             "        for field in required:\n"
             "            if values[field.index] is None:\n"
             "                validate_value(field.schema, None, field.name)\n"
-            "    return Struct.trusted(schema, values)\n"
+            "    struct = new(Struct)\n"  # Struct.trusted, without its call
+            "    struct._schema = schema\n"
+            "    struct._values = values\n"
+            "    return struct\n"
         )
         return _generated(source, namespace, "read_struct")
 
