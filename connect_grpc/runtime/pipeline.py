@@ -55,6 +55,7 @@ from connect_grpc.runtime.dead_letter import (
     dlq_producer_conf,
     ensure_topic,
 )
+from connect_grpc.runtime.gc_tuning import collector_paused
 from connect_grpc.runtime.tolerance import (
     SINK_TASK_CLASS,
     ErrorHandlerError,
@@ -324,6 +325,14 @@ class TaskPipeline:
     def apply_sink(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
         """The records to put: each raw record read converted and transformed; those that
         failed or were dropped left out (their offsets are committed all the same)."""
+        # The collector is paused meanwhile, as while the records were read (gc_tuning): a
+        # record converted and transformed is a few containers (the record, its Structs and
+        # their lists, its headers) and no reference cycle, and collections in the batch would
+        # walk the records made so far again and again.
+        with collector_paused():
+            return self._converted_batch(records)
+
+    def _converted_batch(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
         convert = self._sink_record
         if self.errant is None:  # nobody will ask for a record's original
             return [r for r in map(convert, records) if r is not None]

@@ -5,6 +5,7 @@ ErrantRecordReporter; with real (test) converters and transformations, a fake pr
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -753,3 +754,30 @@ def test_a_sink_header_converter_gives_every_record_connect_headers_empty_ones_i
     assert [(h.key, h.value, h.schema.type.name if h.schema else None) for h in second] == [
         ("n", 42, "INT8"), ("s", "x", "STRING")
     ]
+
+
+class CollectorWatcher(Transformation[Any]):
+    """Notes whether the cyclic garbage collector runs while it transforms a record."""
+
+    def __init__(self) -> None:
+        self.enabled: list[bool] = []
+
+    def configure(self, configs: Mapping[str, str]) -> None:
+        pass
+
+    def apply(self, record: Any) -> Any:
+        self.enabled.append(gc.isenabled())
+        return record
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_sink_batch_is_converted_and_transformed_with_the_collector_paused() -> None:
+    watcher = CollectorWatcher()
+    built, _ = pipeline(stage("w", watcher), value=Utf8Converter(), is_sink=True)
+    assert gc.isenabled()
+    delivered = built.sink_batch([raw(b"a", 0), raw(b"b", 1)], "batch")
+    assert [r.value for r in delivered] == ["a", "b"]
+    assert watcher.enabled == [False, False]
+    assert gc.isenabled()
