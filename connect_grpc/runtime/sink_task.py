@@ -17,7 +17,7 @@ import contextlib
 import functools
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Unpack
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
@@ -31,6 +31,7 @@ from connect_grpc.metrics.worker_metrics import (
 )
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.connector import StatusListener
+from connect_grpc.runtime.gc_tuning import collector_paused
 from connect_grpc.runtime.hosting import (
     HostedSinkPlugin,
     HostLink,
@@ -234,6 +235,22 @@ def put_all(
     return offsets, read
 
 
+def read_and_put(
+    reader: DriverReader,
+    ranges: list[OffsetRange],
+    stopping: Callable[[], bool],
+    plugin: SinkTask,
+    pipeline: TaskPipeline | None,
+) -> tuple[dict[TopicPartitionKey, int], int]:
+    """Reads the ranges in process and puts their records (``put_all``). Called with the
+    cyclic collector paused: the batch's records are gone when it returns, so the collection
+    that follows the pause finds only what outlives the batch, where one right after the read
+    (or the pipeline) walked every record of the batch, only for them to be freed by reference
+    counting (a tenth of a hosted json-smts FileStreamSink's time in a py-spy profile)."""
+    results = reader.read(ranges, stopping)
+    return put_all(plugin, read_records(results), results, pipeline)
+
+
 def read_records(results: Sequence[RangeResult[SinkRecord]]) -> list[SinkRecord]:
     """The records of an in-process read (raises KafkaIoError if a range failed)."""
     raise_read_failure(results)
@@ -347,8 +364,10 @@ class SinkTaskRunner(TaskRunner):
     ) -> tuple[dict[TopicPartitionKey, int], int]:
         pipeline = self._pipeline
         if sum(r.size for r in ranges) <= self._local_max:
-            results = self._driver_reader.read(ranges, self._stopping.is_set)
-            offsets, count = put_all(self.plugin, read_records(results), results, pipeline)
+            with collector_paused():  # see read_and_put
+                offsets, count = read_and_put(
+                    self._driver_reader, ranges, self._stopping.is_set, self.plugin, pipeline
+                )
             self.metrics.put(count, time.monotonic() - began, ON_DRIVER)
             return offsets, count
         read = functools.partial(read_ranges, self._reader_conf)
@@ -419,8 +438,10 @@ class SinkHost(PluginHost):
     def move(self, ranges: list[OffsetRange]) -> HostedSinkBatch:
         """As ``SinkTaskRunner._move``, in the host; with the record errors counted since
         the last answer that carried them."""
-        results = self._reader.read(ranges, self._session.stopping)
-        offsets, count = put_all(self._plugin, read_records(results), results, self._pipeline)
+        with collector_paused():  # see read_and_put
+            offsets, count = read_and_put(
+                self._reader, ranges, self._session.stopping, self._plugin, self._pipeline
+            )
         return HostedSinkBatch(offsets, count, self.take_errors())
 
     def take_errors(self) -> ErrorCounts:
