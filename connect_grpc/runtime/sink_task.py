@@ -242,11 +242,23 @@ def read_and_put(
     plugin: SinkTask,
     pipeline: TaskPipeline | None,
 ) -> tuple[dict[TopicPartitionKey, int], int]:
-    """Reads the ranges in process and puts their records (``put_all``). Called with the
-    cyclic collector paused: the batch's records are gone when it returns, so the collection
-    that follows the pause finds only what outlives the batch, where one right after the read
-    (or the pipeline) walked every record of the batch, only for them to be freed by reference
+    """Reads the ranges in process and puts their records (``put_all``), with the cyclic
+    collector paused until the batch's records are gone: the collection that follows the
+    pause then finds only what outlives the batch, where one right after the read (or the
+    pipeline) walked every record of the batch, only for them to be freed by reference
     counting (a tenth of a hosted json-smts FileStreamSink's time in a py-spy profile)."""
+    with collector_paused():
+        return _read_and_put(reader, ranges, stopping, plugin, pipeline)
+
+
+def _read_and_put(
+    reader: DriverReader,
+    ranges: list[OffsetRange],
+    stopping: Callable[[], bool],
+    plugin: SinkTask,
+    pipeline: TaskPipeline | None,
+) -> tuple[dict[TopicPartitionKey, int], int]:
+    # the records live in this frame only: gone when it returns, inside the pause
     results = reader.read(ranges, stopping)
     return put_all(plugin, read_records(results), results, pipeline)
 
@@ -364,10 +376,9 @@ class SinkTaskRunner(TaskRunner):
     ) -> tuple[dict[TopicPartitionKey, int], int]:
         pipeline = self._pipeline
         if sum(r.size for r in ranges) <= self._local_max:
-            with collector_paused():  # see read_and_put
-                offsets, count = read_and_put(
-                    self._driver_reader, ranges, self._stopping.is_set, self.plugin, pipeline
-                )
+            offsets, count = read_and_put(
+                self._driver_reader, ranges, self._stopping.is_set, self.plugin, pipeline
+            )
             self.metrics.put(count, time.monotonic() - began, ON_DRIVER)
             return offsets, count
         read = functools.partial(read_ranges, self._reader_conf)
@@ -438,10 +449,9 @@ class SinkHost(PluginHost):
     def move(self, ranges: list[OffsetRange]) -> HostedSinkBatch:
         """As ``SinkTaskRunner._move``, in the host; with the record errors counted since
         the last answer that carried them."""
-        with collector_paused():  # see read_and_put
-            offsets, count = read_and_put(
-                self._reader, ranges, self._session.stopping, self._plugin, self._pipeline
-            )
+        offsets, count = read_and_put(
+            self._reader, ranges, self._session.stopping, self._plugin, self._pipeline
+        )
         return HostedSinkBatch(offsets, count, self.take_errors())
 
     def take_errors(self) -> ErrorCounts:

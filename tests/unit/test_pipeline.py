@@ -32,11 +32,12 @@ from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
 from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
 from connect_grpc.domain import TaskId
+from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
 from connect_grpc.runtime.kafka_io import KafkaIoError, RangeResult
 from connect_grpc.runtime.pipeline import TaskPipeline
 from connect_grpc.runtime.records import latest_offsets
-from connect_grpc.runtime.sink_task import put_all
+from connect_grpc.runtime.sink_task import put_all, read_and_put
 from connect_grpc.runtime.source_task import _Batch
 from connect_grpc.runtime.tolerance import ErrorHandlerError
 from connect_grpc.testing.pipeline_plugins import (
@@ -780,4 +781,35 @@ def test_a_sink_batch_is_converted_and_transformed_with_the_collector_paused() -
     delivered = built.sink_batch([raw(b"a", 0), raw(b"b", 1)], "batch")
     assert [r.value for r in delivered] == ["a", "b"]
     assert watcher.enabled == [False, False]
+    assert gc.isenabled()
+
+
+class CollectorWatchingSink(RecordingSink):
+    def __init__(self) -> None:
+        super().__init__()
+        self.collector_enabled: list[bool] = []
+
+    def put(self, records: Any) -> None:
+        self.collector_enabled.append(gc.isenabled())
+        super().put(records)
+
+
+class ListReader:
+    """Reads the given records, whatever the ranges."""
+
+    def __init__(self, records: list[SinkRecord]) -> None:
+        self.records = records
+
+    def read(self, ranges: Any, stopping: Any) -> list[RangeResult[SinkRecord]]:
+        return read(self.records)
+
+
+def test_read_and_put_reads_and_puts_a_batch_with_the_collector_paused() -> None:
+    built, _ = pipeline(value=Utf8Converter(), is_sink=True)
+    task = CollectorWatchingSink()
+    reader: Any = ListReader([raw(b"a", 0), raw(b"b", 1)])
+    offsets, count = read_and_put(reader, [OffsetRange("in", 0, 0, 2)], lambda: False, task, built)
+    assert (offsets, count) == ({("in", 0): 2}, 2)
+    assert [r.value for r in task.put_batches[0]] == ["a", "b"]
+    assert task.collector_enabled == [False]
     assert gc.isenabled()
