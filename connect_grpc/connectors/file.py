@@ -48,7 +48,7 @@ from connect_grpc.connectors.api import (
 )
 from connect_grpc.data.javatext import java_string
 from connect_grpc.data.schema import STRING_SCHEMA
-from connect_grpc.data.struct import Struct
+from connect_grpc.data.struct import Struct, struct_text
 from connect_grpc.domain import OffsetMap
 
 __all__ = [
@@ -434,7 +434,7 @@ class FileStreamSinkTask(SinkTask):
 
 def _value_text(value: Any) -> str:
     if value.__class__ is Struct:
-        return repr(value)  # what java_string writes of a Struct, with no type tests first
+        return struct_text(value)  # what java_string writes of a Struct, with no type tests first
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from connect_grpc.data.errors import DataError
@@ -87,30 +88,63 @@ class Struct:
         return hash((self._schema, tuple(_hashable(value) for value in self._values)))
 
     def __repr__(self) -> str:
-        values = self._values
+        return struct_text(self)
+
+
+def struct_text(struct: Struct) -> str:
+    """``repr(struct)``: Kafka's ``Struct.toString``, e.g. ``Struct{a=1,b=x}``."""
+    return _text_function(struct._schema)(struct._values)
+
+
+#: Per struct schema, the function that writes a Struct of it as ``repr`` does (Kafka's
+#: ``Struct.toString``), generated once per schema: a sink printing Structs
+#: (FileStreamSink) writes one per record.
+_TEXT_FUNCTIONS: dict[Schema, Callable[[list[Any]], str]] = {}
+_TEXT_FUNCTIONS_MAX = 256
+
+
+def _text_function(schema: Schema) -> Callable[[list[Any]], str]:
+    function = _TEXT_FUNCTIONS.get(schema)
+    if function is None:
+        function = _new_text_function(schema)
+        if len(_TEXT_FUNCTIONS) >= _TEXT_FUNCTIONS_MAX:
+            _TEXT_FUNCTIONS.clear()  # a stream of ever-new schemas: start afresh
+        _TEXT_FUNCTIONS[schema] = function
+    return function
+
+
+def _new_text_function(schema: Schema) -> Callable[[list[Any]], str]:
+    """``name=value`` of each field whose value is not null, in field order, each value as
+    Java's ``String.valueOf`` writes it; when every value is a str, one concatenation
+    generated for the schema (only generated names enter its source)."""
+    prefixes = [(field.index, field.name + "=") for field in schema.fields]
+
+    def any_values(values: list[Any]) -> str:
         parts = [
             prefix + (value if value.__class__ is str else java_string(value))
-            for index, prefix in _repr_prefixes(self._schema)
+            for index, prefix in prefixes
             if (value := values[index]) is not None
         ]
         return "Struct{" + ",".join(parts) + "}"
 
-
-#: Per struct schema, each field's index and ``name=`` in field order (what ``repr`` of a
-#: Struct writes before each value), worked out once per schema: a sink printing Structs
-#: (FileStreamSink) writes one per record.
-_REPR_PREFIXES: dict[Schema, tuple[tuple[int, str], ...]] = {}
-_REPR_PREFIXES_MAX = 256
-
-
-def _repr_prefixes(schema: Schema) -> tuple[tuple[int, str], ...]:
-    prefixes = _REPR_PREFIXES.get(schema)
-    if prefixes is None:
-        prefixes = tuple((field.index, field.name + "=") for field in schema.fields)
-        if len(_REPR_PREFIXES) >= _REPR_PREFIXES_MAX:
-            _REPR_PREFIXES.clear()  # a stream of ever-new schemas: start afresh
-        _REPR_PREFIXES[schema] = prefixes
-    return prefixes
+    if not prefixes:
+        return any_values
+    namespace: dict[str, Any] = {"any_values": any_values}
+    names, concatenated = [], []
+    for number, (_, prefix) in enumerate(prefixes):
+        namespace[f"p{number}"] = ("Struct{" if number == 0 else ",") + prefix
+        names.append(f"x{number}")
+        concatenated.append(f"p{number} + x{number}")
+    source = (
+        "def struct_text(values):\n"
+        f"    {', '.join(names)}, = values\n"
+        f"    if {' and '.join(f'{name}.__class__ is str' for name in names)}:\n"
+        f"        return {' + '.join(concatenated)} + '}}'\n"
+        "    return any_values(values)\n"
+    )
+    exec(compile(source, "<struct text>", "exec"), namespace)
+    function: Callable[[list[Any]], str] = namespace["struct_text"]
+    return function
 
 
 def _hashable(value: Any) -> Any:

@@ -40,7 +40,13 @@ from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
 from connect_grpc.data.record import ConnectRecord
-from connect_grpc.data.transforms._support import SideStep, SideTransformation
+from connect_grpc.data.transforms._support import (
+    FieldPlan,
+    SideStep,
+    SideTransformation,
+    plan_step,
+    then_plan,
+)
 from connect_grpc.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts
 from connect_grpc.runtime.dead_letter import (
@@ -50,6 +56,7 @@ from connect_grpc.runtime.dead_letter import (
     dlq_producer_conf,
     ensure_topic,
 )
+from connect_grpc.runtime.gc_tuning import collector_paused
 from connect_grpc.runtime.tolerance import (
     SINK_TASK_CLASS,
     WORKER_SOURCE_TASK_CLASS,
@@ -323,6 +330,14 @@ class TaskPipeline:
     def apply_sink(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
         """The records to put: each raw record read converted and transformed; those that
         failed or were dropped left out (their offsets are committed all the same)."""
+        # The collector is paused meanwhile, as while the records were read (gc_tuning): a
+        # record converted and transformed is a few containers (the record, its Structs and
+        # their lists, its headers) and no reference cycle, and collections in the batch would
+        # walk the records made so far again and again.
+        with collector_paused():
+            return self._converted_batch(records)
+
+    def _converted_batch(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
         convert = self._sink_record
         if self.errant is None:  # nobody will ask for a record's original
             return [r for r in map(convert, records) if r is not None]
@@ -385,16 +400,10 @@ class TaskPipeline:
                 value_schema, value = converted
         headers: Any = raw.headers
         if self._has_header_converter:
-            try:
-                headers = self._headers_in(raw)
-            except Exception as error:
-                headers = self._recover(
-                    raw,
-                    functools.partial(self._headers_in, raw),
-                    Stage.HEADER_CONVERTER,
-                    self._header_name,
-                    error,
-                )
+            if not headers:  # nothing to convert: nothing can fail
+                headers = ConnectHeaders()
+            else:
+                headers = self._converted_headers(raw)
                 if headers is None:
                     return None
         record = SinkRecord(
@@ -412,6 +421,19 @@ class TaskPipeline:
         if not self._appliers:
             return record
         if self._side_steps is not None:
+            last = self._last_chain
+            if last[0] is value_schema and not self._side_is_key and last[1] is not None:
+                # the chain compiled for the last record's value schema, run here: most
+                # records take this path and nothing else
+                compiled_schema, steps = last[1]
+                try:
+                    for compiled in steps:
+                        value = compiled(record, value)
+                except Exception:
+                    pass  # _side_result starts again from the record's value and decides
+                else:
+                    record.value_schema, record.value = compiled_schema, value
+                    return record
             result = self._side_result(record, raw)
             if result.__class__ is not tuple:
                 return result  # type: ignore[no-any-return]
@@ -424,6 +446,19 @@ class TaskPipeline:
             return record
         transformed: SinkRecord | None = self._transform(record, raw)
         return transformed
+
+    def _converted_headers(self, raw: SinkRecord) -> Any:
+        """The raw record's headers through the header converter (None if the record failed)."""
+        try:
+            return self._headers_in(raw)
+        except Exception as error:
+            return self._recover(
+                raw,
+                functools.partial(self._headers_in, raw),
+                Stage.HEADER_CONVERTER,
+                self._header_name,
+                error,
+            )
 
     def _headers_in(self, raw: SinkRecord) -> Any:
         headers = ConnectHeaders()
@@ -509,13 +544,35 @@ class TaskPipeline:
         return chain
 
     def _compile_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
+        """The chain's steps for values of ``schema``: the plans of consecutive stages that
+        have one composed into one step (no Struct made between them), each other stage's
+        ``compile_side``; None when a stage has neither."""
         steps: list[SideStep] = []
+        planned: tuple[Any, Any, FieldPlan] | None = None  # (input schema, output, plan)
         for stage in self._stages:
-            compiled = stage.transformation.compile_side(schema)  # type: ignore[attr-defined]
+            transformation: Any = stage.transformation
+            stage_plan = transformation.compile_plan(schema)
+            if stage_plan is not None:
+                output, plan = stage_plan
+                if planned is None:
+                    planned = (schema, output, plan)
+                else:
+                    composed = then_plan(planned[2], plan)
+                    if composed is None:
+                        return None
+                    planned = (planned[0], output, composed)
+                schema = output
+                continue
+            if planned is not None:
+                steps.append(plan_step(*planned))
+                planned = None
+            compiled = transformation.compile_side(schema)
             if compiled is None:
                 return None
             schema, step = compiled
             steps.append(step)
+        if planned is not None:
+            steps.append(plan_step(*planned))
         return schema, steps
 
     @staticmethod

@@ -31,6 +31,7 @@ from connect_grpc.metrics.worker_metrics import (
 )
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.connector import StatusListener
+from connect_grpc.runtime.gc_tuning import collector_paused
 from connect_grpc.runtime.hosting import (
     HostedSinkPlugin,
     HostLink,
@@ -245,6 +246,34 @@ def put_all(
     return offsets, read
 
 
+def read_and_put(
+    reader: DriverReader,
+    ranges: list[OffsetRange],
+    stopping: Callable[[], bool],
+    plugin: SinkTask,
+    pipeline: TaskPipeline | None,
+) -> tuple[dict[TopicPartitionKey, int], int]:
+    """Reads the ranges in process and puts their records (``put_all``), with the cyclic
+    collector paused until the batch's records are gone: the collection that follows the
+    pause then finds only what outlives the batch, where one right after the read (or the
+    pipeline) walked every record of the batch, only for them to be freed by reference
+    counting (a tenth of a hosted json-smts FileStreamSink's time in a py-spy profile)."""
+    with collector_paused():
+        return _read_and_put(reader, ranges, stopping, plugin, pipeline)
+
+
+def _read_and_put(
+    reader: DriverReader,
+    ranges: list[OffsetRange],
+    stopping: Callable[[], bool],
+    plugin: SinkTask,
+    pipeline: TaskPipeline | None,
+) -> tuple[dict[TopicPartitionKey, int], int]:
+    # the records live in this frame only: gone when it returns, inside the pause
+    results = reader.read(ranges, stopping)
+    return put_all(plugin, read_records(results), results, pipeline)
+
+
 def read_records(results: Sequence[RangeResult[SinkRecord]]) -> list[SinkRecord]:
     """The records of an in-process read (raises KafkaIoError if a range failed)."""
     raise_read_failure(results)
@@ -367,8 +396,9 @@ class SinkTaskRunner(TaskRunner):
     ) -> tuple[dict[TopicPartitionKey, int], int]:
         pipeline = self._pipeline
         if sum(r.size for r in ranges) <= self._local_max:
-            results = self._driver_reader.read(ranges, self._stopping.is_set)
-            offsets, count = put_all(self.plugin, read_records(results), results, pipeline)
+            offsets, count = read_and_put(
+                self._driver_reader, ranges, self._stopping.is_set, self.plugin, pipeline
+            )
             self.metrics.put(count, time.monotonic() - began, ON_DRIVER)
             return offsets, count
         read = functools.partial(read_ranges, self._reader_conf)
@@ -440,8 +470,9 @@ class SinkHost(PluginHost):
     def move(self, ranges: list[OffsetRange]) -> HostedSinkBatch:
         """As ``SinkTaskRunner._move``, in the host; with the record errors counted since
         the last answer that carried them."""
-        results = self._reader.read(ranges, self._session.stopping)
-        offsets, count = put_all(self._plugin, read_records(results), results, self._pipeline)
+        offsets, count = read_and_put(
+            self._reader, ranges, self._session.stopping, self._plugin, self._pipeline
+        )
         return HostedSinkBatch(offsets, count, self.take_errors())
 
     def take_errors(self) -> ErrorCounts:

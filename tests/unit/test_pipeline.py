@@ -5,6 +5,7 @@ ErrantRecordReporter; with real (test) converters and transformations, a fake pr
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -14,20 +15,29 @@ import pytest
 from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceRecord
 from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
 from connect_grpc.data.converters.json import JsonConverter
+from connect_grpc.data.converters.simple_header import SimpleHeaderConverter
 from connect_grpc.data.errors import DataError, RetriableError
-from connect_grpc.data.plugins import Converter, SchemaAndValue, Transformation
-from connect_grpc.data.schema import INT64_SCHEMA, STRING_SCHEMA, SchemaBuilder
+from connect_grpc.data.headers import ConnectHeaders
+from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue, Transformation
+from connect_grpc.data.schema import (
+    INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    SchemaBuilder,
+)
 from connect_grpc.data.struct import Struct
+from connect_grpc.data.transforms._support import Fixed, FromField, then_plan
 from connect_grpc.data.transforms.hoist_field import HoistFieldValue
 from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
 from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
 from connect_grpc.domain import TaskId
+from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
 from connect_grpc.runtime.kafka_io import KafkaIoError, RangeResult
 from connect_grpc.runtime.pipeline import TaskPipeline
 from connect_grpc.runtime.records import latest_offsets
-from connect_grpc.runtime.sink_task import put_all
+from connect_grpc.runtime.sink_task import put_all, read_and_put
 from connect_grpc.runtime.source_task import _Batch
 from connect_grpc.runtime.tolerance import ErrorHandlerError
 from connect_grpc.testing.pipeline_plugins import (
@@ -114,6 +124,7 @@ def pipeline(
     key: Converter | None = None,
     value: Converter | None = None,
     is_sink: bool = False,
+    header: HeaderConverter | None = None,
 ) -> tuple[TaskPipeline, list[FakeProducer]]:
     producers: list[FakeProducer] = []
 
@@ -121,7 +132,7 @@ def pipeline(
         producers.append(FakeProducer(conf))
         return producers[-1]
 
-    plugins = PipelinePlugins(key, value, None, list(stages), errors)
+    plugins = PipelinePlugins(key, value, header, list(stages), errors)
     built = TaskPipeline.create(
         TASK,
         plugins,
@@ -675,3 +686,139 @@ def test_converted_and_transformed_sink_records_keep_the_consumed_timestamp_type
     read = replace(raw(b"v"), timestamp_type=TimestampType.LOG_APPEND_TIME)
     [out] = built.apply_sink([read])
     assert (out.value, out.timestamp_type) == ("V", TimestampType.LOG_APPEND_TIME)
+
+
+def test_a_sink_chain_of_plans_runs_as_one_step_and_makes_what_the_applies_make() -> None:
+    chain = (
+        (InsertFieldValue, {"static.field": "stage", "static.value": "sink"}),
+        (ReplaceFieldValue, {"exclude": "origin", "renames": "line:text"}),
+        (MaskFieldValue, {"fields": "stage,n", "replacement": "7"}),
+        (InsertFieldValue, {"static.field": "after", "static.value": "mask"}),
+    )
+    schema = (
+        SchemaBuilder.struct().field("line", STRING_SCHEMA).field("origin", STRING_SCHEMA)
+        .field("n", INT64_SCHEMA).field("m", OPTIONAL_STRING_SCHEMA).build()
+    )
+    writer = json_converter()
+    values = [
+        Struct(schema).put("line", "a").put("origin", "o").put("n", 5).put("m", "x"),
+        Struct(schema).put("line", "b").put("origin", "o").put("n", 6),  # a null: apply_side
+        Struct(schema).put("line", "c").put("origin", "p").put("n", 7).put("m", "y"),
+    ]
+    raws = [
+        raw(writer.from_connect_data("in", None, schema, value) or b"", offset)
+        for offset, value in enumerate(values)
+    ]
+    sink, _ = pipeline(
+        *(stage(str(i), t) for i, t in enumerate(side_chain(*chain))),
+        value=json_converter(),
+        is_sink=True,
+    )
+    delivered = sink.apply_sink(raws)
+    expected = []
+    for record in raws:
+        schema_and_value = json_converter().to_connect_data("in", None, record.value)
+        transformed: Any = record.new_record(
+            value_schema=schema_and_value.schema, value=schema_and_value.value
+        )
+        for transformation in side_chain(*chain):
+            transformed = transformation.apply(transformed)
+        expected.append(transformed)
+    assert [(r.value_schema, r.value) for r in delivered] == [
+        (r.value_schema, r.value) for r in expected
+    ]
+    assert [repr(r.value) for r in delivered] == [
+        "Struct{text=a,n=7,m=x,stage=7,after=mask}",
+        "Struct{text=b,n=7,stage=7,after=mask}",
+        "Struct{text=c,n=7,m=y,stage=7,after=mask}",
+    ]
+    [(output, steps)] = [chain for chain in sink._chains.values() if chain is not None]
+    assert output == delivered[0].value_schema
+    assert len(steps) == 1  # the four stages' plans composed into one step
+
+
+def test_then_plan_calls_a_function_of_a_fixed_value_once_and_refuses_what_it_cannot_fold() -> None:
+    calls: list[Any] = []
+
+    def upper(value: Any) -> Any:
+        calls.append(value)
+        return value.upper()
+
+    first = (FromField(1), Fixed("sink"))
+    assert then_plan(first, (FromField(0, (upper,)), FromField(1, (upper,)), Fixed(3))) == (
+        FromField(1, (upper,)), Fixed("SINK"), Fixed(3)
+    )
+    assert calls == ["sink"]
+    assert then_plan(first, (FromField(1, (lambda value: [value],)),)) is None  # not shareable
+    assert then_plan(first, (FromField(1, (lambda value: None,)),)) is None
+    assert then_plan(first, (FromField(1, (lambda value: 1 / 0,)),)) is None
+
+
+def test_a_sink_header_converter_gives_every_record_connect_headers_empty_ones_included() -> None:
+    built, _ = pipeline(value=Utf8Converter(), header=SimpleHeaderConverter(), is_sink=True)
+    delivered = built.apply_sink([raw(b"a", 0), raw(b"b", 1, headers=(("n", b"42"), ("s", b"x")))])
+    assert [r.value for r in delivered] == ["a", "b"]
+    first, second = (r.headers for r in delivered)
+    assert isinstance(first, ConnectHeaders) and list(first) == []
+    assert isinstance(second, ConnectHeaders)
+    assert [(h.key, h.value, h.schema.type.name if h.schema else None) for h in second] == [
+        ("n", 42, "INT8"), ("s", "x", "STRING")
+    ]
+
+
+class CollectorWatcher(Transformation[Any]):
+    """Notes whether the cyclic garbage collector runs while it transforms a record."""
+
+    def __init__(self) -> None:
+        self.enabled: list[bool] = []
+
+    def configure(self, configs: Mapping[str, str]) -> None:
+        pass
+
+    def apply(self, record: Any) -> Any:
+        self.enabled.append(gc.isenabled())
+        return record
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_sink_batch_is_converted_and_transformed_with_the_collector_paused() -> None:
+    watcher = CollectorWatcher()
+    built, _ = pipeline(stage("w", watcher), value=Utf8Converter(), is_sink=True)
+    assert gc.isenabled()
+    delivered = built.sink_batch([raw(b"a", 0), raw(b"b", 1)], "batch")
+    assert [r.value for r in delivered] == ["a", "b"]
+    assert watcher.enabled == [False, False]
+    assert gc.isenabled()
+
+
+class CollectorWatchingSink(RecordingSink):
+    def __init__(self) -> None:
+        super().__init__()
+        self.collector_enabled: list[bool] = []
+
+    def put(self, records: Any) -> None:
+        self.collector_enabled.append(gc.isenabled())
+        super().put(records)
+
+
+class ListReader:
+    """Reads the given records, whatever the ranges."""
+
+    def __init__(self, records: list[SinkRecord]) -> None:
+        self.records = records
+
+    def read(self, ranges: Any, stopping: Any) -> list[RangeResult[SinkRecord]]:
+        return read(self.records)
+
+
+def test_read_and_put_reads_and_puts_a_batch_with_the_collector_paused() -> None:
+    built, _ = pipeline(value=Utf8Converter(), is_sink=True)
+    task = CollectorWatchingSink()
+    reader: Any = ListReader([raw(b"a", 0), raw(b"b", 1)])
+    offsets, count = read_and_put(reader, [OffsetRange("in", 0, 0, 2)], lambda: False, task, built)
+    assert (offsets, count) == ({("in", 0): 2}, 2)
+    assert [r.value for r in task.put_batches[0]] == ["a", "b"]
+    assert task.collector_enabled == [False]
+    assert gc.isenabled()

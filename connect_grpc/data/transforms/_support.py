@@ -9,9 +9,12 @@ Python type (``found: str``): a Python value has no Java class, and an int has n
 from __future__ import annotations
 
 import abc
+import datetime as dt
+import decimal
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from connect_grpc.data.errors import DataError
@@ -229,6 +232,98 @@ def struct_values_of(value: Any, schema: Schema) -> list[Any]:
     return values
 
 
+#: The classes of values that records may share (the same object in each record).
+IMMUTABLE_CLASSES = frozenset({
+    type(None), bool, int, float, str, bytes, decimal.Decimal, dt.datetime, dt.date, dt.time,
+})
+
+
+@dataclass(frozen=True, slots=True)
+class FromField:
+    """A field of the output Struct taken from the input's field ``index``, through each of
+    ``functions`` in turn (none: as it is). A function gets a value that is not null and
+    returns one that is not null, or raises (then ``apply_side`` decides)."""
+
+    index: int
+    functions: tuple[Callable[[Any], Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """A field of the output Struct that is the same value, not null and immutable, in every
+    record."""
+
+    value: Any
+
+
+#: Where each field of a SideTransformation's output Struct comes from (``compile_plan``).
+FieldPlan = tuple[FromField | Fixed, ...]
+
+
+def then_plan(first: FieldPlan, second: FieldPlan) -> FieldPlan | None:
+    """The plan of ``second`` applied to what ``first`` gives, worked out once: a function
+    of a fixed value is called now. None when such a call raises or gives a value that is
+    null or that records may not share (the chain is then not compiled)."""
+    composed: list[FromField | Fixed] = []
+    for source in second:
+        if source.__class__ is Fixed:
+            composed.append(source)
+            continue
+        assert isinstance(source, FromField)
+        base = first[source.index]
+        if isinstance(base, FromField):
+            composed.append(FromField(base.index, base.functions + source.functions))
+            continue
+        value = base.value
+        try:
+            for function in source.functions:
+                value = function(value)
+        except Exception:
+            return None
+        if value is None or value.__class__ not in IMMUTABLE_CLASSES:
+            return None
+        composed.append(Fixed(value))
+    return tuple(composed)
+
+
+def plan_step(schema: Schema, output: Schema, plan: Sequence[FromField | Fixed]) -> SideStep:
+    """The compiled step of a plan: a function generated for it that checks the value is a
+    Struct of exactly ``schema`` with no null (else NotCompiled) and makes the output Struct
+    of ``output`` in one list expression, without checking the values again (each comes
+    from the input Struct, which checked it when it was put, or from the plan)."""
+    namespace: dict[str, Any] = {
+        "Struct": Struct, "new": Struct.__new__, "NotCompiled": NotCompiled, "schema": schema,
+        "output": output,
+    }
+    items = []
+    for number, source in enumerate(plan):
+        if isinstance(source, Fixed):
+            namespace[f"c{number}"] = source.value
+            items.append(f"c{number}")
+            continue
+        expression = f"v[{source.index}]"
+        for depth, function in enumerate(source.functions):
+            namespace[f"f{number}_{depth}"] = function
+            expression = f"f{number}_{depth}({expression})"
+        items.append(expression)
+    # Only indexes and generated names enter the source.
+    text = (
+        "def plan_step(record, value):\n"
+        "    if value.__class__ is not Struct or value._schema is not schema:\n"
+        "        raise NotCompiled\n"
+        "    v = value._values\n"
+        "    if None in v:\n"
+        "        raise NotCompiled\n"
+        "    struct = new(Struct)\n"
+        "    struct._schema = output\n"
+        f"    struct._values = [{', '.join(items)}]\n"
+        "    return struct\n"
+    )
+    exec(compile(text, "<field plan>", "exec"), namespace)
+    step: SideStep = namespace["plan_step"]
+    return step
+
+
 class SideTransformation(KeyOrValueTransformation):
     """A ``$Key``/``$Value`` transformation that reads and changes only its side's schema
     and value (the rest of the record only read): ``apply_side`` is the whole of it, so a
@@ -244,9 +339,20 @@ class SideTransformation(KeyOrValueTransformation):
     def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
         """For values of ``schema``: the schema ``apply_side`` gives them and a function
         (record, value) → value that gives what ``apply_side`` gives whenever it does not
-        raise ``NotCompiled`` (it raises that for any value it is not sure of, a null among
-        a Struct's values or a Struct of another schema: then ``apply_side`` decides). None
-        when there is none for this schema (the default)."""
+        raise (it raises ``NotCompiled`` for any value it is not sure of, a null among a
+        Struct's values or a Struct of another schema: then ``apply_side`` decides). None
+        when there is none for this schema. The default: ``compile_plan``'s step."""
+        planned = self.compile_plan(schema)
+        if planned is None:
+            return None
+        output, plan = planned
+        return output, plan_step(schema, output, plan)
+
+    def compile_plan(self, schema: Schema) -> tuple[Schema, FieldPlan] | None:
+        """For Struct values of ``schema`` with no null value: the schema ``apply_side``
+        gives them and where each field of the Struct it gives comes from, when that depends
+        on nothing else of the record. Plans of a chain's stages compose (``then_plan``)
+        into one step for the whole chain. None when there is none (the default)."""
         return None
 
     def apply(self, record: Any) -> Any:

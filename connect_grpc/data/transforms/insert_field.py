@@ -20,7 +20,6 @@ from connect_grpc.data.schema import (
     SchemaBuilder,
     Type,
 )
-from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -29,8 +28,10 @@ from connect_grpc.data.transforms._config import (
 )
 from connect_grpc.data.transforms._support import (
     KEY,
+    FieldPlan,
+    Fixed,
+    FromField,
     SchemaCache,
-    SideStep,
     SideTransformation,
     copy_schema_basics,
     field_values,
@@ -38,7 +39,6 @@ from connect_grpc.data.transforms._support import (
     require_sink_record,
     require_struct,
     struct_of_checked_values,
-    struct_values_of,
 )
 
 TOPIC_FIELD = "topic.field"
@@ -146,17 +146,11 @@ class InsertField(SideTransformation):
             values.extend([item for _, item in self._insertions(record, as_datetime=True)])
         return updated_schema, struct_of_checked_values(updated_schema, values, copied)
 
-    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+    def compile_plan(self, schema: Schema) -> tuple[Schema, FieldPlan] | None:
         if schema.type is not Type.STRUCT or self._static_only is None:
             return None
-        updated, inserted, trusted = self._updated_schema(schema), list(self._static_only), (
-            Struct.trusted
-        )
-
-        def insert(record: Any, value: Any) -> Any:
-            return trusted(updated, struct_values_of(value, schema) + inserted)
-
-        return updated, insert
+        copied = tuple(FromField(field.index) for field in schema.fields)
+        return self._updated_schema(schema), copied + tuple(map(Fixed, self._static_only))
 
     def _insertions(self, record: Any, *, as_datetime: bool) -> list[tuple[str, Any]]:
         """(field name, value) of each configured insertion, in schema order (None where

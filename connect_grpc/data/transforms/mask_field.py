@@ -13,7 +13,6 @@ from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data import values
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.schema import Field, Schema, Type, python_class_name, validate_value
-from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -24,15 +23,16 @@ from connect_grpc.data.transforms._config import (
 )
 from connect_grpc.data.transforms._support import (
     KEY,
+    FieldPlan,
+    Fixed,
+    FromField,
     NotCompiled,
     SchemaCache,
-    SideStep,
     SideTransformation,
     field_values,
     require_map,
     require_struct,
     struct_of_checked_values,
-    struct_values_of,
 )
 
 FIELDS = "fields"
@@ -164,22 +164,29 @@ class MaskField(SideTransformation):
             values[field.index] = masked
         return schema, struct_of_checked_values(struct.schema, values)
 
-    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+    def compile_plan(self, schema: Schema) -> tuple[Schema, FieldPlan] | None:
         if schema.type is not Type.STRUCT:
             return None
-        plan = [(field.index, masks) for field, masks in self._masked_fields(schema)]
-        trusted = Struct.trusted
+        plan: list[FromField | Fixed] = [FromField(field.index) for field in schema.fields]
+        for field, masks in self._masked_fields(schema):
+            plan[field.index] = FromField(field.index, (self._field_mask(field, masks),))
+        return schema, tuple(plan)
 
-        def mask(record: Any, value: Any) -> Any:
-            values = list(struct_values_of(value, schema))
-            for index, masks in plan:
-                masked = masks.get(values[index].__class__, _UNKNOWN)
-                if masked is _UNKNOWN:  # a class not masked yet: apply_side finds its mask
-                    raise NotCompiled
-                values[index] = masked
-            return trusted(schema, values)
+    def _field_mask(self, field: Field, masks: dict[type, Any]) -> Callable[[Any], Any]:
+        """What ``apply_side`` writes in ``field`` for a value that is not null."""
 
-        return schema, mask
+        def mask(value: Any) -> Any:
+            masked = masks.get(value.__class__, _UNKNOWN)
+            if masked is _UNKNOWN:
+                masked = self._masked(value, field.schema)
+                validate_value(field.schema, masked, field.name)
+                if masked.__class__ in _IMMUTABLE:
+                    masks[value.__class__] = masked
+            if masked is None:
+                raise NotCompiled
+            return masked
+
+        return mask
 
     def _masked_fields(self, schema: Schema) -> list[tuple[Field, dict[type, Any]]]:
         """The schema's fields to mask, each with the masks found so far by the class of

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Mapping
 from typing import Any
 
 from connect_grpc.configdef import ConfigDef, ConfigType, ExactMessage, define_all, java_list
 from connect_grpc.data.schema import Schema, SchemaBuilder, Type
-from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -18,15 +15,15 @@ from connect_grpc.data.transforms._config import (
 )
 from connect_grpc.data.transforms._support import (
     KEY,
+    FieldPlan,
+    FromField,
     SchemaCache,
-    SideStep,
     SideTransformation,
     copy_schema_basics,
     field_values,
     require_map,
     require_struct,
     struct_of_checked_values,
-    struct_values_of,
 )
 
 EXCLUDE = "exclude"
@@ -95,18 +92,11 @@ class ReplaceField(SideTransformation):
         return updated_schema, struct_of_checked_values(
             updated_schema, [values[index] for index in sources])
 
-    def compile_side(self, schema: Schema) -> tuple[Schema, SideStep] | None:
+    def compile_plan(self, schema: Schema) -> tuple[Schema, FieldPlan] | None:
         if schema.type is not Type.STRUCT:
             return None
-        (updated, sources), trusted = self._updated_schema(schema), Struct.trusted
-        if len(sources) < 2:  # itemgetter gives a tuple from two indexes on
-            return updated, functools.partial(_replace_few, schema, updated, sources)
-        kept = operator.itemgetter(*sources)
-
-        def replace(record: Any, value: Any) -> Any:
-            return trusted(updated, list(kept(struct_values_of(value, schema))))
-
-        return updated, replace
+        updated, sources = self._updated_schema(schema)
+        return updated, tuple(map(FromField, sources))
 
     def _replaced_map(self, fields: dict[str, Any]) -> dict[str, Any]:
         renames, exclude, include = self._renames, self._exclude, self._include
@@ -135,12 +125,6 @@ class ReplaceField(SideTransformation):
 
     def close(self) -> None:
         self._schemas.clear()
-
-
-def _replace_few(schema: Schema, updated: Schema, sources: list[int], record: Any,
-                 value: Any) -> Any:
-    values = struct_values_of(value, schema)
-    return Struct.trusted(updated, [values[index] for index in sources])
 
 
 class ReplaceFieldKey(ReplaceField):
