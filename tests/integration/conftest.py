@@ -213,14 +213,19 @@ def _needed_later(request: pytest.FixtureRequest, uses: Callable[[pytest.Item], 
         (i for i, item in enumerate(items) if getattr(item, "module", None) is request.module),
         default=len(items),
     )
-    return any(uses(item) for item in items[last + 1:])
+    return any(uses(item) for item in items[last + 1:] if _is_integration(item))
+
+
+def _is_integration(item: pytest.Item) -> bool:
+    """Unit tests have fixtures of these names too (fakes, not these processes)."""
+    return Path(str(item.path)).is_relative_to(HERE)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Runs the integration modules that share the cluster, then those that share the
     standalone worker, each group one after the other (modules otherwise in their order,
     tests in theirs), so the shared workers start once and stop when their last user ends."""
-    integration = [i for i, item in enumerate(items) if Path(str(item.path)).is_relative_to(HERE)]
+    integration = [i for i, item in enumerate(items) if _is_integration(item)]
     if not integration:
         return
     modules: dict[Path, list[pytest.Item]] = {}
