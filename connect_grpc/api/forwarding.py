@@ -341,7 +341,8 @@ class Forwarder:
 
     def _lookup(self) -> _Target | None:
         leader = self._leader_lookup()
-        if leader is None or not leader[1]:
+        # this worker named as leader: it refused the write itself, so it is not one now
+        if leader is None or not leader[1] or leader[0] == self._worker_id:
             return None
         return _Target(*leader)
 

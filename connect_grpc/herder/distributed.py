@@ -642,11 +642,15 @@ class DistributedHerder(HerderCommon):
 
     def _leader_writer(self) -> FencedWriter:
         """The leader's writer, for a write about to be made: NotLeaderError on any other
-        worker (the call is forwarded), UNAVAILABLE at once while Kafka is unreachable."""
+        worker (the call is forwarded), UNAVAILABLE at once while Kafka is unreachable.
+
+        Kafka first: a worker cut off from Kafka loses its place in the group too, and
+        forwarding to a leader it can no longer know would hold the caller to the end of
+        its deadline."""
+        self._refuse_while_kafka_unreachable()
         writer = self._usable_writer()
         if writer is None:
             raise self._not_leader()
-        self._refuse_while_kafka_unreachable()
         return writer
 
     def _not_leader(self) -> NotLeaderError:

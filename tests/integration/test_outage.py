@@ -60,8 +60,17 @@ GRACE_MS = 3000
 LINES = 400
 
 
+@pytest.fixture
+def broker(outage_broker: LocalKafka) -> LocalKafka:
+    """The module's broker, started again if a test before this one failed while it was
+    stopped (one failure must not become every later test's failure)."""
+    if not outage_broker.running:
+        outage_broker.start(timeout=90)
+    return outage_broker
+
+
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
+def outage_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
     """A broker of its own on fixed ports, so that it can be stopped and started again."""
     if os.environ.get(BOOTSTRAP_ENV):
         pytest.skip(f"{BOOTSTRAP_ENV} is set: the session uses an external broker")

@@ -330,6 +330,18 @@ def test_an_unknown_leader_ends_in_unavailable_with_retry_info_within_the_deadli
     assert client_deadline - deadline.ANSWER_MARGIN_S - 0.1 <= took <= client_deadline + 0.5
 
 
+def test_a_worker_that_names_itself_leader_never_forwards_to_itself(cluster: Cluster) -> None:
+    lonely = cluster.node("a")
+    lonely.handle = not_leader()  # it lost its writer, while its group view still names it
+    lonely.lookup = lambda: ("a", lonely.address)
+
+    answer = failure(lambda: create(cluster.client(lonely), timeout=1.0))
+
+    assert answer.code() == grpc.StatusCode.UNAVAILABLE
+    assert "no leader known" in str(answer.details())
+    assert len(lonely.seen) == 1, "the refused write came back to the worker that refused it"
+
+
 def test_a_dead_target_is_retried_with_the_next_leader(cluster: Cluster) -> None:
     follower, leader = cluster.node("a"), cluster.node("b")
     follower.handle = not_leader(address=free_address())
