@@ -32,10 +32,12 @@ from connect_grpc.domain import (
     ConnectorStatus,
     ConnectorType,
     InstanceStatus,
+    PlacementKind,
     PluginDesc,
     TargetState,
     TaskId,
     TaskInfo,
+    TaskPlacement,
     TaskStatus,
     WorkerDesc,
 )
@@ -138,6 +140,18 @@ def instance_status_from_pb(message: pb.ConnectorInstanceStatus) -> InstanceStat
     )
 
 
+_PLACEMENT_FROM_PB = {
+    pb.TaskPlacement.KIND_DRIVER: PlacementKind.DRIVER,
+    pb.TaskPlacement.KIND_SPARK_EXECUTOR: PlacementKind.SPARK_EXECUTOR,
+}
+
+
+def placement_from_pb(message: pb.TaskPlacement) -> TaskPlacement | None:
+    """None when unset, or of a kind this client does not know."""
+    kind = _PLACEMENT_FROM_PB.get(message.kind)
+    return None if kind is None else TaskPlacement(kind, message.host)
+
+
 def task_status_from_pb(message: pb.TaskStatus) -> TaskStatus:
     return TaskStatus(
         id=message.id,
@@ -145,6 +159,7 @@ def task_status_from_pb(message: pb.TaskStatus) -> TaskStatus:
             state=state_from_pb(message.state),
             worker_id=message.worker_id,
             trace=message.trace,
+            placement=placement_from_pb(message.placement),
         ),
         transactional_id=message.transactional_id,
     )
@@ -240,6 +255,11 @@ def cluster_info_from_pb(message: pb.GetClusterInfoResponse) -> ClusterInfo:
                 address=w.address,
                 connectors=tuple(w.connectors),
                 tasks=tuple(task_id_from_pb(t) for t in w.tasks),
+                placements={
+                    task_id_from_pb(placed.task): placement
+                    for placed in w.placements
+                    if (placement := placement_from_pb(placed.placement)) is not None
+                },
             )
             for w in message.workers
         ),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: A primitive value as the offsets topic can hold it (JSON scalar).
 OffsetPrimitive = str | int | float | bool | None
@@ -80,6 +80,24 @@ class TaskInfo:
     config: Mapping[str, str]
 
 
+class PlacementKind(enum.Enum):
+    """Where a task's plugin lives on its worker."""
+
+    #: A thread of the worker's own process (the Spark driver); its batches run in that
+    #: process or, when large, as Spark jobs.
+    DRIVER = "driver"
+    #: One long-running Spark task on an executor, which moves every batch itself.
+    SPARK_EXECUTOR = "spark-executor"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPlacement:
+    """Where a task runs: on the driver or in a Spark executor, and on which host."""
+
+    kind: PlacementKind
+    host: str
+
+
 @dataclass(frozen=True, slots=True)
 class InstanceStatus:
     """The state of one connector or task instance, where it runs and why it failed."""
@@ -87,6 +105,9 @@ class InstanceStatus:
     state: State
     worker_id: str
     trace: str = ""
+    #: Tasks only, once started: where the task's plugin lives. None for connectors and
+    #: for statuses written before a task started (or by Kafka Connect).
+    placement: TaskPlacement | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +198,8 @@ class WorkerDesc:
     #: What the worker runs (distributed mode: its current assignment).
     connectors: tuple[str, ...] = ()
     tasks: tuple[TaskId, ...] = ()
+    #: Where each of ``tasks`` that this worker started runs.
+    placements: Mapping[TaskId, TaskPlacement] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

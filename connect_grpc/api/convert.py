@@ -15,11 +15,13 @@ from connect_grpc.domain import (
     InstanceStatus,
     OffsetMap,
     OffsetPrimitive,
+    PlacementKind,
     PluginDesc,
     State,
     TargetState,
     TaskId,
     TaskInfo,
+    TaskPlacement,
     TaskStatus,
 )
 from connect_grpc.errors import InvalidArgumentError
@@ -94,6 +96,18 @@ def instance_status_to_pb(status: InstanceStatus) -> pb.ConnectorInstanceStatus:
     )
 
 
+_PLACEMENT_TO_PB = {
+    PlacementKind.DRIVER: pb.TaskPlacement.KIND_DRIVER,
+    PlacementKind.SPARK_EXECUTOR: pb.TaskPlacement.KIND_SPARK_EXECUTOR,
+}
+
+
+def placement_to_pb(placement: TaskPlacement | None) -> pb.TaskPlacement | None:
+    if placement is None:
+        return None
+    return pb.TaskPlacement(kind=_PLACEMENT_TO_PB[placement.kind], host=placement.host)
+
+
 def task_status_to_pb(task: TaskStatus) -> pb.TaskStatus:
     return pb.TaskStatus(
         id=task.id,
@@ -101,6 +115,7 @@ def task_status_to_pb(task: TaskStatus) -> pb.TaskStatus:
         worker_id=task.status.worker_id,
         trace=task.status.trace,
         transactional_id=task.transactional_id,
+        placement=placement_to_pb(task.status.placement),
     )
 
 
@@ -175,6 +190,10 @@ def cluster_info_to_pb(info: DomainClusterInfo) -> pb.GetClusterInfoResponse:
                 address=w.address,
                 connectors=list(w.connectors),
                 tasks=[task_id_to_pb(t) for t in w.tasks],
+                placements=[
+                    pb.PlacedTask(task=task_id_to_pb(t), placement=placement_to_pb(p))
+                    for t, p in sorted(w.placements.items())
+                ],
             )
             for w in info.workers
         ],

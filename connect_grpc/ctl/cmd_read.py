@@ -103,8 +103,9 @@ def _show_description(
         out.line(Text(f"  {key:<{width}}  {info.config[key]}"))
     out.line(Text("Tasks:"))
     if status.tasks:
-        out.table(["TASK", "STATE", "WORKER", "ERROR"],
+        out.table(["TASK", "STATE", "WORKER", "RUNS ON", "ERROR"],
                   [[task.id, state_text(task.status.state), task.status.worker_id,
+                    documents.placement_text(task.status.placement),
                     trace_summary(task.status.trace)] for task in status.tasks], indent=2)
     else:
         out.line(Text("  none"))
@@ -167,6 +168,15 @@ def cluster(session: Session, output: str) -> None:
     out.line(Text(f"Generation:  {found['generation']}"))
     out.table(
         ["WORKER", "ADDRESS", "CONNECTORS", "TASKS"],
-        [[w["id"], w["address"], ", ".join(w["connectors"]), ", ".join(w["tasks"])]
+        [[w["id"], w["address"], ", ".join(w["connectors"]), _placed_tasks(w)]
          for w in found["workers"]],
+    )
+
+
+def _placed_tasks(worker: documents.Document) -> str:
+    """``orders-0 (spark-executor), orders-1 (driver)``: each task, and where it runs."""
+    placements = worker["placements"]
+    return ", ".join(
+        f"{task} ({placements[task]['kind']})" if task in placements else task
+        for task in worker["tasks"]
     )

@@ -24,6 +24,7 @@ from connect_grpc.domain import (
     InstanceStatus,
     PluginDesc,
     State,
+    TaskPlacement,
 )
 
 Document = dict[str, Any]
@@ -40,14 +41,25 @@ def instance(status: InstanceStatus) -> Document:
     return {"state": status.state.value, "worker_id": status.worker_id, "trace": status.trace}
 
 
+def placement(where: TaskPlacement) -> Document:
+    return {"kind": where.kind.value, "host": where.host}
+
+
+def placement_text(where: TaskPlacement | None) -> str:
+    """``spark-executor on node-7``, ``driver on node-1``; empty when not known."""
+    return "" if where is None else f"{where.kind.value} on {where.host}"
+
+
 def status(connector: ConnectorStatus) -> Document:
-    """Kafka Connect's ``GET /connectors/{name}/status`` body."""
+    """Kafka Connect's ``GET /connectors/{name}/status`` body, with where each task runs
+    and its transactional id when known."""
     return {
         "name": connector.name,
         "type": connector.type.value,
         "connector": instance(connector.connector),
         "tasks": [
             {"id": task.id, **instance(task.status),
+             **({"placement": placement(task.status.placement)} if task.status.placement else {}),
              **({"transactional_id": task.transactional_id} if task.transactional_id else {})}
             for task in connector.tasks
         ],
@@ -132,7 +144,9 @@ def cluster(info: ClusterInfo) -> Document:
         "workers": [
             {"id": worker.id, "address": worker.address,
              "connectors": list(worker.connectors),
-             "tasks": [str(task) for task in worker.tasks]}
+             "tasks": [str(task) for task in worker.tasks],
+             "placements": {str(task): placement(where)
+                            for task, where in sorted(worker.placements.items())}}
             for worker in info.workers
         ],
     }

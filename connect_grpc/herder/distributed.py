@@ -395,7 +395,13 @@ class DistributedHerder(HerderCommon):
         assignment = assignment_in(snapshot)
         addresses = {w: r.address for w, r in worker_records(self._statuses.extensions()).items()}
         workers = tuple(
-            WorkerDesc(w, addresses.get(w, ""), held.connectors, held.tasks)
+            WorkerDesc(
+                w,
+                addresses.get(w, ""),
+                held.connectors,
+                held.tasks,
+                self._board.placements(w, held.tasks),
+            )
             for w, held in sorted(assignment.workers.items())
         )
         return ClusterInfo(

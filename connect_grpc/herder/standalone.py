@@ -459,7 +459,16 @@ class StandaloneHerder(HerderCommon):
 
     def cluster_info(self) -> ClusterInfo:
         address = f"{self._config.listener_host}:{self._config.listener_port}"
-        worker = WorkerDesc(self._config.worker_id, address)
+        with self._lock:
+            connectors = tuple(sorted(self._connectors))
+            tasks = tuple(
+                TaskId(name, index)
+                for name in connectors
+                for index in range(len(self._connectors[name].task_configs))
+            )
+        worker_id = self._config.worker_id
+        placements = self._board.placements(worker_id, tasks)
+        worker = WorkerDesc(worker_id, address, connectors, tasks, placements)
         return ClusterInfo(
             version=__version__,
             mode="standalone",

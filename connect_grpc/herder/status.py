@@ -4,7 +4,7 @@ status watchers on every change."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import structlog
 
@@ -14,6 +14,7 @@ from connect_grpc.domain import (
     InstanceStatus,
     State,
     TaskId,
+    TaskPlacement,
     TaskStatus,
 )
 from connect_grpc.storage.base import StatusStore
@@ -68,6 +69,15 @@ class StatusBoard:
 
     def task(self, task: TaskId) -> InstanceStatus:
         return self._store.get_task(task) or self.unassigned()
+
+    def placements(self, worker: str, tasks: Iterable[TaskId]) -> dict[TaskId, TaskPlacement]:
+        """Where those of ``tasks`` that ``worker`` last reported run."""
+        placed: dict[TaskId, TaskPlacement] = {}
+        for task in tasks:
+            status = self._store.get_task(task)
+            if status is not None and status.worker_id == worker and status.placement:
+                placed[task] = status.placement
+        return placed
 
     def connector_status(
         self, name: str, task_count: int, connector_type: ConnectorType

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from connect_grpc.domain import State, TaskId
+from connect_grpc.domain import PlacementKind, State, TaskId
 
 TASK_LABELS = ("connector", "task")
 #: Records in a batch: a task's batches grow from one record to ``batch.max.records``.
@@ -45,6 +45,10 @@ class WorkerView(Protocol):
 
     def instance_states(self) -> tuple[Mapping[str, State], Mapping[TaskId, State]]:
         """The state of each connector and task instance the worker runs."""
+        ...
+
+    def task_placements(self) -> Mapping[TaskId, PlacementKind]:
+        """Where each task the worker runs lives: on the driver or in a Spark executor."""
         ...
 
 
@@ -363,6 +367,20 @@ class _InstanceCollector(Collector):
             task_status.add_metric([task.connector, str(task.task), status_label(state)], 1)
         yield task_status
         yield from _task_counts(tasks)
+        yield _placement_counts(self._worker.task_placements())
+
+
+def _placement_counts(placements: Mapping[TaskId, PlacementKind]) -> Metric:
+    placed = Tally(placements.values())
+    family = GaugeMetricFamily(
+        "connect_grpc_worker_task_placement_count",
+        "Tasks this worker runs, by where they live: on the driver (a thread of the worker) "
+        "or in a Spark executor (hosted).",
+        labels=["placement"],
+    )
+    for kind in PlacementKind:
+        family.add_metric([kind.value], placed[kind])
+    return family
 
 
 def _task_order(task: TaskId) -> tuple[str, int]:

@@ -42,7 +42,7 @@ import structlog
 from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.connectors.api import RetriableError, SinkRecord, SinkTask, Task
 from connect_grpc.connectors.plugins import import_object
-from connect_grpc.domain import TaskId
+from connect_grpc.domain import PlacementKind, TaskId, TaskPlacement
 from connect_grpc.logs import capture_output, plugin_context
 from connect_grpc.runtime.kafka_io import prepare_executor
 from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
@@ -247,6 +247,8 @@ class HostLink:
         self._job_error: BaseException | None = None
         #: Whether the host was lost (a new ``open`` is needed).
         self.broken = False
+        #: The host name of the executor whose Spark task hosts the task, once connected.
+        self.host = ""
         self._log = log.bind(connector=task_id.connector, task=task_id.task)
 
     def open(self, timeout: float = CONNECT_TIMEOUT_S) -> None:
@@ -278,6 +280,7 @@ class HostLink:
             raise HostLostError(self._why_not_connected(timeout))
         self._conn = accepted[0]
         _, hostname, pid = self._receive(self._conn, deadline)
+        self.host = str(hostname)
         self.mask(_strings_in(self._args))
         self._send(("build", self._args))
         self.broken = False
@@ -403,6 +406,10 @@ class HostedPlugin(Task):
     def __init__(self, link: HostLink) -> None:
         self._link = link
         self._config: dict[str, str] = {}
+
+    def placement(self) -> TaskPlacement:
+        """The executor host the plugin lives on (empty before its host connected)."""
+        return TaskPlacement(PlacementKind.SPARK_EXECUTOR, self._link.host)
 
     def start(self, config: Mapping[str, str]) -> None:
         self._config = dict(config)

@@ -21,6 +21,7 @@ import abc
 import contextlib
 import logging
 import math
+import socket
 import threading
 import time
 import traceback
@@ -30,10 +31,18 @@ from typing import TypedDict, Unpack
 import structlog
 
 from connect_grpc.connectors.api import Task
-from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.domain import (
+    InstanceStatus,
+    PlacementKind,
+    State,
+    TargetState,
+    TaskId,
+    TaskPlacement,
+)
 from connect_grpc.logs import plugin_context
 from connect_grpc.metrics.worker_metrics import TaskMetrics
 from connect_grpc.runtime.connector import StatusListener
+from connect_grpc.runtime.hosting import HostedPlugin
 from connect_grpc.runtime.kafka_monitor import KafkaOutage
 from connect_grpc.runtime.retry import RetriableError, RetryPolicy, RetryTracker, is_retriable_error
 from connect_grpc.runtime.spark import SparkRuntime
@@ -41,6 +50,8 @@ from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
+#: The host of this worker's process, where a task that no executor hosts runs.
+DRIVER_HOST = socket.gethostname()
 #: Seconds an idle or paused loop sleeps before looking for work again.
 IDLE_SLEEP_S = 0.1
 #: Seconds between re-cancelling a stopping task's jobs while waiting for its loop.
@@ -119,7 +130,7 @@ class TaskRunner(abc.ABC):
         #: When the task last exchanged with Kafka successfully (its own evidence, which
         #: outranks an outage the monitor saw begin earlier).
         self._kafka_ok_at = -math.inf
-        self._reported: tuple[State, str] | None = None
+        self._reported: tuple[State, str, TaskPlacement] | None = None
         self._started = False
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -393,16 +404,24 @@ class TaskRunner(abc.ABC):
             return State.RETRYING, self._retry_trace
         return State.RUNNING, ""
 
+    def placement(self) -> TaskPlacement:
+        """Where the task's plugin lives: on the driver, unless it is hosted by an executor."""
+        if isinstance(self.plugin, HostedPlugin):
+            return self.plugin.placement()
+        return TaskPlacement(PlacementKind.DRIVER, DRIVER_HOST)
+
     def _publish(self) -> None:
-        """Reports the current state if it (or its trace) changed since the last report
-        that succeeded. Never raises: a failed report is tried again by the next call (the
-        watchdog's, at the latest). Call under the lock."""
-        current = self._current()
+        """Reports the current state if it (or its trace, or where the task runs) changed
+        since the last report that succeeded. Never raises: a failed report is tried again
+        by the next call (the watchdog's, at the latest). Call under the lock."""
+        state, trace = self._current()
+        placement = self.placement()
+        current = (state, trace, placement)
         if current == self._reported:
             return
-        state, trace = current
+        status = InstanceStatus(state, self._worker_id, trace, placement)
         try:
-            self._listener.on_task_status(self.id, InstanceStatus(state, self._worker_id, trace))
+            self._listener.on_task_status(self.id, status)
         except Exception as exc:
             self._log_quietly(
                 logging.WARNING, "task_status_not_reported", state=state.value, error=repr(exc)

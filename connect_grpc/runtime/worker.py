@@ -37,7 +37,7 @@ from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.domain import InstanceStatus, PlacementKind, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
 from connect_grpc.logs import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
@@ -349,6 +349,11 @@ class Worker:
             connectors = {name: instance.state for name, instance in self._connectors.items()}
             runners = list(self._tasks.values())
         return connectors, {runner.id: runner.state for runner in runners}
+
+    def task_placements(self) -> dict[TaskId, PlacementKind]:
+        with self._lock:
+            runners = list(self._tasks.values())
+        return {runner.id: runner.placement().kind for runner in runners}
 
     # moving a task to a host
 

@@ -7,6 +7,11 @@ names may contain dashes). Values (JSON)::
 
     {"state": "RUNNING", "trace": null, "worker_id": "10.0.0.1:8083", "generation": 3}
 
+A started task's value also says where it runs, in a key Kafka Connect does not write and
+skips when it reads (it reads the keys it knows from a JSON map)::
+
+    {..., "placement": {"kind": "spark-executor", "host": "node-7"}}
+
 A tombstone (null value) deletes: a connector's tombstone forgets the connector and all
 its tasks, a task's the task. Kafka Connect's ``status-topic-…`` records (active topics)
 are ignored. Keys starting ``connect-grpc-`` are the cluster layer's own records (each
@@ -30,7 +35,7 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.domain import InstanceStatus, State, TaskId
+from connect_grpc.domain import InstanceStatus, PlacementKind, State, TaskId, TaskPlacement
 from connect_grpc.errors import UnavailableError
 from connect_grpc.storage.kafka_log import (
     DEFAULT_TIMEOUT_S,
@@ -53,6 +58,7 @@ TOPIC_PREFIX = "status-topic-"
 EXTENSION_PREFIX = "connect-grpc-"
 
 _STATES = frozenset(state.value for state in State)
+_PLACEMENTS = frozenset(kind.value for kind in PlacementKind)
 
 #: Seconds before a failed status write is tried again; doubles up to WRITE_RETRY_MAX_S.
 WRITE_RETRY_INITIAL_S = 0.2
@@ -99,13 +105,25 @@ def parse_key(raw: bytes | None) -> StatusKey | None:
 
 def encode_status(status: InstanceStatus, generation: int) -> bytes:
     """A status value; an empty trace is written as null, as Kafka Connect writes it."""
-    value = {
+    value: dict[str, Any] = {
         "state": status.state.value,
         "trace": status.trace or None,
         "worker_id": status.worker_id,
         "generation": generation,
     }
+    if status.placement is not None:
+        value["placement"] = {"kind": status.placement.kind.value, "host": status.placement.host}
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _decode_placement(value: object) -> TaskPlacement | None:
+    """The placement a value says, or None (absent, as Kafka Connect writes, or malformed)."""
+    if not isinstance(value, dict):
+        return None
+    kind, host = value.get("kind"), value.get("host")
+    if kind not in _PLACEMENTS or not isinstance(host, str):
+        return None
+    return TaskPlacement(PlacementKind(kind), host)
 
 
 def decode_status(raw: bytes) -> tuple[InstanceStatus, int] | None:
@@ -126,7 +144,8 @@ def decode_status(raw: bytes) -> tuple[InstanceStatus, int] | None:
         or isinstance(generation, bool)
     ):
         return None
-    return InstanceStatus(State(state), worker_id, trace or ""), generation
+    placement = _decode_placement(value.get("placement"))
+    return InstanceStatus(State(state), worker_id, trace or "", placement), generation
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,18 +141,36 @@ class ConnectorInstanceStatus(_message.Message):
     def __init__(self, state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ...) -> None: ...
 
 class TaskStatus(_message.Message):
-    __slots__ = ("id", "state", "worker_id", "trace", "transactional_id")
+    __slots__ = ("id", "state", "worker_id", "trace", "transactional_id", "placement")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: InstanceState
     worker_id: str
     trace: str
     transactional_id: str
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., transactional_id: _Optional[str] = ...) -> None: ...
+    placement: TaskPlacement
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., transactional_id: _Optional[str] = ..., placement: _Optional[_Union[TaskPlacement, _Mapping]] = ...) -> None: ...
+
+class TaskPlacement(_message.Message):
+    __slots__ = ("kind", "host")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[TaskPlacement.Kind]
+        KIND_DRIVER: _ClassVar[TaskPlacement.Kind]
+        KIND_SPARK_EXECUTOR: _ClassVar[TaskPlacement.Kind]
+    KIND_UNSPECIFIED: TaskPlacement.Kind
+    KIND_DRIVER: TaskPlacement.Kind
+    KIND_SPARK_EXECUTOR: TaskPlacement.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    kind: TaskPlacement.Kind
+    host: str
+    def __init__(self, kind: _Optional[_Union[TaskPlacement.Kind, str]] = ..., host: _Optional[str] = ...) -> None: ...
 
 class ConnectorStatus(_message.Message):
     __slots__ = ("name", "connector", "tasks", "type")
@@ -565,16 +583,26 @@ class GetClusterInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class WorkerInfo(_message.Message):
-    __slots__ = ("id", "address", "connectors", "tasks")
+    __slots__ = ("id", "address", "connectors", "tasks", "placements")
     ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CONNECTORS_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
     id: str
     address: str
     connectors: _containers.RepeatedScalarFieldContainer[str]
     tasks: _containers.RepeatedCompositeFieldContainer[TaskId]
-    def __init__(self, id: _Optional[str] = ..., address: _Optional[str] = ..., connectors: _Optional[_Iterable[str]] = ..., tasks: _Optional[_Iterable[_Union[TaskId, _Mapping]]] = ...) -> None: ...
+    placements: _containers.RepeatedCompositeFieldContainer[PlacedTask]
+    def __init__(self, id: _Optional[str] = ..., address: _Optional[str] = ..., connectors: _Optional[_Iterable[str]] = ..., tasks: _Optional[_Iterable[_Union[TaskId, _Mapping]]] = ..., placements: _Optional[_Iterable[_Union[PlacedTask, _Mapping]]] = ...) -> None: ...
+
+class PlacedTask(_message.Message):
+    __slots__ = ("task", "placement")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    task: TaskId
+    placement: TaskPlacement
+    def __init__(self, task: _Optional[_Union[TaskId, _Mapping]] = ..., placement: _Optional[_Union[TaskPlacement, _Mapping]] = ...) -> None: ...
 
 class GetClusterInfoResponse(_message.Message):
     __slots__ = ("version", "mode", "kafka_cluster_id", "leader_id", "leader_address", "workers", "generation", "worker_id")

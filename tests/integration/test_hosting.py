@@ -23,8 +23,9 @@ from confluent_kafka import Consumer, TopicPartition
 
 from connect_grpc.connectors.api import Task
 from connect_grpc.connectors.sequence import SequenceSourceConnector
-from connect_grpc.domain import State, TargetState, TaskId
+from connect_grpc.domain import PlacementKind, State, TargetState, TaskId, TaskPlacement
 from connect_grpc.runtime.spark import host_job_tag, job_tag
+from connect_grpc.runtime.task import DRIVER_HOST
 from connect_grpc.testing.plugins import read_events
 from tests.integration.helpers import create_topic, python_workers_under, read_all
 from tests.integration.test_runtime import (
@@ -187,6 +188,16 @@ def test_tasks_beyond_the_slots_run_in_process_and_every_record_lands_once(
               "tasks.max": "3", "sequence.count": "90000"}
     tasks = start_connector_and_tasks(env, name, config)
     assert env.worker.hosted_tasks() == set(tasks[:2])  # local[2]: two slots
+    assert env.worker.task_placements() == {
+        tasks[0]: PlacementKind.SPARK_EXECUTOR,
+        tasks[1]: PlacementKind.SPARK_EXECUTOR,
+        tasks[2]: PlacementKind.DRIVER,
+    }
+    assert [env.listener.task_state(t).placement for t in tasks] == [  # type: ignore[union-attr]
+        TaskPlacement(PlacementKind.SPARK_EXECUTOR, DRIVER_HOST),  # local: executors here
+        TaskPlacement(PlacementKind.SPARK_EXECUTOR, DRIVER_HOST),
+        TaskPlacement(PlacementKind.DRIVER, DRIVER_HOST),
+    ]
     wait_for(lambda: end_offset(env.bootstrap, unique_topic) >= 90_000, what="90000 records")
     for task in tasks:
         wait_for(lambda t=task: env.offsets.get(name, {"task": t.task}) is not None,  # type: ignore[misc]
@@ -203,6 +214,7 @@ def test_tasks_beyond_the_slots_run_in_process_and_every_record_lands_once(
     wait_for(lambda: len(job_ids(env, host_tag(tasks[2]))) == 1, what="its hosting job")
     assert env.worker.task_ids() == {tasks[1], tasks[2]}
     assert env.listener.task_state(tasks[2]).state is State.RUNNING  # type: ignore[union-attr]
+    assert env.worker.task_placements()[tasks[2]] is PlacementKind.SPARK_EXECUTOR
     env.worker.stop_tasks(tasks, connector_deleted=False)
     env.worker.stop_connector(name, connector_deleted=False)
 

@@ -50,6 +50,25 @@ def test_created_running_runs_tasks_max_tasks(
     wait_for_states(stub, name, RUNNING, [RUNNING] * 3)
     info = stub.GetConnector(pb.GetConnectorRequest(name=name)).connector
     assert [t.task for t in info.tasks] == [0, 1, 2]
+    _assert_every_task_says_where_it_runs(stub, name, 3)
+
+
+def _assert_every_task_says_where_it_runs(
+    stub: pb_grpc.ConnectServiceStub, name: str, count: int
+) -> None:
+    """In its status, and in the cluster's description of the worker that runs it."""
+    tasks = stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name)).status.tasks
+    said = {(task.worker_id, task.id): task.placement for task in tasks}
+    kinds = {pb.TaskPlacement.KIND_DRIVER, pb.TaskPlacement.KIND_SPARK_EXECUTOR}
+    assert len(said) == count
+    assert all(p.kind in kinds and p.host for p in said.values()), said
+    described = {
+        (worker.id, placed.task.task): placed.placement
+        for worker in stub.GetClusterInfo(pb.GetClusterInfoRequest()).workers
+        for placed in worker.placements
+        if placed.task.connector == name
+    }
+    assert described == said
 
 
 def test_created_paused_then_resumed(

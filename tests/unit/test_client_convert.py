@@ -31,11 +31,13 @@ from connect_grpc.domain import (
     ConnectorStatus,
     ConnectorType,
     InstanceStatus,
+    PlacementKind,
     PluginDesc,
     State,
     TargetState,
     TaskId,
     TaskInfo,
+    TaskPlacement,
     TaskStatus,
     WorkerDesc,
 )
@@ -213,11 +215,29 @@ def test_cluster_info_round_trips() -> None:
         kafka_cluster_id="abc",
         leader_id="w1",
         leader_address="127.0.0.1:1",
-        workers=(WorkerDesc("w1", "127.0.0.1:1"), WorkerDesc("w2", "127.0.0.1:2")),
+        workers=(
+            WorkerDesc("w1", "127.0.0.1:1"),
+            WorkerDesc(
+                "w2",
+                "127.0.0.1:2",
+                ("c",),
+                (TaskId("c", 0), TaskId("c", 1)),
+                {TaskId("c", 1): TaskPlacement(PlacementKind.DRIVER, "h2")},
+            ),
+        ),
         generation=MAX_LONG,
         worker_id="w2",
     )
     assert cc.cluster_info_from_pb(wire(convert.cluster_info_to_pb(original))) == original
+
+
+@pytest.mark.parametrize("kind", list(PlacementKind))
+def test_where_a_task_runs_round_trips(kind: PlacementKind) -> None:
+    placed = TaskStatus(0, InstanceStatus(State.RUNNING, "w", placement=TaskPlacement(kind, "h")))
+    assert cc.task_status_from_pb(wire(convert.task_status_to_pb(placed))) == placed
+    unplaced = TaskStatus(0, InstanceStatus(State.UNASSIGNED, "w"))
+    assert not convert.task_status_to_pb(unplaced).HasField("placement")
+    assert cc.task_status_from_pb(wire(convert.task_status_to_pb(unplaced))) == unplaced
 
 
 # errors: domain → rich status → domain

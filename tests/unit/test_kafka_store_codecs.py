@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.domain import InstanceStatus, State, TaskId
+from connect_grpc.domain import InstanceStatus, PlacementKind, State, TaskId, TaskPlacement
 from connect_grpc.storage.kafka_log import Freshness, LogRecord
 from connect_grpc.storage.kafka_offsets import decode_record
 from connect_grpc.storage.kafka_status import (
@@ -88,6 +88,24 @@ def test_status_value_has_kafka_field_names() -> None:
 def test_status_value_round_trips() -> None:
     status = InstanceStatus(State.FAILED, "10.0.0.1:8083", "Traceback ...\nboom")
     assert decode_status(encode_status(status, 7)) == (status, 7)
+
+
+def test_a_task_status_says_where_it_runs_in_a_key_of_its_own() -> None:
+    placement = TaskPlacement(PlacementKind.SPARK_EXECUTOR, "node-7")
+    status = InstanceStatus(State.RUNNING, "w1", placement=placement)
+    raw = encode_status(status, 3)
+    assert json.loads(raw)["placement"] == {"kind": "spark-executor", "host": "node-7"}
+    assert decode_status(raw) == (status, 3)
+
+
+@pytest.mark.parametrize(
+    "placement",
+    [None, "driver", {"kind": "gpu", "host": "h"}, {"kind": "driver", "host": 7}, {"host": "h"}],
+)
+def test_a_placement_that_is_not_ours_is_ignored_not_the_status(placement: object) -> None:
+    raw = json.dumps({"state": "RUNNING", "trace": None, "worker_id": "w", "generation": 1,
+                      "placement": placement}).encode()
+    assert decode_status(raw) == (InstanceStatus(State.RUNNING, "w"), 1)
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from connect_grpc.api.metrics import ServerMetricsInterceptor
-from connect_grpc.domain import State, TaskId
+from connect_grpc.domain import PlacementKind, State, TaskId
 from connect_grpc.errors import InvalidArgumentError, StartupError
 from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics
 from connect_grpc.metrics.worker_metrics import (
@@ -153,9 +153,13 @@ class FakeWorker:
     def __init__(self) -> None:
         self.connectors: dict[str, State] = {}
         self.tasks: dict[TaskId, State] = {}
+        self.placements: dict[TaskId, PlacementKind] = {}
 
     def instance_states(self) -> tuple[Mapping[str, State], Mapping[TaskId, State]]:
         return self.connectors, self.tasks
+
+    def task_placements(self) -> Mapping[TaskId, PlacementKind]:
+        return self.placements
 
 
 def test_instance_counts_and_states_are_read_at_each_scrape() -> None:
@@ -201,6 +205,23 @@ def test_instance_counts_and_states_are_read_at_each_scrape() -> None:
     scraped = families(registry)
     assert scraped["kafka_connect_worker_connector_count"].samples[0].value == 0
     assert scraped["kafka_connect_connector_status"].samples == []
+
+
+def test_tasks_are_counted_by_where_they_run_at_each_scrape() -> None:
+    metrics = WorkerMetrics()
+    worker = FakeWorker()
+    metrics.watch_worker(worker)
+    name = "connect_grpc_worker_task_placement_count"
+    assert sample(metrics.registry, name, {"placement": "driver"}) == 0
+    assert sample(metrics.registry, name, {"placement": "spark-executor"}) == 0
+
+    worker.placements = {
+        TaskId("orders", 0): PlacementKind.SPARK_EXECUTOR,
+        TaskId("orders", 1): PlacementKind.DRIVER,
+        TaskId("audit", 0): PlacementKind.DRIVER,
+    }
+    assert sample(metrics.registry, name, {"placement": "driver"}) == 2
+    assert sample(metrics.registry, name, {"placement": "spark-executor"}) == 1
 
 
 class FakeCluster:

@@ -214,6 +214,61 @@ func (ConnectorType) EnumDescriptor() ([]byte, []int) {
 	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{2}
 }
 
+// Where a task's plugin lives.
+type TaskPlacement_Kind int32
+
+const (
+	// Not known.
+	TaskPlacement_KIND_UNSPECIFIED TaskPlacement_Kind = 0
+	// A thread of the worker's process (the Spark driver): no executor slot was free, or
+	// task.hosting is not executor. Its batches run in that process or, when large, as
+	// Spark jobs.
+	TaskPlacement_KIND_DRIVER TaskPlacement_Kind = 1
+	// One long-running Spark task on an executor, which moves every batch itself.
+	TaskPlacement_KIND_SPARK_EXECUTOR TaskPlacement_Kind = 2
+)
+
+// Enum value maps for TaskPlacement_Kind.
+var (
+	TaskPlacement_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_DRIVER",
+		2: "KIND_SPARK_EXECUTOR",
+	}
+	TaskPlacement_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED":    0,
+		"KIND_DRIVER":         1,
+		"KIND_SPARK_EXECUTOR": 2,
+	}
+)
+
+func (x TaskPlacement_Kind) Enum() *TaskPlacement_Kind {
+	p := new(TaskPlacement_Kind)
+	*p = x
+	return p
+}
+
+func (x TaskPlacement_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskPlacement_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_connect_grpc_v1_connect_proto_enumTypes[3].Descriptor()
+}
+
+func (TaskPlacement_Kind) Type() protoreflect.EnumType {
+	return &file_connect_grpc_v1_connect_proto_enumTypes[3]
+}
+
+func (x TaskPlacement_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskPlacement_Kind.Descriptor instead.
+func (TaskPlacement_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{9, 0}
+}
+
 // A primitive value as the offsets topic can hold it. Integers are exact up
 // to 2^63-1 (google.protobuf.Struct would turn them into doubles).
 type OffsetValue struct {
@@ -762,8 +817,11 @@ type TaskStatus struct {
 	// With exactly-once source support: the transactional id the task writes its batches
 	// and offsets under, <group.id>-<connector>-<task>. Empty otherwise.
 	TransactionalId string `protobuf:"bytes,5,opt,name=transactional_id,json=transactionalId,proto3" json:"transactional_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Where the task runs, once started on a worker of this version; absent before, and in
+	// statuses Kafka Connect wrote.
+	Placement     *TaskPlacement `protobuf:"bytes,6,opt,name=placement,proto3" json:"placement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
@@ -831,6 +889,68 @@ func (x *TaskStatus) GetTransactionalId() string {
 	return ""
 }
 
+func (x *TaskStatus) GetPlacement() *TaskPlacement {
+	if x != nil {
+		return x.Placement
+	}
+	return nil
+}
+
+// Where a task runs on its worker.
+type TaskPlacement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Driver or Spark executor.
+	Kind TaskPlacement_Kind `protobuf:"varint,1,opt,name=kind,proto3,enum=connect.v1.TaskPlacement_Kind" json:"kind,omitempty"`
+	// The host name of the machine the task runs on (the executor's for KIND_SPARK_EXECUTOR).
+	Host          string `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskPlacement) Reset() {
+	*x = TaskPlacement{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskPlacement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskPlacement) ProtoMessage() {}
+
+func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
+func (*TaskPlacement) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TaskPlacement) GetKind() TaskPlacement_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return TaskPlacement_KIND_UNSPECIFIED
+}
+
+func (x *TaskPlacement) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
 // The state of a connector and each of its tasks.
 type ConnectorStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -848,7 +968,7 @@ type ConnectorStatus struct {
 
 func (x *ConnectorStatus) Reset() {
 	*x = ConnectorStatus{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[9]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +980,7 @@ func (x *ConnectorStatus) String() string {
 func (*ConnectorStatus) ProtoMessage() {}
 
 func (x *ConnectorStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[9]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +993,7 @@ func (x *ConnectorStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectorStatus.ProtoReflect.Descriptor instead.
 func (*ConnectorStatus) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{9}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ConnectorStatus) GetName() string {
@@ -919,7 +1039,7 @@ type ConnectorListing struct {
 
 func (x *ConnectorListing) Reset() {
 	*x = ConnectorListing{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[10]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -931,7 +1051,7 @@ func (x *ConnectorListing) String() string {
 func (*ConnectorListing) ProtoMessage() {}
 
 func (x *ConnectorListing) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[10]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -944,7 +1064,7 @@ func (x *ConnectorListing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectorListing.ProtoReflect.Descriptor instead.
 func (*ConnectorListing) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{10}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConnectorListing) GetName() string {
@@ -987,7 +1107,7 @@ type ListConnectorsRequest struct {
 
 func (x *ListConnectorsRequest) Reset() {
 	*x = ListConnectorsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[11]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1119,7 @@ func (x *ListConnectorsRequest) String() string {
 func (*ListConnectorsRequest) ProtoMessage() {}
 
 func (x *ListConnectorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[11]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1132,7 @@ func (x *ListConnectorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectorsRequest.ProtoReflect.Descriptor instead.
 func (*ListConnectorsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{11}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListConnectorsRequest) GetExpandStatus() bool {
@@ -1056,7 +1176,7 @@ type ListConnectorsResponse struct {
 
 func (x *ListConnectorsResponse) Reset() {
 	*x = ListConnectorsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[12]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1188,7 @@ func (x *ListConnectorsResponse) String() string {
 func (*ListConnectorsResponse) ProtoMessage() {}
 
 func (x *ListConnectorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[12]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1201,7 @@ func (x *ListConnectorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectorsResponse.ProtoReflect.Descriptor instead.
 func (*ListConnectorsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{12}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListConnectorsResponse) GetConnectors() []*ConnectorListing {
@@ -1109,7 +1229,7 @@ type GetConnectorRequest struct {
 
 func (x *GetConnectorRequest) Reset() {
 	*x = GetConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[13]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1241,7 @@ func (x *GetConnectorRequest) String() string {
 func (*GetConnectorRequest) ProtoMessage() {}
 
 func (x *GetConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[13]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1254,7 @@ func (x *GetConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{13}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetConnectorRequest) GetName() string {
@@ -1155,7 +1275,7 @@ type GetConnectorResponse struct {
 
 func (x *GetConnectorResponse) Reset() {
 	*x = GetConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[14]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1287,7 @@ func (x *GetConnectorResponse) String() string {
 func (*GetConnectorResponse) ProtoMessage() {}
 
 func (x *GetConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[14]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1300,7 @@ func (x *GetConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{14}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetConnectorResponse) GetConnector() *ConnectorInfo {
@@ -1209,7 +1329,7 @@ type CreateConnectorRequest struct {
 
 func (x *CreateConnectorRequest) Reset() {
 	*x = CreateConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[15]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1341,7 @@ func (x *CreateConnectorRequest) String() string {
 func (*CreateConnectorRequest) ProtoMessage() {}
 
 func (x *CreateConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[15]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1354,7 @@ func (x *CreateConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConnectorRequest.ProtoReflect.Descriptor instead.
 func (*CreateConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{15}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateConnectorRequest) GetName() string {
@@ -1285,7 +1405,7 @@ type CreateConnectorResponse struct {
 
 func (x *CreateConnectorResponse) Reset() {
 	*x = CreateConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[16]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1417,7 @@ func (x *CreateConnectorResponse) String() string {
 func (*CreateConnectorResponse) ProtoMessage() {}
 
 func (x *CreateConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[16]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1430,7 @@ func (x *CreateConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConnectorResponse.ProtoReflect.Descriptor instead.
 func (*CreateConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{16}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateConnectorResponse) GetConnector() *ConnectorInfo {
@@ -1342,7 +1462,7 @@ type PutConnectorConfigRequest struct {
 
 func (x *PutConnectorConfigRequest) Reset() {
 	*x = PutConnectorConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[17]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +1474,7 @@ func (x *PutConnectorConfigRequest) String() string {
 func (*PutConnectorConfigRequest) ProtoMessage() {}
 
 func (x *PutConnectorConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[17]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +1487,7 @@ func (x *PutConnectorConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutConnectorConfigRequest.ProtoReflect.Descriptor instead.
 func (*PutConnectorConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{17}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PutConnectorConfigRequest) GetName() string {
@@ -1404,7 +1524,7 @@ type PutConnectorConfigResponse struct {
 
 func (x *PutConnectorConfigResponse) Reset() {
 	*x = PutConnectorConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[18]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1536,7 @@ func (x *PutConnectorConfigResponse) String() string {
 func (*PutConnectorConfigResponse) ProtoMessage() {}
 
 func (x *PutConnectorConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[18]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1549,7 @@ func (x *PutConnectorConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutConnectorConfigResponse.ProtoReflect.Descriptor instead.
 func (*PutConnectorConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{18}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PutConnectorConfigResponse) GetConnector() *ConnectorInfo {
@@ -1457,7 +1577,7 @@ type GetConnectorConfigRequest struct {
 
 func (x *GetConnectorConfigRequest) Reset() {
 	*x = GetConnectorConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1589,7 @@ func (x *GetConnectorConfigRequest) String() string {
 func (*GetConnectorConfigRequest) ProtoMessage() {}
 
 func (x *GetConnectorConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1602,7 @@ func (x *GetConnectorConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{19}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetConnectorConfigRequest) GetName() string {
@@ -1503,7 +1623,7 @@ type GetConnectorConfigResponse struct {
 
 func (x *GetConnectorConfigResponse) Reset() {
 	*x = GetConnectorConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1635,7 @@ func (x *GetConnectorConfigResponse) String() string {
 func (*GetConnectorConfigResponse) ProtoMessage() {}
 
 func (x *GetConnectorConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1648,7 @@ func (x *GetConnectorConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{20}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetConnectorConfigResponse) GetConfig() map[string]string {
@@ -1551,7 +1671,7 @@ type DeleteConnectorRequest struct {
 
 func (x *DeleteConnectorRequest) Reset() {
 	*x = DeleteConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1683,7 @@ func (x *DeleteConnectorRequest) String() string {
 func (*DeleteConnectorRequest) ProtoMessage() {}
 
 func (x *DeleteConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1696,7 @@ func (x *DeleteConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConnectorRequest.ProtoReflect.Descriptor instead.
 func (*DeleteConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{21}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteConnectorRequest) GetName() string {
@@ -1602,7 +1722,7 @@ type DeleteConnectorResponse struct {
 
 func (x *DeleteConnectorResponse) Reset() {
 	*x = DeleteConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1734,7 @@ func (x *DeleteConnectorResponse) String() string {
 func (*DeleteConnectorResponse) ProtoMessage() {}
 
 func (x *DeleteConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1747,7 @@ func (x *DeleteConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConnectorResponse.ProtoReflect.Descriptor instead.
 func (*DeleteConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{22}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{23}
 }
 
 // Request for GetConnectorStatus.
@@ -1641,7 +1761,7 @@ type GetConnectorStatusRequest struct {
 
 func (x *GetConnectorStatusRequest) Reset() {
 	*x = GetConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1773,7 @@ func (x *GetConnectorStatusRequest) String() string {
 func (*GetConnectorStatusRequest) ProtoMessage() {}
 
 func (x *GetConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1786,7 @@ func (x *GetConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{23}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetConnectorStatusRequest) GetName() string {
@@ -1687,7 +1807,7 @@ type GetConnectorStatusResponse struct {
 
 func (x *GetConnectorStatusResponse) Reset() {
 	*x = GetConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1699,7 +1819,7 @@ func (x *GetConnectorStatusResponse) String() string {
 func (*GetConnectorStatusResponse) ProtoMessage() {}
 
 func (x *GetConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1712,7 +1832,7 @@ func (x *GetConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{24}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -1735,7 +1855,7 @@ type GetTaskStatusRequest struct {
 
 func (x *GetTaskStatusRequest) Reset() {
 	*x = GetTaskStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +1867,7 @@ func (x *GetTaskStatusRequest) String() string {
 func (*GetTaskStatusRequest) ProtoMessage() {}
 
 func (x *GetTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +1880,7 @@ func (x *GetTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{25}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetTaskStatusRequest) GetName() string {
@@ -1788,7 +1908,7 @@ type GetTaskStatusResponse struct {
 
 func (x *GetTaskStatusResponse) Reset() {
 	*x = GetTaskStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1920,7 @@ func (x *GetTaskStatusResponse) String() string {
 func (*GetTaskStatusResponse) ProtoMessage() {}
 
 func (x *GetTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1933,7 @@ func (x *GetTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{26}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetTaskStatusResponse) GetTask() *TaskStatus {
@@ -1834,7 +1954,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +1966,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +1979,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{27}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListTasksRequest) GetName() string {
@@ -1880,7 +2000,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +2012,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2025,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{28}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListTasksResponse) GetTasks() []*TaskInfo {
@@ -1928,7 +2048,7 @@ type PauseConnectorRequest struct {
 
 func (x *PauseConnectorRequest) Reset() {
 	*x = PauseConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2060,7 @@ func (x *PauseConnectorRequest) String() string {
 func (*PauseConnectorRequest) ProtoMessage() {}
 
 func (x *PauseConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2073,7 @@ func (x *PauseConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseConnectorRequest.ProtoReflect.Descriptor instead.
 func (*PauseConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{29}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PauseConnectorRequest) GetName() string {
@@ -1979,7 +2099,7 @@ type PauseConnectorResponse struct {
 
 func (x *PauseConnectorResponse) Reset() {
 	*x = PauseConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2111,7 @@ func (x *PauseConnectorResponse) String() string {
 func (*PauseConnectorResponse) ProtoMessage() {}
 
 func (x *PauseConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2124,7 @@ func (x *PauseConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseConnectorResponse.ProtoReflect.Descriptor instead.
 func (*PauseConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{30}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{31}
 }
 
 // Request for ResumeConnector.
@@ -2020,7 +2140,7 @@ type ResumeConnectorRequest struct {
 
 func (x *ResumeConnectorRequest) Reset() {
 	*x = ResumeConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2152,7 @@ func (x *ResumeConnectorRequest) String() string {
 func (*ResumeConnectorRequest) ProtoMessage() {}
 
 func (x *ResumeConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2165,7 @@ func (x *ResumeConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeConnectorRequest.ProtoReflect.Descriptor instead.
 func (*ResumeConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{31}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResumeConnectorRequest) GetName() string {
@@ -2071,7 +2191,7 @@ type ResumeConnectorResponse struct {
 
 func (x *ResumeConnectorResponse) Reset() {
 	*x = ResumeConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2203,7 @@ func (x *ResumeConnectorResponse) String() string {
 func (*ResumeConnectorResponse) ProtoMessage() {}
 
 func (x *ResumeConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2216,7 @@ func (x *ResumeConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeConnectorResponse.ProtoReflect.Descriptor instead.
 func (*ResumeConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{32}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
 }
 
 // Request for StopConnector.
@@ -2112,7 +2232,7 @@ type StopConnectorRequest struct {
 
 func (x *StopConnectorRequest) Reset() {
 	*x = StopConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2244,7 @@ func (x *StopConnectorRequest) String() string {
 func (*StopConnectorRequest) ProtoMessage() {}
 
 func (x *StopConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2257,7 @@ func (x *StopConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopConnectorRequest.ProtoReflect.Descriptor instead.
 func (*StopConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StopConnectorRequest) GetName() string {
@@ -2163,7 +2283,7 @@ type StopConnectorResponse struct {
 
 func (x *StopConnectorResponse) Reset() {
 	*x = StopConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2295,7 @@ func (x *StopConnectorResponse) String() string {
 func (*StopConnectorResponse) ProtoMessage() {}
 
 func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2308,7 @@ func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopConnectorResponse.ProtoReflect.Descriptor instead.
 func (*StopConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{34}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
 }
 
 // Request for RestartConnector.
@@ -2208,7 +2328,7 @@ type RestartConnectorRequest struct {
 
 func (x *RestartConnectorRequest) Reset() {
 	*x = RestartConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2340,7 @@ func (x *RestartConnectorRequest) String() string {
 func (*RestartConnectorRequest) ProtoMessage() {}
 
 func (x *RestartConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2353,7 @@ func (x *RestartConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartConnectorRequest.ProtoReflect.Descriptor instead.
 func (*RestartConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RestartConnectorRequest) GetName() string {
@@ -2276,7 +2396,7 @@ type RestartConnectorResponse struct {
 
 func (x *RestartConnectorResponse) Reset() {
 	*x = RestartConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2288,7 +2408,7 @@ func (x *RestartConnectorResponse) String() string {
 func (*RestartConnectorResponse) ProtoMessage() {}
 
 func (x *RestartConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2301,7 +2421,7 @@ func (x *RestartConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartConnectorResponse.ProtoReflect.Descriptor instead.
 func (*RestartConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{36}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RestartConnectorResponse) GetStatus() *ConnectorStatus {
@@ -2326,7 +2446,7 @@ type RestartTaskRequest struct {
 
 func (x *RestartTaskRequest) Reset() {
 	*x = RestartTaskRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2458,7 @@ func (x *RestartTaskRequest) String() string {
 func (*RestartTaskRequest) ProtoMessage() {}
 
 func (x *RestartTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2471,7 @@ func (x *RestartTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartTaskRequest.ProtoReflect.Descriptor instead.
 func (*RestartTaskRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RestartTaskRequest) GetName() string {
@@ -2384,7 +2504,7 @@ type RestartTaskResponse struct {
 
 func (x *RestartTaskResponse) Reset() {
 	*x = RestartTaskResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2516,7 @@ func (x *RestartTaskResponse) String() string {
 func (*RestartTaskResponse) ProtoMessage() {}
 
 func (x *RestartTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2529,7 @@ func (x *RestartTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartTaskResponse.ProtoReflect.Descriptor instead.
 func (*RestartTaskResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{38}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{39}
 }
 
 // Request for GetOffsets.
@@ -2423,7 +2543,7 @@ type GetOffsetsRequest struct {
 
 func (x *GetOffsetsRequest) Reset() {
 	*x = GetOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2555,7 @@ func (x *GetOffsetsRequest) String() string {
 func (*GetOffsetsRequest) ProtoMessage() {}
 
 func (x *GetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2568,7 @@ func (x *GetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*GetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{39}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetOffsetsRequest) GetName() string {
@@ -2469,7 +2589,7 @@ type GetOffsetsResponse struct {
 
 func (x *GetOffsetsResponse) Reset() {
 	*x = GetOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2601,7 @@ func (x *GetOffsetsResponse) String() string {
 func (*GetOffsetsResponse) ProtoMessage() {}
 
 func (x *GetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2614,7 @@ func (x *GetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*GetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{40}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetOffsetsResponse) GetOffsets() []*ConnectorOffset {
@@ -2519,7 +2639,7 @@ type AlterOffsetsRequest struct {
 
 func (x *AlterOffsetsRequest) Reset() {
 	*x = AlterOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2651,7 @@ func (x *AlterOffsetsRequest) String() string {
 func (*AlterOffsetsRequest) ProtoMessage() {}
 
 func (x *AlterOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2664,7 @@ func (x *AlterOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*AlterOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{41}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AlterOffsetsRequest) GetName() string {
@@ -2579,7 +2699,7 @@ type AlterOffsetsResponse struct {
 
 func (x *AlterOffsetsResponse) Reset() {
 	*x = AlterOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2591,7 +2711,7 @@ func (x *AlterOffsetsResponse) String() string {
 func (*AlterOffsetsResponse) ProtoMessage() {}
 
 func (x *AlterOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2604,7 +2724,7 @@ func (x *AlterOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*AlterOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{42}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AlterOffsetsResponse) GetMessage() string {
@@ -2627,7 +2747,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +2759,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +2772,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{43}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ResetOffsetsRequest) GetName() string {
@@ -2680,7 +2800,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2812,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2825,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{44}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ResetOffsetsResponse) GetMessage() string {
@@ -2746,7 +2866,7 @@ type ConfigKeyInfo struct {
 
 func (x *ConfigKeyInfo) Reset() {
 	*x = ConfigKeyInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +2878,7 @@ func (x *ConfigKeyInfo) String() string {
 func (*ConfigKeyInfo) ProtoMessage() {}
 
 func (x *ConfigKeyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +2891,7 @@ func (x *ConfigKeyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigKeyInfo.ProtoReflect.Descriptor instead.
 func (*ConfigKeyInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{45}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ConfigKeyInfo) GetName() string {
@@ -2870,7 +2990,7 @@ type ConfigValueInfo struct {
 
 func (x *ConfigValueInfo) Reset() {
 	*x = ConfigValueInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +3002,7 @@ func (x *ConfigValueInfo) String() string {
 func (*ConfigValueInfo) ProtoMessage() {}
 
 func (x *ConfigValueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +3015,7 @@ func (x *ConfigValueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigValueInfo.ProtoReflect.Descriptor instead.
 func (*ConfigValueInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{46}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ConfigValueInfo) GetName() string {
@@ -2946,7 +3066,7 @@ type ConfigInfo struct {
 
 func (x *ConfigInfo) Reset() {
 	*x = ConfigInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3078,7 @@ func (x *ConfigInfo) String() string {
 func (*ConfigInfo) ProtoMessage() {}
 
 func (x *ConfigInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3091,7 @@ func (x *ConfigInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigInfo.ProtoReflect.Descriptor instead.
 func (*ConfigInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{47}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ConfigInfo) GetDefinition() *ConfigKeyInfo {
@@ -3001,7 +3121,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3013,7 +3133,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3026,7 +3146,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{48}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ValidateConfigRequest) GetPlugin() string {
@@ -3060,7 +3180,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3072,7 +3192,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3085,7 +3205,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{49}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ValidateConfigResponse) GetName() string {
@@ -3140,7 +3260,7 @@ type PluginInfo struct {
 
 func (x *PluginInfo) Reset() {
 	*x = PluginInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3272,7 @@ func (x *PluginInfo) String() string {
 func (*PluginInfo) ProtoMessage() {}
 
 func (x *PluginInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3285,7 @@ func (x *PluginInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginInfo.ProtoReflect.Descriptor instead.
 func (*PluginInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{50}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PluginInfo) GetClassName() string {
@@ -3224,7 +3344,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3236,7 +3356,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3249,7 +3369,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{51}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListPluginsRequest) GetIncludeConfigDefinitions() bool {
@@ -3279,7 +3399,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3411,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3424,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{52}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*PluginInfo {
@@ -3325,7 +3445,7 @@ type WatchConnectorStatusRequest struct {
 
 func (x *WatchConnectorStatusRequest) Reset() {
 	*x = WatchConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3337,7 +3457,7 @@ func (x *WatchConnectorStatusRequest) String() string {
 func (*WatchConnectorStatusRequest) ProtoMessage() {}
 
 func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3350,7 +3470,7 @@ func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{53}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *WatchConnectorStatusRequest) GetName() string {
@@ -3373,7 +3493,7 @@ type WatchConnectorStatusResponse struct {
 
 func (x *WatchConnectorStatusResponse) Reset() {
 	*x = WatchConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3385,7 +3505,7 @@ func (x *WatchConnectorStatusResponse) String() string {
 func (*WatchConnectorStatusResponse) ProtoMessage() {}
 
 func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3398,7 +3518,7 @@ func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{54}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WatchConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -3424,7 +3544,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3436,7 +3556,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3449,7 +3569,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
 }
 
 // A worker of the cluster.
@@ -3462,14 +3582,16 @@ type WorkerInfo struct {
 	// The connectors this worker runs (distributed mode: its current assignment).
 	Connectors []string `protobuf:"bytes,3,rep,name=connectors,proto3" json:"connectors,omitempty"`
 	// The tasks this worker runs.
-	Tasks         []*TaskId `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Tasks []*TaskId `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// Where each of those tasks runs, for those it has started.
+	Placements    []*PlacedTask `protobuf:"bytes,5,rep,name=placements,proto3" json:"placements,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3481,7 +3603,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3494,7 +3616,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -3525,6 +3647,68 @@ func (x *WorkerInfo) GetTasks() []*TaskId {
 	return nil
 }
 
+func (x *WorkerInfo) GetPlacements() []*PlacedTask {
+	if x != nil {
+		return x.Placements
+	}
+	return nil
+}
+
+// A task and where it runs.
+type PlacedTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task.
+	Task *TaskId `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// Where it runs.
+	Placement     *TaskPlacement `protobuf:"bytes,2,opt,name=placement,proto3" json:"placement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlacedTask) Reset() {
+	*x = PlacedTask{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlacedTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlacedTask) ProtoMessage() {}
+
+func (x *PlacedTask) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlacedTask.ProtoReflect.Descriptor instead.
+func (*PlacedTask) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *PlacedTask) GetTask() *TaskId {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *PlacedTask) GetPlacement() *TaskPlacement {
+	if x != nil {
+		return x.Placement
+	}
+	return nil
+}
+
 // Response of GetClusterInfo.
 type GetClusterInfoResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3550,7 +3734,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3562,7 +3746,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3575,7 +3759,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetClusterInfoResponse) GetVersion() string {
@@ -3645,7 +3829,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3657,7 +3841,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3670,7 +3854,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -3695,7 +3879,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3707,7 +3891,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3720,7 +3904,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -3753,7 +3937,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3765,7 +3949,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3778,7 +3962,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
 }
 
 // Request for FenceZombies.
@@ -3794,7 +3978,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3806,7 +3990,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3819,7 +4003,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -3848,7 +4032,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +4044,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +4057,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -3928,14 +4112,22 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x17ConnectorInstanceStatus\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.connect.v1.InstanceStateR\x05state\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05trace\x18\x03 \x01(\tR\x05trace\"\xab\x01\n" +
+	"\x05trace\x18\x03 \x01(\tR\x05trace\"\xe4\x01\n" +
 	"\n" +
 	"TaskStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12/\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x19.connect.v1.InstanceStateR\x05state\x12\x1b\n" +
 	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05trace\x18\x04 \x01(\tR\x05trace\x12)\n" +
-	"\x10transactional_id\x18\x05 \x01(\tR\x0ftransactionalId\"\xc5\x01\n" +
+	"\x10transactional_id\x18\x05 \x01(\tR\x0ftransactionalId\x127\n" +
+	"\tplacement\x18\x06 \x01(\v2\x19.connect.v1.TaskPlacementR\tplacement\"\x9f\x01\n" +
+	"\rTaskPlacement\x122\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1e.connect.v1.TaskPlacement.KindR\x04kind\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\"F\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vKIND_DRIVER\x10\x01\x12\x17\n" +
+	"\x13KIND_SPARK_EXECUTOR\x10\x02\"\xc5\x01\n" +
 	"\x0fConnectorStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\tconnector\x18\x02 \x01(\v2#.connect.v1.ConnectorInstanceStatusR\tconnector\x12,\n" +
@@ -4120,7 +4312,7 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x1cWatchConnectorStatusResponse\x123\n" +
 	"\x06status\x18\x01 \x01(\v2\x1b.connect.v1.ConnectorStatusR\x06status\x12\x18\n" +
 	"\adeleted\x18\x02 \x01(\bR\adeleted\"\x17\n" +
-	"\x15GetClusterInfoRequest\"\x80\x01\n" +
+	"\x15GetClusterInfoRequest\"\xb8\x01\n" +
 	"\n" +
 	"WorkerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
@@ -4128,7 +4320,14 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\n" +
 	"connectors\x18\x03 \x03(\tR\n" +
 	"connectors\x12(\n" +
-	"\x05tasks\x18\x04 \x03(\v2\x12.connect.v1.TaskIdR\x05tasks\"\xa3\x02\n" +
+	"\x05tasks\x18\x04 \x03(\v2\x12.connect.v1.TaskIdR\x05tasks\x126\n" +
+	"\n" +
+	"placements\x18\x05 \x03(\v2\x16.connect.v1.PlacedTaskR\n" +
+	"placements\"m\n" +
+	"\n" +
+	"PlacedTask\x12&\n" +
+	"\x04task\x18\x01 \x01(\v2\x12.connect.v1.TaskIdR\x04task\x127\n" +
+	"\tplacement\x18\x02 \x01(\v2\x19.connect.v1.TaskPlacementR\tplacement\"\xa3\x02\n" +
 	"\x16GetClusterInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\tR\x04mode\x12(\n" +
@@ -4213,182 +4412,190 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 	return file_connect_grpc_v1_connect_proto_rawDescData
 }
 
-var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
 	(ConnectorType)(0),                   // 2: connect.v1.ConnectorType
-	(*OffsetValue)(nil),                  // 3: connect.v1.OffsetValue
-	(*OffsetFields)(nil),                 // 4: connect.v1.OffsetFields
-	(*ConnectorOffset)(nil),              // 5: connect.v1.ConnectorOffset
-	(*ConnectorOffsets)(nil),             // 6: connect.v1.ConnectorOffsets
-	(*TaskId)(nil),                       // 7: connect.v1.TaskId
-	(*ConnectorInfo)(nil),                // 8: connect.v1.ConnectorInfo
-	(*TaskInfo)(nil),                     // 9: connect.v1.TaskInfo
-	(*ConnectorInstanceStatus)(nil),      // 10: connect.v1.ConnectorInstanceStatus
-	(*TaskStatus)(nil),                   // 11: connect.v1.TaskStatus
-	(*ConnectorStatus)(nil),              // 12: connect.v1.ConnectorStatus
-	(*ConnectorListing)(nil),             // 13: connect.v1.ConnectorListing
-	(*ListConnectorsRequest)(nil),        // 14: connect.v1.ListConnectorsRequest
-	(*ListConnectorsResponse)(nil),       // 15: connect.v1.ListConnectorsResponse
-	(*GetConnectorRequest)(nil),          // 16: connect.v1.GetConnectorRequest
-	(*GetConnectorResponse)(nil),         // 17: connect.v1.GetConnectorResponse
-	(*CreateConnectorRequest)(nil),       // 18: connect.v1.CreateConnectorRequest
-	(*CreateConnectorResponse)(nil),      // 19: connect.v1.CreateConnectorResponse
-	(*PutConnectorConfigRequest)(nil),    // 20: connect.v1.PutConnectorConfigRequest
-	(*PutConnectorConfigResponse)(nil),   // 21: connect.v1.PutConnectorConfigResponse
-	(*GetConnectorConfigRequest)(nil),    // 22: connect.v1.GetConnectorConfigRequest
-	(*GetConnectorConfigResponse)(nil),   // 23: connect.v1.GetConnectorConfigResponse
-	(*DeleteConnectorRequest)(nil),       // 24: connect.v1.DeleteConnectorRequest
-	(*DeleteConnectorResponse)(nil),      // 25: connect.v1.DeleteConnectorResponse
-	(*GetConnectorStatusRequest)(nil),    // 26: connect.v1.GetConnectorStatusRequest
-	(*GetConnectorStatusResponse)(nil),   // 27: connect.v1.GetConnectorStatusResponse
-	(*GetTaskStatusRequest)(nil),         // 28: connect.v1.GetTaskStatusRequest
-	(*GetTaskStatusResponse)(nil),        // 29: connect.v1.GetTaskStatusResponse
-	(*ListTasksRequest)(nil),             // 30: connect.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),            // 31: connect.v1.ListTasksResponse
-	(*PauseConnectorRequest)(nil),        // 32: connect.v1.PauseConnectorRequest
-	(*PauseConnectorResponse)(nil),       // 33: connect.v1.PauseConnectorResponse
-	(*ResumeConnectorRequest)(nil),       // 34: connect.v1.ResumeConnectorRequest
-	(*ResumeConnectorResponse)(nil),      // 35: connect.v1.ResumeConnectorResponse
-	(*StopConnectorRequest)(nil),         // 36: connect.v1.StopConnectorRequest
-	(*StopConnectorResponse)(nil),        // 37: connect.v1.StopConnectorResponse
-	(*RestartConnectorRequest)(nil),      // 38: connect.v1.RestartConnectorRequest
-	(*RestartConnectorResponse)(nil),     // 39: connect.v1.RestartConnectorResponse
-	(*RestartTaskRequest)(nil),           // 40: connect.v1.RestartTaskRequest
-	(*RestartTaskResponse)(nil),          // 41: connect.v1.RestartTaskResponse
-	(*GetOffsetsRequest)(nil),            // 42: connect.v1.GetOffsetsRequest
-	(*GetOffsetsResponse)(nil),           // 43: connect.v1.GetOffsetsResponse
-	(*AlterOffsetsRequest)(nil),          // 44: connect.v1.AlterOffsetsRequest
-	(*AlterOffsetsResponse)(nil),         // 45: connect.v1.AlterOffsetsResponse
-	(*ResetOffsetsRequest)(nil),          // 46: connect.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),         // 47: connect.v1.ResetOffsetsResponse
-	(*ConfigKeyInfo)(nil),                // 48: connect.v1.ConfigKeyInfo
-	(*ConfigValueInfo)(nil),              // 49: connect.v1.ConfigValueInfo
-	(*ConfigInfo)(nil),                   // 50: connect.v1.ConfigInfo
-	(*ValidateConfigRequest)(nil),        // 51: connect.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil),       // 52: connect.v1.ValidateConfigResponse
-	(*PluginInfo)(nil),                   // 53: connect.v1.PluginInfo
-	(*ListPluginsRequest)(nil),           // 54: connect.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),          // 55: connect.v1.ListPluginsResponse
-	(*WatchConnectorStatusRequest)(nil),  // 56: connect.v1.WatchConnectorStatusRequest
-	(*WatchConnectorStatusResponse)(nil), // 57: connect.v1.WatchConnectorStatusResponse
-	(*GetClusterInfoRequest)(nil),        // 58: connect.v1.GetClusterInfoRequest
-	(*WorkerInfo)(nil),                   // 59: connect.v1.WorkerInfo
-	(*GetClusterInfoResponse)(nil),       // 60: connect.v1.GetClusterInfoResponse
-	(*TaskConfig)(nil),                   // 61: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 62: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 63: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 64: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 65: connect.v1.FenceZombiesResponse
-	nil,                                  // 66: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 67: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 68: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 69: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 70: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 71: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 72: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 73: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 74: google.protobuf.NullValue
+	(TaskPlacement_Kind)(0),              // 3: connect.v1.TaskPlacement.Kind
+	(*OffsetValue)(nil),                  // 4: connect.v1.OffsetValue
+	(*OffsetFields)(nil),                 // 5: connect.v1.OffsetFields
+	(*ConnectorOffset)(nil),              // 6: connect.v1.ConnectorOffset
+	(*ConnectorOffsets)(nil),             // 7: connect.v1.ConnectorOffsets
+	(*TaskId)(nil),                       // 8: connect.v1.TaskId
+	(*ConnectorInfo)(nil),                // 9: connect.v1.ConnectorInfo
+	(*TaskInfo)(nil),                     // 10: connect.v1.TaskInfo
+	(*ConnectorInstanceStatus)(nil),      // 11: connect.v1.ConnectorInstanceStatus
+	(*TaskStatus)(nil),                   // 12: connect.v1.TaskStatus
+	(*TaskPlacement)(nil),                // 13: connect.v1.TaskPlacement
+	(*ConnectorStatus)(nil),              // 14: connect.v1.ConnectorStatus
+	(*ConnectorListing)(nil),             // 15: connect.v1.ConnectorListing
+	(*ListConnectorsRequest)(nil),        // 16: connect.v1.ListConnectorsRequest
+	(*ListConnectorsResponse)(nil),       // 17: connect.v1.ListConnectorsResponse
+	(*GetConnectorRequest)(nil),          // 18: connect.v1.GetConnectorRequest
+	(*GetConnectorResponse)(nil),         // 19: connect.v1.GetConnectorResponse
+	(*CreateConnectorRequest)(nil),       // 20: connect.v1.CreateConnectorRequest
+	(*CreateConnectorResponse)(nil),      // 21: connect.v1.CreateConnectorResponse
+	(*PutConnectorConfigRequest)(nil),    // 22: connect.v1.PutConnectorConfigRequest
+	(*PutConnectorConfigResponse)(nil),   // 23: connect.v1.PutConnectorConfigResponse
+	(*GetConnectorConfigRequest)(nil),    // 24: connect.v1.GetConnectorConfigRequest
+	(*GetConnectorConfigResponse)(nil),   // 25: connect.v1.GetConnectorConfigResponse
+	(*DeleteConnectorRequest)(nil),       // 26: connect.v1.DeleteConnectorRequest
+	(*DeleteConnectorResponse)(nil),      // 27: connect.v1.DeleteConnectorResponse
+	(*GetConnectorStatusRequest)(nil),    // 28: connect.v1.GetConnectorStatusRequest
+	(*GetConnectorStatusResponse)(nil),   // 29: connect.v1.GetConnectorStatusResponse
+	(*GetTaskStatusRequest)(nil),         // 30: connect.v1.GetTaskStatusRequest
+	(*GetTaskStatusResponse)(nil),        // 31: connect.v1.GetTaskStatusResponse
+	(*ListTasksRequest)(nil),             // 32: connect.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 33: connect.v1.ListTasksResponse
+	(*PauseConnectorRequest)(nil),        // 34: connect.v1.PauseConnectorRequest
+	(*PauseConnectorResponse)(nil),       // 35: connect.v1.PauseConnectorResponse
+	(*ResumeConnectorRequest)(nil),       // 36: connect.v1.ResumeConnectorRequest
+	(*ResumeConnectorResponse)(nil),      // 37: connect.v1.ResumeConnectorResponse
+	(*StopConnectorRequest)(nil),         // 38: connect.v1.StopConnectorRequest
+	(*StopConnectorResponse)(nil),        // 39: connect.v1.StopConnectorResponse
+	(*RestartConnectorRequest)(nil),      // 40: connect.v1.RestartConnectorRequest
+	(*RestartConnectorResponse)(nil),     // 41: connect.v1.RestartConnectorResponse
+	(*RestartTaskRequest)(nil),           // 42: connect.v1.RestartTaskRequest
+	(*RestartTaskResponse)(nil),          // 43: connect.v1.RestartTaskResponse
+	(*GetOffsetsRequest)(nil),            // 44: connect.v1.GetOffsetsRequest
+	(*GetOffsetsResponse)(nil),           // 45: connect.v1.GetOffsetsResponse
+	(*AlterOffsetsRequest)(nil),          // 46: connect.v1.AlterOffsetsRequest
+	(*AlterOffsetsResponse)(nil),         // 47: connect.v1.AlterOffsetsResponse
+	(*ResetOffsetsRequest)(nil),          // 48: connect.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),         // 49: connect.v1.ResetOffsetsResponse
+	(*ConfigKeyInfo)(nil),                // 50: connect.v1.ConfigKeyInfo
+	(*ConfigValueInfo)(nil),              // 51: connect.v1.ConfigValueInfo
+	(*ConfigInfo)(nil),                   // 52: connect.v1.ConfigInfo
+	(*ValidateConfigRequest)(nil),        // 53: connect.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil),       // 54: connect.v1.ValidateConfigResponse
+	(*PluginInfo)(nil),                   // 55: connect.v1.PluginInfo
+	(*ListPluginsRequest)(nil),           // 56: connect.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),          // 57: connect.v1.ListPluginsResponse
+	(*WatchConnectorStatusRequest)(nil),  // 58: connect.v1.WatchConnectorStatusRequest
+	(*WatchConnectorStatusResponse)(nil), // 59: connect.v1.WatchConnectorStatusResponse
+	(*GetClusterInfoRequest)(nil),        // 60: connect.v1.GetClusterInfoRequest
+	(*WorkerInfo)(nil),                   // 61: connect.v1.WorkerInfo
+	(*PlacedTask)(nil),                   // 62: connect.v1.PlacedTask
+	(*GetClusterInfoResponse)(nil),       // 63: connect.v1.GetClusterInfoResponse
+	(*TaskConfig)(nil),                   // 64: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 65: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 66: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 67: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 68: connect.v1.FenceZombiesResponse
+	nil,                                  // 69: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 70: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 71: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 72: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 73: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 74: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 75: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 76: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 77: google.protobuf.NullValue
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	74, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	66, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
-	4,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
-	4,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
-	5,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	67, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
-	7,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
+	77, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	69, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	5,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
+	5,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
+	6,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
+	70, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	8,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
 	2,  // 7: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
-	7,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	68, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	8,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
+	71, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
 	1,  // 10: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
 	1,  // 11: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
-	10, // 12: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
-	11, // 13: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
-	2,  // 14: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
-	8,  // 15: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
-	12, // 16: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
-	13, // 17: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
-	8,  // 18: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	69, // 19: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
-	0,  // 20: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
-	6,  // 21: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
-	8,  // 22: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	70, // 23: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
-	8,  // 24: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	71, // 25: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
-	12, // 26: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	11, // 27: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
-	9,  // 28: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
-	12, // 29: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
-	5,  // 30: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
-	5,  // 31: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	48, // 32: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
-	49, // 33: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	72, // 34: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
-	50, // 35: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
-	2,  // 36: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
-	48, // 37: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
-	53, // 38: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	12, // 39: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	7,  // 40: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	59, // 41: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	73, // 42: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	61, // 43: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	3,  // 44: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	14, // 45: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	16, // 46: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	18, // 47: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	20, // 48: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	22, // 49: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	24, // 50: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	26, // 51: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	28, // 52: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	30, // 53: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	32, // 54: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	34, // 55: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	36, // 56: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	38, // 57: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	40, // 58: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	42, // 59: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	44, // 60: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	46, // 61: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	51, // 62: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	54, // 63: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	56, // 64: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	58, // 65: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	62, // 66: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	64, // 67: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	15, // 68: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	17, // 69: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	19, // 70: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	21, // 71: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	23, // 72: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	25, // 73: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	27, // 74: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	29, // 75: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	31, // 76: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	33, // 77: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	35, // 78: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	37, // 79: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	39, // 80: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	41, // 81: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	43, // 82: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	45, // 83: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	47, // 84: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	52, // 85: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	55, // 86: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	57, // 87: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	60, // 88: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	63, // 89: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	65, // 90: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	68, // [68:91] is the sub-list for method output_type
-	45, // [45:68] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	13, // 12: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
+	3,  // 13: connect.v1.TaskPlacement.kind:type_name -> connect.v1.TaskPlacement.Kind
+	11, // 14: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
+	12, // 15: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
+	2,  // 16: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
+	9,  // 17: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
+	14, // 18: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
+	15, // 19: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
+	9,  // 20: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	72, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	0,  // 22: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
+	7,  // 23: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
+	9,  // 24: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	73, // 25: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	9,  // 26: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	74, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	14, // 28: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	12, // 29: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
+	10, // 30: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
+	14, // 31: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
+	6,  // 32: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
+	6,  // 33: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
+	50, // 34: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
+	51, // 35: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
+	75, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	52, // 37: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
+	2,  // 38: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
+	50, // 39: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
+	55, // 40: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
+	14, // 41: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	8,  // 42: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	62, // 43: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
+	8,  // 44: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
+	13, // 45: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
+	61, // 46: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	76, // 47: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	64, // 48: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	4,  // 49: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	16, // 50: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	18, // 51: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	20, // 52: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	22, // 53: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	24, // 54: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	26, // 55: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	28, // 56: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	30, // 57: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	32, // 58: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	34, // 59: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	36, // 60: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	38, // 61: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	40, // 62: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	42, // 63: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	44, // 64: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	46, // 65: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	48, // 66: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	53, // 67: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	56, // 68: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	58, // 69: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	60, // 70: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	65, // 71: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	67, // 72: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	17, // 73: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	19, // 74: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	21, // 75: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	23, // 76: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	25, // 77: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	27, // 78: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	29, // 79: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	31, // 80: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	33, // 81: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	35, // 82: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	37, // 83: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	39, // 84: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	41, // 85: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	43, // 86: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	45, // 87: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	47, // 88: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	49, // 89: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	54, // 90: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	57, // 91: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	59, // 92: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	63, // 93: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	66, // 94: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	68, // 95: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	73, // [73:96] is the sub-list for method output_type
+	50, // [50:73] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
@@ -4403,15 +4610,15 @@ func file_connect_grpc_v1_connect_proto_init() {
 		(*OffsetValue_NumberValue)(nil),
 		(*OffsetValue_BoolValue)(nil),
 	}
-	file_connect_grpc_v1_connect_proto_msgTypes[45].OneofWrappers = []any{}
 	file_connect_grpc_v1_connect_proto_msgTypes[46].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[47].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   71,
+			NumEnums:      4,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
