@@ -1,0 +1,146 @@
+"""A source task's topic creation against a fake admin client: found or created once per
+topic, existing topics untouched, a lost race accepted, Kafka Connect's failures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from connect_grpc.domain import TaskId
+from connect_grpc.runtime.retry import is_retriable_error
+from connect_grpc.runtime.topic_creation import (
+    TopicCreationError,
+    TopicCreationSpec,
+    TopicCreator,
+    topic_creation_spec,
+)
+from connect_grpc.worker_config import WorkerConfig
+
+TASK = TaskId("src", 0)
+CONFIG = {
+    "topic.creation.groups": "compacted",
+    "topic.creation.default.replication.factor": "1",
+    "topic.creation.default.partitions": "2",
+    "topic.creation.compacted.include": "state-.*",
+    "topic.creation.compacted.partitions": "5",
+    "topic.creation.compacted.cleanup.policy": "compact",
+}
+
+
+def _done(error: int | None = None) -> Future[Any]:
+    future: Future[Any] = Future()
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(KafkaException(KafkaError(error)))
+    return future
+
+
+class FakeAdmin:
+    def __init__(self, existing: set[str], create_error: int | None = None) -> None:
+        self.existing = existing
+        self.create_error = create_error
+        self.described: list[str] = []
+        self.created: list[Any] = []
+
+    def describe_topics(self, topics: Any, request_timeout: float) -> dict[str, Future[Any]]:
+        [topic] = topics.topic_names
+        self.described.append(topic)
+        known = topic in self.existing
+        return {topic: _done(None if known else KafkaError.UNKNOWN_TOPIC_OR_PART)}
+
+    def create_topics(self, topics: list[Any], **_: float) -> dict[str, Future[Any]]:
+        [new_topic] = topics
+        self.created.append(new_topic)
+        return {new_topic.topic: _done(self.create_error)}
+
+
+def _creator(admin: FakeAdmin) -> TopicCreator:
+    def factory(conf: Mapping[str, str]) -> FakeAdmin:
+        return admin
+
+    return TopicCreator(TopicCreationSpec(CONFIG, {}), TASK, admin_factory=factory)
+
+
+def test_a_missing_topic_is_created_once_with_its_groups_settings() -> None:
+    admin = FakeAdmin(existing=set())
+    creator = _creator(admin)
+    creator.ensure(["state-1", "state-1", "orders"])
+    creator.ensure(["state-1", "orders"])
+    assert admin.described == ["state-1", "orders"]
+    state, orders = admin.created
+    assert (state.topic, state.num_partitions, state.replication_factor) == ("state-1", 5, 1)
+    assert state.config == {"cleanup.policy": "compact"}
+    assert (orders.topic, orders.num_partitions, orders.config) == ("orders", 2, {})
+
+
+def test_an_existing_topic_is_left_untouched() -> None:
+    admin = FakeAdmin(existing={"state-1"})
+    _creator(admin).ensure(["state-1"])
+    assert admin.created == []
+
+
+def test_a_create_lost_to_another_task_is_fine() -> None:
+    admin = FakeAdmin(existing=set(), create_error=KafkaError.TOPIC_ALREADY_EXISTS)
+    creator = _creator(admin)
+    creator.ensure(["state-1"])
+    creator.ensure(["state-1"])
+    assert len(admin.created) == 1
+
+
+def test_a_create_the_task_may_not_do_fails_it_with_kafka_connects_message() -> None:
+    admin = FakeAdmin(existing=set(), create_error=KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    with pytest.raises(TopicCreationError) as caught:
+        _creator(admin).ensure(["state-1"])
+    assert str(caught.value) == (
+        "Task failed to create new topic (name=state-1, numPartitions=5, replicationFactor=1, "
+        "replicasAssignments=null, configs={cleanup.policy=compact}). Ensure that the task is "
+        "authorized to create topics or that the topic exists and restart the task"
+    )
+    assert not is_retriable_error(caught.value)
+
+
+def test_a_refused_topic_config_fails_the_task() -> None:
+    admin = FakeAdmin(existing=set(), create_error=KafkaError.INVALID_CONFIG)
+    with pytest.raises(TopicCreationError, match=r"^Unable to create topic\(s\) 'orders': "):
+        _creator(admin).ensure(["orders"])
+
+
+def test_an_unreachable_kafka_is_retried_and_the_topic_asked_about_again() -> None:
+    admin = FakeAdmin(existing=set(), create_error=KafkaError._TRANSPORT)
+    creator = _creator(admin)
+    with pytest.raises(TopicCreationError) as caught:
+        creator.ensure(["orders"])
+    assert is_retriable_error(caught.value)
+    admin.create_error = None
+    creator.ensure(["orders"])
+    assert admin.described == ["orders", "orders"]
+
+
+def test_invalid_settings_fail_the_task_at_start() -> None:
+    spec = TopicCreationSpec({"topic.creation.default.partitions": "0"}, {})
+    with pytest.raises(ValueError, match="Missing required configuration"):
+        TopicCreator(spec, TASK)
+
+
+def test_the_spec_follows_the_worker_and_the_connector() -> None:
+    enabled = WorkerConfig.from_properties({"bootstrap.servers": "b:9092"})
+    disabled = WorkerConfig.from_properties(
+        {"bootstrap.servers": "b:9092", "topic.creation.enable": "false"}
+    )
+    producer = {"bootstrap.servers": "b:9092", "acks": "all"}
+    connector = {**CONFIG, "admin.override.request.timeout.ms": "5000", "file": "x"}
+    spec = topic_creation_spec(enabled, connector, producer, TASK)
+    assert spec is not None
+    assert spec.config == CONFIG
+    assert spec.admin_conf == {
+        "bootstrap.servers": "b:9092",
+        "request.timeout.ms": "5000",
+        "client.id": "connector-adminclient-src-0",
+    }
+    assert topic_creation_spec(disabled, connector, producer, TASK) is None
+    assert topic_creation_spec(enabled, {"file": "x"}, producer, TASK) is None
