@@ -107,14 +107,16 @@ class TopicCreator:
         self,
         spec: TopicCreationSpec,
         task: TaskId,
-        admin_factory: AdminFactory = _admin_client,
+        admin_factory: AdminFactory | None = None,
     ) -> None:
-        """Raises ValueError (Kafka Connect's messages) when the settings are invalid."""
+        """``admin_factory`` makes the admin client from its config (confluent-kafka's
+        AdminClient by default). Raises ValueError (Kafka Connect's messages) when the
+        settings are invalid."""
         settings = TopicCreationSettings.from_config(spec.config)
         assert settings is not None  # the spec exists only for a config that uses them
         self._settings = settings
         self._spec = spec
-        self._admin_factory = admin_factory
+        self._admin_factory = admin_factory or _admin_client
         self._admin: Any = None
         self._known: set[str] = set()
         self._log = log.bind(connector=task.connector, task=task.task)

@@ -3,15 +3,23 @@ topic, existing topics untouched, a lost race accepted, Kafka Connect's failures
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from connect_grpc.domain import TaskId
-from connect_grpc.runtime.retry import is_retriable_error
+from connect_grpc.connectors.api import SourceRecord, SourceTask
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.domain import State, TargetState, TaskId
+from connect_grpc.runtime import topic_creation
+from connect_grpc.runtime.pipeline import ConnectorPipeline
+from connect_grpc.runtime.retry import RetryPolicy, is_retriable_error
+from connect_grpc.runtime.source_task import SourceTaskRunner
+from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.topic_creation import (
     TopicCreationError,
     TopicCreationSpec,
@@ -19,6 +27,7 @@ from connect_grpc.runtime.topic_creation import (
     topic_creation_spec,
 )
 from connect_grpc.worker_config import WorkerConfig
+from tests.task_fakes import StatusRecorder
 
 TASK = TaskId("src", 0)
 CONFIG = {
@@ -144,3 +153,117 @@ def test_the_spec_follows_the_worker_and_the_connector() -> None:
     }
     assert topic_creation_spec(disabled, connector, producer, TASK) is None
     assert topic_creation_spec(enabled, {"file": "x"}, producer, TASK) is None
+
+
+# ---- in a source task: after the transformations, before the produce ----------------------
+
+
+class _PollOnce(SourceTask):
+    def __init__(self, records: list[SourceRecord]) -> None:
+        self.records = records
+
+    def start(self, config: Mapping[str, str]) -> None:
+        return None
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        return None
+
+    def poll(self, max_records: int) -> list[SourceRecord]:
+        records, self.records = self.records, []
+        return records
+
+
+class _FakeSpark:
+    def new_thread(self, target: Callable[[], None], name: str) -> threading.Thread:
+        return threading.Thread(target=target, name=name, daemon=True)
+
+    def bind_thread(self, connector: str, task: int) -> None:
+        return None
+
+    def cancel(self, connector: str, task: int) -> None:
+        return None
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.writes: list[Any] = []
+
+    def put(self, connector: str, entries: Any) -> None:
+        self.writes.append(list(entries))
+
+    def get(self, connector: str, partition: Any) -> None:
+        return None
+
+
+class _RecordingRunner(SourceTaskRunner):
+    """Produces into the shared event list instead of Kafka."""
+
+    events: list[tuple[str, str]]
+
+    def _produce(self, records: Any) -> list[Any]:
+        self.events.extend(("produce", record.topic) for record in records)
+        return []
+
+
+class _SharedAdmin(FakeAdmin):
+    def __init__(self, events: list[tuple[str, str]], create_errors: list[int]) -> None:
+        super().__init__(existing=set())
+        self.events = events
+        self.create_errors = create_errors
+
+    def create_topics(self, topics: list[Any], **timeouts: float) -> dict[str, Future[Any]]:
+        self.create_error = self.create_errors.pop(0) if self.create_errors else None
+        self.events.append(("create", topics[0].topic))
+        return super().create_topics(topics, **timeouts)
+
+
+def _run_routed_source(
+    monkeypatch: pytest.MonkeyPatch, create_errors: list[int]
+) -> tuple[list[tuple[str, str]], StatusRecorder]:
+    events: list[tuple[str, str]] = []
+    admin = _SharedAdmin(events, create_errors)
+    monkeypatch.setattr(topic_creation, "_admin_client", lambda conf: admin)
+    connector = {
+        "topic": "raw-orders",
+        "transforms": "route",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": "raw-(.*)",
+        "transforms.route.replacement": "$1",
+        **CONFIG,
+    }
+    worker = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
+    records = [SourceRecord({"f": "a"}, {"line": i}, "raw-orders", value=b"x") for i in range(2)]
+    recorder, store = StatusRecorder(), _Store()
+    runner = _RecordingRunner(
+        TASK, _PollOnce(records), "w1", recorder, cast(SparkRuntime, _FakeSpark()),
+        worker_config=worker, connector_config=connector, offset_store=cast(Any, store),
+        pipeline=ConnectorPipeline(connector, worker, Plugins(), is_sink=False),
+        retry_policy=RetryPolicy(timeout_s=5.0, backoff_max_s=0.02, backoff_initial_s=0.01),
+    )
+    runner.events = events
+    assert runner.start({}, TargetState.STARTED)
+    try:
+        end = time.monotonic() + 5
+        while not store.writes:
+            assert time.monotonic() < end, "the batch was not committed"
+            time.sleep(0.01)
+    finally:
+        runner.finish_stop(False, 2)
+    return events, recorder
+
+
+def test_a_task_creates_the_routed_topic_before_producing_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events, _ = _run_routed_source(monkeypatch, [])
+    assert events == [("create", "orders"), ("produce", "orders"), ("produce", "orders")]
+
+
+def test_a_create_kafka_did_not_answer_is_retried_and_nothing_produced_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events, recorder = _run_routed_source(monkeypatch, [KafkaError._TRANSPORT])
+    assert events == [
+        ("create", "orders"), ("create", "orders"), ("produce", "orders"), ("produce", "orders")
+    ]
+    assert recorder.states() == [State.RUNNING, State.RETRYING, State.RUNNING]
