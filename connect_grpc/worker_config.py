@@ -192,6 +192,9 @@ EXACTLY_ONCE_SOURCE_ENABLED = "enabled"
 EXACTLY_ONCE_SOURCE_PROPERTY = "exactly.once.source.support"
 
 
+TOPIC_CREATION_ENABLE_PROPERTY = "topic.creation.enable"
+
+
 #: The worker's converter properties (Kafka Connect's names). Each may carry its own keys
 #: (``value.converter.schemas.enable``), which configure it and nothing else.
 CONVERTER_PROPERTIES = ("key.converter", "value.converter", "header.converter")
@@ -260,6 +263,10 @@ class WorkerConfig:
     #: connectors that set none of their own (None: unset; Kafka Connect requires the first
     #: two, here a side without a converter passes its bytes through).
     converters: Mapping[str, str | None] = field(default_factory=dict)
+    #: ``topic.creation.enable``: whether source tasks create the missing topics they write
+    #: to, with their connector's ``topic.creation.*`` settings (KIP-158). Off, those keys
+    #: are accepted and ignored, as Kafka Connect ignores them.
+    topic_creation_enabled: bool = True
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> WorkerConfig:
@@ -298,6 +305,7 @@ class WorkerConfig:
                 TASK_HOSTING_EXECUTOR,
             ),
             converters={name: _converter_property(props, name) for name in CONVERTER_PROPERTIES},
+            topic_creation_enabled=_bool_property(props, TOPIC_CREATION_ENABLE_PROPERTY, True),
             exactly_once_source=_choice_property(
                 props,
                 EXACTLY_ONCE_SOURCE_PROPERTY,

@@ -198,6 +198,7 @@ class DistributedHerder(HerderCommon):
             config.exactly_once_source,
             transformer,
             worker_group_id=cluster.group_id,
+            topic_creation_enabled=config.topic_creation_enabled,
         )
         self._connector_offsets = ConnectorOffsetStores(self._offsets, self._open_offsets)
         self._offset_manager = OffsetManager(

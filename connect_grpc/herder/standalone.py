@@ -109,7 +109,10 @@ class StandaloneHerder(HerderCommon):
         self._offsets = offset_store
         transformer = ConfigTransformer.from_specs(config.config_providers)
         self._validator = ConfigValidator(
-            plugins, config.limits.tasks_max, transformer=transformer
+            plugins,
+            config.limits.tasks_max,
+            transformer=transformer,
+            topic_creation_enabled=config.topic_creation_enabled,
         )
         # a connector's offsets.storage.topic has no effect in standalone mode (as in
         # Kafka Connect): every connector's offsets are in the worker's file

@@ -38,6 +38,11 @@ from connect_grpc.connectors.pipeline_keys import (
     validate_pipeline,
 )
 from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.connectors.topic_creation import (
+    GROUPS_KEY,
+    topic_creation_config_def,
+    validate_topic_creation,
+)
 from connect_grpc.domain import ConfigInfo, ConfigInfos, ConfigValueInfo
 from connect_grpc.errors import FieldViolation, InvalidArgumentError, NotFoundError
 from connect_grpc.runtime.batching import BATCH_MAX_RECORDS_KEY, DEFAULT_MAX_RECORDS
@@ -100,6 +105,7 @@ def _topic_name(value: object) -> str | None:
 
 SOURCE_CONFIG = define_all(
     [
+        GROUPS_KEY,
         ConfigKey(EXACTLY_ONCE_SUPPORT, ConfigType.STRING,
                   f"{REQUESTED} or {REQUIRED}. {REQUIRED} makes validation check that the "
                   "connector declares exactly-once support with this config, and fails on a "
@@ -253,9 +259,14 @@ class ConfigValidator:
         exactly_once_source: str = EXACTLY_ONCE_SOURCE_DISABLED,
         transformer: ConfigTransformer | None = None,
         worker_group_id: str | None = None,
+        topic_creation_enabled: bool = True,
     ) -> None:
         """``worker_group_id``: the distributed worker cluster's ``group.id`` (None in
-        standalone mode), which no sink connector's consumer group may take."""
+        standalone mode), which no sink connector's consumer group may take.
+        ``topic_creation_enabled``: the worker's ``topic.creation.enable``; off, a source's
+        ``topic.creation.*`` keys other than ``topic.creation.groups`` are not checked (they
+        are ignored, as Kafka Connect ignores them)."""
+        self._topic_creation_enabled = topic_creation_enabled
         self._plugins = plugins
         self._max_tasks = max_tasks
         self._exactly_once_source = exactly_once_source
@@ -294,21 +305,25 @@ class ConfigValidator:
         connector_class = type(connector)
         return _config_infos(
             f"{connector_class.__module__}.{connector_class.__qualname__}",
-            self._config_def(connector, pipeline),
+            self._config_def(connector, pipeline, resolution.config),
             config,
             _without_resolved_values(errors, config, resolution.config),
         )
 
-    @staticmethod
-    def _config_def(connector: Connector, pipeline: PipelineValidation) -> ConfigDef:
+    def _config_def(
+        self, connector: Connector, pipeline: PipelineValidation, config: Mapping[str, str]
+    ) -> ConfigDef:
         """Kafka Connect's order: the framework's keys (the sink's or the source's among
-        them), the keys of each transformation and predicate alias, the plugin's keys, then
-        the keys of the converters the config sets."""
+        them, a source's topic-creation groups' keys last), the keys of each transformation
+        and predicate alias, the plugin's keys, then the keys of the converters the config
+        sets."""
         framework = COMMON_CONFIG.merged(pipeline.framework)
         if isinstance(connector, SinkConnector):
             framework = framework.merged(SINK_CONFIG)
         elif isinstance(connector, SourceConnector):
             framework = framework.merged(SOURCE_CONFIG)
+            if self._topic_creation_enabled:
+                framework = framework.merged(topic_creation_config_def(config))
         return (
             framework.merged(pipeline.aliases)
             .merged(connector.config_def())
@@ -327,6 +342,8 @@ class ConfigValidator:
             self._sink_group_errors(config, errors)
         elif isinstance(connector, SourceConnector):
             errors.update(SOURCE_CONFIG.validate(config))
+            if self._topic_creation_enabled:
+                errors.update(validate_topic_creation(config))
             self._exactly_once_errors(connector, config, errors)
         for key, key_errors in connector.validate(config).items():
             errors[key] = [*errors.get(key, []), *key_errors]

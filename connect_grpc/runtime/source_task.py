@@ -63,6 +63,12 @@ from connect_grpc.runtime.records import group_for_slices, latest_offsets, slice
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
 from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
+from connect_grpc.runtime.topic_creation import (
+    TopicCreationSpec,
+    TopicCreator,
+    start_topic_creation,
+    topic_creation_spec,
+)
 from connect_grpc.runtime.transactions import TransactionalProducer, Transactions
 from connect_grpc.storage.base import OffsetEntry, OffsetStore
 from connect_grpc.worker_config import WorkerConfig
@@ -232,6 +238,14 @@ def skip_refused(
     commit_dropped(plugin, originals, logger)
 
 
+def create_topics(creator: TopicCreator | None, batch: _Batch) -> None:
+    """Creates the missing topics the batch's records go to, after the transformations
+    (KIP-158), before any of them is produced; with exactly-once, outside the batch's
+    transaction, as Kafka Connect creates them."""
+    if creator is not None:
+        creator.ensure(record.topic for record in batch.outgoing)
+
+
 def notify_commit(plugin: SourceTask, logger: Any) -> None:
     """``SourceTask.commit`` is a notification: as in Kafka Connect, its failure is logged
     and does not fail the task (the offsets are already committed)."""
@@ -304,8 +318,13 @@ class SourceTaskRunner(TaskRunner):
             pipeline, task_id, self._producer_conf, connector_config
         )
         self._pipeline: TaskPipeline | None = None
+        self._topic_creation_spec = topic_creation_spec(
+            worker_config, connector_config, self._producer_conf, task_id
+        )
+        self._topics: TopicCreator | None = None
 
     def prepare(self) -> None:
+        self._topics = start_topic_creation(self._topic_creation_spec, self.id)
         self._pipeline = start_pipeline(
             self._pipeline_spec,
             self.id,
@@ -341,6 +360,7 @@ class SourceTaskRunner(TaskRunner):
         self._pending = batch
         if self._pipeline is not None:
             self._pipeline.await_dead_letters()
+        create_topics(self._topics, batch)
         if transactional is not None:
             began = time.monotonic()
             committed = transactional.write(batch.records, self._stopping.is_set, batch.converted)
@@ -441,6 +461,8 @@ class SourceTaskRunner(TaskRunner):
         self._driver_producer.close()
         if self._transactional is not None:
             self._transactional.close()
+        if self._topics is not None:
+            self._topics.close()
         pipeline, self._pipeline = self._pipeline, None
         if pipeline is not None:
             pipeline.close()
@@ -458,8 +480,11 @@ class SourceHost(PluginHost):
         conf: Mapping[str, str],
         transactions: Transactions | None = None,
         pipeline: PipelineSpec | None = None,
+        topic_creation: TopicCreationSpec | None = None,
     ) -> None:
         self._session = session
+        self._topic_creation_spec = topic_creation
+        self._topics: TopicCreator | None = None
         self._id = task_id
         self._conf = conf
         self._pipeline_spec = pipeline
@@ -475,6 +500,8 @@ class SourceHost(PluginHost):
         self._pending: _Batch | None = None
 
     def start(self, config: Mapping[str, str]) -> None:
+        if self._topics is None:
+            self._topics = start_topic_creation(self._topic_creation_spec, self._id)
         if self._pipeline is None:
             self._pipeline = start_pipeline(
                 self._pipeline_spec,
@@ -506,6 +533,7 @@ class SourceHost(PluginHost):
         self._pending = batch
         if self._pipeline is not None:
             self._pipeline.await_dead_letters()
+        create_topics(self._topics, batch)
         stopping = self._session.stopping
         if transactional is not None:  # the offsets are written by the transaction
             if transactional.write(batch.records, stopping, batch.converted):
@@ -548,6 +576,8 @@ class SourceHost(PluginHost):
             pipeline, self._pipeline = self._pipeline, None
             if pipeline is not None:
                 pipeline.close()
+            if self._topics is not None:
+                self._topics.close()
 
     def take_commits(self) -> CommitTally:
         """The exactly-once transaction commits since the last answer that carried them."""
@@ -609,6 +639,7 @@ class HostedSourceTaskRunner(TaskRunner):
                 conf,
                 transactions,
                 pipeline_spec(pipeline, task_id, conf, connector_config),
+                topic_creation_spec(worker_config, connector_config, conf, task_id),
             ),
             offset_answerer(
                 functools.partial(offset_store.get, task_id.connector), offset_store.refresh
