@@ -4,20 +4,26 @@ server on a standalone herder (cluster scope there is the one worker, as Kafka's
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import types
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent import futures
+from pathlib import Path
 
 import grpc
 import pytest
 import structlog
+import structlog.testing
+from click.testing import CliRunner, Result
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from connect_grpc.api.servicer import ConnectServicer
+from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
+from connect_grpc.ctl.root import ctl as ctl_root
 from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.loggers import (
@@ -234,17 +240,25 @@ def test_a_project_module_that_has_not_logged_yet_is_known() -> None:
 
 
 @pytest.fixture
-def stub(herder: StandaloneHerder) -> Iterator[pb_grpc.ConnectServiceStub]:
+def address(herder: StandaloneHerder) -> Iterator[str]:
+    """An in-process server of the standalone herder."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(0).wait()
+
+
+@pytest.fixture
+def stub(address: str) -> Iterator[pb_grpc.ConnectServiceStub]:
+    channel = grpc.insecure_channel(address)
     try:
         yield pb_grpc.ConnectServiceStub(channel)
     finally:
         channel.close()
-        server.stop(0).wait()
 
 
 def _bad_request(error: grpc.RpcError) -> list[tuple[str, str]]:
@@ -323,3 +337,51 @@ def test_an_empty_name_is_invalid_argument(stub: pb_grpc.ConnectServiceStub) -> 
         stub.SetLogLevel(pb.SetLogLevelRequest(name="", level="INFO"), timeout=10)
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert _bad_request(caught.value)[0][0] == "name"
+
+
+# ---- connect-grpc ctl loggers --------------------------------------------------------------
+
+
+@pytest.fixture
+def ctl(address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "cfg"))
+
+    def run(*args: str) -> Result:
+        # the in-process worker's own events would land in the captured stdout
+        with structlog.testing.capture_logs():
+            return CliRunner().invoke(ctl_root, ["--target", address, *args],
+                                      prog_name="connect-grpc ctl")
+
+    return run
+
+
+def test_ctl_sets_gets_and_lists_levels(ctl: Callable[..., Result], namespace: str) -> None:
+    logging.getLogger(f"{namespace}.child").setLevel(logging.INFO)
+    set_run = ctl("loggers", "set", namespace, "debug")
+    assert set_run.exit_code == 0, set_run.stderr
+    assert set_run.stdout.split() == [namespace, f"{namespace}.child"]
+
+    got = ctl("loggers", "get", f"{namespace}.child", "-o", "json")
+    assert got.exit_code == 0, got.stderr
+    document = json.loads(got.stdout)
+    assert document["level"] == "DEBUG" and isinstance(document["last_modified"], int)
+
+    listed = ctl("loggers", "list", "-o", "json")
+    assert json.loads(listed.stdout)[namespace]["level"] == "DEBUG"
+    assert json.loads(listed.stdout)["root"]["last_modified"] is None
+    table = ctl("loggers", "list")
+    [row] = [line.split() for line in table.stdout.splitlines() if line.startswith(f"{namespace} ")]
+    assert row[:2] == [namespace, "DEBUG"] and row[2].endswith("+00:00")
+
+
+def test_ctl_cluster_scope_and_errors(ctl: Callable[..., Result], namespace: str) -> None:
+    cluster = ctl("loggers", "set", namespace, "warn", "--scope", "CLUSTER")
+    assert cluster.exit_code == 0, cluster.stderr
+    assert cluster.stdout.strip() == f"level WARN of {namespace} written for the cluster"
+    assert ctl("loggers", "set", namespace, "warn").stdout.strip() == "no logger changed"
+
+    bad = ctl("loggers", "set", namespace, "loud")
+    assert bad.exit_code != 0
+    assert "INVALID_ARGUMENT" in bad.stderr and "valid levels: ALL, TRACE" in bad.stderr
+    missing = ctl("loggers", "get", f"{namespace}.missing")
+    assert missing.exit_code != 0 and "NOT_FOUND" in missing.stderr
