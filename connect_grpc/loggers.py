@@ -196,7 +196,7 @@ def _current_loggers() -> dict[str, logging.Logger]:
     _create_project_loggers()
     loggers: dict[str, logging.Logger] = {ROOT_NAME: logging.getLogger()}
     for name, logger in list(logging.Logger.manager.loggerDict.items()):
-        if isinstance(logger, logging.Logger):
+        if isinstance(logger, logging.Logger) and name != ROOT_NAME:
             loggers[name] = logger
     return loggers
 
