@@ -135,8 +135,9 @@ def test_a_worker_scope_level_on_a_follower_stays_on_that_worker(
 
 @pytest.fixture
 def joining_worker(cluster: list[WorkerProcess], tmp_path: Path) -> Iterator[WorkerProcess]:
-    """A fourth worker of the shared cluster's group, not started yet; stopped afterwards
-    (it leaves the group, and the cluster is its three workers again)."""
+    """A fourth worker of the shared cluster's group, not started yet; stopped afterwards,
+    once it left the group and the cluster's three workers lead and run everything again
+    (so the next module that shares them finds no rebalance under way)."""
     members = _member_properties(cluster[0].properties_path)
     joining = WorkerProcess(tmp_path / "joining", members.pop("bootstrap.servers"),
                             members, mode="distributed")
@@ -144,6 +145,18 @@ def joining_worker(cluster: list[WorkerProcess], tmp_path: Path) -> Iterator[Wor
         yield joining
     finally:
         joining.stop()
+        wait_until(lambda: _settled_without(cluster, f"worker-{joining.port}"), timeout=120)
+
+
+def _settled_without(cluster: list[WorkerProcess], departed: str) -> bool:
+    views = [w.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5) for w in cluster]
+    first = views[0]
+    return (
+        bool(first.leader_id)
+        and first.leader_id != departed
+        and len(first.workers) == len(cluster)
+        and all((v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views)
+    )
 
 
 def test_a_worker_that_joins_later_applies_the_cluster_levels_written_before(
