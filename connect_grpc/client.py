@@ -44,6 +44,7 @@ from connect_grpc.domain import (
     TaskInfo,
     TaskStatus,
 )
+from connect_grpc.loggers import LoggerLevel, LogLevelScope
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
@@ -583,4 +584,45 @@ class ConnectClient:
         """Describes the cluster: mode, version, leader, live workers, generation."""
         return self._call(
             self._stub.GetClusterInfo, pb.GetClusterInfoRequest(), cc.cluster_info_from_pb
+        )
+
+    def list_loggers(self) -> dict[str, LoggerLevel]:
+        """The worker's known loggers whose level is not OFF, by name (``root`` first), each
+        with its effective level (a Kafka level name) and when it was last set through
+        :meth:`set_log_level` (ms since the epoch; None if never)."""
+        return self._call(
+            self._stub.ListLoggers,
+            pb.ListLoggersRequest(),
+            lambda r: {logger.name: cc.logger_level_from_pb(logger) for logger in r.loggers},
+        )
+
+    def get_logger(self, name: str) -> LoggerLevel:
+        """One logger's level on the worker that answers (``root`` for the root logger).
+
+        Raises:
+            NotFoundError: The worker knows no logger of that name.
+        """
+        return self._call(
+            self._stub.GetLogger,
+            pb.GetLoggerRequest(name=name),
+            lambda r: cc.logger_level_from_pb(r.logger),
+        )
+
+    def set_log_level(
+        self, name: str, level: str, scope: LogLevelScope = LogLevelScope.WORKER
+    ) -> list[str]:
+        """Sets ``level`` (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF, any case) on
+        the logger ``name`` and every known logger whose name starts with it.
+
+        With ``LogLevelScope.WORKER`` on the worker that answers; returns the loggers whose
+        level changed, sorted. With ``LogLevelScope.CLUSTER`` on every worker, including
+        those that join later (through the config topic); returns an empty list.
+
+        Raises:
+            InvalidArgumentError: An empty name, or a level that is not one of those above.
+        """
+        return self._call(
+            self._stub.SetLogLevel,
+            pb.SetLogLevelRequest(name=name, level=level, scope=cc.log_level_scope_to_pb(scope)),
+            lambda r: list(r.changed_loggers),
         )

@@ -54,6 +54,7 @@ from connect_grpc.errors import (
     UnavailableError,
     UnimplementedError,
 )
+from connect_grpc.loggers import LoggerLevel, LogLevelScope
 from connect_grpc.v1 import connect_pb2 as pb
 
 __all__ = [
@@ -442,3 +443,16 @@ def call_failure_of(error: ConnectError) -> CallFailure:
     code = next((c for kind, c in _CODE_OF_ERROR if isinstance(error, kind)),
                 grpc.StatusCode.UNKNOWN)
     return CallFailure(code, error.reason)
+
+
+def logger_level_from_pb(message: pb.Logger) -> LoggerLevel:
+    last_modified = (
+        message.last_modified.ToMilliseconds() if message.HasField("last_modified") else None
+    )
+    return LoggerLevel(message.level, last_modified)
+
+
+def log_level_scope_to_pb(scope: LogLevelScope) -> pb.LogLevelScope:
+    if scope is LogLevelScope.CLUSTER:
+        return pb.LOG_LEVEL_SCOPE_CLUSTER
+    return pb.LOG_LEVEL_SCOPE_WORKER

@@ -79,6 +79,8 @@ VIEWER_RPCS = frozenset({
     "ValidateConfig",
     "ListPlugins",
     "GetClusterInfo",
+    "ListLoggers",
+    "GetLogger",
 })
 
 

@@ -25,6 +25,7 @@ from connect_grpc.domain import (
     TaskStatus,
 )
 from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.loggers import LoggerLevel, LogLevelScope
 from connect_grpc.v1 import connect_pb2 as pb
 
 _STATE_TO_PB = {
@@ -264,3 +265,21 @@ def connector_offsets_from_pb(
         result.append(ConnectorOffset(partition, offset))
     return result
 
+
+
+def logger_to_pb(name: str, level: LoggerLevel) -> pb.Logger:
+    message = pb.Logger(name=name, level=level.level)
+    if level.last_modified is not None:
+        message.last_modified.FromMilliseconds(level.last_modified)
+    return message
+
+
+def log_level_scope_from_pb(value: int) -> LogLevelScope:
+    """UNSPECIFIED is WORKER, Kafka Connect's default scope."""
+    if value == pb.LOG_LEVEL_SCOPE_CLUSTER:
+        return LogLevelScope.CLUSTER
+    if value in (pb.LOG_LEVEL_SCOPE_UNSPECIFIED, pb.LOG_LEVEL_SCOPE_WORKER):
+        return LogLevelScope.WORKER
+    raise InvalidArgumentError.for_field(
+        "scope", f"unknown scope {value}; valid scopes: WORKER, CLUSTER"
+    )

@@ -28,6 +28,7 @@ from connect_grpc.domain import (
 from connect_grpc.errors import NotFoundError
 from connect_grpc.herder.base import Herder
 from connect_grpc.herder.validation import validate_name
+from connect_grpc.loggers import LogLevelScope, parse_level, parse_logger_name
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
@@ -368,3 +369,39 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         self, request: pb.GetClusterInfoRequest, context: grpc.ServicerContext
     ) -> pb.GetClusterInfoResponse:
         return convert.cluster_info_to_pb(self._herder.cluster_info())
+
+    # loggers (KIP-495, KIP-976)
+
+    @mapped
+    @settled
+    def ListLoggers(
+        self, request: pb.ListLoggersRequest, context: grpc.ServicerContext
+    ) -> pb.ListLoggersResponse:
+        levels = self._herder.loggers()
+        return pb.ListLoggersResponse(
+            loggers=[convert.logger_to_pb(name, level) for name, level in levels.items()]
+        )
+
+    @mapped
+    @settled
+    def GetLogger(
+        self, request: pb.GetLoggerRequest, context: grpc.ServicerContext
+    ) -> pb.GetLoggerResponse:
+        name = parse_logger_name(request.name)
+        level = self._herder.logger_level(name)
+        return pb.GetLoggerResponse(logger=convert.logger_to_pb(name, level))
+
+    @mapped
+    @forwardable(pb.SetLogLevelResponse)
+    def SetLogLevel(
+        self, request: pb.SetLogLevelRequest, context: grpc.ServicerContext
+    ) -> pb.SetLogLevelResponse:
+        """A WORKER level is set here (never forwarded); a CLUSTER one is written by the
+        leader (a follower's herder raises NotLeaderError: forwarded)."""
+        namespace = parse_logger_name(request.name)
+        level = parse_level(request.level)
+        if convert.log_level_scope_from_pb(request.scope) is LogLevelScope.CLUSTER:
+            self._herder.set_cluster_log_level(namespace, level)
+            return pb.SetLogLevelResponse()
+        changed = self._herder.set_worker_log_level(namespace, level)
+        return pb.SetLogLevelResponse(changed_loggers=changed)

@@ -26,6 +26,7 @@ from connect_grpc.domain import (
     State,
     TaskPlacement,
 )
+from connect_grpc.loggers import LoggerLevel
 
 Document = dict[str, Any]
 
@@ -163,3 +164,13 @@ def contexts(found: Iterable[Context]) -> Document:
             for context in found
         ],
     }
+
+
+def logger(level: LoggerLevel) -> Document:
+    """Kafka Connect's GET /admin/loggers/{name} body (``last_modified`` null if never set)."""
+    return {"level": level.level, "last_modified": level.last_modified}
+
+
+def loggers(found: Mapping[str, LoggerLevel]) -> Document:
+    """Kafka Connect's GET /admin/loggers body: logger name → its level."""
+    return {name: logger(level) for name, level in found.items()}

@@ -26,6 +26,7 @@ from connect_grpc.domain import (
     TaskInfo,
     TaskStatus,
 )
+from connect_grpc.loggers import LoggerLevel
 
 
 class WorkerRuntime(Protocol):
@@ -136,6 +137,19 @@ class Herder(Protocol):
         ...
 
     def cluster_info(self) -> ClusterInfo: ...
+
+    def loggers(self) -> dict[str, LoggerLevel]:
+        """This worker's known loggers whose level is not OFF, sorted by name, root first."""
+
+    def logger_level(self, name: str) -> LoggerLevel:
+        """One logger's level on this worker; NotFoundError if it is not known."""
+
+    def set_worker_log_level(self, namespace: str, level: str) -> list[str]:
+        """Sets ``level`` (a Kafka name) on this worker's logger ``namespace`` and the known
+        loggers under it; returns those whose level changed, sorted."""
+
+    def set_cluster_log_level(self, namespace: str, level: str) -> None:
+        """Sets ``level`` on every worker, including those that join later (KIP-976)."""
 
     def watch_status(
         self, name: str, is_active: Callable[[], bool]

@@ -15,6 +15,7 @@ from connect_grpc.herder.validation import (
     config_with_name,
     validate_name,
 )
+from connect_grpc.loggers import LoggerLevel, LoggerLevels
 from connect_grpc.runtime.kafka_monitor import PROBE_INTERVAL_S, KafkaReachability
 from connect_grpc.worker_config import WorkerConfig
 
@@ -28,6 +29,7 @@ class HerderCommon:
     _validator: ConfigValidator
     _board: StatusBoard
     _worker: WorkerRuntime
+    _loggers: LoggerLevels
 
     def connector_status(self, name: str) -> ConnectorStatus:
         raise NotImplementedError
@@ -60,6 +62,20 @@ class HerderCommon:
         if not all_plugin_types:
             return connectors
         return [*connectors, *self._plugins.describe_pipeline(include_config_definitions)]
+
+    # loggers (KIP-495): this worker's levels
+
+    def loggers(self) -> dict[str, LoggerLevel]:
+        return self._loggers.all_levels()
+
+    def logger_level(self, name: str) -> LoggerLevel:
+        found = self._loggers.level(name)
+        if found is None:
+            raise NotFoundError(f"Logger {name} not found.")
+        return found
+
+    def set_worker_log_level(self, namespace: str, level: str) -> list[str]:
+        return self._loggers.set_level(namespace, level)
 
     def _normalised(self, name: str, config: Mapping[str, str]) -> tuple[str, dict[str, str]]:
         """The trimmed, checked name and the config with it, within the size limit."""

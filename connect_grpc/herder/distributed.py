@@ -69,6 +69,7 @@ from connect_grpc.domain import (
 )
 from connect_grpc.errors import (
     AlreadyExistsError,
+    InvalidArgumentError,
     NotFoundError,
     NotLeaderError,
     UnavailableError,
@@ -85,6 +86,7 @@ from connect_grpc.herder.ticker import run_ticks
 from connect_grpc.herder.validation import (
     ConfigValidator,
 )
+from connect_grpc.loggers import LoggerLevels, parse_level
 from connect_grpc.metrics.worker_metrics import RebalanceState, WorkerMetrics
 from connect_grpc.runtime.transactions import (
     ExactlyOnceSource,
@@ -104,6 +106,7 @@ from connect_grpc.storage.kafka_config import (
     RawRecord,
     connector_config_records,
     extension_record,
+    log_level_records,
     removal_records,
     restart_records,
     session_key_record,
@@ -208,6 +211,7 @@ class DistributedHerder(HerderCommon):
             self._write_offsets_exactly_once if config.exactly_once_source_enabled else None,
             transformer,
         )
+        self._loggers = LoggerLevels()
         self._board = StatusBoard(self._id, self._statuses)
         self._board.set_reconfiguration_handler(self._on_reconfiguration_requested)
         self._worker: WorkerRuntime = (
@@ -578,6 +582,13 @@ class DistributedHerder(HerderCommon):
                 return
             self._write(writer, task_config_records(name, list(configs)))
             self._log.info("task_configs_written", connector=name, tasks=len(configs))
+
+    def set_cluster_log_level(self, namespace: str, level: str) -> None:
+        """KIP-976: the leader writes the level to the config topic; every worker applies it
+        when it reads it (``_on_config_change``), this one before the call returns."""
+        writer = self._leader_writer()
+        self._write(writer, log_level_records(namespace, level), wake_leader=False)
+        self._log.info("cluster_log_level_written", namespace=namespace, level=level)
 
     # request ids (api.idempotency.SharedAnswers): answers in the config topic
 
@@ -1014,8 +1025,25 @@ class DistributedHerder(HerderCommon):
             self._reconciler.queue_restart(restart)
         if kind == "extension" and connector == SESSION_KEY_KEY:
             self._observe_session_key()
+        if kind == "logger":
+            self._apply_cluster_log_level(connector)
+            return
         self._reconciler.wake()
         self._leader_wake.set()
+
+    def _apply_cluster_log_level(self, namespace: str) -> None:
+        """Applies the namespace's cluster-wide level as read, stamped with the time it was
+        written (so every worker, a later one too, reports the same ``last_modified``)."""
+        written = self._snapshot().log_levels.get(namespace)
+        if written is None:
+            return
+        try:
+            level = parse_level(written.level)
+        except InvalidArgumentError:
+            self._log.warning("cluster_log_level_skipped", namespace=namespace,
+                              level=written.level)
+            return
+        self._loggers.set_level(namespace, level, at=written.written_at)
 
     def _on_status_change(self) -> None:
         self._board.notify_changed()

@@ -63,6 +63,7 @@ from connect_grpc.herder.validation import (
     ConfigValidator,
     tasks_max,
 )
+from connect_grpc.loggers import LoggerLevels
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetStore
@@ -126,6 +127,7 @@ class StandaloneHerder(HerderCommon):
         )
         self._board = StatusBoard(config.worker_id)
         self._board.set_reconfiguration_handler(self._request_reconfiguration)
+        self._loggers = LoggerLevels()
         self._worker: WorkerRuntime = (
             runtime_factory(self._board)
             if runtime_factory
@@ -457,6 +459,10 @@ class StandaloneHerder(HerderCommon):
         if not stopped or self._worker.connector_running(name):
             raise not_stopped(name)
         return config
+
+    def set_cluster_log_level(self, namespace: str, level: str) -> None:
+        """The one worker is the whole cluster (as Kafka Connect's standalone herder)."""
+        self.set_worker_log_level(namespace, level)
 
     # plugins and cluster
 

@@ -10,6 +10,7 @@ UTF-8 strings, values compact JSON (null is a tombstone)::
     target-state-<c>       {"state": "PAUSED", "state.v2": "STOPPED"}
     restart-connector-<c>  {"include-tasks": true, "only-failed": false}
     tasks-fencing-<c>      {"task-count": N}
+    logger-cluster-<ns>    {"level": "DEBUG"}: a cluster-wide log level (KIP-976)
     session-key            {"key": "<base64>", "algorithm": "HmacSHA256",
                            "creation-timestamp": <ms>}: the inter-worker session key
                            (KIP-507), kept in ``extensions`` under its key
@@ -23,7 +24,11 @@ midway) the connector is marked inconsistent and keeps its previous tasks. ``sta
 the target state an older reader understands (STOPPED is written as PAUSED), ``state.v2``
 the real one; reading prefers ``state.v2``. A connector tombstone forgets the connector's
 tasks, target state and task count too. Restart requests are events, not state: they go
-to the listener and are not kept in the snapshot. Other keys (logger levels) are ignored.
+to the listener and are not kept in the snapshot. A logger level record keeps the latest
+level of its namespace with the record's timestamp, and tells the listener (kind
+``logger``, the namespace in place of the connector) each time one is read, at start-up
+too: unlike Kafka Connect, which ignores the levels written before a worker started, a
+worker that joins applies them (the issue asks for it). Other keys are ignored.
 
 The parsing is pure (:class:`SnapshotBuilder`, :func:`apply_record`) and the state it
 produces is an immutable :class:`ConfigSnapshot`; :class:`KafkaConfigStore` tails the topic
@@ -75,7 +80,7 @@ TASK_COUNT_FIELD = "task-count"
 
 #: What a record changed, as reported to the listener.
 ChangeKind = Literal[
-    "connector", "tasks", "target_state", "restart", "task_count", "extension"
+    "connector", "tasks", "target_state", "restart", "task_count", "extension", "logger"
 ]
 #: The listener: (kind, connector, the restart request for kind "restart", else None).
 ConfigListener = Callable[[ChangeKind, str, RestartRequest | None], None]
@@ -90,6 +95,15 @@ class ConfigChange:
     kind: ChangeKind
     connector: str
     restart: RestartRequest | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLogLevel:
+    """A cluster-wide log level of a ``logger-cluster-`` record: the Kafka level name as
+    written and when it was written (ms since the epoch; None if the broker gave none)."""
+
+    level: str
+    written_at: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +122,7 @@ class ConfigSnapshot:
         inconsistent: connectors whose latest commit named tasks that were not all present.
         extensions: key → decoded JSON value of each live ``connect-grpc-`` record and of
             the ``session-key`` record.
+        log_levels: logger namespace → its latest cluster-wide level (KIP-976).
     """
 
     offset: int = NO_OFFSET
@@ -118,6 +133,9 @@ class ConfigSnapshot:
     pending_fencing: frozenset[str] = frozenset()
     inconsistent: frozenset[str] = frozenset()
     extensions: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    log_levels: Mapping[str, ClusterLogLevel] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def contains(self, connector: str) -> bool:
         """Whether the connector has a config."""
@@ -144,6 +162,7 @@ class SnapshotBuilder:
     pending_fencing: set[str] = field(default_factory=set)
     inconsistent: set[str] = field(default_factory=set)
     extensions: dict[str, Any] = field(default_factory=dict)
+    log_levels: dict[str, ClusterLogLevel] = field(default_factory=dict)
     #: connector → task number → config, written but not yet committed.
     deferred: dict[str, dict[int, Config]] = field(default_factory=dict)
 
@@ -158,6 +177,7 @@ class SnapshotBuilder:
             pending_fencing=frozenset(self.pending_fencing),
             inconsistent=frozenset(self.inconsistent),
             extensions=MappingProxyType(dict(self.extensions)),
+            log_levels=MappingProxyType(dict(self.log_levels)),
         )
 
 
@@ -204,6 +224,17 @@ def parse_restart_record(connector: str, value: object) -> RestartRequest:
         include_tasks=include_tasks if isinstance(include_tasks, bool) else False,
         only_failed=only_failed if isinstance(only_failed, bool) else False,
     )
+
+
+#: Cluster-wide log levels (KIP-976): key ``logger-cluster-<namespace>``, value
+#: ``{"level": "<level>"}``, written by Kafka Connect's KafkaConfigBackingStore the same way.
+LOGGER_KEY_PREFIX = "logger-cluster-"
+LEVEL_FIELD = "level"
+
+
+def logger_key(namespace: str) -> str:
+    """The key of the cluster-wide log level of ``namespace``."""
+    return f"{LOGGER_KEY_PREFIX}{namespace}"
 
 
 def connector_key(connector: str) -> str:
@@ -325,6 +356,19 @@ def decode_target_state(raw: bytes) -> TargetState:
     return TargetState(state)
 
 
+def encode_log_level(level: str) -> bytes:
+    return _dump({LEVEL_FIELD: level})
+
+
+def decode_log_level(raw: bytes) -> str:
+    """The level of a ``logger-cluster-`` record; ValueError unless it is a string."""
+    value = _load(raw)
+    level = value.get(LEVEL_FIELD) if isinstance(value, dict) else None
+    if not isinstance(level, str):
+        raise ValueError(f"a log level record needs a string {LEVEL_FIELD!r}: {value!r}")
+    return level
+
+
 def decode_restart(connector: str, raw: bytes) -> RestartRequest:
     """The restart request of a value (missing flags read false). Raises ValueError."""
     return parse_restart_record(connector, _load(raw))
@@ -333,12 +377,15 @@ def decode_restart(connector: str, raw: bytes) -> RestartRequest:
 # --- applying records -------------------------------------------------------------------
 
 
-def apply_record(builder: SnapshotBuilder, key: str, value: bytes | None) -> ConfigChange | None:
+def apply_record(
+    builder: SnapshotBuilder, key: str, value: bytes | None, timestamp_ms: int | None = None
+) -> ConfigChange | None:
     """Applies one config-topic record to ``builder``; returns what changed, if anything.
 
     None for records that change nothing visible (a task config awaiting its commit, a
     target-state tombstone, an unknown key). Raises ValueError for a malformed value; the
-    builder is then unchanged.
+    builder is then unchanged. ``timestamp_ms``: the record's timestamp (kept with a log
+    level).
     """
     if key.startswith(EXTENSION_PREFIX) or key == SESSION_KEY_KEY:
         return _apply_extension(builder, key, value)
@@ -348,6 +395,8 @@ def apply_record(builder: SnapshotBuilder, key: str, value: bytes | None) -> Con
         return _apply_task_count(builder, key[len(TASK_COUNT_PREFIX) :], value)
     if key.startswith(RESTART_KEY_PREFIX):
         return _apply_restart(key[len(RESTART_KEY_PREFIX) :], value)
+    if key.startswith(LOGGER_KEY_PREFIX):
+        return _apply_log_level(builder, key[len(LOGGER_KEY_PREFIX) :], value, timestamp_ms)
     if key.startswith(CONNECTOR_PREFIX):
         return _apply_connector(builder, key[len(CONNECTOR_PREFIX) :], value)
     if key.startswith(COMMIT_PREFIX):
@@ -436,6 +485,16 @@ def _apply_restart(connector: str, value: bytes | None) -> ConfigChange | None:
     return ConfigChange("restart", connector, decode_restart(connector, value))
 
 
+def _apply_log_level(
+    builder: SnapshotBuilder, namespace: str, value: bytes | None, timestamp_ms: int | None
+) -> ConfigChange | None:
+    """Keeps the namespace's level; a tombstone (Kafka Connect writes none) is ignored."""
+    if value is None:
+        return None
+    builder.log_levels[namespace] = ClusterLogLevel(decode_log_level(value), timestamp_ms)
+    return ConfigChange("logger", namespace)
+
+
 # --- records to write ------------------------------------------------------------------
 
 #: A record to write: (key, value); a None value is a tombstone.
@@ -482,6 +541,11 @@ def target_state_records(name: str, state: TargetState) -> list[RawRecord]:
 def restart_records(request: RestartRequest) -> list[RawRecord]:
     """A restart request; every worker's store hears of it."""
     return [_record(restart_key(request.connector), encode_restart(request))]
+
+
+def log_level_records(namespace: str, level: str) -> list[RawRecord]:
+    """A cluster-wide log level; every worker applies it when it reads it."""
+    return [_record(logger_key(namespace), encode_log_level(level))]
 
 
 def session_key_record(value: Mapping[str, object]) -> RawRecord:
@@ -617,7 +681,7 @@ class KafkaConfigStore:
             return
         with self._lock:
             try:
-                change = apply_record(self._builder, key, record.value)
+                change = apply_record(self._builder, key, record.value, record.timestamp_ms)
             except ValueError as exc:
                 change = None
                 log.warning("config_record_skipped", key=key, offset=record.offset, error=str(exc))

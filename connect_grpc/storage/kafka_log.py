@@ -27,6 +27,7 @@ from typing import Any
 import structlog
 from confluent_kafka import (
     OFFSET_BEGINNING,
+    TIMESTAMP_NOT_AVAILABLE,
     Consumer,
     IsolationLevel,
     KafkaError,
@@ -63,12 +64,14 @@ METADATA_RETRY_S = 0.1
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
-    """One record of the topic: its raw key and value (None is a tombstone) and position."""
+    """One record of the topic: its raw key and value (None is a tombstone), position, and
+    timestamp (ms since the epoch; None when the broker gave none)."""
 
     key: bytes | None
     value: bytes | None
     partition: int
     offset: int
+    timestamp_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,7 +463,13 @@ class KafkaBasedLog:
         offset = message.offset()
         if partition is None or offset is None:
             return
-        record = LogRecord(_as_bytes(message.key()), _as_bytes(message.value()), partition, offset)
+        record = LogRecord(
+            _as_bytes(message.key()),
+            _as_bytes(message.value()),
+            partition,
+            offset,
+            _timestamp_ms(message),
+        )
         try:
             self._on_record(record)
         except Exception:
@@ -484,6 +493,11 @@ def _next_messages(consumer: Consumer) -> list[Message]:
     if first is None:
         return []
     return [first, *consumer.consume(num_messages=POLL_BATCH - 1, timeout=0)]
+
+
+def _timestamp_ms(message: Message) -> int | None:
+    kind, value = message.timestamp()
+    return None if kind == TIMESTAMP_NOT_AVAILABLE else int(value)
 
 
 def _as_bytes(data: Any) -> bytes | None:

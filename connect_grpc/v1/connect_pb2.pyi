@@ -1,4 +1,7 @@
+import datetime
+
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -31,6 +34,12 @@ class ConnectorType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONNECTOR_TYPE_UNSPECIFIED: _ClassVar[ConnectorType]
     CONNECTOR_TYPE_SOURCE: _ClassVar[ConnectorType]
     CONNECTOR_TYPE_SINK: _ClassVar[ConnectorType]
+
+class LogLevelScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LOG_LEVEL_SCOPE_UNSPECIFIED: _ClassVar[LogLevelScope]
+    LOG_LEVEL_SCOPE_WORKER: _ClassVar[LogLevelScope]
+    LOG_LEVEL_SCOPE_CLUSTER: _ClassVar[LogLevelScope]
 INITIAL_STATE_UNSPECIFIED: InitialState
 INITIAL_STATE_RUNNING: InitialState
 INITIAL_STATE_PAUSED: InitialState
@@ -46,6 +55,9 @@ INSTANCE_STATE_RETRYING: InstanceState
 CONNECTOR_TYPE_UNSPECIFIED: ConnectorType
 CONNECTOR_TYPE_SOURCE: ConnectorType
 CONNECTOR_TYPE_SINK: ConnectorType
+LOG_LEVEL_SCOPE_UNSPECIFIED: LogLevelScope
+LOG_LEVEL_SCOPE_WORKER: LogLevelScope
+LOG_LEVEL_SCOPE_CLUSTER: LogLevelScope
 
 class OffsetValue(_message.Message):
     __slots__ = ("null_value", "string_value", "integer_value", "number_value", "bool_value")
@@ -623,6 +635,54 @@ class GetClusterInfoResponse(_message.Message):
     generation: int
     worker_id: str
     def __init__(self, version: _Optional[str] = ..., mode: _Optional[str] = ..., kafka_cluster_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_address: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ..., generation: _Optional[int] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class Logger(_message.Message):
+    __slots__ = ("name", "level", "last_modified")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    LAST_MODIFIED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    level: str
+    last_modified: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., level: _Optional[str] = ..., last_modified: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListLoggersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListLoggersResponse(_message.Message):
+    __slots__ = ("loggers",)
+    LOGGERS_FIELD_NUMBER: _ClassVar[int]
+    loggers: _containers.RepeatedCompositeFieldContainer[Logger]
+    def __init__(self, loggers: _Optional[_Iterable[_Union[Logger, _Mapping]]] = ...) -> None: ...
+
+class GetLoggerRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetLoggerResponse(_message.Message):
+    __slots__ = ("logger",)
+    LOGGER_FIELD_NUMBER: _ClassVar[int]
+    logger: Logger
+    def __init__(self, logger: _Optional[_Union[Logger, _Mapping]] = ...) -> None: ...
+
+class SetLogLevelRequest(_message.Message):
+    __slots__ = ("name", "level", "scope")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    level: str
+    scope: LogLevelScope
+    def __init__(self, name: _Optional[str] = ..., level: _Optional[str] = ..., scope: _Optional[_Union[LogLevelScope, str]] = ...) -> None: ...
+
+class SetLogLevelResponse(_message.Message):
+    __slots__ = ("changed_loggers",)
+    CHANGED_LOGGERS_FIELD_NUMBER: _ClassVar[int]
+    changed_loggers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, changed_loggers: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TaskConfig(_message.Message):
     __slots__ = ("config",)

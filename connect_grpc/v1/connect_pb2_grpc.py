@@ -140,6 +140,21 @@ class ConnectServiceStub:
                 request_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoRequest.SerializeToString,
                 response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoResponse.FromString,
                 _registered_method=True)
+        self.ListLoggers = channel.unary_unary(
+                '/connect.v1.ConnectService/ListLoggers',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.ListLoggersRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.ListLoggersResponse.FromString,
+                _registered_method=True)
+        self.GetLogger = channel.unary_unary(
+                '/connect.v1.ConnectService/GetLogger',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetLoggerRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetLoggerResponse.FromString,
+                _registered_method=True)
+        self.SetLogLevel = channel.unary_unary(
+                '/connect.v1.ConnectService/SetLogLevel',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelResponse.FromString,
+                _registered_method=True)
 
 
 class ConnectServiceServicer:
@@ -293,6 +308,28 @@ class ConnectServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLoggers(self, request, context):
+        """Loggers (KIP-495, KIP-976): the worker's log levels, read and set at run time.
+        Lists the worker's known loggers (root first) with their levels.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLogger(self, request, context):
+        """Returns one logger's level; NOT_FOUND for a logger the worker does not know.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetLogLevel(self, request, context):
+        """Sets the level of a logger and every logger under it, on this worker or on the cluster.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConnectServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -400,6 +437,21 @@ def add_ConnectServiceServicer_to_server(servicer, server):
                     servicer.GetClusterInfo,
                     request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoRequest.FromString,
                     response_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoResponse.SerializeToString,
+            ),
+            'ListLoggers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLoggers,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.ListLoggersRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.ListLoggersResponse.SerializeToString,
+            ),
+            'GetLogger': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLogger,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetLoggerRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetLoggerResponse.SerializeToString,
+            ),
+            'SetLogLevel': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetLogLevel,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -970,6 +1022,87 @@ class ConnectService:
             '/connect.v1.ConnectService/GetClusterInfo',
             connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoRequest.SerializeToString,
             connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLoggers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/ListLoggers',
+            connect__grpc_dot_v1_dot_connect__pb2.ListLoggersRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.ListLoggersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLogger(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/GetLogger',
+            connect__grpc_dot_v1_dot_connect__pb2.GetLoggerRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.GetLoggerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetLogLevel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/SetLogLevel',
+            connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -55,7 +55,7 @@ CONNECT = pb.DESCRIPTOR.services_by_name["ConnectService"]
 READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
-    "ListPlugins", "GetClusterInfo",
+    "ListPlugins", "GetClusterInfo", "ListLoggers", "GetLogger",
 }
 OK = grpc.StatusCode.OK
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
@@ -178,6 +178,10 @@ def requests_naming(name: str) -> dict[str, Any]:
         "ListPlugins": pb.ListPluginsRequest(),
         "WatchConnectorStatus": pb.WatchConnectorStatusRequest(name=name),
         "GetClusterInfo": pb.GetClusterInfoRequest(),
+        "ListLoggers": pb.ListLoggersRequest(),
+        "GetLogger": pb.GetLoggerRequest(name="root"),
+        # a namespace no module logs under: an admin's call changes no logger that logs
+        "SetLogLevel": pb.SetLogLevelRequest(name=f"{name}.loggers", level="INFO"),
     }
 
 

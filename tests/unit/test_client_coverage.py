@@ -27,6 +27,7 @@ SAMPLE_ARGUMENTS: dict[str, Any] = {
     "task_id": 0,
     "config": {"connector.class": "X"},
     "offsets": [],
+    "level": "INFO",
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 from connect_grpc.domain import RestartRequest, TargetState
 from connect_grpc.storage.kafka_config import (
     NO_OFFSET,
+    ClusterLogLevel,
     ConfigChange,
     SnapshotBuilder,
     apply_record,
@@ -21,6 +22,7 @@ from connect_grpc.storage.kafka_config import (
     encode_restart,
     encode_target_state,
     encode_task_count,
+    log_level_records,
     parse_task_key,
     target_state_key,
     task_count_key,
@@ -263,8 +265,33 @@ def test_malformed_values_raise_and_change_nothing(key: str, value: bytes) -> No
 
 def test_unknown_keys_are_ignored() -> None:
     builder = SnapshotBuilder()
-    assert apply_record(builder, "logger-cluster-org.foo", b'{"level":"DEBUG"}') is None
+    assert apply_record(builder, "some-future-record-x", b'{"level":"DEBUG"}') is None
     assert builder.build() == SnapshotBuilder().build()
+
+
+def test_a_cluster_log_level_is_kept_with_its_timestamp_and_reported() -> None:
+    builder = SnapshotBuilder()
+    change = apply_record(builder, "logger-cluster-org.foo", b'{"level":"DEBUG"}', 1_700)
+    assert change == ConfigChange("logger", "org.foo")
+    apply_record(builder, "logger-cluster-org.foo", b'{"level":"WARN"}', 1_800)
+    assert builder.build().log_levels == {"org.foo": ClusterLogLevel("WARN", 1_800)}
+
+
+def test_a_cluster_log_level_record_is_written_in_kafka_connects_format() -> None:
+    [(key, value)] = log_level_records("connect_grpc.runtime", "DEBUG")
+    assert key == b"logger-cluster-connect_grpc.runtime"
+    assert value is not None and json.loads(value) == {"level": "DEBUG"}
+    builder = SnapshotBuilder()
+    apply_record(builder, key.decode(), value)
+    assert builder.build().log_levels["connect_grpc.runtime"] == ClusterLogLevel("DEBUG")
+
+
+@pytest.mark.parametrize("value", [b'{"level":5}', b'{"other":"DEBUG"}', b'"DEBUG"'])
+def test_a_malformed_log_level_record_is_refused(value: bytes) -> None:
+    builder = SnapshotBuilder()
+    with pytest.raises(ValueError):
+        apply_record(builder, "logger-cluster-org.foo", value)
+    assert builder.build().log_levels == {}
 
 
 def test_the_session_key_record_is_kept_until_its_tombstone() -> None:

@@ -17,6 +17,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -214,6 +215,60 @@ func (ConnectorType) EnumDescriptor() ([]byte, []int) {
 	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{2}
 }
 
+// Where SetLogLevel applies (KIP-976).
+type LogLevelScope int32
+
+const (
+	// Same as WORKER (Kafka Connect's default scope).
+	LogLevelScope_LOG_LEVEL_SCOPE_UNSPECIFIED LogLevelScope = 0
+	// The worker that answers the call, until it restarts.
+	LogLevelScope_LOG_LEVEL_SCOPE_WORKER LogLevelScope = 1
+	// Every worker of the cluster, through the config topic, including workers that join
+	// later. In standalone mode, the one worker.
+	LogLevelScope_LOG_LEVEL_SCOPE_CLUSTER LogLevelScope = 2
+)
+
+// Enum value maps for LogLevelScope.
+var (
+	LogLevelScope_name = map[int32]string{
+		0: "LOG_LEVEL_SCOPE_UNSPECIFIED",
+		1: "LOG_LEVEL_SCOPE_WORKER",
+		2: "LOG_LEVEL_SCOPE_CLUSTER",
+	}
+	LogLevelScope_value = map[string]int32{
+		"LOG_LEVEL_SCOPE_UNSPECIFIED": 0,
+		"LOG_LEVEL_SCOPE_WORKER":      1,
+		"LOG_LEVEL_SCOPE_CLUSTER":     2,
+	}
+)
+
+func (x LogLevelScope) Enum() *LogLevelScope {
+	p := new(LogLevelScope)
+	*p = x
+	return p
+}
+
+func (x LogLevelScope) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LogLevelScope) Descriptor() protoreflect.EnumDescriptor {
+	return file_connect_grpc_v1_connect_proto_enumTypes[3].Descriptor()
+}
+
+func (LogLevelScope) Type() protoreflect.EnumType {
+	return &file_connect_grpc_v1_connect_proto_enumTypes[3]
+}
+
+func (x LogLevelScope) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LogLevelScope.Descriptor instead.
+func (LogLevelScope) EnumDescriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{3}
+}
+
 // Where a task's plugin lives.
 type TaskPlacement_Kind int32
 
@@ -253,11 +308,11 @@ func (x TaskPlacement_Kind) String() string {
 }
 
 func (TaskPlacement_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_connect_grpc_v1_connect_proto_enumTypes[3].Descriptor()
+	return file_connect_grpc_v1_connect_proto_enumTypes[4].Descriptor()
 }
 
 func (TaskPlacement_Kind) Type() protoreflect.EnumType {
-	return &file_connect_grpc_v1_connect_proto_enumTypes[3]
+	return &file_connect_grpc_v1_connect_proto_enumTypes[4]
 }
 
 func (x TaskPlacement_Kind) Number() protoreflect.EnumNumber {
@@ -3818,6 +3873,359 @@ func (x *GetClusterInfoResponse) GetWorkerId() string {
 	return ""
 }
 
+// A logger and its level.
+type Logger struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The logger's name: a Python module name such as connect_grpc.runtime.task, or "root".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The logger's effective level, in Kafka's names: ALL, TRACE, DEBUG, INFO, WARN, ERROR,
+	// FATAL or OFF.
+	Level string `protobuf:"bytes,2,opt,name=level,proto3" json:"level,omitempty"`
+	// When the level was last set through SetLogLevel (on a cluster: when the level was
+	// written to the config topic). Absent if it never was.
+	LastModified  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_modified,json=lastModified,proto3" json:"last_modified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Logger) Reset() {
+	*x = Logger{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Logger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Logger) ProtoMessage() {}
+
+func (x *Logger) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Logger.ProtoReflect.Descriptor instead.
+func (*Logger) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *Logger) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Logger) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *Logger) GetLastModified() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastModified
+	}
+	return nil
+}
+
+// Request for ListLoggers.
+type ListLoggersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLoggersRequest) Reset() {
+	*x = ListLoggersRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLoggersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLoggersRequest) ProtoMessage() {}
+
+func (x *ListLoggersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLoggersRequest.ProtoReflect.Descriptor instead.
+func (*ListLoggersRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
+}
+
+// Response of ListLoggers.
+type ListLoggersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The known loggers whose level is not OFF, sorted by name (root first).
+	Loggers       []*Logger `protobuf:"bytes,1,rep,name=loggers,proto3" json:"loggers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLoggersResponse) Reset() {
+	*x = ListLoggersResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLoggersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLoggersResponse) ProtoMessage() {}
+
+func (x *ListLoggersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLoggersResponse.ProtoReflect.Descriptor instead.
+func (*ListLoggersResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ListLoggersResponse) GetLoggers() []*Logger {
+	if x != nil {
+		return x.Loggers
+	}
+	return nil
+}
+
+// Request for GetLogger.
+type GetLoggerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The logger's name; "root" (any case) names the root logger.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLoggerRequest) Reset() {
+	*x = GetLoggerRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLoggerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLoggerRequest) ProtoMessage() {}
+
+func (x *GetLoggerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLoggerRequest.ProtoReflect.Descriptor instead.
+func (*GetLoggerRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *GetLoggerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Response of GetLogger.
+type GetLoggerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The logger.
+	Logger        *Logger `protobuf:"bytes,1,opt,name=logger,proto3" json:"logger,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLoggerResponse) Reset() {
+	*x = GetLoggerResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLoggerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLoggerResponse) ProtoMessage() {}
+
+func (x *GetLoggerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLoggerResponse.ProtoReflect.Descriptor instead.
+func (*GetLoggerResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *GetLoggerResponse) GetLogger() *Logger {
+	if x != nil {
+		return x.Logger
+	}
+	return nil
+}
+
+// Request for SetLogLevel.
+type SetLogLevelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The namespace: the logger whose level is set, with every known logger whose name
+	// starts with it. "root" (any case) names the root logger and every logger.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The level, in Kafka's names, any case: ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF.
+	Level string `protobuf:"bytes,2,opt,name=level,proto3" json:"level,omitempty"`
+	// Where the level applies.
+	Scope         LogLevelScope `protobuf:"varint,3,opt,name=scope,proto3,enum=connect.v1.LogLevelScope" json:"scope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLogLevelRequest) Reset() {
+	*x = SetLogLevelRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLogLevelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLogLevelRequest) ProtoMessage() {}
+
+func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLogLevelRequest.ProtoReflect.Descriptor instead.
+func (*SetLogLevelRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *SetLogLevelRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetLogLevelRequest) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *SetLogLevelRequest) GetScope() LogLevelScope {
+	if x != nil {
+		return x.Scope
+	}
+	return LogLevelScope_LOG_LEVEL_SCOPE_UNSPECIFIED
+}
+
+// Response of SetLogLevel.
+type SetLogLevelResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// WORKER scope: the loggers whose level changed, sorted. CLUSTER scope: empty (each
+	// worker applies the level when it reads it from the config topic).
+	ChangedLoggers []string `protobuf:"bytes,1,rep,name=changed_loggers,json=changedLoggers,proto3" json:"changed_loggers,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SetLogLevelResponse) Reset() {
+	*x = SetLogLevelResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLogLevelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLogLevelResponse) ProtoMessage() {}
+
+func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLogLevelResponse.ProtoReflect.Descriptor instead.
+func (*SetLogLevelResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *SetLogLevelResponse) GetChangedLoggers() []string {
+	if x != nil {
+		return x.ChangedLoggers
+	}
+	return nil
+}
+
 // A task's configuration.
 type TaskConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3829,7 +4237,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3841,7 +4249,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3854,7 +4262,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -3879,7 +4287,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +4299,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3904,7 +4312,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -3937,7 +4345,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3949,7 +4357,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3962,7 +4370,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{69}
 }
 
 // Request for FenceZombies.
@@ -3978,7 +4386,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3990,7 +4398,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4003,7 +4411,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -4032,7 +4440,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4044,7 +4452,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4057,7 +4465,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -4072,7 +4480,7 @@ var File_connect_grpc_v1_connect_proto protoreflect.FileDescriptor
 const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\n" +
 	"\x1dconnect_grpc/v1/connect.proto\x12\n" +
-	"connect.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xe4\x01\n" +
+	"connect.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe4\x01\n" +
 	"\vOffsetValue\x12;\n" +
 	"\n" +
 	"null_value\x18\x01 \x01(\x0e2\x1a.google.protobuf.NullValueH\x00R\tnullValue\x12#\n" +
@@ -4338,7 +4746,24 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\a \x01(\x03R\n" +
 	"generation\x12\x1b\n" +
-	"\tworker_id\x18\b \x01(\tR\bworkerId\"\x83\x01\n" +
+	"\tworker_id\x18\b \x01(\tR\bworkerId\"s\n" +
+	"\x06Logger\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05level\x18\x02 \x01(\tR\x05level\x12?\n" +
+	"\rlast_modified\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastModified\"\x14\n" +
+	"\x12ListLoggersRequest\"C\n" +
+	"\x13ListLoggersResponse\x12,\n" +
+	"\aloggers\x18\x01 \x03(\v2\x12.connect.v1.LoggerR\aloggers\"&\n" +
+	"\x10GetLoggerRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"?\n" +
+	"\x11GetLoggerResponse\x12*\n" +
+	"\x06logger\x18\x01 \x01(\v2\x12.connect.v1.LoggerR\x06logger\"o\n" +
+	"\x12SetLogLevelRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05level\x18\x02 \x01(\tR\x05level\x12/\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x19.connect.v1.LogLevelScopeR\x05scope\">\n" +
+	"\x13SetLogLevelResponse\x12'\n" +
+	"\x0fchanged_loggers\x18\x01 \x03(\tR\x0echangedLoggers\"\x83\x01\n" +
 	"\n" +
 	"TaskConfig\x12:\n" +
 	"\x06config\x18\x01 \x03(\v2\".connect.v1.TaskConfig.ConfigEntryR\x06config\x1a9\n" +
@@ -4372,7 +4797,11 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\rConnectorType\x12\x1e\n" +
 	"\x1aCONNECTOR_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CONNECTOR_TYPE_SOURCE\x10\x01\x12\x17\n" +
-	"\x13CONNECTOR_TYPE_SINK\x10\x022\xdf\x0e\n" +
+	"\x13CONNECTOR_TYPE_SINK\x10\x02*i\n" +
+	"\rLogLevelScope\x12\x1f\n" +
+	"\x1bLOG_LEVEL_SCOPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16LOG_LEVEL_SCOPE_WORKER\x10\x01\x12\x1b\n" +
+	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x022\xc9\x10\n" +
 	"\x0eConnectService\x12W\n" +
 	"\x0eListConnectors\x12!.connect.v1.ListConnectorsRequest\x1a\".connect.v1.ListConnectorsResponse\x12Q\n" +
 	"\fGetConnector\x12\x1f.connect.v1.GetConnectorRequest\x1a .connect.v1.GetConnectorResponse\x12Z\n" +
@@ -4395,7 +4824,10 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x0eValidateConfig\x12!.connect.v1.ValidateConfigRequest\x1a\".connect.v1.ValidateConfigResponse\x12N\n" +
 	"\vListPlugins\x12\x1e.connect.v1.ListPluginsRequest\x1a\x1f.connect.v1.ListPluginsResponse\x12k\n" +
 	"\x14WatchConnectorStatus\x12'.connect.v1.WatchConnectorStatusRequest\x1a(.connect.v1.WatchConnectorStatusResponse0\x01\x12W\n" +
-	"\x0eGetClusterInfo\x12!.connect.v1.GetClusterInfoRequest\x1a\".connect.v1.GetClusterInfoResponse2\xbc\x01\n" +
+	"\x0eGetClusterInfo\x12!.connect.v1.GetClusterInfoRequest\x1a\".connect.v1.GetClusterInfoResponse\x12N\n" +
+	"\vListLoggers\x12\x1e.connect.v1.ListLoggersRequest\x1a\x1f.connect.v1.ListLoggersResponse\x12H\n" +
+	"\tGetLogger\x12\x1c.connect.v1.GetLoggerRequest\x1a\x1d.connect.v1.GetLoggerResponse\x12N\n" +
+	"\vSetLogLevel\x12\x1e.connect.v1.SetLogLevelRequest\x1a\x1f.connect.v1.SetLogLevelResponse2\xbc\x01\n" +
 	"\x0eClusterService\x12W\n" +
 	"\x0ePutTaskConfigs\x12!.connect.v1.PutTaskConfigsRequest\x1a\".connect.v1.PutTaskConfigsResponse\x12Q\n" +
 	"\fFenceZombies\x12\x1f.connect.v1.FenceZombiesRequest\x1a .connect.v1.FenceZombiesResponseB;Z9github.com/connect-grpc/connect-grpc/clients/go/connectv1b\x06proto3"
@@ -4412,190 +4844,209 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 	return file_connect_grpc_v1_connect_proto_rawDescData
 }
 
-var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
 	(ConnectorType)(0),                   // 2: connect.v1.ConnectorType
-	(TaskPlacement_Kind)(0),              // 3: connect.v1.TaskPlacement.Kind
-	(*OffsetValue)(nil),                  // 4: connect.v1.OffsetValue
-	(*OffsetFields)(nil),                 // 5: connect.v1.OffsetFields
-	(*ConnectorOffset)(nil),              // 6: connect.v1.ConnectorOffset
-	(*ConnectorOffsets)(nil),             // 7: connect.v1.ConnectorOffsets
-	(*TaskId)(nil),                       // 8: connect.v1.TaskId
-	(*ConnectorInfo)(nil),                // 9: connect.v1.ConnectorInfo
-	(*TaskInfo)(nil),                     // 10: connect.v1.TaskInfo
-	(*ConnectorInstanceStatus)(nil),      // 11: connect.v1.ConnectorInstanceStatus
-	(*TaskStatus)(nil),                   // 12: connect.v1.TaskStatus
-	(*TaskPlacement)(nil),                // 13: connect.v1.TaskPlacement
-	(*ConnectorStatus)(nil),              // 14: connect.v1.ConnectorStatus
-	(*ConnectorListing)(nil),             // 15: connect.v1.ConnectorListing
-	(*ListConnectorsRequest)(nil),        // 16: connect.v1.ListConnectorsRequest
-	(*ListConnectorsResponse)(nil),       // 17: connect.v1.ListConnectorsResponse
-	(*GetConnectorRequest)(nil),          // 18: connect.v1.GetConnectorRequest
-	(*GetConnectorResponse)(nil),         // 19: connect.v1.GetConnectorResponse
-	(*CreateConnectorRequest)(nil),       // 20: connect.v1.CreateConnectorRequest
-	(*CreateConnectorResponse)(nil),      // 21: connect.v1.CreateConnectorResponse
-	(*PutConnectorConfigRequest)(nil),    // 22: connect.v1.PutConnectorConfigRequest
-	(*PutConnectorConfigResponse)(nil),   // 23: connect.v1.PutConnectorConfigResponse
-	(*GetConnectorConfigRequest)(nil),    // 24: connect.v1.GetConnectorConfigRequest
-	(*GetConnectorConfigResponse)(nil),   // 25: connect.v1.GetConnectorConfigResponse
-	(*DeleteConnectorRequest)(nil),       // 26: connect.v1.DeleteConnectorRequest
-	(*DeleteConnectorResponse)(nil),      // 27: connect.v1.DeleteConnectorResponse
-	(*GetConnectorStatusRequest)(nil),    // 28: connect.v1.GetConnectorStatusRequest
-	(*GetConnectorStatusResponse)(nil),   // 29: connect.v1.GetConnectorStatusResponse
-	(*GetTaskStatusRequest)(nil),         // 30: connect.v1.GetTaskStatusRequest
-	(*GetTaskStatusResponse)(nil),        // 31: connect.v1.GetTaskStatusResponse
-	(*ListTasksRequest)(nil),             // 32: connect.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),            // 33: connect.v1.ListTasksResponse
-	(*PauseConnectorRequest)(nil),        // 34: connect.v1.PauseConnectorRequest
-	(*PauseConnectorResponse)(nil),       // 35: connect.v1.PauseConnectorResponse
-	(*ResumeConnectorRequest)(nil),       // 36: connect.v1.ResumeConnectorRequest
-	(*ResumeConnectorResponse)(nil),      // 37: connect.v1.ResumeConnectorResponse
-	(*StopConnectorRequest)(nil),         // 38: connect.v1.StopConnectorRequest
-	(*StopConnectorResponse)(nil),        // 39: connect.v1.StopConnectorResponse
-	(*RestartConnectorRequest)(nil),      // 40: connect.v1.RestartConnectorRequest
-	(*RestartConnectorResponse)(nil),     // 41: connect.v1.RestartConnectorResponse
-	(*RestartTaskRequest)(nil),           // 42: connect.v1.RestartTaskRequest
-	(*RestartTaskResponse)(nil),          // 43: connect.v1.RestartTaskResponse
-	(*GetOffsetsRequest)(nil),            // 44: connect.v1.GetOffsetsRequest
-	(*GetOffsetsResponse)(nil),           // 45: connect.v1.GetOffsetsResponse
-	(*AlterOffsetsRequest)(nil),          // 46: connect.v1.AlterOffsetsRequest
-	(*AlterOffsetsResponse)(nil),         // 47: connect.v1.AlterOffsetsResponse
-	(*ResetOffsetsRequest)(nil),          // 48: connect.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),         // 49: connect.v1.ResetOffsetsResponse
-	(*ConfigKeyInfo)(nil),                // 50: connect.v1.ConfigKeyInfo
-	(*ConfigValueInfo)(nil),              // 51: connect.v1.ConfigValueInfo
-	(*ConfigInfo)(nil),                   // 52: connect.v1.ConfigInfo
-	(*ValidateConfigRequest)(nil),        // 53: connect.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil),       // 54: connect.v1.ValidateConfigResponse
-	(*PluginInfo)(nil),                   // 55: connect.v1.PluginInfo
-	(*ListPluginsRequest)(nil),           // 56: connect.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),          // 57: connect.v1.ListPluginsResponse
-	(*WatchConnectorStatusRequest)(nil),  // 58: connect.v1.WatchConnectorStatusRequest
-	(*WatchConnectorStatusResponse)(nil), // 59: connect.v1.WatchConnectorStatusResponse
-	(*GetClusterInfoRequest)(nil),        // 60: connect.v1.GetClusterInfoRequest
-	(*WorkerInfo)(nil),                   // 61: connect.v1.WorkerInfo
-	(*PlacedTask)(nil),                   // 62: connect.v1.PlacedTask
-	(*GetClusterInfoResponse)(nil),       // 63: connect.v1.GetClusterInfoResponse
-	(*TaskConfig)(nil),                   // 64: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 65: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 66: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 67: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 68: connect.v1.FenceZombiesResponse
-	nil,                                  // 69: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 70: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 71: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 72: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 73: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 74: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 75: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 76: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 77: google.protobuf.NullValue
+	(LogLevelScope)(0),                   // 3: connect.v1.LogLevelScope
+	(TaskPlacement_Kind)(0),              // 4: connect.v1.TaskPlacement.Kind
+	(*OffsetValue)(nil),                  // 5: connect.v1.OffsetValue
+	(*OffsetFields)(nil),                 // 6: connect.v1.OffsetFields
+	(*ConnectorOffset)(nil),              // 7: connect.v1.ConnectorOffset
+	(*ConnectorOffsets)(nil),             // 8: connect.v1.ConnectorOffsets
+	(*TaskId)(nil),                       // 9: connect.v1.TaskId
+	(*ConnectorInfo)(nil),                // 10: connect.v1.ConnectorInfo
+	(*TaskInfo)(nil),                     // 11: connect.v1.TaskInfo
+	(*ConnectorInstanceStatus)(nil),      // 12: connect.v1.ConnectorInstanceStatus
+	(*TaskStatus)(nil),                   // 13: connect.v1.TaskStatus
+	(*TaskPlacement)(nil),                // 14: connect.v1.TaskPlacement
+	(*ConnectorStatus)(nil),              // 15: connect.v1.ConnectorStatus
+	(*ConnectorListing)(nil),             // 16: connect.v1.ConnectorListing
+	(*ListConnectorsRequest)(nil),        // 17: connect.v1.ListConnectorsRequest
+	(*ListConnectorsResponse)(nil),       // 18: connect.v1.ListConnectorsResponse
+	(*GetConnectorRequest)(nil),          // 19: connect.v1.GetConnectorRequest
+	(*GetConnectorResponse)(nil),         // 20: connect.v1.GetConnectorResponse
+	(*CreateConnectorRequest)(nil),       // 21: connect.v1.CreateConnectorRequest
+	(*CreateConnectorResponse)(nil),      // 22: connect.v1.CreateConnectorResponse
+	(*PutConnectorConfigRequest)(nil),    // 23: connect.v1.PutConnectorConfigRequest
+	(*PutConnectorConfigResponse)(nil),   // 24: connect.v1.PutConnectorConfigResponse
+	(*GetConnectorConfigRequest)(nil),    // 25: connect.v1.GetConnectorConfigRequest
+	(*GetConnectorConfigResponse)(nil),   // 26: connect.v1.GetConnectorConfigResponse
+	(*DeleteConnectorRequest)(nil),       // 27: connect.v1.DeleteConnectorRequest
+	(*DeleteConnectorResponse)(nil),      // 28: connect.v1.DeleteConnectorResponse
+	(*GetConnectorStatusRequest)(nil),    // 29: connect.v1.GetConnectorStatusRequest
+	(*GetConnectorStatusResponse)(nil),   // 30: connect.v1.GetConnectorStatusResponse
+	(*GetTaskStatusRequest)(nil),         // 31: connect.v1.GetTaskStatusRequest
+	(*GetTaskStatusResponse)(nil),        // 32: connect.v1.GetTaskStatusResponse
+	(*ListTasksRequest)(nil),             // 33: connect.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 34: connect.v1.ListTasksResponse
+	(*PauseConnectorRequest)(nil),        // 35: connect.v1.PauseConnectorRequest
+	(*PauseConnectorResponse)(nil),       // 36: connect.v1.PauseConnectorResponse
+	(*ResumeConnectorRequest)(nil),       // 37: connect.v1.ResumeConnectorRequest
+	(*ResumeConnectorResponse)(nil),      // 38: connect.v1.ResumeConnectorResponse
+	(*StopConnectorRequest)(nil),         // 39: connect.v1.StopConnectorRequest
+	(*StopConnectorResponse)(nil),        // 40: connect.v1.StopConnectorResponse
+	(*RestartConnectorRequest)(nil),      // 41: connect.v1.RestartConnectorRequest
+	(*RestartConnectorResponse)(nil),     // 42: connect.v1.RestartConnectorResponse
+	(*RestartTaskRequest)(nil),           // 43: connect.v1.RestartTaskRequest
+	(*RestartTaskResponse)(nil),          // 44: connect.v1.RestartTaskResponse
+	(*GetOffsetsRequest)(nil),            // 45: connect.v1.GetOffsetsRequest
+	(*GetOffsetsResponse)(nil),           // 46: connect.v1.GetOffsetsResponse
+	(*AlterOffsetsRequest)(nil),          // 47: connect.v1.AlterOffsetsRequest
+	(*AlterOffsetsResponse)(nil),         // 48: connect.v1.AlterOffsetsResponse
+	(*ResetOffsetsRequest)(nil),          // 49: connect.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),         // 50: connect.v1.ResetOffsetsResponse
+	(*ConfigKeyInfo)(nil),                // 51: connect.v1.ConfigKeyInfo
+	(*ConfigValueInfo)(nil),              // 52: connect.v1.ConfigValueInfo
+	(*ConfigInfo)(nil),                   // 53: connect.v1.ConfigInfo
+	(*ValidateConfigRequest)(nil),        // 54: connect.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil),       // 55: connect.v1.ValidateConfigResponse
+	(*PluginInfo)(nil),                   // 56: connect.v1.PluginInfo
+	(*ListPluginsRequest)(nil),           // 57: connect.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),          // 58: connect.v1.ListPluginsResponse
+	(*WatchConnectorStatusRequest)(nil),  // 59: connect.v1.WatchConnectorStatusRequest
+	(*WatchConnectorStatusResponse)(nil), // 60: connect.v1.WatchConnectorStatusResponse
+	(*GetClusterInfoRequest)(nil),        // 61: connect.v1.GetClusterInfoRequest
+	(*WorkerInfo)(nil),                   // 62: connect.v1.WorkerInfo
+	(*PlacedTask)(nil),                   // 63: connect.v1.PlacedTask
+	(*GetClusterInfoResponse)(nil),       // 64: connect.v1.GetClusterInfoResponse
+	(*Logger)(nil),                       // 65: connect.v1.Logger
+	(*ListLoggersRequest)(nil),           // 66: connect.v1.ListLoggersRequest
+	(*ListLoggersResponse)(nil),          // 67: connect.v1.ListLoggersResponse
+	(*GetLoggerRequest)(nil),             // 68: connect.v1.GetLoggerRequest
+	(*GetLoggerResponse)(nil),            // 69: connect.v1.GetLoggerResponse
+	(*SetLogLevelRequest)(nil),           // 70: connect.v1.SetLogLevelRequest
+	(*SetLogLevelResponse)(nil),          // 71: connect.v1.SetLogLevelResponse
+	(*TaskConfig)(nil),                   // 72: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 73: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 74: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 75: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 76: connect.v1.FenceZombiesResponse
+	nil,                                  // 77: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 78: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 79: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 80: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 81: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 82: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 83: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 84: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 85: google.protobuf.NullValue
+	(*timestamppb.Timestamp)(nil),        // 86: google.protobuf.Timestamp
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	77, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	69, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
-	5,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
-	5,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
-	6,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	70, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
-	8,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
+	85, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	77, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	6,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
+	6,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
+	7,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
+	78, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	9,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
 	2,  // 7: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
-	8,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	71, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	9,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
+	79, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
 	1,  // 10: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
 	1,  // 11: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
-	13, // 12: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
-	3,  // 13: connect.v1.TaskPlacement.kind:type_name -> connect.v1.TaskPlacement.Kind
-	11, // 14: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
-	12, // 15: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
+	14, // 12: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
+	4,  // 13: connect.v1.TaskPlacement.kind:type_name -> connect.v1.TaskPlacement.Kind
+	12, // 14: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
+	13, // 15: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
 	2,  // 16: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
-	9,  // 17: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
-	14, // 18: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
-	15, // 19: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
-	9,  // 20: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	72, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	10, // 17: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
+	15, // 18: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
+	16, // 19: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
+	10, // 20: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	80, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
 	0,  // 22: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
-	7,  // 23: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
-	9,  // 24: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	73, // 25: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
-	9,  // 26: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	74, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
-	14, // 28: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	12, // 29: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
-	10, // 30: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
-	14, // 31: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
-	6,  // 32: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
-	6,  // 33: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	50, // 34: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
-	51, // 35: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	75, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
-	52, // 37: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
+	8,  // 23: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
+	10, // 24: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	81, // 25: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	10, // 26: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	82, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	15, // 28: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	13, // 29: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
+	11, // 30: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
+	15, // 31: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
+	7,  // 32: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
+	7,  // 33: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
+	51, // 34: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
+	52, // 35: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
+	83, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	53, // 37: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
 	2,  // 38: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
-	50, // 39: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
-	55, // 40: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	14, // 41: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	8,  // 42: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	62, // 43: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
-	8,  // 44: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
-	13, // 45: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
-	61, // 46: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	76, // 47: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	64, // 48: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	4,  // 49: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	16, // 50: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	18, // 51: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	20, // 52: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	22, // 53: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	24, // 54: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	26, // 55: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	28, // 56: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	30, // 57: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	32, // 58: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	34, // 59: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	36, // 60: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	38, // 61: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	40, // 62: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	42, // 63: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	44, // 64: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	46, // 65: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	48, // 66: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	53, // 67: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	56, // 68: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	58, // 69: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	60, // 70: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	65, // 71: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	67, // 72: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	17, // 73: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	19, // 74: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	21, // 75: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	23, // 76: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	25, // 77: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	27, // 78: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	29, // 79: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	31, // 80: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	33, // 81: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	35, // 82: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	37, // 83: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	39, // 84: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	41, // 85: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	43, // 86: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	45, // 87: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	47, // 88: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	49, // 89: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	54, // 90: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	57, // 91: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	59, // 92: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	63, // 93: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	66, // 94: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	68, // 95: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	73, // [73:96] is the sub-list for method output_type
-	50, // [50:73] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	51, // 39: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
+	56, // 40: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
+	15, // 41: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	9,  // 42: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	63, // 43: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
+	9,  // 44: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
+	14, // 45: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
+	62, // 46: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	86, // 47: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
+	65, // 48: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
+	65, // 49: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
+	3,  // 50: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
+	84, // 51: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	72, // 52: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	5,  // 53: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	17, // 54: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	19, // 55: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	21, // 56: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	23, // 57: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	25, // 58: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	27, // 59: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	29, // 60: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	31, // 61: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	33, // 62: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	35, // 63: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	37, // 64: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	39, // 65: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	41, // 66: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	43, // 67: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	45, // 68: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	47, // 69: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	49, // 70: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	54, // 71: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	57, // 72: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	59, // 73: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	61, // 74: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	66, // 75: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
+	68, // 76: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
+	70, // 77: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
+	73, // 78: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	75, // 79: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	18, // 80: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	20, // 81: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	22, // 82: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	24, // 83: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	26, // 84: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	28, // 85: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	30, // 86: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	32, // 87: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	34, // 88: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	36, // 89: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	38, // 90: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	40, // 91: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	42, // 92: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	44, // 93: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	46, // 94: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	48, // 95: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	50, // 96: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	55, // 97: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	58, // 98: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	60, // 99: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	64, // 100: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	67, // 101: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
+	69, // 102: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
+	71, // 103: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
+	74, // 104: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	76, // 105: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	80, // [80:106] is the sub-list for method output_type
+	54, // [54:80] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
@@ -4617,8 +5068,8 @@ func file_connect_grpc_v1_connect_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   73,
+			NumEnums:      5,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

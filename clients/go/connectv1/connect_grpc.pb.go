@@ -47,6 +47,9 @@ const (
 	ConnectService_ListPlugins_FullMethodName          = "/connect.v1.ConnectService/ListPlugins"
 	ConnectService_WatchConnectorStatus_FullMethodName = "/connect.v1.ConnectService/WatchConnectorStatus"
 	ConnectService_GetClusterInfo_FullMethodName       = "/connect.v1.ConnectService/GetClusterInfo"
+	ConnectService_ListLoggers_FullMethodName          = "/connect.v1.ConnectService/ListLoggers"
+	ConnectService_GetLogger_FullMethodName            = "/connect.v1.ConnectService/GetLogger"
+	ConnectService_SetLogLevel_FullMethodName          = "/connect.v1.ConnectService/SetLogLevel"
 )
 
 // ConnectServiceClient is the client API for ConnectService service.
@@ -97,6 +100,13 @@ type ConnectServiceClient interface {
 	WatchConnectorStatus(ctx context.Context, in *WatchConnectorStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchConnectorStatusResponse], error)
 	// Describes the cluster: mode, version, leader, workers, generation.
 	GetClusterInfo(ctx context.Context, in *GetClusterInfoRequest, opts ...grpc.CallOption) (*GetClusterInfoResponse, error)
+	// Loggers (KIP-495, KIP-976): the worker's log levels, read and set at run time.
+	// Lists the worker's known loggers (root first) with their levels.
+	ListLoggers(ctx context.Context, in *ListLoggersRequest, opts ...grpc.CallOption) (*ListLoggersResponse, error)
+	// Returns one logger's level; NOT_FOUND for a logger the worker does not know.
+	GetLogger(ctx context.Context, in *GetLoggerRequest, opts ...grpc.CallOption) (*GetLoggerResponse, error)
+	// Sets the level of a logger and every logger under it, on this worker or on the cluster.
+	SetLogLevel(ctx context.Context, in *SetLogLevelRequest, opts ...grpc.CallOption) (*SetLogLevelResponse, error)
 }
 
 type connectServiceClient struct {
@@ -326,6 +336,36 @@ func (c *connectServiceClient) GetClusterInfo(ctx context.Context, in *GetCluste
 	return out, nil
 }
 
+func (c *connectServiceClient) ListLoggers(ctx context.Context, in *ListLoggersRequest, opts ...grpc.CallOption) (*ListLoggersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListLoggersResponse)
+	err := c.cc.Invoke(ctx, ConnectService_ListLoggers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectServiceClient) GetLogger(ctx context.Context, in *GetLoggerRequest, opts ...grpc.CallOption) (*GetLoggerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLoggerResponse)
+	err := c.cc.Invoke(ctx, ConnectService_GetLogger_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectServiceClient) SetLogLevel(ctx context.Context, in *SetLogLevelRequest, opts ...grpc.CallOption) (*SetLogLevelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetLogLevelResponse)
+	err := c.cc.Invoke(ctx, ConnectService_SetLogLevel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectServiceServer is the server API for ConnectService service.
 // All implementations must embed UnimplementedConnectServiceServer
 // for forward compatibility.
@@ -374,6 +414,13 @@ type ConnectServiceServer interface {
 	WatchConnectorStatus(*WatchConnectorStatusRequest, grpc.ServerStreamingServer[WatchConnectorStatusResponse]) error
 	// Describes the cluster: mode, version, leader, workers, generation.
 	GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error)
+	// Loggers (KIP-495, KIP-976): the worker's log levels, read and set at run time.
+	// Lists the worker's known loggers (root first) with their levels.
+	ListLoggers(context.Context, *ListLoggersRequest) (*ListLoggersResponse, error)
+	// Returns one logger's level; NOT_FOUND for a logger the worker does not know.
+	GetLogger(context.Context, *GetLoggerRequest) (*GetLoggerResponse, error)
+	// Sets the level of a logger and every logger under it, on this worker or on the cluster.
+	SetLogLevel(context.Context, *SetLogLevelRequest) (*SetLogLevelResponse, error)
 	mustEmbedUnimplementedConnectServiceServer()
 }
 
@@ -446,6 +493,15 @@ func (UnimplementedConnectServiceServer) WatchConnectorStatus(*WatchConnectorSta
 }
 func (UnimplementedConnectServiceServer) GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetClusterInfo not implemented")
+}
+func (UnimplementedConnectServiceServer) ListLoggers(context.Context, *ListLoggersRequest) (*ListLoggersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListLoggers not implemented")
+}
+func (UnimplementedConnectServiceServer) GetLogger(context.Context, *GetLoggerRequest) (*GetLoggerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLogger not implemented")
+}
+func (UnimplementedConnectServiceServer) SetLogLevel(context.Context, *SetLogLevelRequest) (*SetLogLevelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLogLevel not implemented")
 }
 func (UnimplementedConnectServiceServer) mustEmbedUnimplementedConnectServiceServer() {}
 func (UnimplementedConnectServiceServer) testEmbeddedByValue()                        {}
@@ -839,6 +895,60 @@ func _ConnectService_GetClusterInfo_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectService_ListLoggers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListLoggersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).ListLoggers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_ListLoggers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).ListLoggers(ctx, req.(*ListLoggersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectService_GetLogger_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLoggerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).GetLogger(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_GetLogger_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).GetLogger(ctx, req.(*GetLoggerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectService_SetLogLevel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLogLevelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).SetLogLevel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_SetLogLevel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).SetLogLevel(ctx, req.(*SetLogLevelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectService_ServiceDesc is the grpc.ServiceDesc for ConnectService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -925,6 +1035,18 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetClusterInfo",
 			Handler:    _ConnectService_GetClusterInfo_Handler,
+		},
+		{
+			MethodName: "ListLoggers",
+			Handler:    _ConnectService_ListLoggers_Handler,
+		},
+		{
+			MethodName: "GetLogger",
+			Handler:    _ConnectService_GetLogger_Handler,
+		},
+		{
+			MethodName: "SetLogLevel",
+			Handler:    _ConnectService_SetLogLevel_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
