@@ -297,6 +297,27 @@ def test_retriable_errors_show_retrying_then_running_again(runners: list[Scripte
     assert "NOT_LEADER_FOR_PARTITION" in retrying.trace and retrying.worker_id == "w1"
 
 
+class _SleepRecordingRunner(ScriptedRunner):
+    """Records each idle sleep instead of sleeping."""
+
+    def __init__(self, outcomes: list[BaseException | bool]) -> None:
+        super().__init__(outcomes)
+        self.sleeps: list[float] = []
+
+    def _idle(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+
+def test_an_idle_loop_looks_less_often_until_a_batch_moves_data(
+    runners: list[ScriptedRunner],
+) -> None:
+    outcomes: list[BaseException | bool] = [False] * 5 + [True, False]
+    runner = _SleepRecordingRunner(outcomes)
+    start(runners, runner)
+    wait_for(lambda: len(runner.sleeps) >= 8)
+    assert runner.sleeps[:8] == [0.1, 0.2, 0.4, 0.5, 0.5, 0.1, 0.2, 0.4]
+
+
 def test_a_non_retriable_error_fails_the_task_at_once(runners: list[ScriptedRunner]) -> None:
     runner = start(runners, ScriptedRunner([RuntimeError("plugin bug"), True],
                                            retry_policy=FAST))
