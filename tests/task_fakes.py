@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from connect_grpc.connectors.api import Task
+from connect_grpc.connectors.api import SourceRecord, SourceTask, Task
 from connect_grpc.domain import InstanceStatus, State, TaskId
 
 
@@ -42,3 +42,20 @@ class NoopTask(Task):
 
     def stop(self, connector_deleted: bool = False) -> None:
         return None
+
+
+class PollOnceSource(SourceTask):
+    """Returns its records once, then nothing."""
+
+    def __init__(self, records: list[SourceRecord]) -> None:
+        self.records = records
+
+    def start(self, config: Mapping[str, str]) -> None:
+        return None
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        return None
+
+    def poll(self, max_records: int) -> list[SourceRecord]:
+        records, self.records = self.records, []
+        return records

@@ -9,7 +9,7 @@ import logging
 import pickle
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from connect_grpc import deadline
-from connect_grpc.connectors.api import SourceRecord, SourceTask
+from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import State, TargetState, TaskId
 from connect_grpc.errors import ConnectError, StorageError, UnavailableError
@@ -44,7 +44,7 @@ from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.storage.kafka_admin import AdminCallError
 from connect_grpc.worker_config import Resilience, WorkerConfig
-from tests.task_fakes import NoopTask, StatusRecorder
+from tests.task_fakes import NoopTask, PollOnceSource, StatusRecorder
 from tests.unit.fake_worker import FakeWorker
 
 pytestmark = pytest.mark.timeout(20)
@@ -429,22 +429,12 @@ def test_clients_are_closed_once_and_never_under_a_call_in_flight() -> None:
 # ---- a source task's batch across retries --------------------------------------------------
 
 
-class _PollOnce(SourceTask):
+class _PollOnce(PollOnceSource):
     """Returns its records once, then nothing; counts commits (the first one raises)."""
 
     def __init__(self, records: list[SourceRecord]) -> None:
-        self.records = records
+        super().__init__(records)
         self.commits = 0
-
-    def start(self, config: Mapping[str, str]) -> None:
-        return None
-
-    def stop(self, connector_deleted: bool = False) -> None:
-        return None
-
-    def poll(self, max_records: int) -> list[SourceRecord]:
-        records, self.records = self.records, []
-        return records
 
     def commit(self) -> None:
         self.commits += 1

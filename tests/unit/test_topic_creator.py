@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from connect_grpc.connectors.api import SourceRecord, SourceTask
+from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import State, TargetState, TaskId
 from connect_grpc.runtime import topic_creation
@@ -27,7 +27,7 @@ from connect_grpc.runtime.topic_creation import (
     topic_creation_spec,
 )
 from connect_grpc.worker_config import WorkerConfig
-from tests.task_fakes import StatusRecorder
+from tests.task_fakes import PollOnceSource, StatusRecorder
 
 TASK = TaskId("src", 0)
 CONFIG = {
@@ -158,21 +158,6 @@ def test_the_spec_follows_the_worker_and_the_connector() -> None:
 # ---- in a source task: after the transformations, before the produce ----------------------
 
 
-class _PollOnce(SourceTask):
-    def __init__(self, records: list[SourceRecord]) -> None:
-        self.records = records
-
-    def start(self, config: Mapping[str, str]) -> None:
-        return None
-
-    def stop(self, connector_deleted: bool = False) -> None:
-        return None
-
-    def poll(self, max_records: int) -> list[SourceRecord]:
-        records, self.records = self.records, []
-        return records
-
-
 class _FakeSpark:
     def new_thread(self, target: Callable[[], None], name: str) -> threading.Thread:
         return threading.Thread(target=target, name=name, daemon=True)
@@ -235,7 +220,7 @@ def _run_routed_source(
     records = [SourceRecord({"f": "a"}, {"line": i}, "raw-orders", value=b"x") for i in range(2)]
     recorder, store = StatusRecorder(), _Store()
     runner = _RecordingRunner(
-        TASK, _PollOnce(records), "w1", recorder, cast(SparkRuntime, _FakeSpark()),
+        TASK, PollOnceSource(records), "w1", recorder, cast(SparkRuntime, _FakeSpark()),
         worker_config=worker, connector_config=connector, offset_store=cast(Any, store),
         pipeline=ConnectorPipeline(connector, worker, Plugins(), is_sink=False),
         retry_policy=RetryPolicy(timeout_s=5.0, backoff_max_s=0.02, backoff_initial_s=0.01),
