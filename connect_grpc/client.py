@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import struct_pb2
 
 from connect_grpc import client_convert as cc
 from connect_grpc.client_convert import ConnectorListing
@@ -285,6 +286,37 @@ class ConnectClient:
             lambda r: PutConfigResult(
                 info=cc.connector_info_from_pb(r.connector), created=r.created
             ),
+        )
+
+    def patch_connector_config(
+        self, name: str, config: Mapping[str, str | None], *, request_id: str = ""
+    ) -> ConnectorInfo:
+        """Changes some keys of a connector's config (KIP-477) and leaves the others.
+
+        The merged config is validated as a whole, as ``put_connector_config`` validates.
+
+        Args:
+            name: The connector name.
+            config: The keys to change: a string sets the key, None removes it.
+            request_id: Optional idempotency key.
+
+        Returns:
+            The connector after the change, with its whole config.
+
+        Raises:
+            NotFoundError: No connector has that name.
+            InvalidArgumentError: The merged config is invalid; see ``violations``.
+        """
+        request = pb.PatchConnectorConfigRequest(name=name, request_id=request_id)
+        for key, value in config.items():
+            if value is None:
+                request.config[key].null_value = struct_pb2.NULL_VALUE
+            else:
+                request.config[key].string_value = value
+        return self._call(
+            self._stub.PatchConnectorConfig,
+            request,
+            lambda r: cc.connector_info_from_pb(r.connector),
         )
 
     def get_connector_config(self, name: str) -> dict[str, str]:

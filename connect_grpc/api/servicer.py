@@ -155,6 +155,27 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         )
 
     @mapped
+    @forwardable(pb.PatchConnectorConfigResponse)
+    def PatchConnectorConfig(
+        self, request: pb.PatchConnectorConfigRequest, context: grpc.ServicerContext
+    ) -> pb.PatchConnectorConfigResponse:
+        request = _named(request)
+        patch = convert.config_patch_from_pb(request.config, "config")
+
+        def answer(result: PutConfigResult) -> pb.PatchConnectorConfigResponse:
+            return pb.PatchConnectorConfigResponse(
+                connector=convert.connector_info_to_pb(result.info)
+            )
+
+        return self._requests.run(
+            "PatchConnectorConfig",
+            request,
+            pb.PatchConnectorConfigResponse,
+            lambda: self._herder.patch_connector_config(request.name, patch),
+            answer,
+        )
+
+    @mapped
     @settled
     def GetConnectorConfig(
         self, request: pb.GetConnectorConfigRequest, context: grpc.ServicerContext

@@ -96,6 +96,13 @@ class Herder(Protocol):
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
         """Creates or replaces the config; the target state of an existing connector is kept."""
 
+    def patch_connector_config(
+        self, name: str, patch: Mapping[str, str | None]
+    ) -> PutConfigResult:
+        """KIP-477: lays ``patch`` over the current config (None removes a key) and puts the
+        result as ``put_connector_config`` would, validation included; ``created`` is always
+        False. NOT_FOUND if the connector does not exist."""
+
     def delete_connector(self, name: str) -> None:
         """Stops tasks and connector with ``connector_deleted=True`` and forgets the connector."""
 

@@ -177,6 +177,18 @@ def config_with_name(name: str, config: Mapping[str, str]) -> dict[str, str]:
     return {**config, "name": name}
 
 
+def patched_config(current: Mapping[str, str], patch: Mapping[str, str | None]) -> dict[str, str]:
+    """``current`` with ``patch`` laid over it (KIP-477): a None value removes its key (a key
+    that is not there is no error), any other value sets it."""
+    merged = dict(current)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
 def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     has_topics = bool(config.get("topics", "").strip())
     has_regex = bool(config.get("topics.regex", "").strip())

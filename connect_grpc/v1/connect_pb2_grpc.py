@@ -140,6 +140,11 @@ class ConnectServiceStub:
                 request_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoRequest.SerializeToString,
                 response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoResponse.FromString,
                 _registered_method=True)
+        self.PatchConnectorConfig = channel.unary_unary(
+                '/connect.v1.ConnectService/PatchConnectorConfig',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.FromString,
+                _registered_method=True)
 
 
 class ConnectServiceServicer:
@@ -293,6 +298,15 @@ class ConnectServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PatchConnectorConfig(self, request, context):
+        """Patch config (KIP-477).
+        Merges keys into a connector's config (a null value removes the key); validated as a
+        whole as PutConnectorConfig validates, and written as it writes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConnectServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -400,6 +414,11 @@ def add_ConnectServiceServicer_to_server(servicer, server):
                     servicer.GetClusterInfo,
                     request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoRequest.FromString,
                     response_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoResponse.SerializeToString,
+            ),
+            'PatchConnectorConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.PatchConnectorConfig,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -970,6 +989,33 @@ class ConnectService:
             '/connect.v1.ConnectService/GetClusterInfo',
             connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoRequest.SerializeToString,
             connect__grpc_dot_v1_dot_connect__pb2.GetClusterInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PatchConnectorConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/PatchConnectorConfig',
+            connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

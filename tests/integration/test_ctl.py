@@ -175,6 +175,7 @@ def test_readme_examples_run_as_written(
     assert output_of("apply -f config/file-source.json") == (
         "connector local-file-source created (RUNNING)\n")
     assert "apply would create it" in output_of("--dry-run")
+    assert output_of("--set batch.size=500") == "connector local-file-source patched\n"
     assert "local-file-source task 0 RUNNING" in output_of("--include-tasks")
     assert json.loads(output_of("offsets get local-file-source -o json")) == {"offsets": [
         {"partition": {"filename": "/tmp/connect-local/input.txt"}, "offset": {"position": 0}}
@@ -327,6 +328,24 @@ def test_apply_dry_run_shows_every_error_and_changes_nothing(
     assert ctl("apply", "-f", str(good)).code == 0
     assert ctl("apply", "-f", str(good), "--dry-run").lines == [
         f"connector {name} is valid: apply would update it (dry run)"]
+    assert ctl("delete", name).code == 0
+
+
+def test_patch_sets_and_unsets_keys_and_an_invalid_patch_exits_4_changing_nothing(
+    ctl: Ctl, write: Callable[[str, Any], Path], name: str, events: Path
+) -> None:
+    path = write("c.json", connector_file(name, source_config(events, **{"test.poll.ms": "5"})))
+    assert ctl("apply", "-f", str(path)).code == 0
+    patched = ctl("patch", name, "--set", "tasks.max=1", "--unset", "test.poll.ms")
+    assert patched.lines == [f"connector {name} patched"], patched.err
+    config = ctl("describe", "connector", name, "-o", "json").json()["config"]
+    assert config == {**source_config(events, tasks=1), "name": name}
+
+    refused = ctl("patch", name, "--set", "tasks.max=none")
+    assert refused.code == 4
+    assert "Error: INVALID_ARGUMENT" in refused.err and "config.tasks.max" in refused.err
+    assert ctl("describe", "connector", name, "-o", "json").json()["config"] == config
+    assert ctl("patch", f"{name}-missing", "--set", "tasks.max=1").code == 3
     assert ctl("delete", name).code == 0
 
 

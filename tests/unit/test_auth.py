@@ -59,9 +59,9 @@ READS = {
     "ListPlugins", "GetClusterInfo",
 }
 MUTATIONS = {
-    "CreateConnector", "PutConnectorConfig", "DeleteConnector", "PauseConnector",
-    "ResumeConnector", "StopConnector", "RestartConnector", "RestartTask", "AlterOffsets",
-    "ResetOffsets",
+    "CreateConnector", "PutConnectorConfig", "PatchConnectorConfig", "DeleteConnector",
+    "PauseConnector", "ResumeConnector", "StopConnector", "RestartConnector", "RestartTask",
+    "AlterOffsets", "ResetOffsets",
 }
 VIEWER_TOKEN = "viewer-token-0123456789abcdef"
 ADMIN_TOKEN = "admin-token-0123456789abcdef"

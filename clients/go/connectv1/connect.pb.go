@@ -1446,6 +1446,121 @@ func (x *PutConnectorConfigResponse) GetCreated() bool {
 	return false
 }
 
+// Request for PatchConnectorConfig. The body of Kafka Connect's
+// PATCH /connectors/{name}/config is this request's config, as it is:
+// {"name": "c", "config": {"tasks.max": "2", "topic.prefix": null}}.
+type PatchConnectorConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector name; NOT_FOUND if there is no such connector (a patch never creates one).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The keys to change. A string value sets the key; a null value (or a Value with no
+	// kind set, which is how grpcurl sends a JSON null here) removes it, absent keys being
+	// no error; keys not given keep their value. A number, bool, list or struct value is
+	// INVALID_ARGUMENT: config values are strings, so "2", not 2.
+	Config map[string]*structpb.Value `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Optional idempotency key for retries by automation.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PatchConnectorConfigRequest) Reset() {
+	*x = PatchConnectorConfigRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PatchConnectorConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PatchConnectorConfigRequest) ProtoMessage() {}
+
+func (x *PatchConnectorConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PatchConnectorConfigRequest.ProtoReflect.Descriptor instead.
+func (*PatchConnectorConfigRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PatchConnectorConfigRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PatchConnectorConfigRequest) GetConfig() map[string]*structpb.Value {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *PatchConnectorConfigRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// Response of PatchConnectorConfig.
+type PatchConnectorConfigResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector after the change, its whole config included.
+	Connector     *ConnectorInfo `protobuf:"bytes,1,opt,name=connector,proto3" json:"connector,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PatchConnectorConfigResponse) Reset() {
+	*x = PatchConnectorConfigResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PatchConnectorConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PatchConnectorConfigResponse) ProtoMessage() {}
+
+func (x *PatchConnectorConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PatchConnectorConfigResponse.ProtoReflect.Descriptor instead.
+func (*PatchConnectorConfigResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PatchConnectorConfigResponse) GetConnector() *ConnectorInfo {
+	if x != nil {
+		return x.Connector
+	}
+	return nil
+}
+
 // Request for GetConnectorConfig.
 type GetConnectorConfigRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1457,7 +1572,7 @@ type GetConnectorConfigRequest struct {
 
 func (x *GetConnectorConfigRequest) Reset() {
 	*x = GetConnectorConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1584,7 @@ func (x *GetConnectorConfigRequest) String() string {
 func (*GetConnectorConfigRequest) ProtoMessage() {}
 
 func (x *GetConnectorConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1597,7 @@ func (x *GetConnectorConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{19}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetConnectorConfigRequest) GetName() string {
@@ -1503,7 +1618,7 @@ type GetConnectorConfigResponse struct {
 
 func (x *GetConnectorConfigResponse) Reset() {
 	*x = GetConnectorConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1630,7 @@ func (x *GetConnectorConfigResponse) String() string {
 func (*GetConnectorConfigResponse) ProtoMessage() {}
 
 func (x *GetConnectorConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1643,7 @@ func (x *GetConnectorConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{20}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetConnectorConfigResponse) GetConfig() map[string]string {
@@ -1551,7 +1666,7 @@ type DeleteConnectorRequest struct {
 
 func (x *DeleteConnectorRequest) Reset() {
 	*x = DeleteConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1678,7 @@ func (x *DeleteConnectorRequest) String() string {
 func (*DeleteConnectorRequest) ProtoMessage() {}
 
 func (x *DeleteConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1691,7 @@ func (x *DeleteConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConnectorRequest.ProtoReflect.Descriptor instead.
 func (*DeleteConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{21}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteConnectorRequest) GetName() string {
@@ -1602,7 +1717,7 @@ type DeleteConnectorResponse struct {
 
 func (x *DeleteConnectorResponse) Reset() {
 	*x = DeleteConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1729,7 @@ func (x *DeleteConnectorResponse) String() string {
 func (*DeleteConnectorResponse) ProtoMessage() {}
 
 func (x *DeleteConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1742,7 @@ func (x *DeleteConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConnectorResponse.ProtoReflect.Descriptor instead.
 func (*DeleteConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{22}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{24}
 }
 
 // Request for GetConnectorStatus.
@@ -1641,7 +1756,7 @@ type GetConnectorStatusRequest struct {
 
 func (x *GetConnectorStatusRequest) Reset() {
 	*x = GetConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1768,7 @@ func (x *GetConnectorStatusRequest) String() string {
 func (*GetConnectorStatusRequest) ProtoMessage() {}
 
 func (x *GetConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1781,7 @@ func (x *GetConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{23}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetConnectorStatusRequest) GetName() string {
@@ -1687,7 +1802,7 @@ type GetConnectorStatusResponse struct {
 
 func (x *GetConnectorStatusResponse) Reset() {
 	*x = GetConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1699,7 +1814,7 @@ func (x *GetConnectorStatusResponse) String() string {
 func (*GetConnectorStatusResponse) ProtoMessage() {}
 
 func (x *GetConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1712,7 +1827,7 @@ func (x *GetConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{24}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -1735,7 +1850,7 @@ type GetTaskStatusRequest struct {
 
 func (x *GetTaskStatusRequest) Reset() {
 	*x = GetTaskStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +1862,7 @@ func (x *GetTaskStatusRequest) String() string {
 func (*GetTaskStatusRequest) ProtoMessage() {}
 
 func (x *GetTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +1875,7 @@ func (x *GetTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{25}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetTaskStatusRequest) GetName() string {
@@ -1788,7 +1903,7 @@ type GetTaskStatusResponse struct {
 
 func (x *GetTaskStatusResponse) Reset() {
 	*x = GetTaskStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1915,7 @@ func (x *GetTaskStatusResponse) String() string {
 func (*GetTaskStatusResponse) ProtoMessage() {}
 
 func (x *GetTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1928,7 @@ func (x *GetTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{26}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetTaskStatusResponse) GetTask() *TaskStatus {
@@ -1834,7 +1949,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +1961,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +1974,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{27}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListTasksRequest) GetName() string {
@@ -1880,7 +1995,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +2007,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2020,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{28}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListTasksResponse) GetTasks() []*TaskInfo {
@@ -1928,7 +2043,7 @@ type PauseConnectorRequest struct {
 
 func (x *PauseConnectorRequest) Reset() {
 	*x = PauseConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2055,7 @@ func (x *PauseConnectorRequest) String() string {
 func (*PauseConnectorRequest) ProtoMessage() {}
 
 func (x *PauseConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2068,7 @@ func (x *PauseConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseConnectorRequest.ProtoReflect.Descriptor instead.
 func (*PauseConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{29}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PauseConnectorRequest) GetName() string {
@@ -1979,7 +2094,7 @@ type PauseConnectorResponse struct {
 
 func (x *PauseConnectorResponse) Reset() {
 	*x = PauseConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2106,7 @@ func (x *PauseConnectorResponse) String() string {
 func (*PauseConnectorResponse) ProtoMessage() {}
 
 func (x *PauseConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2119,7 @@ func (x *PauseConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseConnectorResponse.ProtoReflect.Descriptor instead.
 func (*PauseConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{30}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{32}
 }
 
 // Request for ResumeConnector.
@@ -2020,7 +2135,7 @@ type ResumeConnectorRequest struct {
 
 func (x *ResumeConnectorRequest) Reset() {
 	*x = ResumeConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2147,7 @@ func (x *ResumeConnectorRequest) String() string {
 func (*ResumeConnectorRequest) ProtoMessage() {}
 
 func (x *ResumeConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2160,7 @@ func (x *ResumeConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeConnectorRequest.ProtoReflect.Descriptor instead.
 func (*ResumeConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{31}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResumeConnectorRequest) GetName() string {
@@ -2071,7 +2186,7 @@ type ResumeConnectorResponse struct {
 
 func (x *ResumeConnectorResponse) Reset() {
 	*x = ResumeConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2198,7 @@ func (x *ResumeConnectorResponse) String() string {
 func (*ResumeConnectorResponse) ProtoMessage() {}
 
 func (x *ResumeConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2211,7 @@ func (x *ResumeConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeConnectorResponse.ProtoReflect.Descriptor instead.
 func (*ResumeConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{32}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{34}
 }
 
 // Request for StopConnector.
@@ -2112,7 +2227,7 @@ type StopConnectorRequest struct {
 
 func (x *StopConnectorRequest) Reset() {
 	*x = StopConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2239,7 @@ func (x *StopConnectorRequest) String() string {
 func (*StopConnectorRequest) ProtoMessage() {}
 
 func (x *StopConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2252,7 @@ func (x *StopConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopConnectorRequest.ProtoReflect.Descriptor instead.
 func (*StopConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StopConnectorRequest) GetName() string {
@@ -2163,7 +2278,7 @@ type StopConnectorResponse struct {
 
 func (x *StopConnectorResponse) Reset() {
 	*x = StopConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2290,7 @@ func (x *StopConnectorResponse) String() string {
 func (*StopConnectorResponse) ProtoMessage() {}
 
 func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2303,7 @@ func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopConnectorResponse.ProtoReflect.Descriptor instead.
 func (*StopConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{34}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{36}
 }
 
 // Request for RestartConnector.
@@ -2208,7 +2323,7 @@ type RestartConnectorRequest struct {
 
 func (x *RestartConnectorRequest) Reset() {
 	*x = RestartConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2335,7 @@ func (x *RestartConnectorRequest) String() string {
 func (*RestartConnectorRequest) ProtoMessage() {}
 
 func (x *RestartConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2348,7 @@ func (x *RestartConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartConnectorRequest.ProtoReflect.Descriptor instead.
 func (*RestartConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RestartConnectorRequest) GetName() string {
@@ -2276,7 +2391,7 @@ type RestartConnectorResponse struct {
 
 func (x *RestartConnectorResponse) Reset() {
 	*x = RestartConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2288,7 +2403,7 @@ func (x *RestartConnectorResponse) String() string {
 func (*RestartConnectorResponse) ProtoMessage() {}
 
 func (x *RestartConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2301,7 +2416,7 @@ func (x *RestartConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartConnectorResponse.ProtoReflect.Descriptor instead.
 func (*RestartConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{36}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RestartConnectorResponse) GetStatus() *ConnectorStatus {
@@ -2326,7 +2441,7 @@ type RestartTaskRequest struct {
 
 func (x *RestartTaskRequest) Reset() {
 	*x = RestartTaskRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2453,7 @@ func (x *RestartTaskRequest) String() string {
 func (*RestartTaskRequest) ProtoMessage() {}
 
 func (x *RestartTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2466,7 @@ func (x *RestartTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartTaskRequest.ProtoReflect.Descriptor instead.
 func (*RestartTaskRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RestartTaskRequest) GetName() string {
@@ -2384,7 +2499,7 @@ type RestartTaskResponse struct {
 
 func (x *RestartTaskResponse) Reset() {
 	*x = RestartTaskResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2511,7 @@ func (x *RestartTaskResponse) String() string {
 func (*RestartTaskResponse) ProtoMessage() {}
 
 func (x *RestartTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2524,7 @@ func (x *RestartTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartTaskResponse.ProtoReflect.Descriptor instead.
 func (*RestartTaskResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{38}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{40}
 }
 
 // Request for GetOffsets.
@@ -2423,7 +2538,7 @@ type GetOffsetsRequest struct {
 
 func (x *GetOffsetsRequest) Reset() {
 	*x = GetOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2550,7 @@ func (x *GetOffsetsRequest) String() string {
 func (*GetOffsetsRequest) ProtoMessage() {}
 
 func (x *GetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2563,7 @@ func (x *GetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*GetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{39}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetOffsetsRequest) GetName() string {
@@ -2469,7 +2584,7 @@ type GetOffsetsResponse struct {
 
 func (x *GetOffsetsResponse) Reset() {
 	*x = GetOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2596,7 @@ func (x *GetOffsetsResponse) String() string {
 func (*GetOffsetsResponse) ProtoMessage() {}
 
 func (x *GetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2609,7 @@ func (x *GetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*GetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{40}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetOffsetsResponse) GetOffsets() []*ConnectorOffset {
@@ -2519,7 +2634,7 @@ type AlterOffsetsRequest struct {
 
 func (x *AlterOffsetsRequest) Reset() {
 	*x = AlterOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2646,7 @@ func (x *AlterOffsetsRequest) String() string {
 func (*AlterOffsetsRequest) ProtoMessage() {}
 
 func (x *AlterOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2659,7 @@ func (x *AlterOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*AlterOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{41}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AlterOffsetsRequest) GetName() string {
@@ -2579,7 +2694,7 @@ type AlterOffsetsResponse struct {
 
 func (x *AlterOffsetsResponse) Reset() {
 	*x = AlterOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2591,7 +2706,7 @@ func (x *AlterOffsetsResponse) String() string {
 func (*AlterOffsetsResponse) ProtoMessage() {}
 
 func (x *AlterOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2604,7 +2719,7 @@ func (x *AlterOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*AlterOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{42}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AlterOffsetsResponse) GetMessage() string {
@@ -2627,7 +2742,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +2754,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +2767,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{43}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ResetOffsetsRequest) GetName() string {
@@ -2680,7 +2795,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2807,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2820,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{44}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ResetOffsetsResponse) GetMessage() string {
@@ -2746,7 +2861,7 @@ type ConfigKeyInfo struct {
 
 func (x *ConfigKeyInfo) Reset() {
 	*x = ConfigKeyInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +2873,7 @@ func (x *ConfigKeyInfo) String() string {
 func (*ConfigKeyInfo) ProtoMessage() {}
 
 func (x *ConfigKeyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +2886,7 @@ func (x *ConfigKeyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigKeyInfo.ProtoReflect.Descriptor instead.
 func (*ConfigKeyInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{45}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ConfigKeyInfo) GetName() string {
@@ -2870,7 +2985,7 @@ type ConfigValueInfo struct {
 
 func (x *ConfigValueInfo) Reset() {
 	*x = ConfigValueInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +2997,7 @@ func (x *ConfigValueInfo) String() string {
 func (*ConfigValueInfo) ProtoMessage() {}
 
 func (x *ConfigValueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +3010,7 @@ func (x *ConfigValueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigValueInfo.ProtoReflect.Descriptor instead.
 func (*ConfigValueInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{46}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ConfigValueInfo) GetName() string {
@@ -2946,7 +3061,7 @@ type ConfigInfo struct {
 
 func (x *ConfigInfo) Reset() {
 	*x = ConfigInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3073,7 @@ func (x *ConfigInfo) String() string {
 func (*ConfigInfo) ProtoMessage() {}
 
 func (x *ConfigInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3086,7 @@ func (x *ConfigInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigInfo.ProtoReflect.Descriptor instead.
 func (*ConfigInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{47}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ConfigInfo) GetDefinition() *ConfigKeyInfo {
@@ -3001,7 +3116,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3013,7 +3128,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3026,7 +3141,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{48}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ValidateConfigRequest) GetPlugin() string {
@@ -3060,7 +3175,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3072,7 +3187,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3085,7 +3200,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{49}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ValidateConfigResponse) GetName() string {
@@ -3140,7 +3255,7 @@ type PluginInfo struct {
 
 func (x *PluginInfo) Reset() {
 	*x = PluginInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3267,7 @@ func (x *PluginInfo) String() string {
 func (*PluginInfo) ProtoMessage() {}
 
 func (x *PluginInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3280,7 @@ func (x *PluginInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginInfo.ProtoReflect.Descriptor instead.
 func (*PluginInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{50}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PluginInfo) GetClassName() string {
@@ -3224,7 +3339,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3236,7 +3351,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3249,7 +3364,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{51}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListPluginsRequest) GetIncludeConfigDefinitions() bool {
@@ -3279,7 +3394,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3406,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3419,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{52}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*PluginInfo {
@@ -3325,7 +3440,7 @@ type WatchConnectorStatusRequest struct {
 
 func (x *WatchConnectorStatusRequest) Reset() {
 	*x = WatchConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3337,7 +3452,7 @@ func (x *WatchConnectorStatusRequest) String() string {
 func (*WatchConnectorStatusRequest) ProtoMessage() {}
 
 func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3350,7 +3465,7 @@ func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{53}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WatchConnectorStatusRequest) GetName() string {
@@ -3373,7 +3488,7 @@ type WatchConnectorStatusResponse struct {
 
 func (x *WatchConnectorStatusResponse) Reset() {
 	*x = WatchConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3385,7 +3500,7 @@ func (x *WatchConnectorStatusResponse) String() string {
 func (*WatchConnectorStatusResponse) ProtoMessage() {}
 
 func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3398,7 +3513,7 @@ func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{54}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WatchConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -3424,7 +3539,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3436,7 +3551,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3449,7 +3564,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
 }
 
 // A worker of the cluster.
@@ -3469,7 +3584,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3481,7 +3596,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3494,7 +3609,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -3550,7 +3665,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3562,7 +3677,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3575,7 +3690,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetClusterInfoResponse) GetVersion() string {
@@ -3645,7 +3760,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3657,7 +3772,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3670,7 +3785,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -3695,7 +3810,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3707,7 +3822,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3720,7 +3835,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -3753,7 +3868,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3765,7 +3880,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3778,7 +3893,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
 }
 
 // Request for FenceZombies.
@@ -3794,7 +3909,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3806,7 +3921,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3819,7 +3934,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -3848,7 +3963,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +3975,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +3988,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -3984,7 +4099,17 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"o\n" +
 	"\x1aPutConnectorConfigResponse\x127\n" +
 	"\tconnector\x18\x01 \x01(\v2\x19.connect.v1.ConnectorInfoR\tconnector\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"/\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\xf0\x01\n" +
+	"\x1bPatchConnectorConfigRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12K\n" +
+	"\x06config\x18\x02 \x03(\v23.connect.v1.PatchConnectorConfigRequest.ConfigEntryR\x06config\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x1aQ\n" +
+	"\vConfigEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\"W\n" +
+	"\x1cPatchConnectorConfigResponse\x127\n" +
+	"\tconnector\x18\x01 \x01(\v2\x19.connect.v1.ConnectorInfoR\tconnector\"/\n" +
 	"\x19GetConnectorConfigRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\xa3\x01\n" +
 	"\x1aGetConnectorConfigResponse\x12J\n" +
@@ -4173,7 +4298,7 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\rConnectorType\x12\x1e\n" +
 	"\x1aCONNECTOR_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CONNECTOR_TYPE_SOURCE\x10\x01\x12\x17\n" +
-	"\x13CONNECTOR_TYPE_SINK\x10\x022\xdf\x0e\n" +
+	"\x13CONNECTOR_TYPE_SINK\x10\x022\xca\x0f\n" +
 	"\x0eConnectService\x12W\n" +
 	"\x0eListConnectors\x12!.connect.v1.ListConnectorsRequest\x1a\".connect.v1.ListConnectorsResponse\x12Q\n" +
 	"\fGetConnector\x12\x1f.connect.v1.GetConnectorRequest\x1a .connect.v1.GetConnectorResponse\x12Z\n" +
@@ -4196,7 +4321,8 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x0eValidateConfig\x12!.connect.v1.ValidateConfigRequest\x1a\".connect.v1.ValidateConfigResponse\x12N\n" +
 	"\vListPlugins\x12\x1e.connect.v1.ListPluginsRequest\x1a\x1f.connect.v1.ListPluginsResponse\x12k\n" +
 	"\x14WatchConnectorStatus\x12'.connect.v1.WatchConnectorStatusRequest\x1a(.connect.v1.WatchConnectorStatusResponse0\x01\x12W\n" +
-	"\x0eGetClusterInfo\x12!.connect.v1.GetClusterInfoRequest\x1a\".connect.v1.GetClusterInfoResponse2\xbc\x01\n" +
+	"\x0eGetClusterInfo\x12!.connect.v1.GetClusterInfoRequest\x1a\".connect.v1.GetClusterInfoResponse\x12i\n" +
+	"\x14PatchConnectorConfig\x12'.connect.v1.PatchConnectorConfigRequest\x1a(.connect.v1.PatchConnectorConfigResponse2\xbc\x01\n" +
 	"\x0eClusterService\x12W\n" +
 	"\x0ePutTaskConfigs\x12!.connect.v1.PutTaskConfigsRequest\x1a\".connect.v1.PutTaskConfigsResponse\x12Q\n" +
 	"\fFenceZombies\x12\x1f.connect.v1.FenceZombiesRequest\x1a .connect.v1.FenceZombiesResponseB;Z9github.com/connect-grpc/connect-grpc/clients/go/connectv1b\x06proto3"
@@ -4214,7 +4340,7 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 }
 
 var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
@@ -4238,71 +4364,75 @@ var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(*CreateConnectorResponse)(nil),      // 19: connect.v1.CreateConnectorResponse
 	(*PutConnectorConfigRequest)(nil),    // 20: connect.v1.PutConnectorConfigRequest
 	(*PutConnectorConfigResponse)(nil),   // 21: connect.v1.PutConnectorConfigResponse
-	(*GetConnectorConfigRequest)(nil),    // 22: connect.v1.GetConnectorConfigRequest
-	(*GetConnectorConfigResponse)(nil),   // 23: connect.v1.GetConnectorConfigResponse
-	(*DeleteConnectorRequest)(nil),       // 24: connect.v1.DeleteConnectorRequest
-	(*DeleteConnectorResponse)(nil),      // 25: connect.v1.DeleteConnectorResponse
-	(*GetConnectorStatusRequest)(nil),    // 26: connect.v1.GetConnectorStatusRequest
-	(*GetConnectorStatusResponse)(nil),   // 27: connect.v1.GetConnectorStatusResponse
-	(*GetTaskStatusRequest)(nil),         // 28: connect.v1.GetTaskStatusRequest
-	(*GetTaskStatusResponse)(nil),        // 29: connect.v1.GetTaskStatusResponse
-	(*ListTasksRequest)(nil),             // 30: connect.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),            // 31: connect.v1.ListTasksResponse
-	(*PauseConnectorRequest)(nil),        // 32: connect.v1.PauseConnectorRequest
-	(*PauseConnectorResponse)(nil),       // 33: connect.v1.PauseConnectorResponse
-	(*ResumeConnectorRequest)(nil),       // 34: connect.v1.ResumeConnectorRequest
-	(*ResumeConnectorResponse)(nil),      // 35: connect.v1.ResumeConnectorResponse
-	(*StopConnectorRequest)(nil),         // 36: connect.v1.StopConnectorRequest
-	(*StopConnectorResponse)(nil),        // 37: connect.v1.StopConnectorResponse
-	(*RestartConnectorRequest)(nil),      // 38: connect.v1.RestartConnectorRequest
-	(*RestartConnectorResponse)(nil),     // 39: connect.v1.RestartConnectorResponse
-	(*RestartTaskRequest)(nil),           // 40: connect.v1.RestartTaskRequest
-	(*RestartTaskResponse)(nil),          // 41: connect.v1.RestartTaskResponse
-	(*GetOffsetsRequest)(nil),            // 42: connect.v1.GetOffsetsRequest
-	(*GetOffsetsResponse)(nil),           // 43: connect.v1.GetOffsetsResponse
-	(*AlterOffsetsRequest)(nil),          // 44: connect.v1.AlterOffsetsRequest
-	(*AlterOffsetsResponse)(nil),         // 45: connect.v1.AlterOffsetsResponse
-	(*ResetOffsetsRequest)(nil),          // 46: connect.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),         // 47: connect.v1.ResetOffsetsResponse
-	(*ConfigKeyInfo)(nil),                // 48: connect.v1.ConfigKeyInfo
-	(*ConfigValueInfo)(nil),              // 49: connect.v1.ConfigValueInfo
-	(*ConfigInfo)(nil),                   // 50: connect.v1.ConfigInfo
-	(*ValidateConfigRequest)(nil),        // 51: connect.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil),       // 52: connect.v1.ValidateConfigResponse
-	(*PluginInfo)(nil),                   // 53: connect.v1.PluginInfo
-	(*ListPluginsRequest)(nil),           // 54: connect.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),          // 55: connect.v1.ListPluginsResponse
-	(*WatchConnectorStatusRequest)(nil),  // 56: connect.v1.WatchConnectorStatusRequest
-	(*WatchConnectorStatusResponse)(nil), // 57: connect.v1.WatchConnectorStatusResponse
-	(*GetClusterInfoRequest)(nil),        // 58: connect.v1.GetClusterInfoRequest
-	(*WorkerInfo)(nil),                   // 59: connect.v1.WorkerInfo
-	(*GetClusterInfoResponse)(nil),       // 60: connect.v1.GetClusterInfoResponse
-	(*TaskConfig)(nil),                   // 61: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 62: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 63: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 64: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 65: connect.v1.FenceZombiesResponse
-	nil,                                  // 66: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 67: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 68: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 69: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 70: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 71: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 72: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 73: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 74: google.protobuf.NullValue
+	(*PatchConnectorConfigRequest)(nil),  // 22: connect.v1.PatchConnectorConfigRequest
+	(*PatchConnectorConfigResponse)(nil), // 23: connect.v1.PatchConnectorConfigResponse
+	(*GetConnectorConfigRequest)(nil),    // 24: connect.v1.GetConnectorConfigRequest
+	(*GetConnectorConfigResponse)(nil),   // 25: connect.v1.GetConnectorConfigResponse
+	(*DeleteConnectorRequest)(nil),       // 26: connect.v1.DeleteConnectorRequest
+	(*DeleteConnectorResponse)(nil),      // 27: connect.v1.DeleteConnectorResponse
+	(*GetConnectorStatusRequest)(nil),    // 28: connect.v1.GetConnectorStatusRequest
+	(*GetConnectorStatusResponse)(nil),   // 29: connect.v1.GetConnectorStatusResponse
+	(*GetTaskStatusRequest)(nil),         // 30: connect.v1.GetTaskStatusRequest
+	(*GetTaskStatusResponse)(nil),        // 31: connect.v1.GetTaskStatusResponse
+	(*ListTasksRequest)(nil),             // 32: connect.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 33: connect.v1.ListTasksResponse
+	(*PauseConnectorRequest)(nil),        // 34: connect.v1.PauseConnectorRequest
+	(*PauseConnectorResponse)(nil),       // 35: connect.v1.PauseConnectorResponse
+	(*ResumeConnectorRequest)(nil),       // 36: connect.v1.ResumeConnectorRequest
+	(*ResumeConnectorResponse)(nil),      // 37: connect.v1.ResumeConnectorResponse
+	(*StopConnectorRequest)(nil),         // 38: connect.v1.StopConnectorRequest
+	(*StopConnectorResponse)(nil),        // 39: connect.v1.StopConnectorResponse
+	(*RestartConnectorRequest)(nil),      // 40: connect.v1.RestartConnectorRequest
+	(*RestartConnectorResponse)(nil),     // 41: connect.v1.RestartConnectorResponse
+	(*RestartTaskRequest)(nil),           // 42: connect.v1.RestartTaskRequest
+	(*RestartTaskResponse)(nil),          // 43: connect.v1.RestartTaskResponse
+	(*GetOffsetsRequest)(nil),            // 44: connect.v1.GetOffsetsRequest
+	(*GetOffsetsResponse)(nil),           // 45: connect.v1.GetOffsetsResponse
+	(*AlterOffsetsRequest)(nil),          // 46: connect.v1.AlterOffsetsRequest
+	(*AlterOffsetsResponse)(nil),         // 47: connect.v1.AlterOffsetsResponse
+	(*ResetOffsetsRequest)(nil),          // 48: connect.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),         // 49: connect.v1.ResetOffsetsResponse
+	(*ConfigKeyInfo)(nil),                // 50: connect.v1.ConfigKeyInfo
+	(*ConfigValueInfo)(nil),              // 51: connect.v1.ConfigValueInfo
+	(*ConfigInfo)(nil),                   // 52: connect.v1.ConfigInfo
+	(*ValidateConfigRequest)(nil),        // 53: connect.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil),       // 54: connect.v1.ValidateConfigResponse
+	(*PluginInfo)(nil),                   // 55: connect.v1.PluginInfo
+	(*ListPluginsRequest)(nil),           // 56: connect.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),          // 57: connect.v1.ListPluginsResponse
+	(*WatchConnectorStatusRequest)(nil),  // 58: connect.v1.WatchConnectorStatusRequest
+	(*WatchConnectorStatusResponse)(nil), // 59: connect.v1.WatchConnectorStatusResponse
+	(*GetClusterInfoRequest)(nil),        // 60: connect.v1.GetClusterInfoRequest
+	(*WorkerInfo)(nil),                   // 61: connect.v1.WorkerInfo
+	(*GetClusterInfoResponse)(nil),       // 62: connect.v1.GetClusterInfoResponse
+	(*TaskConfig)(nil),                   // 63: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 64: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 65: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 66: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 67: connect.v1.FenceZombiesResponse
+	nil,                                  // 68: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 69: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 70: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 71: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 72: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 73: connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	nil,                                  // 74: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 75: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 76: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 77: google.protobuf.NullValue
+	(*structpb.Value)(nil),               // 78: google.protobuf.Value
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	74, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	66, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	77, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	68, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
 	4,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
 	4,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
 	5,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	67, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	69, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
 	7,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
 	2,  // 7: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
 	7,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	68, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	70, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
 	1,  // 10: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
 	1,  // 11: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
 	10, // 12: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
@@ -4312,83 +4442,88 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	12, // 16: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
 	13, // 17: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
 	8,  // 18: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	69, // 19: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	71, // 19: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
 	0,  // 20: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
 	6,  // 21: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
 	8,  // 22: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	70, // 23: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	72, // 23: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
 	8,  // 24: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	71, // 25: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
-	12, // 26: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	11, // 27: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
-	9,  // 28: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
-	12, // 29: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
-	5,  // 30: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
-	5,  // 31: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	48, // 32: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
-	49, // 33: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	72, // 34: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
-	50, // 35: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
-	2,  // 36: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
-	48, // 37: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
-	53, // 38: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	12, // 39: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	7,  // 40: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	59, // 41: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	73, // 42: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	61, // 43: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	3,  // 44: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	14, // 45: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	16, // 46: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	18, // 47: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	20, // 48: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	22, // 49: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	24, // 50: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	26, // 51: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	28, // 52: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	30, // 53: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	32, // 54: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	34, // 55: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	36, // 56: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	38, // 57: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	40, // 58: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	42, // 59: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	44, // 60: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	46, // 61: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	51, // 62: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	54, // 63: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	56, // 64: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	58, // 65: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	62, // 66: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	64, // 67: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	15, // 68: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	17, // 69: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	19, // 70: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	21, // 71: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	23, // 72: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	25, // 73: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	27, // 74: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	29, // 75: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	31, // 76: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	33, // 77: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	35, // 78: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	37, // 79: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	39, // 80: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	41, // 81: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	43, // 82: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	45, // 83: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	47, // 84: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	52, // 85: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	55, // 86: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	57, // 87: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	60, // 88: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	63, // 89: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	65, // 90: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	68, // [68:91] is the sub-list for method output_type
-	45, // [45:68] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	73, // 25: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	8,  // 26: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	74, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	12, // 28: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	11, // 29: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
+	9,  // 30: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
+	12, // 31: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
+	5,  // 32: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
+	5,  // 33: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
+	50, // 34: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
+	51, // 35: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
+	75, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	52, // 37: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
+	2,  // 38: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
+	50, // 39: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
+	55, // 40: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
+	12, // 41: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	7,  // 42: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	61, // 43: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	76, // 44: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	63, // 45: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	3,  // 46: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	78, // 47: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
+	14, // 48: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	16, // 49: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	18, // 50: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	20, // 51: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	24, // 52: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	26, // 53: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	28, // 54: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	30, // 55: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	32, // 56: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	34, // 57: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	36, // 58: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	38, // 59: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	40, // 60: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	42, // 61: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	44, // 62: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	46, // 63: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	48, // 64: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	53, // 65: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	56, // 66: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	58, // 67: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	60, // 68: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	22, // 69: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
+	64, // 70: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	66, // 71: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	15, // 72: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	17, // 73: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	19, // 74: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	21, // 75: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	25, // 76: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	27, // 77: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	29, // 78: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	31, // 79: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	33, // 80: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	35, // 81: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	37, // 82: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	39, // 83: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	41, // 84: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	43, // 85: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	45, // 86: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	47, // 87: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	49, // 88: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	54, // 89: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	57, // 90: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	59, // 91: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	62, // 92: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	23, // 93: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
+	65, // 94: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	67, // 95: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	72, // [72:96] is the sub-list for method output_type
+	48, // [48:72] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
@@ -4403,15 +4538,15 @@ func file_connect_grpc_v1_connect_proto_init() {
 		(*OffsetValue_NumberValue)(nil),
 		(*OffsetValue_BoolValue)(nil),
 	}
-	file_connect_grpc_v1_connect_proto_msgTypes[45].OneofWrappers = []any{}
-	file_connect_grpc_v1_connect_proto_msgTypes[46].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[47].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[48].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   71,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

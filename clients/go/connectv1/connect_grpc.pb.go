@@ -47,6 +47,7 @@ const (
 	ConnectService_ListPlugins_FullMethodName          = "/connect.v1.ConnectService/ListPlugins"
 	ConnectService_WatchConnectorStatus_FullMethodName = "/connect.v1.ConnectService/WatchConnectorStatus"
 	ConnectService_GetClusterInfo_FullMethodName       = "/connect.v1.ConnectService/GetClusterInfo"
+	ConnectService_PatchConnectorConfig_FullMethodName = "/connect.v1.ConnectService/PatchConnectorConfig"
 )
 
 // ConnectServiceClient is the client API for ConnectService service.
@@ -97,6 +98,10 @@ type ConnectServiceClient interface {
 	WatchConnectorStatus(ctx context.Context, in *WatchConnectorStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchConnectorStatusResponse], error)
 	// Describes the cluster: mode, version, leader, workers, generation.
 	GetClusterInfo(ctx context.Context, in *GetClusterInfoRequest, opts ...grpc.CallOption) (*GetClusterInfoResponse, error)
+	// Patch config (KIP-477).
+	// Merges keys into a connector's config (a null value removes the key); validated as a
+	// whole as PutConnectorConfig validates, and written as it writes.
+	PatchConnectorConfig(ctx context.Context, in *PatchConnectorConfigRequest, opts ...grpc.CallOption) (*PatchConnectorConfigResponse, error)
 }
 
 type connectServiceClient struct {
@@ -326,6 +331,16 @@ func (c *connectServiceClient) GetClusterInfo(ctx context.Context, in *GetCluste
 	return out, nil
 }
 
+func (c *connectServiceClient) PatchConnectorConfig(ctx context.Context, in *PatchConnectorConfigRequest, opts ...grpc.CallOption) (*PatchConnectorConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PatchConnectorConfigResponse)
+	err := c.cc.Invoke(ctx, ConnectService_PatchConnectorConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectServiceServer is the server API for ConnectService service.
 // All implementations must embed UnimplementedConnectServiceServer
 // for forward compatibility.
@@ -374,6 +389,10 @@ type ConnectServiceServer interface {
 	WatchConnectorStatus(*WatchConnectorStatusRequest, grpc.ServerStreamingServer[WatchConnectorStatusResponse]) error
 	// Describes the cluster: mode, version, leader, workers, generation.
 	GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error)
+	// Patch config (KIP-477).
+	// Merges keys into a connector's config (a null value removes the key); validated as a
+	// whole as PutConnectorConfig validates, and written as it writes.
+	PatchConnectorConfig(context.Context, *PatchConnectorConfigRequest) (*PatchConnectorConfigResponse, error)
 	mustEmbedUnimplementedConnectServiceServer()
 }
 
@@ -446,6 +465,9 @@ func (UnimplementedConnectServiceServer) WatchConnectorStatus(*WatchConnectorSta
 }
 func (UnimplementedConnectServiceServer) GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetClusterInfo not implemented")
+}
+func (UnimplementedConnectServiceServer) PatchConnectorConfig(context.Context, *PatchConnectorConfigRequest) (*PatchConnectorConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PatchConnectorConfig not implemented")
 }
 func (UnimplementedConnectServiceServer) mustEmbedUnimplementedConnectServiceServer() {}
 func (UnimplementedConnectServiceServer) testEmbeddedByValue()                        {}
@@ -839,6 +861,24 @@ func _ConnectService_GetClusterInfo_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectService_PatchConnectorConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PatchConnectorConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).PatchConnectorConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_PatchConnectorConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).PatchConnectorConfig(ctx, req.(*PatchConnectorConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectService_ServiceDesc is the grpc.ServiceDesc for ConnectService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -925,6 +965,10 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetClusterInfo",
 			Handler:    _ConnectService_GetClusterInfo_Handler,
+		},
+		{
+			MethodName: "PatchConnectorConfig",
+			Handler:    _ConnectService_PatchConnectorConfig_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
