@@ -611,6 +611,26 @@ class ConnectClient:
             lambda r: [cc.plugin_from_pb(p) for p in r.plugins],
         )
 
+    def get_plugin_config(self, name: str) -> PluginDesc:
+        """Describes one plugin with its config definitions (KIP-769).
+
+        Args:
+            name: The plugin's class name or any of its aliases (a connector, transformation,
+                predicate, converter or header converter).
+
+        Returns:
+            The plugin; for a connector its own keys first, then the framework's connector
+            keys it does not define.
+
+        Raises:
+            NotFoundError: No plugin has that name (the message names the closest one).
+        """
+        return self._call(
+            self._stub.GetPluginConfig,
+            pb.GetPluginConfigRequest(name=name),
+            lambda r: cc.plugin_from_pb(r.plugin),
+        )
+
     def get_cluster_info(self) -> ClusterInfo:
         """Describes the cluster: mode, version, leader, live workers, generation."""
         return self._call(

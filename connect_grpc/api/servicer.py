@@ -371,6 +371,13 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         )
         return pb.ListPluginsResponse(plugins=[convert.plugin_to_pb(p) for p in plugins])
 
+    @mapped
+    def GetPluginConfig(
+        self, request: pb.GetPluginConfigRequest, context: grpc.ServicerContext
+    ) -> pb.GetPluginConfigResponse:
+        plugin = self._herder.plugin_config(request.name)
+        return pb.GetPluginConfigResponse(plugin=convert.plugin_to_pb(plugin))
+
     @mapped_stream
     @settled
     def WatchConnectorStatus(

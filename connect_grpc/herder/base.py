@@ -142,6 +142,12 @@ class Herder(Protocol):
         ``connectorsOnly=false``)."""
         ...
 
+    def plugin_config(self, name: str) -> PluginDesc:
+        """KIP-769: one plugin (class name or alias) with its config definitions; for a
+        connector, its own keys then the framework's it does not define. NOT_FOUND (with
+        the closest name) for an unknown plugin."""
+        ...
+
     def cluster_info(self) -> ClusterInfo: ...
 
     def watch_status(

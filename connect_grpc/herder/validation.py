@@ -34,6 +34,7 @@ from connect_grpc.connectors.api import (
 )
 from connect_grpc.connectors.pipeline_keys import (
     DLQ_TOPIC_NAME,
+    PIPELINE_FRAMEWORK,
     PipelineValidation,
     validate_pipeline,
 )
@@ -177,6 +178,19 @@ def config_with_name(name: str, config: Mapping[str, str]) -> dict[str, str]:
     return {**config, "name": name}
 
 
+def framework_config_def(
+    connector: Connector, pipeline_framework: ConfigDef = PIPELINE_FRAMEWORK
+) -> ConfigDef:
+    """The framework's keys of a connector's config, in Kafka Connect's order: the common
+    ones, the pipeline's, then the sink's or the source's."""
+    framework = COMMON_CONFIG.merged(pipeline_framework)
+    if isinstance(connector, SinkConnector):
+        return framework.merged(SINK_CONFIG)
+    if isinstance(connector, SourceConnector):
+        return framework.merged(SOURCE_CONFIG)
+    return framework
+
+
 def patched_config(current: Mapping[str, str], patch: Mapping[str, str | None]) -> dict[str, str]:
     """``current`` with ``patch`` laid over it (KIP-477): a None value removes its key (a key
     that is not there is no error), any other value sets it."""
@@ -316,13 +330,9 @@ class ConfigValidator:
         """Kafka Connect's order: the framework's keys (the sink's or the source's among
         them), the keys of each transformation and predicate alias, the plugin's keys, then
         the keys of the converters the config sets."""
-        framework = COMMON_CONFIG.merged(pipeline.framework)
-        if isinstance(connector, SinkConnector):
-            framework = framework.merged(SINK_CONFIG)
-        elif isinstance(connector, SourceConnector):
-            framework = framework.merged(SOURCE_CONFIG)
         return (
-            framework.merged(pipeline.aliases)
+            framework_config_def(connector, pipeline.framework)
+            .merged(pipeline.aliases)
             .merged(connector.config_def())
             .merged(pipeline.converters)
         )

@@ -569,6 +569,18 @@ class ListPluginsResponse(_message.Message):
     plugins: _containers.RepeatedCompositeFieldContainer[PluginInfo]
     def __init__(self, plugins: _Optional[_Iterable[_Union[PluginInfo, _Mapping]]] = ...) -> None: ...
 
+class GetPluginConfigRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetPluginConfigResponse(_message.Message):
+    __slots__ = ("plugin",)
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    plugin: PluginInfo
+    def __init__(self, plugin: _Optional[_Union[PluginInfo, _Mapping]] = ...) -> None: ...
+
 class WatchConnectorStatusRequest(_message.Message):
     __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -145,6 +145,11 @@ class ConnectServiceStub:
                 request_serializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.SerializeToString,
                 response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.FromString,
                 _registered_method=True)
+        self.GetPluginConfig = channel.unary_unary(
+                '/connect.v1.ConnectService/GetPluginConfig',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.FromString,
+                _registered_method=True)
 
 
 class ConnectServiceServicer:
@@ -307,6 +312,15 @@ class ConnectServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetPluginConfig(self, request, context):
+        """Plugin config (KIP-769).
+        Returns one plugin's config definitions (connector, transformation, predicate,
+        converter or header converter).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConnectServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -419,6 +433,11 @@ def add_ConnectServiceServicer_to_server(servicer, server):
                     servicer.PatchConnectorConfig,
                     request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.FromString,
                     response_serializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.SerializeToString,
+            ),
+            'GetPluginConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPluginConfig,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1016,6 +1035,33 @@ class ConnectService:
             '/connect.v1.ConnectService/PatchConnectorConfig',
             connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.SerializeToString,
             connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPluginConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/GetPluginConfig',
+            connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -269,6 +269,30 @@ def test_plugins_and_cluster(ctl: Ctl, worker: WorkerProcess) -> None:
     assert "Mode:        standalone" in ctl("cluster").lines
 
 
+def test_describe_plugin_lists_a_plugins_config_keys_or_exits_3(ctl: Ctl) -> None:
+    found = ctl("describe", "plugin", "InstrumentedSource", "-o", "json").json()
+    assert (found["class"], found["type"]) == (INSTRUMENTED_SOURCE, "source")
+    keys = [key["name"] for key in found["config"]]
+    assert keys[0].startswith("test.") and "tasks.max" in keys and "topics" not in keys
+    tasks_max = next(key for key in found["config"] if key["name"] == "tasks.max")
+    assert (tasks_max["type"], tasks_max["importance"], tasks_max["required"]) == (
+        "INT", "HIGH", False)
+    table = ctl("describe", "plugin", "RegexRouter")
+    assert table.code == 0, table.err
+    assert "Type:       transformation" in table.lines
+    assert table_rows_after(table, "KEY")["regex"][1:3] == ["STRING", "(required)"]
+    missing = ctl("describe", "plugin", "RegexRoutr")
+    assert missing.code == 3
+    assert "Unknown plugin RegexRoutr. Did you mean RegexRouter?" in missing.err
+
+
+def table_rows_after(run: Run, header: str) -> dict[str, list[str]]:
+    """The rows of the table under the line starting with ``header``, by their first cell."""
+    lines = run.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    return {row.split()[0]: row.split() for row in lines[start + 1:] if row.strip()}
+
+
 # ---------------------------------------------------------------------------- apply
 
 

@@ -56,7 +56,7 @@ CONNECT = pb.DESCRIPTOR.services_by_name["ConnectService"]
 READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
-    "ListPlugins", "GetClusterInfo",
+    "ListPlugins", "GetPluginConfig", "GetClusterInfo",
 }
 OK = grpc.StatusCode.OK
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
@@ -180,6 +180,7 @@ def requests_naming(name: str) -> dict[str, Any]:
         "ResetOffsets": pb.ResetOffsetsRequest(name=name),
         "ValidateConfig": pb.ValidateConfigRequest(plugin="FileStreamSource", config={}),
         "ListPlugins": pb.ListPluginsRequest(),
+        "GetPluginConfig": pb.GetPluginConfigRequest(name="FileStreamSource"),
         "WatchConnectorStatus": pb.WatchConnectorStatusRequest(name=name),
         "GetClusterInfo": pb.GetClusterInfoRequest(),
     }

@@ -56,7 +56,7 @@ CLUSTER = pb.DESCRIPTOR.services_by_name["ClusterService"]
 READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
-    "ListPlugins", "GetClusterInfo",
+    "ListPlugins", "GetPluginConfig", "GetClusterInfo",
 }
 MUTATIONS = {
     "CreateConnector", "PutConnectorConfig", "PatchConnectorConfig", "DeleteConnector",

@@ -3429,6 +3429,103 @@ func (x *ListPluginsResponse) GetPlugins() []*PluginInfo {
 	return nil
 }
 
+// Request for GetPluginConfig.
+type GetPluginConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plugin's class name or any of its aliases, as ListPlugins shows them
+	// (FileStreamSource, org.apache.kafka.connect.transforms.Cast$Value, JsonConverter).
+	// NOT_FOUND, with the closest known name, for a name no plugin has.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPluginConfigRequest) Reset() {
+	*x = GetPluginConfigRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPluginConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPluginConfigRequest) ProtoMessage() {}
+
+func (x *GetPluginConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPluginConfigRequest.ProtoReflect.Descriptor instead.
+func (*GetPluginConfigRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *GetPluginConfigRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Response of GetPluginConfig.
+type GetPluginConfigResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plugin, its config_definitions filled. A connector's own keys come first, then the
+	// framework's connector keys (the common, source or sink ones) it does not define, as in
+	// Kafka Connect's GET /connector-plugins/{plugin}/config. A class of two types
+	// (JsonConverter) is described as the first of them in ListPlugins' order (converter).
+	Plugin        *PluginInfo `protobuf:"bytes,1,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPluginConfigResponse) Reset() {
+	*x = GetPluginConfigResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPluginConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPluginConfigResponse) ProtoMessage() {}
+
+func (x *GetPluginConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPluginConfigResponse.ProtoReflect.Descriptor instead.
+func (*GetPluginConfigResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *GetPluginConfigResponse) GetPlugin() *PluginInfo {
+	if x != nil {
+		return x.Plugin
+	}
+	return nil
+}
+
 // Request for WatchConnectorStatus.
 type WatchConnectorStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3440,7 +3537,7 @@ type WatchConnectorStatusRequest struct {
 
 func (x *WatchConnectorStatusRequest) Reset() {
 	*x = WatchConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3452,7 +3549,7 @@ func (x *WatchConnectorStatusRequest) String() string {
 func (*WatchConnectorStatusRequest) ProtoMessage() {}
 
 func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3465,7 +3562,7 @@ func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WatchConnectorStatusRequest) GetName() string {
@@ -3488,7 +3585,7 @@ type WatchConnectorStatusResponse struct {
 
 func (x *WatchConnectorStatusResponse) Reset() {
 	*x = WatchConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3597,7 @@ func (x *WatchConnectorStatusResponse) String() string {
 func (*WatchConnectorStatusResponse) ProtoMessage() {}
 
 func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3610,7 @@ func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WatchConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -3539,7 +3636,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3551,7 +3648,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3564,7 +3661,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
 }
 
 // A worker of the cluster.
@@ -3584,7 +3681,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3693,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3706,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -3665,7 +3762,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +3774,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +3787,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetClusterInfoResponse) GetVersion() string {
@@ -3760,7 +3857,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3772,7 +3869,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3785,7 +3882,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -3810,7 +3907,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3822,7 +3919,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3835,7 +3932,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -3868,7 +3965,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3880,7 +3977,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3893,7 +3990,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
 }
 
 // Request for FenceZombies.
@@ -3909,7 +4006,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3921,7 +4018,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3934,7 +4031,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -3963,7 +4060,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3975,7 +4072,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3988,7 +4085,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -4239,7 +4336,11 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x1ainclude_config_definitions\x18\x01 \x01(\bR\x18includeConfigDefinitions\x12(\n" +
 	"\x10all_plugin_types\x18\x02 \x01(\bR\x0eallPluginTypes\"G\n" +
 	"\x13ListPluginsResponse\x120\n" +
-	"\aplugins\x18\x01 \x03(\v2\x16.connect.v1.PluginInfoR\aplugins\"1\n" +
+	"\aplugins\x18\x01 \x03(\v2\x16.connect.v1.PluginInfoR\aplugins\",\n" +
+	"\x16GetPluginConfigRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"I\n" +
+	"\x17GetPluginConfigResponse\x12.\n" +
+	"\x06plugin\x18\x01 \x01(\v2\x16.connect.v1.PluginInfoR\x06plugin\"1\n" +
 	"\x1bWatchConnectorStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"m\n" +
 	"\x1cWatchConnectorStatusResponse\x123\n" +
@@ -4298,7 +4399,7 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\rConnectorType\x12\x1e\n" +
 	"\x1aCONNECTOR_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CONNECTOR_TYPE_SOURCE\x10\x01\x12\x17\n" +
-	"\x13CONNECTOR_TYPE_SINK\x10\x022\xca\x0f\n" +
+	"\x13CONNECTOR_TYPE_SINK\x10\x022\xa6\x10\n" +
 	"\x0eConnectService\x12W\n" +
 	"\x0eListConnectors\x12!.connect.v1.ListConnectorsRequest\x1a\".connect.v1.ListConnectorsResponse\x12Q\n" +
 	"\fGetConnector\x12\x1f.connect.v1.GetConnectorRequest\x1a .connect.v1.GetConnectorResponse\x12Z\n" +
@@ -4322,7 +4423,8 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\vListPlugins\x12\x1e.connect.v1.ListPluginsRequest\x1a\x1f.connect.v1.ListPluginsResponse\x12k\n" +
 	"\x14WatchConnectorStatus\x12'.connect.v1.WatchConnectorStatusRequest\x1a(.connect.v1.WatchConnectorStatusResponse0\x01\x12W\n" +
 	"\x0eGetClusterInfo\x12!.connect.v1.GetClusterInfoRequest\x1a\".connect.v1.GetClusterInfoResponse\x12i\n" +
-	"\x14PatchConnectorConfig\x12'.connect.v1.PatchConnectorConfigRequest\x1a(.connect.v1.PatchConnectorConfigResponse2\xbc\x01\n" +
+	"\x14PatchConnectorConfig\x12'.connect.v1.PatchConnectorConfigRequest\x1a(.connect.v1.PatchConnectorConfigResponse\x12Z\n" +
+	"\x0fGetPluginConfig\x12\".connect.v1.GetPluginConfigRequest\x1a#.connect.v1.GetPluginConfigResponse2\xbc\x01\n" +
 	"\x0eClusterService\x12W\n" +
 	"\x0ePutTaskConfigs\x12!.connect.v1.PutTaskConfigsRequest\x1a\".connect.v1.PutTaskConfigsResponse\x12Q\n" +
 	"\fFenceZombies\x12\x1f.connect.v1.FenceZombiesRequest\x1a .connect.v1.FenceZombiesResponseB;Z9github.com/connect-grpc/connect-grpc/clients/go/connectv1b\x06proto3"
@@ -4340,7 +4442,7 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 }
 
 var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
@@ -4400,39 +4502,41 @@ var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(*PluginInfo)(nil),                   // 55: connect.v1.PluginInfo
 	(*ListPluginsRequest)(nil),           // 56: connect.v1.ListPluginsRequest
 	(*ListPluginsResponse)(nil),          // 57: connect.v1.ListPluginsResponse
-	(*WatchConnectorStatusRequest)(nil),  // 58: connect.v1.WatchConnectorStatusRequest
-	(*WatchConnectorStatusResponse)(nil), // 59: connect.v1.WatchConnectorStatusResponse
-	(*GetClusterInfoRequest)(nil),        // 60: connect.v1.GetClusterInfoRequest
-	(*WorkerInfo)(nil),                   // 61: connect.v1.WorkerInfo
-	(*GetClusterInfoResponse)(nil),       // 62: connect.v1.GetClusterInfoResponse
-	(*TaskConfig)(nil),                   // 63: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 64: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 65: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 66: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 67: connect.v1.FenceZombiesResponse
-	nil,                                  // 68: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 69: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 70: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 71: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 72: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 73: connect.v1.PatchConnectorConfigRequest.ConfigEntry
-	nil,                                  // 74: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 75: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 76: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 77: google.protobuf.NullValue
-	(*structpb.Value)(nil),               // 78: google.protobuf.Value
+	(*GetPluginConfigRequest)(nil),       // 58: connect.v1.GetPluginConfigRequest
+	(*GetPluginConfigResponse)(nil),      // 59: connect.v1.GetPluginConfigResponse
+	(*WatchConnectorStatusRequest)(nil),  // 60: connect.v1.WatchConnectorStatusRequest
+	(*WatchConnectorStatusResponse)(nil), // 61: connect.v1.WatchConnectorStatusResponse
+	(*GetClusterInfoRequest)(nil),        // 62: connect.v1.GetClusterInfoRequest
+	(*WorkerInfo)(nil),                   // 63: connect.v1.WorkerInfo
+	(*GetClusterInfoResponse)(nil),       // 64: connect.v1.GetClusterInfoResponse
+	(*TaskConfig)(nil),                   // 65: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 66: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 67: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 68: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 69: connect.v1.FenceZombiesResponse
+	nil,                                  // 70: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 71: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 72: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 73: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 74: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 75: connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	nil,                                  // 76: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 77: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 78: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 79: google.protobuf.NullValue
+	(*structpb.Value)(nil),               // 80: google.protobuf.Value
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	77, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	68, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	79, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	70, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
 	4,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
 	4,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
 	5,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	69, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	71, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
 	7,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
 	2,  // 7: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
 	7,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	70, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	72, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
 	1,  // 10: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
 	1,  // 11: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
 	10, // 12: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
@@ -4442,15 +4546,15 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	12, // 16: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
 	13, // 17: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
 	8,  // 18: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	71, // 19: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	73, // 19: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
 	0,  // 20: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
 	6,  // 21: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
 	8,  // 22: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	72, // 23: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	74, // 23: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
 	8,  // 24: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	73, // 25: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	75, // 25: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
 	8,  // 26: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	74, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	76, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
 	12, // 28: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
 	11, // 29: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
 	9,  // 30: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
@@ -4459,71 +4563,74 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	5,  // 33: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
 	50, // 34: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
 	51, // 35: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	75, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	77, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
 	52, // 37: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
 	2,  // 38: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
 	50, // 39: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
 	55, // 40: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	12, // 41: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	7,  // 42: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	61, // 43: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	76, // 44: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	63, // 45: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	3,  // 46: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	78, // 47: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
-	14, // 48: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	16, // 49: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	18, // 50: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	20, // 51: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	24, // 52: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	26, // 53: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	28, // 54: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	30, // 55: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	32, // 56: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	34, // 57: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	36, // 58: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	38, // 59: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	40, // 60: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	42, // 61: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	44, // 62: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	46, // 63: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	48, // 64: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	53, // 65: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	56, // 66: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	58, // 67: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	60, // 68: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	22, // 69: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
-	64, // 70: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	66, // 71: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	15, // 72: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	17, // 73: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	19, // 74: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	21, // 75: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	25, // 76: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	27, // 77: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	29, // 78: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	31, // 79: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	33, // 80: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	35, // 81: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	37, // 82: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	39, // 83: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	41, // 84: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	43, // 85: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	45, // 86: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	47, // 87: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	49, // 88: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	54, // 89: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	57, // 90: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	59, // 91: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	62, // 92: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	23, // 93: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
-	65, // 94: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	67, // 95: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	72, // [72:96] is the sub-list for method output_type
-	48, // [48:72] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	55, // 41: connect.v1.GetPluginConfigResponse.plugin:type_name -> connect.v1.PluginInfo
+	12, // 42: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	7,  // 43: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	63, // 44: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	78, // 45: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	65, // 46: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	3,  // 47: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	80, // 48: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
+	14, // 49: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	16, // 50: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	18, // 51: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	20, // 52: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	24, // 53: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	26, // 54: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	28, // 55: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	30, // 56: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	32, // 57: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	34, // 58: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	36, // 59: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	38, // 60: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	40, // 61: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	42, // 62: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	44, // 63: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	46, // 64: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	48, // 65: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	53, // 66: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	56, // 67: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	60, // 68: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	62, // 69: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	22, // 70: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
+	58, // 71: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
+	66, // 72: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	68, // 73: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	15, // 74: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	17, // 75: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	19, // 76: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	21, // 77: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	25, // 78: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	27, // 79: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	29, // 80: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	31, // 81: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	33, // 82: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	35, // 83: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	37, // 84: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	39, // 85: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	41, // 86: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	43, // 87: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	45, // 88: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	47, // 89: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	49, // 90: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	54, // 91: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	57, // 92: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	61, // 93: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	64, // 94: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	23, // 95: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
+	59, // 96: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
+	67, // 97: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	69, // 98: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	74, // [74:99] is the sub-list for method output_type
+	49, // [49:74] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
@@ -4546,7 +4653,7 @@ func file_connect_grpc_v1_connect_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   74,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -48,6 +48,7 @@ const (
 	ConnectService_WatchConnectorStatus_FullMethodName = "/connect.v1.ConnectService/WatchConnectorStatus"
 	ConnectService_GetClusterInfo_FullMethodName       = "/connect.v1.ConnectService/GetClusterInfo"
 	ConnectService_PatchConnectorConfig_FullMethodName = "/connect.v1.ConnectService/PatchConnectorConfig"
+	ConnectService_GetPluginConfig_FullMethodName      = "/connect.v1.ConnectService/GetPluginConfig"
 )
 
 // ConnectServiceClient is the client API for ConnectService service.
@@ -102,6 +103,10 @@ type ConnectServiceClient interface {
 	// Merges keys into a connector's config (a null value removes the key); validated as a
 	// whole as PutConnectorConfig validates, and written as it writes.
 	PatchConnectorConfig(ctx context.Context, in *PatchConnectorConfigRequest, opts ...grpc.CallOption) (*PatchConnectorConfigResponse, error)
+	// Plugin config (KIP-769).
+	// Returns one plugin's config definitions (connector, transformation, predicate,
+	// converter or header converter).
+	GetPluginConfig(ctx context.Context, in *GetPluginConfigRequest, opts ...grpc.CallOption) (*GetPluginConfigResponse, error)
 }
 
 type connectServiceClient struct {
@@ -341,6 +346,16 @@ func (c *connectServiceClient) PatchConnectorConfig(ctx context.Context, in *Pat
 	return out, nil
 }
 
+func (c *connectServiceClient) GetPluginConfig(ctx context.Context, in *GetPluginConfigRequest, opts ...grpc.CallOption) (*GetPluginConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPluginConfigResponse)
+	err := c.cc.Invoke(ctx, ConnectService_GetPluginConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectServiceServer is the server API for ConnectService service.
 // All implementations must embed UnimplementedConnectServiceServer
 // for forward compatibility.
@@ -393,6 +408,10 @@ type ConnectServiceServer interface {
 	// Merges keys into a connector's config (a null value removes the key); validated as a
 	// whole as PutConnectorConfig validates, and written as it writes.
 	PatchConnectorConfig(context.Context, *PatchConnectorConfigRequest) (*PatchConnectorConfigResponse, error)
+	// Plugin config (KIP-769).
+	// Returns one plugin's config definitions (connector, transformation, predicate,
+	// converter or header converter).
+	GetPluginConfig(context.Context, *GetPluginConfigRequest) (*GetPluginConfigResponse, error)
 	mustEmbedUnimplementedConnectServiceServer()
 }
 
@@ -468,6 +487,9 @@ func (UnimplementedConnectServiceServer) GetClusterInfo(context.Context, *GetClu
 }
 func (UnimplementedConnectServiceServer) PatchConnectorConfig(context.Context, *PatchConnectorConfigRequest) (*PatchConnectorConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PatchConnectorConfig not implemented")
+}
+func (UnimplementedConnectServiceServer) GetPluginConfig(context.Context, *GetPluginConfigRequest) (*GetPluginConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPluginConfig not implemented")
 }
 func (UnimplementedConnectServiceServer) mustEmbedUnimplementedConnectServiceServer() {}
 func (UnimplementedConnectServiceServer) testEmbeddedByValue()                        {}
@@ -879,6 +901,24 @@ func _ConnectService_PatchConnectorConfig_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectService_GetPluginConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPluginConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).GetPluginConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_GetPluginConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).GetPluginConfig(ctx, req.(*GetPluginConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectService_ServiceDesc is the grpc.ServiceDesc for ConnectService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -969,6 +1009,10 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PatchConnectorConfig",
 			Handler:    _ConnectService_PatchConnectorConfig_Handler,
+		},
+		{
+			MethodName: "GetPluginConfig",
+			Handler:    _ConnectService_GetPluginConfig_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
