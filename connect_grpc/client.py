@@ -595,12 +595,14 @@ class ConnectClient:
     def list_plugins(
         self, include_config_definitions: bool = False, all_plugin_types: bool = False
     ) -> list[PluginDesc]:
-        """Lists the installed connector plugins, sorted by class name.
+        """Lists the installed connector plugins: the sinks, then the sources, each sorted by
+        class name (Kafka Connect's order).
 
         Args:
             include_config_definitions: Include each plugin's config key definitions.
             all_plugin_types: Also list the transformations, predicates, converters and
-                header converters, after the connectors (each type sorted by class name).
+                header converters, after the connectors (each type sorted by class name,
+                in Kafka Connect's order of types).
         """
         return self._call(
             self._stub.ListPlugins,

@@ -137,9 +137,9 @@ class Herder(Protocol):
     def plugins(
         self, include_config_definitions: bool = False, all_plugin_types: bool = False
     ) -> list[PluginDesc]:
-        """The connectors, sorted by class name; with ``all_plugin_types`` then the
-        transformations, predicates, converters and header converters (Kafka Connect's
-        ``connectorsOnly=false``)."""
+        """The sink connectors, then the source connectors, each sorted by class name; with
+        ``all_plugin_types`` then the transformations, predicates, converters and header
+        converters (Kafka Connect's ``connectorsOnly=false``), in Kafka Connect's order."""
         ...
 
     def plugin_config(self, name: str) -> PluginDesc:

@@ -31,6 +31,9 @@ from connect_grpc.herder.validation import (
 from connect_grpc.runtime.kafka_monitor import PROBE_INTERVAL_S, KafkaReachability
 from connect_grpc.worker_config import WorkerConfig
 
+#: Kafka Connect's order of the connectors in ``GET /connector-plugins``: sinks, then sources.
+_CONNECTOR_TYPE_ORDER = {ConnectorType.SINK: 0, ConnectorType.SOURCE: 1, ConnectorType.UNKNOWN: 2}
+
 
 class HerderCommon:
     """Reads, validation and health checks both herders share. Subclasses set the
@@ -69,7 +72,10 @@ class HerderCommon:
     def plugins(
         self, include_config_definitions: bool = False, all_plugin_types: bool = False
     ) -> list[PluginDesc]:
-        connectors = self._plugins.describe(include_config_definitions)
+        connectors = sorted(  # stable: each type stays sorted by class name
+            self._plugins.describe(include_config_definitions),
+            key=lambda plugin: _CONNECTOR_TYPE_ORDER[plugin.type],
+        )
         if not all_plugin_types:
             return connectors
         return [*connectors, *self._plugins.describe_pipeline(include_config_definitions)]

@@ -121,3 +121,16 @@ def test_the_rpc_answers_the_plugin_or_not_found(stub: pb_grpc.ConnectServiceStu
         stub.GetPluginConfig(pb.GetPluginConfigRequest(name="Fliter"), timeout=10)
     assert excinfo.value.code() == grpc.StatusCode.NOT_FOUND
     assert excinfo.value.details() == "Unknown plugin Fliter. Did you mean Filter?"
+
+
+def test_list_plugins_lists_the_sink_connectors_then_the_source_connectors(
+    herder: StandaloneHerder,
+) -> None:
+    """Kafka Connect's order of ``GET /connector-plugins`` (connectorsOnly=true)."""
+    assert [(p.plugin_type, p.class_name) for p in herder.plugins()] == [
+        ("sink", "connect_grpc.connectors.file.FileStreamSinkConnector"),
+        ("sink", "connect_grpc.testing.plugins.InstrumentedSinkConnector"),
+        ("source", "connect_grpc.connectors.file.FileStreamSourceConnector"),
+        ("source", "connect_grpc.connectors.sequence.SequenceSourceConnector"),
+        ("source", "connect_grpc.testing.plugins.InstrumentedSourceConnector"),
+    ]

@@ -3384,8 +3384,8 @@ func (x *ListPluginsRequest) GetAllPluginTypes() bool {
 // Response of ListPlugins.
 type ListPluginsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The connectors, sorted by class name; then, with all_plugin_types, the
-	// transformations, predicates, converters and header converters, each type sorted by
+	// The sink connectors, then the source connectors; then, with all_plugin_types, the
+	// transformations, predicates, converters and header converters; each type sorted by
 	// class name (Kafka Connect's order of types).
 	Plugins       []*PluginInfo `protobuf:"bytes,1,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	unknownFields protoimpl.UnknownFields
