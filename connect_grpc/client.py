@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import struct_pb2
 
 from connect_grpc import client_convert as cc
 from connect_grpc.client_convert import ConnectorListing
@@ -286,6 +287,37 @@ class ConnectClient:
             lambda r: PutConfigResult(
                 info=cc.connector_info_from_pb(r.connector), created=r.created
             ),
+        )
+
+    def patch_connector_config(
+        self, name: str, config: Mapping[str, str | None], *, request_id: str = ""
+    ) -> ConnectorInfo:
+        """Changes some keys of a connector's config (KIP-477) and leaves the others.
+
+        The merged config is validated as a whole, as ``put_connector_config`` validates.
+
+        Args:
+            name: The connector name.
+            config: The keys to change: a string sets the key, None removes it.
+            request_id: Optional idempotency key.
+
+        Returns:
+            The connector after the change, with its whole config.
+
+        Raises:
+            NotFoundError: No connector has that name.
+            InvalidArgumentError: The merged config is invalid; see ``violations``.
+        """
+        request = pb.PatchConnectorConfigRequest(name=name, request_id=request_id)
+        for key, value in config.items():
+            if value is None:
+                request.config[key].null_value = struct_pb2.NULL_VALUE
+            else:
+                request.config[key].string_value = value
+        return self._call(
+            self._stub.PatchConnectorConfig,
+            request,
+            lambda r: cc.connector_info_from_pb(r.connector),
         )
 
     def get_connector_config(self, name: str) -> dict[str, str]:
@@ -564,12 +596,14 @@ class ConnectClient:
     def list_plugins(
         self, include_config_definitions: bool = False, all_plugin_types: bool = False
     ) -> list[PluginDesc]:
-        """Lists the installed connector plugins, sorted by class name.
+        """Lists the installed connector plugins: the sinks, then the sources, each sorted by
+        class name (Kafka Connect's order).
 
         Args:
             include_config_definitions: Include each plugin's config key definitions.
             all_plugin_types: Also list the transformations, predicates, converters and
-                header converters, after the connectors (each type sorted by class name).
+                header converters, after the connectors (each type sorted by class name,
+                in Kafka Connect's order of types).
         """
         return self._call(
             self._stub.ListPlugins,
@@ -578,6 +612,26 @@ class ConnectClient:
                 all_plugin_types=all_plugin_types,
             ),
             lambda r: [cc.plugin_from_pb(p) for p in r.plugins],
+        )
+
+    def get_plugin_config(self, name: str) -> PluginDesc:
+        """Describes one plugin with its config definitions (KIP-769).
+
+        Args:
+            name: The plugin's class name or any of its aliases (a connector, transformation,
+                predicate, converter or header converter).
+
+        Returns:
+            The plugin; for a connector its own keys first, then the framework's connector
+            keys it does not define.
+
+        Raises:
+            NotFoundError: No plugin has that name (the message names the closest one).
+        """
+        return self._call(
+            self._stub.GetPluginConfig,
+            pb.GetPluginConfigRequest(name=name),
+            lambda r: cc.plugin_from_pb(r.plugin),
         )
 
     def get_cluster_info(self) -> ClusterInfo:

@@ -78,6 +78,7 @@ VIEWER_RPCS = frozenset({
     "GetOffsets",
     "ValidateConfig",
     "ListPlugins",
+    "GetPluginConfig",
     "GetClusterInfo",
     "ListLoggers",
     "GetLogger",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+
+from google.protobuf import struct_pb2
 
 from connect_grpc.domain import ClusterInfo as DomainClusterInfo
 from connect_grpc.domain import (
@@ -200,6 +202,32 @@ def cluster_info_to_pb(info: DomainClusterInfo) -> pb.GetClusterInfoResponse:
         ],
         generation=info.generation,
         worker_id=info.worker_id,
+    )
+
+
+# config patches (KIP-477): a string sets a key, null removes it
+
+
+def config_patch_from_pb(
+    values: Mapping[str, struct_pb2.Value], field_path: str
+) -> dict[str, str | None]:
+    """The patch as the herder takes it: key to new value, None to remove the key."""
+    return {
+        key: _patch_value_from_pb(value, f"{field_path}.{key}") for key, value in values.items()
+    }
+
+
+def _patch_value_from_pb(value: struct_pb2.Value, field_path: str) -> str | None:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    # grpcurl sends a JSON null of this map as a Value with no kind set: null too
+    if kind in ("null_value", None):
+        return None
+    raise InvalidArgumentError.for_field(
+        field_path,
+        f"must be a string (to set the key) or null (to remove it), not a "
+        f'{kind.removesuffix("_value")}; config values are strings, e.g. "2" rather than 2',
     )
 
 

@@ -552,6 +552,7 @@ def settled(method: F) -> F:
 LEADER_WRITES = (
     "CreateConnector",
     "PutConnectorConfig",
+    "PatchConnectorConfig",
     "DeleteConnector",
     "PauseConnector",
     "ResumeConnector",

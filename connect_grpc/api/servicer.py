@@ -156,6 +156,27 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         )
 
     @mapped
+    @forwardable(pb.PatchConnectorConfigResponse)
+    def PatchConnectorConfig(
+        self, request: pb.PatchConnectorConfigRequest, context: grpc.ServicerContext
+    ) -> pb.PatchConnectorConfigResponse:
+        request = _named(request)
+        patch = convert.config_patch_from_pb(request.config, "config")
+
+        def answer(result: PutConfigResult) -> pb.PatchConnectorConfigResponse:
+            return pb.PatchConnectorConfigResponse(
+                connector=convert.connector_info_to_pb(result.info)
+            )
+
+        return self._requests.run(
+            "PatchConnectorConfig",
+            request,
+            pb.PatchConnectorConfigResponse,
+            lambda: self._herder.patch_connector_config(request.name, patch),
+            answer,
+        )
+
+    @mapped
     @settled
     def GetConnectorConfig(
         self, request: pb.GetConnectorConfigRequest, context: grpc.ServicerContext
@@ -350,6 +371,13 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             request.include_config_definitions, request.all_plugin_types
         )
         return pb.ListPluginsResponse(plugins=[convert.plugin_to_pb(p) for p in plugins])
+
+    @mapped
+    def GetPluginConfig(
+        self, request: pb.GetPluginConfigRequest, context: grpc.ServicerContext
+    ) -> pb.GetPluginConfigResponse:
+        plugin = self._herder.plugin_config(request.name)
+        return pb.GetPluginConfigResponse(plugin=convert.plugin_to_pb(plugin))
 
     @mapped_stream
     @settled

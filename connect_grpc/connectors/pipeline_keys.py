@@ -176,6 +176,10 @@ def aliases(config: Mapping[str, str], key: str) -> list[str]:
     raw = config.get(key)
     return [] if raw is None else list(parse_value(PIPELINE_CONFIG.keys[key], raw))
 
+#: The fixed pipeline keys of every connector config (converters, transformations,
+#: predicates, error handling, dead-letter queue).
+PIPELINE_FRAMEWORK = PIPELINE_CONFIG.merged(DLQ_CONFIG)
+
 
 @dataclass
 class PipelineValidation:
@@ -197,7 +201,7 @@ class PipelineValidation:
 
 def validate_pipeline(config: Mapping[str, str], plugins: Plugins) -> PipelineValidation:
     """Defines and validates the pipeline keys of a (resolved) connector config."""
-    framework = PIPELINE_CONFIG.merged(DLQ_CONFIG)
+    framework = PIPELINE_FRAMEWORK
     result = PipelineValidation(framework, errors=framework.validate(config))
     for key in config:
         if _PLUGIN_VERSION.fullmatch(key):

@@ -84,6 +84,13 @@ KAFKA_CLASS_ALIASES: dict[str, str] = {
 }
 
 
+def closest_name(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``name``, case aside, if one is close enough to suggest."""
+    by_folded = {known.casefold(): known for known in sorted(candidates, reverse=True)}
+    matches = difflib.get_close_matches(name.strip().casefold(), by_folded, n=1)
+    return by_folded[matches[0]] if matches else None
+
+
 def _class_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -560,9 +567,7 @@ class Plugins:
         return f"; did you mean {closest}? Available connectors are: {listed}"
 
     def _closest(self, name: str) -> str | None:
-        by_folded = {known.casefold(): known for known in sorted(self._aliases, reverse=True)}
-        matches = difflib.get_close_matches(name.strip().casefold(), by_folded, n=1)
-        return by_folded[matches[0]] if matches else None
+        return closest_name(name, self._aliases)
 
     def new_connector(self, name: str) -> Connector:
         """A new, uninitialized instance of the connector class ``name`` designates.

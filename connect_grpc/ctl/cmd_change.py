@@ -1,5 +1,5 @@
-"""Commands that change connectors: ``apply``, ``pause|resume|stop|delete`` (by name or
-regular expression), ``offsets get|alter|reset``."""
+"""Commands that change connectors: ``apply``, ``patch``, ``pause|resume|stop|delete`` (by
+name or regular expression), ``offsets get|alter|reset``."""
 
 from __future__ import annotations
 
@@ -108,6 +108,43 @@ def _dry_run(session: Session, path: Path, request: ConnectorRequest, exists: bo
         )
     action = "update" if exists else "create"
     session.output.line(f"connector {request.name} is valid: apply would {action} it (dry run)")
+
+
+# ---------------------------------------------------------------------------- patch
+
+
+@click.command()
+@click.argument("name", shell_complete=complete_connector_names)
+@click.option("--set", "assignments", metavar="KEY=VALUE", multiple=True,
+              help="Set a key (the first = splits key from value); repeat for several.")
+@click.option("--unset", "removals", metavar="KEY", multiple=True,
+              help="Remove a key; repeat for several.")
+@pass_session
+def patch(
+    session: Session, name: str, assignments: tuple[str, ...], removals: tuple[str, ...]
+) -> None:
+    """Change some keys of a connector's config and keep the others (KIP-477,
+    PatchConnectorConfig); the merged config is validated as a whole, as `apply` validates."""
+    changes = config_patch(assignments, removals)
+    info = session.client.patch_connector_config(name, changes)
+    session.output.line(f"connector {info.name} patched")
+
+
+def config_patch(assignments: tuple[str, ...], removals: tuple[str, ...]) -> dict[str, str | None]:
+    """The patch ``--set KEY=VALUE`` and ``--unset KEY`` ask for (None removes a key)."""
+    if not assignments and not removals:
+        raise click.UsageError("give at least one --set KEY=VALUE or --unset KEY")
+    changes: dict[str, str | None] = {}
+    for assignment in assignments:
+        key, equals, value = assignment.partition("=")
+        if not equals or not key:
+            raise click.BadParameter(f"{assignment!r} is not KEY=VALUE", param_hint="--set")
+        changes[key] = value
+    both = sorted(set(changes) & set(removals))
+    if both:
+        raise click.UsageError(f"both set and unset: {', '.join(both)}")
+    changes.update(dict.fromkeys(removals))
+    return changes
 
 
 # ---------------------------------------------------------------------------- bulk

@@ -1,5 +1,5 @@
-"""Commands that only read: ``get connectors``, ``describe connector``, ``plugins``,
-``cluster``."""
+"""Commands that only read: ``get connectors``, ``describe connector``, ``describe plugin``,
+``plugins``, ``cluster``."""
 
 from __future__ import annotations
 
@@ -83,6 +83,38 @@ def describe_connector(session: Session, name: str, output: str) -> None:
                                 output)
         return
     _show_description(session.output, info, status, offsets, offsets_error)
+
+
+@describe.command("plugin")
+@click.argument("name")
+@output_option()
+@pass_session
+def describe_plugin(session: Session, name: str, output: str) -> None:
+    """A plugin's config keys (KIP-769): name, type, default, importance, group and
+    documentation (by its class name or an alias, as `plugins --all` lists them)."""
+    found = documents.plugin_config(session.client.get_plugin_config(name))
+    if output in ("json", "yaml"):
+        session.output.document(found, output)
+        return
+    out = session.output
+    out.line(Text(f"Class:      {found['class']}"))
+    out.line(Text(f"Type:       {found['type']}"))
+    out.line(Text(f"Version:    {found['version']}"))
+    out.line(Text(f"Aliases:    {', '.join(found['aliases']) or '-'}"))
+    out.table(
+        ["KEY", "TYPE", "DEFAULT", "IMPORTANCE", "GROUP", "DOCUMENTATION"],
+        [[key["name"], key["type"], _default_text(key), key["importance"], key["group"] or "-",
+          key["documentation"]] for key in found["config"]],
+    )
+
+
+def _default_text(key: dict[str, object]) -> str:
+    if key["required"]:
+        return "(required)"
+    default = key["default_value"]
+    if default is None:
+        return "null"
+    return str(default) or '""'
 
 
 def _show_description(

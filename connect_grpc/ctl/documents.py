@@ -133,6 +133,22 @@ def plugins(found: Iterable[PluginDesc]) -> Document:
     }
 
 
+def plugin_config(plugin: PluginDesc) -> Document:
+    """The plugin, and its config keys in Kafka Connect's shape of
+    ``GET /connector-plugins/{plugin}/config``."""
+    return {
+        **plugins([plugin])["plugins"][0],
+        "config": [
+            {"name": key.name, "type": key.type, "required": key.required,
+             "default_value": key.default_value, "importance": key.importance,
+             "documentation": key.documentation, "group": key.group or None,
+             "order": key.order_in_group, "width": key.width,
+             "display_name": key.display_name, "dependents": list(key.dependents)}
+            for key in plugin.config_definitions
+        ],
+    }
+
+
 def cluster(info: ClusterInfo) -> Document:
     return {
         "mode": info.mode,

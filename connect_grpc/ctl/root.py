@@ -8,7 +8,7 @@ from typing import Any
 import click
 from click.shell_completion import get_completion_class, shell_complete
 
-from connect_grpc.ctl.cmd_change import apply, delete, offsets, pause, resume, stop
+from connect_grpc.ctl.cmd_change import apply, delete, offsets, patch, pause, resume, stop
 from connect_grpc.ctl.cmd_config import config
 from connect_grpc.ctl.cmd_live import restart, watch
 from connect_grpc.ctl.cmd_loggers import loggers
@@ -76,7 +76,7 @@ def _leaves(command: click.Command) -> list[click.Command]:
     return [command]
 
 
-for command in (get, describe, apply, pause, resume, stop, delete, restart, offsets, watch,
+for command in (get, describe, apply, patch, pause, resume, stop, delete, restart, offsets, watch,
                 plugins, cluster, loggers):
     for leaf in _leaves(command):
         add_connection_options(leaf)

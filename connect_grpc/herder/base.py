@@ -97,6 +97,13 @@ class Herder(Protocol):
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
         """Creates or replaces the config; the target state of an existing connector is kept."""
 
+    def patch_connector_config(
+        self, name: str, patch: Mapping[str, str | None]
+    ) -> PutConfigResult:
+        """KIP-477: lays ``patch`` over the current config (None removes a key) and puts the
+        result as ``put_connector_config`` would, validation included; ``created`` is always
+        False. NOT_FOUND if the connector does not exist."""
+
     def delete_connector(self, name: str) -> None:
         """Stops tasks and connector with ``connector_deleted=True`` and forgets the connector."""
 
@@ -131,9 +138,15 @@ class Herder(Protocol):
     def plugins(
         self, include_config_definitions: bool = False, all_plugin_types: bool = False
     ) -> list[PluginDesc]:
-        """The connectors, sorted by class name; with ``all_plugin_types`` then the
-        transformations, predicates, converters and header converters (Kafka Connect's
-        ``connectorsOnly=false``)."""
+        """The sink connectors, then the source connectors, each sorted by class name; with
+        ``all_plugin_types`` then the transformations, predicates, converters and header
+        converters (Kafka Connect's ``connectorsOnly=false``), in Kafka Connect's order."""
+        ...
+
+    def plugin_config(self, name: str) -> PluginDesc:
+        """KIP-769: one plugin (class name or alias) with its config definitions; for a
+        connector, its own keys then the framework's it does not define. NOT_FOUND (with
+        the closest name) for an unknown plugin."""
         ...
 
     def cluster_info(self) -> ClusterInfo: ...

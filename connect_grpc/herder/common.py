@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import ConfigInfos, ConnectorOffset, ConnectorStatus, PluginDesc
-from connect_grpc.errors import ConnectError, NotFoundError, UnavailableError
+from connect_grpc.connectors.plugins import Plugins, closest_name
+from connect_grpc.domain import (
+    ConfigInfos,
+    ConnectorOffset,
+    ConnectorStatus,
+    ConnectorType,
+    PluginDesc,
+)
+from connect_grpc.errors import (
+    ConnectError,
+    InvalidArgumentError,
+    NotFoundError,
+    UnavailableError,
+)
 from connect_grpc.herder.base import WorkerRuntime
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
     check_config_size,
     config_with_name,
+    framework_config_def,
     validate_name,
 )
 from connect_grpc.loggers import LoggerLevel, LoggerLevels
 from connect_grpc.runtime.kafka_monitor import PROBE_INTERVAL_S, KafkaReachability
 from connect_grpc.worker_config import WorkerConfig
+
+#: Kafka Connect's order of the connectors in ``GET /connector-plugins``: sinks, then sources.
+_CONNECTOR_TYPE_ORDER = {ConnectorType.SINK: 0, ConnectorType.SOURCE: 1, ConnectorType.UNKNOWN: 2}
 
 
 class HerderCommon:
@@ -58,10 +74,34 @@ class HerderCommon:
     def plugins(
         self, include_config_definitions: bool = False, all_plugin_types: bool = False
     ) -> list[PluginDesc]:
-        connectors = self._plugins.describe(include_config_definitions)
+        connectors = sorted(  # stable: each type stays sorted by class name
+            self._plugins.describe(include_config_definitions),
+            key=lambda plugin: _CONNECTOR_TYPE_ORDER[plugin.type],
+        )
         if not all_plugin_types:
             return connectors
         return [*connectors, *self._plugins.describe_pipeline(include_config_definitions)]
+
+    def plugin_config(self, name: str) -> PluginDesc:
+        wanted = name.strip()
+        if not wanted:
+            raise InvalidArgumentError.for_field("name", "required: a plugin's class or alias")
+        described = self.plugins(include_config_definitions=True, all_plugin_types=True)
+        for plugin in described:
+            if wanted == plugin.class_name or wanted in plugin.aliases:
+                return self._with_framework_keys(plugin)
+        closest = closest_name(wanted, (n for p in described for n in (p.class_name, *p.aliases)))
+        hint = f" Did you mean {closest}?" if closest else ""
+        raise NotFoundError(f"Unknown plugin {wanted}.{hint}")
+
+    def _with_framework_keys(self, plugin: PluginDesc) -> PluginDesc:
+        """A connector's description with the framework's keys it does not define after its
+        own (Kafka Connect's order); any other plugin's as it is."""
+        if plugin.type is ConnectorType.UNKNOWN:
+            return plugin
+        connector = self._plugins.new_connector(plugin.class_name)
+        definitions = connector.config_def().merged(framework_config_def(connector))
+        return dataclasses.replace(plugin, config_definitions=tuple(definitions.describe()))
 
     # loggers (KIP-495): this worker's levels
 

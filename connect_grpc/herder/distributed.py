@@ -85,6 +85,8 @@ from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.ticker import run_ticks
 from connect_grpc.herder.validation import (
     ConfigValidator,
+    patched_config,
+    validate_name,
 )
 from connect_grpc.loggers import LoggerLevels, parse_level
 from connect_grpc.metrics.worker_metrics import RebalanceState, WorkerMetrics
@@ -491,17 +493,33 @@ class DistributedHerder(HerderCommon):
         self._leader_writer()  # a follower forwards before doing any work
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
+            return self._put_config(self._leader_writer(), name, full_config)
+
+    def patch_connector_config(
+        self, name: str, patch: Mapping[str, str | None]
+    ) -> PutConfigResult:
+        self._leader_writer()  # a follower forwards before doing any work
+        name = validate_name(name)
+        with self._connector_locks.hold(name):
             writer = self._leader_writer()
-            self._validator.ensure_valid(full_config)
-            snapshot = self._snapshot()
-            created = not snapshot.contains(name)
-            initial = TargetState.STARTED if created else None
-            task_count = 0 if created else len(snapshot.task_configs(name))
-            result = PutConfigResult(self._info(name, full_config, task_count), created=created)
-            records = connector_config_records(name, full_config, initial)
-            self._write(writer, self._with_answer(records, result))
-            self._log.info("connector_config_written", connector=name, created=created)
-            return result
+            current = self._config_of(self._snapshot(), name)
+            _, full_config = self._normalised(name, patched_config(current, patch))
+            return self._put_config(writer, name, full_config)
+
+    def _put_config(
+        self, writer: FencedWriter, name: str, full_config: dict[str, str]
+    ) -> PutConfigResult:
+        """Validates and writes a whole config; the caller holds the connector's lock."""
+        self._validator.ensure_valid(full_config)
+        snapshot = self._snapshot()
+        created = not snapshot.contains(name)
+        initial = TargetState.STARTED if created else None
+        task_count = 0 if created else len(snapshot.task_configs(name))
+        result = PutConfigResult(self._info(name, full_config, task_count), created=created)
+        records = connector_config_records(name, full_config, initial)
+        self._write(writer, self._with_answer(records, result))
+        self._log.info("connector_config_written", connector=name, created=created)
+        return result
 
     def delete_connector(self, name: str) -> None:
         with self._connector_locks.hold(name):

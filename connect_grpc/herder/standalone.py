@@ -61,7 +61,9 @@ from connect_grpc.herder.rules import (
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
+    patched_config,
     tasks_max,
+    validate_name,
 )
 from connect_grpc.loggers import LoggerLevels
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
@@ -238,24 +240,37 @@ class StandaloneHerder(HerderCommon):
 
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
         name, full_config = self._normalised(name, config)
-        connector_type = self._connector_type(full_config)
         with self._connector_locks.hold(name):
-            self._validator.ensure_valid(full_config)
-            created = not self._exists(name)
-            if created:
-                with self._lock:
-                    self._connectors[name] = _ConnectorState(
-                        full_config, TargetState.STARTED, connector_type
-                    )
-                self._log.info("connector_created", connector=name)
-            else:
-                self._stop_instances(name, connector_deleted=False)
-                with self._lock:
-                    state = self._connectors[name]
-                    state.config, state.type = full_config, connector_type
-                self._log.info("connector_config_updated", connector=name)
-            self._start_connector(name)
-            return PutConfigResult(self.connector_info(name), created=created)
+            return self._put_config(name, full_config)
+
+    def patch_connector_config(
+        self, name: str, patch: Mapping[str, str | None]
+    ) -> PutConfigResult:
+        name = validate_name(name)
+        with self._connector_locks.hold(name):
+            current = self.connector_config(name)
+            _, full_config = self._normalised(name, patched_config(current, patch))
+            return self._put_config(name, full_config)
+
+    def _put_config(self, name: str, full_config: dict[str, str]) -> PutConfigResult:
+        """Validates and applies a whole config; the caller holds the connector's lock."""
+        connector_type = self._connector_type(full_config)
+        self._validator.ensure_valid(full_config)
+        created = not self._exists(name)
+        if created:
+            with self._lock:
+                self._connectors[name] = _ConnectorState(
+                    full_config, TargetState.STARTED, connector_type
+                )
+            self._log.info("connector_created", connector=name)
+        else:
+            self._stop_instances(name, connector_deleted=False)
+            with self._lock:
+                state = self._connectors[name]
+                state.config, state.type = full_config, connector_type
+            self._log.info("connector_config_updated", connector=name)
+        self._start_connector(name)
+        return PutConfigResult(self.connector_info(name), created=created)
 
     def delete_connector(self, name: str) -> None:
         with self._connector_locks.hold(name):

@@ -34,6 +34,7 @@ from connect_grpc.connectors.api import (
 )
 from connect_grpc.connectors.pipeline_keys import (
     DLQ_TOPIC_NAME,
+    PIPELINE_FRAMEWORK,
     PipelineValidation,
     validate_pipeline,
 )
@@ -183,6 +184,31 @@ def config_with_name(name: str, config: Mapping[str, str]) -> dict[str, str]:
     return {**config, "name": name}
 
 
+def framework_config_def(
+    connector: Connector, pipeline_framework: ConfigDef = PIPELINE_FRAMEWORK
+) -> ConfigDef:
+    """The framework's keys of a connector's config, in Kafka Connect's order: the common
+    ones, the pipeline's, then the sink's or the source's."""
+    framework = COMMON_CONFIG.merged(pipeline_framework)
+    if isinstance(connector, SinkConnector):
+        return framework.merged(SINK_CONFIG)
+    if isinstance(connector, SourceConnector):
+        return framework.merged(SOURCE_CONFIG)
+    return framework
+
+
+def patched_config(current: Mapping[str, str], patch: Mapping[str, str | None]) -> dict[str, str]:
+    """``current`` with ``patch`` laid over it (KIP-477): a None value removes its key (a key
+    that is not there is no error), any other value sets it."""
+    merged = dict(current)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
 def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     has_topics = bool(config.get("topics", "").strip())
     has_regex = bool(config.get("topics.regex", "").strip())
@@ -317,15 +343,12 @@ class ConfigValidator:
         them, a source's topic-creation groups' keys last), the keys of each transformation
         and predicate alias, the plugin's keys, then the keys of the converters the config
         sets."""
-        framework = COMMON_CONFIG.merged(pipeline.framework)
-        if isinstance(connector, SinkConnector):
-            framework = framework.merged(SINK_CONFIG)
-        elif isinstance(connector, SourceConnector):
-            framework = framework.merged(SOURCE_CONFIG)
-            if self._topic_creation_enabled:
-                framework = framework.merged(topic_creation_config_def(config))
+        framework = framework_config_def(connector, pipeline.framework)
+        if isinstance(connector, SourceConnector) and self._topic_creation_enabled:
+            framework = framework.merged(topic_creation_config_def(config))
         return (
-            framework.merged(pipeline.aliases)
+            framework
+            .merged(pipeline.aliases)
             .merged(connector.config_def())
             .merged(pipeline.converters)
         )

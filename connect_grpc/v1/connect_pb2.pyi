@@ -292,6 +292,29 @@ class PutConnectorConfigResponse(_message.Message):
     created: bool
     def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
 
+class PatchConnectorConfigRequest(_message.Message):
+    __slots__ = ("name", "config", "request_id")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _struct_pb2.Value
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    config: _containers.MessageMap[str, _struct_pb2.Value]
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class PatchConnectorConfigResponse(_message.Message):
+    __slots__ = ("connector",)
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    connector: ConnectorInfo
+    def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ...) -> None: ...
+
 class GetConnectorConfigRequest(_message.Message):
     __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -575,6 +598,18 @@ class ListPluginsResponse(_message.Message):
     PLUGINS_FIELD_NUMBER: _ClassVar[int]
     plugins: _containers.RepeatedCompositeFieldContainer[PluginInfo]
     def __init__(self, plugins: _Optional[_Iterable[_Union[PluginInfo, _Mapping]]] = ...) -> None: ...
+
+class GetPluginConfigRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetPluginConfigResponse(_message.Message):
+    __slots__ = ("plugin",)
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    plugin: PluginInfo
+    def __init__(self, plugin: _Optional[_Union[PluginInfo, _Mapping]] = ...) -> None: ...
 
 class WatchConnectorStatusRequest(_message.Message):
     __slots__ = ("name",)

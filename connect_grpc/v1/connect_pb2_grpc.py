@@ -155,6 +155,16 @@ class ConnectServiceStub:
                 request_serializer=connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelRequest.SerializeToString,
                 response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelResponse.FromString,
                 _registered_method=True)
+        self.PatchConnectorConfig = channel.unary_unary(
+                '/connect.v1.ConnectService/PatchConnectorConfig',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.FromString,
+                _registered_method=True)
+        self.GetPluginConfig = channel.unary_unary(
+                '/connect.v1.ConnectService/GetPluginConfig',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.FromString,
+                _registered_method=True)
 
 
 class ConnectServiceServicer:
@@ -330,6 +340,24 @@ class ConnectServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PatchConnectorConfig(self, request, context):
+        """Patch config (KIP-477).
+        Merges keys into a connector's config (a null value removes the key); validated as a
+        whole as PutConnectorConfig validates, and written as it writes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPluginConfig(self, request, context):
+        """Plugin config (KIP-769).
+        Returns one plugin's config definitions (connector, transformation, predicate,
+        converter or header converter).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConnectServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -452,6 +480,16 @@ def add_ConnectServiceServicer_to_server(servicer, server):
                     servicer.SetLogLevel,
                     request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelRequest.FromString,
                     response_serializer=connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelResponse.SerializeToString,
+            ),
+            'PatchConnectorConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.PatchConnectorConfig,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.SerializeToString,
+            ),
+            'GetPluginConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPluginConfig,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1103,6 +1141,60 @@ class ConnectService:
             '/connect.v1.ConnectService/SetLogLevel',
             connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelRequest.SerializeToString,
             connect__grpc_dot_v1_dot_connect__pb2.SetLogLevelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PatchConnectorConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/PatchConnectorConfig',
+            connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.PatchConnectorConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPluginConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/GetPluginConfig',
+            connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

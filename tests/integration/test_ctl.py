@@ -175,6 +175,7 @@ def test_readme_examples_run_as_written(
     assert output_of("apply -f config/file-source.json") == (
         "connector local-file-source created (RUNNING)\n")
     assert "apply would create it" in output_of("--dry-run")
+    assert output_of("--set batch.size=500") == "connector local-file-source patched\n"
     assert "local-file-source task 0 RUNNING" in output_of("--include-tasks")
     assert json.loads(output_of("offsets get local-file-source -o json")) == {"offsets": [
         {"partition": {"filename": "/tmp/connect-local/input.txt"}, "offset": {"position": 0}}
@@ -268,6 +269,30 @@ def test_plugins_and_cluster(ctl: Ctl, worker: WorkerProcess) -> None:
     assert "Mode:        standalone" in ctl("cluster").lines
 
 
+def test_describe_plugin_lists_a_plugins_config_keys_or_exits_3(ctl: Ctl) -> None:
+    found = ctl("describe", "plugin", "InstrumentedSource", "-o", "json").json()
+    assert (found["class"], found["type"]) == (INSTRUMENTED_SOURCE, "source")
+    keys = [key["name"] for key in found["config"]]
+    assert keys[0].startswith("test.") and "tasks.max" in keys and "topics" not in keys
+    tasks_max = next(key for key in found["config"] if key["name"] == "tasks.max")
+    assert (tasks_max["type"], tasks_max["importance"], tasks_max["required"]) == (
+        "INT", "HIGH", False)
+    table = ctl("describe", "plugin", "RegexRouter")
+    assert table.code == 0, table.err
+    assert "Type:       transformation" in table.lines
+    assert table_rows_after(table, "KEY")["regex"][1:3] == ["STRING", "(required)"]
+    missing = ctl("describe", "plugin", "RegexRoutr")
+    assert missing.code == 3
+    assert "Unknown plugin RegexRoutr. Did you mean RegexRouter?" in missing.err
+
+
+def table_rows_after(run: Run, header: str) -> dict[str, list[str]]:
+    """The rows of the table under the line starting with ``header``, by their first cell."""
+    lines = run.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    return {row.split()[0]: row.split() for row in lines[start + 1:] if row.strip()}
+
+
 # ---------------------------------------------------------------------------- apply
 
 
@@ -327,6 +352,24 @@ def test_apply_dry_run_shows_every_error_and_changes_nothing(
     assert ctl("apply", "-f", str(good)).code == 0
     assert ctl("apply", "-f", str(good), "--dry-run").lines == [
         f"connector {name} is valid: apply would update it (dry run)"]
+    assert ctl("delete", name).code == 0
+
+
+def test_patch_sets_and_unsets_keys_and_an_invalid_patch_exits_4_changing_nothing(
+    ctl: Ctl, write: Callable[[str, Any], Path], name: str, events: Path
+) -> None:
+    path = write("c.json", connector_file(name, source_config(events, **{"test.poll.ms": "5"})))
+    assert ctl("apply", "-f", str(path)).code == 0
+    patched = ctl("patch", name, "--set", "tasks.max=1", "--unset", "test.poll.ms")
+    assert patched.lines == [f"connector {name} patched"], patched.err
+    config = ctl("describe", "connector", name, "-o", "json").json()["config"]
+    assert config == {**source_config(events, tasks=1), "name": name}
+
+    refused = ctl("patch", name, "--set", "tasks.max=none")
+    assert refused.code == 4
+    assert "Error: INVALID_ARGUMENT" in refused.err and "config.tasks.max" in refused.err
+    assert ctl("describe", "connector", name, "-o", "json").json()["config"] == config
+    assert ctl("patch", f"{name}-missing", "--set", "tasks.max=1").code == 3
     assert ctl("delete", name).code == 0
 
 

@@ -58,6 +58,7 @@ EXAMPLE_STEPS = [
     "offsets of go-example: seq=41",
     "altered offsets of go-example",
     "offsets of go-example: seq=9007199254740993",
+    "patched go-example: errors.tolerance=all, errors.log.enable removed",
     "resumed go-example",
     "status of go-example: connector RUNNING, task 0 RUNNING",
     "deleted go-example",

@@ -26,6 +26,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import struct_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from connect_grpc.client import ConnectClient
@@ -55,7 +56,7 @@ CONNECT = pb.DESCRIPTOR.services_by_name["ConnectService"]
 READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
-    "ListPlugins", "GetClusterInfo", "ListLoggers", "GetLogger",
+    "ListPlugins", "GetPluginConfig", "GetClusterInfo", "ListLoggers", "GetLogger",
 }
 OK = grpc.StatusCode.OK
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
@@ -161,6 +162,9 @@ def requests_naming(name: str) -> dict[str, Any]:
         "GetConnector": pb.GetConnectorRequest(name=name),
         "CreateConnector": pb.CreateConnectorRequest(name=name, config={"tasks.max": "1"}),
         "PutConnectorConfig": pb.PutConnectorConfigRequest(name=name, config={"x": "1"}),
+        "PatchConnectorConfig": pb.PatchConnectorConfigRequest(
+            name=name, config={"x": struct_pb2.Value(string_value="1")}
+        ),
         "GetConnectorConfig": pb.GetConnectorConfigRequest(name=name),
         "DeleteConnector": pb.DeleteConnectorRequest(name=name),
         "GetConnectorStatus": pb.GetConnectorStatusRequest(name=name),
@@ -176,6 +180,7 @@ def requests_naming(name: str) -> dict[str, Any]:
         "ResetOffsets": pb.ResetOffsetsRequest(name=name),
         "ValidateConfig": pb.ValidateConfigRequest(plugin="FileStreamSource", config={}),
         "ListPlugins": pb.ListPluginsRequest(),
+        "GetPluginConfig": pb.GetPluginConfigRequest(name="FileStreamSource"),
         "WatchConnectorStatus": pb.WatchConnectorStatusRequest(name=name),
         "GetClusterInfo": pb.GetClusterInfoRequest(),
         "ListLoggers": pb.ListLoggersRequest(),

@@ -56,12 +56,12 @@ CLUSTER = pb.DESCRIPTOR.services_by_name["ClusterService"]
 READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
-    "ListPlugins", "GetClusterInfo", "ListLoggers", "GetLogger",
+    "ListPlugins", "GetPluginConfig", "GetClusterInfo", "ListLoggers", "GetLogger",
 }
 MUTATIONS = {
-    "CreateConnector", "PutConnectorConfig", "DeleteConnector", "PauseConnector",
-    "ResumeConnector", "StopConnector", "RestartConnector", "RestartTask", "AlterOffsets",
-    "ResetOffsets", "SetLogLevel",
+    "CreateConnector", "PutConnectorConfig", "PatchConnectorConfig", "DeleteConnector",
+    "PauseConnector", "ResumeConnector", "StopConnector", "RestartConnector", "RestartTask",
+    "AlterOffsets", "ResetOffsets", "SetLogLevel",
 }
 VIEWER_TOKEN = "viewer-token-0123456789abcdef"
 ADMIN_TOKEN = "admin-token-0123456789abcdef"

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from connect_grpc.cli import main
+from connect_grpc.ctl.cmd_change import config_patch
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.exit_codes import EXIT_CODE_TABLE
 from connect_grpc.ctl.root import COMPLETE_VAR, ctl
@@ -34,8 +35,8 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_help_lists_every_command_and_the_exit_codes(config: Path) -> None:
     code, out, _ = run("--help")
     assert code == 0
-    for command in ("get", "describe", "apply", "pause", "resume", "stop", "delete", "restart",
-                    "offsets", "watch", "plugins", "cluster", "loggers", "config",
+    for command in ("get", "describe", "apply", "patch", "pause", "resume", "stop", "delete",
+                    "restart", "offsets", "watch", "plugins", "cluster", "loggers", "config",
                     "completion"):
         assert f"  {command} " in out, command
     for exit_code, when in EXIT_CODE_TABLE:
@@ -98,12 +99,22 @@ def test_context_errors(config: Path) -> None:
         (["apply", "-f", "/no/such/file.json"], "does not exist"),
         (["offsets", "alter", "c"], "Missing option '-f'"),
         (["completion", "powershell"], "'powershell' is not one of"),
+        (["patch", "c"], "give at least one --set KEY=VALUE or --unset KEY"),
+        (["patch", "c", "--set", "tasks.max"], "'tasks.max' is not KEY=VALUE"),
+        (["patch", "c", "--set", "=1"], "'=1' is not KEY=VALUE"),
+        (["patch", "c", "--set", "a=1", "--unset", "a", "--unset", "b"], "both set and unset: a"),
     ],
 )
 def test_usage_errors_exit_2(config: Path, args: list[str], message: str) -> None:
     code, _, err = run("--target", NOWHERE, *args)
     assert code == 2
     assert message in err
+
+
+def test_patch_options_make_the_patch_a_value_after_the_first_equals_sign_kept() -> None:
+    assert config_patch(("a=1", "b=x=y", "c="), ("d",)) == {
+        "a": "1", "b": "x=y", "c": "", "d": None
+    }
 
 
 def test_bad_target_is_invalid_argument_before_or_after_the_command(config: Path) -> None:

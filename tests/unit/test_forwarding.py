@@ -525,8 +525,8 @@ def test_only_the_leaders_writes_are_relayed() -> None:
         details = Details(f"/connect.v1.ConnectService/{name}")
         return relay.intercept_service(lambda _: None, details) is not None
 
-    writes = ["CreateConnector", "PutConnectorConfig", "DeleteConnector", "PauseConnector",
-              "ResumeConnector", "StopConnector", "AlterOffsets", "ResetOffsets"]
+    writes = ["CreateConnector", "PutConnectorConfig", "PatchConnectorConfig", "DeleteConnector",
+              "PauseConnector", "ResumeConnector", "StopConnector", "AlterOffsets", "ResetOffsets"]
     others = ["RestartConnector", "RestartTask", "GetConnectorConfig", "GetOffsets",
               "ListConnectors", "WatchConnectorStatus", "ValidateConfig"]
     assert [name for name in writes if not relayed(name)] == []

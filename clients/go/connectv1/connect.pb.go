@@ -1621,6 +1621,121 @@ func (x *PutConnectorConfigResponse) GetCreated() bool {
 	return false
 }
 
+// Request for PatchConnectorConfig. The body of Kafka Connect's
+// PATCH /connectors/{name}/config is this request's config, as it is:
+// {"name": "c", "config": {"tasks.max": "2", "topic.prefix": null}}.
+type PatchConnectorConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector name; NOT_FOUND if there is no such connector (a patch never creates one).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The keys to change. A string value sets the key; a null value (or a Value with no
+	// kind set, which is how grpcurl sends a JSON null here) removes it, absent keys being
+	// no error; keys not given keep their value. A number, bool, list or struct value is
+	// INVALID_ARGUMENT: config values are strings, so "2", not 2.
+	Config map[string]*structpb.Value `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Optional idempotency key for retries by automation.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PatchConnectorConfigRequest) Reset() {
+	*x = PatchConnectorConfigRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PatchConnectorConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PatchConnectorConfigRequest) ProtoMessage() {}
+
+func (x *PatchConnectorConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PatchConnectorConfigRequest.ProtoReflect.Descriptor instead.
+func (*PatchConnectorConfigRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PatchConnectorConfigRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PatchConnectorConfigRequest) GetConfig() map[string]*structpb.Value {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *PatchConnectorConfigRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// Response of PatchConnectorConfig.
+type PatchConnectorConfigResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector after the change, its whole config included.
+	Connector     *ConnectorInfo `protobuf:"bytes,1,opt,name=connector,proto3" json:"connector,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PatchConnectorConfigResponse) Reset() {
+	*x = PatchConnectorConfigResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PatchConnectorConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PatchConnectorConfigResponse) ProtoMessage() {}
+
+func (x *PatchConnectorConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PatchConnectorConfigResponse.ProtoReflect.Descriptor instead.
+func (*PatchConnectorConfigResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PatchConnectorConfigResponse) GetConnector() *ConnectorInfo {
+	if x != nil {
+		return x.Connector
+	}
+	return nil
+}
+
 // Request for GetConnectorConfig.
 type GetConnectorConfigRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1632,7 +1747,7 @@ type GetConnectorConfigRequest struct {
 
 func (x *GetConnectorConfigRequest) Reset() {
 	*x = GetConnectorConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1759,7 @@ func (x *GetConnectorConfigRequest) String() string {
 func (*GetConnectorConfigRequest) ProtoMessage() {}
 
 func (x *GetConnectorConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1772,7 @@ func (x *GetConnectorConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{20}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetConnectorConfigRequest) GetName() string {
@@ -1678,7 +1793,7 @@ type GetConnectorConfigResponse struct {
 
 func (x *GetConnectorConfigResponse) Reset() {
 	*x = GetConnectorConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1805,7 @@ func (x *GetConnectorConfigResponse) String() string {
 func (*GetConnectorConfigResponse) ProtoMessage() {}
 
 func (x *GetConnectorConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1818,7 @@ func (x *GetConnectorConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{21}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetConnectorConfigResponse) GetConfig() map[string]string {
@@ -1726,7 +1841,7 @@ type DeleteConnectorRequest struct {
 
 func (x *DeleteConnectorRequest) Reset() {
 	*x = DeleteConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1853,7 @@ func (x *DeleteConnectorRequest) String() string {
 func (*DeleteConnectorRequest) ProtoMessage() {}
 
 func (x *DeleteConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1866,7 @@ func (x *DeleteConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConnectorRequest.ProtoReflect.Descriptor instead.
 func (*DeleteConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{22}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteConnectorRequest) GetName() string {
@@ -1777,7 +1892,7 @@ type DeleteConnectorResponse struct {
 
 func (x *DeleteConnectorResponse) Reset() {
 	*x = DeleteConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1904,7 @@ func (x *DeleteConnectorResponse) String() string {
 func (*DeleteConnectorResponse) ProtoMessage() {}
 
 func (x *DeleteConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1917,7 @@ func (x *DeleteConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConnectorResponse.ProtoReflect.Descriptor instead.
 func (*DeleteConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{23}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{25}
 }
 
 // Request for GetConnectorStatus.
@@ -1816,7 +1931,7 @@ type GetConnectorStatusRequest struct {
 
 func (x *GetConnectorStatusRequest) Reset() {
 	*x = GetConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +1943,7 @@ func (x *GetConnectorStatusRequest) String() string {
 func (*GetConnectorStatusRequest) ProtoMessage() {}
 
 func (x *GetConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +1956,7 @@ func (x *GetConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{24}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetConnectorStatusRequest) GetName() string {
@@ -1862,7 +1977,7 @@ type GetConnectorStatusResponse struct {
 
 func (x *GetConnectorStatusResponse) Reset() {
 	*x = GetConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +1989,7 @@ func (x *GetConnectorStatusResponse) String() string {
 func (*GetConnectorStatusResponse) ProtoMessage() {}
 
 func (x *GetConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2002,7 @@ func (x *GetConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{25}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -1910,7 +2025,7 @@ type GetTaskStatusRequest struct {
 
 func (x *GetTaskStatusRequest) Reset() {
 	*x = GetTaskStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +2037,7 @@ func (x *GetTaskStatusRequest) String() string {
 func (*GetTaskStatusRequest) ProtoMessage() {}
 
 func (x *GetTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2050,7 @@ func (x *GetTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{26}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetTaskStatusRequest) GetName() string {
@@ -1963,7 +2078,7 @@ type GetTaskStatusResponse struct {
 
 func (x *GetTaskStatusResponse) Reset() {
 	*x = GetTaskStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2090,7 @@ func (x *GetTaskStatusResponse) String() string {
 func (*GetTaskStatusResponse) ProtoMessage() {}
 
 func (x *GetTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2103,7 @@ func (x *GetTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{27}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetTaskStatusResponse) GetTask() *TaskStatus {
@@ -2009,7 +2124,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2021,7 +2136,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2034,7 +2149,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{28}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListTasksRequest) GetName() string {
@@ -2055,7 +2170,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2182,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2195,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{29}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListTasksResponse) GetTasks() []*TaskInfo {
@@ -2103,7 +2218,7 @@ type PauseConnectorRequest struct {
 
 func (x *PauseConnectorRequest) Reset() {
 	*x = PauseConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2230,7 @@ func (x *PauseConnectorRequest) String() string {
 func (*PauseConnectorRequest) ProtoMessage() {}
 
 func (x *PauseConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2243,7 @@ func (x *PauseConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseConnectorRequest.ProtoReflect.Descriptor instead.
 func (*PauseConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{30}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PauseConnectorRequest) GetName() string {
@@ -2154,7 +2269,7 @@ type PauseConnectorResponse struct {
 
 func (x *PauseConnectorResponse) Reset() {
 	*x = PauseConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2281,7 @@ func (x *PauseConnectorResponse) String() string {
 func (*PauseConnectorResponse) ProtoMessage() {}
 
 func (x *PauseConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2294,7 @@ func (x *PauseConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseConnectorResponse.ProtoReflect.Descriptor instead.
 func (*PauseConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{31}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
 }
 
 // Request for ResumeConnector.
@@ -2195,7 +2310,7 @@ type ResumeConnectorRequest struct {
 
 func (x *ResumeConnectorRequest) Reset() {
 	*x = ResumeConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2322,7 @@ func (x *ResumeConnectorRequest) String() string {
 func (*ResumeConnectorRequest) ProtoMessage() {}
 
 func (x *ResumeConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2335,7 @@ func (x *ResumeConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeConnectorRequest.ProtoReflect.Descriptor instead.
 func (*ResumeConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{32}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ResumeConnectorRequest) GetName() string {
@@ -2246,7 +2361,7 @@ type ResumeConnectorResponse struct {
 
 func (x *ResumeConnectorResponse) Reset() {
 	*x = ResumeConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2373,7 @@ func (x *ResumeConnectorResponse) String() string {
 func (*ResumeConnectorResponse) ProtoMessage() {}
 
 func (x *ResumeConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2386,7 @@ func (x *ResumeConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeConnectorResponse.ProtoReflect.Descriptor instead.
 func (*ResumeConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
 }
 
 // Request for StopConnector.
@@ -2287,7 +2402,7 @@ type StopConnectorRequest struct {
 
 func (x *StopConnectorRequest) Reset() {
 	*x = StopConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2414,7 @@ func (x *StopConnectorRequest) String() string {
 func (*StopConnectorRequest) ProtoMessage() {}
 
 func (x *StopConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2427,7 @@ func (x *StopConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopConnectorRequest.ProtoReflect.Descriptor instead.
 func (*StopConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{34}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StopConnectorRequest) GetName() string {
@@ -2338,7 +2453,7 @@ type StopConnectorResponse struct {
 
 func (x *StopConnectorResponse) Reset() {
 	*x = StopConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2465,7 @@ func (x *StopConnectorResponse) String() string {
 func (*StopConnectorResponse) ProtoMessage() {}
 
 func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2363,7 +2478,7 @@ func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopConnectorResponse.ProtoReflect.Descriptor instead.
 func (*StopConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
 }
 
 // Request for RestartConnector.
@@ -2383,7 +2498,7 @@ type RestartConnectorRequest struct {
 
 func (x *RestartConnectorRequest) Reset() {
 	*x = RestartConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2395,7 +2510,7 @@ func (x *RestartConnectorRequest) String() string {
 func (*RestartConnectorRequest) ProtoMessage() {}
 
 func (x *RestartConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2408,7 +2523,7 @@ func (x *RestartConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartConnectorRequest.ProtoReflect.Descriptor instead.
 func (*RestartConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{36}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RestartConnectorRequest) GetName() string {
@@ -2451,7 +2566,7 @@ type RestartConnectorResponse struct {
 
 func (x *RestartConnectorResponse) Reset() {
 	*x = RestartConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2578,7 @@ func (x *RestartConnectorResponse) String() string {
 func (*RestartConnectorResponse) ProtoMessage() {}
 
 func (x *RestartConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2591,7 @@ func (x *RestartConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartConnectorResponse.ProtoReflect.Descriptor instead.
 func (*RestartConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RestartConnectorResponse) GetStatus() *ConnectorStatus {
@@ -2501,7 +2616,7 @@ type RestartTaskRequest struct {
 
 func (x *RestartTaskRequest) Reset() {
 	*x = RestartTaskRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2628,7 @@ func (x *RestartTaskRequest) String() string {
 func (*RestartTaskRequest) ProtoMessage() {}
 
 func (x *RestartTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2641,7 @@ func (x *RestartTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartTaskRequest.ProtoReflect.Descriptor instead.
 func (*RestartTaskRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{38}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RestartTaskRequest) GetName() string {
@@ -2559,7 +2674,7 @@ type RestartTaskResponse struct {
 
 func (x *RestartTaskResponse) Reset() {
 	*x = RestartTaskResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2686,7 @@ func (x *RestartTaskResponse) String() string {
 func (*RestartTaskResponse) ProtoMessage() {}
 
 func (x *RestartTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2699,7 @@ func (x *RestartTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartTaskResponse.ProtoReflect.Descriptor instead.
 func (*RestartTaskResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{39}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{41}
 }
 
 // Request for GetOffsets.
@@ -2598,7 +2713,7 @@ type GetOffsetsRequest struct {
 
 func (x *GetOffsetsRequest) Reset() {
 	*x = GetOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2725,7 @@ func (x *GetOffsetsRequest) String() string {
 func (*GetOffsetsRequest) ProtoMessage() {}
 
 func (x *GetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2738,7 @@ func (x *GetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*GetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{40}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetOffsetsRequest) GetName() string {
@@ -2644,7 +2759,7 @@ type GetOffsetsResponse struct {
 
 func (x *GetOffsetsResponse) Reset() {
 	*x = GetOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +2771,7 @@ func (x *GetOffsetsResponse) String() string {
 func (*GetOffsetsResponse) ProtoMessage() {}
 
 func (x *GetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +2784,7 @@ func (x *GetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*GetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{41}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetOffsetsResponse) GetOffsets() []*ConnectorOffset {
@@ -2694,7 +2809,7 @@ type AlterOffsetsRequest struct {
 
 func (x *AlterOffsetsRequest) Reset() {
 	*x = AlterOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +2821,7 @@ func (x *AlterOffsetsRequest) String() string {
 func (*AlterOffsetsRequest) ProtoMessage() {}
 
 func (x *AlterOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +2834,7 @@ func (x *AlterOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*AlterOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{42}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AlterOffsetsRequest) GetName() string {
@@ -2754,7 +2869,7 @@ type AlterOffsetsResponse struct {
 
 func (x *AlterOffsetsResponse) Reset() {
 	*x = AlterOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +2881,7 @@ func (x *AlterOffsetsResponse) String() string {
 func (*AlterOffsetsResponse) ProtoMessage() {}
 
 func (x *AlterOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +2894,7 @@ func (x *AlterOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*AlterOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{43}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AlterOffsetsResponse) GetMessage() string {
@@ -2802,7 +2917,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2929,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2942,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{44}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ResetOffsetsRequest) GetName() string {
@@ -2855,7 +2970,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +2982,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +2995,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{45}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ResetOffsetsResponse) GetMessage() string {
@@ -2921,7 +3036,7 @@ type ConfigKeyInfo struct {
 
 func (x *ConfigKeyInfo) Reset() {
 	*x = ConfigKeyInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3048,7 @@ func (x *ConfigKeyInfo) String() string {
 func (*ConfigKeyInfo) ProtoMessage() {}
 
 func (x *ConfigKeyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3061,7 @@ func (x *ConfigKeyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigKeyInfo.ProtoReflect.Descriptor instead.
 func (*ConfigKeyInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{46}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ConfigKeyInfo) GetName() string {
@@ -3045,7 +3160,7 @@ type ConfigValueInfo struct {
 
 func (x *ConfigValueInfo) Reset() {
 	*x = ConfigValueInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3057,7 +3172,7 @@ func (x *ConfigValueInfo) String() string {
 func (*ConfigValueInfo) ProtoMessage() {}
 
 func (x *ConfigValueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3070,7 +3185,7 @@ func (x *ConfigValueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigValueInfo.ProtoReflect.Descriptor instead.
 func (*ConfigValueInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{47}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ConfigValueInfo) GetName() string {
@@ -3121,7 +3236,7 @@ type ConfigInfo struct {
 
 func (x *ConfigInfo) Reset() {
 	*x = ConfigInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3248,7 @@ func (x *ConfigInfo) String() string {
 func (*ConfigInfo) ProtoMessage() {}
 
 func (x *ConfigInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3261,7 @@ func (x *ConfigInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigInfo.ProtoReflect.Descriptor instead.
 func (*ConfigInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{48}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ConfigInfo) GetDefinition() *ConfigKeyInfo {
@@ -3176,7 +3291,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3188,7 +3303,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3201,7 +3316,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{49}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ValidateConfigRequest) GetPlugin() string {
@@ -3235,7 +3350,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3247,7 +3362,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3260,7 +3375,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{50}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ValidateConfigResponse) GetName() string {
@@ -3315,7 +3430,7 @@ type PluginInfo struct {
 
 func (x *PluginInfo) Reset() {
 	*x = PluginInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3442,7 @@ func (x *PluginInfo) String() string {
 func (*PluginInfo) ProtoMessage() {}
 
 func (x *PluginInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3455,7 @@ func (x *PluginInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginInfo.ProtoReflect.Descriptor instead.
 func (*PluginInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{51}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PluginInfo) GetClassName() string {
@@ -3399,7 +3514,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3411,7 +3526,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3424,7 +3539,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{52}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListPluginsRequest) GetIncludeConfigDefinitions() bool {
@@ -3444,8 +3559,8 @@ func (x *ListPluginsRequest) GetAllPluginTypes() bool {
 // Response of ListPlugins.
 type ListPluginsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The connectors, sorted by class name; then, with all_plugin_types, the
-	// transformations, predicates, converters and header converters, each type sorted by
+	// The sink connectors, then the source connectors; then, with all_plugin_types, the
+	// transformations, predicates, converters and header converters; each type sorted by
 	// class name (Kafka Connect's order of types).
 	Plugins       []*PluginInfo `protobuf:"bytes,1,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -3454,7 +3569,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3466,7 +3581,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3479,12 +3594,109 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{53}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*PluginInfo {
 	if x != nil {
 		return x.Plugins
+	}
+	return nil
+}
+
+// Request for GetPluginConfig.
+type GetPluginConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plugin's class name or any of its aliases, as ListPlugins shows them
+	// (FileStreamSource, org.apache.kafka.connect.transforms.Cast$Value, JsonConverter).
+	// NOT_FOUND, with the closest known name, for a name no plugin has.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPluginConfigRequest) Reset() {
+	*x = GetPluginConfigRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPluginConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPluginConfigRequest) ProtoMessage() {}
+
+func (x *GetPluginConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPluginConfigRequest.ProtoReflect.Descriptor instead.
+func (*GetPluginConfigRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *GetPluginConfigRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Response of GetPluginConfig.
+type GetPluginConfigResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plugin, its config_definitions filled. A connector's own keys come first, then the
+	// framework's connector keys (the common, source or sink ones) it does not define, as in
+	// Kafka Connect's GET /connector-plugins/{plugin}/config. A class of two types
+	// (JsonConverter) is described as the first of them in ListPlugins' order (converter).
+	Plugin        *PluginInfo `protobuf:"bytes,1,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPluginConfigResponse) Reset() {
+	*x = GetPluginConfigResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPluginConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPluginConfigResponse) ProtoMessage() {}
+
+func (x *GetPluginConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPluginConfigResponse.ProtoReflect.Descriptor instead.
+func (*GetPluginConfigResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *GetPluginConfigResponse) GetPlugin() *PluginInfo {
+	if x != nil {
+		return x.Plugin
 	}
 	return nil
 }
@@ -3500,7 +3712,7 @@ type WatchConnectorStatusRequest struct {
 
 func (x *WatchConnectorStatusRequest) Reset() {
 	*x = WatchConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3724,7 @@ func (x *WatchConnectorStatusRequest) String() string {
 func (*WatchConnectorStatusRequest) ProtoMessage() {}
 
 func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3737,7 @@ func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{54}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WatchConnectorStatusRequest) GetName() string {
@@ -3548,7 +3760,7 @@ type WatchConnectorStatusResponse struct {
 
 func (x *WatchConnectorStatusResponse) Reset() {
 	*x = WatchConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +3772,7 @@ func (x *WatchConnectorStatusResponse) String() string {
 func (*WatchConnectorStatusResponse) ProtoMessage() {}
 
 func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +3785,7 @@ func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *WatchConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -3599,7 +3811,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3611,7 +3823,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3624,7 +3836,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
 }
 
 // A worker of the cluster.
@@ -3646,7 +3858,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3658,7 +3870,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3671,7 +3883,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -3722,7 +3934,7 @@ type PlacedTask struct {
 
 func (x *PlacedTask) Reset() {
 	*x = PlacedTask{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +3946,7 @@ func (x *PlacedTask) String() string {
 func (*PlacedTask) ProtoMessage() {}
 
 func (x *PlacedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +3959,7 @@ func (x *PlacedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedTask.ProtoReflect.Descriptor instead.
 func (*PlacedTask) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *PlacedTask) GetTask() *TaskId {
@@ -3789,7 +4001,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3801,7 +4013,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3814,7 +4026,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetClusterInfoResponse) GetVersion() string {
@@ -3890,7 +4102,7 @@ type Logger struct {
 
 func (x *Logger) Reset() {
 	*x = Logger{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3902,7 +4114,7 @@ func (x *Logger) String() string {
 func (*Logger) ProtoMessage() {}
 
 func (x *Logger) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3915,7 +4127,7 @@ func (x *Logger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Logger.ProtoReflect.Descriptor instead.
 func (*Logger) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Logger) GetName() string {
@@ -3948,7 +4160,7 @@ type ListLoggersRequest struct {
 
 func (x *ListLoggersRequest) Reset() {
 	*x = ListLoggersRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3960,7 +4172,7 @@ func (x *ListLoggersRequest) String() string {
 func (*ListLoggersRequest) ProtoMessage() {}
 
 func (x *ListLoggersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3973,7 +4185,7 @@ func (x *ListLoggersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLoggersRequest.ProtoReflect.Descriptor instead.
 func (*ListLoggersRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{65}
 }
 
 // Response of ListLoggers.
@@ -3987,7 +4199,7 @@ type ListLoggersResponse struct {
 
 func (x *ListLoggersResponse) Reset() {
 	*x = ListLoggersResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4211,7 @@ func (x *ListLoggersResponse) String() string {
 func (*ListLoggersResponse) ProtoMessage() {}
 
 func (x *ListLoggersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4224,7 @@ func (x *ListLoggersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLoggersResponse.ProtoReflect.Descriptor instead.
 func (*ListLoggersResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListLoggersResponse) GetLoggers() []*Logger {
@@ -4033,7 +4245,7 @@ type GetLoggerRequest struct {
 
 func (x *GetLoggerRequest) Reset() {
 	*x = GetLoggerRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4045,7 +4257,7 @@ func (x *GetLoggerRequest) String() string {
 func (*GetLoggerRequest) ProtoMessage() {}
 
 func (x *GetLoggerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4058,7 +4270,7 @@ func (x *GetLoggerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoggerRequest.ProtoReflect.Descriptor instead.
 func (*GetLoggerRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetLoggerRequest) GetName() string {
@@ -4079,7 +4291,7 @@ type GetLoggerResponse struct {
 
 func (x *GetLoggerResponse) Reset() {
 	*x = GetLoggerResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4091,7 +4303,7 @@ func (x *GetLoggerResponse) String() string {
 func (*GetLoggerResponse) ProtoMessage() {}
 
 func (x *GetLoggerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4104,7 +4316,7 @@ func (x *GetLoggerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoggerResponse.ProtoReflect.Descriptor instead.
 func (*GetLoggerResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetLoggerResponse) GetLogger() *Logger {
@@ -4130,7 +4342,7 @@ type SetLogLevelRequest struct {
 
 func (x *SetLogLevelRequest) Reset() {
 	*x = SetLogLevelRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4142,7 +4354,7 @@ func (x *SetLogLevelRequest) String() string {
 func (*SetLogLevelRequest) ProtoMessage() {}
 
 func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4155,7 +4367,7 @@ func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelRequest.ProtoReflect.Descriptor instead.
 func (*SetLogLevelRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{65}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SetLogLevelRequest) GetName() string {
@@ -4191,7 +4403,7 @@ type SetLogLevelResponse struct {
 
 func (x *SetLogLevelResponse) Reset() {
 	*x = SetLogLevelResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4203,7 +4415,7 @@ func (x *SetLogLevelResponse) String() string {
 func (*SetLogLevelResponse) ProtoMessage() {}
 
 func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4216,7 +4428,7 @@ func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelResponse.ProtoReflect.Descriptor instead.
 func (*SetLogLevelResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{66}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SetLogLevelResponse) GetChangedLoggers() []string {
@@ -4237,7 +4449,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4249,7 +4461,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4262,7 +4474,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{67}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -4287,7 +4499,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4511,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4524,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{68}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -4345,7 +4557,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4569,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4582,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{69}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{73}
 }
 
 // Request for FenceZombies.
@@ -4386,7 +4598,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4398,7 +4610,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4411,7 +4623,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{70}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -4440,7 +4652,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4452,7 +4664,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4465,7 +4677,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -4584,7 +4796,17 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"o\n" +
 	"\x1aPutConnectorConfigResponse\x127\n" +
 	"\tconnector\x18\x01 \x01(\v2\x19.connect.v1.ConnectorInfoR\tconnector\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"/\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\xf0\x01\n" +
+	"\x1bPatchConnectorConfigRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12K\n" +
+	"\x06config\x18\x02 \x03(\v23.connect.v1.PatchConnectorConfigRequest.ConfigEntryR\x06config\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x1aQ\n" +
+	"\vConfigEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\"W\n" +
+	"\x1cPatchConnectorConfigResponse\x127\n" +
+	"\tconnector\x18\x01 \x01(\v2\x19.connect.v1.ConnectorInfoR\tconnector\"/\n" +
 	"\x19GetConnectorConfigRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\xa3\x01\n" +
 	"\x1aGetConnectorConfigResponse\x12J\n" +
@@ -4714,7 +4936,11 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x1ainclude_config_definitions\x18\x01 \x01(\bR\x18includeConfigDefinitions\x12(\n" +
 	"\x10all_plugin_types\x18\x02 \x01(\bR\x0eallPluginTypes\"G\n" +
 	"\x13ListPluginsResponse\x120\n" +
-	"\aplugins\x18\x01 \x03(\v2\x16.connect.v1.PluginInfoR\aplugins\"1\n" +
+	"\aplugins\x18\x01 \x03(\v2\x16.connect.v1.PluginInfoR\aplugins\",\n" +
+	"\x16GetPluginConfigRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"I\n" +
+	"\x17GetPluginConfigResponse\x12.\n" +
+	"\x06plugin\x18\x01 \x01(\v2\x16.connect.v1.PluginInfoR\x06plugin\"1\n" +
 	"\x1bWatchConnectorStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"m\n" +
 	"\x1cWatchConnectorStatusResponse\x123\n" +
@@ -4801,7 +5027,7 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\rLogLevelScope\x12\x1f\n" +
 	"\x1bLOG_LEVEL_SCOPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16LOG_LEVEL_SCOPE_WORKER\x10\x01\x12\x1b\n" +
-	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x022\xc9\x10\n" +
+	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x022\x90\x12\n" +
 	"\x0eConnectService\x12W\n" +
 	"\x0eListConnectors\x12!.connect.v1.ListConnectorsRequest\x1a\".connect.v1.ListConnectorsResponse\x12Q\n" +
 	"\fGetConnector\x12\x1f.connect.v1.GetConnectorRequest\x1a .connect.v1.GetConnectorResponse\x12Z\n" +
@@ -4827,7 +5053,9 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x0eGetClusterInfo\x12!.connect.v1.GetClusterInfoRequest\x1a\".connect.v1.GetClusterInfoResponse\x12N\n" +
 	"\vListLoggers\x12\x1e.connect.v1.ListLoggersRequest\x1a\x1f.connect.v1.ListLoggersResponse\x12H\n" +
 	"\tGetLogger\x12\x1c.connect.v1.GetLoggerRequest\x1a\x1d.connect.v1.GetLoggerResponse\x12N\n" +
-	"\vSetLogLevel\x12\x1e.connect.v1.SetLogLevelRequest\x1a\x1f.connect.v1.SetLogLevelResponse2\xbc\x01\n" +
+	"\vSetLogLevel\x12\x1e.connect.v1.SetLogLevelRequest\x1a\x1f.connect.v1.SetLogLevelResponse\x12i\n" +
+	"\x14PatchConnectorConfig\x12'.connect.v1.PatchConnectorConfigRequest\x1a(.connect.v1.PatchConnectorConfigResponse\x12Z\n" +
+	"\x0fGetPluginConfig\x12\".connect.v1.GetPluginConfigRequest\x1a#.connect.v1.GetPluginConfigResponse2\xbc\x01\n" +
 	"\x0eClusterService\x12W\n" +
 	"\x0ePutTaskConfigs\x12!.connect.v1.PutTaskConfigsRequest\x1a\".connect.v1.PutTaskConfigsResponse\x12Q\n" +
 	"\fFenceZombies\x12\x1f.connect.v1.FenceZombiesRequest\x1a .connect.v1.FenceZombiesResponseB;Z9github.com/connect-grpc/connect-grpc/clients/go/connectv1b\x06proto3"
@@ -4845,7 +5073,7 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 }
 
 var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
@@ -4872,80 +5100,86 @@ var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(*CreateConnectorResponse)(nil),      // 22: connect.v1.CreateConnectorResponse
 	(*PutConnectorConfigRequest)(nil),    // 23: connect.v1.PutConnectorConfigRequest
 	(*PutConnectorConfigResponse)(nil),   // 24: connect.v1.PutConnectorConfigResponse
-	(*GetConnectorConfigRequest)(nil),    // 25: connect.v1.GetConnectorConfigRequest
-	(*GetConnectorConfigResponse)(nil),   // 26: connect.v1.GetConnectorConfigResponse
-	(*DeleteConnectorRequest)(nil),       // 27: connect.v1.DeleteConnectorRequest
-	(*DeleteConnectorResponse)(nil),      // 28: connect.v1.DeleteConnectorResponse
-	(*GetConnectorStatusRequest)(nil),    // 29: connect.v1.GetConnectorStatusRequest
-	(*GetConnectorStatusResponse)(nil),   // 30: connect.v1.GetConnectorStatusResponse
-	(*GetTaskStatusRequest)(nil),         // 31: connect.v1.GetTaskStatusRequest
-	(*GetTaskStatusResponse)(nil),        // 32: connect.v1.GetTaskStatusResponse
-	(*ListTasksRequest)(nil),             // 33: connect.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),            // 34: connect.v1.ListTasksResponse
-	(*PauseConnectorRequest)(nil),        // 35: connect.v1.PauseConnectorRequest
-	(*PauseConnectorResponse)(nil),       // 36: connect.v1.PauseConnectorResponse
-	(*ResumeConnectorRequest)(nil),       // 37: connect.v1.ResumeConnectorRequest
-	(*ResumeConnectorResponse)(nil),      // 38: connect.v1.ResumeConnectorResponse
-	(*StopConnectorRequest)(nil),         // 39: connect.v1.StopConnectorRequest
-	(*StopConnectorResponse)(nil),        // 40: connect.v1.StopConnectorResponse
-	(*RestartConnectorRequest)(nil),      // 41: connect.v1.RestartConnectorRequest
-	(*RestartConnectorResponse)(nil),     // 42: connect.v1.RestartConnectorResponse
-	(*RestartTaskRequest)(nil),           // 43: connect.v1.RestartTaskRequest
-	(*RestartTaskResponse)(nil),          // 44: connect.v1.RestartTaskResponse
-	(*GetOffsetsRequest)(nil),            // 45: connect.v1.GetOffsetsRequest
-	(*GetOffsetsResponse)(nil),           // 46: connect.v1.GetOffsetsResponse
-	(*AlterOffsetsRequest)(nil),          // 47: connect.v1.AlterOffsetsRequest
-	(*AlterOffsetsResponse)(nil),         // 48: connect.v1.AlterOffsetsResponse
-	(*ResetOffsetsRequest)(nil),          // 49: connect.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),         // 50: connect.v1.ResetOffsetsResponse
-	(*ConfigKeyInfo)(nil),                // 51: connect.v1.ConfigKeyInfo
-	(*ConfigValueInfo)(nil),              // 52: connect.v1.ConfigValueInfo
-	(*ConfigInfo)(nil),                   // 53: connect.v1.ConfigInfo
-	(*ValidateConfigRequest)(nil),        // 54: connect.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil),       // 55: connect.v1.ValidateConfigResponse
-	(*PluginInfo)(nil),                   // 56: connect.v1.PluginInfo
-	(*ListPluginsRequest)(nil),           // 57: connect.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),          // 58: connect.v1.ListPluginsResponse
-	(*WatchConnectorStatusRequest)(nil),  // 59: connect.v1.WatchConnectorStatusRequest
-	(*WatchConnectorStatusResponse)(nil), // 60: connect.v1.WatchConnectorStatusResponse
-	(*GetClusterInfoRequest)(nil),        // 61: connect.v1.GetClusterInfoRequest
-	(*WorkerInfo)(nil),                   // 62: connect.v1.WorkerInfo
-	(*PlacedTask)(nil),                   // 63: connect.v1.PlacedTask
-	(*GetClusterInfoResponse)(nil),       // 64: connect.v1.GetClusterInfoResponse
-	(*Logger)(nil),                       // 65: connect.v1.Logger
-	(*ListLoggersRequest)(nil),           // 66: connect.v1.ListLoggersRequest
-	(*ListLoggersResponse)(nil),          // 67: connect.v1.ListLoggersResponse
-	(*GetLoggerRequest)(nil),             // 68: connect.v1.GetLoggerRequest
-	(*GetLoggerResponse)(nil),            // 69: connect.v1.GetLoggerResponse
-	(*SetLogLevelRequest)(nil),           // 70: connect.v1.SetLogLevelRequest
-	(*SetLogLevelResponse)(nil),          // 71: connect.v1.SetLogLevelResponse
-	(*TaskConfig)(nil),                   // 72: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 73: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 74: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 75: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 76: connect.v1.FenceZombiesResponse
-	nil,                                  // 77: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 78: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 79: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 80: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 81: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 82: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 83: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 84: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 85: google.protobuf.NullValue
-	(*timestamppb.Timestamp)(nil),        // 86: google.protobuf.Timestamp
+	(*PatchConnectorConfigRequest)(nil),  // 25: connect.v1.PatchConnectorConfigRequest
+	(*PatchConnectorConfigResponse)(nil), // 26: connect.v1.PatchConnectorConfigResponse
+	(*GetConnectorConfigRequest)(nil),    // 27: connect.v1.GetConnectorConfigRequest
+	(*GetConnectorConfigResponse)(nil),   // 28: connect.v1.GetConnectorConfigResponse
+	(*DeleteConnectorRequest)(nil),       // 29: connect.v1.DeleteConnectorRequest
+	(*DeleteConnectorResponse)(nil),      // 30: connect.v1.DeleteConnectorResponse
+	(*GetConnectorStatusRequest)(nil),    // 31: connect.v1.GetConnectorStatusRequest
+	(*GetConnectorStatusResponse)(nil),   // 32: connect.v1.GetConnectorStatusResponse
+	(*GetTaskStatusRequest)(nil),         // 33: connect.v1.GetTaskStatusRequest
+	(*GetTaskStatusResponse)(nil),        // 34: connect.v1.GetTaskStatusResponse
+	(*ListTasksRequest)(nil),             // 35: connect.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 36: connect.v1.ListTasksResponse
+	(*PauseConnectorRequest)(nil),        // 37: connect.v1.PauseConnectorRequest
+	(*PauseConnectorResponse)(nil),       // 38: connect.v1.PauseConnectorResponse
+	(*ResumeConnectorRequest)(nil),       // 39: connect.v1.ResumeConnectorRequest
+	(*ResumeConnectorResponse)(nil),      // 40: connect.v1.ResumeConnectorResponse
+	(*StopConnectorRequest)(nil),         // 41: connect.v1.StopConnectorRequest
+	(*StopConnectorResponse)(nil),        // 42: connect.v1.StopConnectorResponse
+	(*RestartConnectorRequest)(nil),      // 43: connect.v1.RestartConnectorRequest
+	(*RestartConnectorResponse)(nil),     // 44: connect.v1.RestartConnectorResponse
+	(*RestartTaskRequest)(nil),           // 45: connect.v1.RestartTaskRequest
+	(*RestartTaskResponse)(nil),          // 46: connect.v1.RestartTaskResponse
+	(*GetOffsetsRequest)(nil),            // 47: connect.v1.GetOffsetsRequest
+	(*GetOffsetsResponse)(nil),           // 48: connect.v1.GetOffsetsResponse
+	(*AlterOffsetsRequest)(nil),          // 49: connect.v1.AlterOffsetsRequest
+	(*AlterOffsetsResponse)(nil),         // 50: connect.v1.AlterOffsetsResponse
+	(*ResetOffsetsRequest)(nil),          // 51: connect.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),         // 52: connect.v1.ResetOffsetsResponse
+	(*ConfigKeyInfo)(nil),                // 53: connect.v1.ConfigKeyInfo
+	(*ConfigValueInfo)(nil),              // 54: connect.v1.ConfigValueInfo
+	(*ConfigInfo)(nil),                   // 55: connect.v1.ConfigInfo
+	(*ValidateConfigRequest)(nil),        // 56: connect.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil),       // 57: connect.v1.ValidateConfigResponse
+	(*PluginInfo)(nil),                   // 58: connect.v1.PluginInfo
+	(*ListPluginsRequest)(nil),           // 59: connect.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),          // 60: connect.v1.ListPluginsResponse
+	(*GetPluginConfigRequest)(nil),       // 61: connect.v1.GetPluginConfigRequest
+	(*GetPluginConfigResponse)(nil),      // 62: connect.v1.GetPluginConfigResponse
+	(*WatchConnectorStatusRequest)(nil),  // 63: connect.v1.WatchConnectorStatusRequest
+	(*WatchConnectorStatusResponse)(nil), // 64: connect.v1.WatchConnectorStatusResponse
+	(*GetClusterInfoRequest)(nil),        // 65: connect.v1.GetClusterInfoRequest
+	(*WorkerInfo)(nil),                   // 66: connect.v1.WorkerInfo
+	(*PlacedTask)(nil),                   // 67: connect.v1.PlacedTask
+	(*GetClusterInfoResponse)(nil),       // 68: connect.v1.GetClusterInfoResponse
+	(*Logger)(nil),                       // 69: connect.v1.Logger
+	(*ListLoggersRequest)(nil),           // 70: connect.v1.ListLoggersRequest
+	(*ListLoggersResponse)(nil),          // 71: connect.v1.ListLoggersResponse
+	(*GetLoggerRequest)(nil),             // 72: connect.v1.GetLoggerRequest
+	(*GetLoggerResponse)(nil),            // 73: connect.v1.GetLoggerResponse
+	(*SetLogLevelRequest)(nil),           // 74: connect.v1.SetLogLevelRequest
+	(*SetLogLevelResponse)(nil),          // 75: connect.v1.SetLogLevelResponse
+	(*TaskConfig)(nil),                   // 76: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 77: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 78: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 79: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 80: connect.v1.FenceZombiesResponse
+	nil,                                  // 81: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 82: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 83: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 84: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 85: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 86: connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	nil,                                  // 87: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 88: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 89: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 90: google.protobuf.NullValue
+	(*timestamppb.Timestamp)(nil),        // 91: google.protobuf.Timestamp
+	(*structpb.Value)(nil),               // 92: google.protobuf.Value
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	85, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	77, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	90, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	81, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
 	6,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
 	6,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
 	7,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	78, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	82, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
 	9,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
 	2,  // 7: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
 	9,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	79, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	83, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
 	1,  // 10: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
 	1,  // 11: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
 	14, // 12: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
@@ -4957,96 +5191,104 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	15, // 18: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
 	16, // 19: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
 	10, // 20: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	80, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	84, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
 	0,  // 22: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
 	8,  // 23: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
 	10, // 24: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	81, // 25: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	85, // 25: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
 	10, // 26: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	82, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
-	15, // 28: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	13, // 29: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
-	11, // 30: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
-	15, // 31: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
-	7,  // 32: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
-	7,  // 33: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	51, // 34: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
-	52, // 35: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	83, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
-	53, // 37: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
-	2,  // 38: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
-	51, // 39: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
-	56, // 40: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	15, // 41: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	9,  // 42: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	63, // 43: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
-	9,  // 44: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
-	14, // 45: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
-	62, // 46: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	86, // 47: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
-	65, // 48: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
-	65, // 49: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
-	3,  // 50: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
-	84, // 51: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	72, // 52: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	5,  // 53: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	17, // 54: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	19, // 55: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	21, // 56: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	23, // 57: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	25, // 58: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	27, // 59: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	29, // 60: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	31, // 61: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	33, // 62: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	35, // 63: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	37, // 64: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	39, // 65: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	41, // 66: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	43, // 67: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	45, // 68: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	47, // 69: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	49, // 70: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	54, // 71: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	57, // 72: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	59, // 73: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	61, // 74: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	66, // 75: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
-	68, // 76: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
-	70, // 77: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
-	73, // 78: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	75, // 79: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	18, // 80: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	20, // 81: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	22, // 82: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	24, // 83: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	26, // 84: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	28, // 85: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	30, // 86: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	32, // 87: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	34, // 88: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	36, // 89: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	38, // 90: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	40, // 91: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	42, // 92: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	44, // 93: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	46, // 94: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	48, // 95: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	50, // 96: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	55, // 97: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	58, // 98: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	60, // 99: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	64, // 100: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	67, // 101: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
-	69, // 102: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
-	71, // 103: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
-	74, // 104: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	76, // 105: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	80, // [80:106] is the sub-list for method output_type
-	54, // [54:80] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	86, // 27: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	10, // 28: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	87, // 29: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	15, // 30: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	13, // 31: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
+	11, // 32: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
+	15, // 33: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
+	7,  // 34: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
+	7,  // 35: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
+	53, // 36: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
+	54, // 37: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
+	88, // 38: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	55, // 39: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
+	2,  // 40: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
+	53, // 41: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
+	58, // 42: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
+	58, // 43: connect.v1.GetPluginConfigResponse.plugin:type_name -> connect.v1.PluginInfo
+	15, // 44: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	9,  // 45: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	67, // 46: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
+	9,  // 47: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
+	14, // 48: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
+	66, // 49: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	91, // 50: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
+	69, // 51: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
+	69, // 52: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
+	3,  // 53: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
+	89, // 54: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	76, // 55: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	5,  // 56: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	92, // 57: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
+	17, // 58: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	19, // 59: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	21, // 60: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	23, // 61: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	27, // 62: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	29, // 63: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	31, // 64: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	33, // 65: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	35, // 66: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	37, // 67: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	39, // 68: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	41, // 69: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	43, // 70: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	45, // 71: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	47, // 72: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	49, // 73: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	51, // 74: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	56, // 75: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	59, // 76: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	63, // 77: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	65, // 78: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	70, // 79: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
+	72, // 80: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
+	74, // 81: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
+	25, // 82: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
+	61, // 83: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
+	77, // 84: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	79, // 85: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	18, // 86: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	20, // 87: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	22, // 88: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	24, // 89: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	28, // 90: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	30, // 91: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	32, // 92: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	34, // 93: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	36, // 94: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	38, // 95: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	40, // 96: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	42, // 97: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	44, // 98: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	46, // 99: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	48, // 100: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	50, // 101: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	52, // 102: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	57, // 103: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	60, // 104: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	64, // 105: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	68, // 106: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	71, // 107: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
+	73, // 108: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
+	75, // 109: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
+	26, // 110: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
+	62, // 111: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
+	78, // 112: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	80, // 113: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	86, // [86:114] is the sub-list for method output_type
+	58, // [58:86] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
@@ -5061,15 +5303,15 @@ func file_connect_grpc_v1_connect_proto_init() {
 		(*OffsetValue_NumberValue)(nil),
 		(*OffsetValue_BoolValue)(nil),
 	}
-	file_connect_grpc_v1_connect_proto_msgTypes[46].OneofWrappers = []any{}
-	file_connect_grpc_v1_connect_proto_msgTypes[47].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[48].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[49].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   80,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

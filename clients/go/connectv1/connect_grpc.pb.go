@@ -50,6 +50,8 @@ const (
 	ConnectService_ListLoggers_FullMethodName          = "/connect.v1.ConnectService/ListLoggers"
 	ConnectService_GetLogger_FullMethodName            = "/connect.v1.ConnectService/GetLogger"
 	ConnectService_SetLogLevel_FullMethodName          = "/connect.v1.ConnectService/SetLogLevel"
+	ConnectService_PatchConnectorConfig_FullMethodName = "/connect.v1.ConnectService/PatchConnectorConfig"
+	ConnectService_GetPluginConfig_FullMethodName      = "/connect.v1.ConnectService/GetPluginConfig"
 )
 
 // ConnectServiceClient is the client API for ConnectService service.
@@ -107,6 +109,14 @@ type ConnectServiceClient interface {
 	GetLogger(ctx context.Context, in *GetLoggerRequest, opts ...grpc.CallOption) (*GetLoggerResponse, error)
 	// Sets the level of a logger and every logger under it, on this worker or on the cluster.
 	SetLogLevel(ctx context.Context, in *SetLogLevelRequest, opts ...grpc.CallOption) (*SetLogLevelResponse, error)
+	// Patch config (KIP-477).
+	// Merges keys into a connector's config (a null value removes the key); validated as a
+	// whole as PutConnectorConfig validates, and written as it writes.
+	PatchConnectorConfig(ctx context.Context, in *PatchConnectorConfigRequest, opts ...grpc.CallOption) (*PatchConnectorConfigResponse, error)
+	// Plugin config (KIP-769).
+	// Returns one plugin's config definitions (connector, transformation, predicate,
+	// converter or header converter).
+	GetPluginConfig(ctx context.Context, in *GetPluginConfigRequest, opts ...grpc.CallOption) (*GetPluginConfigResponse, error)
 }
 
 type connectServiceClient struct {
@@ -366,6 +376,26 @@ func (c *connectServiceClient) SetLogLevel(ctx context.Context, in *SetLogLevelR
 	return out, nil
 }
 
+func (c *connectServiceClient) PatchConnectorConfig(ctx context.Context, in *PatchConnectorConfigRequest, opts ...grpc.CallOption) (*PatchConnectorConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PatchConnectorConfigResponse)
+	err := c.cc.Invoke(ctx, ConnectService_PatchConnectorConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectServiceClient) GetPluginConfig(ctx context.Context, in *GetPluginConfigRequest, opts ...grpc.CallOption) (*GetPluginConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPluginConfigResponse)
+	err := c.cc.Invoke(ctx, ConnectService_GetPluginConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectServiceServer is the server API for ConnectService service.
 // All implementations must embed UnimplementedConnectServiceServer
 // for forward compatibility.
@@ -421,6 +451,14 @@ type ConnectServiceServer interface {
 	GetLogger(context.Context, *GetLoggerRequest) (*GetLoggerResponse, error)
 	// Sets the level of a logger and every logger under it, on this worker or on the cluster.
 	SetLogLevel(context.Context, *SetLogLevelRequest) (*SetLogLevelResponse, error)
+	// Patch config (KIP-477).
+	// Merges keys into a connector's config (a null value removes the key); validated as a
+	// whole as PutConnectorConfig validates, and written as it writes.
+	PatchConnectorConfig(context.Context, *PatchConnectorConfigRequest) (*PatchConnectorConfigResponse, error)
+	// Plugin config (KIP-769).
+	// Returns one plugin's config definitions (connector, transformation, predicate,
+	// converter or header converter).
+	GetPluginConfig(context.Context, *GetPluginConfigRequest) (*GetPluginConfigResponse, error)
 	mustEmbedUnimplementedConnectServiceServer()
 }
 
@@ -502,6 +540,12 @@ func (UnimplementedConnectServiceServer) GetLogger(context.Context, *GetLoggerRe
 }
 func (UnimplementedConnectServiceServer) SetLogLevel(context.Context, *SetLogLevelRequest) (*SetLogLevelResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetLogLevel not implemented")
+}
+func (UnimplementedConnectServiceServer) PatchConnectorConfig(context.Context, *PatchConnectorConfigRequest) (*PatchConnectorConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PatchConnectorConfig not implemented")
+}
+func (UnimplementedConnectServiceServer) GetPluginConfig(context.Context, *GetPluginConfigRequest) (*GetPluginConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPluginConfig not implemented")
 }
 func (UnimplementedConnectServiceServer) mustEmbedUnimplementedConnectServiceServer() {}
 func (UnimplementedConnectServiceServer) testEmbeddedByValue()                        {}
@@ -949,6 +993,42 @@ func _ConnectService_SetLogLevel_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectService_PatchConnectorConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PatchConnectorConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).PatchConnectorConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_PatchConnectorConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).PatchConnectorConfig(ctx, req.(*PatchConnectorConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectService_GetPluginConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPluginConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).GetPluginConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_GetPluginConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).GetPluginConfig(ctx, req.(*GetPluginConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectService_ServiceDesc is the grpc.ServiceDesc for ConnectService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1047,6 +1127,14 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetLogLevel",
 			Handler:    _ConnectService_SetLogLevel_Handler,
+		},
+		{
+			MethodName: "PatchConnectorConfig",
+			Handler:    _ConnectService_PatchConnectorConfig_Handler,
+		},
+		{
+			MethodName: "GetPluginConfig",
+			Handler:    _ConnectService_GetPluginConfig_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

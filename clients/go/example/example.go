@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	connectv1 "github.com/connect-grpc/connect-grpc/clients/go/connectv1"
 )
@@ -30,6 +31,11 @@ const (
 	// entriesAfterAltered is how many entries the sequence has after AlteredSeq, so that the
 	// resumed connector emits a few records and then has nothing left to do.
 	entriesAfterAltered = 10
+
+	// PatchedKey is the key PatchConnectorConfig sets (to "all"), and RemovedKey the one it
+	// removes (the connector is created with it).
+	PatchedKey = "errors.tolerance"
+	RemovedKey = "errors.log.enable"
 )
 
 // Options configure Run.
@@ -52,13 +58,16 @@ type Report struct {
 	CreatedSeq int64
 	// AlteredSeq is the offset GetOffsets returned after AlterOffsets.
 	AlteredSeq int64
+	// PatchedConfig is the whole config PatchConnectorConfig answered.
+	PatchedConfig map[string]string
 	// Running is the status the watch ended on: the connector and its tasks RUNNING.
 	Running *connectv1.ConnectorStatus
 }
 
 // Run creates a SequenceSource connector STOPPED at offset InitialSeq (KIP-980, KIP-995),
-// checks its offsets, alters them to AlteredSeq and checks them again (KIP-875), resumes
-// it, watches its status until the connector and its tasks run, and deletes it. If a step
+// checks its offsets, alters them to AlteredSeq and checks them again (KIP-875), patches
+// its config (sets PatchedKey, removes RemovedKey: KIP-477), resumes it, watches its status
+// until the connector and its tasks run, and deletes it. If a step
 // after the creation fails, it still deletes the connector.
 //
 // Every call has a deadline; every mutation carries a request_id, and a call answered
@@ -115,6 +124,9 @@ func (s session) afterCreate(ctx context.Context) (Report, error) {
 	if report.AlteredSeq, err = s.expectSeq(ctx, AlteredSeq); err != nil {
 		return report, err
 	}
+	if report.PatchedConfig, err = s.patch(ctx); err != nil {
+		return report, fmt.Errorf("PatchConnectorConfig: %w", explain(err))
+	}
 	if err = s.resume(ctx); err != nil {
 		return report, fmt.Errorf("ResumeConnector: %w", explain(err))
 	}
@@ -137,6 +149,7 @@ func (s session) create(ctx context.Context) error {
 			"topic":           s.opts.Topic,
 			"tasks.max":       "1",
 			"sequence.count":  strconv.FormatInt(count, 10),
+			RemovedKey:        "true",
 		},
 		InitialState:   connectv1.InitialState_INITIAL_STATE_STOPPED,
 		InitialOffsets: &connectv1.ConnectorOffsets{Offsets: []*connectv1.ConnectorOffset{seqOffset(InitialSeq)}},
@@ -188,6 +201,29 @@ func (s session) alter(ctx context.Context) error {
 		s.logf("altered offsets of %s: %s", s.opts.Name, response.GetMessage())
 	}
 	return err
+}
+
+// patch sets PatchedKey and removes RemovedKey (a null Value), leaving the other keys, and
+// returns the merged config the worker answered.
+func (s session) patch(ctx context.Context) (map[string]string, error) {
+	request := &connectv1.PatchConnectorConfigRequest{
+		Name: s.opts.Name,
+		Config: map[string]*structpb.Value{
+			PatchedKey: structpb.NewStringValue("all"),
+			RemovedKey: structpb.NewNullValue(),
+		},
+		RequestId: newRequestID(),
+	}
+	response, err := callWithRetry(ctx, s.opts.CallTimeout, defaultBackoff,
+		func(ctx context.Context) (*connectv1.PatchConnectorConfigResponse, error) {
+			return s.client.PatchConnectorConfig(ctx, request)
+		})
+	if err != nil {
+		return nil, err
+	}
+	config := response.GetConnector().GetConfig()
+	s.logf("patched %s: %s=%s, %s removed", s.opts.Name, PatchedKey, config[PatchedKey], RemovedKey)
+	return config, nil
 }
 
 func (s session) resume(ctx context.Context) error {

@@ -88,6 +88,11 @@ func TestExample(t *testing.T) {
 		t.Errorf("offsets read back: created %d, altered %d; want %d, %d",
 			report.CreatedSeq, report.AlteredSeq, InitialSeq, AlteredSeq)
 	}
+	if _, kept := report.PatchedConfig[RemovedKey]; kept || report.PatchedConfig[PatchedKey] != "all" ||
+		report.PatchedConfig["sequence.count"] == "" {
+		t.Errorf("config after the patch: %v, want %s=all, no %s, the other keys kept",
+			report.PatchedConfig, PatchedKey, RemovedKey)
+	}
 	if !running(report.Running) || report.Running.GetName() != name {
 		t.Errorf("the watch ended on %v, want %s and its tasks RUNNING", report.Running, name)
 	}
