@@ -95,7 +95,9 @@ def test_context_errors(config: Path) -> None:
         (["watch", "c", "--until", "SLEEPING"], "'SLEEPING' is not one of"),
         (["apply"], "Missing option '-f'"),
         (["apply", "-f", "/no/such/file.json"], "does not exist"),
-        (["offsets", "alter", "c"], "Missing option '-f'"),
+        (["offsets", "alter", "c"], "Give exactly one of option '-f'"),
+        (["offsets", "alter", "c", "--to-time", "1", "-f", "/dev/null"],
+         "Give exactly one of option '-f'"),
         (["completion", "powershell"], "'powershell' is not one of"),
     ],
 )

@@ -17,6 +17,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -400,13 +401,19 @@ func (x *OffsetFields) GetFields() map[string]*OffsetValue {
 	return nil
 }
 
-// One partition's offset. An absent offset means "reset this partition".
+// One partition's offset. An absent offset (and no record_time) means "reset this
+// partition".
 type ConnectorOffset struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The partition.
 	Partition *OffsetFields `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
 	// The offset; unset to reset.
-	Offset        *OffsetFields `protobuf:"bytes,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Offset *OffsetFields `protobuf:"bytes,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Rewind a sink by time: instead of an offset, the partition is set to its first record
+	// whose timestamp is at or after this time (the consumer's offsets_for_times), or to its
+	// end offset when it has none. Sink connectors only; not together with offset; not
+	// before 1970-01-01T00:00:00Z; rounded up to the millisecond (Kafka's resolution).
+	RecordTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=record_time,json=recordTime,proto3" json:"record_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -455,13 +462,24 @@ func (x *ConnectorOffset) GetOffset() *OffsetFields {
 	return nil
 }
 
+func (x *ConnectorOffset) GetRecordTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RecordTime
+	}
+	return nil
+}
+
 // A list of offsets; a message so that "absent" and "empty" differ.
 type ConnectorOffsets struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The offsets.
-	Offsets       []*ConnectorOffset `protobuf:"bytes,1,rep,name=offsets,proto3" json:"offsets,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Offsets []*ConnectorOffset `protobuf:"bytes,1,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	// Rewind a sink by time: every partition of the connector's topics (`topics`, or the
+	// topics `topics.regex` matches) set as by ConnectorOffset.record_time. Not together
+	// with offsets.
+	AllPartitionsRecordTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=all_partitions_record_time,json=allPartitionsRecordTime,proto3" json:"all_partitions_record_time,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *ConnectorOffsets) Reset() {
@@ -497,6 +515,13 @@ func (*ConnectorOffsets) Descriptor() ([]byte, []int) {
 func (x *ConnectorOffsets) GetOffsets() []*ConnectorOffset {
 	if x != nil {
 		return x.Offsets
+	}
+	return nil
+}
+
+func (x *ConnectorOffsets) GetAllPartitionsRecordTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AllPartitionsRecordTime
 	}
 	return nil
 }
@@ -1279,8 +1304,11 @@ type CreateConnectorResponse struct {
 	Connector *ConnectorInfo `protobuf:"bytes,1,opt,name=connector,proto3" json:"connector,omitempty"`
 	// Present when initial offsets were written: what was set, and where.
 	OffsetsMessage string `protobuf:"bytes,2,opt,name=offsets_message,json=offsetsMessage,proto3" json:"offsets_message,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Rewind a sink by time: the offset each record_time resolved to, one per partition
+	// ({kafka_topic, kafka_partition} and {kafka_offset}); empty when no time was given.
+	ResolvedOffsets []*ConnectorOffset `protobuf:"bytes,3,rep,name=resolved_offsets,json=resolvedOffsets,proto3" json:"resolved_offsets,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CreateConnectorResponse) Reset() {
@@ -1325,6 +1353,13 @@ func (x *CreateConnectorResponse) GetOffsetsMessage() string {
 		return x.OffsetsMessage
 	}
 	return ""
+}
+
+func (x *CreateConnectorResponse) GetResolvedOffsets() []*ConnectorOffset {
+	if x != nil {
+		return x.ResolvedOffsets
+	}
+	return nil
 }
 
 // Request for PutConnectorConfig.
@@ -2512,9 +2547,13 @@ type AlterOffsetsRequest struct {
 	// The offsets to merge in; an unset offset resets that partition.
 	Offsets []*ConnectorOffset `protobuf:"bytes,2,rep,name=offsets,proto3" json:"offsets,omitempty"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Rewind a sink by time: every partition of the connector's topics (`topics`, or the
+	// topics `topics.regex` matches) set as by ConnectorOffset.record_time. Not together
+	// with offsets.
+	AllPartitionsRecordTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=all_partitions_record_time,json=allPartitionsRecordTime,proto3" json:"all_partitions_record_time,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *AlterOffsetsRequest) Reset() {
@@ -2568,13 +2607,23 @@ func (x *AlterOffsetsRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *AlterOffsetsRequest) GetAllPartitionsRecordTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AllPartitionsRecordTime
+	}
+	return nil
+}
+
 // Response of AlterOffsets.
 type AlterOffsetsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What was altered, and where.
-	Message       string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// Rewind a sink by time: the offset each record_time resolved to, one per partition
+	// ({kafka_topic, kafka_partition} and {kafka_offset}); empty when no time was given.
+	ResolvedOffsets []*ConnectorOffset `protobuf:"bytes,2,rep,name=resolved_offsets,json=resolvedOffsets,proto3" json:"resolved_offsets,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AlterOffsetsResponse) Reset() {
@@ -2612,6 +2661,13 @@ func (x *AlterOffsetsResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *AlterOffsetsResponse) GetResolvedOffsets() []*ConnectorOffset {
+	if x != nil {
+		return x.ResolvedOffsets
+	}
+	return nil
 }
 
 // Request for ResetOffsets.
@@ -3888,7 +3944,7 @@ var File_connect_grpc_v1_connect_proto protoreflect.FileDescriptor
 const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\n" +
 	"\x1dconnect_grpc/v1/connect.proto\x12\n" +
-	"connect.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xe4\x01\n" +
+	"connect.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe4\x01\n" +
 	"\vOffsetValue\x12;\n" +
 	"\n" +
 	"null_value\x18\x01 \x01(\x0e2\x1a.google.protobuf.NullValueH\x00R\tnullValue\x12#\n" +
@@ -3902,12 +3958,15 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x06fields\x18\x01 \x03(\v2$.connect.v1.OffsetFields.FieldsEntryR\x06fields\x1aR\n" +
 	"\vFieldsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
-	"\x05value\x18\x02 \x01(\v2\x17.connect.v1.OffsetValueR\x05value:\x028\x01\"{\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.connect.v1.OffsetValueR\x05value:\x028\x01\"\xb8\x01\n" +
 	"\x0fConnectorOffset\x126\n" +
 	"\tpartition\x18\x01 \x01(\v2\x18.connect.v1.OffsetFieldsR\tpartition\x120\n" +
-	"\x06offset\x18\x02 \x01(\v2\x18.connect.v1.OffsetFieldsR\x06offset\"I\n" +
+	"\x06offset\x18\x02 \x01(\v2\x18.connect.v1.OffsetFieldsR\x06offset\x12;\n" +
+	"\vrecord_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"recordTime\"\xa2\x01\n" +
 	"\x10ConnectorOffsets\x125\n" +
-	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\":\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\x12W\n" +
+	"\x1aall_partitions_record_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x17allPartitionsRecordTime\":\n" +
 	"\x06TaskId\x12\x1c\n" +
 	"\tconnector\x18\x01 \x01(\tR\tconnector\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\x05R\x04task\"\xf6\x01\n" +
@@ -3970,10 +4029,11 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"request_id\x18\x05 \x01(\tR\trequestId\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"{\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc3\x01\n" +
 	"\x17CreateConnectorResponse\x127\n" +
 	"\tconnector\x18\x01 \x01(\v2\x19.connect.v1.ConnectorInfoR\tconnector\x12'\n" +
-	"\x0foffsets_message\x18\x02 \x01(\tR\x0eoffsetsMessage\"\xd4\x01\n" +
+	"\x0foffsets_message\x18\x02 \x01(\tR\x0eoffsetsMessage\x12F\n" +
+	"\x10resolved_offsets\x18\x03 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\x0fresolvedOffsets\"\xd4\x01\n" +
 	"\x19PutConnectorConfigRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12I\n" +
 	"\x06config\x18\x02 \x03(\v21.connect.v1.PutConnectorConfigRequest.ConfigEntryR\x06config\x12\x1d\n" +
@@ -4043,14 +4103,16 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x11GetOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
 	"\x12GetOffsetsResponse\x125\n" +
-	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\"\x7f\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\"\xd8\x01\n" +
 	"\x13AlterOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\aoffsets\x18\x02 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"0\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12W\n" +
+	"\x1aall_partitions_record_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x17allPartitionsRecordTime\"x\n" +
 	"\x14AlterOffsetsResponse\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\tR\amessage\"H\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12F\n" +
+	"\x10resolved_offsets\x18\x02 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\x0fresolvedOffsets\"H\n" +
 	"\x13ResetOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -4291,104 +4353,110 @@ var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	nil,                                  // 72: connect.v1.ValidateConfigRequest.ConfigEntry
 	nil,                                  // 73: connect.v1.TaskConfig.ConfigEntry
 	(structpb.NullValue)(0),              // 74: google.protobuf.NullValue
+	(*timestamppb.Timestamp)(nil),        // 75: google.protobuf.Timestamp
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	74, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
 	66, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
 	4,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
 	4,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
-	5,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	67, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
-	7,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
-	2,  // 7: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
-	7,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	68, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
-	1,  // 10: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
-	1,  // 11: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
-	10, // 12: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
-	11, // 13: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
-	2,  // 14: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
-	8,  // 15: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
-	12, // 16: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
-	13, // 17: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
-	8,  // 18: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	69, // 19: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
-	0,  // 20: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
-	6,  // 21: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
-	8,  // 22: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	70, // 23: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
-	8,  // 24: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	71, // 25: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
-	12, // 26: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	11, // 27: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
-	9,  // 28: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
-	12, // 29: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
-	5,  // 30: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
-	5,  // 31: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	48, // 32: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
-	49, // 33: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	72, // 34: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
-	50, // 35: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
-	2,  // 36: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
-	48, // 37: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
-	53, // 38: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	12, // 39: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	7,  // 40: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	59, // 41: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	73, // 42: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	61, // 43: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	3,  // 44: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	14, // 45: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	16, // 46: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	18, // 47: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	20, // 48: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	22, // 49: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	24, // 50: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	26, // 51: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	28, // 52: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	30, // 53: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	32, // 54: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	34, // 55: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	36, // 56: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	38, // 57: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	40, // 58: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	42, // 59: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	44, // 60: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	46, // 61: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	51, // 62: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	54, // 63: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	56, // 64: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	58, // 65: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	62, // 66: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	64, // 67: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	15, // 68: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	17, // 69: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	19, // 70: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	21, // 71: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	23, // 72: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	25, // 73: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	27, // 74: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	29, // 75: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	31, // 76: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	33, // 77: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	35, // 78: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	37, // 79: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	39, // 80: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	41, // 81: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	43, // 82: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	45, // 83: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	47, // 84: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	52, // 85: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	55, // 86: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	57, // 87: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	60, // 88: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	63, // 89: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	65, // 90: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	68, // [68:91] is the sub-list for method output_type
-	45, // [45:68] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	75, // 4: connect.v1.ConnectorOffset.record_time:type_name -> google.protobuf.Timestamp
+	5,  // 5: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
+	75, // 6: connect.v1.ConnectorOffsets.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	67, // 7: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	7,  // 8: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
+	2,  // 9: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
+	7,  // 10: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
+	68, // 11: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	1,  // 12: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
+	1,  // 13: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
+	10, // 14: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
+	11, // 15: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
+	2,  // 16: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
+	8,  // 17: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
+	12, // 18: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
+	13, // 19: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
+	8,  // 20: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	69, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	0,  // 22: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
+	6,  // 23: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
+	8,  // 24: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	5,  // 25: connect.v1.CreateConnectorResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
+	70, // 26: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	8,  // 27: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	71, // 28: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	12, // 29: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	11, // 30: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
+	9,  // 31: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
+	12, // 32: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
+	5,  // 33: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
+	5,  // 34: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
+	75, // 35: connect.v1.AlterOffsetsRequest.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	5,  // 36: connect.v1.AlterOffsetsResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
+	48, // 37: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
+	49, // 38: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
+	72, // 39: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	50, // 40: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
+	2,  // 41: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
+	48, // 42: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
+	53, // 43: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
+	12, // 44: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	7,  // 45: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	59, // 46: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	73, // 47: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	61, // 48: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	3,  // 49: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	14, // 50: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	16, // 51: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	18, // 52: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	20, // 53: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	22, // 54: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	24, // 55: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	26, // 56: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	28, // 57: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	30, // 58: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	32, // 59: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	34, // 60: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	36, // 61: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	38, // 62: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	40, // 63: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	42, // 64: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	44, // 65: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	46, // 66: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	51, // 67: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	54, // 68: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	56, // 69: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	58, // 70: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	62, // 71: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	64, // 72: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	15, // 73: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	17, // 74: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	19, // 75: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	21, // 76: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	23, // 77: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	25, // 78: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	27, // 79: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	29, // 80: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	31, // 81: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	33, // 82: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	35, // 83: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	37, // 84: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	39, // 85: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	41, // 86: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	43, // 87: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	45, // 88: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	47, // 89: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	52, // 90: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	55, // 91: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	57, // 92: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	60, // 93: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	63, // 94: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	65, // 95: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	73, // [73:96] is the sub-list for method output_type
+	50, // [50:73] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
