@@ -230,10 +230,12 @@ class OffsetManager:
     def _check_topics(
         self, change: _Change, offsets: Sequence[ConnectorOffset], field: str
     ) -> None:
-        """Sink offsets name topic partitions that must exist (Kafka would refuse them)."""
-        if not change.sink:
+        """Sink offsets and record times name topic partitions that must exist (Kafka would
+        refuse them)."""
+        if not change.sink and not change.times:
             return
-        topics = {topic for (topic, _), offset in change.sink.items() if offset is not None}
+        topics = {topic for (topic, _), offset in (change.sink or {}).items() if offset is not None}
+        topics.update(topic for topic, _ in change.times)
         if topics:
             rules.check_partitions_exist(offsets, self._groups.partition_counts(topics), field)
 
