@@ -119,7 +119,7 @@ class OffsetManager:
         rules.require_offsets_or_time(offsets, all_partitions_time_ms, *fields)
         config = self._transformer.resolve(config)
         connector = self._plugins.new_connector(config["connector.class"])
-        change = self._parse(name, config, connector, offsets, all_partitions_time_ms, fields)
+        change = self._parse(name, connector, offsets, all_partitions_time_ms, fields)
         self._check_topics(change, offsets, "offsets")
         change = self._resolve_times(name, config, change, all_partitions_time_ms)
         applied = self._vet(connector, config, change)
@@ -160,7 +160,7 @@ class OffsetManager:
             rules.require_offsets_or_time(offsets, all_partitions_time_ms, *fields)
             config = self._transformer.resolve(config)
             connector = self._plugins.new_connector(config["connector.class"])
-            change = self._parse(name, config, connector, offsets, all_partitions_time_ms, fields)
+            change = self._parse(name, connector, offsets, all_partitions_time_ms, fields)
             self._check_topics(change, offsets, "initial_offsets.offsets")
             step = "resolve record times"
             change = self._resolve_times(name, config, change, all_partitions_time_ms)
@@ -184,10 +184,9 @@ class OffsetManager:
 
     # steps
 
+    @staticmethod
     def _parse(
-        self,
         name: str,
-        config: Mapping[str, str],
         connector: Connector,
         offsets: Sequence[ConnectorOffset],
         all_partitions_time_ms: int | None,
@@ -195,15 +194,15 @@ class OffsetManager:
     ) -> _Change:
         """The validated change; a sink's record times are parsed and checked here and
         resolved later (``_resolve_times``)."""
-        field, all_partitions_field = fields
+        offsets_field, all_partitions_field = fields
         if not isinstance(connector, SinkConnector):
             rules.refuse_times_for_source(
-                offsets, all_partitions_time_ms, field, all_partitions_field, name
+                offsets, all_partitions_time_ms, offsets_field, all_partitions_field, name
             )
-            return _Change(source=rules.parse_source_offsets(offsets, field))
+            return _Change(source=rules.parse_source_offsets(offsets, offsets_field))
         return _Change(
-            sink=rules.parse_sink_offsets(offsets, field),
-            times=rules.parse_sink_times(offsets, field),
+            sink=rules.parse_sink_offsets(offsets, offsets_field),
+            times=rules.parse_sink_times(offsets, offsets_field),
         )
 
     def _resolve_times(

@@ -7,9 +7,13 @@ past a partition's end; initial offsets by time at creation; the refusals naming
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,7 +21,8 @@ import grpc
 import pytest
 from confluent_kafka import Producer
 
-from connect_grpc.testing.cluster import wait_until
+from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.helpers import (
@@ -35,6 +40,7 @@ from tests.integration.helpers import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 T = TypeVar("T")
+EXECUTABLE = str(Path(sys.executable).parent / "connect-grpc")
 ALTERED = "The offsets for this connector have been altered successfully"
 #: Milliseconds between two records of a partition; partition 1's are 5 ms after partition 0's.
 STEP_MS = 10
@@ -237,3 +243,26 @@ def test_refusals_name_the_field(
     with pytest.raises(grpc.RpcError) as excinfo:
         stub.GetConnector(pb.GetConnectorRequest(name=source), timeout=30)
     assert excinfo.value.code() is grpc.StatusCode.NOT_FOUND
+
+
+def test_ctl_rewinds_a_stopped_sink_to_a_time_and_shows_where_each_partition_went(
+    worker: WorkerProcess, kafka_bootstrap: str, kafka_admin: Any, unique_topic: str,
+    name: str, tmp_path: Path,
+) -> None:
+    topic = create_topic(kafka_admin, unique_topic, partitions=2)
+    base = base_time_ms()
+    produce_timed(kafka_bootstrap, topic, base)
+    create(worker.stub, name, file_sink(topic, tmp_path / "out.txt"), pb.INITIAL_STATE_STOPPED)
+    wait_for_states(worker.stub, name, STOPPED, [])
+    when = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=base + 20)).isoformat()
+    env = {**os.environ, CONFIG_DIR_ENV: str(tmp_path / "ctl-config")}
+    result = subprocess.run(
+        [EXECUTABLE, "ctl", "--target", worker.address, "offsets", "alter", name,
+         "--to-time", when],
+        env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"{topic}-1 at {base + 20} ms -> offset 2" in result.stdout
+    assert result.stdout.count('"kafka_offset":2') == 2, result.stdout
+    assert stored(worker.stub, name) == {(topic, 0): 2, (topic, 1): 2}

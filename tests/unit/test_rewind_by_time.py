@@ -17,6 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from connect_grpc import deadline
 from connect_grpc.api import convert
 from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.ctl.cmd_change import parse_time
 from connect_grpc.domain import ConnectorOffset, OffsetsChange
 from connect_grpc.errors import (
     ConnectError,
@@ -398,3 +399,30 @@ def test_topic_partition_is_what_the_lookup_sends() -> None:
 
     _record_times(Recording()).resolve("s", {}, {("orders", 0): 123})
     assert sent == [TopicPartition("orders", 0, 123)]
+
+
+# ---- ctl: offsets alter --to-time --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-25T10:00:00Z", 1_795_600_800_000),
+        ("2026-11-25T11:00:00+01:00", 1_795_600_800_000),
+        ("2026-11-25T10:00:00.0001Z", 1_795_600_800_001),
+        (" 1764064800000 ", 1_764_064_800_000),
+        ("1970-01-01T00:00:00Z", 0),
+    ],
+)
+def test_ctl_reads_rfc_3339_times_and_epoch_milliseconds(text: str, expected: int) -> None:
+    assert parse_time(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("2026-11-25T10:00:00", "has no time zone"), ("yesterday", "neither an RFC 3339 time")],
+)
+def test_ctl_refuses_a_time_it_cannot_read_without_guessing(text: str, why: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=why) as excinfo:
+        parse_time(text)
+    assert excinfo.value.violations[0].field == "--to-time"
