@@ -86,8 +86,8 @@ def topics_of(subscription: list[str], cluster_topics: Mapping[str, int]) -> dic
         if not matched:
             raise FailedPreconditionError(
                 f"No topic of the Kafka cluster matches the connector's topics.regex "
-                f"({subscription[0][1:]}): there is no partition to rewind",
-                [PreconditionViolation("TOPIC", subscription[0][1:], "matches no topic")],
+                f"(subscribed as {subscription[0]}): there is no partition to rewind",
+                [PreconditionViolation("TOPIC", subscription[0], "matches no topic")],
             )
         return matched
     missing = [topic for topic in subscription if topic not in cluster_topics]
@@ -102,9 +102,7 @@ def topics_of(subscription: list[str], cluster_topics: Mapping[str, int]) -> dic
 
 
 def _unavailable(what: str, why: str) -> UnavailableError:
-    return UnavailableError(
-        f"Could not {what}: {why}", retry_after_seconds=RETRY_AFTER_S
-    )
+    return UnavailableError(f"Could not {what}: {why}", retry_after_seconds=RETRY_AFTER_S)
 
 
 def _budget(what: str) -> float:
