@@ -39,6 +39,7 @@ from connect_grpc.domain import (
     ConnectorOffset,
     ConnectorStatus,
     CreateResult,
+    OffsetsChange,
     PluginDesc,
     PutConfigResult,
     TargetState,
@@ -217,6 +218,7 @@ class ConnectClient:
         initial_offsets: Iterable[ConnectorOffset] | None = None,
         *,
         request_id: str = "",
+        initial_offsets_time_ms: int | None = None,
     ) -> CreateResult:
         """Creates a connector (KIP-980 initial state, KIP-995 initial offsets).
 
@@ -229,10 +231,14 @@ class ConnectClient:
             initial_state: STARTED (the default), PAUSED or STOPPED; also accepted as text
                 (``"running"``, ``"PAUSED"``, ...).
             initial_offsets: Offsets to start from; they replace any stored under this name.
+                A sink's entry may give ``record_time_ms`` instead of an offset.
             request_id: Optional idempotency key.
+            initial_offsets_time_ms: A sink's every partition starts at its first record at
+                or after this time (milliseconds since the epoch), or at its end.
 
         Returns:
-            The created connector, and a message when initial offsets were written.
+            The created connector, a message when initial offsets were written, and the
+            offsets record times resolved to.
 
         Raises:
             AlreadyExistsError: A connector with that name exists.
@@ -249,16 +255,24 @@ class ConnectClient:
             initial_state=cc.initial_state_to_pb(state),
             request_id=request_id,
         )
-        if initial_offsets is not None:
+        if initial_offsets is not None or initial_offsets_time_ms is not None:
             request.initial_offsets.SetInParent()
             request.initial_offsets.offsets.extend(
-                cc.connector_offset_to_pb(o) for o in initial_offsets
+                cc.connector_offset_to_pb(o) for o in initial_offsets or []
+            )
+        if initial_offsets_time_ms is not None:
+            request.initial_offsets.all_partitions_record_time.CopyFrom(
+                cc.record_time_to_pb(initial_offsets_time_ms)
             )
         return self._call(
             self._stub.CreateConnector,
             request,
             lambda r: CreateResult(
-                info=cc.connector_info_from_pb(r.connector), offsets_message=r.offsets_message
+                info=cc.connector_info_from_pb(r.connector),
+                offsets_message=r.offsets_message,
+                resolved_offsets=tuple(
+                    cc.connector_offsets_from_pb(r.resolved_offsets, "resolved_offsets")
+                ),
             ),
         )
 
@@ -525,15 +539,24 @@ class ConnectClient:
         )
 
     def alter_offsets(
-        self, name: str, offsets: Iterable[ConnectorOffset], *, request_id: str = ""
-    ) -> str:
+        self,
+        name: str,
+        offsets: Iterable[ConnectorOffset] = (),
+        *,
+        request_id: str = "",
+        all_partitions_time_ms: int | None = None,
+    ) -> OffsetsChange:
         """Merges offsets into those of a STOPPED connector; ``offset=None`` resets a partition.
+
+        A sink may be rewound by time instead: an entry's ``record_time_ms`` (milliseconds
+        since the epoch), or ``all_partitions_time_ms`` for every partition of its topics,
+        sets the partition to its first record at or after that time, or to its end.
 
         Idempotent in effect (the same offsets again leave the same offsets); a
         ``request_id`` also replays the first answer.
 
         Returns:
-            What was altered, and where.
+            What was altered, and where; and the offsets record times resolved to.
 
         Raises:
             NotFoundError: No connector has that name.
@@ -546,8 +569,15 @@ class ConnectClient:
                 name=name,
                 offsets=[cc.connector_offset_to_pb(o) for o in offsets],
                 request_id=request_id,
+                all_partitions_record_time=(
+                    None if all_partitions_time_ms is None
+                    else cc.record_time_to_pb(all_partitions_time_ms)
+                ),
             ),
-            lambda r: str(r.message),
+            lambda r: OffsetsChange(
+                str(r.message),
+                tuple(cc.connector_offsets_from_pb(r.resolved_offsets, "resolved_offsets")),
+            ),
         )
 
     def reset_offsets(self, name: str, *, request_id: str = "") -> str:

@@ -20,6 +20,7 @@ from grpc_status import rpc_status
 from connect_grpc.api.convert import (
     connector_offset_to_pb,
     connector_offsets_from_pb,
+    record_time_to_pb,
     state_from_pb,
 )
 from connect_grpc.domain import (
@@ -74,6 +75,7 @@ __all__ = [
     "initial_state_to_pb",
     "instance_status_from_pb",
     "plugin_from_pb",
+    "record_time_to_pb",
     "server_retry_delay",
     "task_id_from_pb",
     "task_info_from_pb",

@@ -128,10 +128,23 @@ class ConnectorStatus:
 
 @dataclass(frozen=True, slots=True)
 class ConnectorOffset:
-    """One partition's offset. ``offset=None`` means "reset this partition"."""
+    """One partition's offset. ``offset=None`` (and no record time) means "reset this
+    partition"."""
 
     partition: OffsetMap | None
     offset: OffsetMap | None
+    #: Rewind a sink by time (milliseconds since the epoch): the partition is set to its first
+    #: record at or after it, or to its end. Sinks only; never with ``offset``.
+    record_time_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsChange:
+    """What an offsets change answers: Kafka Connect's message, and the offsets record
+    times resolved to (sink offsets, one per partition; empty when no time was given)."""
+
+    message: str
+    resolved: tuple[ConnectorOffset, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +239,8 @@ class HealthReport:
 class CreateResult:
     info: ConnectorInfo
     offsets_message: str = ""
+    #: The initial offsets record times resolved to (see OffsetsChange.resolved).
+    resolved_offsets: tuple[ConnectorOffset, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

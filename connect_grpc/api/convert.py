@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from google.protobuf import struct_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from connect_grpc.domain import ClusterInfo as DomainClusterInfo
 from connect_grpc.domain import (
@@ -265,12 +266,30 @@ def offset_map_from_pb(message: pb.OffsetFields, field_path: str) -> dict[str, O
     }
 
 
+def record_time_to_pb(time_ms: int) -> Timestamp:
+    seconds, millis = divmod(time_ms, 1000)
+    return Timestamp(seconds=seconds, nanos=millis * 1_000_000)
+
+
+def record_time_from_pb(message: Timestamp, field_path: str) -> int:
+    """Milliseconds since the epoch, rounded up: Kafka's timestamps are milliseconds, and the
+    first record "at or after" a time within a millisecond is in the next one. A time before
+    the epoch is refused where the offsets are validated, with the request's field."""
+    if not 0 <= message.nanos <= 999_999_999:
+        raise InvalidArgumentError.for_field(
+            field_path, f"nanos must be within 0 and 999999999, got {message.nanos}"
+        )
+    return message.seconds * 1000 + -(-message.nanos // 1_000_000)
+
+
 def connector_offset_to_pb(offset: ConnectorOffset) -> pb.ConnectorOffset:
     message = pb.ConnectorOffset()
     if offset.partition is not None:
         message.partition.CopyFrom(offset_map_to_pb(offset.partition))
     if offset.offset is not None:
         message.offset.CopyFrom(offset_map_to_pb(offset.offset))
+    if offset.record_time_ms is not None:
+        message.record_time.CopyFrom(record_time_to_pb(offset.record_time_ms))
     return message
 
 
@@ -290,9 +309,22 @@ def connector_offsets_from_pb(
             if message.HasField("offset")
             else None
         )
-        result.append(ConnectorOffset(partition, offset))
+        record_time = (
+            record_time_from_pb(message.record_time, f"{path}.record_time")
+            if message.HasField("record_time")
+            else None
+        )
+        result.append(ConnectorOffset(partition, offset, record_time))
     return result
 
+
+def optional_record_time_from_pb(
+    message: pb.AlterOffsetsRequest | pb.ConnectorOffsets, field_path: str
+) -> int | None:
+    """``all_partitions_record_time`` in ms, or None when unset."""
+    if not message.HasField("all_partitions_record_time"):
+        return None
+    return record_time_from_pb(message.all_partitions_record_time, field_path)
 
 
 def logger_to_pb(name: str, level: LoggerLevel) -> pb.Logger:

@@ -21,6 +21,7 @@ from connect_grpc.api.paging import PageRequest, answer_budget
 from connect_grpc.domain import (
     ConnectorStatus,
     CreateResult,
+    OffsetsChange,
     PutConfigResult,
     RestartRequest,
     TaskId,
@@ -111,11 +112,19 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         request = _named(request)
 
         def act() -> CreateResult:
+            given = request.HasField("initial_offsets")
             initial_offsets = (
                 convert.connector_offsets_from_pb(
                     request.initial_offsets.offsets, "initial_offsets.offsets"
                 )
-                if request.HasField("initial_offsets")
+                if given
+                else None
+            )
+            initial_time_ms = (
+                convert.optional_record_time_from_pb(
+                    request.initial_offsets, "initial_offsets.all_partitions_record_time"
+                )
+                if given
                 else None
             )
             return self._herder.create_connector(
@@ -123,12 +132,16 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
                 dict(request.config),
                 convert.initial_state_from_pb(request.initial_state),
                 initial_offsets,
+                initial_time_ms,
             )
 
         def answer(result: CreateResult) -> pb.CreateConnectorResponse:
             return pb.CreateConnectorResponse(
                 connector=convert.connector_info_to_pb(result.info),
                 offsets_message=result.offsets_message,
+                resolved_offsets=[
+                    convert.connector_offset_to_pb(o) for o in result.resolved_offsets
+                ],
             )
 
         return self._requests.run(
@@ -329,16 +342,20 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
     ) -> pb.AlterOffsetsResponse:
         request = _named(request)
 
-        def act() -> str:
+        def act() -> OffsetsChange:
             offsets = convert.connector_offsets_from_pb(request.offsets, "offsets")
-            return self._herder.alter_offsets(request.name, offsets)
+            time_ms = convert.optional_record_time_from_pb(request, "all_partitions_record_time")
+            return self._herder.alter_offsets(request.name, offsets, time_ms)
 
         return self._requests.run(
             "AlterOffsets",
             request,
             pb.AlterOffsetsResponse,
             act,
-            lambda message: pb.AlterOffsetsResponse(message=message),
+            lambda change: pb.AlterOffsetsResponse(
+                message=change.message,
+                resolved_offsets=[convert.connector_offset_to_pb(o) for o in change.resolved],
+            ),
         )
 
     @mapped

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import click
@@ -229,17 +230,56 @@ def offsets_get(session: Session, name: str, output: str) -> None:
 
 @offsets.command("alter")
 @click.argument("name", shell_complete=complete_connector_names)
-@click.option("-f", "--file", "path", type=FILE, required=True,
+@click.option("-f", "--file", "path", type=FILE,
               help='JSON: {"offsets": [{"partition": {...}, "offset": {...}}]} (a null '
                    "offset resets that partition).")
+@click.option("--to-time", "to_time",
+              help="Rewind a sink by time instead: every partition of its topics goes to its "
+                   "first record at or after this time (RFC 3339 with a zone, e.g. "
+                   "2026-11-25T10:00:00Z, or milliseconds since the epoch), or to its end.")
 @pass_session
-def offsets_alter(session: Session, name: str, path: Path) -> None:
-    """Merge the file's offsets into the connector's."""
+def offsets_alter(session: Session, name: str, path: Path | None, to_time: str | None) -> None:
+    """Merge the file's offsets into the connector's, or rewind a sink to a time."""
+    if (path is None) == (to_time is None):
+        raise click.UsageError("Give exactly one of option '-f' / '--file' and '--to-time'.")
+    if path is None:
+        change = session.client.alter_offsets(
+            name, all_partitions_time_ms=parse_time(str(to_time))
+        )
+    else:
+        try:
+            wanted = load_offsets_file(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidArgumentError.for_field(str(path), f"cannot read: {exc}") from None
+        change = session.client.alter_offsets(name, wanted)
+    session.output.line(change.message)
+    if change.resolved:
+        session.output.table(
+            ["PARTITION", "OFFSET"],
+            [[compact_json(o.partition), compact_json(o.offset)] for o in change.resolved],
+        )
+
+
+def parse_time(text: str) -> int:
+    """Milliseconds since the epoch from an RFC 3339 time with a zone, or from a number of
+    milliseconds. A time with no zone is refused rather than read in the local one."""
+    stripped = text.strip()
+    if stripped.isdigit():
+        return int(stripped)
     try:
-        wanted = load_offsets_file(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgumentError.for_field(str(path), f"cannot read: {exc}") from None
-    session.output.line(session.client.alter_offsets(name, wanted))
+        moment = datetime.fromisoformat(stripped)
+    except ValueError:
+        raise InvalidArgumentError.for_field(
+            "--to-time",
+            f"{text!r} is neither an RFC 3339 time (2026-11-25T10:00:00Z) nor milliseconds "
+            "since the epoch",
+        ) from None
+    if moment.tzinfo is None:
+        raise InvalidArgumentError.for_field(
+            "--to-time", f"{text!r} has no time zone: add one (Z for UTC, or +01:00)"
+        )
+    millis, rest = divmod(moment - datetime(1970, 1, 1, tzinfo=UTC), timedelta(milliseconds=1))
+    return int(millis) + (rest > timedelta(0))  # rounded up, as the server rounds a Timestamp
 
 
 @offsets.command("reset")

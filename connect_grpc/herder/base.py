@@ -18,6 +18,7 @@ from connect_grpc.domain import (
     ConnectorStatus,
     CreateResult,
     HealthReport,
+    OffsetsChange,
     PluginDesc,
     PutConfigResult,
     RestartRequest,
@@ -90,9 +91,11 @@ class Herder(Protocol):
         config: Mapping[str, str],
         initial_state: TargetState,
         initial_offsets: Sequence[ConnectorOffset] | None = None,
+        initial_offsets_time_ms: int | None = None,
     ) -> CreateResult:
         """Creates a connector in ``initial_state`` (KIP-980), with optional initial offsets
-        (KIP-995). ALREADY_EXISTS if the name is taken."""
+        (KIP-995): per partition, or (a sink's) every partition of its topics at one record
+        time, ``initial_offsets_time_ms``. ALREADY_EXISTS if the name is taken."""
 
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
         """Creates or replaces the config; the target state of an existing connector is kept."""
@@ -126,8 +129,14 @@ class Herder(Protocol):
 
     def connector_offsets(self, name: str) -> list[ConnectorOffset]: ...
 
-    def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
-        """KIP-875 alter (merge); returns the success message."""
+    def alter_offsets(
+        self,
+        name: str,
+        offsets: Sequence[ConnectorOffset],
+        all_partitions_time_ms: int | None = None,
+    ) -> OffsetsChange:
+        """KIP-875 alter (merge), or (a sink's) every partition of its topics set by one
+        record time; returns the success message and what record times resolved to."""
 
     def reset_offsets(self, name: str) -> str:
         """KIP-875 reset; returns the success message."""

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 
 from connect_grpc.connectors.plugins import Plugins, closest_name
 from connect_grpc.domain import (
     ConfigInfos,
-    ConnectorOffset,
     ConnectorStatus,
     ConnectorType,
     PluginDesc,
@@ -124,14 +123,12 @@ class HerderCommon:
         check_config_size(full_config, self._config.limits.config_bytes)
         return name, full_config
 
-    def _validate_for_create(
-        self, config: Mapping[str, str], initial_offsets: Sequence[ConnectorOffset] | None
-    ) -> None:
+    def _validate_for_create(self, config: Mapping[str, str], with_initial_offsets: bool) -> None:
         """Raises the validation error; with initial offsets, as the failed step."""
         try:
             self._validator.ensure_valid(config)
         except ConnectError as exc:
-            if initial_offsets is None:
+            if not with_initial_offsets:
                 raise
             raise exc.in_step("validate config") from exc
 

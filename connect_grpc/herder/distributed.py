@@ -20,6 +20,7 @@ it, bounded by the caller's deadline); no lock is held across a wait for another
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -58,6 +59,7 @@ from connect_grpc.domain import (
     CreateResult,
     HealthReport,
     InstanceStatus,
+    OffsetsChange,
     PutConfigResult,
     RestartRequest,
     State,
@@ -90,6 +92,8 @@ from connect_grpc.herder.validation import (
 )
 from connect_grpc.loggers import LoggerLevels, parse_level
 from connect_grpc.metrics.worker_metrics import RebalanceState, WorkerMetrics
+from connect_grpc.runtime.kafka_io import lookup_conf
+from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.transactions import (
     ExactlyOnceSource,
     connector_transactional_id,
@@ -212,6 +216,7 @@ class DistributedHerder(HerderCommon):
             ConsumerGroupOffsets(self._client),
             self._write_offsets_exactly_once if config.exactly_once_source_enabled else None,
             transformer,
+            record_times=RecordTimes(functools.partial(lookup_conf, config)),
         )
         self._loggers = LoggerLevels()
         self._board = StatusBoard(self._id, self._statuses)
@@ -470,6 +475,7 @@ class DistributedHerder(HerderCommon):
         config: Mapping[str, str],
         initial_state: TargetState,
         initial_offsets: Sequence[ConnectorOffset] | None = None,
+        initial_offsets_time_ms: int | None = None,
     ) -> CreateResult:
         self._leader_writer()  # a follower forwards before doing any work
         name, full_config = self._normalised(name, config)
@@ -477,13 +483,17 @@ class DistributedHerder(HerderCommon):
             writer = self._leader_writer()
             if self._snapshot().contains(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            self._validate_for_create(full_config, initial_offsets)
-            offsets_message = ""
-            if initial_offsets is not None:
-                offsets_message = self._offset_manager.set_initial(
-                    name, full_config, initial_offsets
+            self._validate_for_create(
+                full_config, initial_offsets is not None or initial_offsets_time_ms is not None
+            )
+            initial = OffsetsChange("")
+            if initial_offsets is not None or initial_offsets_time_ms is not None:
+                initial = self._offset_manager.set_initial(
+                    name, full_config, initial_offsets or [], initial_offsets_time_ms
                 )
-            result = CreateResult(self._info(name, full_config, 0), offsets_message)
+            result = CreateResult(
+                self._info(name, full_config, 0), initial.message, initial.resolved
+            )
             records = connector_config_records(name, full_config, initial_state)
             self._write(writer, self._with_answer(records, result))
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
@@ -576,10 +586,17 @@ class DistributedHerder(HerderCommon):
         self._require_owner(snapshot, task)
         self._reconciler.restart_task(task)
 
-    def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
+    def alter_offsets(
+        self,
+        name: str,
+        offsets: Sequence[ConnectorOffset],
+        all_partitions_time_ms: int | None = None,
+    ) -> OffsetsChange:
         with self._connector_locks.hold(name):
             self._leader_writer()
-            return self._offset_manager.alter(name, self._stopped_config(name), offsets)
+            return self._offset_manager.alter(
+                name, self._stopped_config(name), offsets, all_partitions_time_ms
+            )
 
     def reset_offsets(self, name: str) -> str:
         with self._connector_locks.hold(name):

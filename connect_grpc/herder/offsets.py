@@ -20,6 +20,12 @@ KAFKA_OFFSET = "kafka_offset"
 SinkOffsets = dict[tuple[str, int], int | None]
 #: (partition, offset) pairs; offset None resets the partition.
 SourceOffsets = list[tuple[OffsetMap, OffsetMap | None]]
+#: (topic, partition) → record time (milliseconds since the epoch) to rewind it to.
+SinkTimes = dict[tuple[str, int], int]
+
+#: The request fields of a rewind by time.
+RECORD_TIME = "record_time"
+ALL_PARTITIONS_RECORD_TIME = "all_partitions_record_time"
 
 EMPTY_OFFSETS = "Partitions / offsets need to be provided for an alter offsets request"
 
@@ -131,12 +137,86 @@ def _sink_offset(entry: ConnectorOffset, path: str) -> int | None:
 
 
 def parse_sink_offsets(offsets: Sequence[ConnectorOffset], field: str = "offsets") -> SinkOffsets:
-    """Validates sink offsets as Kafka does (and rejects negatives up front)."""
+    """Validates sink offsets as Kafka does (and rejects negatives up front); an entry with
+    a record time is left to :func:`parse_sink_times`."""
     parsed: SinkOffsets = {}
     for index, entry in enumerate(offsets):
         path = f"{field}[{index}]"
-        parsed[_sink_partition(entry, path)] = _sink_offset(entry, path)
+        if entry.record_time_ms is None:
+            parsed[_sink_partition(entry, path)] = _sink_offset(entry, path)
     return parsed
+
+
+def check_record_time(time_ms: int, field: str) -> int:
+    """A record time as Kafka can look it up: not before the epoch (Kafka's negative
+    timestamps are the special "latest"/"earliest" of its ListOffsets request)."""
+    if time_ms < 0:
+        raise InvalidArgumentError.for_field(
+            field,
+            f"A record time must not be before 1970-01-01T00:00:00Z (Kafka record timestamps "
+            f"are milliseconds since the epoch), got {time_ms} ms",
+        )
+    return time_ms
+
+
+def parse_sink_times(offsets: Sequence[ConnectorOffset], field: str = "offsets") -> SinkTimes:
+    """The partitions given a record time, validated like any sink partition. A partition
+    is given either an offset or a record time."""
+    times: SinkTimes = {}
+    for index, entry in enumerate(offsets):
+        if entry.record_time_ms is None:
+            continue
+        path = f"{field}[{index}]"
+        if entry.offset is not None:
+            raise InvalidArgumentError.for_field(
+                f"{path}.{RECORD_TIME}",
+                "A partition is given either an offset or a record time, not both",
+            )
+        partition = _sink_partition(entry, path)
+        times[partition] = check_record_time(entry.record_time_ms, f"{path}.{RECORD_TIME}")
+    return times
+
+
+def refuse_times_for_source(
+    offsets: Sequence[ConnectorOffset], all_partitions_time_ms: int | None, field: str,
+    all_partitions_field: str, name: str,
+) -> None:
+    """A record time names a position in a Kafka topic: only a sink's offsets are that."""
+    why = (
+        f"Record times apply only to a sink connector's offsets (positions in Kafka topics); "
+        f"connector {name} is a source connector"
+    )
+    if all_partitions_time_ms is not None:
+        raise InvalidArgumentError.for_field(all_partitions_field, why)
+    for index, entry in enumerate(offsets):
+        if entry.record_time_ms is not None:
+            raise InvalidArgumentError.for_field(f"{field}[{index}].{RECORD_TIME}", why)
+
+
+def require_offsets_or_time(
+    offsets: Sequence[ConnectorOffset], all_partitions_time_ms: int | None, field: str,
+    all_partitions_field: str,
+) -> None:
+    """Either offsets (per partition) or one record time for all partitions, not both."""
+    if all_partitions_time_ms is None:
+        require_offsets(offsets, field)
+        return
+    if offsets:
+        raise InvalidArgumentError.for_field(
+            all_partitions_field,
+            f"Give either {field} or {all_partitions_field}, not both",
+        )
+    check_record_time(all_partitions_time_ms, all_partitions_field)
+
+
+def resolved_message(resolved: Mapping[tuple[str, int], tuple[int, int, bool]]) -> str:
+    """Says where each record time put its partition: (time, offset, at the end)."""
+    parts = [
+        f"{topic}-{partition} at {time_ms} ms -> offset {offset}"
+        + (" (its end: no record at or after that time)" if at_end else "")
+        for (topic, partition), (time_ms, offset, at_end) in sorted(resolved.items())
+    ]
+    return "Offsets resolved from record times: " + "; ".join(parts) + "."
 
 
 def check_partitions_exist(
@@ -145,10 +225,11 @@ def check_partitions_exist(
     field: str = "offsets",
 ) -> None:
     """Rejects an offset for a topic or partition the Kafka cluster does not have (the
-    request is already parsed). ``partition_counts`` maps each existing topic to its number of
-    partitions. Resets (null offsets) are allowed anywhere: they only delete."""
+    request is already parsed), whether given an offset or a record time.
+    ``partition_counts`` maps each existing topic to its number of partitions. Resets (null
+    offsets) are allowed anywhere: they only delete."""
     for index, entry in enumerate(offsets):
-        if entry.offset is None:
+        if entry.offset is None and entry.record_time_ms is None:
             continue
         path = f"{field}[{index}]"
         topic, partition = _sink_partition(entry, path)

@@ -14,6 +14,7 @@ store (they take neither lock).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from connect_grpc.domain import (
     CreateResult,
     HealthReport,
     InstanceStatus,
+    OffsetsChange,
     PutConfigResult,
     RestartRequest,
     State,
@@ -67,6 +69,8 @@ from connect_grpc.herder.validation import (
 )
 from connect_grpc.loggers import LoggerLevels
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
+from connect_grpc.runtime.kafka_io import lookup_conf
+from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
@@ -126,6 +130,7 @@ class StandaloneHerder(HerderCommon):
                 {"bootstrap.servers": config.bootstrap_servers, **config.prefixed("admin.")}
             ),
             transformer=transformer,
+            record_times=RecordTimes(functools.partial(lookup_conf, config)),
         )
         self._board = StatusBoard(config.worker_id)
         self._board.set_reconfiguration_handler(self._request_reconfiguration)
@@ -219,16 +224,19 @@ class StandaloneHerder(HerderCommon):
         config: Mapping[str, str],
         initial_state: TargetState,
         initial_offsets: Sequence[ConnectorOffset] | None = None,
+        initial_offsets_time_ms: int | None = None,
     ) -> CreateResult:
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
             if self._exists(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            self._validate_for_create(full_config, initial_offsets)
-            offsets_message = ""
-            if initial_offsets is not None:
-                offsets_message = self._offset_manager.set_initial(
-                    name, full_config, initial_offsets
+            self._validate_for_create(
+                full_config, initial_offsets is not None or initial_offsets_time_ms is not None
+            )
+            initial = OffsetsChange("")
+            if initial_offsets is not None or initial_offsets_time_ms is not None:
+                initial = self._offset_manager.set_initial(
+                    name, full_config, initial_offsets or [], initial_offsets_time_ms
                 )
             with self._lock:
                 self._connectors[name] = _ConnectorState(
@@ -236,7 +244,7 @@ class StandaloneHerder(HerderCommon):
                 )
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
             self._start_connector(name)
-            return CreateResult(self.connector_info(name), offsets_message)
+            return CreateResult(self.connector_info(name), initial.message, initial.resolved)
 
     def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
         name, full_config = self._normalised(name, config)
@@ -448,11 +456,16 @@ class StandaloneHerder(HerderCommon):
     def connector_offsets(self, name: str) -> list[ConnectorOffset]:
         return self._offset_manager.read(name, self.connector_config(name))
 
-    def alter_offsets(self, name: str, offsets: Sequence[ConnectorOffset]) -> str:
+    def alter_offsets(
+        self,
+        name: str,
+        offsets: Sequence[ConnectorOffset],
+        all_partitions_time_ms: int | None = None,
+    ) -> OffsetsChange:
         with self._connector_locks.hold(name):
             config = self._stopped_config(name)
             self._refuse_sink_change_while_kafka_unreachable(config)
-            return self._offset_manager.alter(name, config, offsets)
+            return self._offset_manager.alter(name, config, offsets, all_partitions_time_ms)
 
     def reset_offsets(self, name: str) -> str:
         with self._connector_locks.hold(name):

@@ -197,6 +197,23 @@ def member_conf(
     return conf
 
 
+def lookup_conf(
+    worker: WorkerConfig, connector: str, connector_config: Mapping[str, str]
+) -> dict[str, str]:
+    """A consumer that only looks offsets up (rewind by time): the sink's settings; it
+    joins no group (the id is only required by the client) and commits nothing."""
+    conf = _consumer_base(worker, connector_config)
+    conf.update(
+        {
+            "group.id": f"{sink_group_id(connector, connector_config)}-lookup",
+            "client.id": f"connect-{connector}-lookup",
+            "enable.auto.commit": "false",
+        }
+    )
+    conf.pop("group.instance.id", None)
+    return conf
+
+
 def reader_conf(
     worker: WorkerConfig, connector_config: Mapping[str, str], connector: str
 ) -> dict[str, str]:

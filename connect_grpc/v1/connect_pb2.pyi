@@ -87,18 +87,22 @@ class OffsetFields(_message.Message):
     def __init__(self, fields: _Optional[_Mapping[str, OffsetValue]] = ...) -> None: ...
 
 class ConnectorOffset(_message.Message):
-    __slots__ = ("partition", "offset")
+    __slots__ = ("partition", "offset", "record_time")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
+    RECORD_TIME_FIELD_NUMBER: _ClassVar[int]
     partition: OffsetFields
     offset: OffsetFields
-    def __init__(self, partition: _Optional[_Union[OffsetFields, _Mapping]] = ..., offset: _Optional[_Union[OffsetFields, _Mapping]] = ...) -> None: ...
+    record_time: _timestamp_pb2.Timestamp
+    def __init__(self, partition: _Optional[_Union[OffsetFields, _Mapping]] = ..., offset: _Optional[_Union[OffsetFields, _Mapping]] = ..., record_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ConnectorOffsets(_message.Message):
-    __slots__ = ("offsets",)
+    __slots__ = ("offsets", "all_partitions_record_time")
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    ALL_PARTITIONS_RECORD_TIME_FIELD_NUMBER: _ClassVar[int]
     offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
-    def __init__(self, offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
+    all_partitions_record_time: _timestamp_pb2.Timestamp
+    def __init__(self, offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ..., all_partitions_record_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class TaskId(_message.Message):
     __slots__ = ("connector", "task")
@@ -260,12 +264,14 @@ class CreateConnectorRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., initial_state: _Optional[_Union[InitialState, str]] = ..., initial_offsets: _Optional[_Union[ConnectorOffsets, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class CreateConnectorResponse(_message.Message):
-    __slots__ = ("connector", "offsets_message")
+    __slots__ = ("connector", "offsets_message", "resolved_offsets")
     CONNECTOR_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_OFFSETS_FIELD_NUMBER: _ClassVar[int]
     connector: ConnectorInfo
     offsets_message: str
-    def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., offsets_message: _Optional[str] = ...) -> None: ...
+    resolved_offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
+    def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., offsets_message: _Optional[str] = ..., resolved_offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
 
 class PutConnectorConfigRequest(_message.Message):
     __slots__ = ("name", "config", "request_id")
@@ -465,20 +471,24 @@ class GetOffsetsResponse(_message.Message):
     def __init__(self, offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
 
 class AlterOffsetsRequest(_message.Message):
-    __slots__ = ("name", "offsets", "request_id")
+    __slots__ = ("name", "offsets", "request_id", "all_partitions_record_time")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ALL_PARTITIONS_RECORD_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
     request_id: str
-    def __init__(self, name: _Optional[str] = ..., offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    all_partitions_record_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ..., request_id: _Optional[str] = ..., all_partitions_record_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class AlterOffsetsResponse(_message.Message):
-    __slots__ = ("message",)
+    __slots__ = ("message", "resolved_offsets")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_OFFSETS_FIELD_NUMBER: _ClassVar[int]
     message: str
-    def __init__(self, message: _Optional[str] = ...) -> None: ...
+    resolved_offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
+    def __init__(self, message: _Optional[str] = ..., resolved_offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
 
 class ResetOffsetsRequest(_message.Message):
     __slots__ = ("name", "request_id")

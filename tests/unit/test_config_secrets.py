@@ -23,6 +23,7 @@ from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import ConfigValidator
+from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.file_offsets import FileOffsetStore
@@ -322,12 +323,13 @@ def test_the_alter_offsets_hook_gets_the_resolved_config(tmp_path: Path, plugins
     manager = OffsetManager(
         plugins, lambda config: store, ConsumerGroupOffsets({"bootstrap.servers": "127.0.0.1:1"}),
         transformer=transformer,
+        record_times=RecordTimes(lambda name, config: {"bootstrap.servers": "127.0.0.1:1"}),
     )
     events = tmp_path / "events.jsonl"
     config = {"name": "c", "connector.class": "InstrumentedSource",
               "test.events.file": str(events), "test.alter.offsets": "${env:CONNECT_ALTER_MODE}"}
     offsets = [ConnectorOffset({"task": 0}, {"seq": 4})]
-    message = manager.alter("c", config, offsets)
+    message = manager.alter("c", config, offsets).message
     assert message.startswith("The Connect framework-managed offsets")  # the hook said False
     [event] = [e for e in read_events(events) if e["event"] == "alter_offsets"]
     assert event["mode"] == "false"

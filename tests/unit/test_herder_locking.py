@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from connect_grpc import deadline
-from connect_grpc.domain import ConnectorOffset, State, TargetState
+from connect_grpc.domain import ConnectorOffset, OffsetsChange, State, TargetState
 from connect_grpc.errors import UnavailableError
 from connect_grpc.herder.standalone import StandaloneHerder
 
@@ -36,11 +36,14 @@ def blocked_alter(herder: StandaloneHerder, tmp_path: Path) -> Iterator[threadin
     release, entered = threading.Event(), threading.Event()
 
     def stuck_alter(
-        name: str, config: Mapping[str, str], offsets: Sequence[ConnectorOffset]
-    ) -> str:
+        name: str,
+        config: Mapping[str, str],
+        offsets: Sequence[ConnectorOffset],
+        all_partitions_time_ms: int | None = None,
+    ) -> OffsetsChange:
         entered.set()
         release.wait(30)
-        return "altered"
+        return OffsetsChange("altered")
 
     herder._offset_manager.alter = stuck_alter  # type: ignore[method-assign]
     offsets = [ConnectorOffset({"p": 1}, {"o": 1})]

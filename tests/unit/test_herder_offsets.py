@@ -52,7 +52,7 @@ def test_alter_merges_and_absent_offset_resets_one_partition(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
     herder.create_connector("c", _config(tmp_path), TargetState.STOPPED)
-    message = herder.alter_offsets("c", [_offset(0, 1), _offset(1, 2)])
+    message = herder.alter_offsets("c", [_offset(0, 1), _offset(1, 2)]).message
     assert message == "The offsets for this connector have been altered successfully"
     herder.alter_offsets("c", [_offset(1, None), _offset(2, 2**63 - 1)])
     assert _stored(herder, "c") == {0: {"pos": 1}, 2: {"pos": 2**63 - 1}}
@@ -84,7 +84,7 @@ def test_hook_returning_false_gives_the_framework_message(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
     herder.create_connector("c", _config(tmp_path, hook="false"), TargetState.STOPPED)
-    assert herder.alter_offsets("c", [_offset(0, 1)]).startswith(FRAMEWORK_ALTERED)
+    assert herder.alter_offsets("c", [_offset(0, 1)]).message.startswith(FRAMEWORK_ALTERED)
 
 
 def test_empty_alter_is_invalid(herder: StandaloneHerder, tmp_path: Path) -> None:

@@ -510,13 +510,19 @@ func (x *OffsetFields) GetFields() map[string]*OffsetValue {
 	return nil
 }
 
-// One partition's offset. An absent offset means "reset this partition".
+// One partition's offset. An absent offset (and no record_time) means "reset this
+// partition".
 type ConnectorOffset struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The partition.
 	Partition *OffsetFields `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
 	// The offset; unset to reset.
-	Offset        *OffsetFields `protobuf:"bytes,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Offset *OffsetFields `protobuf:"bytes,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Rewind a sink by time: instead of an offset, the partition is set to its first record
+	// whose timestamp is at or after this time (the consumer's offsets_for_times), or to its
+	// end offset when it has none. Sink connectors only; not together with offset; not
+	// before 1970-01-01T00:00:00Z; rounded up to the millisecond (Kafka's resolution).
+	RecordTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=record_time,json=recordTime,proto3" json:"record_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -565,13 +571,24 @@ func (x *ConnectorOffset) GetOffset() *OffsetFields {
 	return nil
 }
 
+func (x *ConnectorOffset) GetRecordTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RecordTime
+	}
+	return nil
+}
+
 // A list of offsets; a message so that "absent" and "empty" differ.
 type ConnectorOffsets struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The offsets.
-	Offsets       []*ConnectorOffset `protobuf:"bytes,1,rep,name=offsets,proto3" json:"offsets,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Offsets []*ConnectorOffset `protobuf:"bytes,1,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	// Rewind a sink by time: every partition of the connector's topics (`topics`, or the
+	// topics `topics.regex` matches) set as by ConnectorOffset.record_time. Not together
+	// with offsets.
+	AllPartitionsRecordTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=all_partitions_record_time,json=allPartitionsRecordTime,proto3" json:"all_partitions_record_time,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *ConnectorOffsets) Reset() {
@@ -607,6 +624,13 @@ func (*ConnectorOffsets) Descriptor() ([]byte, []int) {
 func (x *ConnectorOffsets) GetOffsets() []*ConnectorOffset {
 	if x != nil {
 		return x.Offsets
+	}
+	return nil
+}
+
+func (x *ConnectorOffsets) GetAllPartitionsRecordTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AllPartitionsRecordTime
 	}
 	return nil
 }
@@ -1454,8 +1478,11 @@ type CreateConnectorResponse struct {
 	Connector *ConnectorInfo `protobuf:"bytes,1,opt,name=connector,proto3" json:"connector,omitempty"`
 	// Present when initial offsets were written: what was set, and where.
 	OffsetsMessage string `protobuf:"bytes,2,opt,name=offsets_message,json=offsetsMessage,proto3" json:"offsets_message,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Rewind a sink by time: the offset each record_time resolved to, one per partition
+	// ({kafka_topic, kafka_partition} and {kafka_offset}); empty when no time was given.
+	ResolvedOffsets []*ConnectorOffset `protobuf:"bytes,3,rep,name=resolved_offsets,json=resolvedOffsets,proto3" json:"resolved_offsets,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CreateConnectorResponse) Reset() {
@@ -1500,6 +1527,13 @@ func (x *CreateConnectorResponse) GetOffsetsMessage() string {
 		return x.OffsetsMessage
 	}
 	return ""
+}
+
+func (x *CreateConnectorResponse) GetResolvedOffsets() []*ConnectorOffset {
+	if x != nil {
+		return x.ResolvedOffsets
+	}
+	return nil
 }
 
 // Request for PutConnectorConfig.
@@ -2802,9 +2836,13 @@ type AlterOffsetsRequest struct {
 	// The offsets to merge in; an unset offset resets that partition.
 	Offsets []*ConnectorOffset `protobuf:"bytes,2,rep,name=offsets,proto3" json:"offsets,omitempty"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Rewind a sink by time: every partition of the connector's topics (`topics`, or the
+	// topics `topics.regex` matches) set as by ConnectorOffset.record_time. Not together
+	// with offsets.
+	AllPartitionsRecordTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=all_partitions_record_time,json=allPartitionsRecordTime,proto3" json:"all_partitions_record_time,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *AlterOffsetsRequest) Reset() {
@@ -2858,13 +2896,23 @@ func (x *AlterOffsetsRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *AlterOffsetsRequest) GetAllPartitionsRecordTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AllPartitionsRecordTime
+	}
+	return nil
+}
+
 // Response of AlterOffsets.
 type AlterOffsetsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What was altered, and where.
-	Message       string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// Rewind a sink by time: the offset each record_time resolved to, one per partition
+	// ({kafka_topic, kafka_partition} and {kafka_offset}); empty when no time was given.
+	ResolvedOffsets []*ConnectorOffset `protobuf:"bytes,2,rep,name=resolved_offsets,json=resolvedOffsets,proto3" json:"resolved_offsets,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AlterOffsetsResponse) Reset() {
@@ -2902,6 +2950,13 @@ func (x *AlterOffsetsResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *AlterOffsetsResponse) GetResolvedOffsets() []*ConnectorOffset {
+	if x != nil {
+		return x.ResolvedOffsets
+	}
+	return nil
 }
 
 // Request for ResetOffsets.
@@ -4706,12 +4761,15 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x06fields\x18\x01 \x03(\v2$.connect.v1.OffsetFields.FieldsEntryR\x06fields\x1aR\n" +
 	"\vFieldsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
-	"\x05value\x18\x02 \x01(\v2\x17.connect.v1.OffsetValueR\x05value:\x028\x01\"{\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.connect.v1.OffsetValueR\x05value:\x028\x01\"\xb8\x01\n" +
 	"\x0fConnectorOffset\x126\n" +
 	"\tpartition\x18\x01 \x01(\v2\x18.connect.v1.OffsetFieldsR\tpartition\x120\n" +
-	"\x06offset\x18\x02 \x01(\v2\x18.connect.v1.OffsetFieldsR\x06offset\"I\n" +
+	"\x06offset\x18\x02 \x01(\v2\x18.connect.v1.OffsetFieldsR\x06offset\x12;\n" +
+	"\vrecord_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"recordTime\"\xa2\x01\n" +
 	"\x10ConnectorOffsets\x125\n" +
-	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\":\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\x12W\n" +
+	"\x1aall_partitions_record_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x17allPartitionsRecordTime\":\n" +
 	"\x06TaskId\x12\x1c\n" +
 	"\tconnector\x18\x01 \x01(\tR\tconnector\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\x05R\x04task\"\xf6\x01\n" +
@@ -4782,10 +4840,11 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"request_id\x18\x05 \x01(\tR\trequestId\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"{\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc3\x01\n" +
 	"\x17CreateConnectorResponse\x127\n" +
 	"\tconnector\x18\x01 \x01(\v2\x19.connect.v1.ConnectorInfoR\tconnector\x12'\n" +
-	"\x0foffsets_message\x18\x02 \x01(\tR\x0eoffsetsMessage\"\xd4\x01\n" +
+	"\x0foffsets_message\x18\x02 \x01(\tR\x0eoffsetsMessage\x12F\n" +
+	"\x10resolved_offsets\x18\x03 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\x0fresolvedOffsets\"\xd4\x01\n" +
 	"\x19PutConnectorConfigRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12I\n" +
 	"\x06config\x18\x02 \x03(\v21.connect.v1.PutConnectorConfigRequest.ConfigEntryR\x06config\x12\x1d\n" +
@@ -4865,14 +4924,16 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x11GetOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
 	"\x12GetOffsetsResponse\x125\n" +
-	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\"\x7f\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\"\xd8\x01\n" +
 	"\x13AlterOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\aoffsets\x18\x02 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"0\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12W\n" +
+	"\x1aall_partitions_record_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x17allPartitionsRecordTime\"x\n" +
 	"\x14AlterOffsetsResponse\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\tR\amessage\"H\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12F\n" +
+	"\x10resolved_offsets\x18\x02 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\x0fresolvedOffsets\"H\n" +
 	"\x13ResetOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -5174,121 +5235,126 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	81, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
 	6,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
 	6,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
-	7,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	82, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
-	9,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
-	2,  // 7: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
-	9,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	83, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
-	1,  // 10: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
-	1,  // 11: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
-	14, // 12: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
-	4,  // 13: connect.v1.TaskPlacement.kind:type_name -> connect.v1.TaskPlacement.Kind
-	12, // 14: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
-	13, // 15: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
-	2,  // 16: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
-	10, // 17: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
-	15, // 18: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
-	16, // 19: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
-	10, // 20: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	84, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
-	0,  // 22: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
-	8,  // 23: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
-	10, // 24: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	85, // 25: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
-	10, // 26: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	86, // 27: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
-	10, // 28: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	87, // 29: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
-	15, // 30: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	13, // 31: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
-	11, // 32: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
-	15, // 33: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
-	7,  // 34: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
-	7,  // 35: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	53, // 36: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
-	54, // 37: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	88, // 38: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
-	55, // 39: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
-	2,  // 40: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
-	53, // 41: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
-	58, // 42: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	58, // 43: connect.v1.GetPluginConfigResponse.plugin:type_name -> connect.v1.PluginInfo
-	15, // 44: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	9,  // 45: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	67, // 46: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
-	9,  // 47: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
-	14, // 48: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
-	66, // 49: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	91, // 50: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
-	69, // 51: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
-	69, // 52: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
-	3,  // 53: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
-	89, // 54: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	76, // 55: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	5,  // 56: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	92, // 57: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
-	17, // 58: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	19, // 59: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	21, // 60: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	23, // 61: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	27, // 62: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	29, // 63: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	31, // 64: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	33, // 65: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	35, // 66: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	37, // 67: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	39, // 68: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	41, // 69: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	43, // 70: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	45, // 71: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	47, // 72: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	49, // 73: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	51, // 74: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	56, // 75: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	59, // 76: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	63, // 77: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	65, // 78: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	70, // 79: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
-	72, // 80: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
-	74, // 81: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
-	25, // 82: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
-	61, // 83: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
-	77, // 84: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	79, // 85: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	18, // 86: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	20, // 87: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	22, // 88: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	24, // 89: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	28, // 90: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	30, // 91: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	32, // 92: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	34, // 93: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	36, // 94: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	38, // 95: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	40, // 96: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	42, // 97: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	44, // 98: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	46, // 99: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	48, // 100: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	50, // 101: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	52, // 102: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	57, // 103: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	60, // 104: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	64, // 105: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	68, // 106: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	71, // 107: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
-	73, // 108: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
-	75, // 109: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
-	26, // 110: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
-	62, // 111: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
-	78, // 112: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	80, // 113: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	86, // [86:114] is the sub-list for method output_type
-	58, // [58:86] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	91, // 4: connect.v1.ConnectorOffset.record_time:type_name -> google.protobuf.Timestamp
+	7,  // 5: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
+	91, // 6: connect.v1.ConnectorOffsets.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	82, // 7: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	9,  // 8: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
+	2,  // 9: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
+	9,  // 10: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
+	83, // 11: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	1,  // 12: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
+	1,  // 13: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
+	14, // 14: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
+	4,  // 15: connect.v1.TaskPlacement.kind:type_name -> connect.v1.TaskPlacement.Kind
+	12, // 16: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
+	13, // 17: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
+	2,  // 18: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
+	10, // 19: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
+	15, // 20: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
+	16, // 21: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
+	10, // 22: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	84, // 23: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	0,  // 24: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
+	8,  // 25: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
+	10, // 26: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	7,  // 27: connect.v1.CreateConnectorResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
+	85, // 28: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	10, // 29: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	86, // 30: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	10, // 31: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	87, // 32: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	15, // 33: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	13, // 34: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
+	11, // 35: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
+	15, // 36: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
+	7,  // 37: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
+	7,  // 38: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
+	91, // 39: connect.v1.AlterOffsetsRequest.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	7,  // 40: connect.v1.AlterOffsetsResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
+	53, // 41: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
+	54, // 42: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
+	88, // 43: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	55, // 44: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
+	2,  // 45: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
+	53, // 46: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
+	58, // 47: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
+	58, // 48: connect.v1.GetPluginConfigResponse.plugin:type_name -> connect.v1.PluginInfo
+	15, // 49: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	9,  // 50: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	67, // 51: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
+	9,  // 52: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
+	14, // 53: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
+	66, // 54: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	91, // 55: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
+	69, // 56: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
+	69, // 57: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
+	3,  // 58: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
+	89, // 59: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	76, // 60: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	5,  // 61: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	92, // 62: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
+	17, // 63: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	19, // 64: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	21, // 65: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	23, // 66: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	27, // 67: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	29, // 68: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	31, // 69: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	33, // 70: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	35, // 71: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	37, // 72: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	39, // 73: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	41, // 74: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	43, // 75: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	45, // 76: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	47, // 77: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	49, // 78: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	51, // 79: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	56, // 80: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	59, // 81: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	63, // 82: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	65, // 83: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	70, // 84: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
+	72, // 85: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
+	74, // 86: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
+	25, // 87: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
+	61, // 88: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
+	77, // 89: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	79, // 90: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	18, // 91: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	20, // 92: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	22, // 93: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	24, // 94: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	28, // 95: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	30, // 96: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	32, // 97: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	34, // 98: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	36, // 99: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	38, // 100: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	40, // 101: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	42, // 102: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	44, // 103: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	46, // 104: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	48, // 105: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	50, // 106: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	52, // 107: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	57, // 108: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	60, // 109: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	64, // 110: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	68, // 111: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	71, // 112: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
+	73, // 113: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
+	75, // 114: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
+	26, // 115: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
+	62, // 116: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
+	78, // 117: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	80, // 118: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	91, // [91:119] is the sub-list for method output_type
+	63, // [63:91] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
