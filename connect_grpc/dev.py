@@ -20,6 +20,7 @@ import structlog
 from connect_grpc.app import StandaloneProcess
 from connect_grpc.domain import ConnectorStatus, TargetState
 from connect_grpc.kafka import broker
+from connect_grpc.kafka_clients import is_retriable
 from connect_grpc.logs import capture_output, restore_output
 from connect_grpc.runtime.kafka_io import sink_group_id
 from connect_grpc.worker_config import WorkerConfig
@@ -127,7 +128,9 @@ def _until_done(
             error = exc.args[0]
             if error.code() in done:
                 return
-            retriable = error.retriable() or error.code() in (KafkaError._TIMED_OUT, *retry)
+            # the project's one classification (a fresh broker answers NOT_COORDINATOR for
+            # a while, which librdkafka does not flag retriable)
+            retriable = is_retriable(error) or error.code() in (KafkaError._TIMED_OUT, *retry)
             if not retriable or time.monotonic() > deadline:
                 raise DemoResetError(f"cannot {what}: {error}") from exc
         time.sleep(0.5)
