@@ -12,6 +12,7 @@ import pytest
 
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.errors import ConnectError
+from connect_grpc.runtime.retry import RetryPolicy
 from tests.unit.test_task_retry import (
     FAST,
     ScriptedRunner,
@@ -54,20 +55,22 @@ def flaky(runner: ScriptedRunner) -> FlakyRecorder:
 def test_a_status_report_that_raises_does_not_end_the_loop(
     runners: list[ScriptedRunner],  # noqa: F811
 ) -> None:
-    runner = ScriptedRunner([True, *[transient() for _ in range(100_000)]], retry_policy=FAST)
+    # retrying never times out here: on a loaded machine 10 quick retries may take seconds
+    patient = RetryPolicy(timeout_s=600, backoff_max_s=0.02, backoff_initial_s=0.01)
+    runner = ScriptedRunner([True, *[transient() for _ in range(100_000)]], retry_policy=patient)
     listener = flaky(runner)
     start(runners, runner)
-    wait_for(lambda: runner.batches >= 1)
+    wait_for(lambda: runner.batches >= 1, timeout=30)
     listener.failing.set()
-    wait_for(lambda: runner.batches >= 10 and listener.refused >= 1)
+    wait_for(lambda: runner.batches >= 10 and listener.refused >= 1, timeout=30)
     assert runner._thread is not None and runner._thread.is_alive()
     assert runner.state is State.RETRYING
     listener.failing.clear()
     runner.outcomes.clear()  # the next batch succeeds
-    wait_for(lambda: runner.state is State.RUNNING)
+    wait_for(lambda: runner.state is State.RUNNING, timeout=30)
     assert runner._thread.is_alive()
     # the report that failed was made again: the last status reported is the current one
-    wait_for(lambda: runner.recorder.last().state is State.RUNNING)
+    wait_for(lambda: runner.recorder.last().state is State.RUNNING, timeout=30)
 
 
 def test_a_report_that_failed_is_made_again_by_the_watchdog(
