@@ -18,12 +18,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from connect_grpc.kafka.broker import LocalKafka
+from connect_grpc.kafka.broker import LocalKafka, cache_root
+from connect_grpc.testing import class_archive
 
 #: The bootstrap servers of the broker the xdist controller started for its workers.
 SHARED_BROKER_ENV = "CONNECT_GRPC_TEST_SHARED_BROKER"
@@ -70,6 +72,7 @@ def _selects_integration_tests(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _prepare_class_archive(config)
     if (
         not _is_xdist_controller(config)
         or os.environ.get(EXTERNAL_BROKER_ENV)
@@ -89,6 +92,23 @@ def pytest_configure(config: pytest.Config) -> None:
     # The xdist workers, spawned after configure, inherit the controller's environment.
     os.environ[SHARED_BROKER_ENV] = broker.bootstrap_servers
     os.environ[START_LOCK_ENV] = str(data_dir / "worker-start.lock")
+
+
+def _prepare_class_archive(config: pytest.Config) -> None:
+    """Names the workers' class-data archive (``connect_grpc.testing.class_archive``) for
+    this process and the xdist workers it spawns, and dumps it in the background if the
+    cache lacks it: workers started before it is there start without it."""
+    if hasattr(config, "workerinput") or not _selects_integration_tests(config):
+        return  # an xdist worker inherits the controller's choice
+    archive = class_archive.archive_path(cache_root() / "test-jvm")
+    if archive is None:
+        return
+    os.environ[class_archive.ARCHIVE_ENV] = str(archive)
+    if not archive.is_file():
+        threading.Thread(
+            target=class_archive.ensure_archive, args=(archive,), name="class-archive",
+            daemon=True,
+        ).start()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -21,13 +21,10 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from connect_grpc.connection import ConnectionSettings
+from connect_grpc.testing.class_archive import driver_java_options
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
-
-
-#: The Spark driver JVM's options of a test worker.
-TEST_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 def free_port() -> int:
@@ -71,10 +68,8 @@ class WorkerProcess:
             "worker.id": f"worker-{self.port}",
             "offset.storage.file.filename": str(work_dir / "connect.offsets"),
             "spark.master": "local[2]",
-            # Spark's JVM only schedules here (records go through Python and librdkafka):
-            # without the optimising compiler it starts on about half the CPU time, which
-            # on a 2-core machine is most of a worker's start-up.
-            "spark.driver.extraJavaOptions": TEST_DRIVER_JAVA_OPTIONS,
+            # a start is mostly the driver JVM's: see class_archive
+            "spark.driver.extraJavaOptions": driver_java_options(),
             "log.format": "json",
             "test.plugins.enabled": "true",
             **(extra_properties or {}),

@@ -1,0 +1,45 @@
+"""Test workers' class-data archive: the options a worker's driver gets, and the archive's
+place in the cache (the dump itself runs in every integration session)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connect_grpc.testing import class_archive
+
+
+def test_a_worker_maps_the_sessions_archive_only_once_it_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = tmp_path / "spark-driver-x.jsa"
+    monkeypatch.delenv(class_archive.ARCHIVE_ENV, raising=False)
+    assert class_archive.driver_java_options() == class_archive.BASE_JAVA_OPTIONS
+    monkeypatch.setenv(class_archive.ARCHIVE_ENV, str(archive))
+    assert class_archive.driver_java_options() == class_archive.BASE_JAVA_OPTIONS
+    archive.write_bytes(b"archive")
+    assert class_archive.driver_java_options() == (
+        f"{class_archive.BASE_JAVA_OPTIONS} -XX:SharedArchiveFile={archive}"
+    )
+
+
+def test_the_archive_is_kept_per_jdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    java_home = tmp_path / "jdk"
+    (java_home / "bin").mkdir(parents=True)
+    (java_home / "bin" / "java").write_bytes(b"one build")
+    monkeypatch.setenv("JAVA_HOME", str(java_home))
+    first = class_archive.archive_path(tmp_path / "cache")
+    assert first is not None and first.parent == tmp_path / "cache"
+    assert class_archive.archive_path(tmp_path / "cache") == first
+    (java_home / "bin" / "java").write_bytes(b"another build")
+    assert class_archive.archive_path(tmp_path / "cache") != first
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    assert class_archive.archive_path(tmp_path / "cache") is None
+
+
+def test_an_archive_already_there_is_not_dumped_again(tmp_path: Path) -> None:
+    archive = tmp_path / "spark-driver-x.jsa"
+    archive.write_bytes(b"archive")
+    assert class_archive.ensure_archive(archive)
+    assert archive.read_bytes() == b"archive"
