@@ -95,20 +95,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _prepare_class_archive(config: pytest.Config) -> None:
-    """Names the workers' class-data archive (``connect_grpc.testing.class_archive``) for
-    this process and the xdist workers it spawns, and dumps it in the background if the
-    cache lacks it: workers started before it is there start without it."""
-    if hasattr(config, "workerinput") or not _selects_integration_tests(config):
-        return  # an xdist worker inherits the controller's choice
-    archive = class_archive.archive_path(cache_root() / "test-jvm")
-    if archive is None:
+    """Gives every Spark driver this session starts the test JVM options
+    (``connect_grpc.testing.class_archive``) through ``PYSPARK_SUBMIT_ARGS``, unless the
+    environment sets it: with the class-data archive once the cache has it. A missing
+    archive is dumped first under xdist (its processes take the environment they start
+    with), in the background otherwise (drivers started meanwhile go without it)."""
+    if (
+        hasattr(config, "workerinput")  # an xdist worker inherits the controller's
+        or not _selects_integration_tests(config)
+        or os.environ.get(class_archive.SUBMIT_ARGS_ENV)
+    ):
         return
-    os.environ[class_archive.ARCHIVE_ENV] = str(archive)
-    if not archive.is_file():
-        threading.Thread(
-            target=class_archive.ensure_archive, args=(archive,), name="class-archive",
-            daemon=True,
-        ).start()
+    archive = class_archive.archive_path(cache_root() / "test-jvm")
+
+    def use_archive() -> None:
+        if archive is not None and class_archive.ensure_archive(archive):
+            os.environ[class_archive.SUBMIT_ARGS_ENV] = class_archive.submit_args(archive)
+
+    os.environ[class_archive.SUBMIT_ARGS_ENV] = class_archive.submit_args(archive)
+    if archive is None or archive.is_file():
+        return
+    if _is_xdist_controller(config):
+        use_archive()
+    else:
+        threading.Thread(target=use_archive, name="class-archive", daemon=True).start()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

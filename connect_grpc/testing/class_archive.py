@@ -15,27 +15,33 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-#: Set by the test session to the archive its workers' drivers map, when it has one.
-ARCHIVE_ENV = "CONNECT_GRPC_TEST_JVM_CLASS_ARCHIVE"
-#: The Spark driver JVM's options of every test worker: Spark's JVM only schedules there
-#: (records go through Python and librdkafka), so it starts without the optimising compiler.
+#: The variable through which PySpark's launcher takes spark-submit's arguments: the test
+#: session sets it, so that every Spark driver it starts (test workers, README commands,
+#: in-process runtimes) gets DRIVER_OPTIONS_KEY, and benchmarks, which do not, run the
+#: product's own JVM settings.
+SUBMIT_ARGS_ENV = "PYSPARK_SUBMIT_ARGS"
+#: Spark's driver JVM options that come before any ``spark.driver.extraJavaOptions``.
+DRIVER_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
+#: The Spark driver JVM's options in tests: Spark's JVM only schedules there (records go
+#: through Python and librdkafka), so it starts without the optimising compiler.
 BASE_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 #: Seconds the dump may take (a driver's start, one job, and the dump at its exit).
 DUMP_TIMEOUT_S = 300.0
 
 
-def driver_java_options() -> str:
-    """``spark.driver.extraJavaOptions`` of a test worker: the base options, and the
-    session's archive when there is one."""
-    archive = os.environ.get(ARCHIVE_ENV, "")
-    if archive and Path(archive).is_file():
-        return f"{BASE_JAVA_OPTIONS} -XX:SharedArchiveFile={archive}"
-    return BASE_JAVA_OPTIONS
+def submit_args(archive: Path | None) -> str:
+    """``PYSPARK_SUBMIT_ARGS`` for tests' Spark drivers: the base options, and ``archive``
+    when it is there."""
+    options = BASE_JAVA_OPTIONS
+    if archive is not None and archive.is_file():
+        options += f" -XX:SharedArchiveFile={archive}"
+    return f"--conf {shlex.quote(f'{DRIVER_OPTIONS_KEY}={options}')} pyspark-shell"
 
 
 def archive_path(cache: Path) -> Path | None:

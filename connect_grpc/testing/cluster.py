@@ -21,7 +21,6 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from connect_grpc.connection import ConnectionSettings
-from connect_grpc.testing.class_archive import driver_java_options
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
@@ -68,8 +67,6 @@ class WorkerProcess:
             "worker.id": f"worker-{self.port}",
             "offset.storage.file.filename": str(work_dir / "connect.offsets"),
             "spark.master": "local[2]",
-            # a start is mostly the driver JVM's: see class_archive
-            "spark.driver.extraJavaOptions": driver_java_options(),
             "log.format": "json",
             "test.plugins.enabled": "true",
             **(extra_properties or {}),

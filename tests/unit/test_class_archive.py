@@ -3,6 +3,7 @@ place in the cache (the dump itself runs in every integration session)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -10,17 +11,18 @@ import pytest
 from connect_grpc.testing import class_archive
 
 
-def test_a_worker_maps_the_sessions_archive_only_once_it_is_there(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    archive = tmp_path / "spark-driver-x.jsa"
-    monkeypatch.delenv(class_archive.ARCHIVE_ENV, raising=False)
-    assert class_archive.driver_java_options() == class_archive.BASE_JAVA_OPTIONS
-    monkeypatch.setenv(class_archive.ARCHIVE_ENV, str(archive))
-    assert class_archive.driver_java_options() == class_archive.BASE_JAVA_OPTIONS
+def test_drivers_map_the_archive_only_once_it_is_there(tmp_path: Path) -> None:
+    archive = tmp_path / "spark-driver.jsa"
+    without = class_archive.submit_args(archive)
+    assert shlex.split(without) == [
+        "--conf", f"spark.driver.defaultJavaOptions={class_archive.BASE_JAVA_OPTIONS}",
+        "pyspark-shell",
+    ]
+    assert class_archive.submit_args(None) == without
     archive.write_bytes(b"archive")
-    assert class_archive.driver_java_options() == (
-        f"{class_archive.BASE_JAVA_OPTIONS} -XX:SharedArchiveFile={archive}"
+    assert shlex.split(class_archive.submit_args(archive))[1] == (
+        f"spark.driver.defaultJavaOptions={class_archive.BASE_JAVA_OPTIONS} "
+        f"-XX:SharedArchiveFile={archive}"
     )
 
 
