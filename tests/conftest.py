@@ -1,10 +1,11 @@
-"""Suite-wide settings for parallel runs with pytest-xdist (``make test`` runs
-``pytest -n 3 --dist loadfile``).
+"""Suite-wide settings for parallel runs with pytest-xdist (``make test PYTEST_WORKERS=N``
+runs ``pytest -n N --dist loadfile``).
 
 - Scheduling: the tests of a module run on one xdist worker (``loadfile``), so a module's
   module-scoped workers and clusters start once; the modules of one :data:`SHARED_NAMES`
   group run on one xdist worker, one after the other, because they use the same fixed
-  names (a path, a topic, a group id), and so must never run at the same time. (Not
+  names (a path, a topic, a group id), and so must never run at the same time; so do the
+  :data:`SHARED_WORKER_MODULES`, so that the shared worker and cluster start once. (Not
   ``--dist loadgroup`` with ``xdist_group`` marks: pytest-xdist 3.8 groups by renaming
   ``item._nodeid``, which pytest 9 no longer reads, so the marks would be ignored.)
 - One Kafka broker for the whole run: the controller starts it before the xdist workers
@@ -48,7 +49,44 @@ SHARED_NAMES = {
         "tests/integration/test_secrets.py",
     ),
 }
-_GROUP_OF = {module: group for group, modules in SHARED_NAMES.items() for module in modules}
+#: The modules that use the session's shared standalone worker or 3-worker cluster
+#: (``tests/integration/conftest.py``): on one xdist worker, so that each starts once per
+#: session. The integration conftest refuses a session whose modules use them unlisted.
+SHARED_WORKER_MODULES = (
+    "tests/integration/test_bad_inputs.py",
+    "tests/integration/test_client.py",
+    "tests/integration/test_ctl.py",
+    "tests/integration/test_go_client.py",
+    "tests/integration/test_kill_pipeline.py",
+    "tests/integration/test_lifecycle.py",
+    "tests/integration/test_loggers.py",
+    "tests/integration/test_offsets.py",
+    "tests/integration/test_patch_config.py",
+    "tests/integration/test_pipeline_validation.py",
+    "tests/integration/test_record_pipeline.py",
+    "tests/integration/test_restart.py",
+    "tests/integration/test_rewind_by_time.py",
+    "tests/integration/test_topic_creation.py",
+)
+
+
+def _scopes() -> dict[str, str]:
+    """Each module of a group, or of the shared workers, to the name of the xdist scope it
+    runs in; groups that share a module are one scope (test_ctl is in both)."""
+    groups = [set(modules) for modules in SHARED_NAMES.values()]
+    groups.append(set(SHARED_WORKER_MODULES))
+    merged: list[set[str]] = []
+    for group in groups:
+        overlapping = [other for other in merged if other & group]
+        for other in overlapping:
+            merged.remove(other)
+            group |= other
+        merged.append(group)
+    return {module: f"one-process-{index}" for index, group in enumerate(merged)
+            for module in group}
+
+
+_GROUP_OF = _scopes()
 
 _SHARED_BROKER = pytest.StashKey[tuple[LocalKafka, Path]]()
 

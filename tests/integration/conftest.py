@@ -36,7 +36,12 @@ from connect_grpc.testing.cluster import (
 )
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-from tests.conftest import EXTERNAL_BROKER_ENV, SHARED_BROKER_ENV, START_LOCK_ENV
+from tests.conftest import (
+    EXTERNAL_BROKER_ENV,
+    SHARED_BROKER_ENV,
+    SHARED_WORKER_MODULES,
+    START_LOCK_ENV,
+)
 from tests.integration import warm_ups
 from tests.integration.helpers import CLUSTER_SIZE, delete_every_connector
 
@@ -197,11 +202,17 @@ def _deployment(item: pytest.Item) -> str | None:
 
 
 def _uses_worker(item: pytest.Item) -> bool:
-    return "worker" in getattr(item, "fixturenames", ()) or _deployment(item) == "standalone"
+    """Whether the test uses the shared standalone worker (not a fixture of the same name
+    a module defines for itself, which does not ask for ``_shared_worker``)."""
+    return (
+        "_shared_worker" in getattr(item, "fixturenames", ())
+        or _deployment(item) == "standalone"
+    )
 
 
 def _uses_cluster(item: pytest.Item) -> bool:
-    return "cluster" in getattr(item, "fixturenames", ()) or _deployment(item) == "cluster"
+    """Whether the test uses the shared 3-worker cluster (as :func:`_uses_worker`)."""
+    return "_shared_cluster" in getattr(item, "fixturenames", ()) or _deployment(item) == "cluster"
 
 
 def _needed_later(request: pytest.FixtureRequest, uses: Callable[[pytest.Item], bool]) -> bool:
@@ -237,9 +248,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             return 0
         return 1 if any(_uses_worker(t) for t in tests) else 2
 
+    _check_shared_worker_modules(modules, group)
+
     ordered = [t for tests in sorted(modules.values(), key=group) for t in tests]
     for index, item in zip(integration, ordered, strict=True):
         items[index] = item
+
+
+def _check_shared_worker_modules(
+    modules: dict[Path, list[pytest.Item]], group: Callable[[list[pytest.Item]], int]
+) -> None:
+    """Refuses a session whose list of shared-worker modules (which xdist keeps on one
+    process) is not what the modules' fixtures say."""
+    root = HERE.parent.parent
+    for path, tests in modules.items():
+        name = path.relative_to(root).as_posix()
+        listed = name in SHARED_WORKER_MODULES
+        if listed != (group(tests) < 2):
+            raise pytest.UsageError(
+                f"{name} {'is' if listed else 'is not'} in tests/conftest.py's "
+                f"SHARED_WORKER_MODULES but {'does not use' if listed else 'uses'} the shared "
+                "worker or cluster: update the list"
+            )
 
 
 class SharedWorkers:
