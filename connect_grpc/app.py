@@ -143,7 +143,7 @@ class DistributedProcess(_ServingProcess):
             forwarder=self._forwarder,
             cluster=self.distributed,
             request_log=RequestLog(ttl_seconds=ANSWER_TTL_S, shared=self.distributed),
-            leads=self.distributed.leads,
+            leads=self.distributed.answers_writes,
             metrics=self._api_metrics(config),
             security=config.security,
             verifier=RequestVerifier(self.distributed.session_keys),

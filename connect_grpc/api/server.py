@@ -58,7 +58,8 @@ class ApiServer:
         """Distributed mode passes ``forwarder`` (writes a follower receives go to the
         leader), ``cluster`` (the herder, serving the workers' ClusterService), a
         ``request_log`` whose answers live in the config topic, and ``leads`` (whether this
-        worker leads now: while it does not, the leader's writes are relayed unparsed).
+        worker answers the leader's writes itself now: while it does not, they are relayed
+        unparsed).
         With ``metrics``, every call is counted and timed in that registry.
 
         ``security`` is the listener's TLS and who may call (none: plaintext, everyone);

@@ -145,13 +145,17 @@ class HerderCommon:
             f"{away:.0f} s (health.kafka.unreachable.grace.ms={grace_ms})"
         )
 
+    def _kafka_away_for(self) -> float | None:
+        """Seconds this worker's Kafka monitor has found Kafka unreachable, or None."""
+        if not isinstance(self._worker, KafkaReachability):
+            return None
+        return self._worker.kafka_unreachable_for()
+
     def _refuse_while_kafka_unreachable(self) -> None:
         """A write that needs Kafka is answered UNAVAILABLE at once, with a retry hint,
         while the worker's Kafka monitor already knows Kafka is unreachable: waiting for
         the write to time out would only hold the caller for its whole deadline."""
-        if not isinstance(self._worker, KafkaReachability):
-            return
-        away = self._worker.kafka_unreachable_for()
+        away = self._kafka_away_for()
         if away is None:
             return
         raise UnavailableError(

@@ -686,6 +686,12 @@ class DistributedHerder(HerderCommon):
         """Whether this worker carries out the leader's writes now."""
         return self._usable_writer() is not None
 
+    def answers_writes(self) -> bool:
+        """Whether this worker's servicer answers the leader's writes rather than relaying
+        them: it leads, or it knows Kafka is unreachable (then it refuses them at once,
+        where a relay would hold the caller to its deadline looking for a leader)."""
+        return self.leads() or self._kafka_away_for() is not None
+
     def _usable_writer(self) -> FencedWriter | None:
         with self._writer_lock:
             writer = self._writer

@@ -346,9 +346,8 @@ def test_a_crashed_admin_process_is_unavailable_for_one_call(broker: LocalKafka)
         with deadline.scope(20), pytest.raises(UnavailableError, match="crashed"):
             unreachable.call("partition_counts", ["t"])  # waits for a broker until killed
         killer.join()
-        # a new process answers, when librdkafka gives up at the end of the call's budget
-        with deadline.scope(8), pytest.raises(AdminCallError) as raised:
-            unreachable.call("partition_counts", ["t"])
+        with deadline.scope(20), pytest.raises(AdminCallError) as raised:
+            unreachable.call("partition_counts", ["t"])  # a new process answers
         assert raised.value.retriable
     finally:
         unreachable.close()

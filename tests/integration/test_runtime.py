@@ -32,8 +32,16 @@ from connect_grpc.connectors.api import (
     Task,
 )
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.domain import (
+    InstanceStatus,
+    PlacementKind,
+    State,
+    TargetState,
+    TaskId,
+    TaskPlacement,
+)
 from connect_grpc.runtime.spark import job_tag
+from connect_grpc.runtime.task import DRIVER_HOST
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
@@ -49,6 +57,9 @@ MODULE = __name__
 _EVENTS_LOCK = threading.Lock()
 EVENTS: list[tuple[str, str, object]] = []
 
+
+#: Where this module's tasks run (its worker has task.hosting=driver).
+ON_DRIVER = TaskPlacement(PlacementKind.DRIVER, DRIVER_HOST)
 
 def record_event(owner: str, event: str, detail: object = None) -> None:
     with _EVENTS_LOCK:
@@ -286,7 +297,9 @@ def test_file_source_moves_lines_and_resumes_from_stored_offsets(
 
     tasks = start_connector_and_tasks(env, name, config)
     assert env.listener.connector_state(name) == InstanceStatus(State.RUNNING, "runtime-test")
-    assert env.listener.task_state(tasks[0]) == InstanceStatus(State.RUNNING, "runtime-test")
+    assert env.listener.task_state(tasks[0]) == InstanceStatus(
+        State.RUNNING, "runtime-test", placement=ON_DRIVER
+    )
     size = source.stat().st_size
     wait_for(lambda: env.offsets.get(name, partition) == {"position": size}, what="offsets")
     assert [m.value().decode() for m in read_all(env.bootstrap, unique_topic)] == first
@@ -371,14 +384,18 @@ def test_pause_stops_job_launches_resume_continues_and_stop_is_called_once(
 
     env.worker.set_task_target(task, TargetState.PAUSED)
     env.worker.set_task_target(task, TargetState.PAUSED)  # idempotent
-    assert env.listener.task_state(task) == InstanceStatus(State.PAUSED, "runtime-test")
+    assert env.listener.task_state(task) == InstanceStatus(
+        State.PAUSED, "runtime-test", placement=ON_DRIVER
+    )
     time.sleep(0.5)  # let an in-flight batch finish
     jobs, polls = spark_jobs(env, task), len(events(owner, "poll"))
     time.sleep(1.0)
     assert (spark_jobs(env, task), len(events(owner, "poll"))) == (jobs, polls)
 
     env.worker.set_task_target(task, TargetState.STARTED)
-    assert env.listener.task_state(task) == InstanceStatus(State.RUNNING, "runtime-test")
+    assert env.listener.task_state(task) == InstanceStatus(
+        State.RUNNING, "runtime-test", placement=ON_DRIVER
+    )
     wait_for(lambda: spark_jobs(env, task) >= jobs + 2, what="jobs after resume")
 
     env.worker.stop_tasks(tasks, connector_deleted=True)
