@@ -226,6 +226,7 @@ class DistributedHerder(HerderCommon):
                 offsets_for=self._connector_offsets.for_config,
                 metrics=metrics,
                 transformer=transformer,
+                active_topics=self._board if config.topic_tracking_enabled else None,
             )
         )
         self._election = LeaderElection(

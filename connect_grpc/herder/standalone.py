@@ -134,6 +134,7 @@ class StandaloneHerder(HerderCommon):
             else Worker(
                 config, plugins, offset_store, self._board, metrics=metrics,
                 transformer=transformer,
+                active_topics=self._board if config.topic_tracking_enabled else None,
             )
         )
         self._lock = threading.RLock()

@@ -13,6 +13,7 @@ import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Unpack
 
 import structlog
@@ -75,6 +76,8 @@ from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
+_TOPIC = attrgetter("topic")
+
 #: Seconds a batch may keep filling from further polls once the first poll returned records.
 POLL_LINGER_S = 0.25
 
@@ -94,6 +97,8 @@ class _Batch:
     outgoing: Sequence[SourceRecord] = ()
     #: With a pipeline: each polled record as it goes out, None where it was dropped.
     converted: list[SourceRecord | None] | None = None
+    #: The topics the outgoing records go to (gathered once per batch).
+    topics: frozenset[str] = frozenset()
 
     def through(self, pipeline: TaskPipeline | None) -> _Batch:
         """The batch after the task's pipeline (dropped records' offsets are then not
@@ -103,6 +108,7 @@ class _Batch:
         else:
             self.converted = pipeline.apply_source(self.records)
             self.outgoing = [record for record in self.converted if record is not None]
+        self.topics = frozenset(map(_TOPIC, self.outgoing))
         return self
 
     def dropped(self) -> list[SourceRecord]:
@@ -134,6 +140,8 @@ class HostedBatch:
     commits: CommitTally
     #: The record errors counted since the last answer.
     errors: ErrorCounts = field(default_factory=ErrorCounts)
+    #: The topics the batch's records were written to (KIP-558's active topics).
+    topics: frozenset[str] = frozenset()
 
 
 class _OffsetReader:
@@ -243,7 +251,7 @@ def create_topics(creator: TopicCreator | None, batch: _Batch) -> None:
     (KIP-158), before any of them is produced; with exactly-once, outside the batch's
     transaction, as Kafka Connect creates them."""
     if creator is not None:
-        creator.ensure(record.topic for record in batch.outgoing)
+        creator.ensure(batch.topics)
 
 
 def notify_commit(plugin: SourceTask, logger: Any) -> None:
@@ -366,11 +374,13 @@ class SourceTaskRunner(TaskRunner):
             committed = transactional.write(batch.records, self._stopping.is_set, batch.converted)
             self.metrics.written(len(batch.outgoing), time.monotonic() - began, ON_DRIVER)
             self.kafka_ok()
+            self.record_topics(batch.topics)
         else:
             if not batch.produced:
                 if batch.outgoing:
                     refused = self._produce(batch.outgoing)
                     self.kafka_ok()
+                    self.record_topics(batch.topics)
                     skip_refused(batch, refused, self._pipeline, self.plugin, self.log)
                 batch.produced = True
                 if self._pipeline is not None:  # the refused records' queue writes
@@ -540,7 +550,7 @@ class SourceHost(PluginHost):
                 notify_commit(self._plugin, log)
             self._pending = None
             return HostedBatch(
-                len(batch.records), [], self.take_commits(), self.take_errors()
+                len(batch.records), [], self.take_commits(), self.take_errors(), batch.topics
             )
         if not batch.produced:
             if batch.outgoing:
@@ -554,7 +564,9 @@ class SourceHost(PluginHost):
             if self._pipeline is not None:  # the refused records' queue writes
                 self._pipeline.await_dead_letters()
         offsets = latest_offsets(batch.outgoing)
-        return HostedBatch(len(batch.records), offsets, CommitTally(), self.take_errors())
+        return HostedBatch(
+            len(batch.records), offsets, CommitTally(), self.take_errors(), batch.topics
+        )
 
     def _poll(self, wanted: int) -> _Batch | None:
         batch = poll_batch(self._plugin, wanted, self._session.stopping)
@@ -673,6 +685,7 @@ class HostedSourceTaskRunner(TaskRunner):
         self.metrics.polled(moved.records)
         self.metrics.written(moved.records, time.monotonic() - began, ON_SPARK_TASK)
         self.kafka_ok()
+        self.record_topics(moved.topics)
         self._moved_since_wind_down = True
         if not self._transactional:  # else committed by the task's transactions
             if moved.offsets:

@@ -1,0 +1,243 @@
+"""Topic tracking (KIP-558): the status topic's active-topic records in Kafka Connect's
+format, both stores, and the board that records each (connector, topic) once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from connect_grpc.domain import ActiveTopic, TaskId
+from connect_grpc.errors import ConnectError, InvalidArgumentError
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.storage import kafka_status
+from connect_grpc.storage.kafka_log import LogRecord
+from connect_grpc.storage.kafka_status import (
+    KafkaStatusStore,
+    TopicKey,
+    active_topic_key,
+    decode_active_topic,
+    encode_active_topic,
+    parse_topic_key,
+)
+from connect_grpc.storage.memory_status import MemoryStatusStore
+from connect_grpc.worker_config import WorkerConfig
+
+pytestmark = pytest.mark.timeout(20)
+
+#: A record as Kafka Connect 4.x's KafkaStatusBackingStore writes it (JsonConverter with
+#: schemas.enable=false, struct fields in schema order).
+KAFKA_KEY = b"status-topic-orders:connector-jdbc-sink"
+KAFKA_VALUE = (
+    b'{"topic":{"name":"orders","connector":"jdbc-sink","task":2,'
+    b'"discoverTimestamp":1700000000123}}'
+)
+
+
+def test_a_record_kafka_connect_wrote_decodes() -> None:
+    assert parse_topic_key(KAFKA_KEY) == TopicKey("jdbc-sink", "orders")
+    assert decode_active_topic(KAFKA_VALUE) == ActiveTopic(
+        "orders", "jdbc-sink", 2, 1700000000123
+    )
+
+
+def test_a_record_written_here_is_byte_for_byte_what_kafka_connect_writes() -> None:
+    active = ActiveTopic("orders", "jdbc-sink", 2, 1700000000123)
+    assert active_topic_key("jdbc-sink", "orders") == KAFKA_KEY
+    assert encode_active_topic(active) == KAFKA_VALUE
+
+
+def test_a_connector_name_with_colons_and_dashes_survives_the_key() -> None:
+    key = active_topic_key("a:b-connector-c", "t.1_x")
+    assert key == b"status-topic-t.1_x:connector-a:b-connector-c"
+    assert parse_topic_key(key) == TopicKey("a:b-connector-c", "t.1_x")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        b"status-topic-orders",
+        b"status-topic-:connector-c",
+        b"status-topic-orders:connector-",
+        b"status-topic-orders:conn-c",
+        b"status-connector-c",
+        b"\xff",
+    ],
+)
+def test_a_malformed_key_is_not_an_active_topic(key: bytes) -> None:
+    assert parse_topic_key(key) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"not json",
+        b"[]",
+        b'{"topic":null}',
+        b'{"topic":{"name":"t","connector":"c","task":"0","discoverTimestamp":1}}',
+        b'{"topic":{"name":"t","connector":"c","task":true,"discoverTimestamp":1}}',
+        b'{"topic":{"name":"t","connector":"c","task":0}}',
+        b'{"topic":{"connector":"c","task":0,"discoverTimestamp":1}}',
+    ],
+)
+def test_a_malformed_value_is_not_an_active_topic(value: bytes) -> None:
+    assert decode_active_topic(value) is None
+
+
+class RecordingLog:
+    """The store's KafkaBasedLog: keeps what is written, can fail writes, and lets a test
+    feed records as if another writer (Kafka Connect) had written them."""
+
+    topic = "connect-status"
+
+    def __init__(self) -> None:
+        self.down = threading.Event()
+        self.written: list[tuple[bytes, bytes | None]] = []
+        self.offset = 0
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def send_all(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[LogRecord]:
+        if self.down.is_set():
+            raise ConnectError("write to connect-status failed: Local: Message timed out")
+        result = []
+        for key, value in records:
+            self.written.append((key, value))
+            result.append(self.next_record(key, value))
+        return result
+
+    def next_record(self, key: bytes, value: bytes | None) -> LogRecord:
+        self.offset += 1
+        return LogRecord(key, value, 0, self.offset)
+
+
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> RecordingLog:
+    monkeypatch.setattr(kafka_status, "WRITE_RETRY_INITIAL_S", 0.01)
+    monkeypatch.setattr(kafka_status, "WRITE_RETRY_MAX_S", 0.02)
+    return RecordingLog()
+
+
+@pytest.fixture
+def store(log: RecordingLog) -> Iterator[KafkaStatusStore]:
+    store = KafkaStatusStore({"bootstrap.servers": "127.0.0.1:1"}, "connect-status")
+    store._log = log  # type: ignore[assignment]
+    store.start()
+    yield store
+    log.down.clear()
+    store.stop()
+
+
+def test_the_status_topic_store_reads_kafka_connects_records_and_tombstones(
+    store: KafkaStatusStore, log: RecordingLog
+) -> None:
+    store._apply(log.next_record(KAFKA_KEY, KAFKA_VALUE))
+    audit = KAFKA_VALUE.replace(b'"orders"', b'"audit"')
+    store._apply(log.next_record(b"status-topic-audit:connector-jdbc-sink", audit))
+    assert [t.topic for t in store.topics("jdbc-sink")] == ["audit", "orders"]
+    store._apply(log.next_record(KAFKA_KEY, None))
+    assert store.get_topic("jdbc-sink", "orders") is None
+    assert [t.topic for t in store.topics("jdbc-sink")] == ["audit"]
+
+
+def test_a_put_and_a_reset_are_written_as_kafka_connect_writes_them(
+    store: KafkaStatusStore, log: RecordingLog
+) -> None:
+    store.put_topic(ActiveTopic("orders", "jdbc-sink", 2, 1700000000123))
+    store.flush(5)
+    store.delete_topic("jdbc-sink", "orders")
+    store.flush(5)
+    assert log.written == [(KAFKA_KEY, KAFKA_VALUE), (KAFKA_KEY, None)]
+    assert store.topics("jdbc-sink") == []
+
+
+def test_a_put_while_kafka_is_away_shows_at_once_and_is_written_when_it_is_back(
+    store: KafkaStatusStore, log: RecordingLog
+) -> None:
+    log.down.set()
+    store.put_topic(ActiveTopic("orders", "jdbc-sink", 0, 1))
+    assert store.get_topic("jdbc-sink", "orders") == ActiveTopic("orders", "jdbc-sink", 0, 1)
+    log.down.clear()
+    store.flush(5)
+    assert [key for key, _ in log.written] == [KAFKA_KEY]
+
+
+def test_active_topic_records_leave_statuses_alone(
+    store: KafkaStatusStore, log: RecordingLog
+) -> None:
+    store._apply(log.next_record(KAFKA_KEY, KAFKA_VALUE))
+    assert store.get_connector("jdbc-sink") is None
+    assert store.tasks("jdbc-sink") == {}
+
+
+class CountingStore(MemoryStatusStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.puts: list[ActiveTopic] = []
+
+    def put_topic(self, active: ActiveTopic) -> None:
+        self.puts.append(active)
+        super().put_topic(active)
+
+
+def test_the_board_writes_a_topic_once_per_connector_whatever_the_task() -> None:
+    store = CountingStore()
+    board = StatusBoard("w1", store)
+    board.record_active_topics(TaskId("sink", 0), {"a", "b"})
+    board.record_active_topics(TaskId("sink", 1), {"a", "b"})
+    board.record_active_topics(TaskId("sink", 0), {"b", "c"})
+    board.record_active_topics(TaskId("other", 0), {"a"})
+    assert sorted((p.connector, p.topic, p.task) for p in store.puts) == [
+        ("other", "a", 0),
+        ("sink", "a", 0),
+        ("sink", "b", 0),
+        ("sink", "c", 0),
+    ]
+    assert board.active_topics("sink") == ["a", "b", "c"]
+    assert board.active_topics("unknown") == []
+
+
+def test_a_reset_topic_is_recorded_again_when_a_task_uses_it_again() -> None:
+    store = CountingStore()
+    board = StatusBoard("w1", store)
+    board.record_active_topics(TaskId("sink", 0), {"a"})
+    board.reset_active_topics("sink")
+    assert board.active_topics("sink") == []
+    board.record_active_topics(TaskId("sink", 0), {"a"})
+    assert board.active_topics("sink") == ["a"]
+    assert len(store.puts) == 2
+
+
+def test_a_deleted_connectors_topics_are_forgotten() -> None:
+    board = StatusBoard("w1", MemoryStatusStore())
+    board.record_active_topics(TaskId("sink", 0), {"a"})
+    board.record_active_topics(TaskId("kept", 0), {"a"})
+    board.forget_connector("sink")
+    assert board.active_topics("sink") == []
+    assert board.active_topics("kept") == ["a"]
+
+
+def test_the_discover_timestamp_is_epoch_milliseconds() -> None:
+    store = MemoryStatusStore()
+    StatusBoard("w1", store).record_active_topics(TaskId("sink", 3), {"a"})
+    recorded = store.get_topic("sink", "a")
+    assert recorded is not None and recorded.task == 3
+    assert json.loads(encode_active_topic(recorded))["topic"]["discoverTimestamp"] > 1.6e12
+
+
+def test_the_worker_settings_default_to_true_and_parse_as_booleans() -> None:
+    base = {"bootstrap.servers": "localhost:9092"}
+    default = WorkerConfig.from_properties(base)
+    assert default.topic_tracking_enabled and default.topic_tracking_reset_allowed
+    off = WorkerConfig.from_properties(
+        {**base, "topic.tracking.enable": " FALSE ", "topic.tracking.allow.reset": "False"}
+    )
+    assert not off.topic_tracking_enabled and not off.topic_tracking_reset_allowed
+    with pytest.raises(InvalidArgumentError, match=r"topic\.tracking\.enable"):
+        WorkerConfig.from_properties({**base, "topic.tracking.enable": "yes"})
