@@ -81,6 +81,7 @@ VIEWER_RPCS = frozenset({
     "GetClusterInfo",
     "ListLoggers",
     "GetLogger",
+    "GetConnectorTopics",
 })
 
 

@@ -558,6 +558,7 @@ LEADER_WRITES = (
     "StopConnector",
     "AlterOffsets",
     "ResetOffsets",
+    "ResetConnectorTopics",
 )
 
 

@@ -8,6 +8,7 @@ from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfos, ConnectorOffset, ConnectorStatus, PluginDesc
 from connect_grpc.errors import ConnectError, NotFoundError, UnavailableError
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.rules import require_topic_tracking
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
@@ -62,6 +63,14 @@ class HerderCommon:
         if not all_plugin_types:
             return connectors
         return [*connectors, *self._plugins.describe_pipeline(include_config_definitions)]
+
+    # topic tracking (KIP-558)
+
+    def connector_topics(self, name: str) -> list[str]:
+        """The topics the connector's tasks used, sorted; empty for an unknown connector
+        (as Kafka Connect answers it)."""
+        require_topic_tracking(self._config)
+        return self._board.active_topics(name)
 
     # loggers (KIP-495): this worker's levels
 

@@ -54,6 +54,7 @@ from connect_grpc.herder.rules import (
     ask_task_configs,
     connector_type,
     not_stopped,
+    require_topic_tracking,
     restart_connector_instance,
     restart_task_instance,
     task_target,
@@ -266,6 +267,10 @@ class StandaloneHerder(HerderCommon):
                 del self._connectors[name]
             self._board.forget_connector(name)
             self._log.info("connector_deleted", connector=name)
+
+    def reset_connector_topics(self, name: str) -> None:
+        require_topic_tracking(self._config, reset=True)
+        self._board.reset_active_topics(name)
 
     def pause_connector(self, name: str) -> None:
         with self._connector_locks.hold(name):

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
 
 import pytest
+import structlog
 
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ActiveTopic, TaskId
-from connect_grpc.errors import ConnectError, InvalidArgumentError
+from connect_grpc.errors import ConnectError, FailedPreconditionError, InvalidArgumentError
+from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.status import StatusBoard
+from connect_grpc.runtime.task import TaskRunner
 from connect_grpc.storage import kafka_status
+from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.storage.kafka_log import LogRecord
 from connect_grpc.storage.kafka_status import (
     KafkaStatusStore,
@@ -24,6 +30,7 @@ from connect_grpc.storage.kafka_status import (
 )
 from connect_grpc.storage.memory_status import MemoryStatusStore
 from connect_grpc.worker_config import WorkerConfig
+from tests.unit.fake_worker import FakeWorker
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -241,3 +248,69 @@ def test_the_worker_settings_default_to_true_and_parse_as_booleans() -> None:
     assert not off.topic_tracking_enabled and not off.topic_tracking_reset_allowed
     with pytest.raises(InvalidArgumentError, match=r"topic\.tracking\.enable"):
         WorkerConfig.from_properties({**base, "topic.tracking.enable": "yes"})
+
+
+def standalone(tmp_path: Path, plugins: Plugins, **settings: str) -> StandaloneHerder:
+    config = WorkerConfig.from_properties(
+        {"bootstrap.servers": "127.0.0.1:1", "listeners": "grpc://127.0.0.1:0",
+         "worker.id": "w1", **settings}
+    )
+    herder = StandaloneHerder(
+        config, plugins, FileOffsetStore(tmp_path / "offsets.json"),
+        lambda board: FakeWorker(board, plugins),
+    )
+    herder.start()
+    return herder
+
+
+def test_the_herder_answers_the_topics_sorted_and_forgets_them_on_reset(
+    tmp_path: Path, plugins: Plugins
+) -> None:
+    herder = standalone(tmp_path, plugins)
+    herder._board.record_active_topics(TaskId("sink", 0), {"b", "a"})
+    assert herder.connector_topics("sink") == ["a", "b"]
+    assert herder.connector_topics("nobody") == []
+    herder.reset_connector_topics("sink")
+    herder.reset_connector_topics("nobody")
+    assert herder.connector_topics("sink") == []
+
+
+def test_disabled_tracking_is_refused_with_kafka_connects_message(
+    tmp_path: Path, plugins: Plugins
+) -> None:
+    herder = standalone(tmp_path, plugins, **{"topic.tracking.enable": "false"})
+    for call in (herder.connector_topics, herder.reset_connector_topics):
+        with pytest.raises(FailedPreconditionError) as refused:
+            call("sink")
+        assert refused.value.message == "Topic tracking is disabled."
+        assert refused.value.violations[0].subject == "topic.tracking.enable"
+
+
+def test_a_disabled_reset_is_refused_and_the_topics_stay(
+    tmp_path: Path, plugins: Plugins
+) -> None:
+    herder = standalone(tmp_path, plugins, **{"topic.tracking.allow.reset": "false"})
+    herder._board.record_active_topics(TaskId("sink", 0), {"a"})
+    with pytest.raises(FailedPreconditionError) as refused:
+        herder.reset_connector_topics("sink")
+    assert refused.value.message == "Topic tracking reset is disabled."
+    assert refused.value.violations[0].subject == "topic.tracking.allow.reset"
+    assert herder.connector_topics("sink") == ["a"]
+
+
+class FailingRecorder:
+    def record_active_topics(self, task: TaskId, topics: Collection[str]) -> None:
+        raise ConnectError("status topic gone")
+
+
+class RunnerStandIn:
+    """What ``TaskRunner.record_topics`` uses of its runner."""
+
+    def __init__(self, recorder: object) -> None:
+        self.id = TaskId("sink", 0)
+        self._active_topics = recorder
+        self.log = structlog.get_logger()
+
+
+def test_a_failing_recorder_never_raises_into_the_task_loop() -> None:
+    TaskRunner.record_topics(RunnerStandIn(FailingRecorder()), {"a"})  # type: ignore[arg-type]

@@ -4226,6 +4226,181 @@ func (x *SetLogLevelResponse) GetChangedLoggers() []string {
 	return nil
 }
 
+// Request for GetConnectorTopics.
+type GetConnectorTopicsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConnectorTopicsRequest) Reset() {
+	*x = GetConnectorTopicsRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConnectorTopicsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConnectorTopicsRequest) ProtoMessage() {}
+
+func (x *GetConnectorTopicsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConnectorTopicsRequest.ProtoReflect.Descriptor instead.
+func (*GetConnectorTopicsRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *GetConnectorTopicsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Response of GetConnectorTopics.
+type GetConnectorTopicsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The topics, sorted.
+	Topics        []string `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConnectorTopicsResponse) Reset() {
+	*x = GetConnectorTopicsResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConnectorTopicsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConnectorTopicsResponse) ProtoMessage() {}
+
+func (x *GetConnectorTopicsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConnectorTopicsResponse.ProtoReflect.Descriptor instead.
+func (*GetConnectorTopicsResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *GetConnectorTopicsResponse) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+// Request for ResetConnectorTopics.
+type ResetConnectorTopicsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetConnectorTopicsRequest) Reset() {
+	*x = ResetConnectorTopicsRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetConnectorTopicsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetConnectorTopicsRequest) ProtoMessage() {}
+
+func (x *ResetConnectorTopicsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetConnectorTopicsRequest.ProtoReflect.Descriptor instead.
+func (*ResetConnectorTopicsRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *ResetConnectorTopicsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Response of ResetConnectorTopics.
+type ResetConnectorTopicsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetConnectorTopicsResponse) Reset() {
+	*x = ResetConnectorTopicsResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetConnectorTopicsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetConnectorTopicsResponse) ProtoMessage() {}
+
+func (x *ResetConnectorTopicsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetConnectorTopicsResponse.ProtoReflect.Descriptor instead.
+func (*ResetConnectorTopicsResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{70}
+}
+
 // A task's configuration.
 type TaskConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4237,7 +4412,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4249,7 +4424,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4262,7 +4437,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{67}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -4287,7 +4462,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4474,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4487,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{68}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -4345,7 +4520,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4532,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4545,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{69}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{73}
 }
 
 // Request for FenceZombies.
@@ -4386,7 +4561,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4398,7 +4573,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4411,7 +4586,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{70}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -4440,7 +4615,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4452,7 +4627,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4465,7 +4640,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -4763,7 +4938,14 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12/\n" +
 	"\x05scope\x18\x03 \x01(\x0e2\x19.connect.v1.LogLevelScopeR\x05scope\">\n" +
 	"\x13SetLogLevelResponse\x12'\n" +
-	"\x0fchanged_loggers\x18\x01 \x03(\tR\x0echangedLoggers\"\x83\x01\n" +
+	"\x0fchanged_loggers\x18\x01 \x03(\tR\x0echangedLoggers\"/\n" +
+	"\x19GetConnectorTopicsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"4\n" +
+	"\x1aGetConnectorTopicsResponse\x12\x16\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\"1\n" +
+	"\x1bResetConnectorTopicsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1e\n" +
+	"\x1cResetConnectorTopicsResponse\"\x83\x01\n" +
 	"\n" +
 	"TaskConfig\x12:\n" +
 	"\x06config\x18\x01 \x03(\v2\".connect.v1.TaskConfig.ConfigEntryR\x06config\x1a9\n" +
@@ -4801,7 +4983,7 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\rLogLevelScope\x12\x1f\n" +
 	"\x1bLOG_LEVEL_SCOPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16LOG_LEVEL_SCOPE_WORKER\x10\x01\x12\x1b\n" +
-	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x022\xc9\x10\n" +
+	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x022\x99\x12\n" +
 	"\x0eConnectService\x12W\n" +
 	"\x0eListConnectors\x12!.connect.v1.ListConnectorsRequest\x1a\".connect.v1.ListConnectorsResponse\x12Q\n" +
 	"\fGetConnector\x12\x1f.connect.v1.GetConnectorRequest\x1a .connect.v1.GetConnectorResponse\x12Z\n" +
@@ -4827,7 +5009,9 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x0eGetClusterInfo\x12!.connect.v1.GetClusterInfoRequest\x1a\".connect.v1.GetClusterInfoResponse\x12N\n" +
 	"\vListLoggers\x12\x1e.connect.v1.ListLoggersRequest\x1a\x1f.connect.v1.ListLoggersResponse\x12H\n" +
 	"\tGetLogger\x12\x1c.connect.v1.GetLoggerRequest\x1a\x1d.connect.v1.GetLoggerResponse\x12N\n" +
-	"\vSetLogLevel\x12\x1e.connect.v1.SetLogLevelRequest\x1a\x1f.connect.v1.SetLogLevelResponse2\xbc\x01\n" +
+	"\vSetLogLevel\x12\x1e.connect.v1.SetLogLevelRequest\x1a\x1f.connect.v1.SetLogLevelResponse\x12c\n" +
+	"\x12GetConnectorTopics\x12%.connect.v1.GetConnectorTopicsRequest\x1a&.connect.v1.GetConnectorTopicsResponse\x12i\n" +
+	"\x14ResetConnectorTopics\x12'.connect.v1.ResetConnectorTopicsRequest\x1a(.connect.v1.ResetConnectorTopicsResponse2\xbc\x01\n" +
 	"\x0eClusterService\x12W\n" +
 	"\x0ePutTaskConfigs\x12!.connect.v1.PutTaskConfigsRequest\x1a\".connect.v1.PutTaskConfigsResponse\x12Q\n" +
 	"\fFenceZombies\x12\x1f.connect.v1.FenceZombiesRequest\x1a .connect.v1.FenceZombiesResponseB;Z9github.com/connect-grpc/connect-grpc/clients/go/connectv1b\x06proto3"
@@ -4845,7 +5029,7 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 }
 
 var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
@@ -4919,33 +5103,37 @@ var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(*GetLoggerResponse)(nil),            // 69: connect.v1.GetLoggerResponse
 	(*SetLogLevelRequest)(nil),           // 70: connect.v1.SetLogLevelRequest
 	(*SetLogLevelResponse)(nil),          // 71: connect.v1.SetLogLevelResponse
-	(*TaskConfig)(nil),                   // 72: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 73: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 74: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 75: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 76: connect.v1.FenceZombiesResponse
-	nil,                                  // 77: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 78: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 79: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 80: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 81: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 82: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 83: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 84: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 85: google.protobuf.NullValue
-	(*timestamppb.Timestamp)(nil),        // 86: google.protobuf.Timestamp
+	(*GetConnectorTopicsRequest)(nil),    // 72: connect.v1.GetConnectorTopicsRequest
+	(*GetConnectorTopicsResponse)(nil),   // 73: connect.v1.GetConnectorTopicsResponse
+	(*ResetConnectorTopicsRequest)(nil),  // 74: connect.v1.ResetConnectorTopicsRequest
+	(*ResetConnectorTopicsResponse)(nil), // 75: connect.v1.ResetConnectorTopicsResponse
+	(*TaskConfig)(nil),                   // 76: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 77: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 78: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 79: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 80: connect.v1.FenceZombiesResponse
+	nil,                                  // 81: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 82: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 83: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 84: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 85: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 86: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 87: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 88: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 89: google.protobuf.NullValue
+	(*timestamppb.Timestamp)(nil),        // 90: google.protobuf.Timestamp
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	85, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	77, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	89, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	81, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
 	6,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
 	6,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
 	7,  // 4: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	78, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	82, // 5: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
 	9,  // 6: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
 	2,  // 7: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
 	9,  // 8: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	79, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	83, // 9: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
 	1,  // 10: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
 	1,  // 11: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
 	14, // 12: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
@@ -4957,13 +5145,13 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	15, // 18: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
 	16, // 19: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
 	10, // 20: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	80, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	84, // 21: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
 	0,  // 22: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
 	8,  // 23: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
 	10, // 24: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	81, // 25: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	85, // 25: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
 	10, // 26: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	82, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	86, // 27: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
 	15, // 28: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
 	13, // 29: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
 	11, // 30: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
@@ -4972,7 +5160,7 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	7,  // 33: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
 	51, // 34: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
 	52, // 35: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	83, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	87, // 36: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
 	53, // 37: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
 	2,  // 38: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
 	51, // 39: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
@@ -4983,12 +5171,12 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	9,  // 44: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
 	14, // 45: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
 	62, // 46: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	86, // 47: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
+	90, // 47: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
 	65, // 48: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
 	65, // 49: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
 	3,  // 50: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
-	84, // 51: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	72, // 52: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	88, // 51: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	76, // 52: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
 	5,  // 53: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
 	17, // 54: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
 	19, // 55: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
@@ -5014,36 +5202,40 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	66, // 75: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
 	68, // 76: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
 	70, // 77: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
-	73, // 78: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	75, // 79: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	18, // 80: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	20, // 81: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	22, // 82: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	24, // 83: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	26, // 84: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	28, // 85: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	30, // 86: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	32, // 87: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	34, // 88: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	36, // 89: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	38, // 90: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	40, // 91: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	42, // 92: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	44, // 93: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	46, // 94: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	48, // 95: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	50, // 96: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	55, // 97: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	58, // 98: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	60, // 99: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	64, // 100: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	67, // 101: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
-	69, // 102: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
-	71, // 103: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
-	74, // 104: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	76, // 105: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	80, // [80:106] is the sub-list for method output_type
-	54, // [54:80] is the sub-list for method input_type
+	72, // 78: connect.v1.ConnectService.GetConnectorTopics:input_type -> connect.v1.GetConnectorTopicsRequest
+	74, // 79: connect.v1.ConnectService.ResetConnectorTopics:input_type -> connect.v1.ResetConnectorTopicsRequest
+	77, // 80: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	79, // 81: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	18, // 82: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	20, // 83: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	22, // 84: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	24, // 85: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	26, // 86: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	28, // 87: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	30, // 88: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	32, // 89: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	34, // 90: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	36, // 91: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	38, // 92: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	40, // 93: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	42, // 94: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	44, // 95: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	46, // 96: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	48, // 97: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	50, // 98: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	55, // 99: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	58, // 100: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	60, // 101: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	64, // 102: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	67, // 103: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
+	69, // 104: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
+	71, // 105: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
+	73, // 106: connect.v1.ConnectService.GetConnectorTopics:output_type -> connect.v1.GetConnectorTopicsResponse
+	75, // 107: connect.v1.ConnectService.ResetConnectorTopics:output_type -> connect.v1.ResetConnectorTopicsResponse
+	78, // 108: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	80, // 109: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	82, // [82:110] is the sub-list for method output_type
+	54, // [54:82] is the sub-list for method input_type
 	54, // [54:54] is the sub-list for extension type_name
 	54, // [54:54] is the sub-list for extension extendee
 	0,  // [0:54] is the sub-list for field type_name
@@ -5069,7 +5261,7 @@ func file_connect_grpc_v1_connect_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   80,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

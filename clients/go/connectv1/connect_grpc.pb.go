@@ -50,6 +50,8 @@ const (
 	ConnectService_ListLoggers_FullMethodName          = "/connect.v1.ConnectService/ListLoggers"
 	ConnectService_GetLogger_FullMethodName            = "/connect.v1.ConnectService/GetLogger"
 	ConnectService_SetLogLevel_FullMethodName          = "/connect.v1.ConnectService/SetLogLevel"
+	ConnectService_GetConnectorTopics_FullMethodName   = "/connect.v1.ConnectService/GetConnectorTopics"
+	ConnectService_ResetConnectorTopics_FullMethodName = "/connect.v1.ConnectService/ResetConnectorTopics"
 )
 
 // ConnectServiceClient is the client API for ConnectService service.
@@ -107,6 +109,15 @@ type ConnectServiceClient interface {
 	GetLogger(ctx context.Context, in *GetLoggerRequest, opts ...grpc.CallOption) (*GetLoggerResponse, error)
 	// Sets the level of a logger and every logger under it, on this worker or on the cluster.
 	SetLogLevel(ctx context.Context, in *SetLogLevelRequest, opts ...grpc.CallOption) (*SetLogLevelResponse, error)
+	// Topic tracking (KIP-558): the topics each connector's tasks used.
+	// Lists the topics the connector's tasks wrote to (source) or read from (sink), sorted;
+	// empty for an unknown connector. FAILED_PRECONDITION "Topic tracking is disabled." when
+	// the worker sets topic.tracking.enable=false.
+	GetConnectorTopics(ctx context.Context, in *GetConnectorTopicsRequest, opts ...grpc.CallOption) (*GetConnectorTopicsResponse, error)
+	// Forgets the topics the connector's tasks used, whatever the connector's state (a
+	// running task records a topic again when it next uses it). FAILED_PRECONDITION when
+	// tracking or its reset (topic.tracking.allow.reset) is disabled.
+	ResetConnectorTopics(ctx context.Context, in *ResetConnectorTopicsRequest, opts ...grpc.CallOption) (*ResetConnectorTopicsResponse, error)
 }
 
 type connectServiceClient struct {
@@ -366,6 +377,26 @@ func (c *connectServiceClient) SetLogLevel(ctx context.Context, in *SetLogLevelR
 	return out, nil
 }
 
+func (c *connectServiceClient) GetConnectorTopics(ctx context.Context, in *GetConnectorTopicsRequest, opts ...grpc.CallOption) (*GetConnectorTopicsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetConnectorTopicsResponse)
+	err := c.cc.Invoke(ctx, ConnectService_GetConnectorTopics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectServiceClient) ResetConnectorTopics(ctx context.Context, in *ResetConnectorTopicsRequest, opts ...grpc.CallOption) (*ResetConnectorTopicsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetConnectorTopicsResponse)
+	err := c.cc.Invoke(ctx, ConnectService_ResetConnectorTopics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectServiceServer is the server API for ConnectService service.
 // All implementations must embed UnimplementedConnectServiceServer
 // for forward compatibility.
@@ -421,6 +452,15 @@ type ConnectServiceServer interface {
 	GetLogger(context.Context, *GetLoggerRequest) (*GetLoggerResponse, error)
 	// Sets the level of a logger and every logger under it, on this worker or on the cluster.
 	SetLogLevel(context.Context, *SetLogLevelRequest) (*SetLogLevelResponse, error)
+	// Topic tracking (KIP-558): the topics each connector's tasks used.
+	// Lists the topics the connector's tasks wrote to (source) or read from (sink), sorted;
+	// empty for an unknown connector. FAILED_PRECONDITION "Topic tracking is disabled." when
+	// the worker sets topic.tracking.enable=false.
+	GetConnectorTopics(context.Context, *GetConnectorTopicsRequest) (*GetConnectorTopicsResponse, error)
+	// Forgets the topics the connector's tasks used, whatever the connector's state (a
+	// running task records a topic again when it next uses it). FAILED_PRECONDITION when
+	// tracking or its reset (topic.tracking.allow.reset) is disabled.
+	ResetConnectorTopics(context.Context, *ResetConnectorTopicsRequest) (*ResetConnectorTopicsResponse, error)
 	mustEmbedUnimplementedConnectServiceServer()
 }
 
@@ -502,6 +542,12 @@ func (UnimplementedConnectServiceServer) GetLogger(context.Context, *GetLoggerRe
 }
 func (UnimplementedConnectServiceServer) SetLogLevel(context.Context, *SetLogLevelRequest) (*SetLogLevelResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetLogLevel not implemented")
+}
+func (UnimplementedConnectServiceServer) GetConnectorTopics(context.Context, *GetConnectorTopicsRequest) (*GetConnectorTopicsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetConnectorTopics not implemented")
+}
+func (UnimplementedConnectServiceServer) ResetConnectorTopics(context.Context, *ResetConnectorTopicsRequest) (*ResetConnectorTopicsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResetConnectorTopics not implemented")
 }
 func (UnimplementedConnectServiceServer) mustEmbedUnimplementedConnectServiceServer() {}
 func (UnimplementedConnectServiceServer) testEmbeddedByValue()                        {}
@@ -949,6 +995,42 @@ func _ConnectService_SetLogLevel_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectService_GetConnectorTopics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetConnectorTopicsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).GetConnectorTopics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_GetConnectorTopics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).GetConnectorTopics(ctx, req.(*GetConnectorTopicsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectService_ResetConnectorTopics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetConnectorTopicsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).ResetConnectorTopics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_ResetConnectorTopics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).ResetConnectorTopics(ctx, req.(*ResetConnectorTopicsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectService_ServiceDesc is the grpc.ServiceDesc for ConnectService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1047,6 +1129,14 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetLogLevel",
 			Handler:    _ConnectService_SetLogLevel_Handler,
+		},
+		{
+			MethodName: "GetConnectorTopics",
+			Handler:    _ConnectService_GetConnectorTopics_Handler,
+		},
+		{
+			MethodName: "ResetConnectorTopics",
+			Handler:    _ConnectService_ResetConnectorTopics_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
