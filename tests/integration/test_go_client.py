@@ -60,6 +60,7 @@ EXAMPLE_STEPS = [
     "offsets of go-example: seq=9007199254740993",
     "resumed go-example",
     "status of go-example: connector RUNNING, task 0 RUNNING",
+    "topics of go-example: go-example",
     "deleted go-example",
 ]
 GO_TIMEOUT = 600
