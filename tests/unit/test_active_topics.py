@@ -6,11 +6,16 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Collection, Iterator, Sequence
+from concurrent import futures
 from pathlib import Path
 
+import grpc
 import pytest
 import structlog
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
+from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ActiveTopic, TaskId
 from connect_grpc.errors import ConnectError, FailedPreconditionError, InvalidArgumentError
@@ -29,6 +34,8 @@ from connect_grpc.storage.kafka_status import (
     parse_topic_key,
 )
 from connect_grpc.storage.memory_status import MemoryStatusStore
+from connect_grpc.v1 import connect_pb2 as pb
+from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from connect_grpc.worker_config import WorkerConfig
 from tests.unit.fake_worker import FakeWorker
 
@@ -314,3 +321,53 @@ class RunnerStandIn:
 
 def test_a_failing_recorder_never_raises_into_the_task_loop() -> None:
     TaskRunner.record_topics(RunnerStandIn(FailingRecorder()), {"a"})  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def disabled_stub(tmp_path: Path, plugins: Plugins) -> Iterator[pb_grpc.ConnectServiceStub]:
+    """An in-process server of a standalone herder whose worker does not track topics."""
+    herder = standalone(tmp_path, plugins, **{"topic.tracking.enable": "false"})
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield pb_grpc.ConnectServiceStub(channel)
+    finally:
+        channel.close()
+        server.stop(0).wait()
+
+
+def _precondition_subjects(error: grpc.RpcError) -> list[str]:
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    assert status is not None
+    failure = error_details_pb2.PreconditionFailure()
+    [detail] = [d for d in status.details if d.Is(failure.DESCRIPTOR)]
+    detail.Unpack(failure)
+    return [violation.subject for violation in failure.violations]
+
+
+def test_disabled_tracking_over_grpc_is_failed_precondition_naming_the_setting(
+    disabled_stub: pb_grpc.ConnectServiceStub,
+) -> None:
+    calls = [
+        lambda: disabled_stub.GetConnectorTopics(
+            pb.GetConnectorTopicsRequest(name="sink"), timeout=10),
+        lambda: disabled_stub.ResetConnectorTopics(
+            pb.ResetConnectorTopicsRequest(name="sink"), timeout=10),
+    ]
+    for call in calls:
+        with pytest.raises(grpc.RpcError) as refused:
+            call()
+        assert refused.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+        assert refused.value.details() == "Topic tracking is disabled."
+        assert _precondition_subjects(refused.value) == ["topic.tracking.enable"]
+
+
+def test_an_empty_connector_name_is_invalid_argument(
+    disabled_stub: pb_grpc.ConnectServiceStub,
+) -> None:
+    with pytest.raises(grpc.RpcError) as refused:
+        disabled_stub.GetConnectorTopics(pb.GetConnectorTopicsRequest(name=" "), timeout=10)
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
