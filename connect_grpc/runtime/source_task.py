@@ -99,6 +99,9 @@ class _Batch:
     converted: list[SourceRecord | None] | None = None
     #: The topics the outgoing records go to (gathered once per batch).
     topics: frozenset[str] = frozenset()
+    #: Once produced: the topics the broker took records of it for (KIP-558 records a topic
+    #: on a successful send only).
+    delivered: frozenset[str] = frozenset()
 
     def through(self, pipeline: TaskPipeline | None) -> _Batch:
         """The batch after the task's pipeline (dropped records' offsets are then not
@@ -246,6 +249,14 @@ def skip_refused(
     commit_dropped(plugin, originals, logger)
 
 
+def delivered_topics(batch: _Batch, refused: Sequence[tuple[int, KafkaFailure]]) -> frozenset[str]:
+    """The batch's topics less those whose every record the broker refused (by index)."""
+    if not refused:
+        return batch.topics
+    skipped = {index for index, _ in refused}
+    return frozenset(r.topic for i, r in enumerate(batch.outgoing) if i not in skipped)
+
+
 def create_topics(creator: TopicCreator | None, batch: _Batch) -> None:
     """Creates the missing topics the batch's records go to, after the transformations
     (KIP-158), before any of them is produced; with exactly-once, outside the batch's
@@ -380,7 +391,8 @@ class SourceTaskRunner(TaskRunner):
                 if batch.outgoing:
                     refused = self._produce(batch.outgoing)
                     self.kafka_ok()
-                    self.record_topics(batch.topics)
+                    batch.delivered = delivered_topics(batch, refused)
+                    self.record_topics(batch.delivered)
                     skip_refused(batch, refused, self._pipeline, self.plugin, self.log)
                 batch.produced = True
                 if self._pipeline is not None:  # the refused records' queue writes
@@ -559,13 +571,14 @@ class SourceHost(PluginHost):
                 result = self._producer.produce(batch.outgoing, stopping, tolerate)
                 refusals = check_delivery([result], len(batch.outgoing))
                 refused = [(index, why) for _, index, why in refusals]
+                batch.delivered = delivered_topics(batch, refused)
                 skip_refused(batch, refused, pipeline, self._plugin, log)
             batch.produced = True
             if self._pipeline is not None:  # the refused records' queue writes
                 self._pipeline.await_dead_letters()
         offsets = latest_offsets(batch.outgoing)
         return HostedBatch(
-            len(batch.records), offsets, CommitTally(), self.take_errors(), batch.topics
+            len(batch.records), offsets, CommitTally(), self.take_errors(), batch.delivered
         )
 
     def _poll(self, wanted: int) -> _Batch | None:

@@ -16,11 +16,14 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from connect_grpc.api.servicer import ConnectServicer
+from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ActiveTopic, TaskId
 from connect_grpc.errors import ConnectError, FailedPreconditionError, InvalidArgumentError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.status import StatusBoard
+from connect_grpc.runtime.kafka_io import KafkaFailure
+from connect_grpc.runtime.source_task import _Batch, delivered_topics
 from connect_grpc.runtime.task import TaskRunner
 from connect_grpc.storage import kafka_status
 from connect_grpc.storage.file_offsets import FileOffsetStore
@@ -371,3 +374,16 @@ def test_an_empty_connector_name_is_invalid_argument(
     with pytest.raises(grpc.RpcError) as refused:
         disabled_stub.GetConnectorTopics(pb.GetConnectorTopicsRequest(name=" "), timeout=10)
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def _records(*topics: str) -> list[SourceRecord]:
+    return [SourceRecord({"p": 0}, {"o": n}, topic, value=n) for n, topic in enumerate(topics)]
+
+
+def test_a_batch_gathers_its_topics_once_and_records_only_those_a_send_succeeded_for() -> None:
+    batch = _Batch(_records("a", "b", "a", "c")).through(None)
+    assert batch.topics == {"a", "b", "c"}
+    refused = KafkaFailure(10, "MSG_SIZE_TOO_LARGE", False, "too large")
+    assert delivered_topics(batch, []) == {"a", "b", "c"}
+    # every record of b and c refused for good; a has one record through
+    assert delivered_topics(batch, [(1, refused), (2, refused), (3, refused)]) == {"a"}
