@@ -710,3 +710,33 @@ class ConnectClient:
             pb.SetLogLevelRequest(name=name, level=level, scope=cc.log_level_scope_to_pb(scope)),
             lambda r: list(r.changed_loggers),
         )
+
+    # topic tracking (KIP-558)
+
+    def get_connector_topics(self, name: str) -> list[str]:
+        """The topics the connector's tasks wrote to (source) or read from (sink), sorted;
+        empty for a connector that used none, or is unknown.
+
+        Raises:
+            FailedPreconditionError: The worker does not track topics
+                (``topic.tracking.enable=false``).
+        """
+        return self._call(
+            self._stub.GetConnectorTopics,
+            pb.GetConnectorTopicsRequest(name=name),
+            lambda r: list(r.topics),
+        )
+
+    def reset_connector_topics(self, name: str) -> None:
+        """Forgets the topics the connector's tasks used (any state; a running task records
+        a topic again when it next uses it). Idempotent.
+
+        Raises:
+            FailedPreconditionError: The worker does not track topics, or does not allow
+                their reset (``topic.tracking.allow.reset=false``).
+        """
+        self._call(
+            self._stub.ResetConnectorTopics,
+            pb.ResetConnectorTopicsRequest(name=name),
+            lambda r: None,
+        )

@@ -127,6 +127,17 @@ class ConnectorStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class ActiveTopic:
+    """A topic a connector's task used (KIP-558): written to by a source, read by a sink;
+    ``discovered_ms`` is when the task first used it (epoch milliseconds)."""
+
+    topic: str
+    connector: str
+    task: int
+    discovered_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectorOffset:
     """One partition's offset. ``offset=None`` (and no record time) means "reset this
     partition"."""

@@ -193,6 +193,8 @@ EXACTLY_ONCE_SOURCE_PROPERTY = "exactly.once.source.support"
 
 
 TOPIC_CREATION_ENABLE_PROPERTY = "topic.creation.enable"
+TOPIC_TRACKING_ENABLE_PROPERTY = "topic.tracking.enable"
+TOPIC_TRACKING_ALLOW_RESET_PROPERTY = "topic.tracking.allow.reset"
 
 
 #: The worker's converter properties (Kafka Connect's names). Each may carry its own keys
@@ -267,6 +269,11 @@ class WorkerConfig:
     #: to, with their connector's ``topic.creation.*`` settings (KIP-158). Off, those keys
     #: are accepted and ignored, as Kafka Connect ignores them.
     topic_creation_enabled: bool = True
+    #: ``topic.tracking.enable``: whether tasks record the topics they use (KIP-558) and
+    #: GetConnectorTopics answers; ``topic.tracking.allow.reset``: whether
+    #: ResetConnectorTopics may forget them.
+    topic_tracking_enabled: bool = True
+    topic_tracking_reset_allowed: bool = True
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> WorkerConfig:
@@ -306,6 +313,10 @@ class WorkerConfig:
             ),
             converters={name: _converter_property(props, name) for name in CONVERTER_PROPERTIES},
             topic_creation_enabled=_bool_property(props, TOPIC_CREATION_ENABLE_PROPERTY, True),
+            topic_tracking_enabled=_bool_property(props, TOPIC_TRACKING_ENABLE_PROPERTY, True),
+            topic_tracking_reset_allowed=_bool_property(
+                props, TOPIC_TRACKING_ALLOW_RESET_PROPERTY, True
+            ),
             exactly_once_source=_choice_property(
                 props,
                 EXACTLY_ONCE_SOURCE_PROPERTY,

@@ -67,6 +67,7 @@ SHARED_WORKER_MODULES = (
     "tests/integration/test_restart.py",
     "tests/integration/test_rewind_by_time.py",
     "tests/integration/test_topic_creation.py",
+    "tests/integration/test_topic_tracking.py",
 )
 
 

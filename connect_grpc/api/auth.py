@@ -82,6 +82,7 @@ VIEWER_RPCS = frozenset({
     "GetClusterInfo",
     "ListLoggers",
     "GetLogger",
+    "GetConnectorTopics",
 })
 
 

@@ -559,6 +559,7 @@ LEADER_WRITES = (
     "StopConnector",
     "AlterOffsets",
     "ResetOffsets",
+    "ResetConnectorTopics",
 )
 
 

@@ -450,3 +450,22 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             return pb.SetLogLevelResponse()
         changed = self._herder.set_worker_log_level(namespace, level)
         return pb.SetLogLevelResponse(changed_loggers=changed)
+
+    # topic tracking (KIP-558)
+
+    @mapped
+    @settled
+    def GetConnectorTopics(
+        self, request: pb.GetConnectorTopicsRequest, context: grpc.ServicerContext
+    ) -> pb.GetConnectorTopicsResponse:
+        request = _named(request)
+        return pb.GetConnectorTopicsResponse(topics=self._herder.connector_topics(request.name))
+
+    @mapped
+    @forwardable(pb.ResetConnectorTopicsResponse)
+    def ResetConnectorTopics(
+        self, request: pb.ResetConnectorTopicsRequest, context: grpc.ServicerContext
+    ) -> pb.ResetConnectorTopicsResponse:
+        request = _named(request)
+        self._herder.reset_connector_topics(request.name)
+        return pb.ResetConnectorTopicsResponse()

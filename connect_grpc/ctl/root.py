@@ -13,6 +13,7 @@ from connect_grpc.ctl.cmd_config import config
 from connect_grpc.ctl.cmd_live import restart, watch
 from connect_grpc.ctl.cmd_loggers import loggers
 from connect_grpc.ctl.cmd_read import cluster, describe, get, plugins
+from connect_grpc.ctl.cmd_topics import topics
 from connect_grpc.ctl.connecting import TOKEN_ENV, ConnectionOptions
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV, DEFAULT_TARGET
 from connect_grpc.ctl.exit_codes import ExitCode, exit_code_table
@@ -77,7 +78,7 @@ def _leaves(command: click.Command) -> list[click.Command]:
 
 
 for command in (get, describe, apply, patch, pause, resume, stop, delete, restart, offsets, watch,
-                plugins, cluster, loggers):
+                plugins, cluster, loggers, topics):
     for leaf in _leaves(command):
         add_connection_options(leaf)
     ctl.add_command(command)

@@ -160,6 +160,15 @@ class Herder(Protocol):
 
     def cluster_info(self) -> ClusterInfo: ...
 
+    def connector_topics(self, name: str) -> list[str]:
+        """KIP-558: the topics the connector's tasks used, sorted; empty for an unknown
+        connector. FailedPreconditionError when ``topic.tracking.enable=false``."""
+
+    def reset_connector_topics(self, name: str) -> None:
+        """KIP-558: forgets the topics the connector's tasks used, whatever its state (as
+        Kafka Connect; a running task records a topic again when it next uses it).
+        FailedPreconditionError when tracking or its reset is disabled."""
+
     def loggers(self) -> dict[str, LoggerLevel]:
         """This worker's known loggers whose level is not OFF, sorted by name, root first."""
 

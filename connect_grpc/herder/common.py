@@ -19,6 +19,7 @@ from connect_grpc.errors import (
     UnavailableError,
 )
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.rules import require_topic_tracking
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
@@ -101,6 +102,14 @@ class HerderCommon:
         connector = self._plugins.new_connector(plugin.class_name)
         definitions = connector.config_def().merged(framework_config_def(connector))
         return dataclasses.replace(plugin, config_definitions=tuple(definitions.describe()))
+
+    # topic tracking (KIP-558)
+
+    def connector_topics(self, name: str) -> list[str]:
+        """The topics the connector's tasks used, sorted; empty for an unknown connector
+        (as Kafka Connect answers it)."""
+        require_topic_tracking(self._config)
+        return self._board.active_topics(name)
 
     # loggers (KIP-495): this worker's levels
 

@@ -82,7 +82,7 @@ from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.reconciler import Reconciler
 from connect_grpc.herder.restart import build_restart_plan
-from connect_grpc.herder.rules import connector_type, not_stopped
+from connect_grpc.herder.rules import connector_type, not_stopped, require_topic_tracking
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.ticker import run_ticks
 from connect_grpc.herder.validation import (
@@ -233,6 +233,7 @@ class DistributedHerder(HerderCommon):
                 offsets_for=self._connector_offsets.for_config,
                 metrics=metrics,
                 transformer=transformer,
+                active_topics=self._board if config.topic_tracking_enabled else None,
             )
         )
         self._election = LeaderElection(
@@ -602,6 +603,14 @@ class DistributedHerder(HerderCommon):
         with self._connector_locks.hold(name):
             self._leader_writer()
             return self._offset_manager.reset(name, self._stopped_config(name))
+
+    def reset_connector_topics(self, name: str) -> None:
+        """The leader writes the tombstones (a write: forwarded to it, like Kafka Connect's
+        request), and answers once they are in the status topic (bounded wait)."""
+        require_topic_tracking(self._config, reset=True)
+        self._leader_writer()
+        self._board.reset_active_topics(name)
+        self._flush_statuses()
 
     def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """Writes the task configs the connector's worker generated (leader only).

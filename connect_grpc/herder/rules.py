@@ -16,6 +16,15 @@ from connect_grpc.errors import (
 )
 from connect_grpc.herder.base import WorkerRuntime
 from connect_grpc.herder.status import StatusBoard
+from connect_grpc.worker_config import (
+    TOPIC_TRACKING_ALLOW_RESET_PROPERTY,
+    TOPIC_TRACKING_ENABLE_PROPERTY,
+    WorkerConfig,
+)
+
+#: Kafka Connect's answers (HTTP 403) when the worker does not track or reset topics.
+TOPIC_TRACKING_DISABLED = "Topic tracking is disabled."
+TOPIC_TRACKING_RESET_DISABLED = "Topic tracking reset is disabled."
 
 
 def task_target(connector_target: TargetState) -> TargetState:
@@ -51,6 +60,25 @@ def not_stopped(name: str) -> FailedPreconditionError:
         "(connect.v1.ConnectService/StopConnector).",
         [PreconditionViolation("STATE", name, "connector is not STOPPED")],
     )
+
+
+def require_topic_tracking(config: WorkerConfig, *, reset: bool = False) -> None:
+    """Refuses a topic-tracking call the worker's settings disable (KIP-558), with Kafka
+    Connect's message; the violation names the worker setting at fault."""
+    if not config.topic_tracking_enabled:
+        raise FailedPreconditionError(
+            TOPIC_TRACKING_DISABLED,
+            [PreconditionViolation(
+                "WORKER_CONFIG", TOPIC_TRACKING_ENABLE_PROPERTY, "the worker sets it to false"
+            )],
+        )
+    if reset and not config.topic_tracking_reset_allowed:
+        raise FailedPreconditionError(
+            TOPIC_TRACKING_RESET_DISABLED,
+            [PreconditionViolation(
+                "WORKER_CONFIG", TOPIC_TRACKING_ALLOW_RESET_PROPERTY, "the worker sets it to false"
+            )],
+        )
 
 
 def restart_connector_instance(

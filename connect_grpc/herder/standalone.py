@@ -56,6 +56,7 @@ from connect_grpc.herder.rules import (
     ask_task_configs,
     connector_type,
     not_stopped,
+    require_topic_tracking,
     restart_connector_instance,
     restart_task_instance,
     task_target,
@@ -141,6 +142,7 @@ class StandaloneHerder(HerderCommon):
             else Worker(
                 config, plugins, offset_store, self._board, metrics=metrics,
                 transformer=transformer,
+                active_topics=self._board if config.topic_tracking_enabled else None,
             )
         )
         self._lock = threading.RLock()
@@ -288,6 +290,10 @@ class StandaloneHerder(HerderCommon):
                 del self._connectors[name]
             self._board.forget_connector(name)
             self._log.info("connector_deleted", connector=name)
+
+    def reset_connector_topics(self, name: str) -> None:
+        require_topic_tracking(self._config, reset=True)
+        self._board.reset_active_topics(name)
 
     def pause_connector(self, name: str) -> None:
         with self._connector_locks.hold(name):

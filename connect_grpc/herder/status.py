@@ -4,11 +4,13 @@ status watchers on every change."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Collection, Iterable
 
 import structlog
 
 from connect_grpc.domain import (
+    ActiveTopic,
     ConnectorStatus,
     ConnectorType,
     InstanceStatus,
@@ -50,6 +52,18 @@ class StatusBoard:
         if self._reconfiguration_handler is not None:
             self._reconfiguration_handler(connector)
 
+    # TopicRecorder
+
+    def record_active_topics(self, task: TaskId, topics: Collection[str]) -> None:
+        """Records each topic the connector has no record of (KIP-558: Kafka Connect too
+        looks the topic up before it writes, so a topic is written once per connector)."""
+        for topic in topics:
+            if self._store.get_topic(task.connector, topic) is not None:
+                continue
+            now_ms = int(time.time() * 1000)
+            self._store.put_topic(ActiveTopic(topic, task.connector, task.task, now_ms))
+            log.info("topic_active", connector=task.connector, task=task.task, topic=topic)
+
     def set_reconfiguration_handler(self, handler: Callable[[str], None]) -> None:
         """Who recomputes a connector's tasks when its plugin asks (the herder)."""
         self._reconfiguration_handler = handler
@@ -89,10 +103,24 @@ class StatusBoard:
         )
         return ConnectorStatus(name, self.connector(name), tasks, connector_type)
 
+    def active_topics(self, name: str) -> list[str]:
+        """The topics the connector's tasks used, sorted (none for an unknown connector)."""
+        return [active.topic for active in self._store.topics(name)]
+
     # changes
 
+    def reset_active_topics(self, name: str) -> None:
+        """Forgets the topics the connector's tasks used (a tombstone for each)."""
+        for active in self._store.topics(name):
+            self._store.delete_topic(name, active.topic)
+        log.info("topics_reset", connector=name)
+
     def forget_connector(self, name: str) -> None:
+        """Forgets the connector's and its tasks' statuses and its active topics (as Kafka
+        Connect's distributed herder resets a deleted connector's)."""
         self._store.delete_connector(name)
+        for active in self._store.topics(name):
+            self._store.delete_topic(name, active.topic)
         self._bump()
 
     def forget_tasks(self, name: str) -> None:

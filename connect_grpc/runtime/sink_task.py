@@ -362,7 +362,9 @@ class SinkTaskRunner(TaskRunner):
             self._sizer.observe(0)
             return False
         offsets, count = self._move(ranges)
-        progressed = any(offsets[(r.topic, r.partition)] > r.start for r in ranges)
+        consumed = {r.topic for r in ranges if offsets[(r.topic, r.partition)] > r.start}
+        progressed = bool(consumed)
+        self.record_topics(consumed)
         member.advance(offsets)
         self._sizer.observe(count)
         self.log.debug("batch_consumed", records=count, partitions=len(ranges))

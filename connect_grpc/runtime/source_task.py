@@ -13,6 +13,7 @@ import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Unpack
 
 import structlog
@@ -75,6 +76,8 @@ from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
+_TOPIC = attrgetter("topic")
+
 #: Seconds a batch may keep filling from further polls once the first poll returned records.
 POLL_LINGER_S = 0.25
 
@@ -94,6 +97,11 @@ class _Batch:
     outgoing: Sequence[SourceRecord] = ()
     #: With a pipeline: each polled record as it goes out, None where it was dropped.
     converted: list[SourceRecord | None] | None = None
+    #: The topics the outgoing records go to (gathered once per batch).
+    topics: frozenset[str] = frozenset()
+    #: Once produced: the topics the broker took records of it for (KIP-558 records a topic
+    #: on a successful send only).
+    delivered: frozenset[str] = frozenset()
 
     def through(self, pipeline: TaskPipeline | None) -> _Batch:
         """The batch after the task's pipeline (dropped records' offsets are then not
@@ -103,6 +111,7 @@ class _Batch:
         else:
             self.converted = pipeline.apply_source(self.records)
             self.outgoing = [record for record in self.converted if record is not None]
+        self.topics = frozenset(map(_TOPIC, self.outgoing))
         return self
 
     def dropped(self) -> list[SourceRecord]:
@@ -134,6 +143,8 @@ class HostedBatch:
     commits: CommitTally
     #: The record errors counted since the last answer.
     errors: ErrorCounts = field(default_factory=ErrorCounts)
+    #: The topics the batch's records were written to (KIP-558's active topics).
+    topics: frozenset[str] = frozenset()
 
 
 class _OffsetReader:
@@ -238,12 +249,20 @@ def skip_refused(
     commit_dropped(plugin, originals, logger)
 
 
+def delivered_topics(batch: _Batch, refused: Sequence[tuple[int, KafkaFailure]]) -> frozenset[str]:
+    """The batch's topics less those whose every record the broker refused (by index)."""
+    if not refused:
+        return batch.topics
+    skipped = {index for index, _ in refused}
+    return frozenset(r.topic for i, r in enumerate(batch.outgoing) if i not in skipped)
+
+
 def create_topics(creator: TopicCreator | None, batch: _Batch) -> None:
     """Creates the missing topics the batch's records go to, after the transformations
     (KIP-158), before any of them is produced; with exactly-once, outside the batch's
     transaction, as Kafka Connect creates them."""
     if creator is not None:
-        creator.ensure(record.topic for record in batch.outgoing)
+        creator.ensure(batch.topics)
 
 
 def notify_commit(plugin: SourceTask, logger: Any) -> None:
@@ -366,11 +385,14 @@ class SourceTaskRunner(TaskRunner):
             committed = transactional.write(batch.records, self._stopping.is_set, batch.converted)
             self.metrics.written(len(batch.outgoing), time.monotonic() - began, ON_DRIVER)
             self.kafka_ok()
+            self.record_topics(batch.topics)
         else:
             if not batch.produced:
                 if batch.outgoing:
                     refused = self._produce(batch.outgoing)
                     self.kafka_ok()
+                    batch.delivered = delivered_topics(batch, refused)
+                    self.record_topics(batch.delivered)
                     skip_refused(batch, refused, self._pipeline, self.plugin, self.log)
                 batch.produced = True
                 if self._pipeline is not None:  # the refused records' queue writes
@@ -540,7 +562,7 @@ class SourceHost(PluginHost):
                 notify_commit(self._plugin, log)
             self._pending = None
             return HostedBatch(
-                len(batch.records), [], self.take_commits(), self.take_errors()
+                len(batch.records), [], self.take_commits(), self.take_errors(), batch.topics
             )
         if not batch.produced:
             if batch.outgoing:
@@ -549,12 +571,15 @@ class SourceHost(PluginHost):
                 result = self._producer.produce(batch.outgoing, stopping, tolerate)
                 refusals = check_delivery([result], len(batch.outgoing))
                 refused = [(index, why) for _, index, why in refusals]
+                batch.delivered = delivered_topics(batch, refused)
                 skip_refused(batch, refused, pipeline, self._plugin, log)
             batch.produced = True
             if self._pipeline is not None:  # the refused records' queue writes
                 self._pipeline.await_dead_letters()
         offsets = latest_offsets(batch.outgoing)
-        return HostedBatch(len(batch.records), offsets, CommitTally(), self.take_errors())
+        return HostedBatch(
+            len(batch.records), offsets, CommitTally(), self.take_errors(), batch.delivered
+        )
 
     def _poll(self, wanted: int) -> _Batch | None:
         batch = poll_batch(self._plugin, wanted, self._session.stopping)
@@ -673,6 +698,7 @@ class HostedSourceTaskRunner(TaskRunner):
         self.metrics.polled(moved.records)
         self.metrics.written(moved.records, time.monotonic() - began, ON_SPARK_TASK)
         self.kafka_ok()
+        self.record_topics(moved.topics)
         self._moved_since_wind_down = True
         if not self._transactional:  # else committed by the task's transactions
             if moved.offsets:

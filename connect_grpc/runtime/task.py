@@ -25,8 +25,8 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
-from typing import TypedDict, Unpack
+from collections.abc import Callable, Collection, Mapping
+from typing import Protocol, TypedDict, Unpack
 
 import structlog
 
@@ -78,6 +78,13 @@ def _no_outage() -> KafkaOutage | None:
     return None
 
 
+class TopicRecorder(Protocol):
+    """Where tasks report the topics they use (KIP-558; the herder's ``StatusBoard``)."""
+
+    def record_active_topics(self, task: TaskId, topics: Collection[str]) -> None:
+        """Records each of ``topics`` the task's connector has no record of yet."""
+
+
 class RunnerOptions(TypedDict, total=False):
     """How a task rides out failures (the worker passes them; defaults suit tests)."""
 
@@ -88,6 +95,8 @@ class RunnerOptions(TypedDict, total=False):
     clock: Callable[[], float]
     #: Where the task counts what it moves (the worker's metrics).
     metrics: TaskMetrics
+    #: Where the task records the topics it uses (absent: ``topic.tracking.enable=false``).
+    active_topics: TopicRecorder
 
 
 def for_cluster(
@@ -124,6 +133,7 @@ class TaskRunner(abc.ABC):
         self._retry = RetryTracker(options.get("retry_policy", RetryPolicy()), self._clock)
         self._kafka_outage = options.get("kafka_outage", _no_outage)
         self.metrics = options.get("metrics") or TaskMetrics.unexported(task_id)
+        self._active_topics = options.get("active_topics")
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._wake = threading.Event()
@@ -171,6 +181,17 @@ class TaskRunner(abc.ABC):
     def kafka_ok(self) -> None:
         """Subclasses call it after a successful exchange with Kafka."""
         self._kafka_ok_at = self._clock()
+
+    def record_topics(self, topics: Collection[str]) -> None:
+        """Subclasses call it with the topics a batch wrote to (source) or read from (sink).
+        A failure is logged, never raised: tracking must not stop the data."""
+        recorder = self._active_topics
+        if recorder is None or not topics:
+            return
+        try:
+            recorder.record_active_topics(self.id, topics)
+        except Exception:
+            self.log.warning("active_topics_not_recorded", topics=sorted(topics), exc_info=True)
 
     # lifecycle
 

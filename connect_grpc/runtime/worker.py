@@ -50,7 +50,7 @@ from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
 from connect_grpc.runtime.source_task import HostedSourceTaskRunner, SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
-from connect_grpc.runtime.task import RunnerOptions, TaskRunner
+from connect_grpc.runtime.task import RunnerOptions, TaskRunner, TopicRecorder
 from connect_grpc.runtime.transactions import ExactlyOnceSource, Transactions
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.worker_config import TASK_HOSTING_EXECUTOR, WorkerConfig
@@ -125,6 +125,7 @@ class Worker:
         offsets_for: Callable[[Mapping[str, str]], OffsetStore] | None = None,
         metrics: WorkerMetrics | None = None,
         transformer: ConfigTransformer | None = None,
+        active_topics: TopicRecorder | None = None,
     ) -> None:
         """``kafka_monitor`` defaults to one probing ``bootstrap.servers``. With
         ``exactly_once``, every source task writes each batch and its offsets in one
@@ -133,7 +134,9 @@ class Worker:
         connector uses ``offset_store``. The tasks count what they move in ``metrics``
         (the worker's, which also shows this worker's instances; a new one by default).
         ``transformer`` resolves config provider references (by default there are no
-        providers, and a reference fails its instance)."""
+        providers, and a reference fails its instance). Tasks record the topics they use
+        in ``active_topics`` (None: they do not, ``topic.tracking.enable=false``)."""
+        self._active_topics = active_topics
         self._config = config
         self._exactly_once = exactly_once
         self._plugins = plugins
@@ -412,11 +415,14 @@ class Worker:
             runner.kafka_unreachable(outage)
 
     def _runner_options(self, task: TaskId) -> RunnerOptions:
-        return {
+        options: RunnerOptions = {
             "retry_policy": self._retry_policy,
             "kafka_outage": self._monitor.outage,
             "metrics": self._metrics.task(task),
         }
+        if self._active_topics is not None:
+            options["active_topics"] = self._active_topics
+        return options
 
     def _connector(self, name: str) -> ConnectorInstance:
         with self._lock:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from connect_grpc.domain import InstanceStatus, OffsetMap, OffsetPrimitive, TaskId
+from connect_grpc.domain import ActiveTopic, InstanceStatus, OffsetMap, OffsetPrimitive, TaskId
 
 #: A stored source offset: (partition, offset); offset None is a tombstone (reset).
 OffsetEntry = tuple[OffsetMap, OffsetMap | None]
@@ -57,3 +57,15 @@ class StatusStore(Protocol):
         """Forgets the connector's and all its tasks' statuses."""
 
     def delete_task(self, task: TaskId) -> None: ...
+
+    def get_topic(self, connector: str, topic: str) -> ActiveTopic | None:
+        """The connector's record of ``topic`` (KIP-558), or None."""
+
+    def put_topic(self, active: ActiveTopic) -> None:
+        """Records that the connector used the topic (never raises for a failed write)."""
+
+    def topics(self, connector: str) -> list[ActiveTopic]:
+        """The topics the connector used, sorted by name."""
+
+    def delete_topic(self, connector: str, topic: str) -> None:
+        """Forgets the connector's record of ``topic``."""

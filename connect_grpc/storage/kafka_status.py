@@ -13,10 +13,18 @@ skips when it reads (it reads the keys it knows from a JSON map)::
     {..., "placement": {"kind": "spark-executor", "host": "node-7"}}
 
 A tombstone (null value) deletes: a connector's tombstone forgets the connector and all
-its tasks, a task's the task. Kafka Connect's ``status-topic-…`` records (active topics)
-are ignored. Keys starting ``connect-grpc-`` are the cluster layer's own records (each
-worker's address, ``connect_grpc.cluster.records``), any JSON value, which Kafka Connect
-skips.
+its tasks, a task's the task. Keys starting ``connect-grpc-`` are the cluster layer's own
+records (each worker's address, ``connect_grpc.cluster.records``), any JSON value, which
+Kafka Connect skips.
+
+Active topics (KIP-558) are ``status-topic-<topic>:connector-<connector>`` records (a topic
+name has no ``:``; a connector name may), valued as Kafka Connect's JsonConverter without
+schemas writes them::
+
+    {"topic": {"name": "orders", "connector": "sink", "task": 0,
+               "discoverTimestamp": 1700000000000}}
+
+and forgotten by a tombstone.
 
 Status writes are asynchronous, as Kafka Connect's status store makes them: a put or delete
 shows in this worker's view at once and is written by the store's writer thread, which
@@ -35,7 +43,14 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.domain import InstanceStatus, PlacementKind, State, TaskId, TaskPlacement
+from connect_grpc.domain import (
+    ActiveTopic,
+    InstanceStatus,
+    PlacementKind,
+    State,
+    TaskId,
+    TaskPlacement,
+)
 from connect_grpc.errors import UnavailableError
 from connect_grpc.storage.kafka_log import (
     DEFAULT_TIMEOUT_S,
@@ -55,6 +70,7 @@ DEFAULT_REPLICATION_FACTOR = 1
 CONNECTOR_PREFIX = "status-connector-"
 TASK_PREFIX = "status-task-"
 TOPIC_PREFIX = "status-topic-"
+TOPIC_SEPARATOR = ":connector-"
 EXTENSION_PREFIX = "connect-grpc-"
 
 _STATES = frozenset(state.value for state in State)
@@ -66,8 +82,18 @@ WRITE_RETRY_MAX_S = 5.0
 #: Seconds ``stop`` waits at most for the writes still pending.
 STOP_FLUSH_S = 5.0
 
+@dataclass(frozen=True, slots=True)
+class TopicKey:
+    """The key of a connector's active-topic record."""
+
+    connector: str
+    topic: str
+
+
 #: A parsed status key: a connector name or a task id.
 StatusKey = str | TaskId
+#: What a queued write is keyed by: a status key or an active topic.
+WriteKey = StatusKey | TopicKey
 
 
 def connector_key(connector: str) -> bytes:
@@ -101,6 +127,60 @@ def parse_key(raw: bytes | None) -> StatusKey | None:
     if key.startswith(CONNECTOR_PREFIX):
         return key[len(CONNECTOR_PREFIX) :] or None
     return parse_task_key(key)
+
+
+def active_topic_key(connector: str, topic: str) -> bytes:
+    """The key of a connector's active-topic record, as Kafka Connect writes it."""
+    return f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}".encode()
+
+
+def parse_topic_key(raw: bytes) -> TopicKey | None:
+    """The (connector, topic) of a ``status-topic-<topic>:connector-<connector>`` key, or
+    None when it is not one (or malformed)."""
+    try:
+        key = raw.decode()
+    except UnicodeDecodeError:
+        return None
+    if not key.startswith(TOPIC_PREFIX):
+        return None
+    topic, colon, rest = key[len(TOPIC_PREFIX) :].partition(":")
+    connector = rest[len(TOPIC_SEPARATOR) - 1 :]
+    if not topic or not colon or not rest.startswith(TOPIC_SEPARATOR[1:]) or not connector:
+        return None
+    return TopicKey(connector, topic)
+
+
+def encode_active_topic(active: ActiveTopic) -> bytes:
+    """An active-topic value, field for field as Kafka Connect writes it."""
+    value = {
+        "topic": {
+            "name": active.topic,
+            "connector": active.connector,
+            "task": active.task,
+            "discoverTimestamp": active.discovered_ms,
+        }
+    }
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def decode_active_topic(raw: bytes) -> ActiveTopic | None:
+    """The active topic of a value, or None when it is malformed."""
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        return None
+    fields = value.get("topic") if isinstance(value, dict) else None
+    if not isinstance(fields, dict):
+        return None
+    name, connector = fields.get("name"), fields.get("connector")
+    task, discovered = fields.get("task"), fields.get("discoverTimestamp")
+    if not isinstance(name, str) or not isinstance(connector, str):
+        return None
+    if not isinstance(task, int) or not isinstance(discovered, int):
+        return None
+    if isinstance(task, bool) or isinstance(discovered, bool):
+        return None
+    return ActiveTopic(name, connector, task, discovered)
 
 
 def encode_status(status: InstanceStatus, generation: int) -> bytes:
@@ -156,6 +236,8 @@ class _Write:
     value: bytes | None
     status: InstanceStatus | None
     generation: int
+    #: An active-topic write: what it records (None for its tombstone).
+    topic: ActiveTopic | None = None
 
 
 class KafkaStatusStore:
@@ -194,6 +276,8 @@ class KafkaStatusStore:
         #: The statuses as the topic has them (records read back or acknowledged).
         self._connectors: dict[str, InstanceStatus] = {}
         self._tasks: dict[str, dict[int, InstanceStatus]] = {}
+        #: connector → topic → its active-topic record.
+        self._topics: dict[str, dict[str, ActiveTopic]] = {}
         #: The generation each current status was written in.
         self._generations: dict[StatusKey, int] = {}
         self._freshness = Freshness()
@@ -201,8 +285,8 @@ class KafkaStatusStore:
         self._extensions: dict[str, Any] = {}
         #: This worker's writes not yet handed to the producer, oldest first (one per key),
         #: and those being written now; both shadow the topic's statuses in reads.
-        self._pending: dict[StatusKey, _Write] = {}
-        self._in_flight: dict[StatusKey, _Write] = {}
+        self._pending: dict[WriteKey, _Write] = {}
+        self._in_flight: dict[WriteKey, _Write] = {}
         self._writes = threading.Condition(self._lock)
         self._closing = False
         self._writer: threading.Thread | None = None
@@ -322,6 +406,40 @@ class KafkaStatusStore:
         with self._lock:
             self._enqueue(task, _Write(task_key(task), None, None, self._generation))
 
+    def get_topic(self, connector: str, topic: str) -> ActiveTopic | None:
+        with self._lock:
+            write = self._outstanding(TopicKey(connector, topic))
+            if write is not None:
+                return write.topic
+            return self._topics.get(connector, {}).get(topic)
+
+    def put_topic(self, active: ActiveTopic) -> None:
+        """Records the active topic (written in the background, retried until written)."""
+        key = TopicKey(active.connector, active.topic)
+        write = _Write(
+            active_topic_key(active.connector, active.topic), encode_active_topic(active),
+            None, 0, active,
+        )
+        with self._lock:
+            self._enqueue(key, write)
+
+    def topics(self, connector: str) -> list[ActiveTopic]:
+        with self._lock:
+            current = dict(self._topics.get(connector, {}))
+            for key, write in (*self._in_flight.items(), *self._pending.items()):
+                if isinstance(key, TopicKey) and key.connector == connector:
+                    if write.topic is None:
+                        current.pop(key.topic, None)
+                    else:
+                        current[key.topic] = write.topic
+            return [current[topic] for topic in sorted(current)]
+
+    def delete_topic(self, connector: str, topic: str) -> None:
+        """Forgets the active topic (a tombstone, written in the background)."""
+        write = _Write(active_topic_key(connector, topic), None, None, 0)
+        with self._lock:
+            self._enqueue(TopicKey(connector, topic), write)
+
     def put_extension(self, key: str, value: object | None) -> None:
         """Writes (None: deletes) one of the cluster layer's records; ``key`` starts with
         ``connect-grpc-``. Synchronous: raises ConnectError if it was not written."""
@@ -338,14 +456,14 @@ class KafkaStatusStore:
 
     # the writer
 
-    def _enqueue(self, key: StatusKey, write: _Write) -> None:
+    def _enqueue(self, key: WriteKey, write: _Write) -> None:
         """Queues a write, replacing a pending one of the same key; it goes last, so that a
         status written after a connector's tombstone is not erased by it. Under the lock."""
         self._pending.pop(key, None)
         self._pending[key] = write
         self._writes.notify_all()
 
-    def _outstanding(self, key: StatusKey) -> _Write | None:
+    def _outstanding(self, key: WriteKey) -> _Write | None:
         """This worker's latest write of the key not yet acknowledged. Under the lock."""
         return self._pending.get(key) or self._in_flight.get(key)
 
@@ -383,7 +501,7 @@ class KafkaStatusStore:
                 log.info("status_writes_recovered", attempts=failures + 1)
             delay, failures = WRITE_RETRY_INITIAL_S, 0
 
-    def _take_pending(self) -> dict[StatusKey, _Write] | None:
+    def _take_pending(self) -> dict[WriteKey, _Write] | None:
         """Waits for pending writes and moves them in flight, less any superseded meanwhile
         by another worker's newer generation; None once the store is closing."""
         with self._writes:
@@ -392,8 +510,10 @@ class KafkaStatusStore:
                 return None
             batch, self._pending = self._pending, {}
             for key, write in list(batch.items()):
-                if write.status is not None and self._superseded(
-                    key, write.status, write.generation
+                if (
+                    write.status is not None
+                    and not isinstance(key, TopicKey)
+                    and self._superseded(key, write.status, write.generation)
                 ):
                     log.info("status_not_written_superseded", key=str(key))
                     del batch[key]
@@ -401,7 +521,7 @@ class KafkaStatusStore:
             self._writes.notify_all()
             return batch
 
-    def _requeue(self, batch: dict[StatusKey, _Write]) -> None:
+    def _requeue(self, batch: dict[WriteKey, _Write]) -> None:
         """A failed batch goes back before what was queued since, except the keys that were
         written again meanwhile (the newer write replaces it)."""
         with self._writes:
@@ -410,7 +530,7 @@ class KafkaStatusStore:
             self._in_flight = {}
             self._writes.notify_all()
 
-    def _acknowledge(self, batch: dict[StatusKey, _Write]) -> None:
+    def _acknowledge(self, batch: dict[WriteKey, _Write]) -> None:
         with self._writes:
             self._in_flight = {}
             self._writes.notify_all()
@@ -428,12 +548,12 @@ class KafkaStatusStore:
         if record.key is not None and record.key.startswith(EXTENSION_PREFIX.encode()):
             self._apply_extension(record)
             return
+        if record.key is not None and record.key.startswith(TOPIC_PREFIX.encode()):
+            self._apply_topic(record)
+            return
         key = parse_key(record.key)
         if key is None:
-            if record.key is None or not record.key.startswith(TOPIC_PREFIX.encode()):
-                log.warning(
-                    "status_record_skipped", partition=record.partition, offset=record.offset
-                )
+            log.warning("status_record_skipped", partition=record.partition, offset=record.offset)
             return
         decoded: tuple[InstanceStatus, int] | None = None
         if record.value is not None:
@@ -465,6 +585,24 @@ class KafkaStatusStore:
         ):
             del self._pending[key]
             self._writes.notify_all()
+
+    def _apply_topic(self, record: LogRecord) -> None:
+        """Applies an active-topic record (a tombstone forgets it)."""
+        key = parse_topic_key(bytes(record.key or b""))
+        active = None if record.value is None else decode_active_topic(record.value)
+        if key is None or (record.value is not None and active is None):
+            log.warning("status_record_skipped", partition=record.partition, offset=record.offset)
+            return
+        with self._lock:
+            if not self._freshness.accept(key, record):
+                return
+            known = self._topics.setdefault(key.connector, {})
+            if active is None:
+                known.pop(key.topic, None)
+            else:
+                known[key.topic] = active
+            if not known:
+                del self._topics[key.connector]
 
     def _apply_extension(self, record: LogRecord) -> None:
         key = bytes(record.key or b"").decode(errors="replace")

@@ -1,10 +1,11 @@
-"""Standalone mode's status store: in memory."""
+"""Standalone mode's status store: in memory (active topics too, as Kafka Connect's
+standalone MemoryStatusBackingStore keeps them)."""
 
 from __future__ import annotations
 
 import threading
 
-from connect_grpc.domain import InstanceStatus, TaskId
+from connect_grpc.domain import ActiveTopic, InstanceStatus, TaskId
 
 
 class MemoryStatusStore:
@@ -12,6 +13,8 @@ class MemoryStatusStore:
         self._lock = threading.Lock()
         self._connectors: dict[str, InstanceStatus] = {}
         self._tasks: dict[TaskId, InstanceStatus] = {}
+        #: connector → topic → its record.
+        self._topics: dict[str, dict[str, ActiveTopic]] = {}
 
     def put_connector(self, connector: str, status: InstanceStatus) -> None:
         with self._lock:
@@ -42,3 +45,24 @@ class MemoryStatusStore:
     def delete_task(self, task: TaskId) -> None:
         with self._lock:
             self._tasks.pop(task, None)
+
+    def get_topic(self, connector: str, topic: str) -> ActiveTopic | None:
+        with self._lock:
+            return self._topics.get(connector, {}).get(topic)
+
+    def put_topic(self, active: ActiveTopic) -> None:
+        with self._lock:
+            self._topics.setdefault(active.connector, {})[active.topic] = active
+
+    def topics(self, connector: str) -> list[ActiveTopic]:
+        with self._lock:
+            known = self._topics.get(connector, {})
+            return [known[topic] for topic in sorted(known)]
+
+    def delete_topic(self, connector: str, topic: str) -> None:
+        with self._lock:
+            known = self._topics.get(connector)
+            if known is not None:
+                known.pop(topic, None)
+                if not known:
+                    del self._topics[connector]

@@ -729,6 +729,28 @@ class SetLogLevelResponse(_message.Message):
     changed_loggers: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, changed_loggers: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class GetConnectorTopicsRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetConnectorTopicsResponse(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, topics: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ResetConnectorTopicsRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ResetConnectorTopicsResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class TaskConfig(_message.Message):
     __slots__ = ("config",)
     class ConfigEntry(_message.Message):

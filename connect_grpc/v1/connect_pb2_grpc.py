@@ -165,6 +165,16 @@ class ConnectServiceStub:
                 request_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.SerializeToString,
                 response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.FromString,
                 _registered_method=True)
+        self.GetConnectorTopics = channel.unary_unary(
+                '/connect.v1.ConnectService/GetConnectorTopics',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetConnectorTopicsRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetConnectorTopicsResponse.FromString,
+                _registered_method=True)
+        self.ResetConnectorTopics = channel.unary_unary(
+                '/connect.v1.ConnectService/ResetConnectorTopics',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsResponse.FromString,
+                _registered_method=True)
 
 
 class ConnectServiceServicer:
@@ -358,6 +368,25 @@ class ConnectServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetConnectorTopics(self, request, context):
+        """Topic tracking (KIP-558): the topics each connector's tasks used.
+        Lists the topics the connector's tasks wrote to (source) or read from (sink), sorted;
+        empty for an unknown connector. FAILED_PRECONDITION "Topic tracking is disabled." when
+        the worker sets topic.tracking.enable=false.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetConnectorTopics(self, request, context):
+        """Forgets the topics the connector's tasks used, whatever the connector's state (a
+        running task records a topic again when it next uses it). FAILED_PRECONDITION when
+        tracking or its reset (topic.tracking.allow.reset) is disabled.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConnectServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -490,6 +519,16 @@ def add_ConnectServiceServicer_to_server(servicer, server):
                     servicer.GetPluginConfig,
                     request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.FromString,
                     response_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.SerializeToString,
+            ),
+            'GetConnectorTopics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConnectorTopics,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.GetConnectorTopicsRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.GetConnectorTopicsResponse.SerializeToString,
+            ),
+            'ResetConnectorTopics': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetConnectorTopics,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1195,6 +1234,60 @@ class ConnectService:
             '/connect.v1.ConnectService/GetPluginConfig',
             connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigRequest.SerializeToString,
             connect__grpc_dot_v1_dot_connect__pb2.GetPluginConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConnectorTopics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/GetConnectorTopics',
+            connect__grpc_dot_v1_dot_connect__pb2.GetConnectorTopicsRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.GetConnectorTopicsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetConnectorTopics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/ResetConnectorTopics',
+            connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -113,7 +113,7 @@ def table_rows(run: Run) -> dict[str, list[str]]:
     """A plain table's rows by their first cell (cells do not contain spaces here)."""
     assert run.code == 0, run.err
     header, *rows = run.lines
-    assert header.split()[0] in ("NAME", "CLASS", "CURRENT", "PARTITION"), header
+    assert header.split()[0] in ("NAME", "CLASS", "CURRENT", "PARTITION", "TOPIC"), header
     return {row.split()[0]: row.split() for row in rows}
 
 
@@ -511,6 +511,29 @@ def test_offsets_round_trip_through_get_alter_and_reset(
     reset = ctl("offsets", "reset", name)
     assert reset.code == 0 and "reset" in reset.out
     assert ctl("offsets", "get", name, "-o", "json").json() == {"offsets": []}
+    assert ctl("delete", name).code == 0
+
+
+# ---------------------------------------------------------------------------- topics
+
+
+def test_topics_get_shows_the_tracked_topic_and_reset_forgets_it(
+    ctl: Ctl, write: Callable[[str, Any], Path], name: str, events: Path
+) -> None:
+    topic = f"ctl-{name}"
+    config = source_config(events, tasks=1, **{"test.source.records": "3", "topic": topic})
+    assert ctl("apply", "-f", str(write("c.json", connector_file(name, config)))).code == 0
+    tracked = {name: {"topics": [topic]}}
+    wait_until(lambda: ctl("topics", "get", name, "-o", "json").json() == tracked,
+               timeout=90, interval=0.5)
+    assert table_rows(ctl("topics", "get", name)) == {topic: [topic]}
+    every_record_sent = {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 2}}]}
+    wait_until(lambda: ctl("offsets", "get", name, "-o", "json").json() == every_record_sent,
+               timeout=90, interval=0.5)
+
+    reset = ctl("topics", "reset", name)  # running: nothing more to send, so it stays empty
+    assert (reset.code, reset.lines) == (0, [f"topics of {name} reset"])
+    assert ctl("topics", "get", name, "-o", "json").json() == {name: {"topics": []}}
     assert ctl("delete", name).code == 0
 
 

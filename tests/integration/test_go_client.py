@@ -61,6 +61,7 @@ EXAMPLE_STEPS = [
     "patched go-example: errors.tolerance=all, errors.log.enable removed",
     "resumed go-example",
     "status of go-example: connector RUNNING, task 0 RUNNING",
+    "topics of go-example: go-example",
     "deleted go-example",
 ]
 GO_TIMEOUT = 600

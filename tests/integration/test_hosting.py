@@ -86,6 +86,8 @@ def test_a_hosted_pipeline_moves_every_line_in_one_spark_job_per_task(
     assert env.worker.hosted_tasks() == set(tasks)
 
     wait_for(lambda: lines(out) == small, what="the first lines in the sink file")
+    # the hosts' batches report their topics to the driver (KIP-558)
+    assert [env.topics.used(task) for task in tasks] == [{unique_topic}, {unique_topic}]
     large = [f"large-{i}" for i in range(20_000)]
     with source.open("a", encoding="utf-8") as handle:
         handle.write("".join(f"{line}\n" for line in large))

@@ -11,7 +11,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -157,11 +157,28 @@ class RecordingListener:
             return history[-1] if history else None
 
 
+class RecordingTopics:
+    """The worker's topic recorder (KIP-558): the topics each task reported using."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._used: dict[TaskId, set[str]] = {}
+
+    def record_active_topics(self, task: TaskId, topics: Collection[str]) -> None:
+        with self._lock:
+            self._used.setdefault(task, set()).update(topics)
+
+    def used(self, task: TaskId) -> set[str]:
+        with self._lock:
+            return set(self._used.get(task, ()))
+
+
 class Env:
     def __init__(
         self, worker: Worker, listener: RecordingListener, offsets: FileOffsetStore,
-        bootstrap: str, tmp: Path,
+        bootstrap: str, tmp: Path, topics: RecordingTopics,
     ) -> None:
+        self.topics = topics
         self.worker = worker
         self.listener = listener
         self.offsets = offsets
@@ -193,10 +210,11 @@ def worker_env(
     offsets.start()
     listener = RecordingListener()
     plugins = Plugins(include_testing=True, registered=(CountingSourceConnector, *registered))
-    worker = Worker(config, plugins, offsets, listener)
+    topics = RecordingTopics()
+    worker = Worker(config, plugins, offsets, listener, active_topics=topics)
     worker.start()
     try:
-        yield Env(worker, listener, offsets, kafka_bootstrap, tmp)
+        yield Env(worker, listener, offsets, kafka_bootstrap, tmp, topics)
     finally:
         worker.stop()
 
@@ -530,6 +548,8 @@ def test_small_batches_move_on_the_driver_and_large_ones_as_spark_jobs(
 
     wait_for(lambda: lines(out) == small, what="the small batch in the sink file")
     assert [spark_jobs(env, task) for task in tasks] == [0, 0]
+    # the driver's batches report their topics (KIP-558): written by the source, read by the sink
+    assert [env.topics.used(task) for task in tasks] == [{unique_topic}, {unique_topic}]
 
     large = [f"large-{i}" for i in range(5000)]
     with source.open("a", encoding="utf-8") as handle:

@@ -57,6 +57,7 @@ READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
     "ListPlugins", "GetPluginConfig", "GetClusterInfo", "ListLoggers", "GetLogger",
+    "GetConnectorTopics",
 }
 OK = grpc.StatusCode.OK
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
@@ -187,6 +188,8 @@ def requests_naming(name: str) -> dict[str, Any]:
         "GetLogger": pb.GetLoggerRequest(name="root"),
         # a namespace no module logs under: an admin's call changes no logger that logs
         "SetLogLevel": pb.SetLogLevelRequest(name=f"{name}.loggers", level="INFO"),
+        "GetConnectorTopics": pb.GetConnectorTopicsRequest(name=name),
+        "ResetConnectorTopics": pb.ResetConnectorTopicsRequest(name=name),
     }
 
 

@@ -57,11 +57,12 @@ READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
     "ListPlugins", "GetPluginConfig", "GetClusterInfo", "ListLoggers", "GetLogger",
+    "GetConnectorTopics",
 }
 MUTATIONS = {
     "CreateConnector", "PutConnectorConfig", "PatchConnectorConfig", "DeleteConnector",
     "PauseConnector", "ResumeConnector", "StopConnector", "RestartConnector", "RestartTask",
-    "AlterOffsets", "ResetOffsets", "SetLogLevel",
+    "AlterOffsets", "ResetOffsets", "SetLogLevel", "ResetConnectorTopics",
 }
 VIEWER_TOKEN = "viewer-token-0123456789abcdef"
 ADMIN_TOKEN = "admin-token-0123456789abcdef"

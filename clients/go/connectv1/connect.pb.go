@@ -4493,6 +4493,181 @@ func (x *SetLogLevelResponse) GetChangedLoggers() []string {
 	return nil
 }
 
+// Request for GetConnectorTopics.
+type GetConnectorTopicsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConnectorTopicsRequest) Reset() {
+	*x = GetConnectorTopicsRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConnectorTopicsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConnectorTopicsRequest) ProtoMessage() {}
+
+func (x *GetConnectorTopicsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConnectorTopicsRequest.ProtoReflect.Descriptor instead.
+func (*GetConnectorTopicsRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *GetConnectorTopicsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Response of GetConnectorTopics.
+type GetConnectorTopicsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The topics, sorted.
+	Topics        []string `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConnectorTopicsResponse) Reset() {
+	*x = GetConnectorTopicsResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConnectorTopicsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConnectorTopicsResponse) ProtoMessage() {}
+
+func (x *GetConnectorTopicsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConnectorTopicsResponse.ProtoReflect.Descriptor instead.
+func (*GetConnectorTopicsResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *GetConnectorTopicsResponse) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+// Request for ResetConnectorTopics.
+type ResetConnectorTopicsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetConnectorTopicsRequest) Reset() {
+	*x = ResetConnectorTopicsRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetConnectorTopicsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetConnectorTopicsRequest) ProtoMessage() {}
+
+func (x *ResetConnectorTopicsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetConnectorTopicsRequest.ProtoReflect.Descriptor instead.
+func (*ResetConnectorTopicsRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *ResetConnectorTopicsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Response of ResetConnectorTopics.
+type ResetConnectorTopicsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetConnectorTopicsResponse) Reset() {
+	*x = ResetConnectorTopicsResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetConnectorTopicsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetConnectorTopicsResponse) ProtoMessage() {}
+
+func (x *ResetConnectorTopicsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetConnectorTopicsResponse.ProtoReflect.Descriptor instead.
+func (*ResetConnectorTopicsResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{74}
+}
+
 // A task's configuration.
 type TaskConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4504,7 +4679,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4516,7 +4691,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4529,7 +4704,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -4554,7 +4729,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4566,7 +4741,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4579,7 +4754,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{72}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -4612,7 +4787,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4624,7 +4799,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4637,7 +4812,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{73}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{77}
 }
 
 // Request for FenceZombies.
@@ -4653,7 +4828,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4665,7 +4840,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4678,7 +4853,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{74}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -4707,7 +4882,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4719,7 +4894,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4732,7 +4907,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{75}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -5050,7 +5225,14 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12/\n" +
 	"\x05scope\x18\x03 \x01(\x0e2\x19.connect.v1.LogLevelScopeR\x05scope\">\n" +
 	"\x13SetLogLevelResponse\x12'\n" +
-	"\x0fchanged_loggers\x18\x01 \x03(\tR\x0echangedLoggers\"\x83\x01\n" +
+	"\x0fchanged_loggers\x18\x01 \x03(\tR\x0echangedLoggers\"/\n" +
+	"\x19GetConnectorTopicsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"4\n" +
+	"\x1aGetConnectorTopicsResponse\x12\x16\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\"1\n" +
+	"\x1bResetConnectorTopicsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1e\n" +
+	"\x1cResetConnectorTopicsResponse\"\x83\x01\n" +
 	"\n" +
 	"TaskConfig\x12:\n" +
 	"\x06config\x18\x01 \x03(\v2\".connect.v1.TaskConfig.ConfigEntryR\x06config\x1a9\n" +
@@ -5088,7 +5270,7 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\rLogLevelScope\x12\x1f\n" +
 	"\x1bLOG_LEVEL_SCOPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16LOG_LEVEL_SCOPE_WORKER\x10\x01\x12\x1b\n" +
-	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x022\x90\x12\n" +
+	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x022\xe0\x13\n" +
 	"\x0eConnectService\x12W\n" +
 	"\x0eListConnectors\x12!.connect.v1.ListConnectorsRequest\x1a\".connect.v1.ListConnectorsResponse\x12Q\n" +
 	"\fGetConnector\x12\x1f.connect.v1.GetConnectorRequest\x1a .connect.v1.GetConnectorResponse\x12Z\n" +
@@ -5116,7 +5298,9 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\tGetLogger\x12\x1c.connect.v1.GetLoggerRequest\x1a\x1d.connect.v1.GetLoggerResponse\x12N\n" +
 	"\vSetLogLevel\x12\x1e.connect.v1.SetLogLevelRequest\x1a\x1f.connect.v1.SetLogLevelResponse\x12i\n" +
 	"\x14PatchConnectorConfig\x12'.connect.v1.PatchConnectorConfigRequest\x1a(.connect.v1.PatchConnectorConfigResponse\x12Z\n" +
-	"\x0fGetPluginConfig\x12\".connect.v1.GetPluginConfigRequest\x1a#.connect.v1.GetPluginConfigResponse2\xbc\x01\n" +
+	"\x0fGetPluginConfig\x12\".connect.v1.GetPluginConfigRequest\x1a#.connect.v1.GetPluginConfigResponse\x12c\n" +
+	"\x12GetConnectorTopics\x12%.connect.v1.GetConnectorTopicsRequest\x1a&.connect.v1.GetConnectorTopicsResponse\x12i\n" +
+	"\x14ResetConnectorTopics\x12'.connect.v1.ResetConnectorTopicsRequest\x1a(.connect.v1.ResetConnectorTopicsResponse2\xbc\x01\n" +
 	"\x0eClusterService\x12W\n" +
 	"\x0ePutTaskConfigs\x12!.connect.v1.PutTaskConfigsRequest\x1a\".connect.v1.PutTaskConfigsResponse\x12Q\n" +
 	"\fFenceZombies\x12\x1f.connect.v1.FenceZombiesRequest\x1a .connect.v1.FenceZombiesResponseB;Z9github.com/connect-grpc/connect-grpc/clients/go/connectv1b\x06proto3"
@@ -5134,7 +5318,7 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 }
 
 var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
@@ -5212,37 +5396,41 @@ var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(*GetLoggerResponse)(nil),            // 73: connect.v1.GetLoggerResponse
 	(*SetLogLevelRequest)(nil),           // 74: connect.v1.SetLogLevelRequest
 	(*SetLogLevelResponse)(nil),          // 75: connect.v1.SetLogLevelResponse
-	(*TaskConfig)(nil),                   // 76: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 77: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 78: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 79: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 80: connect.v1.FenceZombiesResponse
-	nil,                                  // 81: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 82: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 83: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 84: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 85: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 86: connect.v1.PatchConnectorConfigRequest.ConfigEntry
-	nil,                                  // 87: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 88: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 89: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 90: google.protobuf.NullValue
-	(*timestamppb.Timestamp)(nil),        // 91: google.protobuf.Timestamp
-	(*structpb.Value)(nil),               // 92: google.protobuf.Value
+	(*GetConnectorTopicsRequest)(nil),    // 76: connect.v1.GetConnectorTopicsRequest
+	(*GetConnectorTopicsResponse)(nil),   // 77: connect.v1.GetConnectorTopicsResponse
+	(*ResetConnectorTopicsRequest)(nil),  // 78: connect.v1.ResetConnectorTopicsRequest
+	(*ResetConnectorTopicsResponse)(nil), // 79: connect.v1.ResetConnectorTopicsResponse
+	(*TaskConfig)(nil),                   // 80: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 81: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 82: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 83: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 84: connect.v1.FenceZombiesResponse
+	nil,                                  // 85: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 86: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 87: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 88: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 89: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 90: connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	nil,                                  // 91: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 92: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 93: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 94: google.protobuf.NullValue
+	(*timestamppb.Timestamp)(nil),        // 95: google.protobuf.Timestamp
+	(*structpb.Value)(nil),               // 96: google.protobuf.Value
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	90, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	81, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	94, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	85, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
 	6,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
 	6,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
-	91, // 4: connect.v1.ConnectorOffset.record_time:type_name -> google.protobuf.Timestamp
+	95, // 4: connect.v1.ConnectorOffset.record_time:type_name -> google.protobuf.Timestamp
 	7,  // 5: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	91, // 6: connect.v1.ConnectorOffsets.all_partitions_record_time:type_name -> google.protobuf.Timestamp
-	82, // 7: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	95, // 6: connect.v1.ConnectorOffsets.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	86, // 7: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
 	9,  // 8: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
 	2,  // 9: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
 	9,  // 10: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	83, // 11: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	87, // 11: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
 	1,  // 12: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
 	1,  // 13: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
 	14, // 14: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
@@ -5254,27 +5442,27 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	15, // 20: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
 	16, // 21: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
 	10, // 22: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	84, // 23: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	88, // 23: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
 	0,  // 24: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
 	8,  // 25: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
 	10, // 26: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
 	7,  // 27: connect.v1.CreateConnectorResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
-	85, // 28: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	89, // 28: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
 	10, // 29: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	86, // 30: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	90, // 30: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
 	10, // 31: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	87, // 32: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	91, // 32: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
 	15, // 33: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
 	13, // 34: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
 	11, // 35: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
 	15, // 36: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
 	7,  // 37: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
 	7,  // 38: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	91, // 39: connect.v1.AlterOffsetsRequest.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	95, // 39: connect.v1.AlterOffsetsRequest.all_partitions_record_time:type_name -> google.protobuf.Timestamp
 	7,  // 40: connect.v1.AlterOffsetsResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
 	53, // 41: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
 	54, // 42: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	88, // 43: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	92, // 43: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
 	55, // 44: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
 	2,  // 45: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
 	53, // 46: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
@@ -5286,14 +5474,14 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	9,  // 52: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
 	14, // 53: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
 	66, // 54: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	91, // 55: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
+	95, // 55: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
 	69, // 56: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
 	69, // 57: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
 	3,  // 58: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
-	89, // 59: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	76, // 60: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	93, // 59: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	80, // 60: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
 	5,  // 61: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	92, // 62: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
+	96, // 62: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
 	17, // 63: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
 	19, // 64: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
 	21, // 65: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
@@ -5320,38 +5508,42 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	74, // 86: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
 	25, // 87: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
 	61, // 88: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
-	77, // 89: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	79, // 90: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	18, // 91: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	20, // 92: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	22, // 93: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	24, // 94: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	28, // 95: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	30, // 96: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	32, // 97: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	34, // 98: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	36, // 99: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	38, // 100: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	40, // 101: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	42, // 102: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	44, // 103: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	46, // 104: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	48, // 105: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	50, // 106: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	52, // 107: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	57, // 108: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	60, // 109: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	64, // 110: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	68, // 111: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	71, // 112: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
-	73, // 113: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
-	75, // 114: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
-	26, // 115: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
-	62, // 116: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
-	78, // 117: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	80, // 118: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	91, // [91:119] is the sub-list for method output_type
-	63, // [63:91] is the sub-list for method input_type
+	76, // 89: connect.v1.ConnectService.GetConnectorTopics:input_type -> connect.v1.GetConnectorTopicsRequest
+	78, // 90: connect.v1.ConnectService.ResetConnectorTopics:input_type -> connect.v1.ResetConnectorTopicsRequest
+	81, // 91: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	83, // 92: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	18, // 93: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	20, // 94: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	22, // 95: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	24, // 96: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	28, // 97: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	30, // 98: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	32, // 99: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	34, // 100: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	36, // 101: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	38, // 102: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	40, // 103: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	42, // 104: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	44, // 105: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	46, // 106: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	48, // 107: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	50, // 108: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	52, // 109: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	57, // 110: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	60, // 111: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	64, // 112: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	68, // 113: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	71, // 114: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
+	73, // 115: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
+	75, // 116: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
+	26, // 117: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
+	62, // 118: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
+	77, // 119: connect.v1.ConnectService.GetConnectorTopics:output_type -> connect.v1.GetConnectorTopicsResponse
+	79, // 120: connect.v1.ConnectService.ResetConnectorTopics:output_type -> connect.v1.ResetConnectorTopicsResponse
+	82, // 121: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	84, // 122: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	93, // [93:123] is the sub-list for method output_type
+	63, // [63:93] is the sub-list for method input_type
 	63, // [63:63] is the sub-list for extension type_name
 	63, // [63:63] is the sub-list for extension extendee
 	0,  // [0:63] is the sub-list for field type_name
@@ -5377,7 +5569,7 @@ func file_connect_grpc_v1_connect_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   85,
+			NumMessages:   89,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -52,6 +52,8 @@ const (
 	ConnectService_SetLogLevel_FullMethodName          = "/connect.v1.ConnectService/SetLogLevel"
 	ConnectService_PatchConnectorConfig_FullMethodName = "/connect.v1.ConnectService/PatchConnectorConfig"
 	ConnectService_GetPluginConfig_FullMethodName      = "/connect.v1.ConnectService/GetPluginConfig"
+	ConnectService_GetConnectorTopics_FullMethodName   = "/connect.v1.ConnectService/GetConnectorTopics"
+	ConnectService_ResetConnectorTopics_FullMethodName = "/connect.v1.ConnectService/ResetConnectorTopics"
 )
 
 // ConnectServiceClient is the client API for ConnectService service.
@@ -117,6 +119,15 @@ type ConnectServiceClient interface {
 	// Returns one plugin's config definitions (connector, transformation, predicate,
 	// converter or header converter).
 	GetPluginConfig(ctx context.Context, in *GetPluginConfigRequest, opts ...grpc.CallOption) (*GetPluginConfigResponse, error)
+	// Topic tracking (KIP-558): the topics each connector's tasks used.
+	// Lists the topics the connector's tasks wrote to (source) or read from (sink), sorted;
+	// empty for an unknown connector. FAILED_PRECONDITION "Topic tracking is disabled." when
+	// the worker sets topic.tracking.enable=false.
+	GetConnectorTopics(ctx context.Context, in *GetConnectorTopicsRequest, opts ...grpc.CallOption) (*GetConnectorTopicsResponse, error)
+	// Forgets the topics the connector's tasks used, whatever the connector's state (a
+	// running task records a topic again when it next uses it). FAILED_PRECONDITION when
+	// tracking or its reset (topic.tracking.allow.reset) is disabled.
+	ResetConnectorTopics(ctx context.Context, in *ResetConnectorTopicsRequest, opts ...grpc.CallOption) (*ResetConnectorTopicsResponse, error)
 }
 
 type connectServiceClient struct {
@@ -396,6 +407,26 @@ func (c *connectServiceClient) GetPluginConfig(ctx context.Context, in *GetPlugi
 	return out, nil
 }
 
+func (c *connectServiceClient) GetConnectorTopics(ctx context.Context, in *GetConnectorTopicsRequest, opts ...grpc.CallOption) (*GetConnectorTopicsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetConnectorTopicsResponse)
+	err := c.cc.Invoke(ctx, ConnectService_GetConnectorTopics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectServiceClient) ResetConnectorTopics(ctx context.Context, in *ResetConnectorTopicsRequest, opts ...grpc.CallOption) (*ResetConnectorTopicsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetConnectorTopicsResponse)
+	err := c.cc.Invoke(ctx, ConnectService_ResetConnectorTopics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectServiceServer is the server API for ConnectService service.
 // All implementations must embed UnimplementedConnectServiceServer
 // for forward compatibility.
@@ -459,6 +490,15 @@ type ConnectServiceServer interface {
 	// Returns one plugin's config definitions (connector, transformation, predicate,
 	// converter or header converter).
 	GetPluginConfig(context.Context, *GetPluginConfigRequest) (*GetPluginConfigResponse, error)
+	// Topic tracking (KIP-558): the topics each connector's tasks used.
+	// Lists the topics the connector's tasks wrote to (source) or read from (sink), sorted;
+	// empty for an unknown connector. FAILED_PRECONDITION "Topic tracking is disabled." when
+	// the worker sets topic.tracking.enable=false.
+	GetConnectorTopics(context.Context, *GetConnectorTopicsRequest) (*GetConnectorTopicsResponse, error)
+	// Forgets the topics the connector's tasks used, whatever the connector's state (a
+	// running task records a topic again when it next uses it). FAILED_PRECONDITION when
+	// tracking or its reset (topic.tracking.allow.reset) is disabled.
+	ResetConnectorTopics(context.Context, *ResetConnectorTopicsRequest) (*ResetConnectorTopicsResponse, error)
 	mustEmbedUnimplementedConnectServiceServer()
 }
 
@@ -546,6 +586,12 @@ func (UnimplementedConnectServiceServer) PatchConnectorConfig(context.Context, *
 }
 func (UnimplementedConnectServiceServer) GetPluginConfig(context.Context, *GetPluginConfigRequest) (*GetPluginConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPluginConfig not implemented")
+}
+func (UnimplementedConnectServiceServer) GetConnectorTopics(context.Context, *GetConnectorTopicsRequest) (*GetConnectorTopicsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetConnectorTopics not implemented")
+}
+func (UnimplementedConnectServiceServer) ResetConnectorTopics(context.Context, *ResetConnectorTopicsRequest) (*ResetConnectorTopicsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResetConnectorTopics not implemented")
 }
 func (UnimplementedConnectServiceServer) mustEmbedUnimplementedConnectServiceServer() {}
 func (UnimplementedConnectServiceServer) testEmbeddedByValue()                        {}
@@ -1029,6 +1075,42 @@ func _ConnectService_GetPluginConfig_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectService_GetConnectorTopics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetConnectorTopicsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).GetConnectorTopics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_GetConnectorTopics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).GetConnectorTopics(ctx, req.(*GetConnectorTopicsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectService_ResetConnectorTopics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetConnectorTopicsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).ResetConnectorTopics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_ResetConnectorTopics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).ResetConnectorTopics(ctx, req.(*ResetConnectorTopicsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectService_ServiceDesc is the grpc.ServiceDesc for ConnectService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1135,6 +1217,14 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetPluginConfig",
 			Handler:    _ConnectService_GetPluginConfig_Handler,
+		},
+		{
+			MethodName: "GetConnectorTopics",
+			Handler:    _ConnectService_GetConnectorTopics_Handler,
+		},
+		{
+			MethodName: "ResetConnectorTopics",
+			Handler:    _ConnectService_ResetConnectorTopics_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

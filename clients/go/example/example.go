@@ -62,13 +62,16 @@ type Report struct {
 	PatchedConfig map[string]string
 	// Running is the status the watch ended on: the connector and its tasks RUNNING.
 	Running *connectv1.ConnectorStatus
+	// Topics is what GetConnectorTopics answered once the connector had written (KIP-558).
+	Topics []string
 }
 
 // Run creates a SequenceSource connector STOPPED at offset InitialSeq (KIP-980, KIP-995),
 // checks its offsets, alters them to AlteredSeq and checks them again (KIP-875), patches
 // its config (sets PatchedKey, removes RemovedKey: KIP-477), resumes it, watches its status
-// until the connector and its tasks run, and deletes it. If a step
-// after the creation fails, it still deletes the connector.
+// until the connector and its tasks run, waits until the topic it writes to is tracked
+// (KIP-558), and deletes it. If a step after the creation fails, it still deletes the
+// connector.
 //
 // Every call has a deadline; every mutation carries a request_id, and a call answered
 // UNAVAILABLE is retried with back-off, with the same request_id.
@@ -133,7 +136,39 @@ func (s session) afterCreate(ctx context.Context) (Report, error) {
 	if report.Running, err = s.watchUntilRunning(ctx); err != nil {
 		return report, fmt.Errorf("WatchConnectorStatus: %w", explain(err))
 	}
+	if report.Topics, err = s.awaitTopics(ctx); err != nil {
+		return report, fmt.Errorf("GetConnectorTopics: %w", explain(err))
+	}
 	return report, nil
+}
+
+// topicsPollInterval is how often awaitTopics asks again while no topic is tracked yet.
+const topicsPollInterval = 200 * time.Millisecond
+
+// awaitTopics asks for the connector's tracked topics until there is one (its task records
+// a topic once a batch written to it is acknowledged), for at most WatchTimeout.
+func (s session) awaitTopics(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.WatchTimeout)
+	defer cancel()
+	request := &connectv1.GetConnectorTopicsRequest{Name: s.opts.Name}
+	for {
+		response, err := callWithRetry(ctx, s.opts.CallTimeout, defaultBackoff,
+			func(ctx context.Context) (*connectv1.GetConnectorTopicsResponse, error) {
+				return s.client.GetConnectorTopics(ctx, request)
+			})
+		if err != nil {
+			return nil, err
+		}
+		if topics := response.GetTopics(); len(topics) > 0 {
+			s.logf("topics of %s: %s", s.opts.Name, strings.Join(topics, ", "))
+			return topics, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no topic tracked within %v: %w", s.opts.WatchTimeout, ctx.Err())
+		case <-time.After(topicsPollInterval):
+		}
+	}
 }
 
 func (s session) logf(format string, args ...any) {

@@ -96,6 +96,9 @@ func TestExample(t *testing.T) {
 	if !running(report.Running) || report.Running.GetName() != name {
 		t.Errorf("the watch ended on %v, want %s and its tasks RUNNING", report.Running, name)
 	}
+	if len(report.Topics) != 1 || report.Topics[0] != name {
+		t.Errorf("tracked topics %v, want [%s]", report.Topics, name)
+	}
 	_, err = client.GetConnector(ctx, &connectv1.GetConnectorRequest{Name: name})
 	if status.Code(err) != codes.NotFound {
 		t.Errorf("GetConnector after Run: %v, want NOT_FOUND (deleted)", err)
