@@ -79,6 +79,9 @@ VIEWER_RPCS = frozenset({
     "ValidateConfig",
     "ListPlugins",
     "GetClusterInfo",
+    # Pipeline preview (issue 26 item 6): runs plugin code on what it is given and writes
+    # nothing, as ValidateConfig (which also instantiates plugins)
+    "PreviewPipeline",
 })
 
 

@@ -26,6 +26,7 @@ from connect_grpc.domain import (
     TaskInfo,
     TaskStatus,
 )
+from connect_grpc.preview import PipelinePreview, PreviewRequest
 
 
 class WorkerRuntime(Protocol):
@@ -136,6 +137,13 @@ class Herder(Protocol):
         ...
 
     def cluster_info(self) -> ClusterInfo: ...
+
+    # ---- Pipeline preview (issue 26 item 6) ----
+    def preview_pipeline(self, request: PreviewRequest) -> PipelinePreview:
+        """Runs the request's records through the connector's converters and
+        transformations (``herder.preview.run_preview``); writes nothing. Reading a
+        topic's last records waits no longer than the caller's deadline."""
+        ...
 
     def watch_status(
         self, name: str, is_active: Callable[[], bool]

@@ -8,6 +8,7 @@ from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfos, ConnectorOffset, ConnectorStatus, PluginDesc
 from connect_grpc.errors import ConnectError, NotFoundError, UnavailableError
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.preview import TopicTailReader, run_preview
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
     ConfigValidator,
@@ -15,6 +16,7 @@ from connect_grpc.herder.validation import (
     config_with_name,
     validate_name,
 )
+from connect_grpc.preview import PipelinePreview, PreviewRequest
 from connect_grpc.runtime.kafka_monitor import PROBE_INTERVAL_S, KafkaReachability
 from connect_grpc.worker_config import WorkerConfig
 
@@ -60,6 +62,18 @@ class HerderCommon:
         if not all_plugin_types:
             return connectors
         return [*connectors, *self._plugins.describe_pipeline(include_config_definitions)]
+
+    def preview_pipeline(self, request: PreviewRequest) -> PipelinePreview:
+        return run_preview(
+            request, self.connector_config, self._validator, self._config, self._plugins,
+            read_tail=self._topic_tail_reader(),
+        )
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _topic_tail_reader(self) -> TopicTailReader | None:
+        return None
 
     def _normalised(self, name: str, config: Mapping[str, str]) -> tuple[str, dict[str, str]]:
         """The trimmed, checked name and the config with it, within the size limit."""

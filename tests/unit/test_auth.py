@@ -57,6 +57,8 @@ READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
     "ListPlugins", "GetClusterInfo",
+    # Pipeline preview (issue 26 item 6)
+    "PreviewPipeline",
 }
 MUTATIONS = {
     "CreateConnector", "PutConnectorConfig", "DeleteConnector", "PauseConnector",

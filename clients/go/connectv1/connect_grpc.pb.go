@@ -47,6 +47,7 @@ const (
 	ConnectService_ListPlugins_FullMethodName          = "/connect.v1.ConnectService/ListPlugins"
 	ConnectService_WatchConnectorStatus_FullMethodName = "/connect.v1.ConnectService/WatchConnectorStatus"
 	ConnectService_GetClusterInfo_FullMethodName       = "/connect.v1.ConnectService/GetClusterInfo"
+	ConnectService_PreviewPipeline_FullMethodName      = "/connect.v1.ConnectService/PreviewPipeline"
 )
 
 // ConnectServiceClient is the client API for ConnectService service.
@@ -97,6 +98,12 @@ type ConnectServiceClient interface {
 	WatchConnectorStatus(ctx context.Context, in *WatchConnectorStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchConnectorStatusResponse], error)
 	// Describes the cluster: mode, version, leader, workers, generation.
 	GetClusterInfo(ctx context.Context, in *GetClusterInfoRequest, opts ...grpc.CallOption) (*GetClusterInfoResponse, error)
+	// ---- Pipeline preview (issue 26 item 6) ----
+	// Runs sample records, or the last records of a topic, through a connector config's
+	// converters and transformations (each with its predicate) and answers every stage's
+	// output, or the stage's error with the dead-letter headers it would get. Writes
+	// nothing, runs no task, creates no connector. A viewer's call, as ValidateConfig.
+	PreviewPipeline(ctx context.Context, in *PreviewPipelineRequest, opts ...grpc.CallOption) (*PreviewPipelineResponse, error)
 }
 
 type connectServiceClient struct {
@@ -326,6 +333,16 @@ func (c *connectServiceClient) GetClusterInfo(ctx context.Context, in *GetCluste
 	return out, nil
 }
 
+func (c *connectServiceClient) PreviewPipeline(ctx context.Context, in *PreviewPipelineRequest, opts ...grpc.CallOption) (*PreviewPipelineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreviewPipelineResponse)
+	err := c.cc.Invoke(ctx, ConnectService_PreviewPipeline_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectServiceServer is the server API for ConnectService service.
 // All implementations must embed UnimplementedConnectServiceServer
 // for forward compatibility.
@@ -374,6 +391,12 @@ type ConnectServiceServer interface {
 	WatchConnectorStatus(*WatchConnectorStatusRequest, grpc.ServerStreamingServer[WatchConnectorStatusResponse]) error
 	// Describes the cluster: mode, version, leader, workers, generation.
 	GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error)
+	// ---- Pipeline preview (issue 26 item 6) ----
+	// Runs sample records, or the last records of a topic, through a connector config's
+	// converters and transformations (each with its predicate) and answers every stage's
+	// output, or the stage's error with the dead-letter headers it would get. Writes
+	// nothing, runs no task, creates no connector. A viewer's call, as ValidateConfig.
+	PreviewPipeline(context.Context, *PreviewPipelineRequest) (*PreviewPipelineResponse, error)
 	mustEmbedUnimplementedConnectServiceServer()
 }
 
@@ -446,6 +469,9 @@ func (UnimplementedConnectServiceServer) WatchConnectorStatus(*WatchConnectorSta
 }
 func (UnimplementedConnectServiceServer) GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetClusterInfo not implemented")
+}
+func (UnimplementedConnectServiceServer) PreviewPipeline(context.Context, *PreviewPipelineRequest) (*PreviewPipelineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PreviewPipeline not implemented")
 }
 func (UnimplementedConnectServiceServer) mustEmbedUnimplementedConnectServiceServer() {}
 func (UnimplementedConnectServiceServer) testEmbeddedByValue()                        {}
@@ -839,6 +865,24 @@ func _ConnectService_GetClusterInfo_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectService_PreviewPipeline_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PreviewPipelineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).PreviewPipeline(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_PreviewPipeline_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).PreviewPipeline(ctx, req.(*PreviewPipelineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectService_ServiceDesc is the grpc.ServiceDesc for ConnectService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -925,6 +969,10 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetClusterInfo",
 			Handler:    _ConnectService_GetClusterInfo_Handler,
+		},
+		{
+			MethodName: "PreviewPipeline",
+			Handler:    _ConnectService_PreviewPipeline_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
