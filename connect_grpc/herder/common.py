@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from connect_grpc.connectors.plugins import Plugins
@@ -18,6 +19,7 @@ from connect_grpc.herder.validation import (
 )
 from connect_grpc.preview import PipelinePreview, PreviewRequest
 from connect_grpc.runtime.kafka_monitor import PROBE_INTERVAL_S, KafkaReachability
+from connect_grpc.runtime.topic_tail import read_topic_tail
 from connect_grpc.worker_config import WorkerConfig
 
 
@@ -72,8 +74,8 @@ class HerderCommon:
     def connector_config(self, name: str) -> dict[str, str]:
         raise NotImplementedError
 
-    def _topic_tail_reader(self) -> TopicTailReader | None:
-        return None
+    def _topic_tail_reader(self) -> TopicTailReader:
+        return functools.partial(read_topic_tail, self._config)
 
     def _normalised(self, name: str, config: Mapping[str, str]) -> tuple[str, dict[str, str]]:
         """The trimmed, checked name and the config with it, within the size limit."""

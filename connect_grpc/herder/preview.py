@@ -28,10 +28,11 @@ def run_preview(
     worker_config: WorkerConfig,
     plugins: Plugins,
     *,
-    read_tail: TopicTailReader | None = None,
+    read_tail: TopicTailReader,
 ) -> PipelinePreview:
     """The preview the request asks for. ``connector_config`` reads an existing
-    connector's config (NOT_FOUND for an unknown one).
+    connector's config (NOT_FOUND for an unknown one); ``read_tail`` the last records of a
+    topic.
 
     Raises:
         InvalidArgumentError: the request is malformed, or the config is invalid (with the
@@ -76,7 +77,7 @@ def _records(
     request: PreviewRequest,
     config: Mapping[str, str],
     is_sink: bool,
-    read_tail: TopicTailReader | None,
+    read_tail: TopicTailReader,
 ) -> Sequence[SinkRecord] | Sequence[SourceRecord]:
     if request.samples is not None and request.from_topic is not None:
         raise InvalidArgumentError.for_field(
@@ -94,10 +95,6 @@ def _records(
         if not 1 <= tail.last <= MAX_PREVIEW_RECORDS:
             raise InvalidArgumentError.for_field(
                 "from_topic.last", f"must be between 1 and {MAX_PREVIEW_RECORDS}, not {tail.last}"
-            )
-        if read_tail is None:
-            raise InvalidArgumentError.for_field(
-                "from_topic", "this worker cannot read topics for a preview"
             )
         return read_tail(config, tail.topic.strip(), tail.last)
     samples = request.samples

@@ -14,7 +14,7 @@ import pytest
 from connect_grpc.api.server import ApiServer
 from connect_grpc.client import ConnectClient
 from connect_grpc.domain import ConnectorType, TargetState
-from connect_grpc.errors import InvalidArgumentError, NotFoundError
+from connect_grpc.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.preview import (
     ConnectData,
@@ -360,3 +360,20 @@ def test_a_source_connector_cannot_preview_a_topic(
     with pytest.raises(InvalidArgumentError) as refused:
         client.preview_pipeline(config=source_config(tmp_path), from_topic=TopicTail("t", 3))
     assert refused.value.violations[0].field == "from_topic"
+
+
+def test_a_topic_kafka_does_not_answer_for_is_unavailable_with_a_retry_hint(
+    herder: StandaloneHerder, tmp_path: Path
+) -> None:
+    """The unit herder's Kafka (127.0.0.1:1) never answers: the read ends with the call's
+    deadline, answered in time."""
+    server = ApiServer(herder, "127.0.0.1", 0)
+    server.start()
+    try:
+        with ConnectClient(f"127.0.0.1:{server.port}", timeout=1.0) as client, \
+                pytest.raises(UnavailableError) as refused:
+            client.preview_pipeline(config=sink_config(tmp_path), from_topic=TopicTail("t", 3))
+    finally:
+        server.stop(0)
+    assert "from_topic" in str(refused.value)
+    assert refused.value.retry_after_seconds == 1.0
