@@ -11,6 +11,7 @@ from click.shell_completion import get_completion_class, shell_complete
 from connect_grpc.ctl.cmd_change import apply, delete, offsets, pause, resume, stop
 from connect_grpc.ctl.cmd_config import config
 from connect_grpc.ctl.cmd_live import restart, watch
+from connect_grpc.ctl.cmd_preview import preview
 from connect_grpc.ctl.cmd_read import cluster, describe, get, plugins
 from connect_grpc.ctl.connecting import TOKEN_ENV, ConnectionOptions
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV, DEFAULT_TARGET
@@ -76,7 +77,7 @@ def _leaves(command: click.Command) -> list[click.Command]:
 
 
 for command in (get, describe, apply, pause, resume, stop, delete, restart, offsets, watch,
-                plugins, cluster):
+                plugins, cluster, preview):
     for leaf in _leaves(command):
         add_connection_options(leaf)
     ctl.add_command(command)

@@ -5,14 +5,20 @@ create answers them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
+import structlog
+import yaml
+from click.testing import CliRunner
 
 from connect_grpc.api.server import ApiServer
 from connect_grpc.client import ConnectClient
+from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
+from connect_grpc.ctl.root import ctl
 from connect_grpc.domain import ConnectorType, TargetState
 from connect_grpc.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from connect_grpc.herder.standalone import StandaloneHerder
@@ -377,3 +383,85 @@ def test_a_topic_kafka_does_not_answer_for_is_unavailable_with_a_retry_hint(
         server.stop(0)
     assert "from_topic" in str(refused.value)
     assert refused.value.retry_after_seconds == 1.0
+
+
+# ---- connect-grpc ctl preview ----------------------------------------------------------------
+
+
+def run_ctl(address: str, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(ctl, ["--target", address, *args], prog_name="connect-grpc ctl")
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def address(herder: StandaloneHerder, monkeypatch: pytest.MonkeyPatch,
+            tmp_path: Path) -> Iterator[str]:
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "ctl-config"))
+    server = ApiServer(herder, "127.0.0.1", 0)
+    server.start()
+    with structlog.testing.capture_logs():  # the worker's log is not ctl's output
+        yield f"127.0.0.1:{server.port}"
+    server.stop(0)
+
+
+def test_ctl_preview_shows_every_stage_and_the_failure_of_a_yaml_connector_file(
+    address: str, tmp_path: Path
+) -> None:
+    connector = tmp_path / "orders-sink.yaml"
+    connector.write_text(yaml.safe_dump({"name": "orders-sink", "config": sink_config(
+        tmp_path,
+        **{"transforms": "extract", "transforms.extract.type": TRANSFORMS + "ExtractField$Value",
+           "transforms.extract.field": "id", "errors.tolerance": "all",
+           "errors.deadletterqueue.topic.name": "orders-dlq",
+           "errors.deadletterqueue.context.headers.enable": "true"},
+    )}))
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(
+        '# two orders\n'
+        '{"key_text": "k1", "value": {"id": 1}, "headers": {"source": "web"}}\n'
+        '\n'
+        '{"value": [1, 2], "partition": 3, "offset": 9}\n'
+    )
+
+    code, out, err = run_ctl(address, "preview", "-f", str(connector), "--sample", str(samples))
+
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split() == ["#", "STAGE", "PLUGIN", "RESULT", "TOPIC", "KEY", "VALUE",
+                                "HEADERS"]
+    rows = [line.split() for line in lines[1:] if line[:1].isdigit()]
+    assert [row[:2] for row in rows] == [
+        ["0", "input"], ["0", "KEY_CONVERTER"], ["0", "VALUE_CONVERTER"],
+        ["0", "HEADER_CONVERTER"], ["0", "TRANSFORMATION"], ["0", "put"],
+        ["1", "input"], ["1", "KEY_CONVERTER"], ["1", "VALUE_CONVERTER"],
+        ["1", "HEADER_CONVERTER"], ["1", "TRANSFORMATION"], ["1", "result"],
+    ]
+    assert rows[4][2:4] == ["extract", "(ExtractField$Value)"]
+    assert rows[5][2:5] == ["DELIVERED", "orders/0", '"k1"']
+    assert rows[11][2] == "FAILED"
+    assert ("record 1 failed at TRANSFORMATION (org.apache.kafka.connect.transforms."
+            "ExtractField$Value): org.apache.kafka.connect.errors.DataException: ") in out
+    assert "  dead-letter queue: orders-dlq" in lines
+    assert "    __connect.errors.offset=9" in lines
+    assert "    __connect.errors.partition=3" in lines
+
+    code, out, _ = run_ctl(address, "preview", "-f", str(connector), "--sample", str(samples),
+                           "-o", "json")
+    document = json.loads(out)
+    assert document["type"] == "sink"
+    first, second = document["records"]
+    assert first["input"]["headers"] == [{"key": "source", "value": {"base64": "d2Vi"}}]
+    assert first["output"]["value"] == {"json": "1", "schema": ""}
+    assert second["outcome"] == "FAILED"
+    assert second["failure"]["action"] == "RECORD_SKIPPED"
+
+
+def test_ctl_preview_needs_samples_or_a_topic(address: str, tmp_path: Path) -> None:
+    connector = tmp_path / "c.json"
+    connector.write_text(json.dumps(sink_config(tmp_path)))
+    code, _, err = run_ctl(address, "preview", "-f", str(connector))
+    assert code == 2 and "give either --sample FILE or --from-topic TOPIC" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"value_text": 5}\n')
+    code, _, err = run_ctl(address, "preview", "-f", str(connector), "--sample", str(bad))
+    assert code != 0 and f"{bad}:1: value_text" in err
