@@ -64,6 +64,8 @@ from connect_grpc.worker_config import WorkerConfig
 
 #: The task whose dead-letter headers a preview shows.
 PREVIEW_TASK = 0
+#: The stage name of transformations (Stage's values are Kafka Connect's names).
+_TRANSFORMATION = Stage.TRANSFORMATION.value
 
 
 def preview_pipeline(
@@ -229,10 +231,13 @@ class Previewer:
         self._plugins = plugins
         self._errors = plugins.errors
         self._render = DataRenderer()
+        #: The class names of the plugins (which live as long as this previewer), by id.
+        self._names: dict[int, str] = {}
 
     # ---- sink: key, value, header converters, then transformations ----------------------
 
     def sink(self, raw: SinkRecord) -> RecordPreview:
+        self._render.forget()
         stages: list[StageView] = []
         view = self._render.record
         try:
@@ -287,6 +292,7 @@ class Previewer:
     # ---- source: transformations, then header, key, value converters --------------------
 
     def source(self, original: SourceRecord) -> RecordPreview:
+        self._render.forget()
         stages: list[StageView] = []
         view = self._render.record
         record: SourceRecord | None = original
@@ -369,7 +375,7 @@ class Previewer:
         try:
             return convert(converter)
         except Exception as error:
-            name = class_name(converter)
+            name = self._name(converter)
             context = ProcessingContext(original, stage, name, target_topic=target_topic)
             stages.append(StageView(stage.name, name, Verdict.FAILED, None))
             raise _Stopping(self._failure(context, error)) from None
@@ -378,7 +384,7 @@ class Previewer:
         self, stage: TransformStage, record: Any, original: OriginalRecord,
         stages: list[StageView],
     ) -> Any:
-        name = class_name(stage.transformation)
+        name = self._name(stage.transformation)
         predicate = stage.predicate
         try:
             applies = predicate_allows(stage, record)
@@ -387,7 +393,7 @@ class Previewer:
             context = ProcessingContext(original, Stage.TRANSFORMATION, name)
             failure = self._failure(context, error)
             stages.append(StageView(
-                Stage.TRANSFORMATION.name, name, Verdict.FAILED, None, stage.alias,
+                _TRANSFORMATION, name, Verdict.FAILED, None, stage.alias,
                 _predicate_alias(stage),
             ))
             raise _Stopping(failure) from None
@@ -396,7 +402,7 @@ class Previewer:
         else:
             verdict = Verdict.APPLIED if result is not None else Verdict.DROPPED
         stages.append(StageView(
-            Stage.TRANSFORMATION.name, name, verdict,
+            _TRANSFORMATION, name, verdict,
             None if result is None else self._render.record(result),
             stage.alias, _predicate_alias(stage), predicate is not None and applies,
         ))
@@ -404,8 +410,15 @@ class Previewer:
 
     def _applied(self, stage: Stage, converter: object, record: Any) -> StageView:
         return StageView(
-            stage.name, class_name(converter), Verdict.APPLIED, self._render.record(record)
+            stage.value, self._name(converter), Verdict.APPLIED, self._render.record(record)
         )
+
+    def _name(self, plugin: object) -> str:
+        """The plugin's class as the dead-letter headers name it (worked out once)."""
+        name = self._names.get(id(plugin))
+        if name is None:
+            name = self._names[id(plugin)] = class_name(plugin)
+        return name
 
     def _failure(self, context: ProcessingContext, error: Exception) -> StageFailure:
         """What the connector's error handling makes of the stage's failure."""
@@ -449,11 +462,20 @@ def _predicate_alias(stage: TransformStage) -> str:
 
 class DataRenderer:
     """Records as RecordViews: bytes and null without a schema as they are, any other data
-    as JSON text (JsonConverter's payload, decimals as numbers) with its schema's JSON."""
+    as JSON text (JsonConverter's payload, decimals as numbers) with its schema's JSON.
+
+    What one record's stages leave unchanged (its key after the key converter, its headers
+    after the header converter, mostly) is the same object from stage to stage: it is
+    rendered once per record (``forget`` starts the next record)."""
 
     def __init__(self) -> None:
         self._json = _json_converter(schemas_enable=False)
         self._schemas: dict[Schema, str] = {}
+        #: id of data (or headers) → (its schema, itself, its rendering), for one record
+        self._rendered: dict[int, tuple[Any, Any, Any]] = {}
+
+    def forget(self) -> None:
+        self._rendered.clear()
 
     def record(self, record: Any) -> RecordView:
         return RecordView(
@@ -467,15 +489,30 @@ class DataRenderer:
         )
 
     def headers(self, topic: str, headers: Iterable[Any]) -> tuple[tuple[str, Data], ...]:
-        if isinstance(headers, tuple):
-            return tuple((key, value) for key, value in headers)
-        return tuple(
+        if isinstance(headers, tuple):  # raw (key, bytes) pairs, as they are
+            return headers
+        known = self._rendered.get(id(headers))
+        if known is not None and known[1] is headers:
+            rendered: tuple[tuple[str, Data], ...] = known[2]
+            return rendered
+        rendered = tuple(
             (header.key, self.data(topic, header.schema, header.value)) for header in headers
         )
+        self._rendered[id(headers)] = (None, headers, rendered)
+        return rendered
 
     def data(self, topic: str, schema: Schema | None, value: Any) -> Data:
         if schema is None and (value is None or isinstance(value, bytes)):
             return value
+        known = self._rendered.get(id(value))
+        if known is not None and known[1] is value and known[0] is schema:
+            data: Data = known[2]
+            return data
+        data = self._render(topic, schema, value)
+        self._rendered[id(value)] = (schema, value, data)
+        return data
+
+    def _render(self, topic: str, schema: Schema | None, value: Any) -> ConnectData:
         try:
             payload = self._json.from_connect_data(topic, None, schema, value)
             text = "null" if payload is None else payload.decode("utf-8")
