@@ -56,6 +56,8 @@ READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
     "ListPlugins", "GetClusterInfo",
+    # Pipeline preview (issue 26 item 6)
+    "PreviewPipeline",
 }
 OK = grpc.StatusCode.OK
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
@@ -178,6 +180,10 @@ def requests_naming(name: str) -> dict[str, Any]:
         "ListPlugins": pb.ListPluginsRequest(),
         "WatchConnectorStatus": pb.WatchConnectorStatusRequest(name=name),
         "GetClusterInfo": pb.GetClusterInfoRequest(),
+        # Pipeline preview (issue 26 item 6)
+        "PreviewPipeline": pb.PreviewPipelineRequest(
+            name=name, samples=pb.PreviewSamples(records=[pb.PreviewSampleRecord()])
+        ),
     }
 
 
