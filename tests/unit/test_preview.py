@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -17,8 +18,10 @@ from click.testing import CliRunner
 
 from connect_grpc.api.server import ApiServer
 from connect_grpc.client import ConnectClient
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.root import ctl
+from connect_grpc.data.plugins import Transformation
 from connect_grpc.domain import ConnectorType, TargetState
 from connect_grpc.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from connect_grpc.herder.standalone import StandaloneHerder
@@ -38,6 +41,30 @@ JSON = "org.apache.kafka.connect.json.JsonConverter"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 TRANSFORMS = "org.apache.kafka.connect.transforms."
 PREDICATES = "org.apache.kafka.connect.transforms.predicates."
+
+
+#: The instances of ClosingTransformation created, and those closed, so far.
+CREATED: list[ClosingTransformation] = []
+CLOSED: list[ClosingTransformation] = []
+
+
+class ClosingTransformation(Transformation[Any]):
+    """Passes records on; remembers being created and closed."""
+
+    def __init__(self) -> None:
+        CREATED.append(self)
+
+    def apply(self, record: Any) -> Any:
+        return record
+
+    def close(self) -> None:
+        CLOSED.append(self)
+
+
+@pytest.fixture
+def plugins() -> Plugins:
+    """The unit herder's plugins, and ClosingTransformation by its Python path."""
+    return Plugins(include_testing=True, registered=[ClosingTransformation])
 
 
 @pytest.fixture
@@ -465,3 +492,19 @@ def test_ctl_preview_needs_samples_or_a_topic(address: str, tmp_path: Path) -> N
     bad.write_text('{"value_text": 5}\n')
     code, _, err = run_ctl(address, "preview", "-f", str(connector), "--sample", str(bad))
     assert code != 0 and f"{bad}:1: value_text" in err
+
+
+def test_the_plugins_are_closed_after_the_call(client: ConnectClient, tmp_path: Path) -> None:
+    CREATED.clear()
+    CLOSED.clear()
+    config = sink_config(tmp_path, **{
+        "transforms": "pass",
+        "transforms.pass.type": f"{__name__}.ClosingTransformation",
+    })
+
+    client.preview_pipeline(config=config, samples=[SampleRecord(value="1")])
+    client.preview_pipeline(config=config, samples=[SampleRecord(value="{broken")])
+
+    # validation creates (and closes) instances too; every instance is closed once
+    assert len(CREATED) >= 2
+    assert sorted(map(id, CLOSED)) == sorted(map(id, CREATED))
