@@ -149,8 +149,13 @@ def _record_preview_to_pb(record: RecordPreview, message: pb.RecordPreview) -> N
     for stage in record.stages:
         _stage_to_pb(stage, message.stages.add())
     message.outcome = _OUTCOMES[record.outcome]
-    if record.output is not None:
-        _view_to_pb(record.output, message.output)
+    output = record.output
+    if output is not None:
+        last = record.stages[-1] if record.stages else None
+        if last is not None and last.record is output:  # the same view: copied, not built
+            message.output.CopyFrom(message.stages[-1].record)
+        else:
+            _view_to_pb(output, message.output)
     failure = record.failure
     if failure is not None:
         target = message.failure

@@ -248,7 +248,9 @@ class Previewer:
                     return RecordPreview(view(raw), tuple(stages), Outcome.DROPPED)
         except _Stopping as stopped:
             return RecordPreview(view(raw), tuple(stages), Outcome.FAILED, failure=stopped.failure)
-        return RecordPreview(view(raw), tuple(stages), Outcome.DELIVERED, output=view(record))
+        return RecordPreview(
+            view(raw), tuple(stages), Outcome.DELIVERED, _last(stages, record, view)
+        )
 
     def _sink_converted(self, raw: SinkRecord, stages: list[StageView]) -> SinkRecord:
         plugins, topic = self._plugins, raw.topic
@@ -307,7 +309,9 @@ class Previewer:
             return RecordPreview(
                 view(original), tuple(stages), Outcome.FAILED, failure=stopped.failure
             )
-        return RecordPreview(view(original), tuple(stages), Outcome.DELIVERED, output=view(output))
+        return RecordPreview(
+            view(original), tuple(stages), Outcome.DELIVERED, _last(stages, output, view)
+        )
 
     def _source_converted(
         self, original: SourceRecord, record: SourceRecord, stages: list[StageView]
@@ -450,6 +454,14 @@ class Previewer:
             errors.dlq_topic,
             headers,
         )
+
+
+def _last(stages: list[StageView], record: Any, view: Callable[[Any], RecordView]) -> RecordView:
+    """The delivered record's view: the last stage's, which shows it as it is (nothing
+    changes a record after its last stage), else its own."""
+    if stages and stages[-1].record is not None:
+        return stages[-1].record
+    return view(record)
 
 
 def _predicate_alias(stage: TransformStage) -> str:
