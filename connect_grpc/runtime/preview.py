@@ -15,6 +15,7 @@ record ends as it would once ``errors.retry.timeout`` ran out.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -472,6 +473,23 @@ def _predicate_alias(stage: TransformStage) -> str:
 # ---- rendering --------------------------------------------------------------------------------
 
 
+#: Each thread's JsonConverter for rendering and its schemas' JSON text, kept from one call
+#: to the next: a converter compiles its writer of a schema at first use, which costs more
+#: than a preview's rendering of a hundred records with it.
+_RENDERING = threading.local()
+#: The most schemas' texts a thread keeps (then it starts afresh).
+SCHEMA_TEXTS_KEPT = 256
+
+
+def _rendering_state() -> tuple[JsonConverter, dict[Schema, str]]:
+    state: tuple[JsonConverter, dict[Schema, str]] | None = getattr(_RENDERING, "state", None)
+    if state is None:
+        state = _RENDERING.state = (_json_converter(schemas_enable=False), {})
+    if len(state[1]) > SCHEMA_TEXTS_KEPT:
+        state[1].clear()
+    return state
+
+
 class DataRenderer:
     """Records as RecordViews: bytes and null without a schema as they are, any other data
     as JSON text (JsonConverter's payload, decimals as numbers) with its schema's JSON.
@@ -481,8 +499,7 @@ class DataRenderer:
     rendered once per record (``forget`` starts the next record)."""
 
     def __init__(self) -> None:
-        self._json = _json_converter(schemas_enable=False)
-        self._schemas: dict[Schema, str] = {}
+        self._json, self._schemas = _rendering_state()
         #: id of data (or headers) → (its schema, itself, its rendering), for one record
         self._rendered: dict[int, tuple[Any, Any, Any]] = {}
 
