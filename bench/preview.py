@@ -9,7 +9,7 @@ Starts, each as a subprocess of its own (as a worker is):
 
 * a worker's gRPC server (``ApiServer``) over a standalone herder whose runtime runs
   nothing (a preview of samples needs no broker and no Spark; the worker's logs at
-  WARNING), and
+  WARNING, its garbage collector tuned as a worker's runtime tunes it), and
 * the anchor of ``bench/cluster.py``: a bare grpcio server whose one unary method returns
   the request's bytes.
 
@@ -47,6 +47,7 @@ from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.logs import configure_logging
 from connect_grpc.preview import PreviewRequest, SampleRecord
 from connect_grpc.preview_convert import request_to_pb
+from connect_grpc.runtime.gc_tuning import tune_for_batches
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.testing.cluster import free_port
 from connect_grpc.v1 import connect_pb2 as pb
@@ -122,8 +123,10 @@ class _NoTasks:
 
 
 def serve_worker(port: int, offsets: Path) -> int:
-    """Serves ConnectService on ``port`` until SIGTERM (the worker's logs at WARNING)."""
+    """Serves ConnectService on ``port`` until SIGTERM (the worker's logs at WARNING), with
+    the garbage collector tuned as a worker's runtime tunes it."""
     configure_logging("console", "WARNING")
+    tune_for_batches()
     config = WorkerConfig.from_properties({
         "bootstrap.servers": "127.0.0.1:1", "listeners": f"grpc://127.0.0.1:{port}",
         "worker.id": "bench",
