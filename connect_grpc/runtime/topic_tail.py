@@ -79,18 +79,19 @@ def _read(
     records: list[SinkRecord] = []
     while pending:
         for message in consumer.consume(BATCH, timeout=min(_left(topic, until), 0.5)):
-            partition = message.partition()
             error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:  # a gap (compaction, markers)
-                    pending.discard(partition)
-                    continue
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
                 raise _unavailable(topic, error.str())
-            if partition not in pending:
+            partition, offset = message.partition(), message.offset()
+            if partition not in pending or partition is None or offset is None:
                 continue
-            records.append(builders[partition](message))
-            offset = message.offset()
-            if offset is None or offset >= ranges[partition][1] - 1:
+            end = ranges[partition][1]
+            if error is None:
+                records.append(builders[partition](message))
+                offset += 1
+            # the end reached; an end of partition event counts only from the range's end
+            # on (its last offsets may be gone: compaction, transaction markers)
+            if offset >= end:
                 pending.discard(partition)
     return records
 

@@ -90,7 +90,8 @@ def test_the_last_records_of_a_topic_are_previewed_by_the_client_and_by_ctl(
     )
     assert ran.returncode == 0, ran.stderr
     document = json.loads(ran.stdout)
-    assert [record["output"]["value"]["json"] for record in document["records"]] == ["4", "5"]
+    assert [record["output"]["value"]["json"] for record in document["records"]] == ["4", "5"], (
+        ran.stdout)
     table = subprocess.run(
         [EXECUTABLE, "ctl", "--target", worker.address, "preview", "-f", str(connector_file),
          "--from-topic", unique_topic, "--last", "1"],
