@@ -398,8 +398,7 @@ class Previewer:
             context = ProcessingContext(original, Stage.TRANSFORMATION, name)
             failure = self._failure(context, error)
             stages.append(StageView(
-                _TRANSFORMATION, name, Verdict.FAILED, None, stage.alias,
-                _predicate_alias(stage),
+                _TRANSFORMATION, name, Verdict.FAILED, None, stage.alias, stage.predicate_alias,
             ))
             raise _Stopping(failure) from None
         if not applies:
@@ -409,7 +408,7 @@ class Previewer:
         stages.append(StageView(
             _TRANSFORMATION, name, verdict,
             None if result is None else self._render.record(result),
-            stage.alias, _predicate_alias(stage), predicate is not None and applies,
+            stage.alias, stage.predicate_alias, predicate is not None and applies,
         ))
         return result
 
@@ -463,11 +462,6 @@ def _last(stages: list[StageView], record: Any, view: Callable[[Any], RecordView
     if stages and stages[-1].record is not None:
         return stages[-1].record
     return view(record)
-
-
-def _predicate_alias(stage: TransformStage) -> str:
-    """The alias of the stage's predicate in ``predicates`` ("" without one)."""
-    return stage.predicate_alias if stage.predicate is not None else ""
 
 
 # ---- rendering --------------------------------------------------------------------------------
