@@ -34,6 +34,7 @@ from connect_grpc.preview import (
     TopicTail,
     Verdict,
 )
+from connect_grpc.testing.pipeline_plugins import FlakyTransformation
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -63,8 +64,11 @@ class ClosingTransformation(Transformation[Any]):
 
 @pytest.fixture
 def plugins() -> Plugins:
-    """The unit herder's plugins, and ClosingTransformation by its Python path."""
-    return Plugins(include_testing=True, registered=[ClosingTransformation])
+    """The unit herder's plugins, and ClosingTransformation and FlakyTransformation by
+    their Python paths."""
+    return Plugins(
+        include_testing=True, registered=[ClosingTransformation, FlakyTransformation]
+    )
 
 
 @pytest.fixture
@@ -508,3 +512,25 @@ def test_the_plugins_are_closed_after_the_call(client: ConnectClient, tmp_path: 
     # validation creates (and closes) instances too; every instance is closed once
     assert len(CREATED) >= 2
     assert sorted(map(id, CLOSED)) == sorted(map(id, CREATED))
+
+
+def test_a_retriable_failure_is_skipped_without_waiting_even_without_tolerance(
+    client: ConnectClient, tmp_path: Path
+) -> None:
+    """As a task once errors.retry.timeout ran out (here 10 minutes: not waited for)."""
+    config = {
+        **sink_config(tmp_path),
+        "value.converter": STRING,
+        "transforms": "flaky",
+        "transforms.flaky.type": "connect_grpc.testing.pipeline_plugins.FlakyTransformation",
+        "errors.retry.timeout": "600000",
+    }
+
+    (record,) = client.preview_pipeline(
+        config=config, samples=[SampleRecord(value=b"flaky value")]
+    ).records
+
+    failure = record.failure
+    assert failure is not None
+    assert failure.exception_class == "org.apache.kafka.connect.errors.RetriableException"
+    assert failure.action is FailureAction.RECORD_SKIPPED
