@@ -22,7 +22,7 @@ create. Use a fresh id (a UUID) per logical change.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -30,6 +30,7 @@ import grpc
 from google.protobuf import struct_pb2
 
 from connect_grpc import client_convert as cc
+from connect_grpc import preview_convert
 from connect_grpc.client_convert import ConnectorListing
 from connect_grpc.connection import ConnectionSettings, TlsOptions
 from connect_grpc.domain import (
@@ -47,6 +48,7 @@ from connect_grpc.domain import (
     TaskStatus,
 )
 from connect_grpc.loggers import LoggerLevel, LogLevelScope
+from connect_grpc.preview import PipelinePreview, PreviewRequest, SampleRecord, TopicTail
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
@@ -739,4 +741,45 @@ class ConnectClient:
             self._stub.ResetConnectorTopics,
             pb.ResetConnectorTopicsRequest(name=name),
             lambda r: None,
+        )
+
+    # ---- Pipeline preview (issue 26 item 6) ----
+    def preview_pipeline(
+        self,
+        *,
+        name: str = "",
+        config: Mapping[str, str] | None = None,
+        samples: Sequence[SampleRecord] | None = None,
+        from_topic: TopicTail | None = None,
+    ) -> PipelinePreview:
+        """Runs records through a connector's converters and transformations and returns
+        every stage's output, or the failed stage with the dead-letter headers it would
+        get; writes nothing, runs no task, creates no connector.
+
+        Keyword-only, in the proto's field order.
+
+        Args:
+            name: An existing connector, whose config is previewed (or give ``config``).
+            config: A connector config, validated as CreateConnector validates it.
+            samples: Sample records (or give ``from_topic``): for a sink, key, value and
+                header values as consumed (str: JSON text, taken as its UTF-8 bytes); for a
+                source, as polled (str: JSON read as JsonConverter reads it).
+            from_topic: The last records of a topic (sink connectors only).
+
+        Raises:
+            InvalidArgumentError: an invalid config (the field violations of a create) or
+                request.
+            NotFoundError: no connector ``name``.
+            UnavailableError: Kafka did not answer in time (``from_topic``).
+        """
+        request = PreviewRequest(
+            name=name,
+            config=dict(config) if config else None,
+            samples=tuple(samples) if samples is not None else None,
+            from_topic=from_topic,
+        )
+        return self._call(
+            self._stub.PreviewPipeline,
+            preview_convert.request_to_pb(request),
+            preview_convert.preview_from_pb,
         )

@@ -1,6 +1,7 @@
 """Connector files, as ``connect-grpc standalone`` and ``connect-grpc ctl apply`` read them:
 flat .properties/.json configs, or a JSON create request ``{"name", "config",
-"initial_state", "initial_offsets"}``; and offsets files (``ctl offsets alter``).
+"initial_state", "initial_offsets"}`` (.yaml/.yml files: the same shapes in YAML); and
+offsets files (``ctl offsets alter``).
 
 Unknown top-level fields of a create request are ignored, as Kafka Connect does. Pure file
 parsing (no herder, no gRPC), so that the worker and the command-line client share it.
@@ -12,6 +13,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from connect_grpc.domain import ConnectorOffset, OffsetPrimitive, TargetState
 from connect_grpc.errors import InvalidArgumentError
@@ -33,6 +36,12 @@ def load_connector_file(path: Path) -> ConnectorRequest:
             document = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise InvalidArgumentError.for_field(str(path), f"not valid JSON: {exc}") from None
+        return _from_json(path, document)
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise InvalidArgumentError.for_field(str(path), f"not valid YAML: {exc}") from None
         return _from_json(path, document)
     config = read_properties(path)
     return ConnectorRequest(config.get("name", ""), config, TargetState.STARTED, None)

@@ -63,6 +63,7 @@ SHARED_WORKER_MODULES = (
     "tests/integration/test_offsets.py",
     "tests/integration/test_patch_config.py",
     "tests/integration/test_pipeline_validation.py",
+    "tests/integration/test_preview.py",
     "tests/integration/test_record_pipeline.py",
     "tests/integration/test_restart.py",
     "tests/integration/test_rewind_by_time.py",

@@ -83,6 +83,10 @@ VIEWER_RPCS = frozenset({
     "ListLoggers",
     "GetLogger",
     "GetConnectorTopics",
+
+    # Pipeline preview (issue 26 item 6): runs plugin code on what it is given and writes
+    # nothing, as ValidateConfig (which also instantiates plugins)
+    "PreviewPipeline",
 })
 
 

@@ -13,6 +13,7 @@ from typing import TypeVar
 import grpc
 from google.protobuf.message import Message
 
+from connect_grpc import preview_convert
 from connect_grpc.api import convert
 from connect_grpc.api.errors import mapped, mapped_stream
 from connect_grpc.api.forwarding import Forwarder, forwardable, settled
@@ -469,3 +470,11 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         request = _named(request)
         self._herder.reset_connector_topics(request.name)
         return pb.ResetConnectorTopicsResponse()
+
+    # ---- Pipeline preview (issue 26 item 6) ----
+    @mapped
+    def PreviewPipeline(
+        self, request: pb.PreviewPipelineRequest, context: grpc.ServicerContext
+    ) -> pb.PreviewPipelineResponse:
+        preview = self._herder.preview_pipeline(preview_convert.request_from_pb(request))
+        return preview_convert.preview_to_pb(preview)

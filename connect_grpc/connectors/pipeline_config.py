@@ -124,6 +124,8 @@ class TransformStage:
     transformation: Transformation[Any]
     predicate: Predicate[Any] | None
     negate: bool
+    #: The predicate's alias in ``predicates`` ("" without a predicate).
+    predicate_alias: str = ""
 
 
 @dataclass
@@ -326,6 +328,7 @@ def _stages(
             predicate=predicate,
             # Kafka Connect's Boolean.parseBoolean: "true" in any case, anything else false
             negate=negate is not None and negate.lower() == "true",
+            predicate_alias=predicate_alias or "",
         ))
     return stages
 

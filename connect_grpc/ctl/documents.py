@@ -8,6 +8,9 @@ output of ``offsets get -o json`` is an input of ``offsets alter -f``.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import enum
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,6 +30,7 @@ from connect_grpc.domain import (
     TaskPlacement,
 )
 from connect_grpc.loggers import LoggerLevel
+from connect_grpc.preview import PipelinePreview
 
 Document = dict[str, Any]
 
@@ -190,3 +194,34 @@ def logger(level: LoggerLevel) -> Document:
 def loggers(found: Mapping[str, LoggerLevel]) -> Document:
     """Kafka Connect's GET /admin/loggers body: logger name → its level."""
     return {name: logger(level) for name, level in found.items()}
+
+# ---- Pipeline preview (issue 26 item 6) ----
+
+
+def preview(result: PipelinePreview) -> Document:
+    """``ctl preview -o json``: the response's shape, enums by name, bytes as
+    ``{"base64": …}``, Connect data as ``{"json": …, "schema": …}``, headers as
+    ``[{"key": …, "value": …}]``."""
+    document: Document = _plain_preview(result)
+    return document
+
+
+def _plain_preview(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode("ascii")}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        plain = {}
+        for field in dataclasses.fields(value):
+            found = getattr(value, field.name)
+            if field.name in ("headers", "dead_letter_headers"):
+                plain[field.name] = [
+                    {"key": key, "value": _plain_preview(data)} for key, data in found
+                ]
+            else:
+                plain[field.name] = _plain_preview(found)
+        return plain
+    if isinstance(value, tuple):
+        return [_plain_preview(item) for item in value]
+    return value

@@ -12,6 +12,7 @@ from connect_grpc.ctl.cmd_change import apply, delete, offsets, patch, pause, re
 from connect_grpc.ctl.cmd_config import config
 from connect_grpc.ctl.cmd_live import restart, watch
 from connect_grpc.ctl.cmd_loggers import loggers
+from connect_grpc.ctl.cmd_preview import preview
 from connect_grpc.ctl.cmd_read import cluster, describe, get, plugins
 from connect_grpc.ctl.cmd_topics import topics
 from connect_grpc.ctl.connecting import TOKEN_ENV, ConnectionOptions
@@ -78,7 +79,7 @@ def _leaves(command: click.Command) -> list[click.Command]:
 
 
 for command in (get, describe, apply, patch, pause, resume, stop, delete, restart, offsets, watch,
-                plugins, cluster, loggers, topics):
+                plugins, cluster, loggers, topics, preview):
     for leaf in _leaves(command):
         add_connection_options(leaf)
     ctl.add_command(command)

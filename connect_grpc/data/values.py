@@ -876,12 +876,20 @@ def _merge_schemas(previous: Schema, new: Schema) -> Schema | None:
     return previous if previous == new else None
 
 
+#: The words the parser reads as something other than text.
+_LITERALS = frozenset({"null", "true", "false"})
+
+
 def parse_string(text: str | None) -> SchemaAndValue:
     """Text typed as Kafka's ``Values.parseString`` types it; ``"null"`` and None give
     ``SchemaAndValue(None, None)``."""
     if text is None:
         return NULL_SCHEMA_AND_VALUE
     if not text:
+        return SchemaAndValue(STRING_SCHEMA, text)
+    if text.isalpha() and text not in _LITERALS:
+        # a word of letters is none of the literals, numbers, temporals, arrays or maps:
+        # the parser would give it back as it is (a header such as "web" costs it ~30 us)
         return SchemaAndValue(STRING_SCHEMA, text)
     parsed = _ValueParser(text).parse(False)
     return parsed if parsed is not None else NULL_SCHEMA_AND_VALUE

@@ -28,6 +28,7 @@ from connect_grpc.domain import (
     TaskStatus,
 )
 from connect_grpc.loggers import LoggerLevel
+from connect_grpc.preview import PipelinePreview, PreviewRequest
 
 
 class WorkerRuntime(Protocol):
@@ -181,6 +182,13 @@ class Herder(Protocol):
 
     def set_cluster_log_level(self, namespace: str, level: str) -> None:
         """Sets ``level`` on every worker, including those that join later (KIP-976)."""
+
+    # ---- Pipeline preview (issue 26 item 6) ----
+    def preview_pipeline(self, request: PreviewRequest) -> PipelinePreview:
+        """Runs the request's records through the connector's converters and
+        transformations (``herder.preview.run_preview``); writes nothing. Reading a
+        topic's last records waits no longer than the caller's deadline."""
+        ...
 
     def watch_status(
         self, name: str, is_active: Callable[[], bool]

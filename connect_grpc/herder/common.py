@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Mapping
 
 from connect_grpc.connectors.plugins import Plugins, closest_name
@@ -19,6 +20,7 @@ from connect_grpc.errors import (
     UnavailableError,
 )
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.preview import TopicTailReader, run_preview
 from connect_grpc.herder.rules import require_topic_tracking
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import (
@@ -29,7 +31,9 @@ from connect_grpc.herder.validation import (
     validate_name,
 )
 from connect_grpc.loggers import LoggerLevel, LoggerLevels
+from connect_grpc.preview import PipelinePreview, PreviewRequest
 from connect_grpc.runtime.kafka_monitor import PROBE_INTERVAL_S, KafkaReachability
+from connect_grpc.runtime.topic_tail import read_topic_tail
 from connect_grpc.worker_config import WorkerConfig
 
 #: Kafka Connect's order of the connectors in ``GET /connector-plugins``: sinks, then sources.
@@ -124,6 +128,18 @@ class HerderCommon:
 
     def set_worker_log_level(self, namespace: str, level: str) -> list[str]:
         return self._loggers.set_level(namespace, level)
+
+    def preview_pipeline(self, request: PreviewRequest) -> PipelinePreview:
+        return run_preview(
+            request, self.connector_config, self._validator, self._config, self._plugins,
+            read_tail=self._topic_tail_reader(),
+        )
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _topic_tail_reader(self) -> TopicTailReader:
+        return functools.partial(read_topic_tail, self._config)
 
     def _normalised(self, name: str, config: Mapping[str, str]) -> tuple[str, dict[str, str]]:
         """The trimmed, checked name and the config with it, within the size limit."""

@@ -316,6 +316,10 @@ class ConfigValidator:
                 exc.message, [FieldViolation(f"config.{CONNECTOR_CLASS}", exc.message)]
             ) from None
 
+    def resolved(self, config: Mapping[str, str]) -> dict[str, str]:
+        """The config with its provider references resolved, as a task gets it."""
+        return self._transformer.resolve(config)
+
     def validate(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
         connector = self.plugin_for(config, plugin)
         resolution = self._transformer.resolve_all(config)

@@ -619,7 +619,7 @@ def _tuple_rows(topic: str, partition: int) -> Callable[[Any], ConsumedRow]:
     return _row
 
 
-def _sink_records(topic: str, partition: int) -> Callable[[Any], SinkRecord]:
+def sink_record_builder(topic: str, partition: int) -> Callable[[Any], SinkRecord]:
     """Builds each message's SinkRecord at once (in-process readers: nothing to pickle)."""
 
     def record(msg: Any) -> SinkRecord:
@@ -835,7 +835,7 @@ class DriverReader(_DriverClient[_CachedConsumer]):
         """Reads each range as SinkRecords; stops at the first failed one (and drops the
         consumer). The cyclic collector is paused meanwhile (``gc_tuning``)."""
         with collector_paused():
-            results, fit = _read_each(self._client(), ranges, _sink_records, stopping)
+            results, fit = _read_each(self._client(), ranges, sink_record_builder, stopping)
         if not fit:
             self.close()
         return results

@@ -114,12 +114,44 @@ class PassThroughHeaderConverter(HeaderConverter):
         return SchemaAndValue(None, value)
 
 
-def _apply_stage(stage: TransformStage, record: ConnectRecord) -> ConnectRecord | None:
+def predicate_allows(stage: TransformStage, record: ConnectRecord) -> bool:
+    """Whether the stage's transformation applies to the record: no predicate, or the
+    predicate's test XOR ``negate`` (Kafka Connect's TransformationStage)."""
     predicate = stage.predicate
-    if predicate is None or stage.negate != bool(predicate.test(record)):
+    return predicate is None or stage.negate != bool(predicate.test(record))
+
+
+def _apply_stage(stage: TransformStage, record: ConnectRecord) -> ConnectRecord | None:
+    if predicate_allows(stage, record):
         result: ConnectRecord | None = stage.transformation.apply(record)
         return result
     return record
+
+
+def headers_in(converter: HeaderConverter, raw: SinkRecord) -> ConnectHeaders:
+    """A consumed record's (key, bytes) headers through the header converter."""
+    headers = ConnectHeaders()
+    convert, topic = converter.to_connect_header, raw.topic
+    for key, value in raw.headers:
+        converted = convert(topic, key, value)
+        headers.add(key, converted.value, converted.schema)
+    return headers
+
+
+def headers_out(
+    converter: HeaderConverter, record: SourceRecord
+) -> tuple[tuple[str, bytes | None], ...]:
+    """A source record's headers as they go out: raw (key, bytes) pairs as they are,
+    Connect headers (a header SMT's, or the task's own) through the header converter."""
+    headers: Any = record.headers
+    if headers.__class__ is tuple:
+        raw: tuple[tuple[str, bytes | None], ...] = headers
+        return raw
+    convert, topic = converter.from_connect_header, record.topic
+    return tuple(
+        (header.key, convert(topic, header.key, header.schema, header.value))
+        for header in headers
+    )
 
 
 class TaskPipeline:
@@ -313,17 +345,7 @@ class TaskPipeline:
         return converted
 
     def _headers_out(self, record: SourceRecord) -> tuple[tuple[str, bytes | None], ...]:
-        """Raw (key, bytes) pairs go out as they are; Connect headers (a header SMT's, or
-        the task's own) through the header converter."""
-        headers: Any = record.headers
-        if headers.__class__ is tuple:
-            raw: tuple[tuple[str, bytes | None], ...] = headers
-            return raw
-        convert, topic = self._header.from_connect_header, record.topic
-        return tuple(
-            (header.key, convert(topic, header.key, header.schema, header.value))
-            for header in headers
-        )
+        return headers_out(self._header, record)
 
     # ---- sink -----------------------------------------------------------------------------
 
@@ -461,12 +483,7 @@ class TaskPipeline:
             )
 
     def _headers_in(self, raw: SinkRecord) -> Any:
-        headers = ConnectHeaders()
-        convert, topic = self._header.to_connect_header, raw.topic
-        for key, value in raw.headers:
-            converted = convert(topic, key, value)
-            headers.add(key, converted.value, converted.schema)
-        return headers
+        return headers_in(self._header, raw)
 
     def original_of(self, record: SinkRecord) -> SinkRecord | None:
         """The raw record a record of the last batch put came from (None if it is not one)."""

@@ -40,6 +40,27 @@ class LogLevelScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LOG_LEVEL_SCOPE_UNSPECIFIED: _ClassVar[LogLevelScope]
     LOG_LEVEL_SCOPE_WORKER: _ClassVar[LogLevelScope]
     LOG_LEVEL_SCOPE_CLUSTER: _ClassVar[LogLevelScope]
+
+class PreviewOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PREVIEW_OUTCOME_UNSPECIFIED: _ClassVar[PreviewOutcome]
+    PREVIEW_OUTCOME_DELIVERED: _ClassVar[PreviewOutcome]
+    PREVIEW_OUTCOME_DROPPED: _ClassVar[PreviewOutcome]
+    PREVIEW_OUTCOME_FAILED: _ClassVar[PreviewOutcome]
+
+class PreviewStageVerdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PREVIEW_STAGE_VERDICT_UNSPECIFIED: _ClassVar[PreviewStageVerdict]
+    PREVIEW_STAGE_VERDICT_APPLIED: _ClassVar[PreviewStageVerdict]
+    PREVIEW_STAGE_VERDICT_SKIPPED_BY_PREDICATE: _ClassVar[PreviewStageVerdict]
+    PREVIEW_STAGE_VERDICT_DROPPED: _ClassVar[PreviewStageVerdict]
+    PREVIEW_STAGE_VERDICT_FAILED: _ClassVar[PreviewStageVerdict]
+
+class PreviewFailureAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PREVIEW_FAILURE_ACTION_UNSPECIFIED: _ClassVar[PreviewFailureAction]
+    PREVIEW_FAILURE_ACTION_RECORD_SKIPPED: _ClassVar[PreviewFailureAction]
+    PREVIEW_FAILURE_ACTION_TASK_FAILS: _ClassVar[PreviewFailureAction]
 INITIAL_STATE_UNSPECIFIED: InitialState
 INITIAL_STATE_RUNNING: InitialState
 INITIAL_STATE_PAUSED: InitialState
@@ -58,6 +79,18 @@ CONNECTOR_TYPE_SINK: ConnectorType
 LOG_LEVEL_SCOPE_UNSPECIFIED: LogLevelScope
 LOG_LEVEL_SCOPE_WORKER: LogLevelScope
 LOG_LEVEL_SCOPE_CLUSTER: LogLevelScope
+PREVIEW_OUTCOME_UNSPECIFIED: PreviewOutcome
+PREVIEW_OUTCOME_DELIVERED: PreviewOutcome
+PREVIEW_OUTCOME_DROPPED: PreviewOutcome
+PREVIEW_OUTCOME_FAILED: PreviewOutcome
+PREVIEW_STAGE_VERDICT_UNSPECIFIED: PreviewStageVerdict
+PREVIEW_STAGE_VERDICT_APPLIED: PreviewStageVerdict
+PREVIEW_STAGE_VERDICT_SKIPPED_BY_PREDICATE: PreviewStageVerdict
+PREVIEW_STAGE_VERDICT_DROPPED: PreviewStageVerdict
+PREVIEW_STAGE_VERDICT_FAILED: PreviewStageVerdict
+PREVIEW_FAILURE_ACTION_UNSPECIFIED: PreviewFailureAction
+PREVIEW_FAILURE_ACTION_RECORD_SKIPPED: PreviewFailureAction
+PREVIEW_FAILURE_ACTION_TASK_FAILS: PreviewFailureAction
 
 class OffsetValue(_message.Message):
     __slots__ = ("null_value", "string_value", "integer_value", "number_value", "bool_value")
@@ -750,6 +783,173 @@ class ResetConnectorTopicsRequest(_message.Message):
 class ResetConnectorTopicsResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class PreviewPipelineRequest(_message.Message):
+    __slots__ = ("name", "config", "samples", "from_topic")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    FROM_TOPIC_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    config: _containers.ScalarMap[str, str]
+    samples: PreviewSamples
+    from_topic: PreviewTopicTail
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., samples: _Optional[_Union[PreviewSamples, _Mapping]] = ..., from_topic: _Optional[_Union[PreviewTopicTail, _Mapping]] = ...) -> None: ...
+
+class PreviewSamples(_message.Message):
+    __slots__ = ("records",)
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[PreviewSampleRecord]
+    def __init__(self, records: _Optional[_Iterable[_Union[PreviewSampleRecord, _Mapping]]] = ...) -> None: ...
+
+class PreviewSampleRecord(_message.Message):
+    __slots__ = ("topic", "partition", "offset", "timestamp_ms", "key", "value", "headers")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: PreviewSampleData
+    value: PreviewSampleData
+    headers: _containers.RepeatedCompositeFieldContainer[PreviewSampleHeader]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., key: _Optional[_Union[PreviewSampleData, _Mapping]] = ..., value: _Optional[_Union[PreviewSampleData, _Mapping]] = ..., headers: _Optional[_Iterable[_Union[PreviewSampleHeader, _Mapping]]] = ...) -> None: ...
+
+class PreviewSampleData(_message.Message):
+    __slots__ = ("json", "raw")
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    RAW_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    raw: bytes
+    def __init__(self, json: _Optional[str] = ..., raw: _Optional[bytes] = ...) -> None: ...
+
+class PreviewSampleHeader(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: PreviewSampleData
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[PreviewSampleData, _Mapping]] = ...) -> None: ...
+
+class PreviewTopicTail(_message.Message):
+    __slots__ = ("topic", "last")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    last: int
+    def __init__(self, topic: _Optional[str] = ..., last: _Optional[int] = ...) -> None: ...
+
+class PreviewPipelineResponse(_message.Message):
+    __slots__ = ("type", "records")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    type: ConnectorType
+    records: _containers.RepeatedCompositeFieldContainer[RecordPreview]
+    def __init__(self, type: _Optional[_Union[ConnectorType, str]] = ..., records: _Optional[_Iterable[_Union[RecordPreview, _Mapping]]] = ...) -> None: ...
+
+class RecordPreview(_message.Message):
+    __slots__ = ("input", "stages", "outcome", "output", "failure")
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    STAGES_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
+    input: PreviewRecord
+    stages: _containers.RepeatedCompositeFieldContainer[StagePreview]
+    outcome: PreviewOutcome
+    output: PreviewRecord
+    failure: PreviewStageFailure
+    def __init__(self, input: _Optional[_Union[PreviewRecord, _Mapping]] = ..., stages: _Optional[_Iterable[_Union[StagePreview, _Mapping]]] = ..., outcome: _Optional[_Union[PreviewOutcome, str]] = ..., output: _Optional[_Union[PreviewRecord, _Mapping]] = ..., failure: _Optional[_Union[PreviewStageFailure, _Mapping]] = ...) -> None: ...
+
+class StagePreview(_message.Message):
+    __slots__ = ("stage", "class_name", "alias", "predicate", "predicate_matched", "verdict", "record")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    PREDICATE_FIELD_NUMBER: _ClassVar[int]
+    PREDICATE_MATCHED_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    stage: str
+    class_name: str
+    alias: str
+    predicate: str
+    predicate_matched: bool
+    verdict: PreviewStageVerdict
+    record: PreviewRecord
+    def __init__(self, stage: _Optional[str] = ..., class_name: _Optional[str] = ..., alias: _Optional[str] = ..., predicate: _Optional[str] = ..., predicate_matched: _Optional[bool] = ..., verdict: _Optional[_Union[PreviewStageVerdict, str]] = ..., record: _Optional[_Union[PreviewRecord, _Mapping]] = ...) -> None: ...
+
+class PreviewRecord(_message.Message):
+    __slots__ = ("topic", "partition", "offset", "timestamp_ms", "key", "value", "headers")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: PreviewData
+    value: PreviewData
+    headers: _containers.RepeatedCompositeFieldContainer[PreviewHeader]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., key: _Optional[_Union[PreviewData, _Mapping]] = ..., value: _Optional[_Union[PreviewData, _Mapping]] = ..., headers: _Optional[_Iterable[_Union[PreviewHeader, _Mapping]]] = ...) -> None: ...
+
+class PreviewData(_message.Message):
+    __slots__ = ("raw", "connect")
+    RAW_FIELD_NUMBER: _ClassVar[int]
+    CONNECT_FIELD_NUMBER: _ClassVar[int]
+    raw: bytes
+    connect: ConnectData
+    def __init__(self, raw: _Optional[bytes] = ..., connect: _Optional[_Union[ConnectData, _Mapping]] = ...) -> None: ...
+
+class ConnectData(_message.Message):
+    __slots__ = ("json", "schema")
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    schema: str
+    def __init__(self, json: _Optional[str] = ..., schema: _Optional[str] = ...) -> None: ...
+
+class PreviewHeader(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: PreviewData
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[PreviewData, _Mapping]] = ...) -> None: ...
+
+class PreviewStageFailure(_message.Message):
+    __slots__ = ("stage", "class_name", "exception_class", "message", "action", "dead_letter_topic", "dead_letter_headers")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    EXCEPTION_CLASS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTER_TOPIC_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTER_HEADERS_FIELD_NUMBER: _ClassVar[int]
+    stage: str
+    class_name: str
+    exception_class: str
+    message: str
+    action: PreviewFailureAction
+    dead_letter_topic: str
+    dead_letter_headers: _containers.RepeatedCompositeFieldContainer[PreviewHeader]
+    def __init__(self, stage: _Optional[str] = ..., class_name: _Optional[str] = ..., exception_class: _Optional[str] = ..., message: _Optional[str] = ..., action: _Optional[_Union[PreviewFailureAction, str]] = ..., dead_letter_topic: _Optional[str] = ..., dead_letter_headers: _Optional[_Iterable[_Union[PreviewHeader, _Mapping]]] = ...) -> None: ...
 
 class TaskConfig(_message.Message):
     __slots__ = ("config",)

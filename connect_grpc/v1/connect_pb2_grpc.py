@@ -175,6 +175,11 @@ class ConnectServiceStub:
                 request_serializer=connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsRequest.SerializeToString,
                 response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsResponse.FromString,
                 _registered_method=True)
+        self.PreviewPipeline = channel.unary_unary(
+                '/connect.v1.ConnectService/PreviewPipeline',
+                request_serializer=connect__grpc_dot_v1_dot_connect__pb2.PreviewPipelineRequest.SerializeToString,
+                response_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PreviewPipelineResponse.FromString,
+                _registered_method=True)
 
 
 class ConnectServiceServicer:
@@ -387,6 +392,17 @@ class ConnectServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PreviewPipeline(self, request, context):
+        """---- Pipeline preview (issue 26 item 6) ----
+        Runs sample records, or the last records of a topic, through a connector config's
+        converters and transformations (each with its predicate) and answers every stage's
+        output, or the stage's error with the dead-letter headers it would get. Writes
+        nothing, runs no task, creates no connector. A viewer's call, as ValidateConfig.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConnectServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -529,6 +545,11 @@ def add_ConnectServiceServicer_to_server(servicer, server):
                     servicer.ResetConnectorTopics,
                     request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsRequest.FromString,
                     response_serializer=connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsResponse.SerializeToString,
+            ),
+            'PreviewPipeline': grpc.unary_unary_rpc_method_handler(
+                    servicer.PreviewPipeline,
+                    request_deserializer=connect__grpc_dot_v1_dot_connect__pb2.PreviewPipelineRequest.FromString,
+                    response_serializer=connect__grpc_dot_v1_dot_connect__pb2.PreviewPipelineResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1288,6 +1309,33 @@ class ConnectService:
             '/connect.v1.ConnectService/ResetConnectorTopics',
             connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsRequest.SerializeToString,
             connect__grpc_dot_v1_dot_connect__pb2.ResetConnectorTopicsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PreviewPipeline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/connect.v1.ConnectService/PreviewPipeline',
+            connect__grpc_dot_v1_dot_connect__pb2.PreviewPipelineRequest.SerializeToString,
+            connect__grpc_dot_v1_dot_connect__pb2.PreviewPipelineResponse.FromString,
             options,
             channel_credentials,
             insecure,

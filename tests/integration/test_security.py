@@ -58,6 +58,8 @@ READS = {
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
     "ListPlugins", "GetPluginConfig", "GetClusterInfo", "ListLoggers", "GetLogger",
     "GetConnectorTopics",
+    # Pipeline preview (issue 26 item 6)
+    "PreviewPipeline",
 }
 OK = grpc.StatusCode.OK
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
@@ -190,6 +192,10 @@ def requests_naming(name: str) -> dict[str, Any]:
         "SetLogLevel": pb.SetLogLevelRequest(name=f"{name}.loggers", level="INFO"),
         "GetConnectorTopics": pb.GetConnectorTopicsRequest(name=name),
         "ResetConnectorTopics": pb.ResetConnectorTopicsRequest(name=name),
+        # Pipeline preview (issue 26 item 6)
+        "PreviewPipeline": pb.PreviewPipelineRequest(
+            name=name, samples=pb.PreviewSamples(records=[pb.PreviewSampleRecord()])
+        ),
     }
 
 

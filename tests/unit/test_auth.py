@@ -58,6 +58,8 @@ READS = {
     "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
     "ListPlugins", "GetPluginConfig", "GetClusterInfo", "ListLoggers", "GetLogger",
     "GetConnectorTopics",
+    # Pipeline preview (issue 26 item 6)
+    "PreviewPipeline",
 }
 MUTATIONS = {
     "CreateConnector", "PutConnectorConfig", "PatchConnectorConfig", "DeleteConnector",

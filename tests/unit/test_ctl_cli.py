@@ -37,7 +37,7 @@ def test_help_lists_every_command_and_the_exit_codes(config: Path) -> None:
     assert code == 0
     for command in ("get", "describe", "apply", "patch", "pause", "resume", "stop", "delete",
                     "restart", "offsets", "watch", "plugins", "cluster", "loggers", "topics",
-                    "config", "completion"):
+                    "config", "completion", "preview"):
         assert f"  {command} " in out, command
     for exit_code, when in EXIT_CODE_TABLE:
         assert f"{int(exit_code):>4}  {when}" in out

@@ -198,7 +198,7 @@ def test_both_readers_keep_the_consumed_timestamp_type(
     timestamp: tuple[int, int], expected_ms: int | None, expected_type: TimestampType
 ) -> None:
     message = _Consumed(3, timestamp)
-    in_process = kafka_io._sink_records("t", 0)(message)
+    in_process = kafka_io.sink_record_builder("t", 0)(message)
     [from_executor] = to_sink_records([("t", 0, [kafka_io._row(message)])])
     for read in (in_process, from_executor):
         assert (read.timestamp_ms, read.timestamp_type) == (expected_ms, expected_type)

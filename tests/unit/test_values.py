@@ -7,6 +7,7 @@ import decimal
 
 import pytest
 
+from connect_grpc.data import values
 from connect_grpc.data.errors import DataError, SchemaBuilderError
 from connect_grpc.data.javatext import java_double_str, java_string, wrap_signed
 from connect_grpc.data.logical import Date, Decimal, Time, Timestamp
@@ -324,3 +325,9 @@ def test_float32_values_are_written_as_javas_float_to_string() -> None:
     assert convert_to_string(schema, Struct(schema).put("f", single)) == '{"f":0.1}'
     float_map = SchemaBuilder.map(STRING_SCHEMA, FLOAT32_SCHEMA).build()
     assert convert_to_string(float_map, {"k": single}) == '{"k":0.1}'
+
+
+@pytest.mark.parametrize("word", ["web", "Bench", "TRUE", "Null", "ünïcode", "x"])
+def test_a_word_of_letters_is_typed_as_the_parser_types_it(word: str) -> None:
+    """parse_string's shortcut for words of letters gives what the full parser gives."""
+    assert parse_string(word) == values._ValueParser(word).parse(False)

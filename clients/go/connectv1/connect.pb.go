@@ -269,6 +269,181 @@ func (LogLevelScope) EnumDescriptor() ([]byte, []int) {
 	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{3}
 }
 
+// What became of a previewed record.
+type PreviewOutcome int32
+
+const (
+	// Never returned.
+	PreviewOutcome_PREVIEW_OUTCOME_UNSPECIFIED PreviewOutcome = 0
+	// It goes on: put (sink) or produced (source) as `output` shows.
+	PreviewOutcome_PREVIEW_OUTCOME_DELIVERED PreviewOutcome = 1
+	// A transformation returned no record (Filter, for one): nothing is put or produced.
+	PreviewOutcome_PREVIEW_OUTCOME_DROPPED PreviewOutcome = 2
+	// A stage failed: `failure` says which and what would happen.
+	PreviewOutcome_PREVIEW_OUTCOME_FAILED PreviewOutcome = 3
+)
+
+// Enum value maps for PreviewOutcome.
+var (
+	PreviewOutcome_name = map[int32]string{
+		0: "PREVIEW_OUTCOME_UNSPECIFIED",
+		1: "PREVIEW_OUTCOME_DELIVERED",
+		2: "PREVIEW_OUTCOME_DROPPED",
+		3: "PREVIEW_OUTCOME_FAILED",
+	}
+	PreviewOutcome_value = map[string]int32{
+		"PREVIEW_OUTCOME_UNSPECIFIED": 0,
+		"PREVIEW_OUTCOME_DELIVERED":   1,
+		"PREVIEW_OUTCOME_DROPPED":     2,
+		"PREVIEW_OUTCOME_FAILED":      3,
+	}
+)
+
+func (x PreviewOutcome) Enum() *PreviewOutcome {
+	p := new(PreviewOutcome)
+	*p = x
+	return p
+}
+
+func (x PreviewOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PreviewOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_connect_grpc_v1_connect_proto_enumTypes[4].Descriptor()
+}
+
+func (PreviewOutcome) Type() protoreflect.EnumType {
+	return &file_connect_grpc_v1_connect_proto_enumTypes[4]
+}
+
+func (x PreviewOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PreviewOutcome.Descriptor instead.
+func (PreviewOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{4}
+}
+
+// The verdict of one stage.
+type PreviewStageVerdict int32
+
+const (
+	// Never returned.
+	PreviewStageVerdict_PREVIEW_STAGE_VERDICT_UNSPECIFIED PreviewStageVerdict = 0
+	// It ran: a converter converted; a transformation without a predicate, or whose
+	// predicate matched, was applied.
+	PreviewStageVerdict_PREVIEW_STAGE_VERDICT_APPLIED PreviewStageVerdict = 1
+	// The transformation's predicate (with negate) did not match: the record went on as it
+	// was.
+	PreviewStageVerdict_PREVIEW_STAGE_VERDICT_SKIPPED_BY_PREDICATE PreviewStageVerdict = 2
+	// The transformation returned no record: the record is dropped.
+	PreviewStageVerdict_PREVIEW_STAGE_VERDICT_DROPPED PreviewStageVerdict = 3
+	// The stage (or the transformation's predicate) raised.
+	PreviewStageVerdict_PREVIEW_STAGE_VERDICT_FAILED PreviewStageVerdict = 4
+)
+
+// Enum value maps for PreviewStageVerdict.
+var (
+	PreviewStageVerdict_name = map[int32]string{
+		0: "PREVIEW_STAGE_VERDICT_UNSPECIFIED",
+		1: "PREVIEW_STAGE_VERDICT_APPLIED",
+		2: "PREVIEW_STAGE_VERDICT_SKIPPED_BY_PREDICATE",
+		3: "PREVIEW_STAGE_VERDICT_DROPPED",
+		4: "PREVIEW_STAGE_VERDICT_FAILED",
+	}
+	PreviewStageVerdict_value = map[string]int32{
+		"PREVIEW_STAGE_VERDICT_UNSPECIFIED":          0,
+		"PREVIEW_STAGE_VERDICT_APPLIED":              1,
+		"PREVIEW_STAGE_VERDICT_SKIPPED_BY_PREDICATE": 2,
+		"PREVIEW_STAGE_VERDICT_DROPPED":              3,
+		"PREVIEW_STAGE_VERDICT_FAILED":               4,
+	}
+)
+
+func (x PreviewStageVerdict) Enum() *PreviewStageVerdict {
+	p := new(PreviewStageVerdict)
+	*p = x
+	return p
+}
+
+func (x PreviewStageVerdict) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PreviewStageVerdict) Descriptor() protoreflect.EnumDescriptor {
+	return file_connect_grpc_v1_connect_proto_enumTypes[5].Descriptor()
+}
+
+func (PreviewStageVerdict) Type() protoreflect.EnumType {
+	return &file_connect_grpc_v1_connect_proto_enumTypes[5]
+}
+
+func (x PreviewStageVerdict) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PreviewStageVerdict.Descriptor instead.
+func (PreviewStageVerdict) EnumDescriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{5}
+}
+
+// What the worker would do with a record whose stage failed, under this config.
+type PreviewFailureAction int32
+
+const (
+	// Never returned.
+	PreviewFailureAction_PREVIEW_FAILURE_ACTION_UNSPECIFIED PreviewFailureAction = 0
+	// The record is skipped and the task goes on: errors.tolerance=all, or a
+	// RetriableException that errors.retry.timeout ran out on (skipped whatever the
+	// tolerance, as Kafka Connect; the preview does not retry).
+	PreviewFailureAction_PREVIEW_FAILURE_ACTION_RECORD_SKIPPED PreviewFailureAction = 1
+	// The task fails ("Tolerance exceeded in error handler"): errors.tolerance=none.
+	PreviewFailureAction_PREVIEW_FAILURE_ACTION_TASK_FAILS PreviewFailureAction = 2
+)
+
+// Enum value maps for PreviewFailureAction.
+var (
+	PreviewFailureAction_name = map[int32]string{
+		0: "PREVIEW_FAILURE_ACTION_UNSPECIFIED",
+		1: "PREVIEW_FAILURE_ACTION_RECORD_SKIPPED",
+		2: "PREVIEW_FAILURE_ACTION_TASK_FAILS",
+	}
+	PreviewFailureAction_value = map[string]int32{
+		"PREVIEW_FAILURE_ACTION_UNSPECIFIED":    0,
+		"PREVIEW_FAILURE_ACTION_RECORD_SKIPPED": 1,
+		"PREVIEW_FAILURE_ACTION_TASK_FAILS":     2,
+	}
+)
+
+func (x PreviewFailureAction) Enum() *PreviewFailureAction {
+	p := new(PreviewFailureAction)
+	*p = x
+	return p
+}
+
+func (x PreviewFailureAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PreviewFailureAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_connect_grpc_v1_connect_proto_enumTypes[6].Descriptor()
+}
+
+func (PreviewFailureAction) Type() protoreflect.EnumType {
+	return &file_connect_grpc_v1_connect_proto_enumTypes[6]
+}
+
+func (x PreviewFailureAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PreviewFailureAction.Descriptor instead.
+func (PreviewFailureAction) EnumDescriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{6}
+}
+
 // Where a task's plugin lives.
 type TaskPlacement_Kind int32
 
@@ -308,11 +483,11 @@ func (x TaskPlacement_Kind) String() string {
 }
 
 func (TaskPlacement_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_connect_grpc_v1_connect_proto_enumTypes[4].Descriptor()
+	return file_connect_grpc_v1_connect_proto_enumTypes[7].Descriptor()
 }
 
 func (TaskPlacement_Kind) Type() protoreflect.EnumType {
-	return &file_connect_grpc_v1_connect_proto_enumTypes[4]
+	return &file_connect_grpc_v1_connect_proto_enumTypes[7]
 }
 
 func (x TaskPlacement_Kind) Number() protoreflect.EnumNumber {
@@ -4668,6 +4843,1117 @@ func (*ResetConnectorTopicsResponse) Descriptor() ([]byte, []int) {
 	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{74}
 }
 
+// Request for PreviewPipeline: a connector (its config, or an existing connector's name)
+// and the records to run through its pipeline. Each record is previewed on its own, as if
+// it were the first record its task saw.
+type PreviewPipelineRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An existing connector, whose current config is previewed. Exactly one of name and
+	// config.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// A connector config (connector.class, converters, transforms, predicates, errors.*),
+	// validated first as CreateConnector validates it: an invalid one answers
+	// INVALID_ARGUMENT with the same field violations.
+	Config map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The records to run through the pipeline: exactly one.
+	//
+	// Types that are valid to be assigned to Input:
+	//
+	//	*PreviewPipelineRequest_Samples
+	//	*PreviewPipelineRequest_FromTopic
+	Input         isPreviewPipelineRequest_Input `protobuf_oneof:"input"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewPipelineRequest) Reset() {
+	*x = PreviewPipelineRequest{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewPipelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewPipelineRequest) ProtoMessage() {}
+
+func (x *PreviewPipelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewPipelineRequest.ProtoReflect.Descriptor instead.
+func (*PreviewPipelineRequest) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *PreviewPipelineRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PreviewPipelineRequest) GetConfig() map[string]string {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *PreviewPipelineRequest) GetInput() isPreviewPipelineRequest_Input {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *PreviewPipelineRequest) GetSamples() *PreviewSamples {
+	if x != nil {
+		if x, ok := x.Input.(*PreviewPipelineRequest_Samples); ok {
+			return x.Samples
+		}
+	}
+	return nil
+}
+
+func (x *PreviewPipelineRequest) GetFromTopic() *PreviewTopicTail {
+	if x != nil {
+		if x, ok := x.Input.(*PreviewPipelineRequest_FromTopic); ok {
+			return x.FromTopic
+		}
+	}
+	return nil
+}
+
+type isPreviewPipelineRequest_Input interface {
+	isPreviewPipelineRequest_Input()
+}
+
+type PreviewPipelineRequest_Samples struct {
+	// Sample records given in the request.
+	Samples *PreviewSamples `protobuf:"bytes,3,opt,name=samples,proto3,oneof"`
+}
+
+type PreviewPipelineRequest_FromTopic struct {
+	// The last records of a topic, read now (sink connectors only).
+	FromTopic *PreviewTopicTail `protobuf:"bytes,4,opt,name=from_topic,json=fromTopic,proto3,oneof"`
+}
+
+func (*PreviewPipelineRequest_Samples) isPreviewPipelineRequest_Input() {}
+
+func (*PreviewPipelineRequest_FromTopic) isPreviewPipelineRequest_Input() {}
+
+// Sample records for PreviewPipeline.
+type PreviewSamples struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 1000 records.
+	Records       []*PreviewSampleRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewSamples) Reset() {
+	*x = PreviewSamples{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewSamples) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewSamples) ProtoMessage() {}
+
+func (x *PreviewSamples) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewSamples.ProtoReflect.Descriptor instead.
+func (*PreviewSamples) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *PreviewSamples) GetRecords() []*PreviewSampleRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// A sample record. For a sink connector it is a record as consumed (bytes: a `json` value
+// is taken as its UTF-8 bytes, which the connector's converters then read). For a source
+// connector it is a record as the task polls it (Connect data: a `json` value is read as
+// JsonConverter reads it, so an envelope {"schema": ..., "payload": ...} gives data with
+// that schema and any other JSON schemaless data (integers INT64, objects maps); a `raw`
+// value is schemaless bytes).
+type PreviewSampleRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The record's topic; empty: the connector's first entry in `topics` (sink) or its
+	// `topic` (source).
+	Topic string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// Sink: the partition it was read from (default 0). Source: the partition it is for
+	// (unset: the producer's partitioner chooses).
+	Partition *int32 `protobuf:"varint,2,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	// Sink only: its offset (default: its index among the samples).
+	Offset *int64 `protobuf:"varint,3,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
+	// The record's timestamp, in ms since the epoch (unset: none).
+	TimestampMs *int64 `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3,oneof" json:"timestamp_ms,omitempty"`
+	// The key (unset: null).
+	Key *PreviewSampleData `protobuf:"bytes,5,opt,name=key,proto3" json:"key,omitempty"`
+	// The value (unset: null).
+	Value *PreviewSampleData `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
+	// The headers, in order.
+	Headers       []*PreviewSampleHeader `protobuf:"bytes,7,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewSampleRecord) Reset() {
+	*x = PreviewSampleRecord{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewSampleRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewSampleRecord) ProtoMessage() {}
+
+func (x *PreviewSampleRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewSampleRecord.ProtoReflect.Descriptor instead.
+func (*PreviewSampleRecord) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *PreviewSampleRecord) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PreviewSampleRecord) GetPartition() int32 {
+	if x != nil && x.Partition != nil {
+		return *x.Partition
+	}
+	return 0
+}
+
+func (x *PreviewSampleRecord) GetOffset() int64 {
+	if x != nil && x.Offset != nil {
+		return *x.Offset
+	}
+	return 0
+}
+
+func (x *PreviewSampleRecord) GetTimestampMs() int64 {
+	if x != nil && x.TimestampMs != nil {
+		return *x.TimestampMs
+	}
+	return 0
+}
+
+func (x *PreviewSampleRecord) GetKey() *PreviewSampleData {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PreviewSampleRecord) GetValue() *PreviewSampleData {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *PreviewSampleRecord) GetHeaders() []*PreviewSampleHeader {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// A sample key, value or header value: JSON text or raw bytes; neither is null.
+type PreviewSampleData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The data.
+	//
+	// Types that are valid to be assigned to Data:
+	//
+	//	*PreviewSampleData_Json
+	//	*PreviewSampleData_Raw
+	Data          isPreviewSampleData_Data `protobuf_oneof:"data"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewSampleData) Reset() {
+	*x = PreviewSampleData{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewSampleData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewSampleData) ProtoMessage() {}
+
+func (x *PreviewSampleData) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewSampleData.ProtoReflect.Descriptor instead.
+func (*PreviewSampleData) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *PreviewSampleData) GetData() isPreviewSampleData_Data {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *PreviewSampleData) GetJson() string {
+	if x != nil {
+		if x, ok := x.Data.(*PreviewSampleData_Json); ok {
+			return x.Json
+		}
+	}
+	return ""
+}
+
+func (x *PreviewSampleData) GetRaw() []byte {
+	if x != nil {
+		if x, ok := x.Data.(*PreviewSampleData_Raw); ok {
+			return x.Raw
+		}
+	}
+	return nil
+}
+
+type isPreviewSampleData_Data interface {
+	isPreviewSampleData_Data()
+}
+
+type PreviewSampleData_Json struct {
+	// JSON text.
+	Json string `protobuf:"bytes,1,opt,name=json,proto3,oneof"`
+}
+
+type PreviewSampleData_Raw struct {
+	// Raw bytes.
+	Raw []byte `protobuf:"bytes,2,opt,name=raw,proto3,oneof"`
+}
+
+func (*PreviewSampleData_Json) isPreviewSampleData_Data() {}
+
+func (*PreviewSampleData_Raw) isPreviewSampleData_Data() {}
+
+// A sample header.
+type PreviewSampleHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The header's key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The header's value (unset: null).
+	Value         *PreviewSampleData `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewSampleHeader) Reset() {
+	*x = PreviewSampleHeader{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewSampleHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewSampleHeader) ProtoMessage() {}
+
+func (x *PreviewSampleHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewSampleHeader.ProtoReflect.Descriptor instead.
+func (*PreviewSampleHeader) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *PreviewSampleHeader) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *PreviewSampleHeader) GetValue() *PreviewSampleData {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// The last records of a topic: read with a consumer of its own (no group, nothing
+// committed) within the call's deadline; UNAVAILABLE, with a retry hint, if Kafka does not
+// answer in time.
+type PreviewTopicTail struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The topic.
+	Topic string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// How many records, 1 to 1000: the most recent over all partitions (by timestamp, then
+	// partition and offset), previewed oldest first.
+	Last          int32 `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewTopicTail) Reset() {
+	*x = PreviewTopicTail{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewTopicTail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewTopicTail) ProtoMessage() {}
+
+func (x *PreviewTopicTail) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewTopicTail.ProtoReflect.Descriptor instead.
+func (*PreviewTopicTail) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *PreviewTopicTail) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PreviewTopicTail) GetLast() int32 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+// Response of PreviewPipeline.
+type PreviewPipelineResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector's type: which side's pipeline ran (a sink's: key, value, header
+	// converters, then transformations; a source's: transformations, then header, key, value
+	// converters).
+	Type ConnectorType `protobuf:"varint,1,opt,name=type,proto3,enum=connect.v1.ConnectorType" json:"type,omitempty"`
+	// One per input record, in input order.
+	Records       []*RecordPreview `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewPipelineResponse) Reset() {
+	*x = PreviewPipelineResponse{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewPipelineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewPipelineResponse) ProtoMessage() {}
+
+func (x *PreviewPipelineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewPipelineResponse.ProtoReflect.Descriptor instead.
+func (*PreviewPipelineResponse) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *PreviewPipelineResponse) GetType() ConnectorType {
+	if x != nil {
+		return x.Type
+	}
+	return ConnectorType_CONNECTOR_TYPE_UNSPECIFIED
+}
+
+func (x *PreviewPipelineResponse) GetRecords() []*RecordPreview {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// One record's way through the pipeline.
+type RecordPreview struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The record as it enters the pipeline.
+	Input *PreviewRecord `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	// Every stage that ran, in order; none runs after a drop or a failure. A side with no
+	// converter set passes its bytes through and has no stage (a source's str or other
+	// non-bytes data still goes through a pass-through converter, as in its task).
+	Stages []*StagePreview `protobuf:"bytes,2,rep,name=stages,proto3" json:"stages,omitempty"`
+	// What became of it.
+	Outcome PreviewOutcome `protobuf:"varint,3,opt,name=outcome,proto3,enum=connect.v1.PreviewOutcome" json:"outcome,omitempty"`
+	// DELIVERED: the record as it would be put (sink: Connect data) or produced (source:
+	// topic, partition if set, key, value and headers as bytes).
+	Output *PreviewRecord `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
+	// FAILED: the failed stage and what would happen.
+	Failure       *PreviewStageFailure `protobuf:"bytes,5,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPreview) Reset() {
+	*x = RecordPreview{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPreview) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPreview) ProtoMessage() {}
+
+func (x *RecordPreview) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPreview.ProtoReflect.Descriptor instead.
+func (*RecordPreview) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *RecordPreview) GetInput() *PreviewRecord {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *RecordPreview) GetStages() []*StagePreview {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+func (x *RecordPreview) GetOutcome() PreviewOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return PreviewOutcome_PREVIEW_OUTCOME_UNSPECIFIED
+}
+
+func (x *RecordPreview) GetOutput() *PreviewRecord {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *RecordPreview) GetFailure() *PreviewStageFailure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+// One stage of a record's way.
+type StagePreview struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kafka Connect's stage name: KEY_CONVERTER, VALUE_CONVERTER, HEADER_CONVERTER or
+	// TRANSFORMATION.
+	Stage string `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	// The class that ran, as the __connect.errors.class.name header names it (the
+	// transformation's class, even when its predicate raised).
+	ClassName string `protobuf:"bytes,2,opt,name=class_name,json=className,proto3" json:"class_name,omitempty"`
+	// TRANSFORMATION: its alias in `transforms`.
+	Alias string `protobuf:"bytes,3,opt,name=alias,proto3" json:"alias,omitempty"`
+	// TRANSFORMATION with a predicate: its alias in `predicates`.
+	Predicate string `protobuf:"bytes,4,opt,name=predicate,proto3" json:"predicate,omitempty"`
+	// With a predicate: whether it allowed the transformation (its test XOR negate).
+	PredicateMatched bool `protobuf:"varint,5,opt,name=predicate_matched,json=predicateMatched,proto3" json:"predicate_matched,omitempty"`
+	// What the stage did.
+	Verdict PreviewStageVerdict `protobuf:"varint,6,opt,name=verdict,proto3,enum=connect.v1.PreviewStageVerdict" json:"verdict,omitempty"`
+	// APPLIED or SKIPPED_BY_PREDICATE: the record after this stage.
+	Record        *PreviewRecord `protobuf:"bytes,7,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StagePreview) Reset() {
+	*x = StagePreview{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StagePreview) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StagePreview) ProtoMessage() {}
+
+func (x *StagePreview) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StagePreview.ProtoReflect.Descriptor instead.
+func (*StagePreview) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *StagePreview) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *StagePreview) GetClassName() string {
+	if x != nil {
+		return x.ClassName
+	}
+	return ""
+}
+
+func (x *StagePreview) GetAlias() string {
+	if x != nil {
+		return x.Alias
+	}
+	return ""
+}
+
+func (x *StagePreview) GetPredicate() string {
+	if x != nil {
+		return x.Predicate
+	}
+	return ""
+}
+
+func (x *StagePreview) GetPredicateMatched() bool {
+	if x != nil {
+		return x.PredicateMatched
+	}
+	return false
+}
+
+func (x *StagePreview) GetVerdict() PreviewStageVerdict {
+	if x != nil {
+		return x.Verdict
+	}
+	return PreviewStageVerdict_PREVIEW_STAGE_VERDICT_UNSPECIFIED
+}
+
+func (x *StagePreview) GetRecord() *PreviewRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+// A record at one point of the pipeline. Each key, value and header value is raw bytes on
+// the byte side (a sink's input, a source's output) and Connect data on the other.
+type PreviewRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The topic.
+	Topic string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// The Kafka partition (unset: none chosen yet).
+	Partition *int32 `protobuf:"varint,2,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	// The Kafka offset (sink records).
+	Offset *int64 `protobuf:"varint,3,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
+	// The timestamp, ms since the epoch (unset: none).
+	TimestampMs *int64 `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3,oneof" json:"timestamp_ms,omitempty"`
+	// The key.
+	Key *PreviewData `protobuf:"bytes,5,opt,name=key,proto3" json:"key,omitempty"`
+	// The value.
+	Value *PreviewData `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
+	// The headers, in order.
+	Headers       []*PreviewHeader `protobuf:"bytes,7,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewRecord) Reset() {
+	*x = PreviewRecord{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewRecord) ProtoMessage() {}
+
+func (x *PreviewRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewRecord.ProtoReflect.Descriptor instead.
+func (*PreviewRecord) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *PreviewRecord) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PreviewRecord) GetPartition() int32 {
+	if x != nil && x.Partition != nil {
+		return *x.Partition
+	}
+	return 0
+}
+
+func (x *PreviewRecord) GetOffset() int64 {
+	if x != nil && x.Offset != nil {
+		return *x.Offset
+	}
+	return 0
+}
+
+func (x *PreviewRecord) GetTimestampMs() int64 {
+	if x != nil && x.TimestampMs != nil {
+		return *x.TimestampMs
+	}
+	return 0
+}
+
+func (x *PreviewRecord) GetKey() *PreviewData {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PreviewRecord) GetValue() *PreviewData {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *PreviewRecord) GetHeaders() []*PreviewHeader {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// A key, value or header value at one point of the pipeline; neither set is null.
+type PreviewData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The data.
+	//
+	// Types that are valid to be assigned to Data:
+	//
+	//	*PreviewData_Raw
+	//	*PreviewData_Connect
+	Data          isPreviewData_Data `protobuf_oneof:"data"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewData) Reset() {
+	*x = PreviewData{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewData) ProtoMessage() {}
+
+func (x *PreviewData) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewData.ProtoReflect.Descriptor instead.
+func (*PreviewData) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *PreviewData) GetData() isPreviewData_Data {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *PreviewData) GetRaw() []byte {
+	if x != nil {
+		if x, ok := x.Data.(*PreviewData_Raw); ok {
+			return x.Raw
+		}
+	}
+	return nil
+}
+
+func (x *PreviewData) GetConnect() *ConnectData {
+	if x != nil {
+		if x, ok := x.Data.(*PreviewData_Connect); ok {
+			return x.Connect
+		}
+	}
+	return nil
+}
+
+type isPreviewData_Data interface {
+	isPreviewData_Data()
+}
+
+type PreviewData_Raw struct {
+	// Bytes (the byte side).
+	Raw []byte `protobuf:"bytes,1,opt,name=raw,proto3,oneof"`
+}
+
+type PreviewData_Connect struct {
+	// Connect data.
+	Connect *ConnectData `protobuf:"bytes,2,opt,name=connect,proto3,oneof"`
+}
+
+func (*PreviewData_Raw) isPreviewData_Data() {}
+
+func (*PreviewData_Connect) isPreviewData_Data() {}
+
+// Connect data, rendered.
+type ConnectData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The value as JSON text, as JsonConverter writes a payload (schemas.enable=false,
+	// decimal.format=NUMERIC, bytes as base64); `null` for null.
+	Json string `protobuf:"bytes,1,opt,name=json,proto3" json:"json,omitempty"`
+	// The schema as JsonConverter's envelope writes it ({"type":"struct","fields":[...],
+	// "optional":false}); empty for schemaless data.
+	Schema        string `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectData) Reset() {
+	*x = ConnectData{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectData) ProtoMessage() {}
+
+func (x *ConnectData) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectData.ProtoReflect.Descriptor instead.
+func (*ConnectData) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *ConnectData) GetJson() string {
+	if x != nil {
+		return x.Json
+	}
+	return ""
+}
+
+func (x *ConnectData) GetSchema() string {
+	if x != nil {
+		return x.Schema
+	}
+	return ""
+}
+
+// A header at one point of the pipeline.
+type PreviewHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The header's key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The header's value.
+	Value         *PreviewData `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewHeader) Reset() {
+	*x = PreviewHeader{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewHeader) ProtoMessage() {}
+
+func (x *PreviewHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewHeader.ProtoReflect.Descriptor instead.
+func (*PreviewHeader) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *PreviewHeader) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *PreviewHeader) GetValue() *PreviewData {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// A failed stage and what would happen.
+type PreviewStageFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kafka Connect's stage name (the __connect.errors.stage header).
+	Stage string `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	// The class that ran (the __connect.errors.class.name header).
+	ClassName string `protobuf:"bytes,2,opt,name=class_name,json=className,proto3" json:"class_name,omitempty"`
+	// The exception's class (the __connect.errors.exception.class.name header: Kafka
+	// Connect's name for the project's own DataException and the like).
+	ExceptionClass string `protobuf:"bytes,3,opt,name=exception_class,json=exceptionClass,proto3" json:"exception_class,omitempty"`
+	// The exception's message.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// Skipped, or the task fails.
+	Action PreviewFailureAction `protobuf:"varint,5,opt,name=action,proto3,enum=connect.v1.PreviewFailureAction" json:"action,omitempty"`
+	// errors.deadletterqueue.topic.name: the record, as it was before the pipeline, is
+	// written there (also when the task then fails); empty: no dead-letter queue.
+	DeadLetterTopic string `protobuf:"bytes,6,opt,name=dead_letter_topic,json=deadLetterTopic,proto3" json:"dead_letter_topic,omitempty"`
+	// With a dead-letter queue and errors.deadletterqueue.context.headers.enable=true: the
+	// __connect.errors.* headers appended to the record's own there (raw UTF-8 values, the
+	// stack trace one included; as task 0 of the connector). Empty otherwise.
+	DeadLetterHeaders []*PreviewHeader `protobuf:"bytes,7,rep,name=dead_letter_headers,json=deadLetterHeaders,proto3" json:"dead_letter_headers,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PreviewStageFailure) Reset() {
+	*x = PreviewStageFailure{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewStageFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewStageFailure) ProtoMessage() {}
+
+func (x *PreviewStageFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewStageFailure.ProtoReflect.Descriptor instead.
+func (*PreviewStageFailure) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *PreviewStageFailure) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *PreviewStageFailure) GetClassName() string {
+	if x != nil {
+		return x.ClassName
+	}
+	return ""
+}
+
+func (x *PreviewStageFailure) GetExceptionClass() string {
+	if x != nil {
+		return x.ExceptionClass
+	}
+	return ""
+}
+
+func (x *PreviewStageFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PreviewStageFailure) GetAction() PreviewFailureAction {
+	if x != nil {
+		return x.Action
+	}
+	return PreviewFailureAction_PREVIEW_FAILURE_ACTION_UNSPECIFIED
+}
+
+func (x *PreviewStageFailure) GetDeadLetterTopic() string {
+	if x != nil {
+		return x.DeadLetterTopic
+	}
+	return ""
+}
+
+func (x *PreviewStageFailure) GetDeadLetterHeaders() []*PreviewHeader {
+	if x != nil {
+		return x.DeadLetterHeaders
+	}
+	return nil
+}
+
 // A task's configuration.
 type TaskConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4679,7 +5965,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4691,7 +5977,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4704,7 +5990,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{75}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -4729,7 +6015,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4741,7 +6027,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4754,7 +6040,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{76}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -4787,7 +6073,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4799,7 +6085,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4812,7 +6098,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{77}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{91}
 }
 
 // Request for FenceZombies.
@@ -4828,7 +6114,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4840,7 +6126,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4853,7 +6139,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{78}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -4882,7 +6168,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4894,7 +6180,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4907,7 +6193,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{79}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -5232,7 +6518,90 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\"1\n" +
 	"\x1bResetConnectorTopicsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1e\n" +
-	"\x1cResetConnectorTopicsResponse\"\x83\x01\n" +
+	"\x1cResetConnectorTopicsResponse\"\xaf\x02\n" +
+	"\x16PreviewPipelineRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12F\n" +
+	"\x06config\x18\x02 \x03(\v2..connect.v1.PreviewPipelineRequest.ConfigEntryR\x06config\x126\n" +
+	"\asamples\x18\x03 \x01(\v2\x1a.connect.v1.PreviewSamplesH\x00R\asamples\x12=\n" +
+	"\n" +
+	"from_topic\x18\x04 \x01(\v2\x1c.connect.v1.PreviewTopicTailH\x00R\tfromTopic\x1a9\n" +
+	"\vConfigEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\a\n" +
+	"\x05input\"K\n" +
+	"\x0ePreviewSamples\x129\n" +
+	"\arecords\x18\x01 \x03(\v2\x1f.connect.v1.PreviewSampleRecordR\arecords\"\xde\x02\n" +
+	"\x13PreviewSampleRecord\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12!\n" +
+	"\tpartition\x18\x02 \x01(\x05H\x00R\tpartition\x88\x01\x01\x12\x1b\n" +
+	"\x06offset\x18\x03 \x01(\x03H\x01R\x06offset\x88\x01\x01\x12&\n" +
+	"\ftimestamp_ms\x18\x04 \x01(\x03H\x02R\vtimestampMs\x88\x01\x01\x12/\n" +
+	"\x03key\x18\x05 \x01(\v2\x1d.connect.v1.PreviewSampleDataR\x03key\x123\n" +
+	"\x05value\x18\x06 \x01(\v2\x1d.connect.v1.PreviewSampleDataR\x05value\x129\n" +
+	"\aheaders\x18\a \x03(\v2\x1f.connect.v1.PreviewSampleHeaderR\aheadersB\f\n" +
+	"\n" +
+	"_partitionB\t\n" +
+	"\a_offsetB\x0f\n" +
+	"\r_timestamp_ms\"E\n" +
+	"\x11PreviewSampleData\x12\x14\n" +
+	"\x04json\x18\x01 \x01(\tH\x00R\x04json\x12\x12\n" +
+	"\x03raw\x18\x02 \x01(\fH\x00R\x03rawB\x06\n" +
+	"\x04data\"\\\n" +
+	"\x13PreviewSampleHeader\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
+	"\x05value\x18\x02 \x01(\v2\x1d.connect.v1.PreviewSampleDataR\x05value\"<\n" +
+	"\x10PreviewTopicTail\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\x05R\x04last\"}\n" +
+	"\x17PreviewPipelineResponse\x12-\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x19.connect.v1.ConnectorTypeR\x04type\x123\n" +
+	"\arecords\x18\x02 \x03(\v2\x19.connect.v1.RecordPreviewR\arecords\"\x96\x02\n" +
+	"\rRecordPreview\x12/\n" +
+	"\x05input\x18\x01 \x01(\v2\x19.connect.v1.PreviewRecordR\x05input\x120\n" +
+	"\x06stages\x18\x02 \x03(\v2\x18.connect.v1.StagePreviewR\x06stages\x124\n" +
+	"\aoutcome\x18\x03 \x01(\x0e2\x1a.connect.v1.PreviewOutcomeR\aoutcome\x121\n" +
+	"\x06output\x18\x04 \x01(\v2\x19.connect.v1.PreviewRecordR\x06output\x129\n" +
+	"\afailure\x18\x05 \x01(\v2\x1f.connect.v1.PreviewStageFailureR\afailure\"\x92\x02\n" +
+	"\fStagePreview\x12\x14\n" +
+	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x1d\n" +
+	"\n" +
+	"class_name\x18\x02 \x01(\tR\tclassName\x12\x14\n" +
+	"\x05alias\x18\x03 \x01(\tR\x05alias\x12\x1c\n" +
+	"\tpredicate\x18\x04 \x01(\tR\tpredicate\x12+\n" +
+	"\x11predicate_matched\x18\x05 \x01(\bR\x10predicateMatched\x129\n" +
+	"\averdict\x18\x06 \x01(\x0e2\x1f.connect.v1.PreviewStageVerdictR\averdict\x121\n" +
+	"\x06record\x18\a \x01(\v2\x19.connect.v1.PreviewRecordR\x06record\"\xc6\x02\n" +
+	"\rPreviewRecord\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12!\n" +
+	"\tpartition\x18\x02 \x01(\x05H\x00R\tpartition\x88\x01\x01\x12\x1b\n" +
+	"\x06offset\x18\x03 \x01(\x03H\x01R\x06offset\x88\x01\x01\x12&\n" +
+	"\ftimestamp_ms\x18\x04 \x01(\x03H\x02R\vtimestampMs\x88\x01\x01\x12)\n" +
+	"\x03key\x18\x05 \x01(\v2\x17.connect.v1.PreviewDataR\x03key\x12-\n" +
+	"\x05value\x18\x06 \x01(\v2\x17.connect.v1.PreviewDataR\x05value\x123\n" +
+	"\aheaders\x18\a \x03(\v2\x19.connect.v1.PreviewHeaderR\aheadersB\f\n" +
+	"\n" +
+	"_partitionB\t\n" +
+	"\a_offsetB\x0f\n" +
+	"\r_timestamp_ms\"^\n" +
+	"\vPreviewData\x12\x12\n" +
+	"\x03raw\x18\x01 \x01(\fH\x00R\x03raw\x123\n" +
+	"\aconnect\x18\x02 \x01(\v2\x17.connect.v1.ConnectDataH\x00R\aconnectB\x06\n" +
+	"\x04data\"9\n" +
+	"\vConnectData\x12\x12\n" +
+	"\x04json\x18\x01 \x01(\tR\x04json\x12\x16\n" +
+	"\x06schema\x18\x02 \x01(\tR\x06schema\"P\n" +
+	"\rPreviewHeader\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.connect.v1.PreviewDataR\x05value\"\xbe\x02\n" +
+	"\x13PreviewStageFailure\x12\x14\n" +
+	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x1d\n" +
+	"\n" +
+	"class_name\x18\x02 \x01(\tR\tclassName\x12'\n" +
+	"\x0fexception_class\x18\x03 \x01(\tR\x0eexceptionClass\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x128\n" +
+	"\x06action\x18\x05 \x01(\x0e2 .connect.v1.PreviewFailureActionR\x06action\x12*\n" +
+	"\x11dead_letter_topic\x18\x06 \x01(\tR\x0fdeadLetterTopic\x12I\n" +
+	"\x13dead_letter_headers\x18\a \x03(\v2\x19.connect.v1.PreviewHeaderR\x11deadLetterHeaders\"\x83\x01\n" +
 	"\n" +
 	"TaskConfig\x12:\n" +
 	"\x06config\x18\x01 \x03(\v2\".connect.v1.TaskConfig.ConfigEntryR\x06config\x1a9\n" +
@@ -5270,7 +6639,22 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\rLogLevelScope\x12\x1f\n" +
 	"\x1bLOG_LEVEL_SCOPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16LOG_LEVEL_SCOPE_WORKER\x10\x01\x12\x1b\n" +
-	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x022\xe0\x13\n" +
+	"\x17LOG_LEVEL_SCOPE_CLUSTER\x10\x02*\x89\x01\n" +
+	"\x0ePreviewOutcome\x12\x1f\n" +
+	"\x1bPREVIEW_OUTCOME_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19PREVIEW_OUTCOME_DELIVERED\x10\x01\x12\x1b\n" +
+	"\x17PREVIEW_OUTCOME_DROPPED\x10\x02\x12\x1a\n" +
+	"\x16PREVIEW_OUTCOME_FAILED\x10\x03*\xd4\x01\n" +
+	"\x13PreviewStageVerdict\x12%\n" +
+	"!PREVIEW_STAGE_VERDICT_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dPREVIEW_STAGE_VERDICT_APPLIED\x10\x01\x12.\n" +
+	"*PREVIEW_STAGE_VERDICT_SKIPPED_BY_PREDICATE\x10\x02\x12!\n" +
+	"\x1dPREVIEW_STAGE_VERDICT_DROPPED\x10\x03\x12 \n" +
+	"\x1cPREVIEW_STAGE_VERDICT_FAILED\x10\x04*\x90\x01\n" +
+	"\x14PreviewFailureAction\x12&\n" +
+	"\"PREVIEW_FAILURE_ACTION_UNSPECIFIED\x10\x00\x12)\n" +
+	"%PREVIEW_FAILURE_ACTION_RECORD_SKIPPED\x10\x01\x12%\n" +
+	"!PREVIEW_FAILURE_ACTION_TASK_FAILS\x10\x022\xbc\x14\n" +
 	"\x0eConnectService\x12W\n" +
 	"\x0eListConnectors\x12!.connect.v1.ListConnectorsRequest\x1a\".connect.v1.ListConnectorsResponse\x12Q\n" +
 	"\fGetConnector\x12\x1f.connect.v1.GetConnectorRequest\x1a .connect.v1.GetConnectorResponse\x12Z\n" +
@@ -5300,7 +6684,8 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x14PatchConnectorConfig\x12'.connect.v1.PatchConnectorConfigRequest\x1a(.connect.v1.PatchConnectorConfigResponse\x12Z\n" +
 	"\x0fGetPluginConfig\x12\".connect.v1.GetPluginConfigRequest\x1a#.connect.v1.GetPluginConfigResponse\x12c\n" +
 	"\x12GetConnectorTopics\x12%.connect.v1.GetConnectorTopicsRequest\x1a&.connect.v1.GetConnectorTopicsResponse\x12i\n" +
-	"\x14ResetConnectorTopics\x12'.connect.v1.ResetConnectorTopicsRequest\x1a(.connect.v1.ResetConnectorTopicsResponse2\xbc\x01\n" +
+	"\x14ResetConnectorTopics\x12'.connect.v1.ResetConnectorTopicsRequest\x1a(.connect.v1.ResetConnectorTopicsResponse\x12Z\n" +
+	"\x0fPreviewPipeline\x12\".connect.v1.PreviewPipelineRequest\x1a#.connect.v1.PreviewPipelineResponse2\xbc\x01\n" +
 	"\x0eClusterService\x12W\n" +
 	"\x0ePutTaskConfigs\x12!.connect.v1.PutTaskConfigsRequest\x1a\".connect.v1.PutTaskConfigsResponse\x12Q\n" +
 	"\fFenceZombies\x12\x1f.connect.v1.FenceZombiesRequest\x1a .connect.v1.FenceZombiesResponseB;Z9github.com/connect-grpc/connect-grpc/clients/go/connectv1b\x06proto3"
@@ -5317,236 +6702,280 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 	return file_connect_grpc_v1_connect_proto_rawDescData
 }
 
-var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
+var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 104)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
 	(ConnectorType)(0),                   // 2: connect.v1.ConnectorType
 	(LogLevelScope)(0),                   // 3: connect.v1.LogLevelScope
-	(TaskPlacement_Kind)(0),              // 4: connect.v1.TaskPlacement.Kind
-	(*OffsetValue)(nil),                  // 5: connect.v1.OffsetValue
-	(*OffsetFields)(nil),                 // 6: connect.v1.OffsetFields
-	(*ConnectorOffset)(nil),              // 7: connect.v1.ConnectorOffset
-	(*ConnectorOffsets)(nil),             // 8: connect.v1.ConnectorOffsets
-	(*TaskId)(nil),                       // 9: connect.v1.TaskId
-	(*ConnectorInfo)(nil),                // 10: connect.v1.ConnectorInfo
-	(*TaskInfo)(nil),                     // 11: connect.v1.TaskInfo
-	(*ConnectorInstanceStatus)(nil),      // 12: connect.v1.ConnectorInstanceStatus
-	(*TaskStatus)(nil),                   // 13: connect.v1.TaskStatus
-	(*TaskPlacement)(nil),                // 14: connect.v1.TaskPlacement
-	(*ConnectorStatus)(nil),              // 15: connect.v1.ConnectorStatus
-	(*ConnectorListing)(nil),             // 16: connect.v1.ConnectorListing
-	(*ListConnectorsRequest)(nil),        // 17: connect.v1.ListConnectorsRequest
-	(*ListConnectorsResponse)(nil),       // 18: connect.v1.ListConnectorsResponse
-	(*GetConnectorRequest)(nil),          // 19: connect.v1.GetConnectorRequest
-	(*GetConnectorResponse)(nil),         // 20: connect.v1.GetConnectorResponse
-	(*CreateConnectorRequest)(nil),       // 21: connect.v1.CreateConnectorRequest
-	(*CreateConnectorResponse)(nil),      // 22: connect.v1.CreateConnectorResponse
-	(*PutConnectorConfigRequest)(nil),    // 23: connect.v1.PutConnectorConfigRequest
-	(*PutConnectorConfigResponse)(nil),   // 24: connect.v1.PutConnectorConfigResponse
-	(*PatchConnectorConfigRequest)(nil),  // 25: connect.v1.PatchConnectorConfigRequest
-	(*PatchConnectorConfigResponse)(nil), // 26: connect.v1.PatchConnectorConfigResponse
-	(*GetConnectorConfigRequest)(nil),    // 27: connect.v1.GetConnectorConfigRequest
-	(*GetConnectorConfigResponse)(nil),   // 28: connect.v1.GetConnectorConfigResponse
-	(*DeleteConnectorRequest)(nil),       // 29: connect.v1.DeleteConnectorRequest
-	(*DeleteConnectorResponse)(nil),      // 30: connect.v1.DeleteConnectorResponse
-	(*GetConnectorStatusRequest)(nil),    // 31: connect.v1.GetConnectorStatusRequest
-	(*GetConnectorStatusResponse)(nil),   // 32: connect.v1.GetConnectorStatusResponse
-	(*GetTaskStatusRequest)(nil),         // 33: connect.v1.GetTaskStatusRequest
-	(*GetTaskStatusResponse)(nil),        // 34: connect.v1.GetTaskStatusResponse
-	(*ListTasksRequest)(nil),             // 35: connect.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),            // 36: connect.v1.ListTasksResponse
-	(*PauseConnectorRequest)(nil),        // 37: connect.v1.PauseConnectorRequest
-	(*PauseConnectorResponse)(nil),       // 38: connect.v1.PauseConnectorResponse
-	(*ResumeConnectorRequest)(nil),       // 39: connect.v1.ResumeConnectorRequest
-	(*ResumeConnectorResponse)(nil),      // 40: connect.v1.ResumeConnectorResponse
-	(*StopConnectorRequest)(nil),         // 41: connect.v1.StopConnectorRequest
-	(*StopConnectorResponse)(nil),        // 42: connect.v1.StopConnectorResponse
-	(*RestartConnectorRequest)(nil),      // 43: connect.v1.RestartConnectorRequest
-	(*RestartConnectorResponse)(nil),     // 44: connect.v1.RestartConnectorResponse
-	(*RestartTaskRequest)(nil),           // 45: connect.v1.RestartTaskRequest
-	(*RestartTaskResponse)(nil),          // 46: connect.v1.RestartTaskResponse
-	(*GetOffsetsRequest)(nil),            // 47: connect.v1.GetOffsetsRequest
-	(*GetOffsetsResponse)(nil),           // 48: connect.v1.GetOffsetsResponse
-	(*AlterOffsetsRequest)(nil),          // 49: connect.v1.AlterOffsetsRequest
-	(*AlterOffsetsResponse)(nil),         // 50: connect.v1.AlterOffsetsResponse
-	(*ResetOffsetsRequest)(nil),          // 51: connect.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),         // 52: connect.v1.ResetOffsetsResponse
-	(*ConfigKeyInfo)(nil),                // 53: connect.v1.ConfigKeyInfo
-	(*ConfigValueInfo)(nil),              // 54: connect.v1.ConfigValueInfo
-	(*ConfigInfo)(nil),                   // 55: connect.v1.ConfigInfo
-	(*ValidateConfigRequest)(nil),        // 56: connect.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil),       // 57: connect.v1.ValidateConfigResponse
-	(*PluginInfo)(nil),                   // 58: connect.v1.PluginInfo
-	(*ListPluginsRequest)(nil),           // 59: connect.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),          // 60: connect.v1.ListPluginsResponse
-	(*GetPluginConfigRequest)(nil),       // 61: connect.v1.GetPluginConfigRequest
-	(*GetPluginConfigResponse)(nil),      // 62: connect.v1.GetPluginConfigResponse
-	(*WatchConnectorStatusRequest)(nil),  // 63: connect.v1.WatchConnectorStatusRequest
-	(*WatchConnectorStatusResponse)(nil), // 64: connect.v1.WatchConnectorStatusResponse
-	(*GetClusterInfoRequest)(nil),        // 65: connect.v1.GetClusterInfoRequest
-	(*WorkerInfo)(nil),                   // 66: connect.v1.WorkerInfo
-	(*PlacedTask)(nil),                   // 67: connect.v1.PlacedTask
-	(*GetClusterInfoResponse)(nil),       // 68: connect.v1.GetClusterInfoResponse
-	(*Logger)(nil),                       // 69: connect.v1.Logger
-	(*ListLoggersRequest)(nil),           // 70: connect.v1.ListLoggersRequest
-	(*ListLoggersResponse)(nil),          // 71: connect.v1.ListLoggersResponse
-	(*GetLoggerRequest)(nil),             // 72: connect.v1.GetLoggerRequest
-	(*GetLoggerResponse)(nil),            // 73: connect.v1.GetLoggerResponse
-	(*SetLogLevelRequest)(nil),           // 74: connect.v1.SetLogLevelRequest
-	(*SetLogLevelResponse)(nil),          // 75: connect.v1.SetLogLevelResponse
-	(*GetConnectorTopicsRequest)(nil),    // 76: connect.v1.GetConnectorTopicsRequest
-	(*GetConnectorTopicsResponse)(nil),   // 77: connect.v1.GetConnectorTopicsResponse
-	(*ResetConnectorTopicsRequest)(nil),  // 78: connect.v1.ResetConnectorTopicsRequest
-	(*ResetConnectorTopicsResponse)(nil), // 79: connect.v1.ResetConnectorTopicsResponse
-	(*TaskConfig)(nil),                   // 80: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 81: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 82: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 83: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 84: connect.v1.FenceZombiesResponse
-	nil,                                  // 85: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 86: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 87: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 88: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 89: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 90: connect.v1.PatchConnectorConfigRequest.ConfigEntry
-	nil,                                  // 91: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 92: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 93: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 94: google.protobuf.NullValue
-	(*timestamppb.Timestamp)(nil),        // 95: google.protobuf.Timestamp
-	(*structpb.Value)(nil),               // 96: google.protobuf.Value
+	(PreviewOutcome)(0),                  // 4: connect.v1.PreviewOutcome
+	(PreviewStageVerdict)(0),             // 5: connect.v1.PreviewStageVerdict
+	(PreviewFailureAction)(0),            // 6: connect.v1.PreviewFailureAction
+	(TaskPlacement_Kind)(0),              // 7: connect.v1.TaskPlacement.Kind
+	(*OffsetValue)(nil),                  // 8: connect.v1.OffsetValue
+	(*OffsetFields)(nil),                 // 9: connect.v1.OffsetFields
+	(*ConnectorOffset)(nil),              // 10: connect.v1.ConnectorOffset
+	(*ConnectorOffsets)(nil),             // 11: connect.v1.ConnectorOffsets
+	(*TaskId)(nil),                       // 12: connect.v1.TaskId
+	(*ConnectorInfo)(nil),                // 13: connect.v1.ConnectorInfo
+	(*TaskInfo)(nil),                     // 14: connect.v1.TaskInfo
+	(*ConnectorInstanceStatus)(nil),      // 15: connect.v1.ConnectorInstanceStatus
+	(*TaskStatus)(nil),                   // 16: connect.v1.TaskStatus
+	(*TaskPlacement)(nil),                // 17: connect.v1.TaskPlacement
+	(*ConnectorStatus)(nil),              // 18: connect.v1.ConnectorStatus
+	(*ConnectorListing)(nil),             // 19: connect.v1.ConnectorListing
+	(*ListConnectorsRequest)(nil),        // 20: connect.v1.ListConnectorsRequest
+	(*ListConnectorsResponse)(nil),       // 21: connect.v1.ListConnectorsResponse
+	(*GetConnectorRequest)(nil),          // 22: connect.v1.GetConnectorRequest
+	(*GetConnectorResponse)(nil),         // 23: connect.v1.GetConnectorResponse
+	(*CreateConnectorRequest)(nil),       // 24: connect.v1.CreateConnectorRequest
+	(*CreateConnectorResponse)(nil),      // 25: connect.v1.CreateConnectorResponse
+	(*PutConnectorConfigRequest)(nil),    // 26: connect.v1.PutConnectorConfigRequest
+	(*PutConnectorConfigResponse)(nil),   // 27: connect.v1.PutConnectorConfigResponse
+	(*PatchConnectorConfigRequest)(nil),  // 28: connect.v1.PatchConnectorConfigRequest
+	(*PatchConnectorConfigResponse)(nil), // 29: connect.v1.PatchConnectorConfigResponse
+	(*GetConnectorConfigRequest)(nil),    // 30: connect.v1.GetConnectorConfigRequest
+	(*GetConnectorConfigResponse)(nil),   // 31: connect.v1.GetConnectorConfigResponse
+	(*DeleteConnectorRequest)(nil),       // 32: connect.v1.DeleteConnectorRequest
+	(*DeleteConnectorResponse)(nil),      // 33: connect.v1.DeleteConnectorResponse
+	(*GetConnectorStatusRequest)(nil),    // 34: connect.v1.GetConnectorStatusRequest
+	(*GetConnectorStatusResponse)(nil),   // 35: connect.v1.GetConnectorStatusResponse
+	(*GetTaskStatusRequest)(nil),         // 36: connect.v1.GetTaskStatusRequest
+	(*GetTaskStatusResponse)(nil),        // 37: connect.v1.GetTaskStatusResponse
+	(*ListTasksRequest)(nil),             // 38: connect.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 39: connect.v1.ListTasksResponse
+	(*PauseConnectorRequest)(nil),        // 40: connect.v1.PauseConnectorRequest
+	(*PauseConnectorResponse)(nil),       // 41: connect.v1.PauseConnectorResponse
+	(*ResumeConnectorRequest)(nil),       // 42: connect.v1.ResumeConnectorRequest
+	(*ResumeConnectorResponse)(nil),      // 43: connect.v1.ResumeConnectorResponse
+	(*StopConnectorRequest)(nil),         // 44: connect.v1.StopConnectorRequest
+	(*StopConnectorResponse)(nil),        // 45: connect.v1.StopConnectorResponse
+	(*RestartConnectorRequest)(nil),      // 46: connect.v1.RestartConnectorRequest
+	(*RestartConnectorResponse)(nil),     // 47: connect.v1.RestartConnectorResponse
+	(*RestartTaskRequest)(nil),           // 48: connect.v1.RestartTaskRequest
+	(*RestartTaskResponse)(nil),          // 49: connect.v1.RestartTaskResponse
+	(*GetOffsetsRequest)(nil),            // 50: connect.v1.GetOffsetsRequest
+	(*GetOffsetsResponse)(nil),           // 51: connect.v1.GetOffsetsResponse
+	(*AlterOffsetsRequest)(nil),          // 52: connect.v1.AlterOffsetsRequest
+	(*AlterOffsetsResponse)(nil),         // 53: connect.v1.AlterOffsetsResponse
+	(*ResetOffsetsRequest)(nil),          // 54: connect.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),         // 55: connect.v1.ResetOffsetsResponse
+	(*ConfigKeyInfo)(nil),                // 56: connect.v1.ConfigKeyInfo
+	(*ConfigValueInfo)(nil),              // 57: connect.v1.ConfigValueInfo
+	(*ConfigInfo)(nil),                   // 58: connect.v1.ConfigInfo
+	(*ValidateConfigRequest)(nil),        // 59: connect.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil),       // 60: connect.v1.ValidateConfigResponse
+	(*PluginInfo)(nil),                   // 61: connect.v1.PluginInfo
+	(*ListPluginsRequest)(nil),           // 62: connect.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),          // 63: connect.v1.ListPluginsResponse
+	(*GetPluginConfigRequest)(nil),       // 64: connect.v1.GetPluginConfigRequest
+	(*GetPluginConfigResponse)(nil),      // 65: connect.v1.GetPluginConfigResponse
+	(*WatchConnectorStatusRequest)(nil),  // 66: connect.v1.WatchConnectorStatusRequest
+	(*WatchConnectorStatusResponse)(nil), // 67: connect.v1.WatchConnectorStatusResponse
+	(*GetClusterInfoRequest)(nil),        // 68: connect.v1.GetClusterInfoRequest
+	(*WorkerInfo)(nil),                   // 69: connect.v1.WorkerInfo
+	(*PlacedTask)(nil),                   // 70: connect.v1.PlacedTask
+	(*GetClusterInfoResponse)(nil),       // 71: connect.v1.GetClusterInfoResponse
+	(*Logger)(nil),                       // 72: connect.v1.Logger
+	(*ListLoggersRequest)(nil),           // 73: connect.v1.ListLoggersRequest
+	(*ListLoggersResponse)(nil),          // 74: connect.v1.ListLoggersResponse
+	(*GetLoggerRequest)(nil),             // 75: connect.v1.GetLoggerRequest
+	(*GetLoggerResponse)(nil),            // 76: connect.v1.GetLoggerResponse
+	(*SetLogLevelRequest)(nil),           // 77: connect.v1.SetLogLevelRequest
+	(*SetLogLevelResponse)(nil),          // 78: connect.v1.SetLogLevelResponse
+	(*GetConnectorTopicsRequest)(nil),    // 79: connect.v1.GetConnectorTopicsRequest
+	(*GetConnectorTopicsResponse)(nil),   // 80: connect.v1.GetConnectorTopicsResponse
+	(*ResetConnectorTopicsRequest)(nil),  // 81: connect.v1.ResetConnectorTopicsRequest
+	(*ResetConnectorTopicsResponse)(nil), // 82: connect.v1.ResetConnectorTopicsResponse
+	(*PreviewPipelineRequest)(nil),       // 83: connect.v1.PreviewPipelineRequest
+	(*PreviewSamples)(nil),               // 84: connect.v1.PreviewSamples
+	(*PreviewSampleRecord)(nil),          // 85: connect.v1.PreviewSampleRecord
+	(*PreviewSampleData)(nil),            // 86: connect.v1.PreviewSampleData
+	(*PreviewSampleHeader)(nil),          // 87: connect.v1.PreviewSampleHeader
+	(*PreviewTopicTail)(nil),             // 88: connect.v1.PreviewTopicTail
+	(*PreviewPipelineResponse)(nil),      // 89: connect.v1.PreviewPipelineResponse
+	(*RecordPreview)(nil),                // 90: connect.v1.RecordPreview
+	(*StagePreview)(nil),                 // 91: connect.v1.StagePreview
+	(*PreviewRecord)(nil),                // 92: connect.v1.PreviewRecord
+	(*PreviewData)(nil),                  // 93: connect.v1.PreviewData
+	(*ConnectData)(nil),                  // 94: connect.v1.ConnectData
+	(*PreviewHeader)(nil),                // 95: connect.v1.PreviewHeader
+	(*PreviewStageFailure)(nil),          // 96: connect.v1.PreviewStageFailure
+	(*TaskConfig)(nil),                   // 97: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 98: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 99: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 100: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 101: connect.v1.FenceZombiesResponse
+	nil,                                  // 102: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 103: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 104: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 105: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 106: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 107: connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	nil,                                  // 108: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 109: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 110: connect.v1.PreviewPipelineRequest.ConfigEntry
+	nil,                                  // 111: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 112: google.protobuf.NullValue
+	(*timestamppb.Timestamp)(nil),        // 113: google.protobuf.Timestamp
+	(*structpb.Value)(nil),               // 114: google.protobuf.Value
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	94, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	85, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
-	6,  // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
-	6,  // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
-	95, // 4: connect.v1.ConnectorOffset.record_time:type_name -> google.protobuf.Timestamp
-	7,  // 5: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	95, // 6: connect.v1.ConnectorOffsets.all_partitions_record_time:type_name -> google.protobuf.Timestamp
-	86, // 7: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
-	9,  // 8: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
-	2,  // 9: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
-	9,  // 10: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	87, // 11: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
-	1,  // 12: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
-	1,  // 13: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
-	14, // 14: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
-	4,  // 15: connect.v1.TaskPlacement.kind:type_name -> connect.v1.TaskPlacement.Kind
-	12, // 16: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
-	13, // 17: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
-	2,  // 18: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
-	10, // 19: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
-	15, // 20: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
-	16, // 21: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
-	10, // 22: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	88, // 23: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
-	0,  // 24: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
-	8,  // 25: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
-	10, // 26: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	7,  // 27: connect.v1.CreateConnectorResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
-	89, // 28: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
-	10, // 29: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	90, // 30: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
-	10, // 31: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	91, // 32: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
-	15, // 33: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	13, // 34: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
-	11, // 35: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
-	15, // 36: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
-	7,  // 37: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
-	7,  // 38: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	95, // 39: connect.v1.AlterOffsetsRequest.all_partitions_record_time:type_name -> google.protobuf.Timestamp
-	7,  // 40: connect.v1.AlterOffsetsResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
-	53, // 41: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
-	54, // 42: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	92, // 43: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
-	55, // 44: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
-	2,  // 45: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
-	53, // 46: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
-	58, // 47: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	58, // 48: connect.v1.GetPluginConfigResponse.plugin:type_name -> connect.v1.PluginInfo
-	15, // 49: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	9,  // 50: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	67, // 51: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
-	9,  // 52: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
-	14, // 53: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
-	66, // 54: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	95, // 55: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
-	69, // 56: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
-	69, // 57: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
-	3,  // 58: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
-	93, // 59: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	80, // 60: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	5,  // 61: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	96, // 62: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
-	17, // 63: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	19, // 64: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	21, // 65: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	23, // 66: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	27, // 67: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	29, // 68: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	31, // 69: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	33, // 70: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	35, // 71: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	37, // 72: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	39, // 73: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	41, // 74: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	43, // 75: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	45, // 76: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	47, // 77: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	49, // 78: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	51, // 79: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	56, // 80: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	59, // 81: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	63, // 82: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	65, // 83: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	70, // 84: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
-	72, // 85: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
-	74, // 86: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
-	25, // 87: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
-	61, // 88: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
-	76, // 89: connect.v1.ConnectService.GetConnectorTopics:input_type -> connect.v1.GetConnectorTopicsRequest
-	78, // 90: connect.v1.ConnectService.ResetConnectorTopics:input_type -> connect.v1.ResetConnectorTopicsRequest
-	81, // 91: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	83, // 92: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	18, // 93: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	20, // 94: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	22, // 95: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	24, // 96: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	28, // 97: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	30, // 98: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	32, // 99: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	34, // 100: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	36, // 101: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	38, // 102: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	40, // 103: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	42, // 104: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	44, // 105: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	46, // 106: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	48, // 107: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	50, // 108: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	52, // 109: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	57, // 110: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	60, // 111: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	64, // 112: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	68, // 113: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	71, // 114: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
-	73, // 115: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
-	75, // 116: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
-	26, // 117: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
-	62, // 118: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
-	77, // 119: connect.v1.ConnectService.GetConnectorTopics:output_type -> connect.v1.GetConnectorTopicsResponse
-	79, // 120: connect.v1.ConnectService.ResetConnectorTopics:output_type -> connect.v1.ResetConnectorTopicsResponse
-	82, // 121: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	84, // 122: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	93, // [93:123] is the sub-list for method output_type
-	63, // [63:93] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	112, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	102, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	9,   // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
+	9,   // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
+	113, // 4: connect.v1.ConnectorOffset.record_time:type_name -> google.protobuf.Timestamp
+	10,  // 5: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
+	113, // 6: connect.v1.ConnectorOffsets.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	103, // 7: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	12,  // 8: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
+	2,   // 9: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
+	12,  // 10: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
+	104, // 11: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	1,   // 12: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
+	1,   // 13: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
+	17,  // 14: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
+	7,   // 15: connect.v1.TaskPlacement.kind:type_name -> connect.v1.TaskPlacement.Kind
+	15,  // 16: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
+	16,  // 17: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
+	2,   // 18: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
+	13,  // 19: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
+	18,  // 20: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
+	19,  // 21: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
+	13,  // 22: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	105, // 23: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	0,   // 24: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
+	11,  // 25: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
+	13,  // 26: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	10,  // 27: connect.v1.CreateConnectorResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
+	106, // 28: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	13,  // 29: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	107, // 30: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	13,  // 31: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	108, // 32: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	18,  // 33: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	16,  // 34: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
+	14,  // 35: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
+	18,  // 36: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
+	10,  // 37: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
+	10,  // 38: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
+	113, // 39: connect.v1.AlterOffsetsRequest.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	10,  // 40: connect.v1.AlterOffsetsResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
+	56,  // 41: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
+	57,  // 42: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
+	109, // 43: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	58,  // 44: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
+	2,   // 45: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
+	56,  // 46: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
+	61,  // 47: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
+	61,  // 48: connect.v1.GetPluginConfigResponse.plugin:type_name -> connect.v1.PluginInfo
+	18,  // 49: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	12,  // 50: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	70,  // 51: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
+	12,  // 52: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
+	17,  // 53: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
+	69,  // 54: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	113, // 55: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
+	72,  // 56: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
+	72,  // 57: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
+	3,   // 58: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
+	110, // 59: connect.v1.PreviewPipelineRequest.config:type_name -> connect.v1.PreviewPipelineRequest.ConfigEntry
+	84,  // 60: connect.v1.PreviewPipelineRequest.samples:type_name -> connect.v1.PreviewSamples
+	88,  // 61: connect.v1.PreviewPipelineRequest.from_topic:type_name -> connect.v1.PreviewTopicTail
+	85,  // 62: connect.v1.PreviewSamples.records:type_name -> connect.v1.PreviewSampleRecord
+	86,  // 63: connect.v1.PreviewSampleRecord.key:type_name -> connect.v1.PreviewSampleData
+	86,  // 64: connect.v1.PreviewSampleRecord.value:type_name -> connect.v1.PreviewSampleData
+	87,  // 65: connect.v1.PreviewSampleRecord.headers:type_name -> connect.v1.PreviewSampleHeader
+	86,  // 66: connect.v1.PreviewSampleHeader.value:type_name -> connect.v1.PreviewSampleData
+	2,   // 67: connect.v1.PreviewPipelineResponse.type:type_name -> connect.v1.ConnectorType
+	90,  // 68: connect.v1.PreviewPipelineResponse.records:type_name -> connect.v1.RecordPreview
+	92,  // 69: connect.v1.RecordPreview.input:type_name -> connect.v1.PreviewRecord
+	91,  // 70: connect.v1.RecordPreview.stages:type_name -> connect.v1.StagePreview
+	4,   // 71: connect.v1.RecordPreview.outcome:type_name -> connect.v1.PreviewOutcome
+	92,  // 72: connect.v1.RecordPreview.output:type_name -> connect.v1.PreviewRecord
+	96,  // 73: connect.v1.RecordPreview.failure:type_name -> connect.v1.PreviewStageFailure
+	5,   // 74: connect.v1.StagePreview.verdict:type_name -> connect.v1.PreviewStageVerdict
+	92,  // 75: connect.v1.StagePreview.record:type_name -> connect.v1.PreviewRecord
+	93,  // 76: connect.v1.PreviewRecord.key:type_name -> connect.v1.PreviewData
+	93,  // 77: connect.v1.PreviewRecord.value:type_name -> connect.v1.PreviewData
+	95,  // 78: connect.v1.PreviewRecord.headers:type_name -> connect.v1.PreviewHeader
+	94,  // 79: connect.v1.PreviewData.connect:type_name -> connect.v1.ConnectData
+	93,  // 80: connect.v1.PreviewHeader.value:type_name -> connect.v1.PreviewData
+	6,   // 81: connect.v1.PreviewStageFailure.action:type_name -> connect.v1.PreviewFailureAction
+	95,  // 82: connect.v1.PreviewStageFailure.dead_letter_headers:type_name -> connect.v1.PreviewHeader
+	111, // 83: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	97,  // 84: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	8,   // 85: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	114, // 86: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
+	20,  // 87: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	22,  // 88: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	24,  // 89: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	26,  // 90: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	30,  // 91: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	32,  // 92: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	34,  // 93: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	36,  // 94: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	38,  // 95: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	40,  // 96: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	42,  // 97: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	44,  // 98: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	46,  // 99: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	48,  // 100: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	50,  // 101: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	52,  // 102: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	54,  // 103: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	59,  // 104: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	62,  // 105: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	66,  // 106: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	68,  // 107: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	73,  // 108: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
+	75,  // 109: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
+	77,  // 110: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
+	28,  // 111: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
+	64,  // 112: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
+	79,  // 113: connect.v1.ConnectService.GetConnectorTopics:input_type -> connect.v1.GetConnectorTopicsRequest
+	81,  // 114: connect.v1.ConnectService.ResetConnectorTopics:input_type -> connect.v1.ResetConnectorTopicsRequest
+	83,  // 115: connect.v1.ConnectService.PreviewPipeline:input_type -> connect.v1.PreviewPipelineRequest
+	98,  // 116: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	100, // 117: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	21,  // 118: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	23,  // 119: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	25,  // 120: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	27,  // 121: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	31,  // 122: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	33,  // 123: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	35,  // 124: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	37,  // 125: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	39,  // 126: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	41,  // 127: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	43,  // 128: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	45,  // 129: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	47,  // 130: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	49,  // 131: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	51,  // 132: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	53,  // 133: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	55,  // 134: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	60,  // 135: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	63,  // 136: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	67,  // 137: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	71,  // 138: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	74,  // 139: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
+	76,  // 140: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
+	78,  // 141: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
+	29,  // 142: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
+	65,  // 143: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
+	80,  // 144: connect.v1.ConnectService.GetConnectorTopics:output_type -> connect.v1.GetConnectorTopicsResponse
+	82,  // 145: connect.v1.ConnectService.ResetConnectorTopics:output_type -> connect.v1.ResetConnectorTopicsResponse
+	89,  // 146: connect.v1.ConnectService.PreviewPipeline:output_type -> connect.v1.PreviewPipelineResponse
+	99,  // 147: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	101, // 148: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	118, // [118:149] is the sub-list for method output_type
+	87,  // [87:118] is the sub-list for method input_type
+	87,  // [87:87] is the sub-list for extension type_name
+	87,  // [87:87] is the sub-list for extension extendee
+	0,   // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
@@ -5563,13 +6992,27 @@ func file_connect_grpc_v1_connect_proto_init() {
 	}
 	file_connect_grpc_v1_connect_proto_msgTypes[48].OneofWrappers = []any{}
 	file_connect_grpc_v1_connect_proto_msgTypes[49].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[75].OneofWrappers = []any{
+		(*PreviewPipelineRequest_Samples)(nil),
+		(*PreviewPipelineRequest_FromTopic)(nil),
+	}
+	file_connect_grpc_v1_connect_proto_msgTypes[77].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[78].OneofWrappers = []any{
+		(*PreviewSampleData_Json)(nil),
+		(*PreviewSampleData_Raw)(nil),
+	}
+	file_connect_grpc_v1_connect_proto_msgTypes[84].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[85].OneofWrappers = []any{
+		(*PreviewData_Raw)(nil),
+		(*PreviewData_Connect)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   89,
+			NumEnums:      8,
+			NumMessages:   104,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

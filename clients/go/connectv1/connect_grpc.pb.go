@@ -54,6 +54,7 @@ const (
 	ConnectService_GetPluginConfig_FullMethodName      = "/connect.v1.ConnectService/GetPluginConfig"
 	ConnectService_GetConnectorTopics_FullMethodName   = "/connect.v1.ConnectService/GetConnectorTopics"
 	ConnectService_ResetConnectorTopics_FullMethodName = "/connect.v1.ConnectService/ResetConnectorTopics"
+	ConnectService_PreviewPipeline_FullMethodName      = "/connect.v1.ConnectService/PreviewPipeline"
 )
 
 // ConnectServiceClient is the client API for ConnectService service.
@@ -128,6 +129,12 @@ type ConnectServiceClient interface {
 	// running task records a topic again when it next uses it). FAILED_PRECONDITION when
 	// tracking or its reset (topic.tracking.allow.reset) is disabled.
 	ResetConnectorTopics(ctx context.Context, in *ResetConnectorTopicsRequest, opts ...grpc.CallOption) (*ResetConnectorTopicsResponse, error)
+	// ---- Pipeline preview (issue 26 item 6) ----
+	// Runs sample records, or the last records of a topic, through a connector config's
+	// converters and transformations (each with its predicate) and answers every stage's
+	// output, or the stage's error with the dead-letter headers it would get. Writes
+	// nothing, runs no task, creates no connector. A viewer's call, as ValidateConfig.
+	PreviewPipeline(ctx context.Context, in *PreviewPipelineRequest, opts ...grpc.CallOption) (*PreviewPipelineResponse, error)
 }
 
 type connectServiceClient struct {
@@ -427,6 +434,16 @@ func (c *connectServiceClient) ResetConnectorTopics(ctx context.Context, in *Res
 	return out, nil
 }
 
+func (c *connectServiceClient) PreviewPipeline(ctx context.Context, in *PreviewPipelineRequest, opts ...grpc.CallOption) (*PreviewPipelineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreviewPipelineResponse)
+	err := c.cc.Invoke(ctx, ConnectService_PreviewPipeline_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectServiceServer is the server API for ConnectService service.
 // All implementations must embed UnimplementedConnectServiceServer
 // for forward compatibility.
@@ -499,6 +516,12 @@ type ConnectServiceServer interface {
 	// running task records a topic again when it next uses it). FAILED_PRECONDITION when
 	// tracking or its reset (topic.tracking.allow.reset) is disabled.
 	ResetConnectorTopics(context.Context, *ResetConnectorTopicsRequest) (*ResetConnectorTopicsResponse, error)
+	// ---- Pipeline preview (issue 26 item 6) ----
+	// Runs sample records, or the last records of a topic, through a connector config's
+	// converters and transformations (each with its predicate) and answers every stage's
+	// output, or the stage's error with the dead-letter headers it would get. Writes
+	// nothing, runs no task, creates no connector. A viewer's call, as ValidateConfig.
+	PreviewPipeline(context.Context, *PreviewPipelineRequest) (*PreviewPipelineResponse, error)
 	mustEmbedUnimplementedConnectServiceServer()
 }
 
@@ -592,6 +615,9 @@ func (UnimplementedConnectServiceServer) GetConnectorTopics(context.Context, *Ge
 }
 func (UnimplementedConnectServiceServer) ResetConnectorTopics(context.Context, *ResetConnectorTopicsRequest) (*ResetConnectorTopicsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResetConnectorTopics not implemented")
+}
+func (UnimplementedConnectServiceServer) PreviewPipeline(context.Context, *PreviewPipelineRequest) (*PreviewPipelineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PreviewPipeline not implemented")
 }
 func (UnimplementedConnectServiceServer) mustEmbedUnimplementedConnectServiceServer() {}
 func (UnimplementedConnectServiceServer) testEmbeddedByValue()                        {}
@@ -1111,6 +1137,24 @@ func _ConnectService_ResetConnectorTopics_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectService_PreviewPipeline_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PreviewPipelineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectServiceServer).PreviewPipeline(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectService_PreviewPipeline_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectServiceServer).PreviewPipeline(ctx, req.(*PreviewPipelineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectService_ServiceDesc is the grpc.ServiceDesc for ConnectService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1225,6 +1269,10 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResetConnectorTopics",
 			Handler:    _ConnectService_ResetConnectorTopics_Handler,
+		},
+		{
+			MethodName: "PreviewPipeline",
+			Handler:    _ConnectService_PreviewPipeline_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
