@@ -70,9 +70,15 @@ func retryDelay(err error) time.Duration {
 	return 0
 }
 
-// sleep waits d and reports true, or reports false at once if ctx would end first.
+// minAttemptTime is the least time ctx must leave after a wait for another attempt to be
+// worth making: an attempt started just before the deadline would only end in
+// DEADLINE_EXCEEDED, hiding the UNAVAILABLE (and its hint) that the caller should see.
+const minAttemptTime = 50 * time.Millisecond
+
+// sleep waits d and reports true, or reports false at once if ctx would end before d and
+// one more attempt (minAttemptTime) have passed.
 func sleep(ctx context.Context, d time.Duration) bool {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d+minAttemptTime {
 		return false
 	}
 	timer := time.NewTimer(d)

@@ -131,11 +131,12 @@ func TestRetryReturnsOtherErrorsAtOnce(t *testing.T) {
 func TestRetryStopsWhenTheDeadlineLeavesNoTimeForAnotherAttempt(t *testing.T) {
 	server := &flakyServer{afterwards: codes.Unavailable}
 	client := serve(t, server)
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 
-	// waits of 10-20 ms: the last attempt starts with at least 10 ms left, plenty for an
-	// in-memory call, so it is answered (UNAVAILABLE) rather than cut by the deadline
+	// waits of 10-20 ms: the last attempt starts with at least minAttemptTime (50 ms) left,
+	// plenty for an in-memory call, so it is answered (UNAVAILABLE) rather than cut by the
+	// deadline
 	err := deleteWithRetry(ctx, client, backoff{20 * time.Millisecond, 20 * time.Millisecond},
 		newRequestID())
 
