@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from connect_grpc.connectors.plugins import Plugins, closest_name
 from connect_grpc.domain import (
     ConfigInfos,
+    ConnectorOffset,
     ConnectorStatus,
     ConnectorType,
+    OffsetsChange,
     PluginDesc,
 )
 from connect_grpc.errors import (
@@ -20,6 +23,7 @@ from connect_grpc.errors import (
     UnavailableError,
 )
 from connect_grpc.herder.base import WorkerRuntime
+from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.preview import TopicTailReader, run_preview
 from connect_grpc.herder.rules import require_topic_tracking
 from connect_grpc.herder.status import StatusBoard
@@ -40,9 +44,9 @@ from connect_grpc.worker_config import WorkerConfig
 _CONNECTOR_TYPE_ORDER = {ConnectorType.SINK: 0, ConnectorType.SOURCE: 1, ConnectorType.UNKNOWN: 2}
 
 
-class HerderCommon:
+class HerderCommon(abc.ABC):
     """Reads, validation and health checks both herders share. Subclasses set the
-    attributes below in their constructor and implement ``connector_status``."""
+    attributes below in their constructor and implement the abstract methods."""
 
     _config: WorkerConfig
     _plugins: Plugins
@@ -50,9 +54,15 @@ class HerderCommon:
     _board: StatusBoard
     _worker: WorkerRuntime
     _loggers: LoggerLevels
+    _offset_manager: OffsetManager
 
+    @abc.abstractmethod
     def connector_status(self, name: str) -> ConnectorStatus:
-        raise NotImplementedError
+        """The connector's and its tasks' status (NotFoundError when unknown)."""
+
+    @abc.abstractmethod
+    def connector_config(self, name: str) -> dict[str, str]:
+        """The connector's config as the user gave it (NotFoundError when unknown)."""
 
     def watch_status(
         self, name: str, is_active: Callable[[], bool]
@@ -135,9 +145,6 @@ class HerderCommon:
             read_tail=self._topic_tail_reader(),
         )
 
-    def connector_config(self, name: str) -> dict[str, str]:
-        raise NotImplementedError
-
     def _topic_tail_reader(self) -> TopicTailReader:
         return functools.partial(read_topic_tail, self._config)
 
@@ -148,14 +155,29 @@ class HerderCommon:
         check_config_size(full_config, self._config.limits.config_bytes)
         return name, full_config
 
-    def _validate_for_create(self, config: Mapping[str, str], with_initial_offsets: bool) -> None:
-        """Raises the validation error; with initial offsets, as the failed step."""
+    def _validated_for_create(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_offsets: Sequence[ConnectorOffset] | None,
+        initial_offsets_time_ms: int | None,
+    ) -> OffsetsChange:
+        """Validates a new connector's config, then writes its initial offsets (KIP-995)
+        if it has any; the caller holds the connector's lock and writes the config after.
+
+        With initial offsets a failure names its step, as Kafka Connect's does."""
+        with_initial_offsets = initial_offsets is not None or initial_offsets_time_ms is not None
         try:
             self._validator.ensure_valid(config)
         except ConnectError as exc:
             if not with_initial_offsets:
                 raise
             raise exc.in_step("validate config") from exc
+        if not with_initial_offsets:
+            return OffsetsChange("")
+        return self._offset_manager.set_initial(
+            name, config, initial_offsets or [], initial_offsets_time_ms
+        )
 
     def _kafka_unhealthy(self) -> str | None:
         """Why the worker should not serve because of Kafka, or None."""

@@ -484,14 +484,9 @@ class DistributedHerder(HerderCommon):
             writer = self._leader_writer()
             if self._snapshot().contains(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            self._validate_for_create(
-                full_config, initial_offsets is not None or initial_offsets_time_ms is not None
+            initial = self._validated_for_create(
+                name, full_config, initial_offsets, initial_offsets_time_ms
             )
-            initial = OffsetsChange("")
-            if initial_offsets is not None or initial_offsets_time_ms is not None:
-                initial = self._offset_manager.set_initial(
-                    name, full_config, initial_offsets or [], initial_offsets_time_ms
-                )
             result = CreateResult(
                 self._info(name, full_config, 0), initial.message, initial.resolved
             )

@@ -232,14 +232,9 @@ class StandaloneHerder(HerderCommon):
         with self._connector_locks.hold(name):
             if self._exists(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            self._validate_for_create(
-                full_config, initial_offsets is not None or initial_offsets_time_ms is not None
+            initial = self._validated_for_create(
+                name, full_config, initial_offsets, initial_offsets_time_ms
             )
-            initial = OffsetsChange("")
-            if initial_offsets is not None or initial_offsets_time_ms is not None:
-                initial = self._offset_manager.set_initial(
-                    name, full_config, initial_offsets or [], initial_offsets_time_ms
-                )
             with self._lock:
                 self._connectors[name] = _ConnectorState(
                     full_config, initial_state, self._connector_type(full_config)
