@@ -67,7 +67,11 @@ def test_kill_9_mid_pipeline_then_restart_loses_no_line(
         }),
     ]
     work = tmp_path / "worker"
-    properties = {"test.plugins.enabled": "false"}
+    # The killed worker's sink consumer never leaves its group: the restarted one gets the
+    # partitions once the group coordinator expires it, session.timeout.ms later (45 s by
+    # default). The test is about what the sink writes, not that wait.
+    properties = {"test.plugins.enabled": "false", "consumer.session.timeout.ms": "6000",
+                  "consumer.heartbeat.interval.ms": "1000"}
 
     first = WorkerProcess(work, kafka_bootstrap, properties, connector_files=files).start()
     try:
