@@ -71,12 +71,21 @@ SHARED_WORKER_MODULES = (
     "tests/integration/test_topic_tracking.py",
 )
 
+#: The modules that use the session's shared TLS workers (``tests/integration/tls_workers.py``):
+#: on one xdist worker, one after the other, so that each TLS worker starts once.
+SHARED_TLS_WORKER_MODULES = (
+    "tests/integration/test_ctl_tls.py",
+    "tests/integration/test_go_client_tls.py",
+    "tests/integration/test_security.py",
+)
+
 
 def _scopes() -> dict[str, str]:
     """Each module of a group, or of the shared workers, to the name of the xdist scope it
     runs in; groups that share a module are one scope (test_ctl is in both)."""
     groups = [set(modules) for modules in SHARED_NAMES.values()]
     groups.append(set(SHARED_WORKER_MODULES))
+    groups.append(set(SHARED_TLS_WORKER_MODULES))
     merged: list[set[str]] = []
     for group in groups:
         overlapping = [other for other in merged if other & group]

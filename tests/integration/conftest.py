@@ -13,6 +13,9 @@
 - ``cluster``: three ``connect-grpc distributed`` workers, shared in the same way;
   :func:`helpers.deployment_stub` gives a module's ``stub`` fixture both deployments (standalone,
   and the cluster through :class:`helpers.RoutingStub`).
+- ``pki``: the session's test certificates; ``token_worker`` and ``mtls_worker``: the TLS
+  workers of :mod:`tls_workers`, shared in the same way by the modules of
+  ``SHARED_TLS_WORKER_MODULES``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 import pytest
 
 from connect_grpc.kafka.broker import LocalKafka
+from connect_grpc.testing.certs import Pki
 from connect_grpc.testing.cluster import (
     WorkerProcess,
     cluster_properties,
@@ -39,14 +43,16 @@ from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.conftest import (
     EXTERNAL_BROKER_ENV,
     SHARED_BROKER_ENV,
+    SHARED_TLS_WORKER_MODULES,
     SHARED_WORKER_MODULES,
     START_LOCK_ENV,
 )
-from tests.integration import warm_ups
+from tests.integration import tls_workers, warm_ups
 from tests.integration.helpers import CLUSTER_SIZE, delete_every_connector
 
 BOOTSTRAP_ENV = EXTERNAL_BROKER_ENV
 HERE = Path(__file__).resolve().parent
+_TLS_FIXTURES = frozenset({"_shared_token_worker", "_shared_mtls_worker"})
 
 
 def _running_broker() -> str:
@@ -85,7 +91,8 @@ def one_start_at_a_time() -> Iterator[None]:
 
 
 #: The modules whose builds :mod:`warm_ups` starts early when the session runs any of them.
-_BUILD_USERS = ("test_go_client.py", "test_readme_commands.py", "test_readme_security.py")
+_BUILD_USERS = ("test_go_client.py", "test_go_client_tls.py", "test_readme_commands.py",
+                "test_readme_security.py")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -132,11 +139,8 @@ def worker(
 ) -> Iterator[WorkerProcess]:
     """The session's standalone worker, started by the first module that asks for it;
     every connector a module leaves on it is deleted when the module ends."""
-    [process] = _shared_worker.acquire()
-    try:
+    with _lent(_shared_worker, request, _uses_worker) as [process]:
         yield process
-    finally:
-        _shared_worker.release(keep=_needed_later(request, _uses_worker))
 
 
 @pytest.fixture
@@ -180,11 +184,70 @@ def cluster(
 ) -> Iterator[list[WorkerProcess]]:
     """The session's three distributed workers, started by the first module that asks for
     them; every connector a module leaves on them is deleted when the module ends."""
-    workers = _shared_cluster.acquire()
+    with _lent(_shared_cluster, request, _uses_cluster) as workers:
+        yield workers
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return Pki.create(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="session")
+def _shared_token_worker(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, pki: Pki
+) -> Iterator[SharedWorkers]:
+    shared = SharedWorkers(lambda: [
+        tls_workers.token_worker(tmp_path_factory.mktemp("tls-tokens"), kafka_bootstrap, pki)
+    ])
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
+@pytest.fixture(scope="module")
+def token_worker(
+    _shared_token_worker: SharedWorkers, request: pytest.FixtureRequest
+) -> Iterator[WorkerProcess]:
+    """The session's TLS worker with tokens (:func:`tls_workers.token_worker`)."""
+    with _lent(_shared_token_worker, request, _uses_tls_workers) as [process]:
+        yield process
+
+
+@pytest.fixture(scope="session")
+def _shared_mtls_worker(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, pki: Pki
+) -> Iterator[SharedWorkers]:
+    shared = SharedWorkers(lambda: [
+        tls_workers.mtls_worker(tmp_path_factory.mktemp("mtls"), kafka_bootstrap, pki)
+    ])
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
+@pytest.fixture(scope="module")
+def mtls_worker(
+    _shared_mtls_worker: SharedWorkers, request: pytest.FixtureRequest
+) -> Iterator[WorkerProcess]:
+    """The session's mutual-TLS worker (:func:`tls_workers.mtls_worker`)."""
+    with _lent(_shared_mtls_worker, request, _uses_tls_workers) as [process]:
+        yield process
+
+
+@contextlib.contextmanager
+def _lent(
+    shared: SharedWorkers, request: pytest.FixtureRequest, uses: Callable[[pytest.Item], bool]
+) -> Iterator[list[WorkerProcess]]:
+    """A module's turn with shared workers: after it, they stop unless a later module
+    uses them, and lose the connectors the module left."""
+    workers = shared.acquire()
     try:
         yield workers
     finally:
-        _shared_cluster.release(keep=_needed_later(request, _uses_cluster))
+        shared.release(keep=_needed_later(request, uses))
 
 
 def _all_assigned(workers: list[WorkerProcess]) -> None:
@@ -213,6 +276,16 @@ def _uses_worker(item: pytest.Item) -> bool:
 def _uses_cluster(item: pytest.Item) -> bool:
     """Whether the test uses the shared 3-worker cluster (as :func:`_uses_worker`)."""
     return "_shared_cluster" in getattr(item, "fixturenames", ()) or _deployment(item) == "cluster"
+
+
+def _uses_tls_workers(item: pytest.Item) -> bool:
+    """Whether the test is in a module that shares the TLS workers (a test may reach them
+    through ``request.getfixturevalue``, which its fixture names do not show)."""
+    return _module_name(Path(str(item.path))) in SHARED_TLS_WORKER_MODULES
+
+
+def _module_name(path: Path) -> str:
+    return path.relative_to(HERE.parent.parent).as_posix()
 
 
 def _needed_later(request: pytest.FixtureRequest, uses: Callable[[pytest.Item], bool]) -> bool:
@@ -262,13 +335,19 @@ def _check_shared_worker_modules(
     of modules xdist keeps on one process (it could start them a second time, beside the
     first, on another process). A listed module whose selected tests do not use them is
     not refused: a run of some of its tests is no reason to change the list."""
-    root = HERE.parent.parent
     for path, tests in modules.items():
-        name = path.relative_to(root).as_posix()
+        name = _module_name(path)
         if group(tests) < 2 and name not in SHARED_WORKER_MODULES:
             raise pytest.UsageError(
                 f"{name} is not in tests/conftest.py's SHARED_WORKER_MODULES but uses the "
                 "shared worker or cluster: add it to the list"
+            )
+        if any(_TLS_FIXTURES & set(getattr(t, "fixturenames", ())) for t in tests) and (
+            name not in SHARED_TLS_WORKER_MODULES
+        ):
+            raise pytest.UsageError(
+                f"{name} is not in tests/conftest.py's SHARED_TLS_WORKER_MODULES but uses the "
+                "shared TLS workers: add it to the list"
             )
 
 

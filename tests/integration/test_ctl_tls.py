@@ -1,6 +1,7 @@
 """``connect-grpc ctl`` over TLS and with bearer tokens, as a user runs it (the real
 executable), against real workers: the mutual-TLS worker and the TLS worker with a tokens
-file of tests/integration/test_security.py (their fixtures, certificates made at test time).
+file the security modules share (tests/integration/tls_workers.py, certificates made at
+test time).
 
 - Over mutual TLS, with a context that stores the files: ``get connectors`` lists what an
   admin created; a viewer's ``pause`` is PERMISSION_DENIED.
@@ -43,13 +44,7 @@ from tests.integration.test_readme_commands import (
     run_in_one_shell,
     section_lines,
 )
-from tests.integration.test_security import (  # noqa: F401  # pki and the workers: fixtures
-    ADMIN_TOKEN,
-    VIEWER_TOKEN,
-    mtls_worker,
-    pki,
-    token_worker,
-)
+from tests.integration.tls_workers import ADMIN_TOKEN, VIEWER_TOKEN
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -127,7 +122,7 @@ def failed_with(run: subprocess.CompletedProcess[str], code: ExitCode, grpc_code
 
 @pytest.mark.parametrize("stopped_connector", ["mtls_worker"], indirect=True)
 def test_get_connectors_over_mtls_with_a_context(
-    ctl: Ctl, pki: Pki, stopped_connector: tuple[WorkerProcess, str]  # noqa: F811
+    ctl: Ctl, pki: Pki, stopped_connector: tuple[WorkerProcess, str]
 ) -> None:
     worker, name = stopped_connector
     for context, identity in (("alice", pki.admin), ("dashboard", pki.viewer)):
@@ -147,7 +142,7 @@ def test_get_connectors_over_mtls_with_a_context(
 
 
 def test_handshake_failures_exit_with_unavailable(
-    ctl: Ctl, pki: Pki, mtls_worker: WorkerProcess  # noqa: F811
+    ctl: Ctl, pki: Pki, mtls_worker: WorkerProcess
 ) -> None:
     address = mtls_worker.address
     alice = ["--cert", str(pki.admin.certificate), "--key", str(pki.admin.key)]
@@ -173,7 +168,7 @@ def test_handshake_failures_exit_with_unavailable(
 
 @pytest.mark.parametrize("stopped_connector", ["token_worker"], indirect=True)
 def test_tokens_from_files_the_environment_and_contexts(
-    ctl: Ctl, pki: Pki, tokens: Path, stopped_connector: tuple[WorkerProcess, str]  # noqa: F811
+    ctl: Ctl, pki: Pki, tokens: Path, stopped_connector: tuple[WorkerProcess, str]
 ) -> None:
     worker, name = stopped_connector
     tls = ["--target", worker.address, "--cacert", str(pki.ca.certificate)]
@@ -201,7 +196,7 @@ def test_tokens_from_files_the_environment_and_contexts(
 
 
 def test_a_token_is_not_sent_to_a_plaintext_target(
-    ctl: Ctl, tokens: Path, token_worker: WorkerProcess  # noqa: F811
+    ctl: Ctl, tokens: Path, token_worker: WorkerProcess
 ) -> None:
     """Refused before any call (exit 2, not the UNAVAILABLE of a plaintext call to TLS)."""
     run = ctl("--target", token_worker.address, "--token-file", str(tokens / "ops.token"),
@@ -229,8 +224,8 @@ def localized(command: Command, made: Pki, tokens: Path, worker: WorkerProcess) 
 
 
 def test_readme_examples_run_as_written(
-    pki: Pki, tokens: Path, mtls_worker: WorkerProcess,  # noqa: F811
-    token_worker: WorkerProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    pki: Pki, tokens: Path, mtls_worker: WorkerProcess,
+    token_worker: WorkerProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The documented files are the fixtures' (pki.ca.directory holds ca.pem, alice.pem,
     alice.key like /tmp/connect-tls); each block runs against its worker."""

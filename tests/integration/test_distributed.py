@@ -8,7 +8,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -439,9 +439,11 @@ def test_zombie_leader_is_fenced_and_the_request_succeeds_once(
     cluster.settled(len(cluster.live))
 
 
-def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Path) -> None:
+def test_leader_kill_loses_no_acknowledged_write(
+    cluster: Cluster, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     """kill -9 the leader during a stream of writes through a follower: every acknowledged
-    write is there afterwards, and writes succeed again within session.timeout.ms + 2 s."""
+    write is there afterwards, and writes succeed again."""
     leader = cluster.leader()
     follower = next(w for w in cluster.live if w is not leader)
     acknowledged: list[str] = []
@@ -487,9 +489,9 @@ def test_leader_kill_loses_no_acknowledged_write(cluster: Cluster, tmp_path: Pat
     finally:
         stop.set()
         writer.join(30)
-    # the bound of issue 8: a new leader within session.timeout.ms + 2 s, plus the time the
-    # write itself takes on a loaded test machine
-    assert recovered_after <= SESSION_TIMEOUT_MS / 1000 + 5, recovered_after
+    # How soon (issue 8's bound: session.timeout.ms + 2 s) is bench/cluster.py's failover
+    # measurement, not a timed assertion: here, that writes resumed (within the wait above).
+    record_property("recovered_after_s", round(recovered_after, 1))
     names = {c.name for c in follower.stub.ListConnectors(pb.ListConnectorsRequest()).connectors}
     assert set(acknowledged) | set(unanswered) <= names
     # the create in flight at the kill was applied with its answer or not at all: its retry

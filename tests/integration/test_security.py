@@ -1,6 +1,7 @@
 """TLS, mutual TLS, tokens and roles on real worker processes (issue 12, parts 1 and 2):
 
-- a standalone worker on ``grpcs://`` with a tokens file: a TLS round trip, a plaintext
+- a standalone worker on ``grpcs://`` with a tokens file (``token_worker``, shared with the
+  ctl and Go modules over TLS: ``tests/integration/tls_workers.py``): a TLS round trip, a plaintext
   client refused cleanly, and every RPC of the descriptor called by no token, a bad token,
   a viewer and an admin (table-driven), refused calls changing nothing;
 - a standalone worker requiring client certificates, with a principals file: mTLS round
@@ -34,7 +35,6 @@ from connect_grpc.client_convert import PLAINTEXT_AT_TLS_HINT
 from connect_grpc.connection import ConnectionSettings, TlsOptions
 from connect_grpc.domain import ConnectorOffset, TargetState
 from connect_grpc.errors import PermissionDeniedError, UnavailableError
-from connect_grpc.security.credential_files import hash_token
 from connect_grpc.security.roles import certificate_credential
 from connect_grpc.security.session_key import CREDENTIAL_HEADER, SIGNATURE_HEADER, SessionKey
 from connect_grpc.testing.certs import Pki
@@ -47,11 +47,10 @@ from connect_grpc.testing.cluster import (
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.helpers import error_reason, read_all, source_config
+from tests.integration.tls_workers import ADMIN_TOKEN, VIEWER_TOKEN, listener_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-VIEWER_TOKEN = "viewer-" + uuid.uuid4().hex
-ADMIN_TOKEN = "admin-" + uuid.uuid4().hex
 CONNECT = pb.DESCRIPTOR.services_by_name["ConnectService"]
 READS = {
     "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
@@ -69,49 +68,11 @@ GUARDED = "guarded"
 OFFSETS = [ConnectorOffset({"task": 0}, {"seq": 41})]
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki.create(tmp_path_factory.mktemp("pki"))
-
-
-def listener_files(pki: Pki, directory: Path) -> dict[str, str]:
-    """The worker's TLS properties, with its certificate and key copied to ``directory``
-    (so that a test can replace them)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    certificate, key = directory / "worker.pem", directory / "worker.key"
-    shutil.copy(pki.worker.certificate, certificate)
-    shutil.copy(pki.worker.key, key)
-    return {
-        "listeners.https.ssl.certificate.location": str(certificate),
-        "listeners.https.ssl.key.location": str(key),
-        "listeners.https.ssl.truststore.location": str(pki.ca.certificate),
-    }
-
-
 def with_address(settings: ConnectionSettings, worker: WorkerProcess) -> ConnectionSettings:
     return ConnectionSettings(worker.address, settings.tls, settings.token)
 
 
 # --- a TLS listener with tokens -----------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def token_worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, pki: Pki
-) -> Iterator[WorkerProcess]:
-    root = tmp_path_factory.mktemp("tls-tokens")
-    tokens = root / "tokens.txt"
-    tokens.write_text(
-        f"{hash_token(VIEWER_TOKEN)} dashboard viewer\n{hash_token(ADMIN_TOKEN)} ops admin\n",
-        encoding="utf-8",
-    )
-    worker = WorkerProcess(
-        root / "worker", kafka_bootstrap,
-        {**listener_files(pki, root / "tls"), "auth.tokens.file": str(tokens)},
-        connection=pki.settings(None, ADMIN_TOKEN),
-    )
-    with worker:
-        yield worker
 
 
 def test_tls_round_trip(token_worker: WorkerProcess, pki: Pki, tmp_path: Path) -> None:
@@ -270,24 +231,6 @@ def test_an_admin_passes_on_every_rpc(token_worker: WorkerProcess, rpc: str) -> 
 
 
 # --- mutual TLS ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def mtls_worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, pki: Pki
-) -> Iterator[WorkerProcess]:
-    root = tmp_path_factory.mktemp("mtls")
-    principals = root / "principals.txt"
-    principals.write_text(f"admin  {pki.admin.subject}\nviewer {pki.viewer.subject}\n",
-                          encoding="utf-8")
-    worker = WorkerProcess(
-        root / "worker", kafka_bootstrap,
-        {**listener_files(pki, root / "tls"), "listeners.https.ssl.client.auth": "required",
-         "auth.principals.file": str(principals)},
-        connection=pki.settings(pki.admin),
-    )
-    with worker:
-        yield worker
 
 
 def test_mtls_round_trip_and_roles(mtls_worker: WorkerProcess, pki: Pki, tmp_path: Path) -> None:
