@@ -546,8 +546,11 @@ class DataRenderer:
     def _schema_text(self, schema: Schema | None) -> str:
         if schema is None:
             return ""
-        text = self._schemas.get(schema)
+        # Put back under this call's schema object (equal to the stored key, which an
+        # earlier call built): the call's next records find it by identity, not by a deep
+        # comparison.
+        text = self._schemas.pop(schema, None)
         if text is None:
             text = orjson.dumps(self._json.as_json_schema(schema)).decode("utf-8")
-            self._schemas[schema] = text
+        self._schemas[schema] = text
         return text

@@ -548,3 +548,39 @@ def test_float32_values_from_float_bits_are_written_as_jackson_writes_a_float() 
     schema = SchemaBuilder.struct().field("f", FLOAT32_SCHEMA).build()
     data = write(schema, Struct(schema).put("f", single))
     assert data is not None and data.endswith(b'"payload":{"f":0.1}}')
+
+
+# --- schemas equal but built again (another object each time) -----------------------------
+
+def test_a_struct_of_an_equal_schema_object_is_written_and_another_schema_refused() -> None:
+    """The writer compiled for one schema object takes a struct of an equal schema built
+    again (the first such struct is compared deeply, the next by identity), and still
+    refuses a struct of another schema afterwards."""
+    json_converter = converter()
+    compiled_for = id_name_schema()
+    first = Struct(compiled_for).put("id", 0)
+    assert json_converter.from_connect_data(T, None, compiled_for, first) is not None
+    rebuilt = id_name_schema()
+    assert rebuilt == compiled_for and rebuilt is not compiled_for
+    for index in (1, 2):
+        written = json_converter.from_connect_data(
+            T, None, compiled_for, Struct(rebuilt).put("id", index)
+        )
+        assert written is not None
+        assert json.loads(written)["payload"] == {"id": index, "name": None}
+    other = SchemaBuilder.struct().field("id", INT32_SCHEMA).build()
+    with pytest.raises(DataError, match=r"^Mismatching schema\.$"):
+        json_converter.from_connect_data(T, None, compiled_for, Struct(other).put("id", 3))
+
+
+def test_the_schema_cache_finds_an_equal_schema_built_again() -> None:
+    """A schema equal to a cached one but built again writes the same envelope (the cache
+    entry is found by equality, then kept under the newer object)."""
+    json_converter = converter()
+    written = []
+    for _ in range(2):
+        schema = id_name_schema()
+        value = Struct(schema).put("id", 1)
+        written.append(json_converter.from_connect_data(T, None, schema, value))
+    assert written[0] == written[1] is not None
+    assert json_converter.cached_schemas == (1, 0)

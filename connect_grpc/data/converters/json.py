@@ -131,9 +131,13 @@ class _LruCache:
         self._entries: OrderedDict[Any, Any] = OrderedDict()
 
     def get(self, key: Any) -> Any:
-        entry = self._entries.get(key)
+        # Taken out and put back under the caller's key, not moved to the end under the
+        # stored one: a key equal to the stored one but another object (a schema rebuilt
+        # by each call, say) is then found by identity next time rather than by a deep
+        # comparison.
+        entry = self._entries.pop(key, None)
         if entry is not None:
-            self._entries.move_to_end(key)
+            self._entries[key] = entry
         return entry
 
     def put(self, key: Any, entry: Any) -> None:
@@ -685,6 +689,10 @@ class _Compiler:
         namespace: dict[str, Any] = {
             "Struct": Struct, "schema": schema, "invalid_type": _invalid_type,
             "DataError": DataError,
+            # the last other schema object found equal to this one: the next structs that
+            # carry it (the rest of a batch, as a rule) pass by identity, not by a deep
+            # comparison
+            "last_equal": [schema],
         }
         entries = []
         for field in schema.fields:
@@ -705,8 +713,10 @@ class _Compiler:
             "    if type(value) is not Struct and not isinstance(value, Struct):\n"
             "        raise invalid_type(schema, value)\n"
             "    struct_schema = value._schema\n"
-            "    if struct_schema is not schema and struct_schema != schema:\n"
-            "        raise DataError('Mismatching schema.')\n"
+            "    if struct_schema is not schema and struct_schema is not last_equal[0]:\n"
+            "        if struct_schema != schema:\n"
+            "            raise DataError('Mismatching schema.')\n"
+            "        last_equal[0] = struct_schema\n"
             "    v = value._values\n"
             f"    return {{{', '.join(entries)}}}\n"
         )
