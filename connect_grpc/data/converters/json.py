@@ -30,6 +30,7 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from types import CodeType
 from typing import Any, Final
 
 import orjson
@@ -965,9 +966,26 @@ def _read_expression(schema: Schema, json_value: str, reader: str) -> str:
 def _generated(source: str, namespace: dict[str, Any], name: str) -> Callable[[Any], Any]:
     # Per-schema code: one expression per struct instead of one call per field, which is
     # most of a record's cost in Python. Only field names enter the source, as repr()s.
-    exec(compile(source, f"<json {name}>", "exec"), namespace)
+    exec(_compiled(source, name), namespace)
     function: Callable[[Any], Any] = namespace[name]
     return function
+
+
+#: Compiled per-schema code by its source: converters made again for the same schemas (a
+#: task restarted, each PreviewPipeline call) bind it to their own namespace without
+#: compiling it again. The source names its bindings only, so the code is theirs to share.
+_CODE_CACHE: dict[tuple[str, str], CodeType] = {}
+_CODE_CACHE_SIZE = 512
+
+
+def _compiled(source: str, name: str) -> CodeType:
+    code = _CODE_CACHE.get((source, name))
+    if code is None:
+        code = compile(source, f"<json {name}>", "exec")
+        if len(_CODE_CACHE) >= _CODE_CACHE_SIZE:
+            _CODE_CACHE.clear()
+        _CODE_CACHE[(source, name)] = code
+    return code
 
 
 def _is_float(schema: Schema) -> bool:
