@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,20 @@ _GROUP_OF = _scopes()
 _SHARED_BROKER = pytest.StashKey[tuple[LocalKafka, Path]]()
 
 
+class _Span:
+    """When this pytest process's session started."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+
+
+_SPAN = pytest.StashKey[_Span]()
+#: The modules this process ran tests of (an xdist process reports their number).
+_SPANS_MODULES: set[str] = set()
+#: The controller's record of each xdist process: its id → (seconds, modules).
+_PROCESS_SPANS: dict[str, tuple[float, int]] = {}
+
+
 def _is_xdist_controller(config: pytest.Config) -> bool:
     """True in the process that hands tests to xdist workers (not in a worker, and not
     in a run without xdist)."""
@@ -170,10 +185,42 @@ def _prepare_class_archive(config: pytest.Config) -> None:
         threading.Thread(target=use_archive, name="class-archive", daemon=True).start()
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_SPAN] = _Span(time.monotonic())
+
+
+def pytest_runtest_logfinish(nodeid: str) -> None:
+    _SPANS_MODULES.add(nodeid.split("::", 1)[0])
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # Here, not at unconfigure: the broker's last log line must come before the summary
     # line, which CI reads as the last line. Every xdist worker has finished by now.
     _stop_shared_broker(session.config)
+    span = session.config.stash.get(_SPAN, None)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if span is not None and workeroutput is not None:  # an xdist process: tell the controller
+        workeroutput["span_s"] = time.monotonic() - span.started
+        workeroutput["modules"] = len(_SPANS_MODULES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """Keeps what each xdist process reported, for the summary."""
+    output = getattr(node, "workeroutput", {})
+    if "span_s" in output:
+        _PROCESS_SPANS[node.gateway.id] = (output["span_s"], output["modules"])
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Under xdist, how long each process ran and how many modules: the suite lasts as
+    long as the longest, so this is where a slow run's time is to be found."""
+    if not _PROCESS_SPANS:
+        return
+    terminalreporter.section("pytest-xdist processes")
+    for process, (seconds, modules) in sorted(_PROCESS_SPANS.items()):
+        minutes, rest = divmod(round(seconds), 60)
+        terminalreporter.write_line(f"{process}: {minutes}:{rest:02d} for {modules} modules")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
