@@ -44,6 +44,7 @@ BROKER_START_TIMEOUT_S = 90
 SHARED_NAMES = {
     "readme-files": (
         "tests/integration/test_ctl.py",
+    "tests/integration/test_etags.py",
         "tests/integration/test_dev_demo.py",
         "tests/integration/test_readme_commands.py",
         "tests/integration/test_secrets.py",
