@@ -514,6 +514,38 @@ def test_offsets_round_trip_through_get_alter_and_reset(
     assert ctl("delete", name).code == 0
 
 
+def test_if_match_makes_writes_conditional_and_a_stale_etag_exits_10(
+    ctl: Ctl, write: Callable[[str, Any], Path], name: str, events: Path
+) -> None:
+    path = write("c.json", connector_file(name, source_config(events, tasks=1),
+                                          initial_state="STOPPED"))
+    assert ctl("apply", "-f", str(path)).code == 0
+    etag = ctl("describe", "connector", name, "-o", "json").json()["etag"]
+    assert table_rows(ctl("get", "connectors", "-o", "wide", "-e", name))[name][-1] == etag
+
+    patched = ctl("patch", name, "--set", "test.poll.ms=7", "--if-match", etag)
+    current = ctl("describe", "connector", name, "-o", "json").json()["etag"]
+    assert patched.lines == [f"connector {name} patched (etag {current})"], patched.err
+    assert current != etag
+    stale = ctl("pause", name, "--if-match", etag)
+    assert stale.code == 10
+    assert stale.err.startswith("Error: ABORTED (ETAG_MISMATCH): etag: "), stale.err
+    assert f"  current etag: {current}" in stale.err.splitlines()
+    assert ctl("describe", "connector", name, "-o", "json").json()["status"]["connector"][
+        "state"] == "STOPPED"
+
+    offsets = write("o.json", {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 3}}]})
+    altered = ctl("offsets", "alter", name, "-f", str(offsets), "--if-match", current)
+    assert altered.code == 0, altered.err
+    after_alter = ctl("describe", "connector", name, "-o", "json").json()["etag"]
+    assert altered.out.rstrip().endswith(f"(etag {after_alter})") and after_alter != current
+    assert ctl("offsets", "reset", name, "--if-match", current).code == 10
+    assert ctl("delete", name, "--if-match", current).code == 10
+    assert ctl("describe", "connector", name, "-o", "json").json()["etag"] == after_alter
+    assert ctl("pause", name, f"{name}-2", "--if-match", after_alter).code == 2
+    assert ctl("delete", name, "--if-match", after_alter).code == 0
+
+
 # ---------------------------------------------------------------------------- topics
 
 
