@@ -16,6 +16,7 @@ from grpc_status import rpc_status
 
 from connect_grpc.api.errors import to_status
 from connect_grpc.api.servicer import ConnectServicer
+from connect_grpc.client import ConnectClient
 from connect_grpc.client_convert import error_from_status
 from connect_grpc.domain import ConnectorOffset, TargetState
 from connect_grpc.errors import AbortedError, NotFoundError
@@ -176,16 +177,21 @@ def test_a_connector_created_again_does_not_repeat_its_predecessors_etag(
 
 
 @pytest.fixture
-def stub(herder: StandaloneHerder) -> Iterator[pb_grpc.ConnectServiceStub]:
+def channel(herder: StandaloneHerder) -> Iterator[grpc.Channel]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield pb_grpc.ConnectServiceStub(channel)
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as opened:
+            yield opened
     finally:
         server.stop(0).wait()
+
+
+@pytest.fixture
+def stub(channel: grpc.Channel) -> pb_grpc.ConnectServiceStub:
+    return pb_grpc.ConnectServiceStub(channel)
 
 
 @pytest.mark.timeout(30)
@@ -222,3 +228,29 @@ def test_grpc_answers_carry_the_etag_and_a_stale_one_is_aborted_with_the_current
     assert refused.value.code() is grpc.StatusCode.ABORTED
     stub.DeleteConnector(pb.DeleteConnectorRequest(name="c", etag=reset))
     assert list(stub.ListConnectors(pb.ListConnectorsRequest()).connectors) == []
+
+
+@pytest.mark.timeout(30)
+def test_the_python_client_passes_etags_and_raises_aborted_with_the_current_one(
+    channel: grpc.Channel, tmp_path: Path
+) -> None:
+    client = ConnectClient(channel)
+    first = client.create_connector("c", _config(tmp_path), TargetState.STOPPED).info.etag
+    assert client.get_connector("c").etag == first
+    patched = client.patch_connector_config("c", {"topic": "u"}, etag=first).etag
+    with pytest.raises(AbortedError) as refused:
+        client.stop_connector("c", etag=first)
+    assert refused.value.current_etag == patched
+    put = client.put_connector_config("c", _config(tmp_path), etag=patched).info.etag
+    paused = client.pause_connector("c", etag=put)
+    stopped = client.stop_connector("c", etag=paused)
+    altered = client.alter_offsets(
+        "c", [ConnectorOffset({"p": 0}, {"pos": 1})], etag=stopped
+    ).etag
+    assert "reset" in client.reset_offsets("c", etag=altered)
+    with pytest.raises(AbortedError):
+        client.delete_connector("c", etag=altered)
+    client.delete_connector("c", etag=client.get_connector("c").etag)
+    assert len({first, patched, paused, altered}) == 4
+    # the etag is of the content: the config and state put back are the first ones again
+    assert put == stopped == first
