@@ -44,7 +44,6 @@ BROKER_START_TIMEOUT_S = 90
 SHARED_NAMES = {
     "readme-files": (
         "tests/integration/test_ctl.py",
-    "tests/integration/test_etags.py",
         "tests/integration/test_dev_demo.py",
         "tests/integration/test_readme_commands.py",
         "tests/integration/test_secrets.py",
@@ -57,6 +56,7 @@ SHARED_WORKER_MODULES = (
     "tests/integration/test_bad_inputs.py",
     "tests/integration/test_client.py",
     "tests/integration/test_ctl.py",
+    "tests/integration/test_etags.py",
     "tests/integration/test_go_client.py",
     "tests/integration/test_kill_pipeline.py",
     "tests/integration/test_lifecycle.py",

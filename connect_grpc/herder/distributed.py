@@ -718,15 +718,19 @@ class DistributedHerder(HerderCommon):
         self, name: str, state: TargetState, extra: list[RawRecord] | None = None,
         *, etag: str = "",
     ) -> str:
-        """Returns the connector's etag after the write."""
+        """Returns the connector's etag after the write (the answer a request id stores
+        with it, so a retry that reaches a later leader replays that etag too)."""
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
-            self._config_of(self._snapshot(), name)
+            snapshot = self._snapshot()
+            config = self._config_of(snapshot, name)
             self._require_etag(name, etag)
+            version = offsets_version_in(snapshot.extensions, name)
+            after = connector_etag(name, config, state, str(version))
             records = (extra or []) + target_state_records(name, state)
-            self._write(writer, self._with_answer(records, None))
+            self._write(writer, self._with_answer(records, after))
             self._log.info("connector_target_state_written", connector=name, state=state.value)
-            return self._etag_in(self._snapshot(), name)
+            return after
 
     # etags (AIP-154): the leader checks them under the connector's lock, against its own
     # view, before the write they guard (a follower forwards the request, etag and all)

@@ -7,6 +7,7 @@ task is needed to show it."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,21 +19,34 @@ from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from connect_grpc.cluster.records import AnswerRecord, request_key
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-from tests.integration.helpers import DEPLOYMENTS, create, source_config
+from tests.integration.helpers import (
+    DEPLOYMENTS,
+    RoutingStub,
+    create,
+    deployment_stub,
+    read_all,
+    source_config,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
 @pytest.fixture(params=DEPLOYMENTS)
-def stubs(request: pytest.FixtureRequest) -> list[Any]:
+def stub(request: pytest.FixtureRequest) -> Any:
+    """The deployment (its name is what the integration conftest groups modules by)."""
+    return deployment_stub(request)
+
+
+@pytest.fixture
+def stubs(stub: Any, request: pytest.FixtureRequest) -> list[Any]:
     """Two stubs for two writers: the standalone worker twice, or the cluster's two
     followers (so that both writes are forwarded to the leader, each by its own worker)."""
-    if request.param == "standalone":
-        worker: WorkerProcess = request.getfixturevalue("worker")
-        return [worker.stub, worker.stub]
+    if not isinstance(stub, RoutingStub):
+        return [stub, stub]
     workers: list[WorkerProcess] = request.getfixturevalue("cluster")
     info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=10)
     followers = [w.stub for w in workers if f"worker-{w.port}" != info.leader_id]
@@ -176,3 +190,30 @@ def test_a_conditional_put_never_creates(stubs: list[Any], name: str, events: Pa
         stubs[0].GetConnector(pb.GetConnectorRequest(name=name), timeout=10)
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND
 
+
+
+def _config_topic(worker: WorkerProcess) -> str:
+    for line in worker.properties_path.read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if key == "config.storage.topic":
+            return value
+    raise AssertionError("no config.storage.topic in the worker's properties")
+
+
+def test_the_answer_a_cluster_stores_for_a_conditional_pause_carries_its_new_etag(
+    cluster: list[WorkerProcess], kafka_bootstrap: str, name: str, events: Path
+) -> None:
+    """The answer to a request id is written with the change, in its transaction, for a
+    retry that reaches a later leader: it must name the etag the first answer named."""
+    stub = RoutingStub(cluster)
+    etag = _create_stopped(stub, name, events)
+    request_id = f"{name}-pause"
+    paused = stub.PauseConnector(
+        pb.PauseConnectorRequest(name=name, etag=etag, request_id=request_id), timeout=60
+    ).etag
+    key = request_key(request_id).encode()
+    [stored] = [m.value() for m in read_all(kafka_bootstrap, _config_topic(cluster[0]))
+                if m.key() == key]
+    record = AnswerRecord.from_json(json.loads(stored))
+    assert record is not None
+    assert pb.PauseConnectorResponse.FromString(record.payload).etag == paused != etag
