@@ -218,7 +218,7 @@ def test_get_connectors_as_table_wide_json_and_yaml(
 
     wide = table_rows(ctl("get", "connectors", "-o", "wide", "-e", f"{pair}-.*"))
     assert sorted(wide) == [f"{pair}-bad", f"{pair}-ok"]
-    assert wide[f"{pair}-bad"][5:] == [INSTRUMENTED_SOURCE, "0:RUNNING", "1:FAILED"]
+    assert wide[f"{pair}-bad"][5:-1] == [INSTRUMENTED_SOURCE, "0:RUNNING", "1:FAILED"]
 
     document = ctl("get", "connectors", "-o", "json", "-e", f"{pair}-.*").json()
     assert [c["name"] for c in document["connectors"]] == [f"{pair}-bad", f"{pair}-ok"]
@@ -229,6 +229,7 @@ def test_get_connectors_as_table_wide_json_and_yaml(
     assert [t["state"] for t in bad["tasks"]] == ["RUNNING", "FAILED"]
     assert "task 1 start failed on purpose" in bad["tasks"][1]["trace"]
     assert bad["config"]["test.fail.task.start"] == "1"
+    assert wide[f"{pair}-bad"][-1] == bad["etag"] != document["connectors"][1]["etag"]
     as_yaml = ctl("get", "connectors", "-o", "yaml", "-e", f"{pair}-.*")
     assert yaml.safe_load(as_yaml.out) == document
 
