@@ -279,7 +279,7 @@ class ConnectClient:
         )
 
     def put_connector_config(
-        self, name: str, config: Mapping[str, str], *, request_id: str = ""
+        self, name: str, config: Mapping[str, str], *, request_id: str = "", etag: str = ""
     ) -> PutConfigResult:
         """Creates the connector or replaces its whole config.
 
@@ -290,23 +290,33 @@ class ConnectClient:
             name: The connector name.
             config: The full new config.
             request_id: Optional idempotency key.
+            etag: Optional (AIP-154): replace only if the connector's etag is still this
+                one; a connector that does not exist is then NotFoundError.
 
         Returns:
-            The connector after the change, and whether it was created.
+            The connector after the change (with its new etag), and whether it was created.
 
         Raises:
             InvalidArgumentError: The config is invalid; see ``violations``.
+            AbortedError: ``etag`` is stale; its ``current_etag`` is the connector's now.
         """
         return self._call(
             self._stub.PutConnectorConfig,
-            pb.PutConnectorConfigRequest(name=name, config=dict(config), request_id=request_id),
+            pb.PutConnectorConfigRequest(
+                name=name, config=dict(config), request_id=request_id, etag=etag
+            ),
             lambda r: PutConfigResult(
                 info=cc.connector_info_from_pb(r.connector), created=r.created
             ),
         )
 
     def patch_connector_config(
-        self, name: str, config: Mapping[str, str | None], *, request_id: str = ""
+        self,
+        name: str,
+        config: Mapping[str, str | None],
+        *,
+        request_id: str = "",
+        etag: str = "",
     ) -> ConnectorInfo:
         """Changes some keys of a connector's config (KIP-477) and leaves the others.
 
@@ -316,15 +326,17 @@ class ConnectClient:
             name: The connector name.
             config: The keys to change: a string sets the key, None removes it.
             request_id: Optional idempotency key.
+            etag: Optional (AIP-154): patch only if the connector's etag is still this one.
 
         Returns:
-            The connector after the change, with its whole config.
+            The connector after the change, with its whole config and its new etag.
 
         Raises:
             NotFoundError: No connector has that name.
             InvalidArgumentError: The merged config is invalid; see ``violations``.
+            AbortedError: ``etag`` is stale; its ``current_etag`` is the connector's now.
         """
-        request = pb.PatchConnectorConfigRequest(name=name, request_id=request_id)
+        request = pb.PatchConnectorConfigRequest(name=name, request_id=request_id, etag=etag)
         for key, value in config.items():
             if value is None:
                 request.config[key].null_value = struct_pb2.NULL_VALUE
@@ -348,18 +360,20 @@ class ConnectClient:
             lambda r: dict(r.config),
         )
 
-    def delete_connector(self, name: str, *, request_id: str = "") -> None:
+    def delete_connector(self, name: str, *, request_id: str = "", etag: str = "") -> None:
         """Deletes a connector; its tasks and the connector stop with ``connector_deleted``.
 
         Not idempotent by itself (deleting again raises NotFoundError); pass a
-        ``request_id`` to make a retried delete succeed.
+        ``request_id`` to make a retried delete succeed. ``etag`` (optional, AIP-154):
+        delete only if the connector's etag is still this one.
 
         Raises:
             NotFoundError: No connector has that name.
+            AbortedError: ``etag`` is stale; nothing was deleted.
         """
         self._call(
             self._stub.DeleteConnector,
-            pb.DeleteConnectorRequest(name=name, request_id=request_id),
+            pb.DeleteConnectorRequest(name=name, request_id=request_id, etag=etag),
             lambda r: None,
         )
 
@@ -436,40 +450,46 @@ class ConnectClient:
 
     # target states and restarts
 
-    def pause_connector(self, name: str, *, request_id: str = "") -> None:
-        """Pauses the connector and its tasks. Idempotent.
+    def pause_connector(self, name: str, *, request_id: str = "", etag: str = "") -> str:
+        """Pauses the connector and its tasks. Idempotent. ``etag`` (optional, AIP-154):
+        only if the connector's etag is still this one. Returns the etag after the change.
 
         Raises:
             NotFoundError: No connector has that name.
+            AbortedError: ``etag`` is stale; its ``current_etag`` is the connector's now.
         """
-        self._call(
+        return self._call(
             self._stub.PauseConnector,
-            pb.PauseConnectorRequest(name=name, request_id=request_id),
-            lambda r: None,
+            pb.PauseConnectorRequest(name=name, request_id=request_id, etag=etag),
+            lambda r: str(r.etag),
         )
 
-    def resume_connector(self, name: str, *, request_id: str = "") -> None:
-        """Resumes a paused or stopped connector. Idempotent.
+    def resume_connector(self, name: str, *, request_id: str = "", etag: str = "") -> str:
+        """Resumes a paused or stopped connector. Idempotent. ``etag`` and the answer as
+        ``pause_connector``'s.
 
         Raises:
             NotFoundError: No connector has that name.
+            AbortedError: ``etag`` is stale; its ``current_etag`` is the connector's now.
         """
-        self._call(
+        return self._call(
             self._stub.ResumeConnector,
-            pb.ResumeConnectorRequest(name=name, request_id=request_id),
-            lambda r: None,
+            pb.ResumeConnectorRequest(name=name, request_id=request_id, etag=etag),
+            lambda r: str(r.etag),
         )
 
-    def stop_connector(self, name: str, *, request_id: str = "") -> None:
-        """Stops the connector and removes its tasks (KIP-875). Idempotent.
+    def stop_connector(self, name: str, *, request_id: str = "", etag: str = "") -> str:
+        """Stops the connector and removes its tasks (KIP-875). Idempotent. ``etag`` and the
+        answer as ``pause_connector``'s.
 
         Raises:
             NotFoundError: No connector has that name.
+            AbortedError: ``etag`` is stale; its ``current_etag`` is the connector's now.
         """
-        self._call(
+        return self._call(
             self._stub.StopConnector,
-            pb.StopConnectorRequest(name=name, request_id=request_id),
-            lambda r: None,
+            pb.StopConnectorRequest(name=name, request_id=request_id, etag=etag),
+            lambda r: str(r.etag),
         )
 
     def restart_connector(
@@ -547,6 +567,7 @@ class ConnectClient:
         *,
         request_id: str = "",
         all_partitions_time_ms: int | None = None,
+        etag: str = "",
     ) -> OffsetsChange:
         """Merges offsets into those of a STOPPED connector; ``offset=None`` resets a partition.
 
@@ -557,8 +578,12 @@ class ConnectClient:
         Idempotent in effect (the same offsets again leave the same offsets); a
         ``request_id`` also replays the first answer.
 
+        ``etag`` (optional, AIP-154): alter only if the connector's etag is still this one
+        (AbortedError otherwise).
+
         Returns:
-            What was altered, and where; and the offsets record times resolved to.
+            What was altered, and where; the offsets record times resolved to; the
+            connector's etag after the change.
 
         Raises:
             NotFoundError: No connector has that name.
@@ -575,15 +600,19 @@ class ConnectClient:
                     None if all_partitions_time_ms is None
                     else cc.record_time_to_pb(all_partitions_time_ms)
                 ),
+                etag=etag,
             ),
             lambda r: OffsetsChange(
                 str(r.message),
                 tuple(cc.connector_offsets_from_pb(r.resolved_offsets, "resolved_offsets")),
+                str(r.etag),
             ),
         )
 
-    def reset_offsets(self, name: str, *, request_id: str = "") -> str:
-        """Resets all offsets of a STOPPED connector. Idempotent in effect.
+    def reset_offsets(self, name: str, *, request_id: str = "", etag: str = "") -> str:
+        """Resets all offsets of a STOPPED connector. Idempotent in effect. ``etag``
+        (optional, AIP-154): reset only if the connector's etag is still this one
+        (AbortedError otherwise); ``get_connector`` then gives the new one.
 
         Returns:
             What was reset, and where.
@@ -594,7 +623,7 @@ class ConnectClient:
         """
         return self._call(
             self._stub.ResetOffsets,
-            pb.ResetOffsetsRequest(name=name, request_id=request_id),
+            pb.ResetOffsetsRequest(name=name, request_id=request_id, etag=etag),
             lambda r: str(r.message),
         )
 

@@ -43,6 +43,7 @@ from connect_grpc.domain import (
     WorkerDesc,
 )
 from connect_grpc.errors import (
+    AbortedError,
     AlreadyExistsError,
     ConnectError,
     FailedPreconditionError,
@@ -128,6 +129,7 @@ def connector_info_from_pb(message: pb.ConnectorInfo) -> ConnectorInfo:
         config=dict(message.config),
         tasks=tuple(task_id_from_pb(task) for task in message.tasks),
         type=type_from_pb(message.type),
+        etag=message.etag,
     )
 
 
@@ -301,6 +303,9 @@ def error_from_status(status: status_pb2.Status) -> ConnectError:
         return NotFoundError(message)
     if code == code_pb2.ALREADY_EXISTS:
         return AlreadyExistsError(message)
+    if code == code_pb2.ABORTED:
+        infos = _unpack_all(details, error_details_pb2.ErrorInfo)
+        return AbortedError(message, str(infos[0].metadata.get("etag", "")) if infos else "")
     if code == code_pb2.INVALID_ARGUMENT:
         return InvalidArgumentError(
             message,
@@ -420,6 +425,7 @@ _STATUS_CODES = {code.value[0]: code for code in grpc.StatusCode}
 _CODE_OF_ERROR: tuple[tuple[type[ConnectError], grpc.StatusCode], ...] = (
     (NotFoundError, grpc.StatusCode.NOT_FOUND),
     (AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (AbortedError, grpc.StatusCode.ABORTED),
     (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
     (FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
     (UnavailableError, grpc.StatusCode.UNAVAILABLE),

@@ -72,6 +72,9 @@ class ConnectorInfo:
     config: Mapping[str, str]
     tasks: tuple[TaskId, ...]
     type: ConnectorType
+    #: AIP-154: changes with the config, the target state and API offsets changes
+    #: (``herder.etags``); empty where the answer does not carry one.
+    etag: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,8 @@ class OffsetsChange:
 
     message: str
     resolved: tuple[ConnectorOffset, ...] = ()
+    #: The connector's etag after the change (AIP-154); empty where none is known.
+    etag: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,10 @@ class ConnectError(Exception):
         super().__init__(message)
         self.message = message
 
+    def info_metadata(self) -> dict[str, str]:
+        """What the answer's google.rpc.ErrorInfo carries as metadata (none by default)."""
+        return {}
+
     def in_step(self, step: str) -> ConnectError:
         """The same error, its message prefixed with the step of a multi-step call it failed in."""
         copied = copy.copy(self)
@@ -27,6 +31,21 @@ class NotFoundError(ConnectError):
     """An unknown connector, task or plugin."""
 
     reason = "NOT_FOUND"
+
+
+class AbortedError(ConnectError):
+    """A conditional write (AIP-154 etag) whose etag no longer matches the connector: it
+    changed nothing. ``current_etag`` is the connector's etag now (the caller re-reads,
+    decides, and retries with it); the gRPC answer carries it in its ErrorInfo metadata."""
+
+    reason = "ETAG_MISMATCH"
+
+    def __init__(self, message: str, current_etag: str) -> None:
+        super().__init__(message)
+        self.current_etag = current_etag
+
+    def info_metadata(self) -> dict[str, str]:
+        return {"etag": self.current_etag}
 
 
 class AlreadyExistsError(ConnectError):

@@ -87,6 +87,7 @@ def connector_info_to_pb(info: ConnectorInfo) -> pb.ConnectorInfo:
         config=dict(info.config),
         tasks=[task_id_to_pb(task) for task in info.tasks],
         type=type_to_pb(info.type),
+        etag=info.etag,
     )
 
 

@@ -14,6 +14,7 @@ from grpc_status import rpc_status
 
 from connect_grpc import deadline
 from connect_grpc.errors import (
+    AbortedError,
     AlreadyExistsError,
     ConnectError,
     FailedPreconditionError,
@@ -32,6 +33,7 @@ ERROR_DOMAIN = "connect-grpc"
 _CODES: list[tuple[type[ConnectError], int]] = [
     (NotFoundError, code_pb2.NOT_FOUND),
     (AlreadyExistsError, code_pb2.ALREADY_EXISTS),
+    (AbortedError, code_pb2.ABORTED),
     (InvalidArgumentError, code_pb2.INVALID_ARGUMENT),
     (FailedPreconditionError, code_pb2.FAILED_PRECONDITION),
     (UnavailableError, code_pb2.UNAVAILABLE),
@@ -51,7 +53,10 @@ def _pack(message: Any) -> any_pb2.Any:
 def to_status(error: ConnectError) -> status_pb2.Status:
     """The rich status of a domain error: code, message, ErrorInfo and type-specific details."""
     code = next((c for kind, c in _CODES if isinstance(error, kind)), code_pb2.UNKNOWN)
-    details = [_pack(error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN))]
+    info = error_details_pb2.ErrorInfo(
+        reason=error.reason, domain=ERROR_DOMAIN, metadata=error.info_metadata()
+    )
+    details = [_pack(info)]
     if isinstance(error, InvalidArgumentError) and error.violations:
         details.append(
             _pack(

@@ -165,7 +165,9 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             "PutConnectorConfig",
             request,
             pb.PutConnectorConfigResponse,
-            lambda: self._herder.put_connector_config(request.name, dict(request.config)),
+            lambda: self._herder.put_connector_config(
+                request.name, dict(request.config), request.etag
+            ),
             answer,
         )
 
@@ -186,7 +188,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             "PatchConnectorConfig",
             request,
             pb.PatchConnectorConfigResponse,
-            lambda: self._herder.patch_connector_config(request.name, patch),
+            lambda: self._herder.patch_connector_config(request.name, patch, request.etag),
             answer,
         )
 
@@ -209,7 +211,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             "DeleteConnector",
             request,
             pb.DeleteConnectorResponse,
-            lambda: self._herder.delete_connector(request.name),
+            lambda: self._herder.delete_connector(request.name, request.etag),
             lambda _: pb.DeleteConnectorResponse(),
         )
 
@@ -251,8 +253,8 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             "PauseConnector",
             request,
             pb.PauseConnectorResponse,
-            lambda: self._herder.pause_connector(request.name),
-            lambda _: pb.PauseConnectorResponse(),
+            lambda: self._herder.pause_connector(request.name, request.etag),
+            lambda etag: pb.PauseConnectorResponse(etag=etag),
         )
 
     @mapped
@@ -266,8 +268,8 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             "ResumeConnector",
             request,
             pb.ResumeConnectorResponse,
-            lambda: self._herder.resume_connector(request.name),
-            lambda _: pb.ResumeConnectorResponse(),
+            lambda: self._herder.resume_connector(request.name, request.etag),
+            lambda etag: pb.ResumeConnectorResponse(etag=etag),
         )
 
     @mapped
@@ -281,8 +283,8 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             "StopConnector",
             request,
             pb.StopConnectorResponse,
-            lambda: self._herder.stop_connector(request.name),
-            lambda _: pb.StopConnectorResponse(),
+            lambda: self._herder.stop_connector(request.name, request.etag),
+            lambda etag: pb.StopConnectorResponse(etag=etag),
         )
 
     @mapped
@@ -346,7 +348,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         def act() -> OffsetsChange:
             offsets = convert.connector_offsets_from_pb(request.offsets, "offsets")
             time_ms = convert.optional_record_time_from_pb(request, "all_partitions_record_time")
-            return self._herder.alter_offsets(request.name, offsets, time_ms)
+            return self._herder.alter_offsets(request.name, offsets, time_ms, request.etag)
 
         return self._requests.run(
             "AlterOffsets",
@@ -356,6 +358,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             lambda change: pb.AlterOffsetsResponse(
                 message=change.message,
                 resolved_offsets=[convert.connector_offset_to_pb(o) for o in change.resolved],
+                etag=change.etag,
             ),
         )
 
@@ -370,8 +373,8 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
             "ResetOffsets",
             request,
             pb.ResetOffsetsResponse,
-            lambda: self._herder.reset_offsets(request.name),
-            lambda message: pb.ResetOffsetsResponse(message=message),
+            lambda: self._herder.reset_offsets(request.name, request.etag),
+            lambda change: pb.ResetOffsetsResponse(message=change.message, etag=change.etag),
         )
 
     @mapped

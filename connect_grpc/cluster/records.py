@@ -12,6 +12,10 @@ config topic (written by the leader only, through its fenced writer)::
     connect-grpc-request-<id> {"at": 1763900000.5, "fingerprint": "<hex>",
                                "answer": "<base64 of the serialized response>"}
 
+    connect-grpc-offsets-version-<connector>  {"version": 3}: moved on by each API offsets
+                               change and each create, part of the connector's etag
+                               (``herder.etags``)
+
 status topic (each worker writes its own)::
 
     connect-grpc-worker-<id>  {"address": "10.0.0.2:8083", "generation": 7}

@@ -28,6 +28,22 @@ from connect_grpc.errors import ConnectError, FieldViolation, InvalidArgumentErr
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
+def if_match_option(what: str) -> Callable[[click.decorators.FC], click.decorators.FC]:
+    """``--if-match ETAG``: the write is made only if the connector's etag (``describe
+    connector``, ``get connectors -o wide``) is still ETAG (AIP-154); ABORTED otherwise."""
+    return click.option(
+        "--if-match", "if_match", metavar="ETAG", default="",
+        help=f"Only {what} if the connector's etag (describe connector, get connectors -o "
+             "wide) is still ETAG; otherwise change nothing and exit 10 (ABORTED).",
+    )
+
+
+def _with_new_etag(line: str, if_match: str, etag: str) -> str:
+    """The command's line, with the connector's new etag when the write was conditional
+    (a script chaining --if-match writes needs it)."""
+    return f"{line} (etag {etag})" if if_match and etag else line
+
+
 # ---------------------------------------------------------------------------- apply
 
 
@@ -37,25 +53,32 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
                    ".properties); repeat for several.")
 @click.option("--dry-run", is_flag=True,
               help="Only validate: show every error, create or change nothing.")
+@if_match_option("replace the config (one -f, an existing connector)")
 @pass_session
-def apply(session: Session, files: tuple[Path, ...], dry_run: bool) -> None:
+def apply(session: Session, files: tuple[Path, ...], dry_run: bool, if_match: str) -> None:
     """Create each file's connector, or replace its config if it exists.
 
     A new connector starts in the file's initial_state with its initial_offsets; for an
     existing one only the config changes (PutConnectorConfig).
     """
-    _for_each(session, list(files), lambda path: _apply_file(session, path, dry_run))
+    if if_match and len(files) != 1:
+        raise click.UsageError("--if-match: an etag is one connector's: give exactly one -f")
+    _for_each(session, list(files), lambda path: _apply_file(session, path, dry_run, if_match))
 
 
-def _apply_file(session: Session, path: Path, dry_run: bool) -> None:
+def _apply_file(session: Session, path: Path, dry_run: bool, if_match: str = "") -> None:
     request = read_connector_file(path)
     exists = connector_exists(session, request.name)
     if dry_run:
         _dry_run(session, path, request, exists)
-    elif exists:
-        result = session.client.put_connector_config(request.name, request.config)
+    elif exists or if_match:
+        result = session.client.put_connector_config(
+            request.name, request.config, etag=if_match
+        )
         verb = "created" if result.created else "configured"
-        session.output.line(f"connector {request.name} {verb}")
+        session.output.line(
+            _with_new_etag(f"connector {request.name} {verb}", if_match, result.info.etag)
+        )
     else:
         created = session.client.create_connector(
             request.name, request.config, request.initial_state, request.initial_offsets
@@ -120,15 +143,17 @@ def _dry_run(session: Session, path: Path, request: ConnectorRequest, exists: bo
               help="Set a key (the first = splits key from value); repeat for several.")
 @click.option("--unset", "removals", metavar="KEY", multiple=True,
               help="Remove a key; repeat for several.")
+@if_match_option("patch")
 @pass_session
 def patch(
-    session: Session, name: str, assignments: tuple[str, ...], removals: tuple[str, ...]
+    session: Session, name: str, assignments: tuple[str, ...], removals: tuple[str, ...],
+    if_match: str,
 ) -> None:
     """Change some keys of a connector's config and keep the others (KIP-477,
     PatchConnectorConfig); the merged config is validated as a whole, as `apply` validates."""
     changes = config_patch(assignments, removals)
-    info = session.client.patch_connector_config(name, changes)
-    session.output.line(f"connector {info.name} patched")
+    info = session.client.patch_connector_config(name, changes, etag=if_match)
+    session.output.line(_with_new_etag(f"connector {info.name} patched", if_match, info.etag))
 
 
 def config_patch(assignments: tuple[str, ...], removals: tuple[str, ...]) -> dict[str, str | None]:
@@ -166,21 +191,34 @@ def _for_each(session: Session, items: list[Path] | list[str],
         raise click.exceptions.Exit(first_failure)
 
 
-def _lifecycle(verb: str, doc: str, call: Callable[[Session, str], None]) -> click.Command:
+def _lifecycle(
+    verb: str, doc: str, call: Callable[[Session, str, str], str | None]
+) -> click.Command:
+    """``call(session, name, etag)`` makes the change; returns the new etag, if known."""
+
     @click.command(verb, help=doc)
     @click.argument("names", nargs=-1, shell_complete=complete_connector_names)
     @regex_option("Also every connector whose whole name matches this regular expression.")
+    @if_match_option(verb)
     @pass_session
-    def command(session: Session, names: tuple[str, ...], pattern: re.Pattern[str] | None) -> None:
+    def command(
+        session: Session, names: tuple[str, ...], pattern: re.Pattern[str] | None,
+        if_match: str,
+    ) -> None:
         if not names and pattern is None:
             raise click.UsageError("name one or more connectors, or give -e REGEX")
+        if if_match and (len(names) != 1 or pattern is not None):
+            raise click.UsageError(
+                "--if-match: an etag is one connector's: name exactly one, without -e"
+            )
         chosen = list(names)
         if pattern is not None:
             chosen += [name for name in matching(session, pattern) if name not in chosen]
 
         def one(name: str) -> None:
-            call(session, name)
-            session.output.line(f"connector {name} {_past(verb)}")
+            etag = call(session, name, if_match)
+            line = f"connector {name} {_past(verb)}"
+            session.output.line(_with_new_etag(line, if_match, etag or ""))
 
         _for_each(session, chosen, one)
 
@@ -192,14 +230,14 @@ def _past(verb: str) -> str:
 
 
 pause = _lifecycle("pause", "Pause connectors and their tasks.",
-                   lambda s, name: s.client.pause_connector(name))
+                   lambda s, name, etag: s.client.pause_connector(name, etag=etag))
 resume = _lifecycle("resume", "Resume paused or stopped connectors.",
-                    lambda s, name: s.client.resume_connector(name))
+                    lambda s, name, etag: s.client.resume_connector(name, etag=etag))
 stop = _lifecycle("stop", "Stop connectors and remove their tasks (KIP-875; needed before "
                           "offsets alter/reset).",
-                  lambda s, name: s.client.stop_connector(name))
+                  lambda s, name, etag: s.client.stop_connector(name, etag=etag))
 delete = _lifecycle("delete", "Delete connectors.",
-                    lambda s, name: s.client.delete_connector(name))
+                    lambda s, name, etag: s.client.delete_connector(name, etag=etag))
 
 
 # ---------------------------------------------------------------------------- offsets
@@ -237,22 +275,25 @@ def offsets_get(session: Session, name: str, output: str) -> None:
               help="Rewind a sink by time instead: every partition of its topics goes to its "
                    "first record at or after this time (RFC 3339 with a zone, e.g. "
                    "2026-11-25T10:00:00Z, or milliseconds since the epoch), or to its end.")
+@if_match_option("alter")
 @pass_session
-def offsets_alter(session: Session, name: str, path: Path | None, to_time: str | None) -> None:
+def offsets_alter(
+    session: Session, name: str, path: Path | None, to_time: str | None, if_match: str
+) -> None:
     """Merge the file's offsets into the connector's, or rewind a sink to a time."""
     if (path is None) == (to_time is None):
         raise click.UsageError("Give exactly one of option '-f' / '--file' and '--to-time'.")
     if path is None:
         change = session.client.alter_offsets(
-            name, all_partitions_time_ms=parse_time(str(to_time))
+            name, all_partitions_time_ms=parse_time(str(to_time)), etag=if_match
         )
     else:
         try:
             wanted = load_offsets_file(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidArgumentError.for_field(str(path), f"cannot read: {exc}") from None
-        change = session.client.alter_offsets(name, wanted)
-    session.output.line(change.message)
+        change = session.client.alter_offsets(name, wanted, etag=if_match)
+    session.output.line(_with_new_etag(change.message, if_match, change.etag))
     if change.resolved:
         session.output.table(
             ["PARTITION", "OFFSET"],
@@ -284,7 +325,8 @@ def parse_time(text: str) -> int:
 
 @offsets.command("reset")
 @click.argument("name", shell_complete=complete_connector_names)
+@if_match_option("reset")
 @pass_session
-def offsets_reset(session: Session, name: str) -> None:
+def offsets_reset(session: Session, name: str, if_match: str) -> None:
     """Reset all of the connector's offsets."""
-    session.output.line(session.client.reset_offsets(name))
+    session.output.line(session.client.reset_offsets(name, etag=if_match))

@@ -34,8 +34,8 @@ def get() -> None:
 @regex_option("Only the connectors whose whole name matches this regular expression.")
 @pass_session
 def get_connectors(session: Session, output: str, pattern: re.Pattern[str] | None) -> None:
-    """Every connector: name, type, state, tasks running/total, worker (wide: class and each
-    task's state too)."""
+    """Every connector: name, type, state, tasks running/total, worker (wide: class, each
+    task's state and the etag for --if-match too)."""
     entries = session.client.list_connectors(expand_status=True, expand_info=True)
     if pattern is not None:
         entries = [entry for entry in entries if pattern.fullmatch(entry.name)]
@@ -45,14 +45,15 @@ def get_connectors(session: Session, output: str, pattern: re.Pattern[str] | Non
         return
     headers = ["NAME", "TYPE", "STATE", "TASKS", "WORKER"]
     if output == "wide":
-        headers += ["CLASS", "TASK STATES"]
+        headers += ["CLASS", "TASK STATES", "ETAG"]
     table = []
     for row in rows["connectors"]:
         cells: list[object] = [row["name"], row["type"], state_text(row["state"]),
                                f"{row['tasks_running']}/{row['tasks_total']}", row["worker_id"]]
         if output == "wide":
             cells += [row["class"],
-                      " ".join(f"{task['id']}:{task['state']}" for task in row["tasks"])]
+                      " ".join(f"{task['id']}:{task['state']}" for task in row["tasks"]),
+                      row["etag"]]
         table.append(cells)
     session.output.table(headers, table)
 
@@ -67,7 +68,7 @@ def describe() -> None:
 @output_option()
 @pass_session
 def describe_connector(session: Session, name: str, output: str) -> None:
-    """A connector's config, status (with traces), tasks and offsets."""
+    """A connector's config, status (with traces), tasks, offsets and etag (for --if-match)."""
     client = session.client
     info = client.get_connector(name)
     status = client.get_connector_status(name)
@@ -129,6 +130,7 @@ def _show_description(
     out.line(Text(f"Class:      {info.config.get('connector.class', '')}"))
     out.line(Text("State:      ").append_text(state_text(status.connector.state)))
     out.line(Text(f"Worker:     {status.connector.worker_id}"))
+    out.line(Text(f"Etag:       {info.etag}"))
     out.line(Text("Config:"))
     width = max((len(key) for key in info.config), default=0)
     for key in sorted(info.config):

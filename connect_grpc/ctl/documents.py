@@ -89,6 +89,7 @@ def listing(entry: ConnectorListing) -> Document:
         "tasks_total": len(found.tasks) if found is not None else 0,
         "tasks": status(found)["tasks"] if found is not None else [],
         "config": dict(config),
+        "etag": entry.info.etag if entry.info is not None else "",
     }
 
 
@@ -120,6 +121,7 @@ def description(
     return {
         "name": info.name,
         "type": info.type.value,
+        "etag": info.etag,
         "config": dict(info.config),
         "status": status(connector),
         "offsets": None if found_offsets is None else offsets(found_offsets)["offsets"],

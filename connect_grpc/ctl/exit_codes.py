@@ -10,6 +10,7 @@ import grpc
 
 from connect_grpc.client_convert import call_failure_of, server_retry_delay
 from connect_grpc.errors import (
+    AbortedError,
     ConnectError,
     FailedPreconditionError,
     InvalidArgumentError,
@@ -28,6 +29,7 @@ class ExitCode(enum.IntEnum):
     UNAVAILABLE = 7
     DENIED = 8
     INSTANCE_FAILED = 9
+    ABORTED = 10
     INTERRUPTED = 130
 
 
@@ -44,11 +46,13 @@ EXIT_CODE_TABLE: tuple[tuple[ExitCode, str], ...] = (
      "FAILED_PRECONDITION: not in the right state (e.g. offsets of a connector not STOPPED)"),
     (ExitCode.ALREADY_EXISTS, "ALREADY_EXISTS"),
     (ExitCode.UNAVAILABLE,
-     "UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED: retry later; "
+     "UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED: retry later; "
      "also a --timeout that ran out"),
     (ExitCode.DENIED, "PERMISSION_DENIED, UNAUTHENTICATED"),
     (ExitCode.INSTANCE_FAILED,
      "restart or watch: a connector or task ended FAILED"),
+    (ExitCode.ABORTED,
+     "ABORTED: --if-match ETAG is stale, the connector changed: read it again, then decide"),
     (ExitCode.INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 
@@ -61,7 +65,7 @@ _BY_CODE: dict[grpc.StatusCode, ExitCode] = {
     grpc.StatusCode.ALREADY_EXISTS: ExitCode.ALREADY_EXISTS,
     grpc.StatusCode.UNAVAILABLE: ExitCode.UNAVAILABLE,
     grpc.StatusCode.DEADLINE_EXCEEDED: ExitCode.UNAVAILABLE,
-    grpc.StatusCode.ABORTED: ExitCode.UNAVAILABLE,
+    grpc.StatusCode.ABORTED: ExitCode.ABORTED,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ExitCode.UNAVAILABLE,
     grpc.StatusCode.PERMISSION_DENIED: ExitCode.DENIED,
     grpc.StatusCode.UNAUTHENTICATED: ExitCode.DENIED,
@@ -115,6 +119,8 @@ def _details(error: ConnectError) -> tuple[str, ...]:
         )
     if isinstance(error, UnavailableError):
         return _retry_advice(error)
+    if isinstance(error, AbortedError) and error.current_etag:
+        return (f"current etag: {error.current_etag}",)
     return ()
 
 

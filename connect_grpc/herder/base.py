@@ -98,17 +98,24 @@ class Herder(Protocol):
         (KIP-995): per partition, or (a sink's) every partition of its topics at one record
         time, ``initial_offsets_time_ms``. ALREADY_EXISTS if the name is taken."""
 
-    def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
-        """Creates or replaces the config; the target state of an existing connector is kept."""
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str], etag: str = ""
+    ) -> PutConfigResult:
+        """Creates or replaces the config; the target state of an existing connector is kept.
+
+        ``etag`` (AIP-154, on this and every write below): empty for an unconditional
+        write; otherwise the connector's current etag, or AbortedError and nothing changes
+        (NotFoundError for a connector that does not exist, here too: a conditional put
+        never creates). Checked under the connector's lock, with the write."""
 
     def patch_connector_config(
-        self, name: str, patch: Mapping[str, str | None]
+        self, name: str, patch: Mapping[str, str | None], etag: str = ""
     ) -> PutConfigResult:
         """KIP-477: lays ``patch`` over the current config (None removes a key) and puts the
         result as ``put_connector_config`` would, validation included; ``created`` is always
         False. NOT_FOUND if the connector does not exist."""
 
-    def delete_connector(self, name: str) -> None:
+    def delete_connector(self, name: str, etag: str = "") -> None:
         """Stops tasks and connector with ``connector_deleted=True`` and forgets the connector."""
 
     def connector_status(self, name: str) -> ConnectorStatus: ...
@@ -117,11 +124,12 @@ class Herder(Protocol):
 
     def task_configs(self, name: str) -> list[TaskInfo]: ...
 
-    def pause_connector(self, name: str) -> None: ...
+    def pause_connector(self, name: str, etag: str = "") -> str:
+        """Returns the connector's etag after the change (as resume and stop)."""
 
-    def resume_connector(self, name: str) -> None: ...
+    def resume_connector(self, name: str, etag: str = "") -> str: ...
 
-    def stop_connector(self, name: str) -> None: ...
+    def stop_connector(self, name: str, etag: str = "") -> str: ...
 
     def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
         """KIP-745. None for a plain restart; otherwise the status showing RESTARTING."""
@@ -135,12 +143,14 @@ class Herder(Protocol):
         name: str,
         offsets: Sequence[ConnectorOffset],
         all_partitions_time_ms: int | None = None,
+        etag: str = "",
     ) -> OffsetsChange:
         """KIP-875 alter (merge), or (a sink's) every partition of its topics set by one
-        record time; returns the success message and what record times resolved to."""
+        record time; returns the success message, what record times resolved to and the
+        connector's new etag."""
 
-    def reset_offsets(self, name: str) -> str:
-        """KIP-875 reset; returns the success message."""
+    def reset_offsets(self, name: str, etag: str = "") -> OffsetsChange:
+        """KIP-875 reset; returns the success message and the connector's new etag."""
 
     def validate_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
         ...

@@ -78,6 +78,13 @@ from connect_grpc.errors import (
 )
 from connect_grpc.herder.base import WorkerRuntime
 from connect_grpc.herder.common import HerderCommon
+from connect_grpc.herder.etags import (
+    connector_etag,
+    no_connector_for_etag,
+    offsets_version_in,
+    offsets_version_key,
+    require_etag,
+)
 from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.reconciler import Reconciler
@@ -347,14 +354,22 @@ class DistributedHerder(HerderCommon):
 
     def connector_info(self, name: str) -> ConnectorInfo:
         snapshot = self._snapshot()
-        return self._info(name, self._config_of(snapshot, name), len(snapshot.task_configs(name)))
+        return self._info(
+            name,
+            self._config_of(snapshot, name),
+            len(snapshot.task_configs(name)),
+            self._etag_in(snapshot, name),
+        )
 
-    def _info(self, name: str, config: Mapping[str, str], task_count: int) -> ConnectorInfo:
+    def _info(
+        self, name: str, config: Mapping[str, str], task_count: int, etag: str
+    ) -> ConnectorInfo:
         return ConnectorInfo(
             name=name,
             config=dict(config),
             tasks=tuple(TaskId(name, n) for n in range(task_count)),
             type=connector_type(self._plugins, config),
+            etag=etag,
         )
 
     def connector_config(self, name: str) -> dict[str, str]:
@@ -487,28 +502,37 @@ class DistributedHerder(HerderCommon):
             initial = self._validated_for_create(
                 name, full_config, initial_offsets, initial_offsets_time_ms
             )
+            version, version_records = self._next_offsets_version(self._snapshot(), name)
+            etag = connector_etag(name, full_config, initial_state, version)
             result = CreateResult(
-                self._info(name, full_config, 0), initial.message, initial.resolved
+                self._info(name, full_config, 0, etag), initial.message, initial.resolved
             )
             records = connector_config_records(name, full_config, initial_state)
-            self._write(writer, self._with_answer(records, result))
+            self._write(writer, self._with_answer([*records, *version_records], result))
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
             return result
 
-    def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str], etag: str = ""
+    ) -> PutConfigResult:
         self._leader_writer()  # a follower forwards before doing any work
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
-            return self._put_config(self._leader_writer(), name, full_config)
+            writer = self._leader_writer()
+            if etag and not self._snapshot().contains(name):
+                raise no_connector_for_etag(name)
+            self._require_etag(name, etag)
+            return self._put_config(writer, name, full_config)
 
     def patch_connector_config(
-        self, name: str, patch: Mapping[str, str | None]
+        self, name: str, patch: Mapping[str, str | None], etag: str = ""
     ) -> PutConfigResult:
         self._leader_writer()  # a follower forwards before doing any work
         name = validate_name(name)
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             current = self._config_of(self._snapshot(), name)
+            self._require_etag(name, etag)
             _, full_config = self._normalised(name, patched_config(current, patch))
             return self._put_config(writer, name, full_config)
 
@@ -521,30 +545,39 @@ class DistributedHerder(HerderCommon):
         created = not snapshot.contains(name)
         initial = TargetState.STARTED if created else None
         task_count = 0 if created else len(snapshot.task_configs(name))
-        result = PutConfigResult(self._info(name, full_config, task_count), created=created)
+        if created:
+            version, version_records = self._next_offsets_version(snapshot, name)
+        else:
+            version, version_records = str(offsets_version_in(snapshot.extensions, name)), []
+        target = snapshot.target_state(name) or TargetState.STARTED
+        etag = connector_etag(name, full_config, target, version)
+        result = PutConfigResult(self._info(name, full_config, task_count, etag), created=created)
         records = connector_config_records(name, full_config, initial)
-        self._write(writer, self._with_answer(records, result))
+        self._write(writer, self._with_answer([*records, *version_records], result))
         self._log.info("connector_config_written", connector=name, created=created)
         return result
 
-    def delete_connector(self, name: str) -> None:
+    def delete_connector(self, name: str, etag: str = "") -> None:
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             snapshot = self._snapshot()
             self._config_of(snapshot, name)
+            self._require_etag(name, etag)
             records = removal_records(name, len(snapshot.task_configs(name)))
             self._write(writer, self._with_answer(records, None))
             self._log.info("connector_deleted", connector=name)
 
-    def pause_connector(self, name: str) -> None:
-        self._write_target_state(name, TargetState.PAUSED)
+    def pause_connector(self, name: str, etag: str = "") -> str:
+        return self._write_target_state(name, TargetState.PAUSED, etag=etag)
 
-    def resume_connector(self, name: str) -> None:
-        self._write_target_state(name, TargetState.STARTED)
+    def resume_connector(self, name: str, etag: str = "") -> str:
+        return self._write_target_state(name, TargetState.STARTED, etag=etag)
 
-    def stop_connector(self, name: str) -> None:
+    def stop_connector(self, name: str, etag: str = "") -> str:
         """STOPPED, and no task configs: the tasks stop everywhere (KIP-875)."""
-        self._write_target_state(name, TargetState.STOPPED, task_config_records(name, []))
+        return self._write_target_state(
+            name, TargetState.STOPPED, task_config_records(name, []), etag=etag
+        )
 
     def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
         """KIP-745 on a cluster: the leader writes the request to the config topic, and the
@@ -587,17 +620,22 @@ class DistributedHerder(HerderCommon):
         name: str,
         offsets: Sequence[ConnectorOffset],
         all_partitions_time_ms: int | None = None,
+        etag: str = "",
     ) -> OffsetsChange:
         with self._connector_locks.hold(name):
-            self._leader_writer()
-            return self._offset_manager.alter(
+            writer = self._leader_writer()
+            self._require_etag(name, etag)
+            change = self._offset_manager.alter(
                 name, self._stopped_config(name), offsets, all_partitions_time_ms
             )
+            return replace(change, etag=self._offsets_changed(writer, name))
 
-    def reset_offsets(self, name: str) -> str:
+    def reset_offsets(self, name: str, etag: str = "") -> OffsetsChange:
         with self._connector_locks.hold(name):
-            self._leader_writer()
-            return self._offset_manager.reset(name, self._stopped_config(name))
+            writer = self._leader_writer()
+            self._require_etag(name, etag)
+            message = self._offset_manager.reset(name, self._stopped_config(name))
+            return OffsetsChange(message, etag=self._offsets_changed(writer, name))
 
     def reset_connector_topics(self, name: str) -> None:
         """The leader writes the tombstones (a write: forwarded to it, like Kafka Connect's
@@ -677,14 +715,51 @@ class DistributedHerder(HerderCommon):
     # the leader's writes
 
     def _write_target_state(
-        self, name: str, state: TargetState, extra: list[RawRecord] | None = None
-    ) -> None:
+        self, name: str, state: TargetState, extra: list[RawRecord] | None = None,
+        *, etag: str = "",
+    ) -> str:
+        """Returns the connector's etag after the write (the answer a request id stores
+        with it, so a retry that reaches a later leader replays that etag too)."""
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
-            self._config_of(self._snapshot(), name)
+            snapshot = self._snapshot()
+            config = self._config_of(snapshot, name)
+            self._require_etag(name, etag)
+            version = offsets_version_in(snapshot.extensions, name)
+            after = connector_etag(name, config, state, str(version))
             records = (extra or []) + target_state_records(name, state)
-            self._write(writer, self._with_answer(records, None))
+            self._write(writer, self._with_answer(records, after))
             self._log.info("connector_target_state_written", connector=name, state=state.value)
+            return after
+
+    # etags (AIP-154): the leader checks them under the connector's lock, against its own
+    # view, before the write they guard (a follower forwards the request, etag and all)
+
+    def _etag_in(self, snapshot: ConfigSnapshot, name: str) -> str:
+        config = self._config_of(snapshot, name)
+        target = snapshot.target_state(name) or TargetState.STARTED
+        version = offsets_version_in(snapshot.extensions, name)
+        return connector_etag(name, config, target, str(version))
+
+    def _require_etag(self, name: str, etag: str) -> None:
+        """NotFoundError for an unknown connector, AbortedError for a stale ``etag``."""
+        if etag:
+            require_etag(name, etag, self._etag_in(self._snapshot(), name))
+
+    @staticmethod
+    def _next_offsets_version(
+        snapshot: ConfigSnapshot, name: str
+    ) -> tuple[str, list[RawRecord]]:
+        """The connector's next offsets version and the record that writes it."""
+        version = offsets_version_in(snapshot.extensions, name) + 1
+        return str(version), [extension_record(offsets_version_key(name), {"version": version})]
+
+    def _offsets_changed(self, writer: FencedWriter, name: str) -> str:
+        """(After a successful offsets change) Writes the connector's next offsets version;
+        returns its new etag."""
+        _, records = self._next_offsets_version(self._snapshot(), name)
+        self._write(writer, records, wake_leader=False)
+        return self._etag_in(self._snapshot(), name)
 
     def leads(self) -> bool:
         """Whether this worker carries out the leader's writes now."""

@@ -14,8 +14,11 @@ store (they take neither lock).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import itertools
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -49,6 +52,7 @@ from connect_grpc.errors import (
 )
 from connect_grpc.herder.base import WorkerRuntime
 from connect_grpc.herder.common import HerderCommon
+from connect_grpc.herder.etags import connector_etag, no_connector_for_etag, require_etag
 from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.restart import RestartPlan, build_restart_plan
@@ -90,6 +94,8 @@ class _ConnectorState:
     config: dict[str, str]
     target: TargetState
     type: ConnectorType
+    #: Changes with each offsets change made through the API (``herder.etags``).
+    offsets_version: str = ""
     task_configs: list[dict[str, str]] = field(default_factory=list)
 
     def task_ids(self, name: str) -> list[TaskId]:
@@ -148,6 +154,10 @@ class StandaloneHerder(HerderCommon):
         self._lock = threading.RLock()
         self._connector_locks = ConnectorLocks()
         self._connectors: dict[str, _ConnectorState] = {}
+        # offsets versions are unique to this process (standalone keeps connectors in
+        # memory only): a connector created again never repeats an etag of its predecessor
+        self._process_token = uuid.uuid4().hex[:8]
+        self._offsets_versions = itertools.count(1)
         self._stopped = False
         self._log = log.bind(worker_id=config.worker_id)
 
@@ -191,6 +201,7 @@ class StandaloneHerder(HerderCommon):
                 config=dict(state.config),
                 tasks=tuple(state.task_ids(name)),
                 type=state.type,
+                etag=self._etag(name, state),
             )
 
     def connector_config(self, name: str) -> dict[str, str]:
@@ -237,23 +248,30 @@ class StandaloneHerder(HerderCommon):
             )
             with self._lock:
                 self._connectors[name] = _ConnectorState(
-                    full_config, initial_state, self._connector_type(full_config)
+                    full_config, initial_state, self._connector_type(full_config),
+                    self._next_offsets_version(),
                 )
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
             self._start_connector(name)
             return CreateResult(self.connector_info(name), initial.message, initial.resolved)
 
-    def put_connector_config(self, name: str, config: Mapping[str, str]) -> PutConfigResult:
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str], etag: str = ""
+    ) -> PutConfigResult:
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
+            if etag and not self._exists(name):
+                raise no_connector_for_etag(name)
+            self._require_etag(name, etag)
             return self._put_config(name, full_config)
 
     def patch_connector_config(
-        self, name: str, patch: Mapping[str, str | None]
+        self, name: str, patch: Mapping[str, str | None], etag: str = ""
     ) -> PutConfigResult:
         name = validate_name(name)
         with self._connector_locks.hold(name):
             current = self.connector_config(name)
+            self._require_etag(name, etag)
             _, full_config = self._normalised(name, patched_config(current, patch))
             return self._put_config(name, full_config)
 
@@ -265,7 +283,8 @@ class StandaloneHerder(HerderCommon):
         if created:
             with self._lock:
                 self._connectors[name] = _ConnectorState(
-                    full_config, TargetState.STARTED, connector_type
+                    full_config, TargetState.STARTED, connector_type,
+                    self._next_offsets_version(),
                 )
             self._log.info("connector_created", connector=name)
         else:
@@ -277,9 +296,10 @@ class StandaloneHerder(HerderCommon):
         self._start_connector(name)
         return PutConfigResult(self.connector_info(name), created=created)
 
-    def delete_connector(self, name: str) -> None:
+    def delete_connector(self, name: str, etag: str = "") -> None:
         with self._connector_locks.hold(name):
             self._require(name)
+            self._require_etag(name, etag)
             self._stop_instances(name, connector_deleted=True)
             with self._lock:
                 del self._connectors[name]
@@ -290,29 +310,35 @@ class StandaloneHerder(HerderCommon):
         require_topic_tracking(self._config, reset=True)
         self._board.reset_active_topics(name)
 
-    def pause_connector(self, name: str) -> None:
+    def pause_connector(self, name: str, etag: str = "") -> str:
         with self._connector_locks.hold(name):
+            self._require_etag(name, etag)
             tasks = self._set_target(name, TargetState.PAUSED)
             self._worker.set_connector_target(name, TargetState.PAUSED)
             for task in tasks:
                 self._worker.set_task_target(task, TargetState.PAUSED)
             self._log.info("connector_paused", connector=name)
+            return self._current_etag(name)
 
-    def resume_connector(self, name: str) -> None:
+    def resume_connector(self, name: str, etag: str = "") -> str:
         with self._connector_locks.hold(name):
+            self._require_etag(name, etag)
             tasks = self._set_target(name, TargetState.STARTED)
             if self._worker.set_connector_target(name, TargetState.STARTED):
                 for task in tasks:
                     self._worker.set_task_target(task, TargetState.STARTED)
                 self._reconfigure_tasks(name)
             self._log.info("connector_resumed", connector=name)
+            return self._current_etag(name)
 
-    def stop_connector(self, name: str) -> None:
+    def stop_connector(self, name: str, etag: str = "") -> str:
         with self._connector_locks.hold(name):
+            self._require_etag(name, etag)
             self._set_target(name, TargetState.STOPPED)
             self._replace_tasks(name, [])
             self._worker.set_connector_target(name, TargetState.STOPPED)
             self._log.info("connector_stopped", connector=name)
+            return self._current_etag(name)
 
     def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
         """Restarts a connector and, if asked, its tasks (KIP-745).
@@ -462,17 +488,22 @@ class StandaloneHerder(HerderCommon):
         name: str,
         offsets: Sequence[ConnectorOffset],
         all_partitions_time_ms: int | None = None,
+        etag: str = "",
     ) -> OffsetsChange:
         with self._connector_locks.hold(name):
+            self._require_etag(name, etag)
             config = self._stopped_config(name)
             self._refuse_sink_change_while_kafka_unreachable(config)
-            return self._offset_manager.alter(name, config, offsets, all_partitions_time_ms)
+            change = self._offset_manager.alter(name, config, offsets, all_partitions_time_ms)
+            return dataclasses.replace(change, etag=self._offsets_changed(name))
 
-    def reset_offsets(self, name: str) -> str:
+    def reset_offsets(self, name: str, etag: str = "") -> OffsetsChange:
         with self._connector_locks.hold(name):
+            self._require_etag(name, etag)
             config = self._stopped_config(name)
             self._refuse_sink_change_while_kafka_unreachable(config)
-            return self._offset_manager.reset(name, config)
+            message = self._offset_manager.reset(name, config)
+            return OffsetsChange(message, etag=self._offsets_changed(name))
 
     def _refuse_sink_change_while_kafka_unreachable(self, config: Mapping[str, str]) -> None:
         """A sink's offsets are its consumer group's, in Kafka (a source's are in the file)."""
@@ -526,6 +557,31 @@ class StandaloneHerder(HerderCommon):
         if state is None:
             raise NotFoundError(f"Connector {name} not found")
         return state
+
+    # etags (AIP-154; callers of the checks hold the connector's lock, so no write can
+    # come between a check and the write it guards)
+
+    def _etag(self, name: str, state: _ConnectorState) -> str:
+        return connector_etag(name, state.config, state.target, state.offsets_version)
+
+    def _current_etag(self, name: str) -> str:
+        with self._lock:
+            return self._etag(name, self._state(name))
+
+    def _require_etag(self, name: str, etag: str) -> None:
+        """NotFoundError for an unknown connector, AbortedError for a stale ``etag``."""
+        if etag:
+            require_etag(name, etag, self._current_etag(name))
+
+    def _next_offsets_version(self) -> str:
+        return f"{self._process_token}.{next(self._offsets_versions)}"
+
+    def _offsets_changed(self, name: str) -> str:
+        """Moves the connector's offsets version on; returns its new etag."""
+        with self._lock:
+            state = self._state(name)
+            state.offsets_version = self._next_offsets_version()
+            return self._etag(name, state)
 
     def _require(self, name: str) -> None:
         with self._lock:

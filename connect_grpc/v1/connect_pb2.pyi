@@ -146,7 +146,7 @@ class TaskId(_message.Message):
     def __init__(self, connector: _Optional[str] = ..., task: _Optional[int] = ...) -> None: ...
 
 class ConnectorInfo(_message.Message):
-    __slots__ = ("name", "config", "tasks", "type")
+    __slots__ = ("name", "config", "tasks", "type", "etag")
     class ConfigEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -158,11 +158,13 @@ class ConnectorInfo(_message.Message):
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     config: _containers.ScalarMap[str, str]
     tasks: _containers.RepeatedCompositeFieldContainer[TaskId]
     type: ConnectorType
-    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., tasks: _Optional[_Iterable[_Union[TaskId, _Mapping]]] = ..., type: _Optional[_Union[ConnectorType, str]] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., tasks: _Optional[_Iterable[_Union[TaskId, _Mapping]]] = ..., type: _Optional[_Union[ConnectorType, str]] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class TaskInfo(_message.Message):
     __slots__ = ("id", "config")
@@ -307,7 +309,7 @@ class CreateConnectorResponse(_message.Message):
     def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., offsets_message: _Optional[str] = ..., resolved_offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
 
 class PutConnectorConfigRequest(_message.Message):
-    __slots__ = ("name", "config", "request_id")
+    __slots__ = ("name", "config", "request_id", "etag")
     class ConfigEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -318,10 +320,12 @@ class PutConnectorConfigRequest(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     config: _containers.ScalarMap[str, str]
     request_id: str
-    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., request_id: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class PutConnectorConfigResponse(_message.Message):
     __slots__ = ("connector", "created")
@@ -332,7 +336,7 @@ class PutConnectorConfigResponse(_message.Message):
     def __init__(self, connector: _Optional[_Union[ConnectorInfo, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
 
 class PatchConnectorConfigRequest(_message.Message):
-    __slots__ = ("name", "config", "request_id")
+    __slots__ = ("name", "config", "request_id", "etag")
     class ConfigEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -343,10 +347,12 @@ class PatchConnectorConfigRequest(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     config: _containers.MessageMap[str, _struct_pb2.Value]
     request_id: str
-    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., request_id: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class PatchConnectorConfigResponse(_message.Message):
     __slots__ = ("connector",)
@@ -374,12 +380,14 @@ class GetConnectorConfigResponse(_message.Message):
     def __init__(self, config: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class DeleteConnectorRequest(_message.Message):
-    __slots__ = ("name", "request_id")
+    __slots__ = ("name", "request_id", "etag")
     NAME_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     request_id: str
-    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class DeleteConnectorResponse(_message.Message):
     __slots__ = ()
@@ -424,40 +432,52 @@ class ListTasksResponse(_message.Message):
     def __init__(self, tasks: _Optional[_Iterable[_Union[TaskInfo, _Mapping]]] = ...) -> None: ...
 
 class PauseConnectorRequest(_message.Message):
-    __slots__ = ("name", "request_id")
+    __slots__ = ("name", "request_id", "etag")
     NAME_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     request_id: str
-    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class PauseConnectorResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("etag",)
+    ETAG_FIELD_NUMBER: _ClassVar[int]
+    etag: str
+    def __init__(self, etag: _Optional[str] = ...) -> None: ...
 
 class ResumeConnectorRequest(_message.Message):
-    __slots__ = ("name", "request_id")
+    __slots__ = ("name", "request_id", "etag")
     NAME_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     request_id: str
-    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class ResumeConnectorResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("etag",)
+    ETAG_FIELD_NUMBER: _ClassVar[int]
+    etag: str
+    def __init__(self, etag: _Optional[str] = ...) -> None: ...
 
 class StopConnectorRequest(_message.Message):
-    __slots__ = ("name", "request_id")
+    __slots__ = ("name", "request_id", "etag")
     NAME_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     request_id: str
-    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class StopConnectorResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("etag",)
+    ETAG_FIELD_NUMBER: _ClassVar[int]
+    etag: str
+    def __init__(self, etag: _Optional[str] = ...) -> None: ...
 
 class RestartConnectorRequest(_message.Message):
     __slots__ = ("name", "include_tasks", "only_failed", "request_id")
@@ -504,38 +524,46 @@ class GetOffsetsResponse(_message.Message):
     def __init__(self, offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
 
 class AlterOffsetsRequest(_message.Message):
-    __slots__ = ("name", "offsets", "request_id", "all_partitions_record_time")
+    __slots__ = ("name", "offsets", "request_id", "all_partitions_record_time", "etag")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     ALL_PARTITIONS_RECORD_TIME_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
     request_id: str
     all_partitions_record_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ..., request_id: _Optional[str] = ..., all_partitions_record_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ..., request_id: _Optional[str] = ..., all_partitions_record_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class AlterOffsetsResponse(_message.Message):
-    __slots__ = ("message", "resolved_offsets")
+    __slots__ = ("message", "resolved_offsets", "etag")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     RESOLVED_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     message: str
     resolved_offsets: _containers.RepeatedCompositeFieldContainer[ConnectorOffset]
-    def __init__(self, message: _Optional[str] = ..., resolved_offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ...) -> None: ...
+    etag: str
+    def __init__(self, message: _Optional[str] = ..., resolved_offsets: _Optional[_Iterable[_Union[ConnectorOffset, _Mapping]]] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class ResetOffsetsRequest(_message.Message):
-    __slots__ = ("name", "request_id")
+    __slots__ = ("name", "request_id", "etag")
     NAME_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     name: str
     request_id: str
-    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class ResetOffsetsResponse(_message.Message):
-    __slots__ = ("message",)
+    __slots__ = ("message", "etag")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ETAG_FIELD_NUMBER: _ClassVar[int]
     message: str
-    def __init__(self, message: _Optional[str] = ...) -> None: ...
+    etag: str
+    def __init__(self, message: _Optional[str] = ..., etag: _Optional[str] = ...) -> None: ...
 
 class ConfigKeyInfo(_message.Message):
     __slots__ = ("name", "type", "required", "default_value", "importance", "documentation", "group", "order_in_group", "width", "display_name", "dependents")

@@ -218,7 +218,7 @@ def test_get_connectors_as_table_wide_json_and_yaml(
 
     wide = table_rows(ctl("get", "connectors", "-o", "wide", "-e", f"{pair}-.*"))
     assert sorted(wide) == [f"{pair}-bad", f"{pair}-ok"]
-    assert wide[f"{pair}-bad"][5:] == [INSTRUMENTED_SOURCE, "0:RUNNING", "1:FAILED"]
+    assert wide[f"{pair}-bad"][5:-1] == [INSTRUMENTED_SOURCE, "0:RUNNING", "1:FAILED"]
 
     document = ctl("get", "connectors", "-o", "json", "-e", f"{pair}-.*").json()
     assert [c["name"] for c in document["connectors"]] == [f"{pair}-bad", f"{pair}-ok"]
@@ -229,6 +229,7 @@ def test_get_connectors_as_table_wide_json_and_yaml(
     assert [t["state"] for t in bad["tasks"]] == ["RUNNING", "FAILED"]
     assert "task 1 start failed on purpose" in bad["tasks"][1]["trace"]
     assert bad["config"]["test.fail.task.start"] == "1"
+    assert wide[f"{pair}-bad"][-1] == bad["etag"] != document["connectors"][1]["etag"]
     as_yaml = ctl("get", "connectors", "-o", "yaml", "-e", f"{pair}-.*")
     assert yaml.safe_load(as_yaml.out) == document
 
@@ -512,6 +513,38 @@ def test_offsets_round_trip_through_get_alter_and_reset(
     assert reset.code == 0 and "reset" in reset.out
     assert ctl("offsets", "get", name, "-o", "json").json() == {"offsets": []}
     assert ctl("delete", name).code == 0
+
+
+def test_if_match_makes_writes_conditional_and_a_stale_etag_exits_10(
+    ctl: Ctl, write: Callable[[str, Any], Path], name: str, events: Path
+) -> None:
+    path = write("c.json", connector_file(name, source_config(events, tasks=1),
+                                          initial_state="STOPPED"))
+    assert ctl("apply", "-f", str(path)).code == 0
+    etag = ctl("describe", "connector", name, "-o", "json").json()["etag"]
+    assert table_rows(ctl("get", "connectors", "-o", "wide", "-e", name))[name][-1] == etag
+
+    patched = ctl("patch", name, "--set", "test.poll.ms=7", "--if-match", etag)
+    current = ctl("describe", "connector", name, "-o", "json").json()["etag"]
+    assert patched.lines == [f"connector {name} patched (etag {current})"], patched.err
+    assert current != etag
+    stale = ctl("pause", name, "--if-match", etag)
+    assert stale.code == 10
+    assert stale.err.startswith("Error: ABORTED (ETAG_MISMATCH): etag: "), stale.err
+    assert f"  current etag: {current}" in stale.err.splitlines()
+    assert ctl("describe", "connector", name, "-o", "json").json()["status"]["connector"][
+        "state"] == "STOPPED"
+
+    offsets = write("o.json", {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 3}}]})
+    altered = ctl("offsets", "alter", name, "-f", str(offsets), "--if-match", current)
+    assert altered.code == 0, altered.err
+    after_alter = ctl("describe", "connector", name, "-o", "json").json()["etag"]
+    assert altered.out.rstrip().endswith(f"(etag {after_alter})") and after_alter != current
+    assert ctl("offsets", "reset", name, "--if-match", current).code == 10
+    assert ctl("delete", name, "--if-match", current).code == 10
+    assert ctl("describe", "connector", name, "-o", "json").json()["etag"] == after_alter
+    assert ctl("pause", name, f"{name}-2", "--if-match", after_alter).code == 2
+    assert ctl("delete", name, "--if-match", after_alter).code == 0
 
 
 # ---------------------------------------------------------------------------- topics

@@ -90,7 +90,7 @@ def _status() -> ConnectorStatus:
 
 def test_listing_document_has_the_table_columns_and_kafka_connect_statuses() -> None:
     info = ConnectorInfo("c", {"connector.class": "Seq", "name": "c"},
-                         (TaskId("c", 0), TaskId("c", 1)), ConnectorType.SOURCE)
+                         (TaskId("c", 0), TaskId("c", 1)), ConnectorType.SOURCE, "e7a1")
     [row] = documents.listings([ConnectorListing("c", info, _status())])["connectors"]
     assert row == {
         "name": "c", "type": "source", "class": "Seq", "state": "RUNNING", "worker_id": "w1",
@@ -101,6 +101,7 @@ def test_listing_document_has_the_table_columns_and_kafka_connect_statuses() -> 
              "trace": "Traceback\n  boom\nValueError: x", "transactional_id": "g-c-1"},
         ],
         "config": {"connector.class": "Seq", "name": "c"},
+        "etag": "e7a1",
     }
 
 
@@ -143,7 +144,7 @@ def test_trace_summary_is_the_line_naming_the_error(trace: str, summary: str) ->
         (grpc.StatusCode.ALREADY_EXISTS, 6),
         (grpc.StatusCode.UNAVAILABLE, 7),
         (grpc.StatusCode.DEADLINE_EXCEEDED, 7),
-        (grpc.StatusCode.ABORTED, 7),
+        (grpc.StatusCode.ABORTED, 10),
         (grpc.StatusCode.RESOURCE_EXHAUSTED, 7),
         (grpc.StatusCode.PERMISSION_DENIED, 8),
         (grpc.StatusCode.UNAUTHENTICATED, 8),

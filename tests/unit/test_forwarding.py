@@ -543,12 +543,13 @@ class _PauseHerder:
         self.leader_address = leader_address
         self.paused: list[str] = []
 
-    def pause_connector(self, name: str) -> None:
+    def pause_connector(self, name: str, etag: str = "") -> str:
         if self.leader_address is not None:
             raise NotLeaderError(
                 "not the leader", leader_id="l", leader_address=self.leader_address
             )
         self.paused.append(name)
+        return "etag-after-pause"
 
 
 def _serve(servicer: ConnectServicer) -> tuple[grpc.Server, str]:

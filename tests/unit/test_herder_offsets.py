@@ -62,7 +62,7 @@ def test_reset_is_idempotent(herder: StandaloneHerder, tmp_path: Path) -> None:
     herder.create_connector("c", _config(tmp_path, hook="false"), TargetState.STOPPED)
     herder.alter_offsets("c", [_offset(0, 1)])
     for _ in range(2):
-        message = herder.reset_offsets("c")
+        message = herder.reset_offsets("c").message
         assert message.startswith("The Connect framework-managed offsets")
         assert "manually reset" in message
         assert herder.connector_offsets("c") == []

@@ -875,7 +875,13 @@ type ConnectorInfo struct {
 	// The connector's current tasks.
 	Tasks []*TaskId `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// Source or sink.
-	Type          ConnectorType `protobuf:"varint,4,opt,name=type,proto3,enum=connect.v1.ConnectorType" json:"type,omitempty"`
+	Type ConnectorType `protobuf:"varint,4,opt,name=type,proto3,enum=connect.v1.ConnectorType" json:"type,omitempty"`
+	// Optimistic concurrency (AIP-154): opaque; changes whenever the connector's config, its
+	// target state or its offsets change through the API (AlterOffsets, ResetOffsets, a
+	// create). Not with the offsets a running connector commits, nor with its task configs.
+	// Pass it as `etag` to a write to make the write conditional on it. Every worker of a
+	// cluster computes the same etag from the same config-topic records.
+	Etag          string `protobuf:"bytes,5,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -936,6 +942,13 @@ func (x *ConnectorInfo) GetType() ConnectorType {
 		return x.Type
 	}
 	return ConnectorType_CONNECTOR_TYPE_UNSPECIFIED
+}
+
+func (x *ConnectorInfo) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
 }
 
 // A task and its config.
@@ -1719,7 +1732,12 @@ type PutConnectorConfigRequest struct {
 	// The full new config.
 	Config map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optimistic concurrency (AIP-154): empty for an unconditional write; else the etag last
+	// read (ConnectorInfo.etag). ABORTED, nothing changed, when the connector's etag is no
+	// longer this one; the ErrorInfo's metadata "etag" is the current one.
+	// Given for a connector that does not exist: NOT_FOUND (a conditional put never creates).
+	Etag          string `protobuf:"bytes,4,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1771,6 +1789,13 @@ func (x *PutConnectorConfigRequest) GetConfig() map[string]string {
 func (x *PutConnectorConfigRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PutConnectorConfigRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
 	}
 	return ""
 }
@@ -1843,7 +1868,11 @@ type PatchConnectorConfigRequest struct {
 	// INVALID_ARGUMENT: config values are strings, so "2", not 2.
 	Config map[string]*structpb.Value `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optimistic concurrency (AIP-154): empty for an unconditional write; else the etag last
+	// read (ConnectorInfo.etag). ABORTED, nothing changed, when the connector's etag is no
+	// longer this one; the ErrorInfo's metadata "etag" is the current one.
+	Etag          string `protobuf:"bytes,4,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1895,6 +1924,13 @@ func (x *PatchConnectorConfigRequest) GetConfig() map[string]*structpb.Value {
 func (x *PatchConnectorConfigRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PatchConnectorConfigRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
 	}
 	return ""
 }
@@ -2043,7 +2079,11 @@ type DeleteConnectorRequest struct {
 	// The connector name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optimistic concurrency (AIP-154): empty for an unconditional write; else the etag last
+	// read (ConnectorInfo.etag). ABORTED, nothing changed, when the connector's etag is no
+	// longer this one; the ErrorInfo's metadata "etag" is the current one.
+	Etag          string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2088,6 +2128,13 @@ func (x *DeleteConnectorRequest) GetName() string {
 func (x *DeleteConnectorRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *DeleteConnectorRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
 	}
 	return ""
 }
@@ -2420,7 +2467,11 @@ type PauseConnectorRequest struct {
 	// The connector name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optimistic concurrency (AIP-154): empty for an unconditional write; else the etag last
+	// read (ConnectorInfo.etag). ABORTED, nothing changed, when the connector's etag is no
+	// longer this one; the ErrorInfo's metadata "etag" is the current one.
+	Etag          string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2469,9 +2520,18 @@ func (x *PauseConnectorRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *PauseConnectorRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // Response of PauseConnector.
 type PauseConnectorResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector's etag after the change (AIP-154), to chain a next conditional write.
+	Etag          string `protobuf:"bytes,1,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2506,13 +2566,24 @@ func (*PauseConnectorResponse) Descriptor() ([]byte, []int) {
 	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
 }
 
+func (x *PauseConnectorResponse) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // Request for ResumeConnector.
 type ResumeConnectorRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The connector name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optimistic concurrency (AIP-154): empty for an unconditional write; else the etag last
+	// read (ConnectorInfo.etag). ABORTED, nothing changed, when the connector's etag is no
+	// longer this one; the ErrorInfo's metadata "etag" is the current one.
+	Etag          string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2561,9 +2632,18 @@ func (x *ResumeConnectorRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *ResumeConnectorRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // Response of ResumeConnector.
 type ResumeConnectorResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector's etag after the change (AIP-154), to chain a next conditional write.
+	Etag          string `protobuf:"bytes,1,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2598,13 +2678,24 @@ func (*ResumeConnectorResponse) Descriptor() ([]byte, []int) {
 	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
 }
 
+func (x *ResumeConnectorResponse) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // Request for StopConnector.
 type StopConnectorRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The connector name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optimistic concurrency (AIP-154): empty for an unconditional write; else the etag last
+	// read (ConnectorInfo.etag). ABORTED, nothing changed, when the connector's etag is no
+	// longer this one; the ErrorInfo's metadata "etag" is the current one.
+	Etag          string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2653,9 +2744,18 @@ func (x *StopConnectorRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *StopConnectorRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // Response of StopConnector.
 type StopConnectorResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connector's etag after the change (AIP-154), to chain a next conditional write.
+	Etag          string `protobuf:"bytes,1,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2688,6 +2788,13 @@ func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use StopConnectorResponse.ProtoReflect.Descriptor instead.
 func (*StopConnectorResponse) Descriptor() ([]byte, []int) {
 	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *StopConnectorResponse) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
 }
 
 // Request for RestartConnector.
@@ -3016,8 +3123,12 @@ type AlterOffsetsRequest struct {
 	// topics `topics.regex` matches) set as by ConnectorOffset.record_time. Not together
 	// with offsets.
 	AllPartitionsRecordTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=all_partitions_record_time,json=allPartitionsRecordTime,proto3" json:"all_partitions_record_time,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// Optimistic concurrency (AIP-154): empty for an unconditional write; else the etag last
+	// read (ConnectorInfo.etag). ABORTED, nothing changed, when the connector's etag is no
+	// longer this one; the ErrorInfo's metadata "etag" is the current one.
+	Etag          string `protobuf:"bytes,5,opt,name=etag,proto3" json:"etag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AlterOffsetsRequest) Reset() {
@@ -3078,6 +3189,13 @@ func (x *AlterOffsetsRequest) GetAllPartitionsRecordTime() *timestamppb.Timestam
 	return nil
 }
 
+func (x *AlterOffsetsRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // Response of AlterOffsets.
 type AlterOffsetsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3086,8 +3204,10 @@ type AlterOffsetsResponse struct {
 	// Rewind a sink by time: the offset each record_time resolved to, one per partition
 	// ({kafka_topic, kafka_partition} and {kafka_offset}); empty when no time was given.
 	ResolvedOffsets []*ConnectorOffset `protobuf:"bytes,2,rep,name=resolved_offsets,json=resolvedOffsets,proto3" json:"resolved_offsets,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The connector's etag after the change (AIP-154), to chain a next conditional write.
+	Etag          string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AlterOffsetsResponse) Reset() {
@@ -3134,13 +3254,24 @@ func (x *AlterOffsetsResponse) GetResolvedOffsets() []*ConnectorOffset {
 	return nil
 }
 
+func (x *AlterOffsetsResponse) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // Request for ResetOffsets.
 type ResetOffsetsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The connector name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional idempotency key for retries by automation.
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optimistic concurrency (AIP-154): empty for an unconditional write; else the etag last
+	// read (ConnectorInfo.etag). ABORTED, nothing changed, when the connector's etag is no
+	// longer this one; the ErrorInfo's metadata "etag" is the current one.
+	Etag          string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3189,11 +3320,20 @@ func (x *ResetOffsetsRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *ResetOffsetsRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // Response of ResetOffsets.
 type ResetOffsetsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What was reset, and where.
-	Message       string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The connector's etag after the change (AIP-154), to chain a next conditional write.
+	Etag          string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3231,6 +3371,13 @@ func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
 func (x *ResetOffsetsResponse) GetMessage() string {
 	if x != nil {
 		return x.Message
+	}
+	return ""
+}
+
+func (x *ResetOffsetsResponse) GetEtag() string {
+	if x != nil {
+		return x.Etag
 	}
 	return ""
 }
@@ -6233,12 +6380,13 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x1aall_partitions_record_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x17allPartitionsRecordTime\":\n" +
 	"\x06TaskId\x12\x1c\n" +
 	"\tconnector\x18\x01 \x01(\tR\tconnector\x12\x12\n" +
-	"\x04task\x18\x02 \x01(\x05R\x04task\"\xf6\x01\n" +
+	"\x04task\x18\x02 \x01(\x05R\x04task\"\x8a\x02\n" +
 	"\rConnectorInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12=\n" +
 	"\x06config\x18\x02 \x03(\v2%.connect.v1.ConnectorInfo.ConfigEntryR\x06config\x12(\n" +
 	"\x05tasks\x18\x03 \x03(\v2\x12.connect.v1.TaskIdR\x05tasks\x12-\n" +
-	"\x04type\x18\x04 \x01(\x0e2\x19.connect.v1.ConnectorTypeR\x04type\x1a9\n" +
+	"\x04type\x18\x04 \x01(\x0e2\x19.connect.v1.ConnectorTypeR\x04type\x12\x12\n" +
+	"\x04etag\x18\x05 \x01(\tR\x04etag\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\x01\n" +
@@ -6305,23 +6453,25 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x17CreateConnectorResponse\x127\n" +
 	"\tconnector\x18\x01 \x01(\v2\x19.connect.v1.ConnectorInfoR\tconnector\x12'\n" +
 	"\x0foffsets_message\x18\x02 \x01(\tR\x0eoffsetsMessage\x12F\n" +
-	"\x10resolved_offsets\x18\x03 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\x0fresolvedOffsets\"\xd4\x01\n" +
+	"\x10resolved_offsets\x18\x03 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\x0fresolvedOffsets\"\xe8\x01\n" +
 	"\x19PutConnectorConfigRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12I\n" +
 	"\x06config\x18\x02 \x03(\v21.connect.v1.PutConnectorConfigRequest.ConfigEntryR\x06config\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\x1a9\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04etag\x18\x04 \x01(\tR\x04etag\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"o\n" +
 	"\x1aPutConnectorConfigResponse\x127\n" +
 	"\tconnector\x18\x01 \x01(\v2\x19.connect.v1.ConnectorInfoR\tconnector\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"\xf0\x01\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\x84\x02\n" +
 	"\x1bPatchConnectorConfigRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12K\n" +
 	"\x06config\x18\x02 \x03(\v23.connect.v1.PatchConnectorConfigRequest.ConfigEntryR\x06config\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\x1aQ\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04etag\x18\x04 \x01(\tR\x04etag\x1aQ\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\"W\n" +
@@ -6333,11 +6483,12 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x06config\x18\x01 \x03(\v22.connect.v1.GetConnectorConfigResponse.ConfigEntryR\x06config\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"K\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"_\n" +
 	"\x16DeleteConnectorRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"\x19\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04etag\x18\x03 \x01(\tR\x04etag\"\x19\n" +
 	"\x17DeleteConnectorResponse\"/\n" +
 	"\x19GetConnectorStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"Q\n" +
@@ -6351,22 +6502,28 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x10ListTasksRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"?\n" +
 	"\x11ListTasksResponse\x12*\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x14.connect.v1.TaskInfoR\x05tasks\"J\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x14.connect.v1.TaskInfoR\x05tasks\"^\n" +
 	"\x15PauseConnectorRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"\x18\n" +
-	"\x16PauseConnectorResponse\"K\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04etag\x18\x03 \x01(\tR\x04etag\",\n" +
+	"\x16PauseConnectorResponse\x12\x12\n" +
+	"\x04etag\x18\x01 \x01(\tR\x04etag\"_\n" +
 	"\x16ResumeConnectorRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"\x19\n" +
-	"\x17ResumeConnectorResponse\"I\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04etag\x18\x03 \x01(\tR\x04etag\"-\n" +
+	"\x17ResumeConnectorResponse\x12\x12\n" +
+	"\x04etag\x18\x01 \x01(\tR\x04etag\"]\n" +
 	"\x14StopConnectorRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"\x17\n" +
-	"\x15StopConnectorResponse\"\x92\x01\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04etag\x18\x03 \x01(\tR\x04etag\"+\n" +
+	"\x15StopConnectorResponse\x12\x12\n" +
+	"\x04etag\x18\x01 \x01(\tR\x04etag\"\x92\x01\n" +
 	"\x17RestartConnectorRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12#\n" +
 	"\rinclude_tasks\x18\x02 \x01(\bR\fincludeTasks\x12\x1f\n" +
@@ -6385,22 +6542,26 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x11GetOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
 	"\x12GetOffsetsResponse\x125\n" +
-	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\"\xd8\x01\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\"\xec\x01\n" +
 	"\x13AlterOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\aoffsets\x18\x02 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\aoffsets\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12W\n" +
-	"\x1aall_partitions_record_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x17allPartitionsRecordTime\"x\n" +
+	"\x1aall_partitions_record_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x17allPartitionsRecordTime\x12\x12\n" +
+	"\x04etag\x18\x05 \x01(\tR\x04etag\"\x8c\x01\n" +
 	"\x14AlterOffsetsResponse\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12F\n" +
-	"\x10resolved_offsets\x18\x02 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\x0fresolvedOffsets\"H\n" +
+	"\x10resolved_offsets\x18\x02 \x03(\v2\x1b.connect.v1.ConnectorOffsetR\x0fresolvedOffsets\x12\x12\n" +
+	"\x04etag\x18\x03 \x01(\tR\x04etag\"\\\n" +
 	"\x13ResetOffsetsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"0\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04etag\x18\x03 \x01(\tR\x04etag\"D\n" +
 	"\x14ResetOffsetsResponse\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\tR\amessage\"\xea\x02\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12\x12\n" +
+	"\x04etag\x18\x02 \x01(\tR\x04etag\"\xea\x02\n" +
 	"\rConfigKeyInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +

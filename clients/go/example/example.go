@@ -64,11 +64,20 @@ type Report struct {
 	Running *connectv1.ConnectorStatus
 	// Topics is what GetConnectorTopics answered once the connector had written (KIP-558).
 	Topics []string
+	// PreviewValue is the value PreviewPipeline answered the connector would produce for the
+	// sample InitialSeq with a HoistField transformation added: {"seq":41}.
+	PreviewValue string
+	// ReadEtag is the etag GetConnector read before the patch, PatchedEtag the one the patch
+	// (conditional on ReadEtag) answered, and RefusedEtag the current etag the ABORTED
+	// answer to a write with the stale ReadEtag named: PatchedEtag.
+	ReadEtag, PatchedEtag, RefusedEtag string
 }
 
 // Run creates a SequenceSource connector STOPPED at offset InitialSeq (KIP-980, KIP-995),
-// checks its offsets, alters them to AlteredSeq and checks them again (KIP-875), patches
-// its config (sets PatchedKey, removes RemovedKey: KIP-477), resumes it, watches its status
+// checks its offsets, alters them to AlteredSeq and checks them again (KIP-875), previews
+// its pipeline with a transformation added, reads its etag and patches its config on that
+// etag (sets PatchedKey, removes RemovedKey: KIP-477, AIP-154), sees a write with the now
+// stale etag refused ABORTED, resumes it on the current etag, watches its status
 // until the connector and its tasks run, waits until the topic it writes to is tracked
 // (KIP-558), and deletes it. If a step after the creation fails, it still deletes the
 // connector.
@@ -127,10 +136,19 @@ func (s session) afterCreate(ctx context.Context) (Report, error) {
 	if report.AlteredSeq, err = s.expectSeq(ctx, AlteredSeq); err != nil {
 		return report, err
 	}
-	if report.PatchedConfig, err = s.patch(ctx); err != nil {
+	if report.PreviewValue, err = s.preview(ctx, s.config()); err != nil {
+		return report, fmt.Errorf("PreviewPipeline: %w", explain(err))
+	}
+	if report.ReadEtag, err = s.readEtag(ctx); err != nil {
+		return report, fmt.Errorf("GetConnector: %w", explain(err))
+	}
+	if report.PatchedConfig, report.PatchedEtag, err = s.patch(ctx, report.ReadEtag); err != nil {
 		return report, fmt.Errorf("PatchConnectorConfig: %w", explain(err))
 	}
-	if err = s.resume(ctx); err != nil {
+	if report.RefusedEtag, err = s.refuseStale(ctx, report.ReadEtag); err != nil {
+		return report, fmt.Errorf("ResumeConnector with a stale etag: %w", explain(err))
+	}
+	if err = s.resume(ctx, report.RefusedEtag); err != nil {
 		return report, fmt.Errorf("ResumeConnector: %w", explain(err))
 	}
 	if report.Running, err = s.watchUntilRunning(ctx); err != nil {
@@ -175,17 +193,21 @@ func (s session) logf(format string, args ...any) {
 	_, _ = fmt.Fprintf(s.opts.Log, format+"\n", args...)
 }
 
+// config is the connector's config as created.
+func (s session) config() map[string]string {
+	return map[string]string{
+		"connector.class": "SequenceSource",
+		"topic":           s.opts.Topic,
+		"tasks.max":       "1",
+		"sequence.count":  strconv.FormatInt(AlteredSeq+1+entriesAfterAltered, 10),
+		RemovedKey:        "true",
+	}
+}
+
 func (s session) create(ctx context.Context) error {
-	count := AlteredSeq + 1 + entriesAfterAltered
 	request := &connectv1.CreateConnectorRequest{
-		Name: s.opts.Name,
-		Config: map[string]string{
-			"connector.class": "SequenceSource",
-			"topic":           s.opts.Topic,
-			"tasks.max":       "1",
-			"sequence.count":  strconv.FormatInt(count, 10),
-			RemovedKey:        "true",
-		},
+		Name:           s.opts.Name,
+		Config:         s.config(),
 		InitialState:   connectv1.InitialState_INITIAL_STATE_STOPPED,
 		InitialOffsets: &connectv1.ConnectorOffsets{Offsets: []*connectv1.ConnectorOffset{seqOffset(InitialSeq)}},
 		RequestId:      newRequestID(),
@@ -238,9 +260,10 @@ func (s session) alter(ctx context.Context) error {
 	return err
 }
 
-// patch sets PatchedKey and removes RemovedKey (a null Value), leaving the other keys, and
-// returns the merged config the worker answered.
-func (s session) patch(ctx context.Context) (map[string]string, error) {
+// patch sets PatchedKey and removes RemovedKey (a null Value), leaving the other keys,
+// provided the connector's etag is still etag; it returns the merged config the worker
+// answered and the connector's new etag.
+func (s session) patch(ctx context.Context, etag string) (map[string]string, string, error) {
 	request := &connectv1.PatchConnectorConfigRequest{
 		Name: s.opts.Name,
 		Config: map[string]*structpb.Value{
@@ -248,27 +271,31 @@ func (s session) patch(ctx context.Context) (map[string]string, error) {
 			RemovedKey: structpb.NewNullValue(),
 		},
 		RequestId: newRequestID(),
+		Etag:      etag,
 	}
 	response, err := callWithRetry(ctx, s.opts.CallTimeout, defaultBackoff,
 		func(ctx context.Context) (*connectv1.PatchConnectorConfigResponse, error) {
 			return s.client.PatchConnectorConfig(ctx, request)
 		})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	config := response.GetConnector().GetConfig()
-	s.logf("patched %s: %s=%s, %s removed", s.opts.Name, PatchedKey, config[PatchedKey], RemovedKey)
-	return config, nil
+	patched := response.GetConnector().GetEtag()
+	s.logf("patched %s: %s=%s, %s removed (etag %s, now %s)",
+		s.opts.Name, PatchedKey, config[PatchedKey], RemovedKey, etag, patched)
+	return config, patched, nil
 }
 
-func (s session) resume(ctx context.Context) error {
-	request := &connectv1.ResumeConnectorRequest{Name: s.opts.Name, RequestId: newRequestID()}
+// resume resumes the connector provided its etag is still etag.
+func (s session) resume(ctx context.Context, etag string) error {
+	request := &connectv1.ResumeConnectorRequest{Name: s.opts.Name, RequestId: newRequestID(), Etag: etag}
 	_, err := callWithRetry(ctx, s.opts.CallTimeout, defaultBackoff,
 		func(ctx context.Context) (*connectv1.ResumeConnectorResponse, error) {
 			return s.client.ResumeConnector(ctx, request)
 		})
 	if err == nil {
-		s.logf("resumed %s", s.opts.Name)
+		s.logf("resumed %s (etag %s)", s.opts.Name, etag)
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	crand "crypto/rand"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -98,6 +99,17 @@ func TestExample(t *testing.T) {
 	}
 	if len(report.Topics) != 1 || report.Topics[0] != name {
 		t.Errorf("tracked topics %v, want [%s]", report.Topics, name)
+	}
+	if want := fmt.Sprintf(`{"%s":%d}`, PreviewField, InitialSeq); report.PreviewValue != want {
+		t.Errorf("previewed value %q, want %q", report.PreviewValue, want)
+	}
+	if report.ReadEtag == "" || report.PatchedEtag == "" || report.PatchedEtag == report.ReadEtag {
+		t.Errorf("etags read %q, after the patch %q: want two different, non-empty etags",
+			report.ReadEtag, report.PatchedEtag)
+	}
+	if report.RefusedEtag != report.PatchedEtag {
+		t.Errorf("the stale write's ABORTED answer named etag %q, want the current %q",
+			report.RefusedEtag, report.PatchedEtag)
 	}
 	_, err = client.GetConnector(ctx, &connectv1.GetConnectorRequest{Name: name})
 	if status.Code(err) != codes.NotFound {

@@ -1,7 +1,8 @@
 // Command example drives a connector's lifecycle through connect.v1.ConnectService with the
 // generated Go client: it creates a SequenceSource connector STOPPED with initial offsets,
-// reads and alters its offsets, resumes it, watches its status until it runs and deletes it
-// (see Run).
+// reads and alters its offsets, previews its pipeline, patches its config on the etag it
+// read and sees a stale etag refused, resumes it, watches its status until it runs, reads
+// its topics and deletes it (see Run).
 //
 //	go run ./example --target localhost:8083
 //
