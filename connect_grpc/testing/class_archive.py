@@ -75,14 +75,17 @@ def ensure_archive(archive: Path) -> bool:
 
 
 def _archive_key() -> str | None:
-    """What the archive depends on: the PySpark release (its jars) and the JDK's build."""
+    """What the archive depends on: the PySpark release and where its jars are (the JVM
+    refuses an archive dumped with another class path, so each checkout's environment
+    has its own), and the JDK's build."""
     java = _java()
     if java is None:
         return None
     import pyspark
 
     stat = java.stat()
-    text = f"{pyspark.__version__}|{java}|{stat.st_size}|{stat.st_mtime_ns}"
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    text = f"{pyspark.__version__}|{jars}|{java}|{stat.st_size}|{stat.st_mtime_ns}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -40,6 +40,20 @@ def test_the_archive_is_kept_per_jdk(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert class_archive.archive_path(tmp_path / "cache") is None
 
 
+def test_the_archive_is_kept_per_pyspark_installation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two checkouts' environments have the same PySpark in two places: the JVM refuses an
+    archive dumped with the other's class path, so each has its own."""
+    import pyspark
+
+    here = class_archive.archive_path(tmp_path / "cache")
+    elsewhere = tmp_path / "other-venv" / "pyspark" / "__init__.py"
+    monkeypatch.setattr(pyspark, "__file__", str(elsewhere))
+    there = class_archive.archive_path(tmp_path / "cache")
+    assert here is not None and there is not None and here != there
+
+
 def test_an_archive_already_there_is_not_dumped_again(tmp_path: Path) -> None:
     archive = tmp_path / "spark-driver-x.jsa"
     archive.write_bytes(b"archive")
