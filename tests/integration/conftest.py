@@ -52,7 +52,7 @@ from tests.integration.helpers import CLUSTER_SIZE, delete_every_connector
 
 BOOTSTRAP_ENV = EXTERNAL_BROKER_ENV
 HERE = Path(__file__).resolve().parent
-_TLS_FIXTURES = frozenset({"_shared_token_worker", "_shared_mtls_worker"})
+_TLS_WORKER_MAKERS = {"tls-tokens": tls_workers.token_worker, "mtls": tls_workers.mtls_worker}
 
 
 def _running_broker() -> str:
@@ -194,46 +194,38 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 @pytest.fixture(scope="session")
-def _shared_token_worker(
+def _shared_tls_workers(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, pki: Pki
-) -> Iterator[SharedWorkers]:
-    shared = SharedWorkers(lambda: [
-        tls_workers.token_worker(tmp_path_factory.mktemp("tls-tokens"), kafka_bootstrap, pki)
-    ])
+) -> Iterator[dict[str, SharedWorkers]]:
+    """The TLS workers of :mod:`tls_workers` by kind, each started by its first user."""
+
+    def maker(kind: str) -> Callable[[], list[WorkerProcess]]:
+        make = _TLS_WORKER_MAKERS[kind]
+        return lambda: [make(tmp_path_factory.mktemp(kind), kafka_bootstrap, pki)]
+
+    shared = {kind: SharedWorkers(maker(kind)) for kind in _TLS_WORKER_MAKERS}
     try:
         yield shared
     finally:
-        shared.stop()
+        for workers in shared.values():
+            workers.stop()
 
 
 @pytest.fixture(scope="module")
 def token_worker(
-    _shared_token_worker: SharedWorkers, request: pytest.FixtureRequest
+    _shared_tls_workers: dict[str, SharedWorkers], request: pytest.FixtureRequest
 ) -> Iterator[WorkerProcess]:
     """The session's TLS worker with tokens (:func:`tls_workers.token_worker`)."""
-    with _lent(_shared_token_worker, request, _uses_tls_workers) as [process]:
+    with _lent(_shared_tls_workers["tls-tokens"], request, _uses_tls_workers) as [process]:
         yield process
-
-
-@pytest.fixture(scope="session")
-def _shared_mtls_worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, pki: Pki
-) -> Iterator[SharedWorkers]:
-    shared = SharedWorkers(lambda: [
-        tls_workers.mtls_worker(tmp_path_factory.mktemp("mtls"), kafka_bootstrap, pki)
-    ])
-    try:
-        yield shared
-    finally:
-        shared.stop()
 
 
 @pytest.fixture(scope="module")
 def mtls_worker(
-    _shared_mtls_worker: SharedWorkers, request: pytest.FixtureRequest
+    _shared_tls_workers: dict[str, SharedWorkers], request: pytest.FixtureRequest
 ) -> Iterator[WorkerProcess]:
     """The session's mutual-TLS worker (:func:`tls_workers.mtls_worker`)."""
-    with _lent(_shared_mtls_worker, request, _uses_tls_workers) as [process]:
+    with _lent(_shared_tls_workers["mtls"], request, _uses_tls_workers) as [process]:
         yield process
 
 
@@ -342,7 +334,7 @@ def _check_shared_worker_modules(
                 f"{name} is not in tests/conftest.py's SHARED_WORKER_MODULES but uses the "
                 "shared worker or cluster: add it to the list"
             )
-        if any(_TLS_FIXTURES & set(getattr(t, "fixturenames", ())) for t in tests) and (
+        if any("_shared_tls_workers" in getattr(t, "fixturenames", ()) for t in tests) and (
             name not in SHARED_TLS_WORKER_MODULES
         ):
             raise pytest.UsageError(
