@@ -730,10 +730,20 @@ class DistributedHerder(HerderCommon):
         self, writer: FencedWriter, records: list[RawRecord], *, wake_leader: bool = True
     ) -> None:
         """One transaction, then waits until this worker's view shows it."""
+        started = time.perf_counter()
         written = writer.send_all(records, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        sent = time.perf_counter()
         self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
         if wake_leader:
             self._leader_wake.set()
+        # where a leader write's time goes (BENCHMARKS.md "Distributed mode"): off by
+        # default, SetLogLevel connect_grpc.herder.distributed DEBUG shows it
+        self._log.debug(
+            "leader_write_timed",
+            records=len(records),
+            send_ms=round((sent - started) * 1000, 3),
+            read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
+        )
 
     def _stopped_config(self, name: str) -> dict[str, str]:
         """Cluster-wide STOPPED: the target state, and no task configs (so no task of it
