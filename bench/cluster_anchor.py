@@ -47,6 +47,7 @@ STATE_TIMEOUT_S = 60.0
 STATE_POLL_S = 0.005
 #: A loaded shared machine has taken minutes to start JVMs.
 START_TIMEOUT_S = 300.0
+START_ATTEMPTS = 3
 ECHO_CALLS_PER_ROUND = 10
 FLOOR_PER_ROUND = 3
 TOPIC = "bench-anchor"
@@ -307,10 +308,25 @@ class KafkaConnectCluster:
             for worker in self.workers:
                 worker.launch()
             for worker in self.workers:
-                worker.wait_ready(START_TIMEOUT_S)
+                self._wait_or_relaunch(worker)
         except BaseException:
             self.stop()
             raise
+
+    @staticmethod
+    def _wait_or_relaunch(worker: KafkaConnectDistributed) -> None:
+        """Waits for the worker; launches it again when it died at once. Why: forked from
+        this process, whose gRPC threads are running, a child has been seen to abort
+        (SIGABRT, a gRPC poller error in its stdout) before it ran Java."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                worker.wait_ready(START_TIMEOUT_S)
+                return
+            except KafkaConnectError as exc:
+                if attempt == START_ATTEMPTS or worker.running:
+                    raise
+                log(f"Kafka Connect worker {worker.rest_url} died starting ({exc}); again")
+                worker.launch()
 
     def leader_and_follower(
         self, timeout: float = 120.0
