@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/cluster.py [--samples N] [--reads R] [--kills K]
                                        [--session-timeouts 6000,10000]
+                                       [--anchor-samples A] [--breakdown B] [--anchor-only]
 
 Starts the project's own local broker (``LocalKafka``) in a temporary directory and, on it,
 three real ``connect-grpc distributed`` worker processes (``WorkerProcess``, started
@@ -39,6 +40,17 @@ the cluster cannot be started. In the same run it measures, over long-lived gRPC
    ``--session-timeouts`` gets a cluster of its own (fresh group and topics), with
    ``heartbeat.interval.ms=1000``; measurements 1 and 2 run on the first one.
 
+4. **The write path against Apache Kafka Connect** (``--anchor-samples N``, default 10; 0
+   leaves it out): on the first cluster, Kafka Connect 4.1.1's own 3-worker distributed
+   cluster is started on the same broker and every control-plane write is timed on both
+   systems, via the leader and via a follower, interleaved, with the floor (one bare
+   transaction and its read_committed read-back) and one bare grpcio relay hop; see
+   ``bench/cluster_anchor.py``.
+5. **Where a leader write's time goes** (``--breakdown N``, default 50; 0 leaves it out):
+   N ``PutConnectorConfig`` writes to the leader, timed by the client and, step by step,
+   by the leader's own debug events (switched on with ``SetLogLevel`` for the run).
+
+``--anchor-only`` runs 4 and 5 alone, on one cluster (a few minutes on a quiet machine).
 The Markdown tables go to stdout; progress goes to stderr. ``--keep-logs DIR`` copies the
 workers' logs there before the temporary directory is removed.
 """
@@ -63,6 +75,7 @@ from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cluster_anchor  # the sibling module: the script's directory is on sys.path
 import grpc
 
 from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
@@ -82,6 +95,7 @@ HEARTBEAT_INTERVAL_MS = 1000
 CONNECTOR = "bench-connector"
 ECHO_METHOD = "/bench.Echo/Echo"
 WRITE_TIMEOUT_S = 30.0
+WORKER_START_TIMEOUT_S = 300.0
 READ_TIMEOUT_S = 10.0
 #: How many writes the failover loop must see acknowledged before the kill.
 ACKS_BEFORE_KILL = 3
@@ -237,7 +251,8 @@ class Cluster:
 
     def start(self, count: int) -> None:
         """Starts ``count`` workers at once; raises if any does not come up."""
-        start_together([self.add() for _ in range(count)])
+        # a loaded shared machine has taken over 2 min to start a worker's Spark
+        start_together([self.add() for _ in range(count)], timeout=WORKER_START_TIMEOUT_S)
 
     @property
     def live(self) -> list[WorkerProcess]:
@@ -608,6 +623,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--call-timeout", type=float, default=1.0, help="deadline of each failover write (s)"
     )
+    parser.add_argument(
+        "--anchor-samples",
+        type=int,
+        default=10,
+        help="cycles of writes on each of the 4 targets against Apache Kafka Connect's own "
+        "3-worker cluster (bench/cluster_anchor.py); 0 leaves that anchor out",
+    )
+    parser.add_argument(
+        "--breakdown",
+        type=int,
+        default=50,
+        help="PutConnectorConfig writes to the leader timed step by step (its debug events); "
+        "0 leaves it out",
+    )
+    parser.add_argument(
+        "--anchor-only",
+        action="store_true",
+        help="only the Kafka Connect anchor, on the first session timeout's cluster",
+    )
     parser.add_argument("--keep-logs", type=Path, help="copy the workers' logs here")
     parser.add_argument("--echo-server", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--echo-upstream", help=argparse.SUPPRESS)
@@ -619,6 +653,12 @@ def main(argv: list[str] | None = None) -> int:
     timeouts = [int(t) for t in args.session_timeouts.split(",") if t.strip()]
     if not timeouts or args.samples < 1 or args.reads < 1:
         parser.error("need at least one session timeout, one sample and one read")
+    if args.anchor_only:
+        if args.anchor_samples < 1:
+            parser.error("--anchor-only needs --anchor-samples of at least 1")
+        timeouts = timeouts[:1]
+    anchored: cluster_anchor.AnchorRun | None = None
+    broken_down: cluster_anchor.Breakdown | None = None
     load_before = os.getloadavg()
     run_started = time.monotonic()
     failovers: list[Failover] = []
@@ -647,6 +687,30 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 writer = Writer()
                 create_connector(cluster.leader().stub)
+                if position == 0 and args.anchor_samples > 0:
+                    leader = cluster.leader()
+                    follower = next(w for w in cluster.live if w is not leader)
+                    probe = pb.GetConnectorStatusRequest(name=CONNECTOR).SerializeToString()
+                    anchored = cluster_anchor.run(
+                        root,
+                        bootstrap,
+                        (leader.stub, follower.stub),
+                        functools.partial(anchor.call, probe, timeout=READ_TIMEOUT_S),
+                        functools.partial(proxy.call, probe, timeout=READ_TIMEOUT_S),
+                        args.anchor_samples,
+                    )
+                if position == 0 and args.breakdown > 0:
+                    leader = cluster.leader()
+                    broken_down = cluster_anchor.breakdown(
+                        leader.stub,
+                        leader.log_path,
+                        "bench-breakdown",
+                        root / "anchor-source.txt",
+                        args.breakdown,
+                    )
+                if args.anchor_only:
+                    cluster.stop()
+                    continue
                 if position == 0:
                     direct, forwarded, direct_read, forwarded_read = forwarding(
                         cluster, writer, args.samples, args.warmup
@@ -692,9 +756,14 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in machine(load_before).items():
         out.write(f"- {key}: {value}\n")
     out.write(f"- wall time of the run: {time.monotonic() - run_started:.0f} s\n\n")
-    out.write(
-        report(direct, forwarded, direct_read, forwarded_read, bare, proxied, status, failovers)
-    )
+    if anchored is not None:
+        out.write(cluster_anchor.report(anchored) + "\n")
+    if broken_down is not None:
+        out.write(cluster_anchor.breakdown_report(broken_down, anchored) + "\n")
+    if not args.anchor_only:
+        out.write(
+            report(direct, forwarded, direct_read, forwarded_read, bare, proxied, status, failovers)
+        )
     return 0
 
 

@@ -18,6 +18,12 @@ log_level="INFO", die_with_parent=False)``
     (urllib only): ``connectors()``, ``create_connector()``, ``delete_connector()``,
     ``connector_status()``. Memory: ``rss_bytes()`` (the JVM and all its descendants, from
     ``/proc``) and ``peak_rss_bytes()`` (the JVM's ``VmHWM``).
+``KafkaConnectDistributed(work_dir, bootstrap_servers, group_id, **options)``
+    One ``ConnectDistributed`` worker of the cluster ``group_id`` (its config, offsets and
+    status topics named after the group), with the same options, files and methods;
+    ``launch()`` then ``wait_ready()`` start several at once, ``leader_url()`` reads the
+    leader's REST URL from its log and ``request()`` makes any REST call
+    (``bench/cluster_anchor.py``).
 ``file_stream_source_config(file, topic, *, batch_size=None)`` /
 ``file_stream_sink_config(file, topics)``
     Connector configurations of Kafka Connect's own FileStreamSourceConnector (``file``,
@@ -35,6 +41,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -65,6 +72,9 @@ log = structlog.get_logger(__name__)
 
 CONNECT_ARTIFACTS = ("connect-runtime", "connect-file", "connect-json")
 CONNECT_MAIN = "org.apache.kafka.connect.cli.ConnectStandalone"
+CONNECT_DISTRIBUTED_MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
+#: How a distributed worker logs its assignment after a rebalance (``leaderUrl='...'``).
+_LEADER_URL = re.compile(r"leaderUrl='([^']+)'")
 FILE_SOURCE_CLASS = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 FILE_SINK_CLASS = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
@@ -281,6 +291,8 @@ class KafkaConnectStandalone:
     ``start()`` and ``stop()`` are idempotent; the object is not thread-safe.
     """
 
+    main_class = CONNECT_MAIN
+
     def __init__(
         self,
         work_dir: Path,
@@ -345,6 +357,14 @@ class KafkaConnectStandalone:
         """
         if self.running:
             return self.rest_url
+        self.launch()
+        self.wait_ready(timeout)
+        return self.rest_url
+
+    def launch(self) -> None:
+        """Starts the JVM without waiting for it (then :meth:`wait_ready`): several workers
+        start at once from one thread, which ``die_with_parent`` needs, since the kernel
+        signals a child when the *thread* that started it ends."""
         libs = self.libs_dir or ensure_connect_libs()
         try:
             java = _java()
@@ -367,7 +387,7 @@ class KafkaConnectStandalone:
             f"-Dlog4j2.configurationFile={log4j.as_uri()}",
             "-cp",
             str(libs / "*"),
-            CONNECT_MAIN,
+            self.main_class,
             str(properties),
         ]
         self._process = spawn_process_group(
@@ -375,13 +395,15 @@ class KafkaConnectStandalone:
             die_with_parent=self.die_with_parent,
         )
         log.info("kafka_connect_starting", pid=self._process.pid, rest_url=self.rest_url)
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Waits until the launched JVM's REST API answers; stops it and raises if not."""
         try:
             self._wait_ready(timeout)
         except BaseException:
             self.stop()
             raise
-        log.info("kafka_connect_started", pid=self._process.pid, rest_url=self.rest_url)
-        return self.rest_url
+        log.info("kafka_connect_started", pid=self.pid, rest_url=self.rest_url)
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -490,6 +512,54 @@ class KafkaConnectStandalone:
         """``GET /connectors/<name>/status``: ``{"connector": {"state": ...}, "tasks": [...]}``."""
         status: dict[str, Any] = self._call("GET", f"/connectors/{name}/status")
         return status
+
+
+class KafkaConnectDistributed(KafkaConnectStandalone):
+    """One worker of a Kafka Connect distributed cluster (``ConnectDistributed``).
+
+    Every worker given the same ``group_id`` joins one cluster, whose config, offsets and
+    status topics are named after the group (replication factor 1: a single broker); all
+    else is Connect's default (exactly-once source support off). ``leader_url()`` reads the
+    leader's REST URL from the worker's log: Connect's REST API does not name it.
+    """
+
+    main_class = CONNECT_DISTRIBUTED_MAIN
+
+    def __init__(
+        self, work_dir: Path, bootstrap_servers: str, group_id: str, **options: Any
+    ) -> None:
+        super().__init__(work_dir, bootstrap_servers, **options)
+        self.group_id = group_id
+
+    def worker_properties(self) -> dict[str, str]:
+        props = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": self.group_id,
+            "config.storage.topic": f"{self.group_id}-configs",
+            "offset.storage.topic": f"{self.group_id}-offsets",
+            "status.storage.topic": f"{self.group_id}-status",
+            "config.storage.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER,
+            "listeners": self.rest_url,
+            "rest.advertised.host.name": "127.0.0.1",
+            "rest.advertised.port": str(self.rest_port),
+        }
+        props.update(self.worker_overrides)
+        return props
+
+    def leader_url(self) -> str | None:
+        """The leader's REST URL of the last rebalance this worker logged, or None."""
+        found = _LEADER_URL.findall(_read(self.logs_dir / "connect.log"))
+        return found[-1].rstrip("/") if found else None
+
+    def request(
+        self, method: str, path: str, body: Any = None, expect: Sequence[int] = (200,)
+    ) -> Any:
+        """One REST call; raises KafkaConnectError unless its status is in ``expect``."""
+        return self._call(method, path, body, expect)
 
 
 def failed_trace(status: Mapping[str, Any]) -> str | None:

@@ -242,15 +242,28 @@ class FencedWriter:
         self, records: Sequence[tuple[bytes, bytes | None]], deadline: float
     ) -> list[LogRecord]:
         """One transaction; the caller checked the leadership just before."""
+        started = time.perf_counter()
         try:
             self._producer.begin_transaction()
+            begun = time.perf_counter()
             reports = [self._produce(key, value) for key, value in records]
         except (KafkaException, BufferError) as exc:
             raise self._abandon(kafka_error_of(exc), deadline, "write") from exc
+        produced = time.perf_counter()
         if not self._is_leader():
             self._abort_deposed(deadline)
             raise self._not_leader()
         self._commit(deadline)
+        committed = time.perf_counter()
+        # where a leader write's time goes (BENCHMARKS.md "Distributed mode"): off by
+        # default, SetLogLevel connect_grpc.cluster.fenced_writer DEBUG shows it
+        self._log.debug(
+            "config_transaction_timed",
+            records=len(records),
+            begin_ms=round((begun - started) * 1000, 3),
+            produce_ms=round((produced - begun) * 1000, 3),
+            commit_ms=round((committed - produced) * 1000, 3),
+        )
         return [report.result(timeout=0) for report in reports]
 
     def _produce(self, key: bytes, value: bytes | None) -> Future[LogRecord]:

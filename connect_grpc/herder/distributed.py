@@ -37,6 +37,7 @@ from connect_grpc.cluster.records import (
     ASSIGNMENT_KEY,
     LEADER_KEY,
     REQUEST_KEY_PREFIX,
+    WORKER_KEY_PREFIX,
     AnswerRecord,
     AssignmentRecord,
     LeaderRecord,
@@ -200,6 +201,7 @@ class DistributedHerder(HerderCommon):
             cluster.status_partitions,
             cluster.status_replication_factor,
             on_change=self._on_status_change,
+            on_extension=self._on_status_extension,
         )
         self._offsets = KafkaOffsetStore(
             self._client,
@@ -805,10 +807,20 @@ class DistributedHerder(HerderCommon):
         self, writer: FencedWriter, records: list[RawRecord], *, wake_leader: bool = True
     ) -> None:
         """One transaction, then waits until this worker's view shows it."""
+        started = time.perf_counter()
         written = writer.send_all(records, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        sent = time.perf_counter()
         self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
         if wake_leader:
             self._leader_wake.set()
+        # where a leader write's time goes (BENCHMARKS.md "Distributed mode"): off by
+        # default, SetLogLevel connect_grpc.herder.distributed DEBUG shows it
+        self._log.debug(
+            "leader_write_timed",
+            records=len(records),
+            send_ms=round((sent - started) * 1000, 3),
+            read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
+        )
 
     def _stopped_config(self, name: str) -> dict[str, str]:
         """Cluster-wide STOPPED: the target state, and no task configs (so no task of it
@@ -1167,6 +1179,13 @@ class DistributedHerder(HerderCommon):
 
     def _on_status_change(self) -> None:
         self._board.notify_changed()
+
+    def _on_status_extension(self, key: str) -> None:
+        """A worker's record confirms the assignment generation it carried out: the leader
+        publishes the next step as soon as the last live worker has confirmed, rather than
+        at its next tick (up to TICK_S later, on every connector created or removed)."""
+        if key.startswith(WORKER_KEY_PREFIX) and self._election.is_leader():
+            self._leader_wake.set()
 
     def _on_reconfiguration_requested(self, name: str) -> None:
         self._reconciler.request_regeneration(name)

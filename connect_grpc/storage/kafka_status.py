@@ -267,10 +267,13 @@ class KafkaStatusStore:
         generation: int = 0,
         timeout: float = DEFAULT_TIMEOUT_S,
         on_change: Callable[[], None] | None = None,
+        on_extension: Callable[[str], None] | None = None,
     ) -> None:
         """``on_change`` is called (on the tailing thread) after a record of another
-        worker changed a status, so that watchers wake without polling."""
+        worker changed a status, so that watchers wake without polling; ``on_extension``
+        with the key of each extension record applied (read back, or just written)."""
         self._on_change = on_change
+        self._on_extension = on_extension
         self._lock = threading.Lock()
         self._generation = generation
         #: The statuses as the topic has them (records read back or acknowledged).
@@ -618,6 +621,8 @@ class KafkaStatusStore:
                 self._extensions.pop(key, None)
             else:
                 self._extensions[key] = value
+        if self._on_extension is not None:
+            self._on_extension(key)
 
     def _superseded(self, key: StatusKey, status: InstanceStatus, generation: int) -> bool:
         """Whether another worker's status of a newer generation stands. Under the lock."""

@@ -184,3 +184,15 @@ def test_a_worker_does_not_write_over_a_newer_generations_status() -> None:
     store._apply(_status_record(b"status-connector-c", 0, "RUNNING", "w2", 4))
     store.put_connector("c", InstanceStatus(State.UNASSIGNED, "w1", ""))  # no write: no broker
     assert store.get_connector("c") == InstanceStatus(State.RUNNING, "w2", "")
+
+
+def test_each_extension_record_applied_is_reported_with_its_key() -> None:
+    seen: list[str] = []
+    store = KafkaStatusStore(
+        {"bootstrap.servers": "127.0.0.1:1"}, "status", on_extension=seen.append
+    )
+    store._apply(LogRecord(b"connect-grpc-worker-w1", b'{"id":"w1"}', 0, 0))
+    store._apply(LogRecord(b"connect-grpc-worker-w1", None, 0, 1))
+    store._apply(_status_record(b"status-connector-c", 2, "RUNNING", "w2", 1))  # not one
+    assert seen == ["connect-grpc-worker-w1", "connect-grpc-worker-w1"]
+    assert "connect-grpc-worker-w1" not in store.extensions()

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from structlog.testing import capture_logs
 
 from connect_grpc.cluster.fenced_writer import (
     Failure,
@@ -371,3 +372,19 @@ def test_a_deposed_leader_leaves_its_pending_commit_alone() -> None:
     with pytest.raises(NotLeaderError):
         writer.send_all(RECORDS, 1.0)
     assert producer.calls == []
+
+
+def test_a_committed_write_reports_its_steps_times_and_an_abandoned_one_does_not() -> None:
+    answers = iter([True, True, True, False])  # the second write is deposed mid-way
+    producer = FakeProducer()
+    writer = _writer(producer, still_leader=lambda: next(answers))
+    with capture_logs() as logs:
+        writer.send_all(RECORDS, 1.0)
+        with pytest.raises(NotLeaderError):
+            writer.send_all(RECORDS, 1.0)
+    timed = [entry for entry in logs if entry["event"] == "config_transaction_timed"]
+    assert producer.calls[-1] == "abort"
+    assert len(timed) == 1
+    assert timed[0]["log_level"] == "debug"
+    assert timed[0]["records"] == 2
+    assert all(timed[0][step] >= 0 for step in ("begin_ms", "produce_ms", "commit_ms"))
