@@ -23,8 +23,10 @@ null, a double, a float, a boolean, bytes and a Timestamp), records/s of:
   on the records FileStreamSourceTask makes; ``sink_batch`` on the records the consumer
   gives, then FileStreamSinkTask's ``put`` writing each Struct as Kafka prints it).
 
-Each measurement converts N distinct records (built beforehand, not timed), R times; the
-best round is reported (the least disturbed by other processes), with the median beside it.
+Each measurement converts N distinct records (built beforehand, not timed), R times; each
+round is timed by the process's CPU time (``time.process_time``), so time the process spends
+pre-empted by other processes on a shared machine is not counted (their load still slows
+it through the caches); the best round is reported, with the median beside it.
 ``--cpu`` pins the process to one CPU (default: the last one) so the figure is one core's;
 the garbage collector has the worker's thresholds (``gc_tuning.tune_for_batches``).
 The Markdown table goes to stdout, progress to stderr.
@@ -171,9 +173,9 @@ class Measurement:
 def measure(name: str, count: int, rounds: int, run: Callable[[], None]) -> Measurement:
     rates = []
     for _ in range(rounds):
-        started = time.perf_counter()
+        started = time.process_time()
         run()
-        rates.append(count / (time.perf_counter() - started))
+        rates.append(count / (time.process_time() - started))
     result = Measurement(name, max(rates), statistics.median(rates))
     sys.stderr.write(f"{name}: best {result.best:,.0f} records/s\n")
     return result
