@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafka_connect import LINE_BYTES  # the sibling modules: the script's directory is on sys.path
@@ -170,9 +170,17 @@ class Measurement:
     median: float
 
 
-def measure(name: str, count: int, rounds: int, run: Callable[[], None]) -> Measurement:
+def measure(
+    name: str,
+    count: int,
+    rounds: int,
+    run: Callable[[], None],
+    prepare: Callable[[], None] = lambda: None,
+) -> Measurement:
+    """``run`` timed ``rounds`` times, each after ``prepare`` (not timed)."""
     rates = []
     for _ in range(rounds):
+        prepare()
         started = time.process_time()
         run()
         rates.append(count / (time.process_time() - started))
@@ -306,7 +314,15 @@ def filestream_measurements(count: int, rounds: int) -> list[Measurement]:
     with tempfile.TemporaryDirectory() as directory:
         sink_task = FileStreamSinkTask()
         sink_task.start({"file": os.path.join(directory, "sink.txt")})
-        batches = [raws[start:start + SINK_BATCH] for start in range(0, count, SINK_BATCH)]
+        batches: list[list[SinkRecord]] = []
+
+        def read_batches() -> None:
+            # the records as a reader gives them, anew for each round: the pipeline may
+            # make a batch's raw records the records it delivers
+            batches[:] = [
+                [replace(raw) for raw in raws[start:start + SINK_BATCH]]
+                for start in range(0, count, SINK_BATCH)
+            ]
 
         def sink_pipeline() -> None:
             for number, batch in enumerate(batches):
@@ -321,7 +337,7 @@ def filestream_measurements(count: int, rounds: int) -> list[Measurement]:
             measure("FileStream source pipeline: TaskPipeline.apply_source", count, rounds,
                     source_pipeline),
             measure("FileStream sink pipeline: TaskPipeline.sink_batch + FileStreamSink put",
-                    count, rounds, sink_pipeline),
+                    count, rounds, sink_pipeline, read_batches),
         ]
         sink_task.stop()
     source.close()
