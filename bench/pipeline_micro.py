@@ -23,8 +23,10 @@ null, a double, a float, a boolean, bytes and a Timestamp), records/s of:
   on the records FileStreamSourceTask makes; ``sink_batch`` on the records the consumer
   gives, then FileStreamSinkTask's ``put`` writing each Struct as Kafka prints it).
 
-Each measurement converts N distinct records (built beforehand, not timed), R times; the
-best round is reported (the least disturbed by other processes), with the median beside it.
+Each measurement converts N distinct records (built beforehand, not timed), R times; each
+round is timed by the process's CPU time (``time.process_time``), so time the process spends
+pre-empted by other processes on a shared machine is not counted (their load still slows
+it through the caches); the best round is reported, with the median beside it.
 ``--cpu`` pins the process to one CPU (default: the last one) so the figure is one core's;
 the garbage collector has the worker's thresholds (``gc_tuning.tune_for_batches``).
 The Markdown table goes to stdout, progress to stderr.
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafka_connect import LINE_BYTES  # the sibling modules: the script's directory is on sys.path
@@ -168,12 +170,20 @@ class Measurement:
     median: float
 
 
-def measure(name: str, count: int, rounds: int, run: Callable[[], None]) -> Measurement:
+def measure(
+    name: str,
+    count: int,
+    rounds: int,
+    run: Callable[[], None],
+    prepare: Callable[[], None] = lambda: None,
+) -> Measurement:
+    """``run`` timed ``rounds`` times, each after ``prepare`` (not timed)."""
     rates = []
     for _ in range(rounds):
-        started = time.perf_counter()
+        prepare()
+        started = time.process_time()
         run()
-        rates.append(count / (time.perf_counter() - started))
+        rates.append(count / (time.process_time() - started))
     result = Measurement(name, max(rates), statistics.median(rates))
     sys.stderr.write(f"{name}: best {result.best:,.0f} records/s\n")
     return result
@@ -304,7 +314,15 @@ def filestream_measurements(count: int, rounds: int) -> list[Measurement]:
     with tempfile.TemporaryDirectory() as directory:
         sink_task = FileStreamSinkTask()
         sink_task.start({"file": os.path.join(directory, "sink.txt")})
-        batches = [raws[start:start + SINK_BATCH] for start in range(0, count, SINK_BATCH)]
+        batches: list[list[SinkRecord]] = []
+
+        def read_batches() -> None:
+            # the records as a reader gives them, anew for each round: the pipeline may
+            # make a batch's raw records the records it delivers
+            batches[:] = [
+                [replace(raw) for raw in raws[start:start + SINK_BATCH]]
+                for start in range(0, count, SINK_BATCH)
+            ]
 
         def sink_pipeline() -> None:
             for number, batch in enumerate(batches):
@@ -319,7 +337,7 @@ def filestream_measurements(count: int, rounds: int) -> list[Measurement]:
             measure("FileStream source pipeline: TaskPipeline.apply_source", count, rounds,
                     source_pipeline),
             measure("FileStream sink pipeline: TaskPipeline.sink_batch + FileStreamSink put",
-                    count, rounds, sink_pipeline),
+                    count, rounds, sink_pipeline, read_batches),
         ]
         sink_task.stop()
     source.close()

@@ -48,7 +48,7 @@ from connect_grpc.connectors.api import (
 )
 from connect_grpc.data.javatext import java_string
 from connect_grpc.data.schema import STRING_SCHEMA
-from connect_grpc.data.struct import Struct, struct_text
+from connect_grpc.data.struct import Struct, struct_text, value_texts
 from connect_grpc.domain import OffsetMap
 
 __all__ = [
@@ -410,7 +410,7 @@ class FileStreamSinkTask(SinkTask):
             joined = b"\n".join(cast(list[bytes], values))
             stream.write(joined.decode("utf-8", errors="replace") + "\n")
         else:
-            stream.write("\n".join([_value_text(value) for value in values]) + "\n")
+            stream.write("\n".join(value_texts(values, _value_text)) + "\n")
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Flushes and fsyncs the file, so every record put so far is durable."""

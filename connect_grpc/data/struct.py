@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from connect_grpc.data.errors import DataError
@@ -94,6 +94,26 @@ class Struct:
 def struct_text(struct: Struct) -> str:
     """``repr(struct)``: Kafka's ``Struct.toString``, e.g. ``Struct{a=1,b=x}``."""
     return _text_function(struct._schema)(struct._values)
+
+
+def value_texts(values: Iterable[Any], other_text: Callable[[Any], str]) -> list[str]:
+    """Each value's text: a Struct's as ``struct_text`` writes it, any other value's by
+    ``other_text``. A sink writing a batch of Structs (FileStreamSink) looks its schema's
+    text function up once per run of values of the very same schema object, not once per
+    value: an equal schema that is another object would be compared field by field."""
+    texts: list[str] = []
+    append = texts.append
+    last_schema: Schema | None = None
+    text_of = other_text
+    for value in values:
+        if value.__class__ is Struct:
+            schema = value._schema
+            if schema is not last_schema:
+                last_schema, text_of = schema, _text_function(schema)
+            append(text_of(value._values))
+        else:
+            append(other_text(value))
+    return texts
 
 
 #: Per struct schema, the function that writes a Struct of it as ``repr`` does (Kafka's

@@ -17,6 +17,8 @@ closed once), so the retry starts from a fresh one, and clients idle for longer 
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -681,6 +683,12 @@ def _read_range(
         messages = consumer.consume(
             num_messages=min(rng.end - reached, 10_000), timeout=FLUSH_SLICE_S
         )
+        if messages and _all_in_range(messages, rng.end):
+            # most batches: no error and nothing past the range, every message a row
+            rows.extend(map(row, messages))
+            reached = messages[-1].offset() + 1
+            last_progress = time.monotonic()
+            continue
         for msg in messages:
             error = msg.error()
             if error is not None:
@@ -702,6 +710,21 @@ def _read_range(
         elif time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
             return RangeResult(rng.topic, rng.partition, reached, [], _stalled(rng, reached))
     return RangeResult(rng.topic, rng.partition, reached, rows)
+
+
+def _all_in_range(messages: list[Any], end: int) -> bool:
+    """Whether none of a consumed batch's messages is an error (a partition's end
+    included) and the last (so every one: a partition's offsets only grow) is before
+    ``end``; the errors are asked for and told from None by ``map`` rather than by a loop
+    (a KafkaError cannot be compared with None: only ``is`` tells them apart)."""
+    errors = map(_MESSAGE_ERROR, messages)
+    if any(map(operator.is_not, errors, itertools.repeat(None))):
+        return False
+    last_offset: int = messages[-1].offset()
+    return last_offset < end
+
+
+_MESSAGE_ERROR = operator.methodcaller("error")
 
 
 def _read_or_fail(

@@ -210,6 +210,14 @@ class TaskPipeline:
         ):
             self._side_steps = [t.apply_side for t in transformations]  # type: ignore[attr-defined]
             self._side_is_key = transformations[0].side.is_key  # type: ignore[attr-defined]
+        #: A sink's records may become the records delivered (``_converted_in_place``): a
+        #: value converter and a value-side chain, no key converter.
+        self._converts_in_place = (
+            self._converts_values
+            and not self._converts_keys
+            and self._side_steps is not None
+            and not self._side_is_key
+        )
         #: The chain's compiled steps per input schema (``_compiled_chain``).
         self._chains: dict[Any, tuple[Any, list[SideStep]] | None] = {}
         self._last_chain: tuple[Any, tuple[Any, list[SideStep]] | None] = (_NO_SCHEMA, None)
@@ -351,7 +359,9 @@ class TaskPipeline:
 
     def apply_sink(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
         """The records to put: each raw record read converted and transformed; those that
-        failed or were dropped left out (their offsets are committed all the same)."""
+        failed or were dropped left out (their offsets are committed all the same). The raw
+        records become the pipeline's: it may make them the records it delivers
+        (``_converted_in_place``), so the caller reads them no more."""
         # The collector is paused meanwhile, as while the records were read (gc_tuning): a
         # record converted and transformed is a few containers (the record, its Structs and
         # their lists, its headers) and no reference cycle, and collections in the batch would
@@ -362,6 +372,8 @@ class TaskPipeline:
     def _converted_batch(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
         convert = self._sink_record
         if self.errant is None:  # nobody will ask for a record's original
+            if self._converts_in_place:
+                return self._converted_in_place(records)
             return [r for r in map(convert, records) if r is not None]
         self._originals = originals = {}
         delivered: list[SinkRecord] = []
@@ -370,6 +382,66 @@ class TaskPipeline:
             if record is not None:
                 delivered.append(record)
                 originals[id(record)] = (record, raw)
+        return delivered
+
+    def _converted_in_place(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
+        """``_sink_record`` of each record, where nobody will ask for a record's original
+        and only the value is converted and transformed: a raw record without headers
+        becomes the record delivered (its value, value schema and headers set as
+        ``_sink_record`` would make them) instead of a new record being made from it. The
+        raw records are the reader's, for this batch only (a batch read again is read
+        anew). A record with headers goes the whole way of ``_sink_record``; one that the
+        compiled chain does not take is reported, if it fails, with a copy of the record
+        as it was read."""
+        to_connect = self._value.to_connect_data
+        has_header_converter = self._has_header_converter
+        delivered: list[SinkRecord] = []
+        append = delivered.append
+        for raw in records:
+            raw_headers = raw.headers
+            if raw_headers:
+                record = self._sink_record(raw)
+                if record is not None:
+                    append(record)
+                continue
+            raw_value = raw.value
+            try:
+                value_schema, value = to_connect(raw.topic, None, raw_value)
+            except Exception as error:
+                converted = self._value_recovered(raw, error)
+                if converted is None:
+                    continue
+                value_schema, value = converted
+            if has_header_converter:
+                raw.headers = ConnectHeaders()
+            raw.key_schema, raw.value_schema, raw.value = None, value_schema, value
+            last = self._last_chain
+            if last[0] is value_schema and last[1] is not None:
+                compiled_schema, steps = last[1]
+                try:
+                    for compiled in steps:
+                        value = compiled(raw, value)
+                except Exception:
+                    pass  # _side_record starts again from the record's value and decides
+                else:
+                    raw.value_schema, raw.value = compiled_schema, value
+                    append(raw)
+                    continue
+            original = SinkRecord(
+                raw.topic,
+                raw.kafka_partition,
+                raw.kafka_offset,
+                raw.key,
+                raw_value,
+                raw.timestamp_ms,
+                raw_headers,
+                None,
+                None,
+                raw.timestamp_type,
+            )
+            record = self._side_record(raw, original)
+            if record is not None:
+                append(record)
         return delivered
 
     def sink_batch(self, records: Sequence[SinkRecord], batch: Hashable) -> list[SinkRecord]:
@@ -410,13 +482,7 @@ class TaskPipeline:
             try:
                 value_schema, value = self._value.to_connect_data(topic, None, value)
             except Exception as error:
-                converted = self._recover(
-                    raw,
-                    functools.partial(self._value.to_connect_data, topic, None, value),
-                    Stage.VALUE_CONVERTER,
-                    self._value_name,
-                    error,
-                )
+                converted = self._value_recovered(raw, error)
                 if converted is None:
                     return None
                 value_schema, value = converted
@@ -456,18 +522,34 @@ class TaskPipeline:
                 else:
                     record.value_schema, record.value = compiled_schema, value
                     return record
-            result = self._side_result(record, raw)
-            if result.__class__ is not tuple:
-                return result  # type: ignore[no-any-return]
-            # The record is this method's own, only read by the chain: it takes the
-            # chain's result instead of a copy being made with it.
-            if self._side_is_key:
-                record.key_schema, record.key = result
-            else:
-                record.value_schema, record.value = result
-            return record
+            return self._side_record(record, raw)
         transformed: SinkRecord | None = self._transform(record, raw)
         return transformed
+
+    def _value_recovered(self, raw: SinkRecord, error: Exception) -> Any:
+        """The raw record's (schema, value) after its value converter's first failure
+        (retried, tolerated or raised, as the operator decides); None if the record failed."""
+        return self._recover(
+            raw,
+            functools.partial(self._value.to_connect_data, raw.topic, None, raw.value),
+            Stage.VALUE_CONVERTER,
+            self._value_name,
+            error,
+        )
+
+    def _side_record(self, record: SinkRecord, raw: SinkRecord) -> SinkRecord | None:
+        """The record through the chain of SideTransformations (``_side_result``), a
+        failure reported with ``raw``; None if a stage dropped it or it failed."""
+        result = self._side_result(record, raw)
+        if result.__class__ is not tuple:
+            return result  # type: ignore[no-any-return]
+        # The record is the caller's own, only read by the chain: it takes the chain's
+        # result instead of a copy being made with it.
+        if self._side_is_key:
+            record.key_schema, record.key = result
+        else:
+            record.value_schema, record.value = result
+        return record
 
     def _converted_headers(self, raw: SinkRecord) -> Any:
         """The raw record's headers through the header converter (None if the record failed)."""

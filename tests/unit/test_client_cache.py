@@ -4,12 +4,14 @@ evicted, or idle; and a task's own driver clients, whose waits end when the task
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 
 import pytest
+from confluent_kafka import KafkaError, TopicPartition
 
-from connect_grpc.connectors.api import SourceRecord
+from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.runtime import kafka_io
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.kafka_io import ClientCache
@@ -123,3 +125,73 @@ def test_a_driver_read_of_a_silent_partition_ends_when_the_task_stops() -> None:
     assert result.failure.name == "_INTR" and "stopping" in result.failure.message
     assert (result.next_offset, result.rows) == (10, [])
     assert consumer.consumed >= 2, "it kept waiting for records until the task stopped"
+
+
+class _Message:
+    def __init__(self, offset: int, error: KafkaError | None = None) -> None:
+        self._offset, self._error = offset, error
+
+    def error(self) -> KafkaError | None:
+        return self._error
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes:
+        return b"k%d" % self._offset
+
+    def value(self) -> bytes:
+        return b"v%d" % self._offset
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_700_000_000_000 + self._offset)
+
+    def headers(self) -> None:
+        return None
+
+
+class _ScriptedConsumer:
+    """Answers each consume with the next batch of its script; its position is ``position``."""
+
+    def __init__(self, batches: list[list[_Message]], position: int = 0) -> None:
+        self._batches, self._position = list(batches), position
+
+    def assign(self, partitions: object) -> None:
+        return None
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+        return self._batches.pop(0) if self._batches else []
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(p.topic, p.partition, self._position) for p in partitions]
+
+
+def _offsets(rows: list[SinkRecord]) -> list[int]:
+    return [row.kafka_offset for row in rows]
+
+
+def test_a_read_takes_whole_batches_and_stops_at_the_range_end_or_the_partition_end() -> None:
+    eof = KafkaError(KafkaError._PARTITION_EOF)
+    read = functools.partial(kafka_io._read_range, make_row=kafka_io.sink_record_builder)
+    # whole batches, the last one ending at the range's end
+    whole = read(_ScriptedConsumer([[_Message(10), _Message(11)], [_Message(12)]]),
+                 OffsetRange("t", 0, 10, 13))
+    assert (whole.failure, whole.next_offset, _offsets(whole.rows)) == (None, 13, [10, 11, 12])
+    assert (whole.rows[0].key, whole.rows[0].value, whole.rows[0].timestamp_ms) == (
+        b"k10", b"v10", 1_700_000_000_010
+    )
+    # a batch going past the range's end (offsets with a gap): only what is in the range
+    past = read(_ScriptedConsumer([[_Message(10), _Message(12), _Message(15)]]),
+                OffsetRange("t", 0, 10, 14))
+    assert (past.failure, past.next_offset, _offsets(past.rows)) == (None, 14, [10, 12])
+    # the partition's end within a batch: the rows before it, up to the consumer's position
+    ended = read(_ScriptedConsumer([[_Message(10)], [_Message(11), _Message(12, eof)]], 12),
+                 OffsetRange("t", 0, 10, 20))
+    assert (ended.failure, ended.next_offset, _offsets(ended.rows)) == (None, 12, [10, 11])
+    # any other error: a failure, no rows (the batch is read again)
+    failed = read(
+        _ScriptedConsumer([[_Message(10)], [_Message(11), _Message(12, KafkaError(
+            KafkaError._TRANSPORT)), _Message(13)]]),
+        OffsetRange("t", 0, 10, 20),
+    )
+    assert failed.failure is not None and (failed.next_offset, failed.rows) == (12, [])

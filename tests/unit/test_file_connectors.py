@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -294,6 +295,38 @@ def test_sink_writes_connect_data_as_kafka_prints_it(tmp_path: Path) -> None:
     task.stop()
     assert path.read_text(encoding="utf-8").splitlines() == [
         "Struct{name=alice}", "text", "null", "[1, true]", "{k=1.5}", "42",
+    ]
+
+
+def test_sink_writes_each_struct_by_its_own_schema_in_a_batch_of_several(
+    tmp_path: Path,
+) -> None:
+    # runs of Structs of one schema object, an equal schema that is another object, another
+    # schema, and values that are not Structs between them
+    def schema_of(*names: str) -> Any:
+        builder = SchemaBuilder.struct()
+        for name in names:
+            builder.field(name, SchemaBuilder.string().optional().build())
+        return builder.build()
+
+    first, equal, other = schema_of("a", "b"), schema_of("a", "b"), schema_of("b", "a", "c")
+    values = [
+        Struct(first).put("a", "1").put("b", "2"),
+        Struct(first).put("a", "3"),
+        Struct(equal).put("a", "4").put("b", "5"),
+        "text",
+        Struct(other).put("a", "6").put("b", "7").put("c", "8"),
+        Struct(first).put("b", 'x"y'),
+        None,
+    ]
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    task.put([_sink_record(value, i) for i, value in enumerate(values)])  # type: ignore[arg-type]
+    task.stop()
+    assert path.read_text(encoding="utf-8").splitlines() == [
+        "Struct{a=1,b=2}", "Struct{a=3}", "Struct{a=4,b=5}", "text",
+        "Struct{b=7,a=6,c=8}", 'Struct{b=x"y}', "null",
     ]
 
 

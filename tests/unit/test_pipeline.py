@@ -714,9 +714,10 @@ def test_a_sink_chain_of_plans_runs_as_one_step_and_makes_what_the_applies_make(
         value=json_converter(),
         is_sink=True,
     )
+    read = [replace(record) for record in raws]  # apply_sink may make the raw records its own
     delivered = sink.apply_sink(raws)
     expected = []
-    for record in raws:
+    for record in read:
         schema_and_value = json_converter().to_connect_data("in", None, record.value)
         transformed: Any = record.new_record(
             value_schema=schema_and_value.schema, value=schema_and_value.value
@@ -735,6 +736,64 @@ def test_a_sink_chain_of_plans_runs_as_one_step_and_makes_what_the_applies_make(
     [(output, steps)] = [chain for chain in sink._chains.values() if chain is not None]
     assert output == delivered[0].value_schema
     assert len(steps) == 1  # the four stages' plans composed into one step
+
+
+@pytest.mark.parametrize("header", [None, SimpleHeaderConverter()])
+def test_a_sink_batch_delivered_without_an_errant_reporter_is_what_one_with_it_delivers(
+    header: HeaderConverter | None,
+) -> None:
+    # with no errant reporter (no dead-letter queue, no error log) the raw records become
+    # the records delivered; with one, each is made anew: both deliver the same records
+    schema = SchemaBuilder.struct().field("line", STRING_SCHEMA).field(
+        "m", OPTIONAL_STRING_SCHEMA).build()
+    other = SchemaBuilder.struct().field("line", STRING_SCHEMA).build()
+    writer = json_converter()
+
+    def envelope(struct_schema: Any, **values: str) -> bytes:
+        struct = Struct(struct_schema)
+        for name, value in values.items():
+            struct.put(name, value)
+        return writer.from_connect_data("in", None, struct_schema, struct) or b""
+
+    values = [
+        envelope(schema, line="a", m="x"),
+        envelope(schema, line="b"),  # a null: the chain's apply_side
+        b"not json",  # fails to convert: tolerated
+        envelope(other, line="c"),
+        envelope(schema, line="d", m="y"),
+        envelope(schema, line="e", m="z"),
+    ]
+
+    def batch() -> list[SinkRecord]:
+        records = [raw(value, offset) for offset, value in enumerate(values)]
+        records[4] = raw(values[4], 4, headers=(("h", b"1"),))
+        return records
+
+    def delivered(errors: ErrorHandling) -> list[tuple[Any, ...]]:
+        sink, _ = pipeline(
+            *(stage(str(i), t) for i, t in enumerate(side_chain(*SINK_CHAIN))),
+            errors=errors,
+            value=json_converter(),
+            header=header,
+            is_sink=True,
+        )
+        assert (sink.errant is None) == (not errors.log_enable)
+        records = sink.apply_sink(batch())
+        assert (sink.counts.failures, sink.counts.skipped) == (1, 1)
+        return [
+            (r.topic, r.kafka_partition, r.kafka_offset, r.key, r.key_schema, r.value_schema,
+             repr(r.value), r.timestamp_ms, r.timestamp_type, type(r.headers),
+             [(h.key, h.value) for h in r.headers] if header else r.headers)
+            for r in records
+        ]
+
+    in_place = delivered(ALL)
+    assert in_place == delivered(replace(ALL, log_enable=True))
+    assert [line[6] for line in in_place] == [
+        "Struct{line=a,m=x,o=7,stage=7}", "Struct{line=b,o=7,stage=7}",
+        "Struct{line=c,o=7,stage=7}", "Struct{line=d,m=y,o=7,stage=7}",
+        "Struct{line=e,m=z,o=7,stage=7}",
+    ]
 
 
 def test_then_plan_calls_a_function_of_a_fixed_value_once_and_refuses_what_it_cannot_fold() -> None:
