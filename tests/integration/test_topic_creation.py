@@ -1,8 +1,9 @@
-"""Topic creation by source connectors (KIP-158) on the shared standalone worker: a
-FileStreamSource whose RegexRouter sends its records to a topic that does not exist gets
-that topic created with its matching group's partitions and topic configs (the
-post-transform topic, not the connector's own); a topic that exists is left as it is; a
-config without the default group's settings is refused with Kafka Connect's message."""
+"""Topic creation by source connectors (KIP-158): a FileStreamSource whose RegexRouter sends
+its records to a topic that does not exist gets that topic created with its matching
+group's partitions and topic configs (the post-transform topic, not the connector's own),
+on the shared standalone worker and on the shared 3-worker cluster, created there through a
+worker that neither leads nor runs it; a topic that exists is left as it is; a config
+without the default group's settings is refused with Kafka Connect's message."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.integration.helpers import (
+    DEPLOYMENTS,
     RUNNING,
     create_topic,
+    deployment_stub,
     field_violations,
     read_all,
     wait_for_states,
@@ -76,18 +79,23 @@ def _write_lines(path: Path) -> None:
     path.write_text("".join(f"{line}\n" for line in LINES), encoding="utf-8")
 
 
+@pytest.fixture(params=DEPLOYMENTS)
+def stub(request: pytest.FixtureRequest) -> Any:
+    return deployment_stub(request)
+
+
 def test_the_routed_topic_is_created_with_its_groups_settings(
-    worker: WorkerProcess, kafka_admin: Any, kafka_bootstrap: str, tmp_path: Path
+    stub: Any, kafka_admin: Any, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     run = uuid.uuid4().hex[:8]
     source_file = tmp_path / "in.txt"
     _write_lines(source_file)
     name = f"created-{run}"
-    worker.stub.CreateConnector(
+    stub.CreateConnector(
         pb.CreateConnectorRequest(name=name, config=_routed_source(source_file, run)), timeout=60
     )
     routed = f"routed-{run}"
-    wait_for_states(worker.stub, name, RUNNING, [RUNNING])
+    wait_for_states(stub, name, RUNNING, [RUNNING])
     messages = wait_until(
         lambda: _all_lines(read_all(kafka_bootstrap, routed, partitions=3)), timeout=90
     )
@@ -96,7 +104,7 @@ def test_the_routed_topic_is_created_with_its_groups_settings(
     config = _topic_config(kafka_admin, routed)
     assert (config["retention.ms"], config["compression.type"]) == (RETENTION_MS, "gzip")
     assert _partitions(kafka_admin, f"raw-{run}") is None  # the pre-transform topic: never
-    worker.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+    stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
 
 
 def test_an_existing_topic_is_left_untouched(
