@@ -15,6 +15,7 @@ import grpc
 import pytest
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
+from connect_grpc.herder.etags import offsets_version_key
 from connect_grpc.testing.cluster import (
     WorkerProcess,
     cluster_properties,
@@ -320,11 +321,13 @@ def test_a_request_answer_is_written_in_the_changes_own_transaction(
         rpc: next(o for o, key in key_at.items() if key.endswith(f"-{request_id}"))
         for rpc, request_id in ids.items()
     }
-    change_keys = {f"connector-{name}", f"target-state-{name}"}
+    # a create also writes the connector's offsets version (its etag's), in the same
+    # transaction
+    change_keys = {f"connector-{name}", f"target-state-{name}", offsets_version_key(name)}
     for rpc, offset in answer_at.items():
         assert key_at.get(offset - 1) in change_keys, (rpc, offset, key_at)
     created = answer_at["create"]
-    assert {key_at.get(created - 2), key_at.get(created - 1)} == change_keys, key_at
+    assert {key_at.get(created - n) for n in (1, 2, 3)} == change_keys, key_at
 
 
 def test_a_sink_whose_consumer_group_is_the_worker_group_is_refused(
