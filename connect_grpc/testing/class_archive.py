@@ -75,8 +75,9 @@ def ensure_archive(archive: Path) -> bool:
 
 
 def _archive_key() -> str | None:
-    """What the archive depends on: the PySpark release and where its jars are (the JVM
-    refuses an archive dumped with another class path, so each checkout's environment
+    """What the archive depends on: the PySpark release, where its jars are and when they
+    were installed (the JVM refuses an archive dumped with another class path, or with
+    jars of other times or sizes, so each checkout's environment, and each install of it,
     has its own), and the JDK's build."""
     java = _java()
     if java is None:
@@ -85,7 +86,9 @@ def _archive_key() -> str | None:
 
     stat = java.stat()
     jars = Path(pyspark.__file__).resolve().parent / "jars"
-    text = f"{pyspark.__version__}|{jars}|{java}|{stat.st_size}|{stat.st_mtime_ns}"
+    installed = jars.stat().st_mtime_ns if jars.is_dir() else 0
+    text = (f"{pyspark.__version__}|{jars}|{installed}|{java}|{stat.st_size}|"
+            f"{stat.st_mtime_ns}")
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -3,6 +3,7 @@ place in the cache (the dump itself runs in every integration session)."""
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -52,6 +53,22 @@ def test_the_archive_is_kept_per_pyspark_installation(
     monkeypatch.setattr(pyspark, "__file__", str(elsewhere))
     there = class_archive.archive_path(tmp_path / "cache")
     assert here is not None and there is not None and here != there
+
+
+def test_the_archive_is_kept_per_install_of_pyspark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An environment made again in the same place has the same jars with other times: the
+    JVM refuses the archive of the first install, so the second has its own."""
+    import pyspark
+
+    jars = tmp_path / "venv" / "pyspark" / "jars"
+    jars.mkdir(parents=True)
+    monkeypatch.setattr(pyspark, "__file__", str(jars.parent / "__init__.py"))
+    first = class_archive.archive_path(tmp_path / "cache")
+    os.utime(jars, ns=(0, jars.stat().st_mtime_ns + 1_000_000_000))
+    again = class_archive.archive_path(tmp_path / "cache")
+    assert first is not None and again is not None and first != again
 
 
 def test_an_archive_already_there_is_not_dumped_again(tmp_path: Path) -> None:
