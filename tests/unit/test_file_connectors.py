@@ -282,18 +282,23 @@ def test_sink_decodes_each_value_on_its_own_whether_or_not_one_is_null(
     assert path.read_text(encoding="utf-8") == "".join(f"{line}\n" for line in expected)
 
 
+def _lines_written(tmp_path: Path, values: list[Any]) -> list[str]:
+    """The lines FileStreamSinkTask writes for one put of ``values`` (one record each)."""
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    task.put([_sink_record(value, i) for i, value in enumerate(values)])  # type: ignore[arg-type]
+    task.stop()
+    return path.read_text(encoding="utf-8").splitlines()
+
+
 def test_sink_writes_connect_data_as_kafka_prints_it(tmp_path: Path) -> None:
     # with a converter the sink gets Connect data; Kafka's FileStreamSink prints
     # String.valueOf(value): a Struct's fields with a value, lists and maps in Java's form
     schema = SchemaBuilder.struct().field("name", STRING_SCHEMA).field(
         "age", SchemaBuilder.int32().optional().build()).build()
     values = [Struct(schema).put("name", "alice"), "text", None, [1, True], {"k": 1.5}, 42]
-    path = tmp_path / "out.txt"
-    task = FileStreamSinkTask()
-    task.start({"file": str(path), "topics": "t"})
-    task.put([_sink_record(value, i) for i, value in enumerate(values)])  # type: ignore[arg-type]
-    task.stop()
-    assert path.read_text(encoding="utf-8").splitlines() == [
+    assert _lines_written(tmp_path, values) == [
         "Struct{name=alice}", "text", "null", "[1, true]", "{k=1.5}", "42",
     ]
 
@@ -319,12 +324,7 @@ def test_sink_writes_each_struct_by_its_own_schema_in_a_batch_of_several(
         Struct(first).put("b", 'x"y'),
         None,
     ]
-    path = tmp_path / "out.txt"
-    task = FileStreamSinkTask()
-    task.start({"file": str(path), "topics": "t"})
-    task.put([_sink_record(value, i) for i, value in enumerate(values)])  # type: ignore[arg-type]
-    task.stop()
-    assert path.read_text(encoding="utf-8").splitlines() == [
+    assert _lines_written(tmp_path, values) == [
         "Struct{a=1,b=2}", "Struct{a=3}", "Struct{a=4,b=5}", "text",
         "Struct{b=7,a=6,c=8}", 'Struct{b=x"y}', "null",
     ]
