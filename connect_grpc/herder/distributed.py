@@ -127,6 +127,7 @@ from connect_grpc.storage.kafka_config import (
     target_state_records,
     task_config_records,
     task_count_records,
+    term_marker_record,
 )
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore, encode_records
 from connect_grpc.storage.kafka_status import KafkaStatusStore
@@ -264,6 +265,8 @@ class DistributedHerder(HerderCommon):
         self._connector_locks = ConnectorLocks()
         self._lock = threading.Lock()
         self._writer: FencedWriter | None = None
+        #: The term the writer took office in (its unfenced writes carry it).
+        self._term = 0
         self._writer_lock = threading.Lock()
         self._stopping = threading.Event()
         self._leader_wake = threading.Event()
@@ -524,7 +527,7 @@ class DistributedHerder(HerderCommon):
             if etag and not self._snapshot().contains(name):
                 raise no_connector_for_etag(name)
             self._require_etag(name, etag)
-            return self._put_config(writer, name, full_config)
+            return self._put_config(writer, name, full_config, conditional=bool(etag))
 
     def patch_connector_config(
         self, name: str, patch: Mapping[str, str | None], etag: str = ""
@@ -536,12 +539,13 @@ class DistributedHerder(HerderCommon):
             current = self._config_of(self._snapshot(), name)
             self._require_etag(name, etag)
             _, full_config = self._normalised(name, patched_config(current, patch))
-            return self._put_config(writer, name, full_config)
+            return self._put_config(writer, name, full_config, conditional=bool(etag))
 
     def _put_config(
-        self, writer: FencedWriter, name: str, full_config: dict[str, str]
+        self, writer: FencedWriter, name: str, full_config: dict[str, str], *, conditional: bool
     ) -> PutConfigResult:
-        """Validates and writes a whole config; the caller holds the connector's lock."""
+        """Validates and writes a whole config; the caller holds the connector's lock and
+        checked the etag of a ``conditional`` write."""
         self._validator.ensure_valid(full_config)
         snapshot = self._snapshot()
         created = not snapshot.contains(name)
@@ -554,8 +558,13 @@ class DistributedHerder(HerderCommon):
         target = snapshot.target_state(name) or TargetState.STARTED
         etag = connector_etag(name, full_config, target, version)
         result = PutConfigResult(self._info(name, full_config, task_count, etag), created=created)
-        records = connector_config_records(name, full_config, initial)
-        self._write(writer, self._with_answer([*records, *version_records], result))
+        records = self._with_answer(
+            [*connector_config_records(name, full_config, initial), *version_records], result
+        )
+        if created or conditional:
+            self._write(writer, records)
+        else:
+            self._write_in_term(records)
         self._log.info("connector_config_written", connector=name, created=created)
         return result
 
@@ -729,8 +738,11 @@ class DistributedHerder(HerderCommon):
             self._require_etag(name, etag)
             version = offsets_version_in(snapshot.extensions, name)
             after = connector_etag(name, config, state, str(version))
-            records = (extra or []) + target_state_records(name, state)
-            self._write(writer, self._with_answer(records, after))
+            records = self._with_answer((extra or []) + target_state_records(name, state), after)
+            if extra or etag:
+                self._write(writer, records)
+            else:
+                self._write_in_term(records)
             self._log.info("connector_target_state_written", connector=name, state=state.value)
             return after
 
@@ -822,6 +834,47 @@ class DistributedHerder(HerderCommon):
             read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
         )
 
+    def _write_in_term(self, records: list[RawRecord]) -> None:
+        """Writes without a transaction, stamped with this leader's term, then waits until
+        this worker's view shows the write (issue 25: a transaction's commit was most of a
+        pause's time; Kafka Connect writes target states without one too).
+
+        Only for records that may each be applied alone and whose repetition changes
+        nothing: an existing connector's config or target state, and the answer stored
+        after it (a crash between the two makes a retry repeat the same change, with the
+        same answer). Conditional (etag) writes and everything else keep the transaction.
+
+        Fencing moves to the readers: every worker ignores such a record when a later
+        leader's term marker came before it, this one included, which is how a deposed
+        leader learns its write failed: NotLeaderError, so that the call goes to the new
+        leader.
+        """
+        term = self._office_term()
+        if not self._election.is_leader():
+            raise self._not_leader()
+        started = time.perf_counter()
+        written = self._configs.send_in_term(
+            records, term, deadline.remaining(LEADER_CALL_TIMEOUT_S)
+        )
+        sent = time.perf_counter()
+        self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        if self._configs.refused(written):
+            self._log.warning("leader_write_refused_as_deposed", term=term)
+            raise self._not_leader()
+        self._leader_wake.set()
+        self._log.debug(
+            "leader_write_timed",
+            records=len(records),
+            transaction=False,
+            send_ms=round((sent - started) * 1000, 3),
+            read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
+        )
+
+    def _office_term(self) -> int:
+        """The term of the usable writer (checked just before by ``_leader_writer``)."""
+        with self._writer_lock:
+            return self._term
+
     def _stopped_config(self, name: str) -> dict[str, str]:
         """Cluster-wide STOPPED: the target state, and no task configs (so no task of it
         runs on any worker once each has read the config topic)."""
@@ -877,14 +930,17 @@ class DistributedHerder(HerderCommon):
         )
         try:
             self._configs.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
-            previous = LeaderRecord.from_json(self._snapshot().extensions.get(LEADER_KEY))
-            term = (previous.term if previous else 0) + 1
+            snapshot = self._snapshot()
+            previous = LeaderRecord.from_json(snapshot.extensions.get(LEADER_KEY))
+            term = max(previous.term if previous else 0, snapshot.term) + 1
             record = LeaderRecord(self._id, self._cluster.advertised_address, term)
             # with a fresh session key in the same transaction: a worker that knows this
-            # leader knows the key to sign the calls it forwards to it
+            # leader knows the key to sign the calls it forwards to it; and the term's
+            # marker, after which every worker ignores a deposed leader's unfenced writes
             written = writer.send_all(
                 [
                     extension_record(LEADER_KEY, record.to_json()),
+                    term_marker_record(term),
                     session_key_record(SessionKey.generate(_now_ms()).to_json()),
                 ],
                 deadline.remaining(LEADER_CALL_TIMEOUT_S),
@@ -894,7 +950,7 @@ class DistributedHerder(HerderCommon):
             writer.close(0)
             raise
         with self._writer_lock:
-            self._writer = writer
+            self._writer, self._term = writer, term
         self._log.info("leader_in_office", term=term)
         return writer
 

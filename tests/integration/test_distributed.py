@@ -410,11 +410,20 @@ def test_zombie_leader_is_fenced_and_the_request_succeeds_once(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     """The leader is frozen until the group elects another; woken, it still believes it
-    leads. A write sent to it at once must not be applied by it: its next transaction is
-    fenced (or it learns it was deposed first), and the request succeeds once, through the
-    new leader."""
+    leads. A write sent to it at once must not be applied by it: its unfenced write (a
+    pause) is ignored after the new leader's term marker, its next transaction is fenced
+    (or it learns it was deposed first), and each request succeeds once, through the new
+    leader."""
     zombie = cluster.leader()
     others = [w for w in cluster.live if w is not zombie]
+    paused = f"zombie-pause-{uuid.uuid4().hex[:6]}"
+    zombie.stub.CreateConnector(
+        pb.CreateConnectorRequest(
+            name=paused, config=source_config(tmp_path / "events.jsonl", tasks=1),
+            initial_state=pb.INITIAL_STATE_STOPPED,
+        ),
+        timeout=30,
+    )
     zombie.freeze()
     try:
         wait_until(
@@ -422,6 +431,8 @@ def test_zombie_leader_is_fenced_and_the_request_succeeds_once(
         )
     finally:
         zombie.thaw()
+    zombie.stub.PauseConnector(pb.PauseConnectorRequest(name=paused), timeout=30)
+    wait_for_states(cluster.leader().stub, paused, PAUSED, [])
     name = f"zombie-{uuid.uuid4().hex[:6]}"
     request = pb.CreateConnectorRequest(
         name=name,
@@ -438,7 +449,8 @@ def test_zombie_leader_is_fenced_and_the_request_succeeds_once(
     assert zombie.stub.CreateConnector(request, timeout=30) == answer
     logs = zombie.logs()
     assert "leadership_lost" in logs or "fenced" in logs.lower(), logs[-3000:]
-    leader.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+    for deleted in (name, paused):
+        leader.stub.DeleteConnector(pb.DeleteConnectorRequest(name=deleted), timeout=30)
     cluster.settled(len(cluster.live))
 
 
