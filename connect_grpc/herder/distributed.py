@@ -501,7 +501,7 @@ class DistributedHerder(HerderCommon):
         self._leader_writer()  # a follower forwards before doing any work
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
-            writer = self._leader_writer()
+            self._leader_writer()
             if self._snapshot().contains(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
             initial = self._validated_for_create(
@@ -512,8 +512,7 @@ class DistributedHerder(HerderCommon):
             result = CreateResult(
                 self._info(name, full_config, 0, etag), initial.message, initial.resolved
             )
-            records = connector_config_records(name, full_config, initial_state)
-            self._write(writer, self._with_answer([*records, *version_records], result))
+            self._write_new_connector(name, full_config, initial_state, version_records, result)
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
             return result
 
@@ -549,7 +548,6 @@ class DistributedHerder(HerderCommon):
         self._validator.ensure_valid(full_config)
         snapshot = self._snapshot()
         created = not snapshot.contains(name)
-        initial = TargetState.STARTED if created else None
         task_count = 0 if created else len(snapshot.task_configs(name))
         if created:
             version, version_records = self._next_offsets_version(snapshot, name)
@@ -558,13 +556,17 @@ class DistributedHerder(HerderCommon):
         target = snapshot.target_state(name) or TargetState.STARTED
         etag = connector_etag(name, full_config, target, version)
         result = PutConfigResult(self._info(name, full_config, task_count, etag), created=created)
-        records = self._with_answer(
-            [*connector_config_records(name, full_config, initial), *version_records], result
-        )
-        if created or conditional:
-            self._write(writer, records)
+        if created:
+            self._write_new_connector(
+                name, full_config, TargetState.STARTED, version_records, result
+            )
+        elif conditional:
+            self._write(writer, self._with_answer(connector_config_records(name, full_config),
+                                                  result))
         else:
-            self._write_in_term(records)
+            self._write_in_term(
+                connector_config_records(name, full_config), self._answer_record(result)
+            )
         self._log.info("connector_config_written", connector=name, created=created)
         return result
 
@@ -703,11 +705,17 @@ class DistributedHerder(HerderCommon):
     def _with_answer(records: list[RawRecord], result: object) -> list[RawRecord]:
         """The change's records and, when the call carries a request id, its answer: one
         transaction, so that no crash leaves the change written without its answer."""
+        answer = DistributedHerder._answer_record(result)
+        return records if answer is None else [*records, answer]
+
+    @staticmethod
+    def _answer_record(result: object) -> RawRecord | None:
+        """The record of the call's answer when the call carries a request id."""
         answer = request_answer.take(result)
         if answer is None:
-            return records
+            return None
         record = AnswerRecord(answer.stored_at, answer.fingerprint, answer.payload)
-        return [*records, extension_record(request_key(answer.request_id), record.to_json())]
+        return extension_record(request_key(answer.request_id), record.to_json())
 
     def _expire_answers(self, writer: FencedWriter) -> None:
         """Tombstones the answers older than the replay window (the leader, now and then)."""
@@ -738,11 +746,11 @@ class DistributedHerder(HerderCommon):
             self._require_etag(name, etag)
             version = offsets_version_in(snapshot.extensions, name)
             after = connector_etag(name, config, state, str(version))
-            records = self._with_answer((extra or []) + target_state_records(name, state), after)
+            records = (extra or []) + target_state_records(name, state)
             if extra or etag:
-                self._write(writer, records)
+                self._write(writer, self._with_answer(records, after))
             else:
-                self._write_in_term(records)
+                self._write_in_term(records, self._answer_record(after))
             self._log.info("connector_target_state_written", connector=name, state=state.value)
             return after
 
@@ -834,34 +842,56 @@ class DistributedHerder(HerderCommon):
             read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
         )
 
-    def _write_in_term(self, records: list[RawRecord]) -> None:
-        """Writes without a transaction, stamped with this leader's term, then waits until
-        this worker's view shows the write (issue 25: a transaction's commit was most of a
-        pause's time; Kafka Connect writes target states without one too).
+    def _write_new_connector(
+        self,
+        name: str,
+        config: dict[str, str],
+        state: TargetState,
+        version_records: list[RawRecord],
+        result: object,
+    ) -> None:
+        """A new connector without a transaction: its target state and offsets version
+        first, its config last, carrying the answer. A write cut short (a crash, a deposed
+        leader's records refused after the config's) leaves at most a target state and a
+        version of a connector that does not exist, which its next create overwrites."""
+        records = [*target_state_records(name, state), *version_records]
+        records += connector_config_records(name, config)
+        self._write_in_term(records, self._answer_record(result), wake_leader=True)
 
-        Only for records that may each be applied alone and whose repetition changes
-        nothing: an existing connector's config or target state, and the answer stored
-        after it (a crash between the two makes a retry repeat the same change, with the
-        same answer). Conditional (etag) writes and everything else keep the transaction.
+    def _write_in_term(
+        self, records: list[RawRecord], answer: RawRecord | None, *, wake_leader: bool = False
+    ) -> None:
+        """Writes without a transaction, stamped with this leader's term, the last record
+        carrying the call's ``answer`` (applied with it or not at all), then waits until
+        this worker's view shows the write (issue 25: a transaction's commit was most of a
+        write's time; Kafka Connect writes without one unless exactly-once is on).
+
+        Only for changes whose records before the last may be applied alone (the last
+        one, the config or the target state, is the change): a pause, a resume, an
+        unconditional config of an existing connector, a new connector. Conditional (etag)
+        writes and the other changes keep the transaction.
 
         Fencing moves to the readers: every worker ignores such a record when a later
         leader's term marker came before it, this one included, which is how a deposed
         leader learns its write failed: NotLeaderError, so that the call goes to the new
-        leader.
+        leader. The leader loop is woken only for a ``wake_leader`` write: a target state
+        or an existing connector's config changes no instance to assign (new task configs
+        wake it when they are written).
         """
         term = self._office_term()
         if not self._election.is_leader():
             raise self._not_leader()
         started = time.perf_counter()
         written = self._configs.send_in_term(
-            records, term, deadline.remaining(LEADER_CALL_TIMEOUT_S)
+            records, term, deadline.remaining(LEADER_CALL_TIMEOUT_S), carried=answer
         )
         sent = time.perf_counter()
         self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
         if self._configs.refused(written):
             self._log.warning("leader_write_refused_as_deposed", term=term)
             raise self._not_leader()
-        self._leader_wake.set()
+        if wake_leader:
+            self._leader_wake.set()
         self._log.debug(
             "leader_write_timed",
             records=len(records),

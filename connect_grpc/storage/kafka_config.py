@@ -81,6 +81,10 @@ TERM_FIELD = "term"
 #: Header of a record a leader wrote without a transaction: the term it was written in. A
 #: reader ignores it when a later term's marker came before it (a deposed leader's write).
 TERM_HEADER = "connect-grpc-term"
+#: Header of such a record that carries one more extension record, ``{"key": k, "value":
+#: v}``, applied with it or refused with it (a change's answer rides on the change's last
+#: record: no crash, no zombie can part them).
+CARRIED_HEADER = "connect-grpc-carried"
 #: How many refused offsets a store remembers for :meth:`KafkaConfigStore.refused`.
 REFUSED_MEMORY = 1024
 
@@ -501,6 +505,28 @@ def _apply_term(builder: SnapshotBuilder, value: bytes | None) -> None:
     builder.term = max(builder.term, term)
 
 
+def _carry(record: RawRecord) -> bytes:
+    key, value = record
+    if not key.startswith(EXTENSION_PREFIX.encode()):
+        raise ValueError(f"only extension records are carried, not {key!r}")
+    loaded = None if value is None else _load(value)
+    return _dump({"key": key.decode(), "value": loaded})
+
+
+def carried_record(record: LogRecord) -> tuple[str, bytes | None] | None:
+    """The extension record ``record`` carries in its header, as (key, value); None when
+    it carries none. Raises ValueError for a malformed header."""
+    raw = record.header(CARRIED_HEADER)
+    if raw is None:
+        return None
+    loaded = _load(raw)
+    key = loaded.get("key") if isinstance(loaded, dict) else None
+    if not isinstance(key, str) or not key.startswith(EXTENSION_PREFIX):
+        raise ValueError(f"header {CARRIED_HEADER} carries no extension record")
+    value = loaded.get("value")
+    return key, None if value is None else json.dumps(value, separators=(",", ":")).encode()
+
+
 def written_term(record: LogRecord) -> int | None:
     """The term a record written without a transaction carries; None when it carries none.
     Raises ValueError for a header that is not a non-negative integer."""
@@ -711,14 +737,24 @@ class KafkaConfigStore:
         self._log.read_past(written, timeout)
 
     def send_in_term(
-        self, records: list[RawRecord], term: int, timeout: float
+        self,
+        records: list[RawRecord],
+        term: int,
+        timeout: float,
+        *,
+        carried: RawRecord | None = None,
     ) -> list[LogRecord]:
         """Writes the records without a transaction, each stamped with the writer's leader
-        ``term``; returns once acknowledged (not yet read back: :meth:`wait_for`, then
+        ``term``, the last carrying the extension record ``carried`` (applied with it);
+        returns once acknowledged (not yet read back: :meth:`wait_for`, then
         :meth:`refused`). Raises UnavailableError when that takes over ``timeout`` seconds."""
+        last = () if carried is None else ((CARRIED_HEADER, _carry(carried)),)
         try:
             return self._log.send_all(
-                records, headers=((TERM_HEADER, str(term).encode()),), timeout=timeout
+                records,
+                headers=((TERM_HEADER, str(term).encode()),),
+                last_headers=last,
+                timeout=timeout,
             )
         except UnavailableError:
             raise
@@ -769,7 +805,11 @@ class KafkaConfigStore:
             log.warning("config_record_of_a_deposed_leader_ignored", key=key,
                         offset=record.offset, term=term, current_term=self._builder.term)
             return None
-        return apply_record(self._builder, key, record.value, record.timestamp_ms)
+        carried = carried_record(record)
+        change = apply_record(self._builder, key, record.value, record.timestamp_ms)
+        if carried is not None:
+            _apply_extension(self._builder, *carried)
+        return change
 
     def _notify(self, change: ConfigChange) -> None:
         if self._on_change is None:

@@ -337,10 +337,11 @@ class KafkaBasedLog:
         records: Sequence[tuple[bytes, bytes | None]],
         *,
         headers: Sequence[tuple[str, bytes]] = (),
+        last_headers: Sequence[tuple[str, bytes]] = (),
         timeout: float | None = None,
     ) -> list[LogRecord]:
-        """Writes the (key, value) records, in order, each with ``headers``; a None value is
-        a tombstone.
+        """Writes the (key, value) records, in order, each with ``headers`` (the last one
+        with ``last_headers`` too); a None value is a tombstone.
 
         Returns once all are acknowledged (acks=all), with the offset each was written at.
         Raises UnavailableError if that takes longer than ``timeout`` seconds (default: the
@@ -353,14 +354,15 @@ class KafkaBasedLog:
         limit = self._timeout if timeout is None else timeout
         with self._write_lock:
             reports: list[Future[LogRecord]] = []
-            for key, value in records:
+            for index, (key, value) in enumerate(records):
                 report: Future[LogRecord] = Future()
+                record_headers = [*headers, *last_headers] if index == len(records) - 1 else headers
                 try:
                     producer.produce(
                         self._spec.name,
                         value=value,
                         key=key,
-                        headers=list(headers) or None,
+                        headers=list(record_headers) or None,
                         on_delivery=delivery_reporter(report, self._write_error),
                     )
                 except (BufferError, KafkaException) as exc:

@@ -18,6 +18,7 @@ from connect_grpc.domain import RestartRequest, TargetState
 from connect_grpc.storage.kafka_config import (
     ChangeKind,
     KafkaConfigStore,
+    extension_record,
     target_state_records,
     term_marker_record,
 )
@@ -220,3 +221,21 @@ def test_unstamped_records_are_applied_whatever_the_term(started: Starter) -> No
     writer.send_in_term([term_marker_record(9)], 0, TIMEOUT_S)
     writer.put_connector_config("c", {"connector.class": "X"}, TargetState.PAUSED)
     assert writer.snapshot().target_state("c") is TargetState.PAUSED
+
+
+def test_a_carried_record_is_applied_with_its_carrier_or_not_at_all(started: Starter) -> None:
+    """A change's answer rides in a header of the change's last record: applied with it,
+    or refused with it."""
+    writer = started()
+    writer.put_connector_config("c", {"connector.class": "X"})
+    writer.send_in_term([term_marker_record(2)], 0, TIMEOUT_S)
+    kept = extension_record("connect-grpc-request-kept", {"answer": 1})
+    dropped = extension_record("connect-grpc-request-dropped", {"answer": 2})
+    records = target_state_records("c", TargetState.PAUSED)
+    writer.wait_for(writer.send_in_term(records, 1, TIMEOUT_S, carried=dropped), TIMEOUT_S)
+    writer.wait_for(writer.send_in_term(records, 2, TIMEOUT_S, carried=kept), TIMEOUT_S)
+    for store in (writer, started()):
+        extensions = store.snapshot().extensions
+        assert extensions.get("connect-grpc-request-kept") == {"answer": 1}
+        assert "connect-grpc-request-dropped" not in extensions
+        assert store.snapshot().target_state("c") is TargetState.PAUSED
