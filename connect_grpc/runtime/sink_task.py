@@ -139,7 +139,8 @@ class _Member:
 
         self._on_revoked = on_revoked
         self._clock = clock
-        #: Since when the member has been seen without a member id (None: it has one).
+        #: Since when the member has been seen without a member id, counted from its last
+        #: rebalance event (None: it has one, or no turn has looked since that event).
         self._outside_since: float | None = None
         self._incremental = incremental_rebalancing(conf)
         self.consumer: Any = Consumer(with_client_log(conf, conf.get("client.id", "member")))
@@ -152,6 +153,7 @@ class _Member:
         )
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self._outside_since = None
         if self._incremental:
             consumer.incremental_assign(partitions)
         else:
@@ -163,6 +165,7 @@ class _Member:
             self._forget((tp.topic, tp.partition))
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._outside_since = None
         revoked = [(tp.topic, tp.partition) for tp in partitions]
         for key in revoked:
             self.assigned.discard(key)
@@ -233,7 +236,8 @@ class _Member:
 
     def outside_group_for(self) -> float:
         """Seconds since the member was first seen without a member id, i.e. not joined to
-        its group (0 while it has one; a member with no partitions may still have one)."""
+        its group, after its last rebalance event (0 while it has one; a member with no
+        partitions may still have one). A look before an earlier join does not count."""
         if self.consumer.memberid():
             self._outside_since = None
             return 0.0

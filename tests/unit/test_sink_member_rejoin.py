@@ -118,6 +118,30 @@ def test_a_member_that_does_not_join_again_is_replaced_by_a_new_one(
     assert consumers[1].closed.is_set()
 
 
+def test_the_time_outside_counts_from_the_loss_not_from_before_the_first_join(
+    consumers: list[GroupConsumer],
+) -> None:
+    """A turn before the first join saw no member id; a later loss (a session that timed out
+    during a long outage) starts the count over, it does not replace the member at once."""
+    from confluent_kafka import TopicPartition
+
+    clock = FakeClock()
+    runner = sink_runner(clock)
+    member = consumers[0]
+    assert runner.run_batch() is False  # not joined yet
+    member.member_id = "member-1"
+    member.callbacks["on_assign"](member, [TopicPartition("t", 0)])
+    clock.advance(10 * REJOIN_TIMEOUT_S)
+    lose_assignment(member)
+
+    assert runner.run_batch() is False
+    assert len(consumers) == 1
+    clock.advance(REJOIN_TIMEOUT_S + 1)
+    assert runner.run_batch() is False
+    assert len(consumers) == 2
+    runner.close()
+
+
 def test_a_member_in_its_group_without_partitions_is_kept(
     consumers: list[GroupConsumer],
 ) -> None:
