@@ -9,6 +9,9 @@ A batch whose read fails (Kafka unreachable, a leader moving) is read again from
 position; once put and flushed, its records are never read again by this member, even if
 the commit fails (the commit is retried before the next batch), so an outage causes no
 duplicates short of a rebalance.
+
+A member that stays outside its group while Kafka answers is replaced by a new one (see
+``REJOIN_TIMEOUT_S``): a task must not show RUNNING for ever while nobody reads its partitions.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Unpack
+
+import structlog
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.domain import TaskId
@@ -63,8 +69,17 @@ from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
 from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
 from connect_grpc.worker_config import WorkerConfig
 
+log = structlog.get_logger(__name__)
+
 #: Seconds the driver waits for a broker answer (committed offsets, watermarks).
 BROKER_TIMEOUT_S = 5.0
+#: Seconds a sink's group member may go without a member id (it never joined, or its session
+#: timed out and it has not joined again) while the task has no partitions and Kafka
+#: answers, before the task replaces it with a new member. A join takes a round trip or two
+#: once the coordinator answers; librdkafka 2.16 can leave a member whose session timed out
+#: during a broker restart without a coordinator for good (its log said "broker -1"): it
+#: never sent a JoinGroup again, and its task showed RUNNING with nothing read for minutes.
+REJOIN_TIMEOUT_S = 20.0
 
 TopicPartitionKey = tuple[str, int]
 
@@ -117,11 +132,16 @@ class _Member:
         conf: Mapping[str, str],
         topics: list[str],
         on_revoked: Callable[[list[TopicPartitionKey]], None] = lambda partitions: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``on_revoked`` is told of the partitions the member lost (revoked or lost)."""
         from confluent_kafka import Consumer
 
         self._on_revoked = on_revoked
+        self._clock = clock
+        #: Since when the member has been seen without a member id, counted from its last
+        #: rebalance event (None: it has one, or no turn has looked since that event).
+        self._outside_since: float | None = None
         self._incremental = incremental_rebalancing(conf)
         self.consumer: Any = Consumer(with_client_log(conf, conf.get("client.id", "member")))
         self.assigned: set[TopicPartitionKey] = set()
@@ -133,6 +153,7 @@ class _Member:
         )
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self._outside_since = None
         if self._incremental:
             consumer.incremental_assign(partitions)
         else:
@@ -144,6 +165,7 @@ class _Member:
             self._forget((tp.topic, tp.partition))
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._outside_since = None
         revoked = [(tp.topic, tp.partition) for tp in partitions]
         for key in revoked:
             self.assigned.discard(key)
@@ -212,8 +234,35 @@ class _Member:
                 del self.uncommitted[key]
         return True
 
+    def outside_group_for(self) -> float:
+        """Seconds since the member was first seen without a member id, i.e. not joined to
+        its group, after its last rebalance event (0 while it has one; a member with no
+        partitions may still have one). A look before an earlier join does not count."""
+        if self.consumer.memberid():
+            self._outside_since = None
+            return 0.0
+        now = self._clock()
+        if self._outside_since is None:
+            self._outside_since = now
+        return now - self._outside_since
+
     def close(self) -> None:
         self.consumer.close()
+
+    def retire(self) -> None:
+        """Lets go of a member that is replaced: its callbacks tell nobody any more, and it
+        is closed on a thread of its own, as a client stuck in its group may take long to
+        close and the task's loop must not wait for it."""
+        self._on_revoked = lambda partitions: None
+        self.assigned.clear()
+        closer = threading.Thread(target=self._close_quietly, name="sink-member-close", daemon=True)
+        closer.start()
+
+    def _close_quietly(self) -> None:
+        try:
+            self.consumer.close()
+        except Exception as exc:
+            log.warning("retired_sink_member_not_closed", error=repr(exc))
 
 
 def put_all(
@@ -333,8 +382,14 @@ class SinkTaskRunner(TaskRunner):
         )
         errant = None if self._pipeline is None else self._pipeline.errant
         self.plugin.initialize(_SinkTaskContext(self.id, errant))
-        self._member = _Member(
-            self._member_conf, subscription(self._subscription_config), self._revoked
+        self._member = self._new_member()
+
+    def _new_member(self) -> _Member:
+        return _Member(
+            self._member_conf,
+            subscription(self._subscription_config),
+            self._revoked,
+            self._clock,
         )
 
     def _revoked(self, partitions: list[TopicPartitionKey]) -> None:
@@ -353,7 +408,10 @@ class SinkTaskRunner(TaskRunner):
 
     def run_batch(self) -> bool:
         member = self._member
-        if member is None or not member.assigned:
+        if member is None:
+            return False
+        if not member.assigned:
+            self._replace_member_outside_group(member)
             return False
         self._commit(member)
         ranges = clip_ranges(member.pending_ranges(), self._sizer.size)
@@ -370,6 +428,20 @@ class SinkTaskRunner(TaskRunner):
         self.log.debug("batch_consumed", records=count, partitions=len(ranges))
         self._commit(member)
         return progressed
+
+    def _replace_member_outside_group(self, member: _Member) -> None:
+        """Replaces a member that has been outside its group for ``REJOIN_TIMEOUT_S`` (only
+        asked while Kafka answers: the loop does not run a batch during a known outage)."""
+        outside_s = member.outside_group_for()
+        if outside_s < REJOIN_TIMEOUT_S:
+            return
+        self.log.warning(
+            "sink_member_replaced",
+            outside_group_s=round(outside_s, 1),
+            reason="the consumer has not joined its group again although Kafka answers",
+        )
+        member.retire()
+        self._member = self._new_member()
 
     def _commit(self, member: _Member) -> None:
         """Commits what the task put and flushed, counted as an offset commit if there
@@ -546,9 +618,7 @@ class HostedSinkTaskRunner(SinkTaskRunner):
 
     def prepare(self) -> None:
         self._link.open()
-        self._member = _Member(
-            self._member_conf, subscription(self._subscription_config), self._revoked
-        )
+        self._member = self._new_member()
 
     def _revoked(self, partitions: list[TopicPartitionKey]) -> None:
         """Tells the host (when it may have a dead-letter queue, is reachable and the task
