@@ -636,19 +636,19 @@ class DistributedHerder(HerderCommon):
         etag: str = "",
     ) -> OffsetsChange:
         with self._connector_locks.hold(name):
-            writer = self._leader_writer()
+            self._leader_writer()
             self._require_etag(name, etag)
             change = self._offset_manager.alter(
                 name, self._stopped_config(name), offsets, all_partitions_time_ms
             )
-            return replace(change, etag=self._offsets_changed(writer, name))
+            return replace(change, etag=self._offsets_changed(name))
 
     def reset_offsets(self, name: str, etag: str = "") -> OffsetsChange:
         with self._connector_locks.hold(name):
-            writer = self._leader_writer()
+            self._leader_writer()
             self._require_etag(name, etag)
             message = self._offset_manager.reset(name, self._stopped_config(name))
-            return OffsetsChange(message, etag=self._offsets_changed(writer, name))
+            return OffsetsChange(message, etag=self._offsets_changed(name))
 
     def reset_connector_topics(self, name: str) -> None:
         """The leader writes the tombstones (a write: forwarded to it, like Kafka Connect's
@@ -695,11 +695,8 @@ class DistributedHerder(HerderCommon):
         self, request_id: str, stored_at: float, fingerprint: bytes, payload: bytes
     ) -> None:
         record = AnswerRecord(stored_at, fingerprint, payload)
-        self._write(
-            self._leader_writer(),
-            [extension_record(request_key(request_id), record.to_json())],
-            wake_leader=False,
-        )
+        self._leader_writer()
+        self._write_in_term([extension_record(request_key(request_id), record.to_json())], None)
 
     @staticmethod
     def _with_answer(records: list[RawRecord], result: object) -> list[RawRecord]:
@@ -776,11 +773,12 @@ class DistributedHerder(HerderCommon):
         version = offsets_version_in(snapshot.extensions, name) + 1
         return str(version), [extension_record(offsets_version_key(name), {"version": version})]
 
-    def _offsets_changed(self, writer: FencedWriter, name: str) -> str:
-        """(After a successful offsets change) Writes the connector's next offsets version;
-        returns its new etag."""
+    def _offsets_changed(self, name: str) -> str:
+        """(After a successful offsets change) Writes the connector's next offsets version,
+        unfenced (one record: a deposed leader's is refused, and its caller's retry through
+        the new leader changes the same offsets again); returns the new etag."""
         _, records = self._next_offsets_version(self._snapshot(), name)
-        self._write(writer, records, wake_leader=False)
+        self._write_in_term(records, None)
         return self._etag_in(self._snapshot(), name)
 
     def leads(self) -> bool:
