@@ -14,6 +14,7 @@ from connect_grpc.storage.kafka_config import (
     ConfigChange,
     SnapshotBuilder,
     apply_record,
+    carried_record,
     commit_key,
     connector_key,
     decode_target_state,
@@ -352,3 +353,21 @@ def test_the_written_term_is_read_from_the_records_header(
 def test_a_malformed_term_header_raises(raw: bytes) -> None:
     with pytest.raises(ValueError, match="connect-grpc-term"):
         written_term(LogRecord(b"k", b"v", 0, 0, None, (("connect-grpc-term", raw),)))
+
+
+@pytest.mark.parametrize(
+    "raw", [b"[]", b'{"key": "connector-c", "value": {}}', b'{"value": 1}', b"not json"]
+)
+def test_a_carried_record_must_be_an_extension_record(raw: bytes) -> None:
+    """A header carrying anything but a ``connect-grpc-`` record is malformed: the record
+    that carries it is then skipped whole, as any malformed record is."""
+    with pytest.raises(ValueError):
+        carried_record(LogRecord(b"k", b"v", 0, 0, None, (("connect-grpc-carried", raw),)))
+
+
+def test_a_carried_record_round_trips() -> None:
+    headers = (("connect-grpc-carried", b'{"key":"connect-grpc-request-x","value":{"a":1}}'),)
+    assert carried_record(LogRecord(b"k", b"v", 0, 0, None, headers)) == (
+        "connect-grpc-request-x", b'{"a":1}'
+    )
+    assert carried_record(LogRecord(b"k", b"v", 0, 0)) is None
