@@ -24,7 +24,7 @@ from typing import TypeVar
 
 import structlog
 
-from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment
+from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment, task_order
 from connect_grpc.cluster.records import assignment_in
 from connect_grpc.domain import (
     ConnectorStatus,
@@ -300,7 +300,9 @@ class Reconciler:
                 self._settled = None
 
     def _start_wanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
-        for task, wanted in sorted(self._wanted_tasks(snapshot, mine).items()):
+        wanted_tasks = self._wanted_tasks(snapshot, mine)
+        for task in sorted(wanted_tasks, key=task_order):
+            wanted = wanted_tasks[task]
             with self._lock:
                 running = self._running_tasks.get(task)
             if running is None:
