@@ -127,6 +127,7 @@ from connect_grpc.storage.kafka_config import (
     target_state_records,
     task_config_records,
     task_count_records,
+    term_marker_record,
 )
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore, encode_records
 from connect_grpc.storage.kafka_status import KafkaStatusStore
@@ -264,6 +265,8 @@ class DistributedHerder(HerderCommon):
         self._connector_locks = ConnectorLocks()
         self._lock = threading.Lock()
         self._writer: FencedWriter | None = None
+        #: The term the writer took office in (its unfenced writes carry it).
+        self._term = 0
         self._writer_lock = threading.Lock()
         self._stopping = threading.Event()
         self._leader_wake = threading.Event()
@@ -498,7 +501,7 @@ class DistributedHerder(HerderCommon):
         self._leader_writer()  # a follower forwards before doing any work
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
-            writer = self._leader_writer()
+            self._leader_writer()
             if self._snapshot().contains(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
             initial = self._validated_for_create(
@@ -509,8 +512,7 @@ class DistributedHerder(HerderCommon):
             result = CreateResult(
                 self._info(name, full_config, 0, etag), initial.message, initial.resolved
             )
-            records = connector_config_records(name, full_config, initial_state)
-            self._write(writer, self._with_answer([*records, *version_records], result))
+            self._write_new_connector(name, full_config, initial_state, version_records, result)
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
             return result
 
@@ -524,7 +526,7 @@ class DistributedHerder(HerderCommon):
             if etag and not self._snapshot().contains(name):
                 raise no_connector_for_etag(name)
             self._require_etag(name, etag)
-            return self._put_config(writer, name, full_config)
+            return self._put_config(writer, name, full_config, conditional=bool(etag))
 
     def patch_connector_config(
         self, name: str, patch: Mapping[str, str | None], etag: str = ""
@@ -536,16 +538,16 @@ class DistributedHerder(HerderCommon):
             current = self._config_of(self._snapshot(), name)
             self._require_etag(name, etag)
             _, full_config = self._normalised(name, patched_config(current, patch))
-            return self._put_config(writer, name, full_config)
+            return self._put_config(writer, name, full_config, conditional=bool(etag))
 
     def _put_config(
-        self, writer: FencedWriter, name: str, full_config: dict[str, str]
+        self, writer: FencedWriter, name: str, full_config: dict[str, str], *, conditional: bool
     ) -> PutConfigResult:
-        """Validates and writes a whole config; the caller holds the connector's lock."""
+        """Validates and writes a whole config; the caller holds the connector's lock and
+        checked the etag of a ``conditional`` write."""
         self._validator.ensure_valid(full_config)
         snapshot = self._snapshot()
         created = not snapshot.contains(name)
-        initial = TargetState.STARTED if created else None
         task_count = 0 if created else len(snapshot.task_configs(name))
         if created:
             version, version_records = self._next_offsets_version(snapshot, name)
@@ -554,8 +556,17 @@ class DistributedHerder(HerderCommon):
         target = snapshot.target_state(name) or TargetState.STARTED
         etag = connector_etag(name, full_config, target, version)
         result = PutConfigResult(self._info(name, full_config, task_count, etag), created=created)
-        records = connector_config_records(name, full_config, initial)
-        self._write(writer, self._with_answer([*records, *version_records], result))
+        if created:
+            self._write_new_connector(
+                name, full_config, TargetState.STARTED, version_records, result
+            )
+        elif conditional:
+            self._write(writer, self._with_answer(connector_config_records(name, full_config),
+                                                  result))
+        else:
+            self._write_in_term(
+                connector_config_records(name, full_config), self._answer_record(result)
+            )
         self._log.info("connector_config_written", connector=name, created=created)
         return result
 
@@ -694,11 +705,17 @@ class DistributedHerder(HerderCommon):
     def _with_answer(records: list[RawRecord], result: object) -> list[RawRecord]:
         """The change's records and, when the call carries a request id, its answer: one
         transaction, so that no crash leaves the change written without its answer."""
+        answer = DistributedHerder._answer_record(result)
+        return records if answer is None else [*records, answer]
+
+    @staticmethod
+    def _answer_record(result: object) -> RawRecord | None:
+        """The record of the call's answer when the call carries a request id."""
         answer = request_answer.take(result)
         if answer is None:
-            return records
+            return None
         record = AnswerRecord(answer.stored_at, answer.fingerprint, answer.payload)
-        return [*records, extension_record(request_key(answer.request_id), record.to_json())]
+        return extension_record(request_key(answer.request_id), record.to_json())
 
     def _expire_answers(self, writer: FencedWriter) -> None:
         """Tombstones the answers older than the replay window (the leader, now and then)."""
@@ -730,7 +747,10 @@ class DistributedHerder(HerderCommon):
             version = offsets_version_in(snapshot.extensions, name)
             after = connector_etag(name, config, state, str(version))
             records = (extra or []) + target_state_records(name, state)
-            self._write(writer, self._with_answer(records, after))
+            if extra or etag:
+                self._write(writer, self._with_answer(records, after))
+            else:
+                self._write_in_term(records, self._answer_record(after))
             self._log.info("connector_target_state_written", connector=name, state=state.value)
             return after
 
@@ -822,6 +842,69 @@ class DistributedHerder(HerderCommon):
             read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
         )
 
+    def _write_new_connector(
+        self,
+        name: str,
+        config: dict[str, str],
+        state: TargetState,
+        version_records: list[RawRecord],
+        result: object,
+    ) -> None:
+        """A new connector without a transaction: its target state and offsets version
+        first, its config last, carrying the answer. A write cut short (a crash, a deposed
+        leader's records refused after the config's) leaves at most a target state and a
+        version of a connector that does not exist, which its next create overwrites."""
+        records = [*target_state_records(name, state), *version_records]
+        records += connector_config_records(name, config)
+        self._write_in_term(records, self._answer_record(result), wake_leader=True)
+
+    def _write_in_term(
+        self, records: list[RawRecord], answer: RawRecord | None, *, wake_leader: bool = False
+    ) -> None:
+        """Writes without a transaction, stamped with this leader's term, the last record
+        carrying the call's ``answer`` (applied with it or not at all), then waits until
+        this worker's view shows the write (issue 25: a transaction's commit was most of a
+        write's time; Kafka Connect writes without one unless exactly-once is on).
+
+        Only for changes whose records before the last may be applied alone (the last
+        one, the config or the target state, is the change): a pause, a resume, an
+        unconditional config of an existing connector, a new connector. Conditional (etag)
+        writes and the other changes keep the transaction.
+
+        Fencing moves to the readers: every worker ignores such a record when a later
+        leader's term marker came before it, this one included, which is how a deposed
+        leader learns its write failed: NotLeaderError, so that the call goes to the new
+        leader. The leader loop is woken only for a ``wake_leader`` write: a target state
+        or an existing connector's config changes no instance to assign (new task configs
+        wake it when they are written).
+        """
+        term = self._office_term()
+        if not self._election.is_leader():
+            raise self._not_leader()
+        started = time.perf_counter()
+        written = self._configs.send_in_term(
+            records, term, deadline.remaining(LEADER_CALL_TIMEOUT_S), carried=answer
+        )
+        sent = time.perf_counter()
+        self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        if self._configs.refused(written):
+            self._log.warning("leader_write_refused_as_deposed", term=term)
+            raise self._not_leader()
+        if wake_leader:
+            self._leader_wake.set()
+        self._log.debug(
+            "leader_write_timed",
+            records=len(records),
+            transaction=False,
+            send_ms=round((sent - started) * 1000, 3),
+            read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
+        )
+
+    def _office_term(self) -> int:
+        """The term of the usable writer (checked just before by ``_leader_writer``)."""
+        with self._writer_lock:
+            return self._term
+
     def _stopped_config(self, name: str) -> dict[str, str]:
         """Cluster-wide STOPPED: the target state, and no task configs (so no task of it
         runs on any worker once each has read the config topic)."""
@@ -877,14 +960,17 @@ class DistributedHerder(HerderCommon):
         )
         try:
             self._configs.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
-            previous = LeaderRecord.from_json(self._snapshot().extensions.get(LEADER_KEY))
-            term = (previous.term if previous else 0) + 1
+            snapshot = self._snapshot()
+            previous = LeaderRecord.from_json(snapshot.extensions.get(LEADER_KEY))
+            term = max(previous.term if previous else 0, snapshot.term) + 1
             record = LeaderRecord(self._id, self._cluster.advertised_address, term)
             # with a fresh session key in the same transaction: a worker that knows this
-            # leader knows the key to sign the calls it forwards to it
+            # leader knows the key to sign the calls it forwards to it; and the term's
+            # marker, after which every worker ignores a deposed leader's unfenced writes
             written = writer.send_all(
                 [
                     extension_record(LEADER_KEY, record.to_json()),
+                    term_marker_record(term),
                     session_key_record(SessionKey.generate(_now_ms()).to_json()),
                 ],
                 deadline.remaining(LEADER_CALL_TIMEOUT_S),
@@ -894,7 +980,7 @@ class DistributedHerder(HerderCommon):
             writer.close(0)
             raise
         with self._writer_lock:
-            self._writer = writer
+            self._writer, self._term = writer, term
         self._log.info("leader_in_office", term=term)
         return writer
 

@@ -156,6 +156,14 @@ _OPS: Mapping[str, Callable[..., Any]] = {
 }
 
 
+def time_left(answer_by: float) -> float:
+    """Seconds until ``answer_by`` (``time.monotonic()``), at least 0. The parent sends its
+    deadline as an instant, not a duration: CLOCK_MONOTONIC is one clock for every process
+    of the machine, so a child that took long to start or to read the request gives the
+    call what is left, and answers within the parent's wait."""
+    return max(0.0, answer_by - time.monotonic())
+
+
 def _serve(conn: Connection, conf: dict[str, str], log_format: str) -> None:
     """The child's loop: one AdminClient, one call at a time, until the parent goes away."""
     from confluent_kafka.admin import AdminClient
@@ -171,9 +179,9 @@ def _serve(conn: Connection, conf: dict[str, str], log_format: str) -> None:
             return
         if request is None:
             return
-        op, args, timeout_s = request
+        op, args, answer_by = request
         try:
-            reply: tuple[str, Any] = ("ok", _OPS[op](admin, timeout_s, *args))
+            reply: tuple[str, Any] = ("ok", _OPS[op](admin, time_left(answer_by), *args))
         except Exception as exc:
             reply = ("error", _call_error(exc))
         admin.poll(0)  # serves the (rate-limited) client logs
@@ -219,7 +227,7 @@ class IsolatedAdmin:
             raise self._unavailable(op, "the call's deadline leaves no time to ask Kafka")
         conn = self._child()
         try:
-            conn.send((op, args, budget - ANSWER_MARGIN_S))
+            conn.send((op, args, time.monotonic() + budget - ANSWER_MARGIN_S))
             if not conn.poll(budget):
                 self._stop_child(graceful=False)
                 raise self._unavailable(op, f"Kafka did not answer within {budget:.1f} s")

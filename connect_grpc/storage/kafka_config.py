@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -47,6 +48,7 @@ from typing import Any, Literal
 import structlog
 
 from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.errors import ConnectError, UnavailableError
 from connect_grpc.storage.kafka_log import (
     DEFAULT_TIMEOUT_S,
     ClientConfig,
@@ -71,6 +73,20 @@ TASK_COUNT_PREFIX = "tasks-fencing-"
 EXTENSION_PREFIX = "connect-grpc-"
 #: Kafka Connect's session key record (``connect_grpc.security.session_key``).
 SESSION_KEY_KEY = "session-key"
+#: A leader's term marker, ``connect-grpc-term-<N>`` = ``{"term": N}``, written in the
+#: transaction that takes office. A key of its own per term, so compaction keeps every
+#: marker and a reader from the start draws the same line between terms as a live one.
+TERM_KEY_PREFIX = "connect-grpc-term-"
+TERM_FIELD = "term"
+#: Header of a record a leader wrote without a transaction: the term it was written in. A
+#: reader ignores it when a later term's marker came before it (a deposed leader's write).
+TERM_HEADER = "connect-grpc-term"
+#: Header of such a record that carries one more extension record, ``{"key": k, "value":
+#: v}``, applied with it or refused with it (a change's answer rides on the change's last
+#: record: no crash, no zombie can part them).
+CARRIED_HEADER = "connect-grpc-carried"
+#: How many refused offsets a store remembers for :meth:`KafkaConfigStore.refused`.
+REFUSED_MEMORY = 1024
 
 PROPERTIES_FIELD = "properties"
 TASKS_FIELD = "tasks"
@@ -123,6 +139,7 @@ class ConfigSnapshot:
         extensions: key → decoded JSON value of each live ``connect-grpc-`` record and of
             the ``session-key`` record.
         log_levels: logger namespace → its latest cluster-wide level (KIP-976).
+        term: the highest leader term whose marker was read (0 before any).
     """
 
     offset: int = NO_OFFSET
@@ -136,6 +153,7 @@ class ConfigSnapshot:
     log_levels: Mapping[str, ClusterLogLevel] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    term: int = 0
 
     def contains(self, connector: str) -> bool:
         """Whether the connector has a config."""
@@ -165,6 +183,7 @@ class SnapshotBuilder:
     log_levels: dict[str, ClusterLogLevel] = field(default_factory=dict)
     #: connector → task number → config, written but not yet committed.
     deferred: dict[str, dict[int, Config]] = field(default_factory=dict)
+    term: int = 0
 
     def build(self) -> ConfigSnapshot:
         """An immutable copy of the current state (pending task configs left out)."""
@@ -178,6 +197,7 @@ class SnapshotBuilder:
             inconsistent=frozenset(self.inconsistent),
             extensions=MappingProxyType(dict(self.extensions)),
             log_levels=MappingProxyType(dict(self.log_levels)),
+            term=self.term,
         )
 
 
@@ -387,6 +407,9 @@ def apply_record(
     builder is then unchanged. ``timestamp_ms``: the record's timestamp (kept with a log
     level).
     """
+    if key.startswith(TERM_KEY_PREFIX):
+        _apply_term(builder, value)
+        return None
     if key.startswith(EXTENSION_PREFIX) or key == SESSION_KEY_KEY:
         return _apply_extension(builder, key, value)
     if key.startswith(TARGET_STATE_PREFIX):
@@ -471,6 +494,51 @@ def _apply_task_count(
     return ConfigChange("task_count", connector)
 
 
+def _apply_term(builder: SnapshotBuilder, value: bytes | None) -> None:
+    """Raises the builder's term to a marker's (terms only grow; a tombstone is ignored)."""
+    if value is None:
+        return
+    loaded = _load(value)
+    term = loaded.get(TERM_FIELD) if isinstance(loaded, dict) else None
+    if not isinstance(term, int) or isinstance(term, bool) or term < 0:
+        raise ValueError(f"a term marker needs a non-negative integer {TERM_FIELD!r}")
+    builder.term = max(builder.term, term)
+
+
+def _carry(record: RawRecord) -> bytes:
+    key, value = record
+    if not key.startswith(EXTENSION_PREFIX.encode()):
+        raise ValueError(f"only extension records are carried, not {key!r}")
+    loaded = None if value is None else _load(value)
+    return _dump({"key": key.decode(), "value": loaded})
+
+
+def carried_record(record: LogRecord) -> tuple[str, bytes | None] | None:
+    """The extension record ``record`` carries in its header, as (key, value); None when
+    it carries none. Raises ValueError for a malformed header."""
+    raw = record.header(CARRIED_HEADER)
+    if raw is None:
+        return None
+    loaded = _load(raw)
+    key = loaded.get("key") if isinstance(loaded, dict) else None
+    if not isinstance(key, str) or not key.startswith(EXTENSION_PREFIX):
+        raise ValueError(f"header {CARRIED_HEADER} carries no extension record")
+    value = loaded.get("value")
+    return key, None if value is None else json.dumps(value, separators=(",", ":")).encode()
+
+
+def written_term(record: LogRecord) -> int | None:
+    """The term a record written without a transaction carries; None when it carries none.
+    Raises ValueError for a header that is not a non-negative integer."""
+    raw = record.header(TERM_HEADER)
+    if raw is None:
+        return None
+    text = raw.decode("ascii", errors="replace")
+    if not text.isdigit():
+        raise ValueError(f"header {TERM_HEADER} is not a term: {text!r}")
+    return int(text)
+
+
 def _apply_extension(builder: SnapshotBuilder, key: str, value: bytes | None) -> ConfigChange:
     if value is None:
         builder.extensions.pop(key, None)
@@ -553,6 +621,11 @@ def session_key_record(value: Mapping[str, object]) -> RawRecord:
     return _record(SESSION_KEY_KEY, _dump(value))
 
 
+def term_marker_record(term: int) -> RawRecord:
+    """The marker a leader writes in the transaction that takes office for ``term``."""
+    return _record(f"{TERM_KEY_PREFIX}{term}", _dump({TERM_FIELD: term}))
+
+
 def extension_record(key: str, value: object | None) -> RawRecord:
     """One of the cluster layer's records (``key`` starts with ``connect-grpc-``)."""
     if not key.startswith(EXTENSION_PREFIX):
@@ -596,6 +669,8 @@ class KafkaConfigStore:
         self._snapshot: ConfigSnapshot | None = None
         self._on_change = on_change
         self._timeout = timeout
+        #: Offsets of the latest records ignored as a deposed leader's (newest last).
+        self._refused: deque[int] = deque(maxlen=REFUSED_MEMORY)
         spec = TopicSpec(topic, 1, replication_factor, compact=True)
         self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
 
@@ -661,6 +736,37 @@ class KafkaConfigStore:
         """
         self._log.read_past(written, timeout)
 
+    def send_in_term(
+        self,
+        records: list[RawRecord],
+        term: int,
+        timeout: float,
+        *,
+        carried: RawRecord | None = None,
+    ) -> list[LogRecord]:
+        """Writes the records without a transaction, each stamped with the writer's leader
+        ``term``, the last carrying the extension record ``carried`` (applied with it);
+        returns once acknowledged (not yet read back: :meth:`wait_for`, then
+        :meth:`refused`). Raises UnavailableError when that takes over ``timeout`` seconds."""
+        last = () if carried is None else ((CARRIED_HEADER, _carry(carried)),)
+        try:
+            return self._log.send_all(
+                records,
+                headers=((TERM_HEADER, str(term).encode()),),
+                last_headers=last,
+                timeout=timeout,
+            )
+        except UnavailableError:
+            raise
+        except ConnectError as exc:
+            raise UnavailableError(str(exc)) from exc
+
+    def refused(self, written: list[LogRecord]) -> bool:
+        """Whether this store ignored any of ``written`` (read back already) as the write of
+        a deposed leader."""
+        with self._lock:
+            return any(record.offset in self._refused for record in written)
+
     def wait_for_offset(self, offset: int, timeout: float | None = None) -> None:
         """Blocks until the records before ``offset`` are applied here (read-your-writes
         after another worker's write); raises UnavailableError after ``timeout``."""
@@ -681,7 +787,7 @@ class KafkaConfigStore:
             return
         with self._lock:
             try:
-                change = apply_record(self._builder, key, record.value, record.timestamp_ms)
+                change = self._apply_current(key, record)
             except ValueError as exc:
                 change = None
                 log.warning("config_record_skipped", key=key, offset=record.offset, error=str(exc))
@@ -689,6 +795,21 @@ class KafkaConfigStore:
             self._snapshot = None
         if change is not None:
             self._notify(change)
+
+    def _apply_current(self, key: str, record: LogRecord) -> ConfigChange | None:
+        """Applies the record unless a leader wrote it in a term a later marker ended (it
+        is remembered as refused then); the caller holds the lock."""
+        term = written_term(record)
+        if term is not None and term < self._builder.term:
+            self._refused.append(record.offset)
+            log.warning("config_record_of_a_deposed_leader_ignored", key=key,
+                        offset=record.offset, term=term, current_term=self._builder.term)
+            return None
+        carried = carried_record(record)
+        change = apply_record(self._builder, key, record.value, record.timestamp_ms)
+        if carried is not None:
+            _apply_extension(self._builder, *carried)
+        return change
 
     def _notify(self, change: ConfigChange) -> None:
         if self._on_change is None:

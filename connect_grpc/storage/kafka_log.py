@@ -64,14 +64,22 @@ METADATA_RETRY_S = 0.1
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
-    """One record of the topic: its raw key and value (None is a tombstone), position, and
-    timestamp (ms since the epoch; None when the broker gave none)."""
+    """One record of the topic: its raw key and value (None is a tombstone), position,
+    timestamp (ms since the epoch; None when the broker gave none) and headers."""
 
     key: bytes | None
     value: bytes | None
     partition: int
     offset: int
     timestamp_ms: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    def header(self, name: str) -> bytes | None:
+        """The value of the last header called ``name``; None when there is none."""
+        for key, value in reversed(self.headers):
+            if key == name:
+                return value
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,35 +332,47 @@ class KafkaBasedLog:
             raise UnavailableError(f"topic {self._spec.name} not read to its end in {limit}s")
         self._check_running()
 
-    def send_all(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[LogRecord]:
-        """Writes the (key, value) records, in order; a None value is a tombstone.
+    def send_all(
+        self,
+        records: Sequence[tuple[bytes, bytes | None]],
+        *,
+        headers: Sequence[tuple[str, bytes]] = (),
+        last_headers: Sequence[tuple[str, bytes]] = (),
+        timeout: float | None = None,
+    ) -> list[LogRecord]:
+        """Writes the (key, value) records, in order, each with ``headers`` (the last one
+        with ``last_headers`` too); a None value is a tombstone.
 
         Returns once all are acknowledged (acks=all), with the offset each was written at.
-        Raises ConnectError if any record was not written.
+        Raises UnavailableError if that takes longer than ``timeout`` seconds (default: the
+        log's timeout; the records may still be written later) and ConnectError if any
+        record was not written.
         """
         producer = self._producer
         if producer is None:
             raise ConnectError(f"the log of topic {self._spec.name} is not started")
+        limit = self._timeout if timeout is None else timeout
         with self._write_lock:
             reports: list[Future[LogRecord]] = []
-            for key, value in records:
+            for index, (key, value) in enumerate(records):
                 report: Future[LogRecord] = Future()
+                record_headers = [*headers, *last_headers] if index == len(records) - 1 else headers
                 try:
                     producer.produce(
                         self._spec.name,
                         value=value,
                         key=key,
+                        headers=list(record_headers) or None,
                         on_delivery=delivery_reporter(report, self._write_error),
                     )
                 except (BufferError, KafkaException) as exc:
-                    producer.flush(self._timeout)
+                    producer.flush(limit)
                     raise ConnectError(f"write to {self._spec.name} failed: {exc}") from exc
                 reports.append(report)
-            remaining = producer.flush(self._timeout)
+            remaining = producer.flush(limit)
         if remaining:
             raise UnavailableError(
-                f"{remaining} records to topic {self._spec.name} not acknowledged in "
-                f"{self._timeout}s"
+                f"{remaining} records to topic {self._spec.name} not acknowledged in {limit}s"
             )
         return [report.result(timeout=0) for report in reports]
 
@@ -469,6 +489,7 @@ class KafkaBasedLog:
             partition,
             offset,
             _timestamp_ms(message),
+            _headers(message),
         )
         try:
             self._on_record(record)
@@ -498,6 +519,13 @@ def _next_messages(consumer: Consumer) -> list[Message]:
 def _timestamp_ms(message: Message) -> int | None:
     kind, value = message.timestamp()
     return None if kind == TIMESTAMP_NOT_AVAILABLE else int(value)
+
+
+def _headers(message: Message) -> tuple[tuple[str, bytes], ...]:
+    raw: list[tuple[str, bytes | None]] | None = message.headers()  # type: ignore[assignment]
+    if not raw:
+        return ()
+    return tuple((key, value or b"") for key, value in raw)
 
 
 def _as_bytes(data: Any) -> bytes | None:

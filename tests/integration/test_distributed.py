@@ -289,14 +289,15 @@ def test_request_id_applies_once_across_workers(cluster: Cluster, tmp_path: Path
     cluster.live[2].stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
 
 
-def test_a_request_answer_is_written_in_the_changes_own_transaction(
+def test_a_request_answer_cannot_be_parted_from_its_change(
     cluster: Cluster, tmp_path: Path
 ) -> None:
-    """The answer to a change of the config topic carrying a request_id (here a create, a
-    pause and a delete) is the last record of the change's own transaction: the record just
-    before it, at the adjacent offset, is the change's (a second transaction would put a
-    commit marker between them). So no leader crash can leave a change written without the
-    answer a retry must get (README, "request_id ... one transaction")."""
+    """The answer to a change of the config topic carrying a request_id is never a record
+    a crash could part from the change (README, "request_id"). A change the leader writes
+    without a transaction (a create, a pause) carries it in a header of its last record,
+    every record stamped with the leader's term; a transactional change (a delete) has it
+    as the last record of its own transaction: the record just before it, at the adjacent
+    offset, is the change's (a second transaction would put a commit marker between them)."""
     name = f"atomic-{uuid.uuid4().hex[:6]}"
     via = cluster.follower_not_running(name)
     ids = {rpc: uuid.uuid4().hex for rpc in ("create", "pause", "delete")}
@@ -317,17 +318,27 @@ def test_a_request_answer_is_written_in_the_changes_own_transaction(
     )
     messages = read_all(cluster.bootstrap, cluster.properties["config.storage.topic"])
     key_at = {message.offset(): (message.key() or b"").decode() for message in messages}
-    answer_at = {
-        rpc: next(o for o, key in key_at.items() if key.endswith(f"-{request_id}"))
-        for rpc, request_id in ids.items()
-    }
-    # a create also writes the connector's offsets version (its etag's), in the same
-    # transaction
-    change_keys = {f"connector-{name}", f"target-state-{name}", offsets_version_key(name)}
-    for rpc, offset in answer_at.items():
-        assert key_at.get(offset - 1) in change_keys, (rpc, offset, key_at)
-    created = answer_at["create"]
-    assert {key_at.get(created - n) for n in (1, 2, 3)} == change_keys, key_at
+    headers_at = {message.offset(): dict(message.headers() or []) for message in messages}
+
+    def carrier_of(request_id: str) -> int:
+        return next(
+            offset for offset, headers in headers_at.items()
+            if request_id in (headers.get("connect-grpc-carried") or b"").decode()
+        )
+
+    created = carrier_of(ids["create"])
+    assert key_at[created] == f"connector-{name}", key_at
+    assert {key_at[created - 1], key_at[created - 2]} == {
+        f"target-state-{name}", offsets_version_key(name)
+    }, key_at
+    paused = carrier_of(ids["pause"])
+    assert key_at[paused] == f"target-state-{name}", key_at
+    for offset in (created - 2, created - 1, created, paused):
+        assert headers_at[offset]["connect-grpc-term"].decode().isdigit(), headers_at[offset]
+    deleted = next(o for o, key in key_at.items() if key.endswith(f"-{ids['delete']}"))
+    assert key_at.get(deleted - 1) in {f"connector-{name}", f"target-state-{name}"}, key_at
+    assert not any(key.endswith(ids["create"]) or key.endswith(ids["pause"])
+                   for key in key_at.values()), key_at
 
 
 def test_a_sink_whose_consumer_group_is_the_worker_group_is_refused(
@@ -410,11 +421,20 @@ def test_zombie_leader_is_fenced_and_the_request_succeeds_once(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     """The leader is frozen until the group elects another; woken, it still believes it
-    leads. A write sent to it at once must not be applied by it: its next transaction is
-    fenced (or it learns it was deposed first), and the request succeeds once, through the
-    new leader."""
+    leads. A write sent to it at once must not be applied by it: its unfenced write (a
+    pause) is ignored after the new leader's term marker, its next transaction is fenced
+    (or it learns it was deposed first), and each request succeeds once, through the new
+    leader."""
     zombie = cluster.leader()
     others = [w for w in cluster.live if w is not zombie]
+    paused = f"zombie-pause-{uuid.uuid4().hex[:6]}"
+    zombie.stub.CreateConnector(
+        pb.CreateConnectorRequest(
+            name=paused, config=source_config(tmp_path / "events.jsonl", tasks=1),
+            initial_state=pb.INITIAL_STATE_STOPPED,
+        ),
+        timeout=30,
+    )
     zombie.freeze()
     try:
         wait_until(
@@ -422,6 +442,8 @@ def test_zombie_leader_is_fenced_and_the_request_succeeds_once(
         )
     finally:
         zombie.thaw()
+    zombie.stub.PauseConnector(pb.PauseConnectorRequest(name=paused), timeout=30)
+    wait_for_states(cluster.leader().stub, paused, PAUSED, [])
     name = f"zombie-{uuid.uuid4().hex[:6]}"
     request = pb.CreateConnectorRequest(
         name=name,
@@ -438,7 +460,8 @@ def test_zombie_leader_is_fenced_and_the_request_succeeds_once(
     assert zombie.stub.CreateConnector(request, timeout=30) == answer
     logs = zombie.logs()
     assert "leadership_lost" in logs or "fenced" in logs.lower(), logs[-3000:]
-    leader.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+    for deleted in (name, paused):
+        leader.stub.DeleteConnector(pb.DeleteConnectorRequest(name=deleted), timeout=30)
     cluster.settled(len(cluster.live))
 
 

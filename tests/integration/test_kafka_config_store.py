@@ -15,7 +15,13 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from connect_grpc.domain import RestartRequest, TargetState
-from connect_grpc.storage.kafka_config import ChangeKind, KafkaConfigStore
+from connect_grpc.storage.kafka_config import (
+    ChangeKind,
+    KafkaConfigStore,
+    extension_record,
+    target_state_records,
+    term_marker_record,
+)
 from connect_grpc.storage.kafka_log import describe_topic_config
 from connect_grpc.testing.cluster import wait_until
 
@@ -182,3 +188,54 @@ def test_records_have_kafka_connect_shape(
         (b"target-state-my-conn", {"state": "PAUSED", "state.v2": "STOPPED"}),
     ]
     assert records[0][1] == b'{"properties":{"connector.class":"X","tasks.max":"1"}}'
+
+
+def test_a_write_stamped_with_an_ended_term_is_refused_by_every_reader(started: Starter) -> None:
+    """Unfenced leader writes (issue 25): a record stamped with a term that a later term's
+    marker ended is ignored, and reported refused, by a live reader and by one that reads
+    the topic from its start; one of the current term is applied."""
+    writer = started()
+    writer.put_connector_config("c", {"connector.class": "X"})
+    writer.send_in_term([term_marker_record(4)], 0, TIMEOUT_S)  # before any marker: term 0
+    stale = writer.send_in_term(target_state_records("c", TargetState.PAUSED), 3, TIMEOUT_S)
+    writer.wait_for(stale, TIMEOUT_S)
+    assert writer.refused(stale)
+    assert writer.snapshot().target_state("c") is TargetState.STARTED
+    assert writer.snapshot().term == 4
+
+    current = writer.send_in_term(target_state_records("c", TargetState.STOPPED), 4, TIMEOUT_S)
+    writer.wait_for(current, TIMEOUT_S)
+    assert not writer.refused(current)
+    assert writer.snapshot().target_state("c") is TargetState.STOPPED
+
+    later = started()
+    assert later.snapshot().target_state("c") is TargetState.STOPPED
+    assert later.refused(stale) and not later.refused(current)
+    assert later.snapshot().term == 4
+    assert not any(key.startswith("connect-grpc-term-") for key in later.snapshot().extensions)
+
+
+def test_unstamped_records_are_applied_whatever_the_term(started: Starter) -> None:
+    """Records without a term (the fenced transactional writes, tools) are not judged."""
+    writer = started()
+    writer.send_in_term([term_marker_record(9)], 0, TIMEOUT_S)
+    writer.put_connector_config("c", {"connector.class": "X"}, TargetState.PAUSED)
+    assert writer.snapshot().target_state("c") is TargetState.PAUSED
+
+
+def test_a_carried_record_is_applied_with_its_carrier_or_not_at_all(started: Starter) -> None:
+    """A change's answer rides in a header of the change's last record: applied with it,
+    or refused with it."""
+    writer = started()
+    writer.put_connector_config("c", {"connector.class": "X"})
+    writer.send_in_term([term_marker_record(2)], 0, TIMEOUT_S)
+    kept = extension_record("connect-grpc-request-kept", {"answer": 1})
+    dropped = extension_record("connect-grpc-request-dropped", {"answer": 2})
+    records = target_state_records("c", TargetState.PAUSED)
+    writer.wait_for(writer.send_in_term(records, 1, TIMEOUT_S, carried=dropped), TIMEOUT_S)
+    writer.wait_for(writer.send_in_term(records, 2, TIMEOUT_S, carried=kept), TIMEOUT_S)
+    for store in (writer, started()):
+        extensions = store.snapshot().extensions
+        assert extensions.get("connect-grpc-request-kept") == {"answer": 1}
+        assert "connect-grpc-request-dropped" not in extensions
+        assert store.snapshot().target_state("c") is TargetState.PAUSED

@@ -3,6 +3,7 @@ the answering broker's metadata, is looked for once more instead of being refuse
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,3 +63,10 @@ def test_no_second_look_when_the_deadline_leaves_no_time() -> None:
     admin = ScriptedAdmin([{}, {"new": 1}])
     assert kafka_admin._partition_counts(admin, 1.0, ["new"]) == {}
     assert len(admin.calls) == 1
+
+
+def test_the_child_gives_a_call_only_what_is_left_of_the_callers_deadline() -> None:
+    """The deadline travels as an instant: time spent starting the child is not given
+    again (it was, as a duration, and a slow start made the parent give up first)."""
+    assert kafka_admin.time_left(time.monotonic() - 3.0) == 0.0
+    assert 4.0 < kafka_admin.time_left(time.monotonic() + 5.0) <= 5.0

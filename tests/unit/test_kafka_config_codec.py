@@ -27,7 +27,10 @@ from connect_grpc.storage.kafka_config import (
     target_state_key,
     task_count_key,
     task_key,
+    term_marker_record,
+    written_term,
 )
+from connect_grpc.storage.kafka_log import LogRecord
 
 
 def _tasks(builder: SnapshotBuilder, name: str, configs: list[dict[str, str]]) -> None:
@@ -253,6 +256,9 @@ def test_new_task_configs_are_pending_fencing_until_a_later_task_count_record() 
         ("tasks-fencing-c", b"[]"),
         ("target-state-c", b'{"state.v2":1}'),
         ("restart-connector-c", b"[true]"),
+        ("connect-grpc-term-3", b'{"term":"3"}'),
+        ("connect-grpc-term-3", b'{"term":-1}'),
+        ("connect-grpc-term-3", b"[3]"),
     ],
 )
 def test_malformed_values_raise_and_change_nothing(key: str, value: bytes) -> None:
@@ -320,3 +326,29 @@ def test_null_property_values_read_as_not_set() -> None:
     builder = SnapshotBuilder()
     apply_record(builder, "connector-c", b'{"properties":{"connector.class":"X","topic":null}}')
     assert dict(builder.build().connectors["c"]) == {"connector.class": "X"}
+
+
+def test_term_markers_only_raise_the_term_and_are_not_kept() -> None:
+    builder = SnapshotBuilder()
+    for term in (2, 5, 3):
+        key, value = term_marker_record(term)
+        assert apply_record(builder, key.decode(), value) is None
+    snapshot = builder.build()
+    assert snapshot.term == 5
+    assert snapshot.extensions == {}
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [((), None), ((("connect-grpc-term", b"7"),), 7), ((("other", b"x"),), None)],
+)
+def test_the_written_term_is_read_from_the_records_header(
+    headers: tuple[tuple[str, bytes], ...], expected: int | None
+) -> None:
+    assert written_term(LogRecord(b"k", b"v", 0, 0, None, headers)) == expected
+
+
+@pytest.mark.parametrize("raw", [b"-1", b"x", b"", b"1.5"])
+def test_a_malformed_term_header_raises(raw: bytes) -> None:
+    with pytest.raises(ValueError, match="connect-grpc-term"):
+        written_term(LogRecord(b"k", b"v", 0, 0, None, (("connect-grpc-term", raw),)))
