@@ -154,12 +154,31 @@ class AssignmentRecord:
         return cls(generation, leader, parsed)
 
 
+class _LastParsed:
+    """The last assignment value parsed and what it gave. Why: every worker's reconciler
+    and the leader look at the assignment twice a second, and parsing one that lists a
+    thousand connectors and tasks costs milliseconds, while the value (an object that
+    snapshots share until the next assignment record) rarely changes."""
+
+    def __init__(self) -> None:
+        self._entry: tuple[Any, AssignmentRecord] | None = None
+
+    def parse(self, value: Any) -> AssignmentRecord:
+        entry = self._entry  # one read: another thread may replace it meanwhile
+        if entry is not None and entry[0] is value:
+            return entry[1]
+        record = AssignmentRecord.from_json(value) or AssignmentRecord()
+        self._entry = (value, record)
+        return record
+
+
+_last_assignment = _LastParsed()
+
+
 def assignment_in(snapshot: Any) -> AssignmentRecord:
     """The assignment a config snapshot holds (an empty one before the first); takes any
     object with an ``extensions`` mapping (``storage.kafka_config.ConfigSnapshot``)."""
-    return AssignmentRecord.from_json(snapshot.extensions.get(ASSIGNMENT_KEY)) or (
-        AssignmentRecord()
-    )
+    return _last_assignment.parse(snapshot.extensions.get(ASSIGNMENT_KEY))
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,12 @@ hands the task configs of the connectors it runs to the leader, carries out rest
 requests, and finally confirms the assignment's generation (the worker record), which lets
 the leader move instances this worker gave up. The plain restarts of RestartConnector and
 RestartTask also run here, on the caller's thread.
+
+A round runs when woken and on every tick; a tick finds nothing to do when the view is the
+one the last round carried out in full and nothing was asked of the reconciler since
+(a restart, task configs to generate again, a step to retry): it then returns at once
+rather than walk every instance (at a thousand connectors a round costs milliseconds, twice
+a second on every worker).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import TypeVar
 
 import structlog
 
-from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment
+from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment, task_order
 from connect_grpc.cluster.records import assignment_in
 from connect_grpc.domain import (
     ConnectorStatus,
@@ -94,6 +100,9 @@ class Reconciler:
         self._regenerate: set[str] = set()
         self._applied_generation = 0
         self._applied_count = 0
+        #: The view the last round carried out with nothing left to retry (None: a round is
+        #: due); any request or failure clears it.
+        self._settled: ConfigSnapshot | None = None
         self._log = log.bind(worker_id=worker_id)
 
     @property
@@ -108,18 +117,24 @@ class Reconciler:
 
     def wake(self) -> None:
         """Runs a round soon (something in the view changed)."""
+        self._unsettle()
         self._wake.set()
+
+    def _unsettle(self) -> None:
+        """The next round must run in full, even on an unchanged view."""
+        with self._lock:
+            self._settled = None
 
     def queue_restart(self, request: RestartRequest) -> None:
         """A restart request read from the config topic, carried out next round."""
         self._restarts.put(request)
-        self._wake.set()
+        self.wake()
 
     def request_regeneration(self, name: str) -> None:
         """The connector asked for its task configs to be generated again."""
         with self._lock:
             self._regenerate.add(name)
-        self._wake.set()
+        self.wake()
 
     def restart_task(self, task: TaskId) -> None:
         """Restarts a task this worker runs, synchronously, with its current config.
@@ -145,7 +160,7 @@ class Reconciler:
         if target is TargetState.STARTED:
             with self._lock:
                 self._regenerate.add(name)
-            self._wake.set()
+            self.wake()
 
     def _running(self, table: Mapping[K, V], key: K, what: str) -> V:
         """What ``table`` holds for an instance this worker runs; UNAVAILABLE if none yet."""
@@ -167,8 +182,20 @@ class Reconciler:
         )
 
     def reconcile(self) -> None:
-        """One round (what the thread runs when woken); raises what a step raised."""
+        """One round (what the thread runs when woken and on every tick), unless nothing
+        changed since the last one; raises what a step raised."""
         snapshot = self._snapshot()
+        with self._lock:
+            if snapshot is self._settled:
+                return
+            self._settled = snapshot
+        try:
+            self._reconcile(snapshot)
+        except BaseException:
+            self._unsettle()
+            raise
+
+    def _reconcile(self, snapshot: ConfigSnapshot) -> None:
         assignment = assignment_in(snapshot)
         mine = assignment.of(self._id) or EMPTY
         self._statuses.set_generation(assignment.generation)
@@ -270,9 +297,12 @@ class Reconciler:
             self._log.warning("task_configs_not_submitted", connector=name, error=exc.message)
             with self._lock:
                 self._regenerate.add(name)
+                self._settled = None
 
     def _start_wanted_tasks(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
-        for task, wanted in sorted(self._wanted_tasks(snapshot, mine).items()):
+        wanted_tasks = self._wanted_tasks(snapshot, mine)
+        for task in sorted(wanted_tasks, key=task_order):
+            wanted = wanted_tasks[task]
             with self._lock:
                 running = self._running_tasks.get(task)
             if running is None:
@@ -327,7 +357,7 @@ class Reconciler:
             self._stop_connector_instance(name, connector_deleted=False)
         self._log.info("instances_restarting", connector=name,
                        connector_restarted=restart_connector, tasks=[t.task for t in tasks])
-        self._wake.set()  # the next round starts them again
+        self.wake()  # the next round starts them again
 
 
 def _same_task(

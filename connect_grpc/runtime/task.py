@@ -97,6 +97,10 @@ class RunnerOptions(TypedDict, total=False):
     metrics: TaskMetrics
     #: Where the task records the topics it uses (absent: ``topic.tracking.enable=false``).
     active_topics: TopicRecorder
+    #: False when the task moves every batch in-process, never as a Spark job (a task that
+    #: found no free slot to be hosted in): its loop then runs on a plain thread, with no
+    #: JVM thread pinned to it and no jobs to tag or cancel. Default True.
+    spark_jobs: bool
 
 
 def for_cluster(
@@ -134,6 +138,7 @@ class TaskRunner(abc.ABC):
         self._kafka_outage = options.get("kafka_outage", _no_outage)
         self.metrics = options.get("metrics") or TaskMetrics.unexported(task_id)
         self._active_topics = options.get("active_topics")
+        self._spark_jobs = options.get("spark_jobs", True)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._wake = threading.Event()
@@ -215,10 +220,19 @@ class TaskRunner(abc.ABC):
             self._paused = target is not TargetState.STARTED
             self._publish()
         self.log.info("task_started", state=self.state.value)
-        name = f"connect-task-{self.id.connector}-{self.id.task}"
-        self._thread = self._spark.new_thread(self._run, name)
+        self._thread = self._loop_thread(f"connect-task-{self.id.connector}-{self.id.task}")
         self._thread.start()
         return True
+
+    def _loop_thread(self, name: str) -> threading.Thread:
+        """The loop's thread: a pinned one (its JVM side released when it ends) for a task
+        whose batches may be Spark jobs, else a plain one. Why: starting a pinned thread
+        costs round trips to the JVM, 10-20 ms on a loaded 2-core machine, which a worker
+        handed hundreds of tasks at once (a kill -9 of another worker) pays one after the
+        other, and each holds a JVM thread and a Py4J connection for as long as it runs."""
+        if self._spark_jobs:
+            return self._spark.new_thread(self._run, name)
+        return threading.Thread(target=self._run, name=name, daemon=True)
 
     def set_target(self, target: TargetState) -> None:
         """Pauses or resumes the loop. Idempotent; no effect on a failed or unstarted task."""
@@ -250,7 +264,11 @@ class TaskRunner(abc.ABC):
         """Stops scheduling batches and cancels the running job. Returns at once."""
         self._stopping.set()
         self._wake.set()
-        self._spark.cancel(self.id.connector, self.id.task)
+        self._cancel_jobs()
+
+    def _cancel_jobs(self) -> None:
+        if self._spark_jobs:
+            self._spark.cancel(self.id.connector, self.id.task)
 
     def finish_stop(self, connector_deleted: bool, timeout: float) -> None:
         """Waits for the loop (bounded), then stops the plugin once and closes the clients.
@@ -318,7 +336,8 @@ class TaskRunner(abc.ABC):
 
     def _loop(self) -> None:
         try:
-            self._spark.bind_thread(self.id.connector, self.id.task)
+            if self._spark_jobs:
+                self._spark.bind_thread(self.id.connector, self.id.task)
         except Exception:
             self._fail(traceback.format_exc())
             return
@@ -417,7 +436,7 @@ class TaskRunner(abc.ABC):
         while thread.is_alive() and time.monotonic() < deadline:
             thread.join(min(CANCEL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
             if thread.is_alive():
-                self._spark.cancel(self.id.connector, self.id.task)
+                self._cancel_jobs()
         if thread.is_alive():
             self.log.warning("task_loop_not_stopped", timeout_s=timeout)
             return False

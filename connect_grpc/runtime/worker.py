@@ -453,8 +453,10 @@ class Worker:
         # a task that could not get a slot of its own moves its batches in-process: the
         # slots are held by hosted tasks, and a batch job would wait for one
         config = self._config
+        options = self._runner_options(task)
         if hosting:
             config = replace(config, local_batch_max_records=IN_PROCESS)
+            options["spark_jobs"] = False
         plugin: Task = task_class()
         if isinstance(plugin, SourceTask):
             return SourceTaskRunner(
@@ -468,7 +470,7 @@ class Worker:
                 offset_store=self._offsets_for(connector_config),
                 pipeline=self._pipeline(connector_config, is_sink=False),
                 **self._exactly_once_options(task, connector_config),
-                **self._runner_options(task),
+                **options,
             )
         if isinstance(plugin, SinkTask):
             return SinkTaskRunner(
@@ -481,7 +483,7 @@ class Worker:
                 connector_config=connector_config,
                 task_config=task_config,
                 pipeline=self._pipeline(connector_config, is_sink=True),
-                **self._runner_options(task),
+                **options,
             )
         raise TypeError(f"{type(plugin).__name__} is neither a SourceTask nor a SinkTask")
 

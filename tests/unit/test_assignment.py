@@ -18,6 +18,7 @@ from connect_grpc.cluster.assignment import (
     WorkerChange,
     diff,
     rebalance,
+    safe_step,
 )
 from connect_grpc.domain import TaskId
 
@@ -286,3 +287,16 @@ def test_no_connectors_means_empty_assignments() -> None:
 
     assert result.assignment == {"w1": WorkerAssignment(), "w2": WorkerAssignment()}
     assert result.changes == {}
+
+
+def test_an_equal_input_gets_the_last_answer_and_a_changed_one_is_computed() -> None:
+    def instances() -> dict[str, list[TaskId]]:
+        return {"a": [TaskId("a", 0)], "b": [TaskId("b", 0), TaskId("b", 1)]}
+
+    first = rebalance(["w1", "w2"], instances(), {})
+    assert rebalance(["w1", "w2"], instances(), {}) is first
+    alone = rebalance(["w1"], instances(), first.assignment)
+    assert alone is not first and alone.assignment["w1"].size == 5
+    step = safe_step(first.assignment, {})
+    step.pop("w1")
+    assert set(safe_step(first.assignment, {})) == {"w1", "w2"}

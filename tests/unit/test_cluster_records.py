@@ -9,9 +9,11 @@ import pytest
 
 from connect_grpc.cluster.assignment import WorkerAssignment, rebalance, safe_step
 from connect_grpc.cluster.records import (
+    ASSIGNMENT_KEY,
     AssignmentRecord,
     LeaderRecord,
     WorkerRecord,
+    assignment_in,
     worker_key,
     worker_records,
 )
@@ -59,6 +61,26 @@ def test_assignment_record_round_trips_and_names_owners() -> None:
 )
 def test_malformed_assignment_reads_as_none(value: Any) -> None:
     assert AssignmentRecord.from_json(value) is None
+
+
+class _Snapshot:
+    def __init__(self, extensions: dict[str, Any]) -> None:
+        self.extensions = extensions
+
+
+def test_an_assignment_value_is_parsed_once_and_a_new_one_again() -> None:
+    value = AssignmentRecord(3, "w1", {"w1": WorkerAssignment.of(["a"])}).to_json()
+    first = assignment_in(_Snapshot({ASSIGNMENT_KEY: value}))
+    assert assignment_in(_Snapshot({ASSIGNMENT_KEY: value})) is first
+    same_content = AssignmentRecord(3, "w1", {"w1": WorkerAssignment.of(["a"])}).to_json()
+    assert assignment_in(_Snapshot({ASSIGNMENT_KEY: same_content})) == first
+    newer = AssignmentRecord(4, "w1", {"w2": WorkerAssignment.of(["a"])}).to_json()
+    second = assignment_in(_Snapshot({ASSIGNMENT_KEY: newer}))
+    assert (second.generation, second.of("w2"), second.of("w1")) == (
+        4, WorkerAssignment.of(["a"]), None
+    )
+    assert assignment_in(_Snapshot({})) == AssignmentRecord()
+    assert assignment_in(_Snapshot({ASSIGNMENT_KEY: {"generation": -1}})) == AssignmentRecord()
 
 
 def test_worker_records_skip_other_keys_and_malformed_values() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import pytest
 
 from connect_grpc.cluster.assignment import WorkerAssignment
-from connect_grpc.cluster.records import ASSIGNMENT_KEY, AssignmentRecord
+from connect_grpc.cluster.records import ASSIGNMENT_KEY, AssignmentRecord, assignment_in
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import (
     ConnectorStatus,
@@ -20,6 +20,7 @@ from connect_grpc.domain import (
     TaskId,
 )
 from connect_grpc.errors import UnavailableError
+from connect_grpc.herder import reconciler as reconciler_module
 from connect_grpc.herder.reconciler import Reconciler
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.storage.kafka_config import (
@@ -56,21 +57,26 @@ class FakeStatuses:
 
 
 class View:
-    """The config topic as the reconciler sees it: records applied in order."""
+    """The config topic as the reconciler sees it: records applied in order, one snapshot
+    object until the next write (as the config store keeps it)."""
 
     def __init__(self) -> None:
         self.builder = SnapshotBuilder()
+        self._snapshot: ConfigSnapshot | None = None
 
     def write(self, records: list[RawRecord]) -> None:
         for key, value in records:
             apply_record(self.builder, key.decode(), value)
+        self._snapshot = None
 
     def assign(self, generation: int, **workers: WorkerAssignment) -> None:
         record = AssignmentRecord(generation, ME, workers)
         self.write([extension_record(ASSIGNMENT_KEY, record.to_json())])
 
     def snapshot(self) -> ConfigSnapshot:
-        return self.builder.build()
+        if self._snapshot is None:
+            self._snapshot = self.builder.build()
+        return self._snapshot
 
 
 class Harness:
@@ -82,6 +88,7 @@ class Harness:
         self.submitted: list[tuple[str, list[dict[str, str]]]] = []
         self.confirmed: list[int] = []
         self.confirm_fails = False
+        self.submit_refusals: list[UnavailableError] = []
         self.reconciler = Reconciler(
             ME,
             self.worker,
@@ -89,7 +96,7 @@ class Harness:
             self.statuses,  # type: ignore[arg-type]  # the two methods it uses
             snapshot=self.view.snapshot,
             connector_status=self.status,
-            submit_task_configs=lambda name, configs: self.submitted.append((name, configs)),
+            submit_task_configs=self.submit,
             confirm=self.confirm,
             stopping=threading.Event(),
         )
@@ -97,6 +104,11 @@ class Harness:
     def status(self, name: str) -> ConnectorStatus:
         count = len(self.view.snapshot().task_configs(name))
         return self.board.connector_status(name, count, ConnectorType.SOURCE)
+
+    def submit(self, name: str, configs: list[dict[str, str]]) -> None:
+        if self.submit_refusals:
+            raise self.submit_refusals.pop()
+        self.submitted.append((name, configs))
 
     def confirm(self, generation: int) -> None:
         if self.confirm_fails:
@@ -216,3 +228,37 @@ def test_plain_restart_of_an_instance_not_running_here_is_unavailable(h: Harness
         h.reconciler.restart_task(T0)
     with pytest.raises(UnavailableError):
         h.reconciler.restart_connector(NAME)
+
+
+def test_a_tick_on_an_unchanged_view_walks_nothing_until_something_changes(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rounds: list[int] = []
+
+    def counted(snapshot: ConfigSnapshot) -> AssignmentRecord:
+        rounds.append(1)
+        return assignment_in(snapshot)
+
+    monkeypatch.setattr(reconciler_module, "assignment_in", counted)
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(1, w1=WorkerAssignment.of([NAME], [T0, T1]))
+    h.reconciler.reconcile()
+    h.reconciler.reconcile()
+    h.reconciler.reconcile()
+    assert len(rounds) == 1 and h.worker.task_starts == [T0, T1]
+    h.view.write(target_state_records(NAME, TargetState.PAUSED))
+    h.reconciler.reconcile()
+    assert len(rounds) == 2 and h.worker.tasks == {T0: TargetState.PAUSED, T1: TargetState.PAUSED}
+    h.reconciler.request_regeneration(NAME)
+    h.reconciler.reconcile()
+    h.reconciler.reconcile()
+    assert len(rounds) == 3
+
+
+def test_task_configs_not_handed_over_are_offered_again_on_an_unchanged_view(h: Harness) -> None:
+    h.submit_refusals.append(UnavailableError("no leader to send task configs to", 1.0))
+    h.view.assign(1, w1=WorkerAssignment.of([NAME]))
+    h.reconciler.reconcile()
+    assert h.submitted == []
+    h.reconciler.reconcile()
+    assert [name for name, _ in h.submitted] == [NAME]
