@@ -105,15 +105,20 @@ class Freshness:
 
     def accept(self, key: object, record: LogRecord) -> bool:
         """Whether ``record`` is newer than what was applied for ``key``; remembers it if so."""
-        previous = self._applied.get(key)
-        if (
-            previous is not None
-            and previous[0] == record.partition
-            and previous[1] >= record.offset
-        ):
+        if self.covers(key, record):
             return False
         self._applied[key] = (record.partition, record.offset)
         return True
+
+    def covers(self, key: object, record: LogRecord) -> bool:
+        """Whether ``record`` or a newer record of ``key`` was applied already (remembers
+        nothing): a store skips reading it again, e.g. its own write read back."""
+        previous = self._applied.get(key)
+        return (
+            previous is not None
+            and previous[0] == record.partition
+            and previous[1] >= record.offset
+        )
 
 
 def ensure_topic(admin: AdminClient, spec: TopicSpec, timeout: float = DEFAULT_TIMEOUT_S) -> bool:

@@ -112,27 +112,46 @@ class KafkaOffsetStore:
         records = encode_records(connector, entries)
         if not records:
             return
-        for written in self._log.send_all(records):
-            self._apply(written)
+        written = self._log.send_all(records)
+        # What was written is known as it was given: applied without decoding each record
+        # again (tens of thousands in one alter), the way a read-back would apply it.
+        with self._lock:
+            for (key, _), (partition, offset), record in zip(
+                records, entries, written, strict=True
+            ):
+                stored = None if offset is None else (dict(partition), dict(offset))
+                self._store(connector, key, record, stored)
         log.debug("offsets_written", connector=connector, count=len(records))
 
     def _apply(self, record: LogRecord) -> None:
         """Applies one record of the topic (read back, or just written) to the in-memory view."""
+        with self._lock:
+            # our own writes are read back too: their keys are canonical, so one lookup
+            # tells they were applied, without decoding them
+            if record.key is not None and self._freshness.covers(record.key, record):
+                return
         decoded = decode_record(record)
         if decoded is None:
             log.warning("offset_record_skipped", partition=record.partition, offset=record.offset)
             return
         connector, key, stored = decoded
         with self._lock:
-            if not self._freshness.accept(key, record):
-                return
-            partitions = self._offsets.setdefault(connector, {})
-            if stored is None:
-                partitions.pop(key, None)
-            else:
-                partitions[key] = stored
-            if not partitions:
-                del self._offsets[connector]
+            self._store(connector, key, record, stored)
+
+    def _store(
+        self, connector: str, key: bytes, record: LogRecord, stored: StoredOffset | None
+    ) -> None:
+        """Applies ``record`` of the canonical ``key`` (under the lock): a record older than
+        the last one applied for its key changes nothing."""
+        if not self._freshness.accept(key, record):
+            return
+        partitions = self._offsets.setdefault(connector, {})
+        if stored is None:
+            partitions.pop(key, None)
+        else:
+            partitions[key] = stored
+        if not partitions:
+            del self._offsets[connector]
 
 
 def encode_records(
