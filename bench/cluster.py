@@ -666,7 +666,7 @@ def main(argv: list[str] | None = None) -> int:
         help="only the AlterOffsets measurement, on the first session timeout's cluster",
     )
     parser.add_argument(
-        "--alter-profile", type=Path, help="py-spy flame graphs of the leader's alters here"
+        "--alter-profile", type=Path, help="py-spy stacks of the leader's alters and resets here"
     )
     parser.add_argument("--keep-logs", type=Path, help="copy the workers' logs here")
     parser.add_argument("--echo-server", type=int, help=argparse.SUPPRESS)

@@ -176,7 +176,7 @@ class AlterRun:
     load_during: list[float]
     #: Kafka Connect's offsets calls that failed with HTTP 500 and were sent again.
     kc_retries: int
-    flame_graphs: list[Path]
+    stack_files: list[Path]
 
 
 class Profiler:
@@ -256,10 +256,10 @@ def run(
                     _settle(target, names[key], partitions if kind == "alter" else 0, key)
             load.append(os.getloadavg()[0])
         request_bytes = leader.request_bytes(names[targets[0][0]])
-        flame_graphs = profiler.written if profiler is not None else []
+        stack_files = profiler.written if profiler is not None else []
         retries = sum(target.retries for _, target in targets)
         return AlterRun(
-            partitions, rounds, request_bytes, results, load, retries, flame_graphs
+            partitions, rounds, request_bytes, results, load, retries, stack_files
         )
     except BaseException:
         log(kc.log_tails())
@@ -325,7 +325,7 @@ def report(result: AlterRun) -> str:
         + ", ".join(f"{load:.2f}" for load in result.load_during)
         + f". Kafka Connect's calls sent again after an HTTP 500: {result.kc_retries}.",
     ]
-    if result.flame_graphs:
-        graphs = ", ".join(map(str, result.flame_graphs))
-        lines.append(f"py-spy flame graphs of the leader: {graphs}")
+    if result.stack_files:
+        stacks = ", ".join(map(str, result.stack_files))
+        lines.append(f"py-spy stacks (collapsed) of the leader's calls: {stacks}")
     return "\n".join(lines) + "\n"
