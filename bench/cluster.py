@@ -5,6 +5,8 @@ Run from the repository root::
     .venv/bin/python bench/cluster.py [--samples N] [--reads R] [--kills K]
                                        [--session-timeouts 6000,10000]
                                        [--anchor-samples A] [--breakdown B] [--anchor-only]
+                                       [--alter-partitions N] [--alter-rounds R] [--alter-only]
+                                       [--alter-profile DIR]
 
 Starts the project's own local broker (``LocalKafka``) in a temporary directory and, on it,
 three real ``connect-grpc distributed`` worker processes (``WorkerProcess``, started
@@ -50,7 +52,14 @@ the cluster cannot be started. In the same run it measures, over long-lived gRPC
    N ``PutConnectorConfig`` writes to the leader, timed by the client and, step by step,
    by the leader's own debug events (switched on with ``SetLogLevel`` for the run).
 
-``--anchor-only`` runs 4 and 5 alone, on one cluster (a few minutes on a quiet machine).
+6. **AlterOffsets of many source partitions** (``--alter-partitions N``, default 0: left
+   out; ``--alter-rounds R``, default 3): on the first cluster, against Kafka Connect's own
+   3-worker cluster, one alter of N partitions and one reset of them per round on each
+   system's leader and follower; ``--alter-profile DIR`` records the leader's calls with
+   py-spy; see ``bench/cluster_alter.py``.
+
+``--anchor-only`` runs 4 and 5 alone, on one cluster (a few minutes on a quiet machine);
+``--alter-only`` runs 6 alone (``--alter-partitions`` defaults to 40,000 then).
 The Markdown tables go to stdout; progress goes to stderr. ``--keep-logs DIR`` copies the
 workers' logs there before the temporary directory is removed.
 """
@@ -75,7 +84,8 @@ from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import cluster_anchor  # the sibling module: the script's directory is on sys.path
+import cluster_alter  # the sibling modules: the script's directory is on sys.path
+import cluster_anchor
 import grpc
 
 from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
@@ -642,6 +652,22 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the Kafka Connect anchor, on the first session timeout's cluster",
     )
+    parser.add_argument(
+        "--alter-partitions",
+        type=int,
+        default=0,
+        help="source partitions of one AlterOffsets call, timed against Kafka Connect's "
+        "3-worker cluster (bench/cluster_alter.py); 0 leaves it out (40,000 with --alter-only)",
+    )
+    parser.add_argument("--alter-rounds", type=int, default=3, help="recorded alter rounds")
+    parser.add_argument(
+        "--alter-only",
+        action="store_true",
+        help="only the AlterOffsets measurement, on the first session timeout's cluster",
+    )
+    parser.add_argument(
+        "--alter-profile", type=Path, help="py-spy stacks of the leader's alters and resets here"
+    )
     parser.add_argument("--keep-logs", type=Path, help="copy the workers' logs here")
     parser.add_argument("--echo-server", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--echo-upstream", help=argparse.SUPPRESS)
@@ -657,6 +683,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.anchor_samples < 1:
             parser.error("--anchor-only needs --anchor-samples of at least 1")
         timeouts = timeouts[:1]
+    if args.alter_only:
+        if args.anchor_only:
+            parser.error("--alter-only and --anchor-only exclude each other")
+        args.alter_partitions = args.alter_partitions or 40_000
+        args.anchor_samples = args.breakdown = 0
+        timeouts = timeouts[:1]
+    if args.alter_profile is not None:
+        args.alter_profile.mkdir(parents=True, exist_ok=True)
+    altered: cluster_alter.AlterRun | None = None
     anchored: cluster_anchor.AnchorRun | None = None
     broken_down: cluster_anchor.Breakdown | None = None
     load_before = os.getloadavg()
@@ -708,7 +743,19 @@ def main(argv: list[str] | None = None) -> int:
                         root / "anchor-source.txt",
                         args.breakdown,
                     )
-                if args.anchor_only:
+                if position == 0 and args.alter_partitions > 0:
+                    leader = cluster.leader()
+                    follower = next(w for w in cluster.live if w is not leader)
+                    altered = cluster_alter.run(
+                        root,
+                        bootstrap,
+                        (leader.stub, follower.stub),
+                        leader.pid,
+                        args.alter_partitions,
+                        args.alter_rounds,
+                        args.alter_profile,
+                    )
+                if args.anchor_only or args.alter_only:
                     cluster.stop()
                     continue
                 if position == 0:
@@ -760,7 +807,9 @@ def main(argv: list[str] | None = None) -> int:
         out.write(cluster_anchor.report(anchored) + "\n")
     if broken_down is not None:
         out.write(cluster_anchor.breakdown_report(broken_down, anchored) + "\n")
-    if not args.anchor_only:
+    if altered is not None:
+        out.write(cluster_alter.report(altered) + "\n")
+    if not (args.anchor_only or args.alter_only):
         out.write(
             report(direct, forwarded, direct_read, forwarded_read, bare, proxied, status, failovers)
         )

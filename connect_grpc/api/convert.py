@@ -261,10 +261,32 @@ def offset_map_to_pb(values: OffsetMap) -> pb.OffsetFields:
 
 
 def offset_map_from_pb(message: pb.OffsetFields, field_path: str) -> dict[str, OffsetPrimitive]:
-    return {
-        key: offset_value_from_pb(value, f"{field_path}.{key}")
-        for key, value in message.fields.items()
-    }
+    try:
+        return _offset_map(message)
+    except _KindlessValue as exc:
+        raise InvalidArgumentError.for_field(
+            f"{field_path}.{exc.key}", "value has no kind set"
+        ) from None
+
+
+class _KindlessValue(Exception):
+    """An offset value with no kind set, under ``key``; the caller names its field."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _offset_map(message: pb.OffsetFields) -> dict[str, OffsetPrimitive]:
+    """The map; a value without kind is a _KindlessValue. Field paths are only made for an
+    error: a request may hold tens of thousands of maps."""
+    values: dict[str, OffsetPrimitive] = {}
+    for key, value in message.fields.items():
+        kind = value.WhichOneof("kind")
+        if kind is None:
+            raise _KindlessValue(key)
+        values[key] = None if kind == "null_value" else getattr(value, kind)
+    return values
 
 
 def record_time_to_pb(time_ms: int) -> Timestamp:
@@ -299,19 +321,17 @@ def connector_offsets_from_pb(
 ) -> list[ConnectorOffset]:
     result = []
     for index, message in enumerate(messages):
-        path = f"{field_path}[{index}]"
-        partition = (
-            offset_map_from_pb(message.partition, f"{path}.partition")
-            if message.HasField("partition")
-            else None
-        )
-        offset = (
-            offset_map_from_pb(message.offset, f"{path}.offset")
-            if message.HasField("offset")
-            else None
-        )
+        map_field = "partition"
+        try:
+            partition = _offset_map(message.partition) if message.HasField("partition") else None
+            map_field = "offset"
+            offset = _offset_map(message.offset) if message.HasField("offset") else None
+        except _KindlessValue as exc:
+            raise InvalidArgumentError.for_field(
+                f"{field_path}[{index}].{map_field}.{exc.key}", "value has no kind set"
+            ) from None
         record_time = (
-            record_time_from_pb(message.record_time, f"{path}.record_time")
+            record_time_from_pb(message.record_time, f"{field_path}[{index}].record_time")
             if message.HasField("record_time")
             else None
         )

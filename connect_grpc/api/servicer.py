@@ -41,10 +41,15 @@ _LISTING_OVERHEAD = 8
 
 
 def _named(request: R) -> R:
-    """A copy of the request with its connector name normalised (trimmed and checked)."""
+    """The request with its connector name normalised (trimmed and checked): the request
+    itself when the name is already, else a copy (never changed in place: a copy of an
+    AlterOffsetsRequest of 40,000 entries costs a fifth of a second)."""
+    name = validate_name(request.name)  # type: ignore[attr-defined]
+    if name == request.name:  # type: ignore[attr-defined]
+        return request
     normalised = type(request)()
     normalised.CopyFrom(request)
-    normalised.name = validate_name(request.name)  # type: ignore[attr-defined]
+    normalised.name = name  # type: ignore[attr-defined]
     return normalised
 
 

@@ -16,6 +16,7 @@ one it applied already.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -105,15 +106,20 @@ class Freshness:
 
     def accept(self, key: object, record: LogRecord) -> bool:
         """Whether ``record`` is newer than what was applied for ``key``; remembers it if so."""
-        previous = self._applied.get(key)
-        if (
-            previous is not None
-            and previous[0] == record.partition
-            and previous[1] >= record.offset
-        ):
+        if self.covers(key, record):
             return False
         self._applied[key] = (record.partition, record.offset)
         return True
+
+    def covers(self, key: object, record: LogRecord) -> bool:
+        """Whether ``record`` or a newer record of ``key`` was applied already (remembers
+        nothing): a store skips reading it again, e.g. its own write read back."""
+        previous = self._applied.get(key)
+        return (
+            previous is not None
+            and previous[0] == record.partition
+            and previous[1] >= record.offset
+        )
 
 
 def ensure_topic(admin: AdminClient, spec: TopicSpec, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
@@ -353,9 +359,8 @@ class KafkaBasedLog:
             raise ConnectError(f"the log of topic {self._spec.name} is not started")
         limit = self._timeout if timeout is None else timeout
         with self._write_lock:
-            reports: list[Future[LogRecord]] = []
+            deliveries = _Deliveries(len(records), self._write_error)
             for index, (key, value) in enumerate(records):
-                report: Future[LogRecord] = Future()
                 record_headers = [*headers, *last_headers] if index == len(records) - 1 else headers
                 try:
                     producer.produce(
@@ -363,18 +368,17 @@ class KafkaBasedLog:
                         value=value,
                         key=key,
                         headers=list(record_headers) or None,
-                        on_delivery=delivery_reporter(report, self._write_error),
+                        on_delivery=deliveries.reporter(index),
                     )
                 except (BufferError, KafkaException) as exc:
                     producer.flush(limit)
                     raise ConnectError(f"write to {self._spec.name} failed: {exc}") from exc
-                reports.append(report)
             remaining = producer.flush(limit)
         if remaining:
             raise UnavailableError(
                 f"{remaining} records to topic {self._spec.name} not acknowledged in {limit}s"
             )
-        return [report.result(timeout=0) for report in reports]
+        return deliveries.written(self._spec.name)
 
     def _write_error(self, error: KafkaError) -> Exception:
         return ConnectError(f"write to {self._spec.name} failed: {error}")
@@ -534,6 +538,50 @@ def _as_bytes(data: Any) -> bytes | None:
     return str(data).encode()
 
 
+class _Deliveries:
+    """What became of each record of one ``send_all``, as the delivery callbacks report it.
+
+    A slot per record rather than a Future per record: a write may hold tens of thousands
+    of records (an offsets alter), and a Future's lock and condition cost more than the
+    produce itself. The callbacks run in ``flush``, before the outcomes are read.
+    """
+
+    def __init__(self, count: int, to_exception: Callable[[KafkaError], Exception]) -> None:
+        self._outcomes: list[LogRecord | Exception | None] = [None] * count
+        self._to_exception = to_exception
+
+    def reporter(self, index: int) -> Callable[[KafkaError | None, Message], None]:
+        """The delivery callback of the record at ``index``."""
+        return functools.partial(self._delivered, index)
+
+    def _delivered(self, index: int, error: KafkaError | None, message: Message) -> None:
+        # on error, nothing of ``message`` is touched (see delivery_reporter)
+        self._outcomes[index] = (
+            self._to_exception(error) if error is not None else _written(message)
+        )
+
+    def written(self, topic: str) -> list[LogRecord]:
+        """Every record as written, in order; raises the first record's failure, or
+        UnavailableError for a record no callback reported."""
+        written: list[LogRecord] = []
+        for outcome in self._outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+            if outcome is None:
+                raise UnavailableError(f"a record to topic {topic} was not acknowledged")
+            written.append(outcome)
+        return written
+
+
+def _written(message: Message) -> LogRecord:
+    return LogRecord(
+        _as_bytes(message.key()),
+        _as_bytes(message.value()),
+        message.partition() or 0,
+        message.offset() or 0,
+    )
+
+
 def delivery_reporter(
     report: Future[LogRecord], to_exception: Callable[[KafkaError], Exception]
 ) -> Callable[[KafkaError | None, Message], None]:
@@ -548,13 +596,6 @@ def delivery_reporter(
         if error is not None:
             report.set_exception(to_exception(error))
             return
-        report.set_result(
-            LogRecord(
-                _as_bytes(message.key()),
-                _as_bytes(message.value()),
-                message.partition() or 0,
-                message.offset() or 0,
-            )
-        )
+        report.set_result(_written(message))
 
     return on_delivery

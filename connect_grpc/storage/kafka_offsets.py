@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import structlog
 
@@ -57,6 +58,8 @@ class KafkaOffsetStore:
         #: connector → canonical key → (partition, offset); only live offsets.
         self._offsets: dict[str, dict[bytes, StoredOffset]] = {}
         self._freshness = Freshness()
+        #: canonical key → what a ``put`` is writing under it now
+        self._writing: dict[bytes, _Writing] = {}
         spec = TopicSpec(topic, partitions, replication_factor, compact=True)
         self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
 
@@ -112,27 +115,74 @@ class KafkaOffsetStore:
         records = encode_records(connector, entries)
         if not records:
             return
-        for written in self._log.send_all(records):
-            self._apply(written)
+        # What is written is known as it was given: applied without decoding each record
+        # again (tens of thousands in one alter), here once acknowledged, or by the tailing
+        # thread if it reads the record back first (it often does).
+        writing = [
+            (key, _Writing(connector, value, None if offset is None else (dict(p), dict(offset))))
+            for (key, value), (p, offset) in zip(records, entries, strict=True)
+        ]
+        with self._lock:
+            self._writing.update(writing)
+        try:
+            written = self._log.send_all(records)
+            with self._lock:
+                for (key, mine), record in zip(writing, written, strict=True):
+                    self._store(mine.connector, key, record, mine.stored)
+        finally:
+            with self._lock:
+                for key, mine in writing:
+                    if self._writing.get(key) is mine:
+                        del self._writing[key]
         log.debug("offsets_written", connector=connector, count=len(records))
 
     def _apply(self, record: LogRecord) -> None:
         """Applies one record of the topic (read back, or just written) to the in-memory view."""
+        with self._lock:
+            if record.key is not None and self._applied_as_written(record.key, record):
+                return
         decoded = decode_record(record)
         if decoded is None:
             log.warning("offset_record_skipped", partition=record.partition, offset=record.offset)
             return
         connector, key, stored = decoded
         with self._lock:
-            if not self._freshness.accept(key, record):
-                return
-            partitions = self._offsets.setdefault(connector, {})
-            if stored is None:
-                partitions.pop(key, None)
-            else:
-                partitions[key] = stored
-            if not partitions:
-                del self._offsets[connector]
+            self._store(connector, key, record, stored)
+
+    def _applied_as_written(self, key: bytes, record: LogRecord) -> bool:
+        """(Under the lock) Whether ``record`` is one of this store's own writes, applied
+        now or before without decoding it: our keys are canonical, so one lookup tells."""
+        if self._freshness.covers(key, record):
+            return True
+        mine = self._writing.get(key)
+        if mine is None or mine.value != record.value:
+            return False
+        self._store(mine.connector, key, record, mine.stored)
+        return True
+
+    def _store(
+        self, connector: str, key: bytes, record: LogRecord, stored: StoredOffset | None
+    ) -> None:
+        """Applies ``record`` of the canonical ``key`` (under the lock): a record older than
+        the last one applied for its key changes nothing."""
+        if not self._freshness.accept(key, record):
+            return
+        partitions = self._offsets.setdefault(connector, {})
+        if stored is None:
+            partitions.pop(key, None)
+        else:
+            partitions[key] = stored
+        if not partitions:
+            del self._offsets[connector]
+
+
+@dataclass(frozen=True, slots=True)
+class _Writing:
+    """A record a ``put`` is writing: its connector, value bytes and what it stores."""
+
+    connector: str
+    value: bytes | None
+    stored: StoredOffset | None
 
 
 def encode_records(

@@ -45,6 +45,29 @@ def test_value_without_kind_names_the_field() -> None:
     assert excinfo.value.violations[0].field == "offsets[0].partition.k"
 
 
+def test_an_offset_value_without_kind_names_its_entry_and_map() -> None:
+    good = pb.ConnectorOffset(
+        partition=pb.OffsetFields(fields={"f": pb.OffsetValue(string_value="a")}),
+        offset=pb.OffsetFields(fields={"position": pb.OffsetValue(integer_value=1)}),
+    )
+    bad = pb.ConnectorOffset(
+        partition=pb.OffsetFields(fields={"f": pb.OffsetValue(string_value="b")}),
+        offset=pb.OffsetFields(fields={"position": pb.OffsetValue()}),
+    )
+    with pytest.raises(InvalidArgumentError) as excinfo:
+        convert.connector_offsets_from_pb([good, good, bad], "initial_offsets.offsets")
+    violation = excinfo.value.violations[0]
+    assert violation.field == "initial_offsets.offsets[2].offset.position"
+    assert violation.description == "value has no kind set"
+
+
+def test_one_offset_map_without_kind_names_the_field() -> None:
+    message = pb.OffsetFields(fields={"a": pb.OffsetValue(bool_value=True), "b": pb.OffsetValue()})
+    with pytest.raises(InvalidArgumentError) as excinfo:
+        convert.offset_map_from_pb(message, "offset")
+    assert excinfo.value.violations[0].field == "offset.b"
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [

@@ -19,6 +19,7 @@ from connect_grpc.storage.kafka_status import (
     parse_task_key,
     task_key,
 )
+from connect_grpc.storage.offsets_codec import encode_key, encode_value
 
 MAX_LONG = 2**63 - 1
 
@@ -196,3 +197,31 @@ def test_each_extension_record_applied_is_reported_with_its_key() -> None:
     store._apply(_status_record(b"status-connector-c", 2, "RUNNING", "w2", 1))  # not one
     assert seen == ["connect-grpc-worker-w1", "connect-grpc-worker-w1"]
     assert "connect-grpc-worker-w1" not in store.extensions()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {"filename": "f00001"},
+        {"b": 1, "a": "x", "c": None, "t": True, "f": False},
+        {"é": "ü\n\"\\/\t\x00", "k": "\u2028\ud800☃"},
+        {"nan": float("nan"), "inf": float("inf"), "-inf": -float("inf"), "x": 1.5e300,
+         "z": -0.0, "e": 1e-7, "one": 1.0},
+        {"big": 2**70, "neg": -(2**63), "zero": 0},
+        {"nested": {"b": 1, "a": [1, "x"]}, "a": 1},
+        {"list": [3, 2]},
+    ],
+)
+def test_offset_keys_and_values_are_written_as_json_dumps_writes_them(
+    values: dict[str, Any],
+) -> None:
+    canonical = json.dumps(["conn ☃", values], sort_keys=True, separators=(",", ":"))
+    assert encode_key("conn ☃", values) == canonical.encode()
+    assert encode_value(values) == json.dumps(values, separators=(",", ":")).encode()
+
+
+def test_an_offset_with_keys_other_than_strings_is_written_as_json_writes_it() -> None:
+    values: Any = {2: "b", 1: "a"}
+    assert encode_key("c", values) == b'["c",{"1":"a","2":"b"}]'
+    assert encode_value(values) == b'{"2":"b","1":"a"}'

@@ -1,0 +1,96 @@
+"""KafkaBasedLog.send_all without a broker: a fake producer reports each delivery from
+``flush``, in any order, as librdkafka does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError
+
+from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.storage.kafka_log import KafkaBasedLog, LogRecord, TopicSpec
+
+Callback = Callable[[KafkaError | None, Any], None]
+
+
+class _Message:
+    def __init__(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        self._key, self._value, self._offset = key, value, offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def partition(self) -> int:
+        return 3
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class _Producer:
+    """Holds each record's callback until ``flush``, which reports them last first; a
+    record whose value is in ``failing`` fails with that error code, one in ``unreported``
+    is never reported."""
+
+    def __init__(self, failing: dict[bytes, int] | None = None,
+                 unreported: tuple[bytes, ...] = (), remaining: int = 0) -> None:
+        self._pending: list[tuple[bytes | None, bytes | None, Callback]] = []
+        self._failing = failing or {}
+        self._unreported, self._remaining = unreported, remaining
+
+    def produce(self, topic: str, value: bytes | None, key: bytes | None,
+                headers: list[tuple[str, bytes]] | None, on_delivery: Callback) -> None:
+        self._pending.append((key, value, on_delivery))
+
+    def flush(self, timeout: float) -> int:
+        for offset, (key, value, callback) in reversed(list(enumerate(self._pending))):
+            if value in self._unreported:
+                continue
+            if value in self._failing:
+                callback(KafkaError(self._failing[value]), None)
+            else:
+                callback(None, _Message(key, value, 100 + offset))
+        self._pending = []
+        return self._remaining
+
+
+def _log(producer: _Producer) -> KafkaBasedLog:
+    log = KafkaBasedLog({"bootstrap.servers": "127.0.0.1:1"}, TopicSpec("t", 1, 1), print)
+    log._producer = producer  # type: ignore[assignment]  # no broker
+    return log
+
+
+def test_every_record_is_returned_as_written_in_the_order_sent() -> None:
+    written = _log(_Producer()).send_all([(b"a", b"1"), (b"b", None), (None, b"3")])
+    assert written == [
+        LogRecord(b"a", b"1", 3, 100),
+        LogRecord(b"b", None, 3, 101),
+        LogRecord(None, b"3", 3, 102),
+    ]
+
+
+def test_the_first_failed_record_in_order_is_raised() -> None:
+    failing = {b"2": KafkaError.MSG_SIZE_TOO_LARGE, b"3": KafkaError._MSG_TIMED_OUT}
+    log = _log(_Producer(failing=failing))
+    with pytest.raises(ConnectError, match="write to t failed") as excinfo:
+        log.send_all([(b"a", b"1"), (b"b", b"2"), (b"c", b"3")])
+    assert "MSG_SIZE_TOO_LARGE" in excinfo.value.message
+
+
+def test_records_left_unacknowledged_by_flush_are_unavailable() -> None:
+    with pytest.raises(UnavailableError, match="2 records to topic t not acknowledged"):
+        _log(_Producer(remaining=2)).send_all([(b"a", b"1")])
+
+
+def test_a_record_no_callback_reported_is_unavailable() -> None:
+    with pytest.raises(UnavailableError, match="a record to topic t was not acknowledged"):
+        _log(_Producer(unreported=(b"2",))).send_all([(b"a", b"1"), (b"b", b"2")])
+
+
+def test_nothing_to_write_writes_nothing() -> None:
+    assert _log(_Producer()).send_all([]) == []
