@@ -621,6 +621,23 @@ def report(
     return "\n".join(lines) + "\n"
 
 
+def show_log_tails(clusters: Sequence[Cluster]) -> None:
+    """The end of every worker's log on stderr (a run that failed)."""
+    for cluster in clusters:
+        for worker in cluster.workers:
+            log(f"--- log tail of {worker_id(worker)} ({cluster.properties['group.id']})")
+            sys.stderr.write(worker.logs()[-4000:] if worker.log_path.exists() else "")
+
+
+def stop_clusters(clusters: Sequence[Cluster], keep_logs: Path | None) -> None:
+    """Stops every cluster, copying its workers' logs to ``keep_logs`` first if given."""
+    for cluster in clusters:
+        cluster.stop()
+        if keep_logs is not None:
+            keep_logs.mkdir(parents=True, exist_ok=True)
+            cluster.copy_logs(keep_logs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
     parser.add_argument("--samples", type=int, default=200, help="writes of each kind")
@@ -782,17 +799,10 @@ def main(argv: list[str] | None = None) -> int:
                     failovers.append(failover(cluster, writer, kill, args.call_timeout))
                 cluster.stop()
         except BaseException:
-            for cluster in clusters:
-                for worker in cluster.workers:
-                    log(f"--- log tail of {worker_id(worker)} ({cluster.properties['group.id']})")
-                    sys.stderr.write(worker.logs()[-4000:] if worker.log_path.exists() else "")
+            show_log_tails(clusters)
             raise
         finally:
-            for cluster in clusters:
-                cluster.stop()
-                if args.keep_logs is not None:
-                    args.keep_logs.mkdir(parents=True, exist_ok=True)
-                    cluster.copy_logs(args.keep_logs)
+            stop_clusters(clusters, args.keep_logs)
             for server in (proxy, anchor):
                 if server is not None:
                     server.stop()

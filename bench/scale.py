@@ -64,7 +64,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
-from cluster import Cluster, log, machine, percentile, worker_id
+from cluster import (
+    Cluster,
+    log,
+    machine,
+    percentile,
+    show_log_tails,
+    stop_clusters,
+    worker_id,
+)
 from cluster_anchor import KafkaConnectCluster
 from kafka_connect import FILE_SOURCE_CLASS, KafkaConnectDistributed
 
@@ -595,17 +603,10 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_anchor:
                 runs.append(measure_theirs(root, bootstrap, args))
         except BaseException:
-            for cluster in clusters:
-                for worker in cluster.workers:
-                    log(f"--- log tail of {worker_id(worker)}")
-                    sys.stderr.write(worker.logs()[-4000:] if worker.log_path.exists() else "")
+            show_log_tails(clusters)
             raise
         finally:
-            for cluster in clusters:
-                cluster.stop()
-                if args.keep_logs is not None:
-                    args.keep_logs.mkdir(parents=True, exist_ok=True)
-                    cluster.copy_logs(args.keep_logs)
+            stop_clusters(clusters, args.keep_logs)
             broker.stop()
 
     out = sys.stdout
