@@ -651,7 +651,9 @@ class KafkaConfigStore:
     The ``put_*`` methods write with the plain idempotent producer of
     :meth:`~connect_grpc.storage.kafka_log.KafkaBasedLog.send_all` (tools and tests); the
     distributed herder's leader writes the same records (the ``*_records`` functions)
-    through its fenced transactional writer and waits for them with :meth:`wait_for`.
+    through its fenced transactional writer, or with :meth:`send_in_term` stamped with its
+    term, and waits for them with :meth:`wait_for`. A stamped record whose term a later
+    term marker ended is not applied (:meth:`refused` tells its writer).
     """
 
     def __init__(
