@@ -1,5 +1,6 @@
 """Fakes for tests of one TaskRunner: a listener that records statuses and a task that does
-nothing (unit tests drive the loop without Spark, the crash test with a real Spark)."""
+nothing (unit tests drive the loop without Spark, the crash test with a real Spark); and the
+message a producer's delivery callback gets, for tests of writers with a fake producer."""
 
 from __future__ import annotations
 
@@ -59,3 +60,25 @@ class PollOnceSource(SourceTask):
     def poll(self, max_records: int) -> list[SourceRecord]:
         records, self.records = self.records, []
         return records
+
+
+class DeliveredMessage:
+    """What a producer's delivery callback is given for a record it wrote."""
+
+    def __init__(
+        self, key: bytes | None, value: bytes | None, offset: int, partition: int = 0
+    ) -> None:
+        self._key, self._value = key, value
+        self._offset, self._partition = offset, partition
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset

@@ -11,25 +11,9 @@ from confluent_kafka import KafkaError
 
 from connect_grpc.errors import ConnectError, UnavailableError
 from connect_grpc.storage.kafka_log import KafkaBasedLog, LogRecord, TopicSpec
+from tests.task_fakes import DeliveredMessage
 
 Callback = Callable[[KafkaError | None, Any], None]
-
-
-class _Message:
-    def __init__(self, key: bytes | None, value: bytes | None, offset: int) -> None:
-        self._key, self._value, self._offset = key, value, offset
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def partition(self) -> int:
-        return 3
-
-    def offset(self) -> int:
-        return self._offset
 
 
 class _Producer:
@@ -54,7 +38,7 @@ class _Producer:
             if value in self._failing:
                 callback(KafkaError(self._failing[value]), None)
             else:
-                callback(None, _Message(key, value, 100 + offset))
+                callback(None, DeliveredMessage(key, value, 100 + offset, partition=3))
         self._pending = []
         return self._remaining
 

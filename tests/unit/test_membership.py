@@ -22,6 +22,7 @@ from connect_grpc.cluster.fenced_writer import (
 )
 from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
 from connect_grpc.errors import NotLeaderError, UnavailableError
+from tests.task_fakes import DeliveredMessage
 
 TOPIC = "cluster-leader"
 
@@ -204,7 +205,7 @@ class FakeProducer:
     def commit_transaction(self, timeout: float) -> None:
         self._call("commit")
         for key, value, on_delivery in self._pending:
-            on_delivery(None, FakeMessage(key, value, self._offset))
+            on_delivery(None, DeliveredMessage(key, value, self._offset))
             self._offset += 1
         self._pending = []
 
@@ -218,23 +219,6 @@ class FakeProducer:
 
     def purge(self) -> None:
         self._call("purge")
-
-
-class FakeMessage:
-    def __init__(self, key: bytes | None, value: bytes | None, offset: int) -> None:
-        self._key, self._value, self._offset = key, value, offset
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._offset
 
 
 def _writer(producer: FakeProducer, still_leader: Callable[[], bool] | None = None) -> FencedWriter:
