@@ -19,10 +19,11 @@ the cluster cannot be started. In the same run it measures, over long-lived gRPC
    to the config topic and nothing runs), sent N times (a) directly to the leader and (b) to
    a follower, which forwards it to the leader and answers at once. The two kinds are
    interleaved (order alternating) after a warm-up. Reported: p50 / p90 of each and
-   forwarded minus direct at p50 (issue 8's goal: <= 1 ms). Also, N times each, the same
-   write followed at once by ``GetConnectorConfig`` on the same worker, checked to show the
-   write: the follower's read waits until its own view has read the write
-   (read-your-writes), so this pair shows what that guarantee costs.
+   forwarded minus direct at p50, against one bare relay hop (issue 25's goal: <= 1.5x
+   the hop; issue 8's fixed 1 ms sat below a bare Python hop on this machine). Also, N
+   times each, the same write followed at once by ``GetConnectorConfig`` on the same
+   worker, checked to show the write: the follower's read waits until its own view has
+   read the write (read-your-writes), so this pair shows what that guarantee costs.
 2. **Read latency.** ``GetConnectorStatus`` of that connector on a follower, against the
    anchor: a bare grpcio unary call to a minimal server started by this script as a
    subprocess (a generic handler whose one method returns its input bytes), sent the bytes
@@ -561,9 +562,10 @@ def report(
     lines += [
         "",
         f"Forwarded minus direct at p50: **{difference:.2f} ms** "
-        f"(p90: {forwarded.ms(90) - direct.ms(90):.2f} ms); goal <= 1 ms: {met(difference <= 1)}. "
-        f"For scale, one bare grpcio forwarding hop in the same run (echo through a forwarding "
-        f"server minus the echo, p50, from the read measurements below): {hop:.2f} ms.",
+        f"(p90: {forwarded.ms(90) - direct.ms(90):.2f} ms), {difference / hop:.2f}x one bare "
+        f"grpcio forwarding hop in the same run (echo through a forwarding server minus the "
+        f"echo, p50, from the read measurements below: {hop:.2f} ms); goal <= 1.5x (issue 25): "
+        f"{met(difference <= 1.5 * hop)}.",
         "",
         "Write, then read it back from the same worker (read-your-writes):",
         "",

@@ -466,14 +466,21 @@ class DistributedHerder(HerderCommon):
     def session_key(self) -> SessionKey | None:
         """The cluster's current inter-worker session key (KIP-507) as this worker read
         it; None before the first leader wrote one. Signs this worker's calls to others."""
-        self._observe_session_key()
+        self._observe_session_key_once()
         return self._session_keys.current()
 
     def session_keys(self) -> tuple[SessionKey, ...]:
         """The session keys a call from another worker may be signed with: the current
         one and the one it replaced."""
-        self._observe_session_key()
+        self._observe_session_key_once()
         return self._session_keys.known()
+
+    def _observe_session_key_once(self) -> None:
+        """Reads the key from the view until one is known; after that the config listener
+        observes each new key as it is read (every forwarded call is signed and verified:
+        neither should build a snapshot, which a write has just made stale)."""
+        if self._session_keys.current() is None:
+            self._observe_session_key()
 
     def _observe_session_key(self) -> None:
         self._session_keys.observe(
@@ -482,7 +489,7 @@ class DistributedHerder(HerderCommon):
 
     def config_position(self) -> int:
         """How far this worker has read the config topic (for read-your-writes elsewhere)."""
-        return self._snapshot().offset
+        return self._configs.position()
 
     def wait_for_config_position(self, position: int, timeout: float) -> None:
         """Blocks until this worker has read the config topic up to ``position``."""
@@ -1245,7 +1252,8 @@ class DistributedHerder(HerderCommon):
             self._apply_cluster_log_level(connector)
             return
         self._reconciler.wake()
-        self._leader_wake.set()
+        if self._election.is_leader():  # elsewhere it would wake a thread for nothing
+            self._leader_wake.set()
 
     def _apply_cluster_log_level(self, namespace: str) -> None:
         """Applies the namespace's cluster-wide level as read, stamped with the time it was

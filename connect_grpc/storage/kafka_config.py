@@ -698,6 +698,12 @@ class KafkaConfigStore:
         """
         self._log.read_to_end(timeout)
 
+    def position(self) -> int:
+        """The offset after the last record applied (a snapshot's ``offset``, without
+        building one)."""
+        with self._lock:
+            return self._builder.offset
+
     def snapshot(self) -> ConfigSnapshot:
         """The current state (immutable)."""
         with self._lock:
