@@ -131,9 +131,19 @@ class LeaderElection:
     returns, i.e. before the group can hand the partition to another member.
     """
 
-    def __init__(self, config: ElectionConfig, listener: LeadershipListener | None = None) -> None:
+    def __init__(
+        self,
+        config: ElectionConfig,
+        listener: LeadershipListener | None = None,
+        on_rebalanced: Callable[[], None] | None = None,
+    ) -> None:
+        """``on_rebalanced`` is called (on the election's thread, and must return quickly)
+        after every rebalance of the group this member took part in: the group's members
+        changed, which the leader acts on (the cooperative protocol calls the assignment
+        callback after each rebalance, with the partitions added, often none)."""
         self._config = config
         self._listener = listener
+        self._on_rebalanced = on_rebalanced
         self._log = log.bind(worker_id=config.worker_id, group=config.group_id)
         self._state = Leadership()
         self._changed = threading.Condition()
@@ -254,6 +264,7 @@ class LeaderElection:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Rebalance callback: takes the partitions (paused) and the leadership if it is in them."""
+        self._tell_rebalanced()
         if not partitions:
             return
         try:
@@ -267,6 +278,14 @@ class LeaderElection:
             self._log.warning("leader_partition_pause_failed", error=repr(exc))
         if self._holds_leader_partition(partitions) and not self._stopping.is_set():
             self._elect()
+
+    def _tell_rebalanced(self) -> None:
+        if self._on_rebalanced is None:
+            return
+        try:
+            self._on_rebalanced()
+        except Exception:  # never allowed to break the rebalance
+            self._log.exception("rebalance_listener_failed")
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Rebalance callback: gives up the leadership at once if its partition goes."""

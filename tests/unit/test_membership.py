@@ -94,6 +94,27 @@ def test_an_empty_assignment_changes_nothing() -> None:
     assert election.leadership() == Leadership()
 
 
+def test_every_rebalance_is_told_even_one_that_adds_no_partition() -> None:
+    config = ElectionConfig({"bootstrap.servers": "127.0.0.1:1"}, "group", TOPIC, "worker-1")
+    told: list[bool] = []
+    election = LeaderElection(config, on_rebalanced=lambda: told.append(True))
+    consumer = _consumer(FakeConsumer())
+    election._on_assign(consumer, [])
+    election._on_assign(consumer, [TopicPartition(TOPIC, 0)])
+    assert told == [True, True]
+    assert election.is_leader()
+
+
+def test_a_failing_rebalance_listener_does_not_break_the_rebalance() -> None:
+    def failing() -> None:
+        raise RuntimeError("listener bug")
+
+    config = ElectionConfig({"bootstrap.servers": "127.0.0.1:1"}, "group", TOPIC, "worker-1")
+    election = LeaderElection(config, on_rebalanced=failing)
+    election._on_assign(_consumer(FakeConsumer()), [TopicPartition(TOPIC, 0)])
+    assert election.is_leader()
+
+
 @pytest.mark.parametrize("callback", ["_on_revoke", "_on_lost"])
 def test_losing_partition_zero_deposes_before_the_callback_returns(callback: str) -> None:
     holder: list[LeaderElection] = []
