@@ -684,7 +684,11 @@ class DistributedHerder(HerderCommon):
                 return
             if [dict(c) for c in snapshot.task_configs(name)] == configs:
                 return
-            self._write(writer, task_config_records(name, list(configs)))
+            records = task_config_records(name, list(configs))
+            if self._config.exactly_once_source_enabled:
+                self._write(writer, records)
+            else:
+                self._write_in_term(records, None, wake_leader=True)
             self._log.info("task_configs_written", connector=name, tasks=len(configs))
 
     def set_cluster_log_level(self, namespace: str, level: str) -> None:
@@ -880,8 +884,10 @@ class DistributedHerder(HerderCommon):
 
         Only for changes whose records before the last may be applied alone (the last
         one, the config or the target state, is the change): a pause, a resume, an
-        unconditional config of an existing connector, a new connector. Conditional (etag)
-        writes and the other changes keep the transaction.
+        unconditional config of an existing connector, a new connector, task configs
+        (held back until their commit record, the last) while exactly-once source support
+        is off, as Kafka Connect writes them then, and an assignment (one record).
+        Conditional (etag) writes and the other changes keep the transaction.
 
         Fencing moves to the readers: every worker ignores such a record when a later
         leader's term marker came before it, this one included, which is how a deposed
@@ -948,7 +954,7 @@ class DistributedHerder(HerderCommon):
         with deadline.scope(LEADER_CALL_TIMEOUT_S):
             writer = self._take_office()
             self._rotate_session_key(writer)
-            self._publish_assignment(writer)
+            self._publish_assignment()
             if time.monotonic() >= self._next_expiry:
                 self._next_expiry = time.monotonic() + ANSWER_EXPIRY_INTERVAL_S
                 self._expire_answers(writer)
@@ -1014,7 +1020,7 @@ class DistributedHerder(HerderCommon):
             writer.close(5.0)
             self._log.info("leader_writer_closed")
 
-    def _publish_assignment(self, writer: FencedWriter) -> None:
+    def _publish_assignment(self) -> None:
         """Publishes the next assignment step when the live members or the connectors and
         tasks changed and every live worker has carried out the current one."""
         members = set(self._admin.call("group_members", self._cluster.group_id))
@@ -1039,11 +1045,7 @@ class DistributedHerder(HerderCommon):
             return
         record = AssignmentRecord(current.generation + 1, self._id, step)
         self._mark_departed(current, members, instances)
-        written = writer.send_all(
-            [extension_record(ASSIGNMENT_KEY, record.to_json())],
-            deadline.remaining(LEADER_CALL_TIMEOUT_S),
-        )
-        self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        self._write_in_term([extension_record(ASSIGNMENT_KEY, record.to_json())], None)
         self._log.info(
             "assignment_published",
             generation=record.generation,
