@@ -114,6 +114,7 @@ from connect_grpc.storage.connector_offsets import ConnectorOffsetStores, put_fa
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.kafka_admin import IsolatedAdmin
 from connect_grpc.storage.kafka_config import (
+    REMOVAL_CHANGE_INDEX,
     SESSION_KEY_KEY,
     ConfigSnapshot,
     KafkaConfigStore,
@@ -121,6 +122,7 @@ from connect_grpc.storage.kafka_config import (
     connector_config_records,
     extension_record,
     log_level_records,
+    removal_cleanup_records,
     removal_records,
     restart_records,
     session_key_record,
@@ -585,13 +587,24 @@ class DistributedHerder(HerderCommon):
         return result
 
     def delete_connector(self, name: str, etag: str = "") -> None:
+        """Without an etag, written without a transaction (issue 25, as Kafka Connect
+        does): the connector tombstone first, carrying the answer, then the cleanup
+        (``removal_records``: every prefix leaves the connector as it was or deleted; the
+        leader finishes a removal cut short, ``_finish_removals``). With one, a
+        transaction, as the other conditional writes."""
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             snapshot = self._snapshot()
             self._config_of(snapshot, name)
             self._require_etag(name, etag)
             records = removal_records(name, len(snapshot.task_configs(name)))
-            self._write(writer, self._with_answer(records, None))
+            if etag:
+                self._write(writer, self._with_answer(records, None))
+            else:
+                self._write_in_term(
+                    records, self._answer_record(None), wake_leader=True,
+                    change_index=REMOVAL_CHANGE_INDEX,
+                )
             self._log.info("connector_deleted", connector=name)
 
     def pause_connector(self, name: str, etag: str = "") -> str:
@@ -679,7 +692,10 @@ class DistributedHerder(HerderCommon):
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             snapshot = self._snapshot()
-            if snapshot.target_state(name) is not TargetState.STARTED:
+            # a connector deleted meanwhile may have left a target state (a removal cut
+            # short): task configs written for it would be a new connector's of that name
+            started = snapshot.target_state(name) is TargetState.STARTED
+            if not snapshot.contains(name) or not started:
                 self._log.info("task_configs_ignored", connector=name)
                 return
             if [dict(c) for c in snapshot.task_configs(name)] == configs:
@@ -869,25 +885,37 @@ class DistributedHerder(HerderCommon):
         """A new connector without a transaction: its target state and offsets version
         first, its config last, carrying the answer. A write cut short (a crash, a deposed
         leader's records refused after the config's) leaves at most a target state and a
-        version of a connector that does not exist, which its next create overwrites."""
-        records = [*target_state_records(name, state), *version_records]
+        version of a connector that does not exist, which its next create overwrites. An
+        unfinished removal of the name is finished first (its task configs would otherwise
+        outlive the tombstone that hides them and, once compaction drops it, be the new
+        connector's in the view of a worker that reads the topic from its start)."""
+        records = self._removal_leftovers(self._snapshot(), name)
+        records += [*target_state_records(name, state), *version_records]
         records += connector_config_records(name, config)
         self._write_in_term(records, self._answer_record(result), wake_leader=True)
 
     def _write_in_term(
-        self, records: list[RawRecord], answer: RawRecord | None, *, wake_leader: bool = False
+        self,
+        records: list[RawRecord],
+        answer: RawRecord | None,
+        *,
+        wake_leader: bool = False,
+        change_index: int = -1,
     ) -> None:
-        """Writes without a transaction, stamped with this leader's term, the last record
-        carrying the call's ``answer`` (applied with it or not at all), then waits until
-        this worker's view shows the write (issue 25: a transaction's commit was most of a
-        write's time; Kafka Connect writes without one unless exactly-once is on).
+        """Writes without a transaction, stamped with this leader's term, the record at
+        ``change_index`` (the change) carrying the call's ``answer`` (applied with it or
+        not at all), then waits until this worker's view shows the write (issue 25: a
+        transaction's commit was most of a write's time; Kafka Connect writes without one
+        unless exactly-once is on). The write failed iff the change was refused: the
+        records after it are cleanup whose refusal leaves the change done.
 
-        Only for changes whose records before the last may be applied alone (the last
-        one, the config or the target state, is the change): a pause, a resume, an
-        unconditional config of an existing connector, a new connector, task configs
-        (held back until their commit record, the last) while exactly-once source support
-        is off, as Kafka Connect writes them then, and an assignment (one record).
-        Conditional (etag) writes and the other changes keep the transaction.
+        Only for changes whose every prefix may be applied alone: the records before the
+        change change nothing shown, those after it only clean up: a pause, a resume, an
+        unconditional config of an existing connector, a new connector (the config is the
+        change, last), a deletion (the connector tombstone, first), task configs (held back
+        until their commit record, the last) while exactly-once source support is off, as
+        Kafka Connect writes them then, and an assignment (one record). Conditional (etag)
+        writes and the other changes keep the transaction.
 
         Fencing moves to the readers: every worker ignores such a record when a later
         leader's term marker came before it, this one included, which is how a deposed
@@ -901,11 +929,12 @@ class DistributedHerder(HerderCommon):
             raise self._not_leader()
         started = time.perf_counter()
         written = self._configs.send_in_term(
-            records, term, deadline.remaining(LEADER_CALL_TIMEOUT_S), carried=answer
+            records, term, deadline.remaining(LEADER_CALL_TIMEOUT_S), carried=answer,
+            carrier_index=change_index,
         )
         sent = time.perf_counter()
         self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
-        if self._configs.refused(written):
+        if self._configs.refused([written[change_index]]):
             self._log.warning("leader_write_refused_as_deposed", term=term)
             raise self._not_leader()
         if wake_leader:
@@ -953,6 +982,7 @@ class DistributedHerder(HerderCommon):
     def _lead(self) -> None:
         with deadline.scope(LEADER_CALL_TIMEOUT_S):
             writer = self._take_office()
+            self._finish_removals(writer)
             self._rotate_session_key(writer)
             self._publish_assignment()
             if time.monotonic() >= self._next_expiry:
@@ -1001,6 +1031,28 @@ class DistributedHerder(HerderCommon):
             self._writer, self._term = writer, term
         self._log.info("leader_in_office", term=term)
         return writer
+
+    def _finish_removals(self, writer: FencedWriter) -> None:
+        """Finishes the removals cut short (a crash, or a deposed leader whose cleanup
+        records were refused): tombstones their task configs and target state, which
+        compaction would otherwise bring back to a reader from the topic's start once it
+        dropped the connector tombstone. Idempotent (a removal is finished once its
+        target-state tombstone is read); under the connector's lock and after this
+        leader's term marker, so that no create of the name comes in between."""
+        for name in list(self._snapshot().unfinished_removals):
+            with self._connector_locks.hold(name):
+                leftovers = self._removal_leftovers(self._snapshot(), name)
+                if leftovers:
+                    self._write(writer, leftovers, wake_leader=False)
+                    self._log.info("connector_removal_finished", connector=name)
+
+    @staticmethod
+    def _removal_leftovers(snapshot: ConfigSnapshot, name: str) -> list[RawRecord]:
+        """The cleanup of the name's unfinished removal, if any, while it has no config."""
+        count = snapshot.unfinished_removals.get(name)
+        if count is None or snapshot.contains(name):
+            return []
+        return removal_cleanup_records(name, count)
 
     def _rotate_session_key(self, writer: FencedWriter) -> None:
         """Writes a new session key once the current one is ``inter.worker.key.ttl.ms``

@@ -23,12 +23,15 @@ set, provided every task ``0..N-1`` arrived; otherwise (compaction, or a writer 
 midway) the connector is marked inconsistent and keeps its previous tasks. ``state`` holds
 the target state an older reader understands (STOPPED is written as PAUSED), ``state.v2``
 the real one; reading prefers ``state.v2``. A connector tombstone forgets the connector's
-tasks, target state and task count too. Restart requests are events, not state: they go
-to the listener and are not kept in the snapshot. A logger level record keeps the latest
-level of its namespace with the record's timestamp, and tells the listener (kind
-``logger``, the namespace in place of the connector) each time one is read, at start-up
-too: unlike Kafka Connect, which ignores the levels written before a worker started, a
-worker that joins applies them (the issue asks for it). Other keys are ignored.
+tasks, target state and task count too, and the connector's removal stays *unfinished*
+until its target-state tombstone is read after it (a removal is written without a
+transaction: the connector tombstone, its task tombstones, its target-state tombstone last;
+the leader finishes a removal cut short, see :func:`removal_records`). Restart requests are
+events, not state: they go to the listener and are not kept in the snapshot. A logger level
+record keeps the latest level of its namespace with the record's timestamp, and tells the
+listener (kind ``logger``, the namespace in place of the connector) each time one is read,
+at start-up too: unlike Kafka Connect, which ignores the levels written before a worker
+started, a worker that joins applies them (the issue asks for it). Other keys are ignored.
 
 The parsing is pure (:class:`SnapshotBuilder`, :func:`apply_record`) and the state it
 produces is an immutable :class:`ConfigSnapshot`; :class:`KafkaConfigStore` tails the topic
@@ -82,8 +85,8 @@ TERM_FIELD = "term"
 #: reader ignores it when a later term's marker came before it (a deposed leader's write).
 TERM_HEADER = "connect-grpc-term"
 #: Header of such a record that carries one more extension record, ``{"key": k, "value":
-#: v}``, applied with it or refused with it (a change's answer rides on the change's last
-#: record: no crash, no zombie can part them).
+#: v}``, applied with it or refused with it (a change's answer rides on the record that is
+#: the change, the last of most writes, a removal's first: no crash, no zombie can part them).
 CARRIED_HEADER = "connect-grpc-carried"
 #: How many refused offsets a store remembers for :meth:`KafkaConfigStore.refused`.
 REFUSED_MEMORY = 1024
@@ -140,6 +143,9 @@ class ConfigSnapshot:
             the ``session-key`` record.
         log_levels: logger namespace → its latest cluster-wide level (KIP-976).
         term: the highest leader term whose marker was read (0 before any).
+        unfinished_removals: connector name → the task count it had, for each connector
+            whose tombstone was read but not the target-state tombstone that ends its
+            removal (a removal cut short: its leftovers are for the leader to tombstone).
     """
 
     offset: int = NO_OFFSET
@@ -154,6 +160,9 @@ class ConfigSnapshot:
         default_factory=lambda: MappingProxyType({})
     )
     term: int = 0
+    unfinished_removals: Mapping[str, int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def contains(self, connector: str) -> bool:
         """Whether the connector has a config."""
@@ -184,6 +193,7 @@ class SnapshotBuilder:
     #: connector → task number → config, written but not yet committed.
     deferred: dict[str, dict[int, Config]] = field(default_factory=dict)
     term: int = 0
+    unfinished_removals: dict[str, int] = field(default_factory=dict)
 
     def build(self) -> ConfigSnapshot:
         """An immutable copy of the current state (pending task configs left out)."""
@@ -198,6 +208,7 @@ class SnapshotBuilder:
             extensions=MappingProxyType(dict(self.extensions)),
             log_levels=MappingProxyType(dict(self.log_levels)),
             term=self.term,
+            unfinished_removals=MappingProxyType(dict(self.unfinished_removals)),
         )
 
 
@@ -432,6 +443,10 @@ def apply_record(
 
 def _apply_connector(builder: SnapshotBuilder, connector: str, value: bytes | None) -> ConfigChange:
     if value is None:
+        builder.unfinished_removals[connector] = max(
+            _known_task_count(builder, connector),
+            builder.unfinished_removals.get(connector, 0),
+        )
         builder.connectors.pop(connector, None)
         builder.tasks.pop(connector, None)
         builder.target_states.pop(connector, None)
@@ -442,7 +457,15 @@ def _apply_connector(builder: SnapshotBuilder, connector: str, value: bytes | No
     else:
         builder.connectors[connector] = MappingProxyType(decode_properties(value))
         builder.target_states.setdefault(connector, TargetState.STARTED)
+        builder.unfinished_removals.pop(connector, None)
     return ConfigChange("connector", connector)
+
+
+def _known_task_count(builder: SnapshotBuilder, connector: str) -> int:
+    """How many task configs of the connector the topic may hold: its committed ones, or
+    as many as the highest task number held back for a commit."""
+    pending = builder.deferred.get(connector, {})
+    return max(len(builder.tasks.get(connector, ())), max(pending, default=-1) + 1)
 
 
 def _apply_task(builder: SnapshotBuilder, task: tuple[str, int], value: bytes | None) -> None:
@@ -473,13 +496,16 @@ def _apply_commit(
 def _apply_target_state(
     builder: SnapshotBuilder, connector: str, value: bytes | None
 ) -> ConfigChange | None:
-    """Sets the state; a tombstone falls back to STARTED while the connector exists."""
+    """Sets the state; a tombstone falls back to STARTED while the connector exists, and
+    otherwise ends the connector's removal (the last record :func:`removal_records` writes)."""
     if value is not None:
         builder.target_states[connector] = decode_target_state(value)
         return ConfigChange("target_state", connector)
     builder.target_states.pop(connector, None)
     if connector in builder.connectors:
         builder.target_states[connector] = TargetState.STARTED
+    else:
+        builder.unfinished_removals.pop(connector, None)
     return None
 
 
@@ -582,10 +608,31 @@ def connector_config_records(
     return records
 
 
+#: Where the change is in :func:`removal_records`: the connector tombstone, first.
+REMOVAL_CHANGE_INDEX = 0
+
+
 def removal_records(name: str, task_count: int) -> list[RawRecord]:
-    """Tombstones for the connector's config, target state and ``task_count`` task configs."""
-    records = [_record(connector_key(name), None), _record(target_state_key(name), None)]
-    records += [_record(task_key(name, n), None) for n in range(task_count)]
+    """The connector's removal, written without a transaction: the connector tombstone
+    first (the change: it alone removes the connector, its tasks and target state from
+    every view), then the cleanup, tombstones of its ``task_count`` task configs and, last,
+    of its target state, so that compaction drops those records too.
+
+    Every prefix is safe: nothing written leaves the connector as it was; the tombstone
+    alone deletes it. Before the tombstone, a target-state tombstone would start a PAUSED
+    connector (it falls back to STARTED) and a task tombstone would let compaction take a
+    live connector's task config, hence the order. The cleanup records are no-ops in a
+    view (task tombstones are ignored, a target-state tombstone of an absent connector
+    removes nothing shown); a removal cut short after the tombstone is *unfinished* in
+    every view until a target-state tombstone follows (:func:`removal_cleanup_records`)."""
+    return [_record(connector_key(name), None), *removal_cleanup_records(name, task_count)]
+
+
+def removal_cleanup_records(name: str, task_count: int) -> list[RawRecord]:
+    """The records after a removal's connector tombstone: its ``task_count`` task configs'
+    tombstones, then its target state's, which ends the removal in every view."""
+    records = [_record(task_key(name, n), None) for n in range(task_count)]
+    records.append(_record(target_state_key(name), None))
     return records
 
 
@@ -718,7 +765,7 @@ class KafkaConfigStore:
         self._write(connector_config_records(name, config, target_state))
 
     def remove_connector(self, name: str) -> None:
-        """Deletes the connector: tombstones its config, target state and task configs."""
+        """Deletes the connector: tombstones its config, task configs and target state."""
         self._write(removal_records(name, len(self.snapshot().task_configs(name))))
 
     def put_task_configs(self, name: str, configs: list[Config]) -> None:
@@ -751,17 +798,20 @@ class KafkaConfigStore:
         timeout: float,
         *,
         carried: RawRecord | None = None,
+        carrier_index: int = -1,
     ) -> list[LogRecord]:
         """Writes the records without a transaction, each stamped with the writer's leader
-        ``term``, the last carrying the extension record ``carried`` (applied with it);
-        returns once acknowledged (not yet read back: :meth:`wait_for`, then
-        :meth:`refused`). Raises UnavailableError when that takes over ``timeout`` seconds."""
-        last = () if carried is None else ((CARRIED_HEADER, _carry(carried)),)
+        ``term``, the one at ``carrier_index`` (the change; the last by default) carrying
+        the extension record ``carried`` (applied with it); returns once acknowledged (not
+        yet read back: :meth:`wait_for`, then :meth:`refused`). Raises UnavailableError
+        when that takes over ``timeout`` seconds."""
+        carrier = () if carried is None else ((CARRIED_HEADER, _carry(carried)),)
         try:
             return self._log.send_all(
                 records,
                 headers=((TERM_HEADER, str(term).encode()),),
-                last_headers=last,
+                carrier_headers=carrier,
+                carrier_index=carrier_index,
                 timeout=timeout,
             )
         except UnavailableError:

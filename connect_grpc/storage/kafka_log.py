@@ -343,11 +343,13 @@ class KafkaBasedLog:
         records: Sequence[tuple[bytes, bytes | None]],
         *,
         headers: Sequence[tuple[str, bytes]] = (),
-        last_headers: Sequence[tuple[str, bytes]] = (),
+        carrier_headers: Sequence[tuple[str, bytes]] = (),
+        carrier_index: int = -1,
         timeout: float | None = None,
     ) -> list[LogRecord]:
-        """Writes the (key, value) records, in order, each with ``headers`` (the last one
-        with ``last_headers`` too); a None value is a tombstone.
+        """Writes the (key, value) records, in order, each with ``headers`` (the one at
+        ``carrier_index``, the last by default, with ``carrier_headers`` too); a None value
+        is a tombstone.
 
         Returns once all are acknowledged (acks=all), with the offset each was written at.
         Raises UnavailableError if that takes longer than ``timeout`` seconds (default: the
@@ -360,8 +362,9 @@ class KafkaBasedLog:
         limit = self._timeout if timeout is None else timeout
         with self._write_lock:
             deliveries = _Deliveries(len(records), self._write_error)
+            carrier = range(len(records))[carrier_index] if records else None
             for index, (key, value) in enumerate(records):
-                record_headers = [*headers, *last_headers] if index == len(records) - 1 else headers
+                record_headers = [*headers, *carrier_headers] if index == carrier else headers
                 try:
                     producer.produce(
                         self._spec.name,

@@ -294,10 +294,10 @@ def test_a_request_answer_cannot_be_parted_from_its_change(
 ) -> None:
     """The answer to a change of the config topic carrying a request_id is never a record
     a crash could part from the change (README, "request_id"). A change the leader writes
-    without a transaction (a create, a pause) carries it in a header of its last record,
-    every record stamped with the leader's term; a transactional change (a delete) has it
-    as the last record of its own transaction: the record just before it, at the adjacent
-    offset, is the change's (a second transaction would put a commit marker between them)."""
+    without a transaction carries it in a header of the record that is the change, every
+    record stamped with the leader's term: a create's config, its last record; a pause's
+    target state; a delete's connector tombstone, its first record, followed by the
+    target-state tombstone that finishes the removal."""
     name = f"atomic-{uuid.uuid4().hex[:6]}"
     via = cluster.follower_not_running(name)
     ids = {rpc: uuid.uuid4().hex for rpc in ("create", "pause", "delete")}
@@ -333,12 +333,12 @@ def test_a_request_answer_cannot_be_parted_from_its_change(
     }, key_at
     paused = carrier_of(ids["pause"])
     assert key_at[paused] == f"target-state-{name}", key_at
-    for offset in (created - 2, created - 1, created, paused):
+    deleted = carrier_of(ids["delete"])
+    assert key_at[deleted] == f"connector-{name}", key_at
+    assert key_at[deleted + 1] == f"target-state-{name}", key_at
+    for offset in (created - 2, created - 1, created, paused, deleted, deleted + 1):
         assert headers_at[offset]["connect-grpc-term"].decode().isdigit(), headers_at[offset]
-    deleted = next(o for o, key in key_at.items() if key.endswith(f"-{ids['delete']}"))
-    assert key_at.get(deleted - 1) in {f"connector-{name}", f"target-state-{name}"}, key_at
-    assert not any(key.endswith(ids["create"]) or key.endswith(ids["pause"])
-                   for key in key_at.values()), key_at
+    assert not any(key.endswith(tuple(ids.values())) for key in key_at.values()), key_at
 
 
 def test_a_sink_whose_consumer_group_is_the_worker_group_is_refused(

@@ -16,9 +16,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from connect_grpc.domain import RestartRequest, TargetState
 from connect_grpc.storage.kafka_config import (
+    REMOVAL_CHANGE_INDEX,
     ChangeKind,
     KafkaConfigStore,
     extension_record,
+    removal_records,
     target_state_records,
     term_marker_record,
 )
@@ -239,3 +241,60 @@ def test_a_carried_record_is_applied_with_its_carrier_or_not_at_all(started: Sta
         assert extensions.get("connect-grpc-request-kept") == {"answer": 1}
         assert "connect-grpc-request-dropped" not in extensions
         assert store.snapshot().target_state("c") is TargetState.PAUSED
+
+
+def _paused_with_tasks(store: KafkaConfigStore) -> None:
+    store.put_connector_config("c", {"connector.class": "X"}, TargetState.PAUSED)
+    store.put_task_configs("c", [{"t": "0"}, {"t": "1"}])
+
+
+def test_a_removal_stamped_with_an_ended_term_is_refused_and_the_connector_stays(
+    started: Starter,
+) -> None:
+    """A deposed leader's unfenced delete: every record refused, by a live reader and by
+    one from the topic's start; the PAUSED connector keeps its tasks and state."""
+    writer = started()
+    _paused_with_tasks(writer)
+    writer.send_in_term([term_marker_record(2)], 0, TIMEOUT_S)
+    answer = extension_record("connect-grpc-request-delete", {"answer": 1})
+    stale = writer.send_in_term(
+        removal_records("c", 2), 1, TIMEOUT_S, carried=answer,
+        carrier_index=REMOVAL_CHANGE_INDEX,
+    )
+    writer.wait_for(stale, TIMEOUT_S)
+    for store in (writer, started()):
+        snapshot = store.snapshot()
+        assert store.refused(stale[:1])
+        assert snapshot.target_state("c") is TargetState.PAUSED
+        assert snapshot.task_configs("c") == ({"t": "0"}, {"t": "1"})
+        assert "connect-grpc-request-delete" not in snapshot.extensions
+        assert not snapshot.unfinished_removals
+
+
+def test_a_removal_carries_its_answer_on_the_tombstone_and_is_done_when_its_cleanup_is_refused(
+    started: Starter,
+) -> None:
+    """The answer rides on the connector tombstone, the change: applied with it even when
+    the cleanup after it is refused (a new term's marker came in between). The connector
+    is deleted, its removal unfinished until the cleanup is written again."""
+    writer = started()
+    _paused_with_tasks(writer)
+    answer = extension_record("connect-grpc-request-delete", {"answer": 1})
+    tombstone, *cleanup = removal_records("c", 2)
+    change = writer.send_in_term(
+        [tombstone], 1, TIMEOUT_S, carried=answer, carrier_index=REMOVAL_CHANGE_INDEX
+    )
+    writer.send_in_term([term_marker_record(2)], 0, TIMEOUT_S)
+    refused = writer.send_in_term(cleanup, 1, TIMEOUT_S)
+    writer.wait_for(refused, TIMEOUT_S)
+    assert writer.refused(refused) and not writer.refused(change)
+    for store in (writer, started()):
+        snapshot = store.snapshot()
+        assert not snapshot.contains("c")
+        assert snapshot.target_state("c") is None and snapshot.task_configs("c") == ()
+        assert snapshot.extensions["connect-grpc-request-delete"] == {"answer": 1}
+        assert snapshot.unfinished_removals == {"c": 2}
+
+    writer.wait_for(writer.send_in_term(cleanup, 2, TIMEOUT_S), TIMEOUT_S)
+    assert not writer.snapshot().unfinished_removals
+    assert not started().snapshot().unfinished_removals

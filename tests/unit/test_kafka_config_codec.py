@@ -10,12 +10,16 @@ import pytest
 from connect_grpc.domain import RestartRequest, TargetState
 from connect_grpc.storage.kafka_config import (
     NO_OFFSET,
+    REMOVAL_CHANGE_INDEX,
     ClusterLogLevel,
     ConfigChange,
+    ConfigSnapshot,
+    RawRecord,
     SnapshotBuilder,
     apply_record,
     carried_record,
     commit_key,
+    connector_config_records,
     connector_key,
     decode_target_state,
     encode_commit,
@@ -25,7 +29,10 @@ from connect_grpc.storage.kafka_config import (
     encode_task_count,
     log_level_records,
     parse_task_key,
+    removal_cleanup_records,
+    removal_records,
     target_state_key,
+    task_config_records,
     task_count_key,
     task_key,
     term_marker_record,
@@ -371,3 +378,126 @@ def test_a_carried_record_round_trips() -> None:
         "connect-grpc-request-x", b'{"a":1}'
     )
     assert carried_record(LogRecord(b"k", b"v", 0, 0)) is None
+
+
+# --- a removal written without a transaction (issue 25) ---------------------------------
+
+#: A PAUSED connector with two tasks, as the topic holds it.
+PAUSED_WITH_TASKS = [
+    *connector_config_records("c", {"k": "v"}, TargetState.PAUSED),
+    *task_config_records("c", [{"t": "0"}, {"t": "1"}]),
+]
+
+
+def _applied(records: list[RawRecord], builder: SnapshotBuilder | None = None) -> SnapshotBuilder:
+    builder = builder or SnapshotBuilder()
+    for key, value in records:
+        apply_record(builder, key.decode(), value)
+    return builder
+
+
+def _compacted(records: list[RawRecord]) -> list[RawRecord]:
+    """What a reader from the topic's start reads once compaction kept only each key's
+    latest record and, ``delete.retention.ms`` later, dropped the tombstones."""
+    latest = {key: (offset, value) for offset, (key, value) in enumerate(records)}
+    kept = sorted((offset, key, value) for key, (offset, value) in latest.items())
+    return [(key, value) for _, key, value in kept if value is not None]
+
+
+def _shows_c_untouched(snapshot: ConfigSnapshot) -> bool:
+    return (
+        snapshot.connectors == {"c": {"k": "v"}}
+        and snapshot.target_state("c") is TargetState.PAUSED
+        and snapshot.task_configs("c") == ({"t": "0"}, {"t": "1"})
+    )
+
+
+def _shows_c_deleted(snapshot: ConfigSnapshot) -> bool:
+    return (
+        not snapshot.connectors
+        and not snapshot.target_states
+        and not snapshot.tasks
+        and not snapshot.task_counts
+        and not snapshot.pending_fencing
+    )
+
+
+def test_a_removal_is_its_tombstone_first_then_task_and_target_state_tombstones() -> None:
+    assert removal_records("c", 2) == [
+        (b"connector-c", None),
+        (b"task-c-0", None),
+        (b"task-c-1", None),
+        (b"target-state-c", None),
+    ]
+    assert removal_records("c", 2)[REMOVAL_CHANGE_INDEX] == (b"connector-c", None)
+    assert removal_records("c", 2)[1:] == removal_cleanup_records("c", 2)
+
+
+@pytest.mark.parametrize("cut", range(len(removal_records("c", 2)) + 1))
+def test_every_prefix_of_a_removal_leaves_the_connector_untouched_or_deleted(cut: int) -> None:
+    """A kill -9 mid-way, or a deposed leader whose later records were refused: a PAUSED
+    connector never starts, never keeps half its tasks; once its tombstone is read its
+    removal stays unfinished until the target-state tombstone, the last record."""
+    removal = removal_records("c", 2)
+    snapshot = _applied(PAUSED_WITH_TASKS + removal[:cut]).build()
+    if cut <= REMOVAL_CHANGE_INDEX:
+        assert _shows_c_untouched(snapshot)
+        assert not snapshot.unfinished_removals
+    else:
+        assert _shows_c_deleted(snapshot)
+        assert snapshot.unfinished_removals == ({} if cut == len(removal) else {"c": 2})
+
+
+def test_a_removal_cut_short_is_finished_before_compaction_could_bring_its_records_back() -> None:
+    """Once compaction dropped the connector tombstone, a reader from the topic's start
+    would see the target state and task configs the cut-short removal left; the cleanup
+    the leader writes (the same records) leaves nothing of the connector to read."""
+    cut_short = PAUSED_WITH_TASKS + removal_records("c", 2)[:1]
+    resurrected = _applied(_compacted(cut_short)).build()
+    assert resurrected.target_state("c") is TargetState.PAUSED
+    assert len(resurrected.task_configs("c")) == 2
+
+    leftovers = removal_cleanup_records("c", _applied(cut_short).build().unfinished_removals["c"])
+    finished = _applied(_compacted(cut_short + leftovers)).build()
+    assert _shows_c_deleted(finished)
+    assert not finished.unfinished_removals
+
+
+def test_task_configs_held_back_for_a_commit_count_in_an_unfinished_removal() -> None:
+    builder = _applied(PAUSED_WITH_TASKS + task_config_records("c", [{}, {}, {}])[:3])
+    _applied(removal_records("c", 0)[:1], builder)
+    assert builder.build().unfinished_removals == {"c": 3}
+
+
+def test_a_create_that_finishes_a_removal_cut_short_shows_no_task_of_its_predecessor() -> None:
+    """The leader's create of the name begins with the unfinished removal's cleanup: the
+    new connector has its own target state and no task, in a live view and in the view
+    of a reader from the start of the compacted topic."""
+    history = PAUSED_WITH_TASKS + removal_records("c", 2)[:1]
+    history += removal_cleanup_records("c", 2)
+    history += connector_config_records("c", {"k": "new"}, TargetState.STOPPED)
+    for snapshot in (_applied(history).build(), _applied(_compacted(history)).build()):
+        assert snapshot.connectors == {"c": {"k": "new"}}
+        assert snapshot.target_state("c") is TargetState.STOPPED
+        assert snapshot.task_configs("c") == ()
+        assert not snapshot.unfinished_removals
+
+
+def test_a_removals_leftovers_change_nothing_shown_and_a_create_overwrites_them() -> None:
+    """A target state and task configs of a connector without config (a reader from the
+    start of a compacted topic) show no connector; a create of the name writes its target
+    state first, and its task configs replace the predecessor's when they are committed."""
+    builder = _applied(_compacted(PAUSED_WITH_TASKS + removal_records("c", 2)[:1]))
+    assert not builder.build().contains("c")
+    _applied(connector_config_records("c", {"k": "new"}, TargetState.STARTED), builder)
+    _applied(task_config_records("c", [{"t": "new"}]), builder)
+    snapshot = builder.build()
+    assert snapshot.target_state("c") is TargetState.STARTED
+    assert snapshot.task_configs("c") == ({"t": "new"},)
+
+
+def test_a_connector_record_ends_an_unfinished_removal() -> None:
+    """A create by another writer (Kafka Connect, an older worker) takes the name over."""
+    builder = _applied(PAUSED_WITH_TASKS + removal_records("c", 2)[:1])
+    _applied(connector_config_records("c", {"k": "new"}), builder)
+    assert not builder.build().unfinished_removals

@@ -24,12 +24,14 @@ class _Producer:
     def __init__(self, failing: dict[bytes, int] | None = None,
                  unreported: tuple[bytes, ...] = (), remaining: int = 0) -> None:
         self._pending: list[tuple[bytes | None, bytes | None, Callback]] = []
+        self.headers: list[list[tuple[str, bytes]] | None] = []
         self._failing = failing or {}
         self._unreported, self._remaining = unreported, remaining
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None,
                 headers: list[tuple[str, bytes]] | None, on_delivery: Callback) -> None:
         self._pending.append((key, value, on_delivery))
+        self.headers.append(headers)
 
     def flush(self, timeout: float) -> int:
         for offset, (key, value, callback) in reversed(list(enumerate(self._pending))):
@@ -78,3 +80,29 @@ def test_a_record_no_callback_reported_is_unavailable() -> None:
 
 def test_nothing_to_write_writes_nothing() -> None:
     assert _log(_Producer()).send_all([]) == []
+
+
+@pytest.mark.parametrize(("carrier_index", "carrier"), [(-1, 2), (0, 0), (1, 1)])
+def test_the_carrier_headers_go_on_the_record_at_the_carrier_index(
+    carrier_index: int, carrier: int
+) -> None:
+    """Every record has ``headers``; the change's record (the last by default, a removal's
+    first) has ``carrier_headers`` too."""
+    producer = _Producer()
+    _log(producer).send_all(
+        [(b"a", b"1"), (b"b", None), (b"c", b"3")],
+        headers=[("term", b"4")],
+        carrier_headers=[("carried", b"x")],
+        carrier_index=carrier_index,
+    )
+    assert producer.headers == [
+        [("term", b"4"), ("carried", b"x")] if n == carrier else [("term", b"4")]
+        for n in range(3)
+    ]
+
+
+def test_a_carrier_index_outside_the_records_is_refused_before_any_write() -> None:
+    producer = _Producer()
+    with pytest.raises(IndexError):
+        _log(producer).send_all([(b"a", b"1")], carrier_headers=[("c", b"x")], carrier_index=1)
+    assert producer.headers == []

@@ -188,11 +188,14 @@ def test_a_moved_task_stops_here_and_keeps_its_status(h: Harness) -> None:
     assert h.confirmed == [2, 3]
 
 
-def test_a_deleted_connector_is_told_so_everywhere(h: Harness) -> None:
+@pytest.mark.parametrize("cut", range(1, len(removal_records(NAME, 2)) + 1))
+def test_a_deleted_connector_is_told_so_everywhere(h: Harness, cut: int) -> None:
+    """Whatever part of the removal was written after its tombstone (a removal cut short,
+    or a round between its records)."""
     h.view.write(task_config_records(NAME, h.task_configs()))
     h.view.assign(2, w1=WorkerAssignment.of([NAME], [T0, T1]))
     h.reconciler.reconcile()
-    h.view.write(removal_records(NAME, 2))
+    h.view.write(removal_records(NAME, 2)[:cut])
     h.reconciler.reconcile()
     assert sorted(h.worker.task_stops) == [(T0, True), (T1, True)]
     assert h.worker.connector_stops == [(NAME, True)]

@@ -1,0 +1,245 @@
+"""DeleteConnector written without a transaction (issue 25), on the leader's side, without a
+broker: DistributedHerder's delete, create and leader-loop cleanup on a stand-in for the
+herder's state, with a real KafkaConfigStore (term stamps, refusals, carried answers) over a
+log that applies each record as it is sent and can let a new term's marker in mid-write."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import structlog
+
+from connect_grpc import request_answer
+from connect_grpc.domain import TargetState
+from connect_grpc.errors import NotLeaderError
+from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.storage.kafka_config import (
+    KafkaConfigStore,
+    RawRecord,
+    connector_config_records,
+    task_config_records,
+    term_marker_record,
+)
+from connect_grpc.storage.kafka_log import LogRecord
+
+TERM = 3
+
+
+class _Log:
+    """Applies each record to the store as it is sent, at the next offset; a new leader's
+    term marker goes in before the record at ``marker_before`` of the next write."""
+
+    def __init__(self, apply: Any) -> None:
+        self._apply = apply
+        self.records: list[LogRecord] = []
+        self.marker_before: int | None = None
+
+    def send_all(
+        self,
+        records: Sequence[RawRecord],
+        *,
+        headers: Sequence[tuple[str, bytes]] = (),
+        carrier_headers: Sequence[tuple[str, bytes]] = (),
+        carrier_index: int = -1,
+        timeout: float | None = None,
+    ) -> list[LogRecord]:
+        carrier = range(len(records))[carrier_index] if records else None
+        written = []
+        for index, (key, value) in enumerate(records):
+            if index == self.marker_before:
+                self._append(*term_marker_record(TERM + 1), ())
+            extra = tuple(carrier_headers) if index == carrier else ()
+            written.append(self._append(key, value, (*headers, *extra)))
+        self.marker_before = None
+        return written
+
+    def _append(self, key: bytes, value: bytes | None, headers: tuple[Any, ...]) -> LogRecord:
+        record = LogRecord(key, value, 0, len(self.records), headers=headers)
+        self.records.append(record)
+        self._apply(record)
+        return record
+
+    def read_past(self, records: Sequence[LogRecord], timeout: float | None = None) -> None:
+        """Every record is applied as it is sent."""
+
+
+class _Writer:
+    """The fenced writer: one transaction, applied whole."""
+
+    def __init__(self, log: _Log) -> None:
+        self._log = log
+
+    def send_all(self, records: list[RawRecord], timeout: float) -> list[LogRecord]:
+        return self._log.send_all(records)
+
+
+@dataclass
+class _Election:
+    leader: bool = True
+
+    def is_leader(self) -> bool:
+        return self.leader
+
+
+def _store() -> tuple[KafkaConfigStore, _Log]:
+    store = KafkaConfigStore({"bootstrap.servers": "127.0.0.1:1"}, "configs")
+    log = _Log(store._apply)
+    store._log = log  # type: ignore[assignment]  # no broker
+    return store, log
+
+
+@dataclass
+class _Leader:
+    """The state the leader's writes use; the herder's methods run on it."""
+
+    _configs: KafkaConfigStore
+    _writer: _Writer
+    _election: _Election = field(default_factory=_Election)
+    _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
+    _leader_wake: threading.Event = field(default_factory=threading.Event)
+    _log: Any = field(default_factory=structlog.get_logger)
+    term: int = TERM
+
+    delete_connector = DistributedHerder.delete_connector
+    put_task_configs = DistributedHerder.put_task_configs
+    _finish_removals = DistributedHerder._finish_removals
+    _write_new_connector = DistributedHerder._write_new_connector
+    _write_in_term = DistributedHerder._write_in_term
+    _write = DistributedHerder._write
+    _require_etag = DistributedHerder._require_etag
+    _etag_in = DistributedHerder._etag_in
+    _snapshot = DistributedHerder._snapshot
+    _config_of = staticmethod(DistributedHerder._config_of)
+    _removal_leftovers = staticmethod(DistributedHerder._removal_leftovers)
+    _answer_record = staticmethod(DistributedHerder._answer_record)
+    _with_answer = staticmethod(DistributedHerder._with_answer)
+
+    def _leader_writer(self) -> _Writer:
+        return self._writer
+
+    def _office_term(self) -> int:
+        return self.term
+
+    def _not_leader(self) -> NotLeaderError:
+        return NotLeaderError("deposed")
+
+
+@pytest.fixture
+def leader() -> _Leader:
+    """A leader of term TERM whose view has a PAUSED connector "c" with two tasks."""
+    store, log = _store()
+    writer = _Writer(log)
+    writer.send_all([term_marker_record(TERM)], 1.0)
+    writer.send_all(connector_config_records("c", {"k": "v"}, TargetState.PAUSED), 1.0)
+    writer.send_all(task_config_records("c", [{"t": "0"}, {"t": "1"}]), 1.0)
+    return _Leader(store, writer)
+
+
+def _log_of(leader: _Leader) -> _Log:
+    return leader._writer._log
+
+
+def _keys(records: list[LogRecord]) -> list[str]:
+    return [(record.key or b"").decode() for record in records]
+
+
+def _pending_answer() -> request_answer.PendingAnswer:
+    return request_answer.PendingAnswer("r-1", b"fingerprint", 1.0, lambda _: b"deleted")
+
+
+def test_a_delete_is_stamped_and_its_answer_rides_on_the_connector_tombstone(
+    leader: _Leader,
+) -> None:
+    before = len(_log_of(leader).records)
+    with request_answer.scope(_pending_answer()):
+        leader.delete_connector("c")
+    written = _log_of(leader).records[before:]
+    assert _keys(written) == ["connector-c", "task-c-0", "task-c-1", "target-state-c"]
+    assert all(record.header("connect-grpc-term") == str(TERM).encode() for record in written)
+    assert [record.header("connect-grpc-carried") is not None for record in written] == [
+        True, False, False, False
+    ]
+    snapshot = leader._snapshot()
+    assert not snapshot.contains("c") and not snapshot.target_states
+    assert "connect-grpc-request-r-1" in snapshot.extensions
+    assert not snapshot.unfinished_removals
+    assert leader._leader_wake.is_set()  # an assignment to publish without the connector
+
+
+def test_a_delete_whose_cleanup_a_new_term_refused_is_done_and_answered(
+    leader: _Leader,
+) -> None:
+    """A successor's marker after the tombstone: the delete happened (no NotLeaderError,
+    which would send the caller to the new leader for a NOT_FOUND), with its answer."""
+    _log_of(leader).marker_before = 1
+    with request_answer.scope(_pending_answer()):
+        leader.delete_connector("c")
+    snapshot = leader._snapshot()
+    assert not snapshot.contains("c")
+    assert "connect-grpc-request-r-1" in snapshot.extensions
+    assert snapshot.unfinished_removals == {"c": 2}
+
+
+def test_a_delete_refused_as_a_deposed_leaders_leaves_the_connector_and_no_answer(
+    leader: _Leader,
+) -> None:
+    _log_of(leader).marker_before = 0
+    with request_answer.scope(_pending_answer()), pytest.raises(NotLeaderError):
+        leader.delete_connector("c")
+    snapshot = leader._snapshot()
+    assert snapshot.target_state("c") is TargetState.PAUSED
+    assert len(snapshot.task_configs("c")) == 2
+    assert "connect-grpc-request-r-1" not in snapshot.extensions
+    assert not snapshot.unfinished_removals
+
+
+def test_a_conditional_delete_stays_one_transaction(leader: _Leader) -> None:
+    before = len(_log_of(leader).records)
+    leader.delete_connector("c", etag=leader._etag_in(leader._snapshot(), "c"))
+    written = _log_of(leader).records[before:]
+    assert _keys(written) == ["connector-c", "task-c-0", "task-c-1", "target-state-c"]
+    assert not any(record.header("connect-grpc-term") for record in written)
+
+
+def test_the_leader_finishes_a_removal_cut_short_once(leader: _Leader) -> None:
+    _log_of(leader).marker_before = 1
+    leader.delete_connector("c")
+    before = len(_log_of(leader).records)
+    leader._finish_removals(leader._writer)
+    leader._finish_removals(leader._writer)
+    assert _keys(_log_of(leader).records[before:]) == ["task-c-0", "task-c-1", "target-state-c"]
+    assert not leader._snapshot().unfinished_removals
+
+
+def test_a_create_of_the_name_finishes_its_unfinished_removal_first(leader: _Leader) -> None:
+    _log_of(leader).marker_before = 1
+    leader.delete_connector("c")
+    leader.term = TERM + 1  # the successor, before its loop finished the removal
+    before = len(_log_of(leader).records)
+    leader._write_new_connector("c", {"k": "new"}, TargetState.STOPPED, [], None)
+    assert _keys(_log_of(leader).records[before:]) == [
+        "task-c-0", "task-c-1", "target-state-c", "target-state-c", "connector-c"
+    ]
+    snapshot = leader._snapshot()
+    assert snapshot.target_state("c") is TargetState.STOPPED
+    assert not snapshot.unfinished_removals
+
+
+def test_task_configs_submitted_late_for_a_deleted_connector_are_ignored(
+    leader: _Leader,
+) -> None:
+    """A create or a removal cut short may leave a STARTED target state of a connector
+    without config: task configs written for the name then would be the tasks of a later
+    connector of that name."""
+    _log_of(leader).marker_before = 1
+    with pytest.raises(NotLeaderError):
+        leader._write_new_connector("d", {"k": "v"}, TargetState.STARTED, [], None)
+    assert leader._snapshot().target_state("d") is TargetState.STARTED
+    before = len(_log_of(leader).records)
+    leader.put_task_configs("d", [{"t": "late"}])
+    assert _log_of(leader).records[before:] == []
