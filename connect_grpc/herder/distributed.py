@@ -162,6 +162,10 @@ TaskConfigSender = Callable[[str, str, list[dict[str, str]], float], None]
 FencingRequester = Callable[[str, str, float], int]
 
 
+#: Config changes after which the leader looks whether the assignment must change.
+ASSIGNMENT_CHANGES = frozenset({"connector", "tasks"})
+
+
 def client_config(config: WorkerConfig) -> dict[str, str]:
     """The librdkafka settings every Kafka client of the worker shares."""
     return {"bootstrap.servers": config.bootstrap_servers, **config.prefixed("admin.")}
@@ -614,9 +618,15 @@ class DistributedHerder(HerderCommon):
         return self._write_target_state(name, TargetState.STARTED, etag=etag)
 
     def stop_connector(self, name: str, etag: str = "") -> str:
-        """STOPPED, and no task configs: the tasks stop everywhere (KIP-875)."""
+        """STOPPED, and no task configs: the tasks stop everywhere (KIP-875).
+
+        Without an etag, written without a transaction: the target state first, carrying
+        the answer (alone it stops the connector and its tasks in every view), then the
+        empty task configs, the cleanup. A stop cut short leaves a STOPPED connector with
+        task configs, which runs no task and which the leader finishes (``_finish_stops``).
+        With an etag, a transaction, as the other conditional writes."""
         return self._write_target_state(
-            name, TargetState.STOPPED, task_config_records(name, []), etag=etag
+            name, TargetState.STOPPED, cleanup=task_config_records(name, []), etag=etag
         )
 
     def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
@@ -765,11 +775,12 @@ class DistributedHerder(HerderCommon):
     # the leader's writes
 
     def _write_target_state(
-        self, name: str, state: TargetState, extra: list[RawRecord] | None = None,
-        *, etag: str = "",
+        self, name: str, state: TargetState, *, cleanup: list[RawRecord] | None = None,
+        etag: str = "",
     ) -> str:
-        """Returns the connector's etag after the write (the answer a request id stores
-        with it, so a retry that reaches a later leader replays that etag too)."""
+        """Writes the target state, then the ``cleanup`` records; returns the connector's
+        etag after the write (the answer a request id stores with it, so a retry that
+        reaches a later leader replays that etag too)."""
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             snapshot = self._snapshot()
@@ -777,11 +788,14 @@ class DistributedHerder(HerderCommon):
             self._require_etag(name, etag)
             version = offsets_version_in(snapshot.extensions, name)
             after = connector_etag(name, config, state, str(version))
-            records = (extra or []) + target_state_records(name, state)
-            if extra or etag:
+            records = target_state_records(name, state) + (cleanup or [])
+            if etag:
                 self._write(writer, self._with_answer(records, after))
             else:
-                self._write_in_term(records, self._answer_record(after))
+                self._write_in_term(
+                    records, self._answer_record(after), wake_leader=bool(cleanup),
+                    change_index=0,
+                )
             self._log.info("connector_target_state_written", connector=name, state=state.value)
             return after
 
@@ -983,6 +997,7 @@ class DistributedHerder(HerderCommon):
         with deadline.scope(LEADER_CALL_TIMEOUT_S):
             writer = self._take_office()
             self._finish_removals(writer)
+            self._finish_stops(writer)
             self._rotate_session_key(writer)
             self._publish_assignment()
             if time.monotonic() >= self._next_expiry:
@@ -1045,6 +1060,18 @@ class DistributedHerder(HerderCommon):
                 if leftovers:
                     self._write(writer, leftovers, wake_leader=False)
                     self._log.info("connector_removal_finished", connector=name)
+
+    def _finish_stops(self, writer: FencedWriter) -> None:
+        """Finishes the stops cut short (a crash, or a deposed leader whose cleanup was
+        refused): a STOPPED connector's task configs are emptied, as KIP-875's STOPPED
+        means (offsets may be changed then). Under the connector's lock, checked again
+        there; idempotent."""
+        snapshot = self._snapshot()
+        for name in [n for n in snapshot.connectors if _stopped_with_tasks(snapshot, n)]:
+            with self._connector_locks.hold(name):
+                if _stopped_with_tasks(self._snapshot(), name):
+                    self._write(writer, task_config_records(name, []))
+                    self._log.info("connector_stop_finished", connector=name)
 
     @staticmethod
     def _removal_leftovers(snapshot: ConfigSnapshot, name: str) -> list[RawRecord]:
@@ -1304,7 +1331,12 @@ class DistributedHerder(HerderCommon):
 
     def _on_config_change(self, kind: str, connector: str, restart: RestartRequest | None) -> None:
         """On the config store's thread: queue restart requests read after start-up (a
-        worker that joins later does not replay old ones) and wake both threads."""
+        worker that joins later does not replay old ones), wake the reconciler, and wake
+        the leader's thread when the change may call for a new assignment (a connector
+        created or deleted, a new set of task configs). Other changes (target states,
+        restart requests, recorded answers, the assignment itself) leave the instances to
+        assign as they were: waking the leader for them cost every pause and resume a look
+        at the group's members (an admin call), run just as the write's caller is answered."""
         if kind == "restart" and restart is not None and self._listening:
             self._reconciler.queue_restart(restart)
         if kind == "extension" and connector == SESSION_KEY_KEY:
@@ -1313,7 +1345,7 @@ class DistributedHerder(HerderCommon):
             self._apply_cluster_log_level(connector)
             return
         self._reconciler.wake()
-        if self._election.is_leader():  # elsewhere it would wake a thread for nothing
+        if kind in ASSIGNMENT_CHANGES and self._election.is_leader():
             self._leader_wake.set()
 
     def _apply_cluster_log_level(self, namespace: str) -> None:
@@ -1362,4 +1394,9 @@ class DistributedHerder(HerderCommon):
 
 
 _NO_RECORD = WorkerRecord("", "", -1)
+
+
+def _stopped_with_tasks(snapshot: ConfigSnapshot, name: str) -> bool:
+    """A stop cut short: STOPPED, with task configs still committed."""
+    return snapshot.target_state(name) is TargetState.STOPPED and bool(snapshot.task_configs(name))
 

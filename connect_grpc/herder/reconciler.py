@@ -225,7 +225,7 @@ class Reconciler:
             for task, running in self._running_tasks.items():
                 if not snapshot.contains(task.connector):
                     deleted.append(task)
-                elif not _same_task(snapshot, task, running):
+                elif not _same_task(snapshot, task, running) or _stopped(snapshot, task):
                     replaced.append(task)
                 elif task not in wanted:
                     moved.append(task)
@@ -321,6 +321,8 @@ class Reconciler:
         wanted: dict[TaskId, RunningTask] = {}
         for task in mine.tasks:
             configs = snapshot.task_configs(task.connector)
+            if _stopped(snapshot, task):
+                continue
             if snapshot.contains(task.connector) and task.task < len(configs):
                 target = task_target(snapshot.target_state(task.connector) or TargetState.STARTED)
                 wanted[task] = (snapshot.connectors[task.connector], configs[task.task], target)
@@ -358,6 +360,12 @@ class Reconciler:
         self._log.info("instances_restarting", connector=name,
                        connector_restarted=restart_connector, tasks=[t.task for t in tasks])
         self.wake()  # the next round starts them again
+
+
+def _stopped(snapshot: ConfigSnapshot, task: TaskId) -> bool:
+    """Whether the task's connector is STOPPED: it runs no task, even while a stop written
+    without a transaction has not emptied its task configs yet."""
+    return snapshot.target_state(task.connector) is TargetState.STOPPED
 
 
 def _same_task(

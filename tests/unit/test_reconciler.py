@@ -188,6 +188,26 @@ def test_a_moved_task_stops_here_and_keeps_its_status(h: Harness) -> None:
     assert h.confirmed == [2, 3]
 
 
+@pytest.mark.parametrize("cut", [1, 2])
+def test_a_stopped_connector_runs_no_task_even_before_its_task_configs_are_emptied(
+    h: Harness, cut: int
+) -> None:
+    """A stop is the target state, then empty task configs (a stop written without a
+    transaction may be cut short after the first): either way its tasks stop here and
+    their statuses go, as KIP-875's STOPPED shows no task."""
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([NAME], [T0, T1]))
+    h.reconciler.reconcile()
+    stop = target_state_records(NAME, TargetState.STOPPED) + task_config_records(NAME, [])
+    h.view.write(stop[:cut])
+    h.reconciler.reconcile()
+    assert sorted(h.worker.task_stops) == [(T0, False), (T1, False)]
+    assert sorted(h.statuses.deleted) == [T0, T1]
+    assert h.worker.task_ids() == set()
+    h.reconciler.reconcile()
+    assert h.worker.task_starts == [T0, T1]  # not started again while STOPPED
+
+
 @pytest.mark.parametrize("cut", range(1, len(removal_records(NAME, 2)) + 1))
 def test_a_deleted_connector_is_told_so_everywhere(h: Harness, cut: int) -> None:
     """Whatever part of the removal was written after its tombstone (a removal cut short,

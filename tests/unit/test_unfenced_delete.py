@@ -1,5 +1,6 @@
-"""DeleteConnector written without a transaction (issue 25), on the leader's side, without a
-broker: DistributedHerder's delete, create and leader-loop cleanup on a stand-in for the
+"""DeleteConnector and StopConnector written without a transaction (issue 25), on the leader's
+side, without a broker: DistributedHerder's delete, stop, create and leader-loop cleanups on a
+stand-in for the
 herder's state, with a real KafkaConfigStore (term stamps, refusals, carried answers) over a
 log that applies each record as it is sent and can let a new term's marker in mid-write."""
 
@@ -106,6 +107,9 @@ class _Leader:
     term: int = TERM
 
     delete_connector = DistributedHerder.delete_connector
+    stop_connector = DistributedHerder.stop_connector
+    _write_target_state = DistributedHerder._write_target_state
+    _finish_stops = DistributedHerder._finish_stops
     put_task_configs = DistributedHerder.put_task_configs
     _finish_removals = DistributedHerder._finish_removals
     _write_new_connector = DistributedHerder._write_new_connector
@@ -243,3 +247,44 @@ def test_task_configs_submitted_late_for_a_deleted_connector_are_ignored(
     before = len(_log_of(leader).records)
     leader.put_task_configs("d", [{"t": "late"}])
     assert _log_of(leader).records[before:] == []
+
+
+def test_a_stop_is_stamped_and_its_answer_rides_on_the_target_state(leader: _Leader) -> None:
+    before = len(_log_of(leader).records)
+    with request_answer.scope(_pending_answer()):
+        leader.stop_connector("c")
+    written = _log_of(leader).records[before:]
+    assert _keys(written) == ["target-state-c", "commit-c"]
+    assert all(record.header("connect-grpc-term") == str(TERM).encode() for record in written)
+    assert [record.header("connect-grpc-carried") is not None for record in written] == [
+        True, False
+    ]
+    snapshot = leader._snapshot()
+    assert snapshot.target_state("c") is TargetState.STOPPED
+    assert snapshot.task_configs("c") == ()
+    assert "connect-grpc-request-r-1" in snapshot.extensions
+
+
+def test_the_leader_finishes_a_stop_cut_short_once(leader: _Leader) -> None:
+    """A successor's marker after the target state: the stop happened and is answered;
+    its task configs are emptied by the leader's loop, once."""
+    _log_of(leader).marker_before = 1
+    with request_answer.scope(_pending_answer()):
+        leader.stop_connector("c")
+    snapshot = leader._snapshot()
+    assert snapshot.target_state("c") is TargetState.STOPPED
+    assert len(snapshot.task_configs("c")) == 2
+    assert "connect-grpc-request-r-1" in snapshot.extensions
+    before = len(_log_of(leader).records)
+    leader._finish_stops(leader._writer)
+    leader._finish_stops(leader._writer)
+    assert _keys(_log_of(leader).records[before:]) == ["commit-c"]
+    assert leader._snapshot().task_configs("c") == ()
+
+
+def test_a_conditional_stop_stays_one_transaction(leader: _Leader) -> None:
+    before = len(_log_of(leader).records)
+    leader.stop_connector("c", etag=leader._etag_in(leader._snapshot(), "c"))
+    written = _log_of(leader).records[before:]
+    assert _keys(written) == ["target-state-c", "commit-c"]
+    assert not any(record.header("connect-grpc-term") for record in written)
