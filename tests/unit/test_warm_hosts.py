@@ -11,15 +11,18 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from connect_grpc.config_providers.redaction import SECRETS, SecretRegistry
-from connect_grpc.domain import TaskId
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.domain import InstanceStatus, TargetState, TaskId
+from connect_grpc.runtime import worker as worker_module
 from connect_grpc.runtime.hosting import (
     HostedTaskError,
     HostJob,
@@ -29,6 +32,9 @@ from connect_grpc.runtime.hosting import (
     HostSlots,
     WarmHosts,
 )
+from connect_grpc.runtime.worker import Worker
+from connect_grpc.storage.file_offsets import FileOffsetStore
+from connect_grpc.worker_config import WorkerConfig
 
 #: What the hosts of this module did, in order: (label, event, detail).
 EVENTS: list[tuple[str, str, Any]] = []
@@ -326,3 +332,66 @@ def test_a_dead_parked_host_is_skipped_and_ended(launched: InProcessJobs) -> Non
     job, adopted = hosts.take(TaskId("b", 0))
     assert not adopted and job is launched.jobs[1]
     assert hosts.parked() == 0
+
+
+class OneSlotSpark:
+    """What the worker and its task runners ask of SparkRuntime, without Spark: one slot."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        return
+
+    def task_slots(self) -> int:
+        return 1
+
+    def new_thread(self, target: Callable[[], None], name: str) -> threading.Thread:
+        return threading.Thread(target=target, name=name, daemon=True)
+
+    def bind_thread(self, connector: str, task: int) -> None:
+        return
+
+    def cancel(self, connector: str, task: int) -> None:
+        return
+
+    def stop(self) -> None:
+        return
+
+
+class _Statuses:
+    def on_connector_status(self, connector: str, status: InstanceStatus) -> None:
+        return None
+
+    def on_task_status(self, task: TaskId, status: InstanceStatus) -> None:
+        return None
+
+    def on_reconfiguration_requested(self, connector: str) -> None:
+        return None
+
+
+def test_a_workers_next_task_adopts_the_stopped_ones_host_and_its_stop_ends_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launched: InProcessJobs
+) -> None:
+    monkeypatch.setattr(worker_module, "SparkRuntime", OneSlotSpark)
+    monkeypatch.setattr(worker_module, "launch_host_job",
+                        lambda spark, task, timeout: launched(task, timeout))
+    config = WorkerConfig.from_properties(
+        {"bootstrap.servers": "127.0.0.1:1", "worker.id": "w", "task.hosting": "executor"}
+    )
+    worker = Worker(config, Plugins(), FileOffsetStore(tmp_path / "offsets.json"), _Statuses())
+    first, second = TaskId("first", 0), TaskId("second", 0)
+    configs = {}
+    for task in (first, second):
+        source = tmp_path / f"{task.connector}.txt"
+        source.write_text("", "utf-8")
+        configs[task] = {"connector.class": "FileStreamSource", "file": str(source),
+                         "topic": task.connector, "tasks.max": "1"}
+
+    assert worker.start_task(first, configs[first], configs[first], TargetState.STARTED)
+    host = worker.host_job_tags()[first]
+    worker.stop_tasks([first], connector_deleted=True)
+    assert worker.parked_hosts() == 1 and worker.hosted_tasks() == set()
+
+    assert worker.start_task(second, configs[second], configs[second], TargetState.STARTED)
+    assert worker.host_job_tags() == {second: host} and len(launched.jobs) == 1
+    assert worker.hosted_tasks() == {second}
+    worker.stop()  # stops the task (its host parked), then ends the parked host
+    assert worker.parked_hosts() == 0 and not launched.jobs[0].alive()
