@@ -23,10 +23,12 @@ value)`` or ``("error", trace, retriable)``, and may first ask the driver someth
 Warm hosts: a task whose plugin stopped cleanly (its ``stop`` returned in time) leaves its
 host *parked*: the Spark job goes on, its Spark task waits for the driver's next
 ``("build", ...)``, and the next task that this worker hosts adopts it (``WarmHosts``)
-instead of launching a Spark job, which costs most of a task's start. A parked host keeps
-its Spark task slot (so ``HostSlots`` never offers it to a new job) until a task adopts it,
-it stayed unused for PARKED_IDLE_S, or the worker stops. A host that was lost, or whose
-plugin's stop failed or timed out, is never reused: its job is ended.
+instead of launching a Spark job, which costs most of a task's start. A parked host sits
+on a Spark task slot that ``HostSlots`` counts as free, so the next task given that slot
+adopts it rather than launching a job that would wait for it; it is ended when it stayed
+unused for PARKED_IDLE_S, when the slots have no room for it, or when the worker stops. A
+host that was lost, or whose plugin's stop failed or timed out, is never reused: its job
+is ended.
 """
 from __future__ import annotations
 
