@@ -23,7 +23,7 @@ MIN_MASKED_LENGTH = 6
 
 class SecretRegistry:
     """The resolved values of this process. Thread-safe; values are never forgotten (a
-    secret rotated away stays masked)."""
+    secret rotated away stays masked), except by ``replace``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -41,6 +41,14 @@ class SecretRegistry:
             self._values = self._values | new
             longest_first = sorted(self._values, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(value) for value in longest_first))
+
+    def replace(self, values: Iterable[str]) -> None:
+        """Forgets every value, then registers ``values``: a task's host that serves
+        another task next masks that task's values, not the previous task's."""
+        with self._lock:
+            self._values = frozenset()
+            self._pattern = None
+        self.register(values)
 
     def among(self, texts: Iterable[str]) -> tuple[str, ...]:
         """The registered values that occur in any of ``texts``, sorted."""

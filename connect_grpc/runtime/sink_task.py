@@ -43,6 +43,7 @@ from connect_grpc.runtime.hosting import (
     HostLink,
     HostSession,
     PluginHost,
+    WarmHosts,
     build,
     plugin_sys_path,
 )
@@ -583,19 +584,21 @@ class HostedSinkTaskRunner(SinkTaskRunner):
         listener: StatusListener,
         spark: SparkRuntime,
         *,
+        hosts: WarmHosts,
         worker_config: WorkerConfig,
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
         pipeline: PipelineFactory | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
-        """``pipeline`` as for SinkTaskRunner: it must pickle, the host builds its own."""
+        """``pipeline`` as for SinkTaskRunner: it must pickle, the host builds its own; the
+        task's host comes from ``hosts``."""
         conf = reader_conf(worker_config, connector_config, task_id.connector)
         client_id = f"connect-{task_id.connector}-{task_id.task}"
         dlq_base_conf = producer_conf(worker_config, connector_config, client_id)
         spec = pipeline_spec(pipeline, task_id, dlq_base_conf, connector_config)
         self._link = HostLink(
-            spark,
+            hosts,
             task_id,
             SINK_HOST,
             (task_class, task_id, conf, dlq_base_conf, spec),

@@ -40,6 +40,7 @@ from connect_grpc.runtime.hosting import (
     HostLink,
     HostSession,
     PluginHost,
+    WarmHosts,
     build,
     offset_answerer,
     plugin_sys_path,
@@ -639,6 +640,7 @@ class HostedSourceTaskRunner(TaskRunner):
         listener: StatusListener,
         spark: SparkRuntime,
         *,
+        hosts: WarmHosts,
         worker_config: WorkerConfig,
         connector_config: Mapping[str, str],
         offset_store: OffsetStore,
@@ -648,14 +650,15 @@ class HostedSourceTaskRunner(TaskRunner):
         **options: Unpack[RunnerOptions],
     ) -> None:
         """``transactions``, ``await_fencing`` and ``pipeline`` as for SourceTaskRunner
-        (``pipeline`` must pickle: the host builds its own)."""
+        (``pipeline`` must pickle: the host builds its own); the task's host comes from
+        ``hosts``."""
         self._await_fencing = await_fencing
         conf = producer_conf(
             worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
         )
         options = for_cluster(options, conf, worker_config)
         self._link = HostLink(
-            spark,
+            hosts,
             task_id,
             SOURCE_HOST,
             (

@@ -55,8 +55,14 @@ def job_tag(connector: str, task: int) -> str:
 
 
 def host_job_tag(connector: str, task: int) -> str:
-    """The job group and tag of the one long-running job hosting a task."""
+    """The job group of the long-running jobs launched to host a task (a parked host that
+    another task adopts stays in the group of the task it was launched for)."""
     return f"connect-host:{connector}:{task}"
+
+
+def host_job_cancel_tag(serial: int) -> str:
+    """The tag of one hosting job, by which it is cancelled whatever task it serves."""
+    return f"connect-host-job:{serial}"
 
 
 #: How Spark's PythonRunner describes an executor Python worker that died (os._exit, a
@@ -238,10 +244,12 @@ class SparkRuntime:
         """Tags every job the calling thread launches as the task's, in the connector's pool."""
         self.bind_thread_tag(job_tag(connector, task), connector)
 
-    def bind_thread_tag(self, tag: str, pool: str) -> None:
-        """Tags every job the calling thread launches with ``tag``, in scheduler pool ``pool``."""
+    def bind_thread_tag(self, tag: str, pool: str, group: str | None = None) -> None:
+        """Tags every job the calling thread launches with ``tag``, in scheduler pool ``pool``
+        and job group ``group`` (by default ``tag``)."""
         context = self.context
-        context.setJobGroup(tag, f"connect {tag}", interruptOnCancel=True)
+        group = tag if group is None else group
+        context.setJobGroup(group, f"connect {group}", interruptOnCancel=True)
         context.addJobTag(tag)
         context.setLocalProperty("spark.scheduler.pool", pool)
 

@@ -43,7 +43,14 @@ from connect_grpc.logs import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
 from connect_grpc.runtime.gc_tuning import tune_for_batches
-from connect_grpc.runtime.hosting import HostSlots, SlotWatcher, importable_name
+from connect_grpc.runtime.hosting import (
+    HostedPlugin,
+    HostSlots,
+    SlotWatcher,
+    WarmHosts,
+    importable_name,
+    launch_host_job,
+)
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
 from connect_grpc.runtime.pipeline import ConnectorPipeline
 from connect_grpc.runtime.retry import RetryPolicy
@@ -159,6 +166,9 @@ class Worker:
         self._slot_watcher = SlotWatcher(
             self._host_slots, self._move_to_host, self._spark.new_thread
         )
+        self._warm_hosts = WarmHosts(
+            functools.partial(launch_host_job, self._spark), self._host_slots
+        )
         self._log = log.bind(worker_id=config.worker_id)
         self._metrics = metrics or WorkerMetrics()
         self._metrics.watch_worker(self)
@@ -185,7 +195,8 @@ class Worker:
         self._log.info("worker_started")
 
     def stop(self) -> None:
-        """Stops every task and connector (not deleted), then Spark and the monitor."""
+        """Stops every task and connector (not deleted), ends the parked hosts, then stops
+        Spark and the monitor."""
         self._slot_watcher.stop()
         self._stopping.set()
         self.stop_tasks(self.task_ids(), connector_deleted=False)
@@ -193,6 +204,7 @@ class Worker:
             self.stop_connector(name, connector_deleted=False)
         if self._watchdog is not None:
             self._watchdog.join(WATCHDOG_INTERVAL_S)
+        self._warm_hosts.close()
         self._spark.stop()
         self._monitor.stop()
         self._log.info("worker_stopped")
@@ -345,6 +357,21 @@ class Worker:
         """The tasks running in a Spark task of their own (``task.hosting=executor``)."""
         return self._host_slots.held()
 
+    def host_job_tags(self) -> dict[TaskId, str]:
+        """The cancel tag of the hosting Spark job serving each hosted task (a parked host
+        that a task adopted keeps its job, so its tag)."""
+        with self._lock:
+            runners = list(self._tasks.values())
+        return {
+            runner.id: runner.plugin.job_tag()
+            for runner in runners
+            if isinstance(runner.plugin, HostedPlugin) and runner.plugin.job_tag()
+        }
+
+    def parked_hosts(self) -> int:
+        """How many hosts wait for a task to adopt them (``hosting.WarmHosts``)."""
+        return self._warm_hosts.parked()
+
     def instance_states(self) -> tuple[dict[str, State], dict[TaskId, State]]:
         """The state of each connector and task instance this worker runs (what its
         metrics show)."""
@@ -395,8 +422,13 @@ class Worker:
     # helpers
 
     def _watch_tasks(self) -> None:
-        """The watchdog thread: every WATCHDOG_INTERVAL_S, each task's ``watch``."""
+        """The watchdog thread: every WATCHDOG_INTERVAL_S, each task's ``watch``, and the
+        parked hosts unused for too long are ended."""
         while not self._stopping.wait(WATCHDOG_INTERVAL_S):
+            try:
+                self._warm_hosts.expire()
+            except Exception:
+                self._log.warning("parked_hosts_not_expired", exc_info=True)
             with self._lock:
                 runners = list(self._tasks.values())
             for runner in runners:
@@ -502,6 +534,7 @@ class Worker:
                 self.worker_id,
                 self._listener,
                 self._spark,
+                hosts=self._warm_hosts,
                 worker_config=self._config,
                 connector_config=connector_config,
                 offset_store=self._offsets_for(connector_config),
@@ -516,6 +549,7 @@ class Worker:
                 self.worker_id,
                 self._listener,
                 self._spark,
+                hosts=self._warm_hosts,
                 worker_config=self._config,
                 connector_config=connector_config,
                 task_config=task_config,

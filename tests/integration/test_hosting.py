@@ -98,13 +98,17 @@ def test_a_hosted_pipeline_moves_every_line_in_one_spark_job_per_task(
              what="the source offset at the end of the file")
     wait_for(lambda: group_offset(env.admin, f"connect-{names[1]}", unique_topic) == 20_050,
              what="the sink group's offset at the end of the topic")
-    # one long-running job each, and no batch job
-    assert [len(job_ids(env, host_tag(task))) for task in tasks] == [1, 1]
+    # one long-running job each (launched for it, or a parked one it adopted), no batch job
+    assert len(set(env.worker.host_job_tags().values())) == 2
+    assert [len(job_ids(env, host_tag(task))) <= 1 for task in tasks] == [True, True]
     assert [job_ids(env, job_tag(task.connector, task.task)) for task in tasks] == [[], []]
 
     env.worker.stop_tasks(tasks, connector_deleted=True)
-    assert env.worker.hosted_tasks() == set()
+    assert env.worker.hosted_tasks() == set() and env.worker.host_job_tags() == {}
+    assert env.worker.parked_hosts() == 2  # stopped cleanly: parked for the next tasks
     context = env.worker._spark.context
+    assert len(context.statusTracker().getActiveJobsIds()) == 2
+    env.worker._warm_hosts.end_parked()  # what the worker's stop and the idle time do
     wait_for(lambda: not context.statusTracker().getActiveJobsIds(), timeout=10,
              what="the hosting jobs ended")
     for name in names:
@@ -132,6 +136,40 @@ def test_offsets_come_from_the_driver_and_stop_is_called_once_with_the_deleted_f
     stops = [e for e in read_events(events) if e["event"] == "task_stop"]
     assert [e["connector_deleted"] for e in stops] == [True]
     env.worker.stop_connector(name, connector_deleted=True)
+
+
+@pytest.mark.timeout(180)
+def test_a_stopped_tasks_host_is_adopted_by_the_next_task_without_a_new_spark_job(
+    env: Env, unique_topic: str, tmp_path: Path
+) -> None:
+    create_topic(env.admin, unique_topic)
+    events = tmp_path / "events.jsonl"
+    deleted = f"instr-{uuid.uuid4().hex[:6]}"
+    config = {"name": deleted, "connector.class": INSTRUMENTED_SOURCE, "topic": unique_topic,
+              "tasks.max": "1", "test.source.records": "5", "test.events.file": str(events)}
+    [task] = start_connector_and_tasks(env, deleted, config)
+    wait_for(lambda: env.offsets.get(deleted, {"task": 0}) == {"seq": 4}, what="offset seq 4")
+    host = env.worker.host_job_tags()[task]
+    env.worker.stop_tasks([task], connector_deleted=True)
+    env.worker.stop_connector(deleted, connector_deleted=True)
+    stops = [e for e in read_events(events) if e["event"] == "task_stop"]
+    assert [e["connector_deleted"] for e in stops] == [True]
+    assert env.worker.parked_hosts() >= 1
+
+    # another connector's task, with its own config, in the same Spark job and Python worker
+    topic = f"{unique_topic}-next"
+    create_topic(env.admin, topic)
+    name = f"seq-{uuid.uuid4().hex[:6]}"
+    config = {"name": name, "connector.class": "SequenceSource", "topic": topic,
+              "tasks.max": "1", "sequence.count": "50"}
+    [adopter] = start_connector_and_tasks(env, name, config)
+    assert env.worker.host_job_tags()[adopter] == host
+    assert job_ids(env, host_tag(adopter)) == []  # no Spark job launched for it
+    assert env.worker.task_placements()[adopter] is PlacementKind.SPARK_EXECUTOR
+    wait_for(lambda: end_offset(env.bootstrap, topic) >= 50, what="50 records")
+    assert sorted(int(m.value()) for m in read_all(env.bootstrap, topic)) == list(range(50))
+    env.worker.stop_tasks([adopter], connector_deleted=False)
+    env.worker.stop_connector(name, connector_deleted=False)
 
 
 @pytest.mark.timeout(180)
@@ -209,11 +247,14 @@ def test_tasks_beyond_the_slots_run_in_process_and_every_record_lands_once(
     # the third task moved its batches itself: no Spark job of its own
     assert job_ids(env, job_tag(name, 2)) == [] and job_ids(env, host_tag(tasks[2])) == []
 
-    # a hosted task that stops frees its slot: the third task moves into a host of its own
+    # a hosted task that stops frees its slot: the third task moves into its host, parked
+    first_host = env.worker.host_job_tags()[tasks[0]]
     env.worker.stop_tasks([tasks[0]], connector_deleted=False)
     wait_for(lambda: env.worker.hosted_tasks() == {tasks[1], tasks[2]},
              what="the third task hosted")
-    wait_for(lambda: len(job_ids(env, host_tag(tasks[2]))) == 1, what="its hosting job")
+    wait_for(lambda: env.worker.host_job_tags().get(tasks[2]) == first_host,
+             what="the third task in the first one's host")
+    assert job_ids(env, host_tag(tasks[2])) == []  # no job launched for it
     assert env.worker.task_ids() == {tasks[1], tasks[2]}
     assert env.listener.task_state(tasks[2]).state is State.RUNNING  # type: ignore[union-attr]
     assert env.worker.task_placements()[tasks[2]] is PlacementKind.SPARK_EXECUTOR
@@ -249,6 +290,7 @@ def test_a_killed_host_is_retried_in_a_new_host_and_the_task_moves_on(
               "tasks.max": "1", "sequence.rate": "1000"}
     tasks = start_connector_and_tasks(env, name, config)
     wait_for(lambda: env.offsets.get(name, {"task": 0}) is not None, what="a first commit")
+    first_host = env.worker.host_job_tags()[tasks[0]]
 
     jvm = env.worker._spark.context._gateway.proc.pid  # test-only peek
     for pid in python_workers_under(jvm):
@@ -260,7 +302,8 @@ def test_a_killed_host_is_retried_in_a_new_host_and_the_task_moves_on(
              what="the task moving on in its new host")
     assert env.listener.task_state(tasks[0]).state is State.RUNNING  # type: ignore[union-attr]
     assert State.FAILED not in [s.state for s in env.listener.tasks[tasks[0]]]
-    assert len(job_ids(env, host_tag(tasks[0]))) == 2
+    assert env.worker.host_job_tags()[tasks[0]] != first_host  # a new job, not a parked one
+    assert len(job_ids(env, host_tag(tasks[0]))) >= 1
     env.worker.stop_tasks(tasks, connector_deleted=False)
     env.worker.stop_connector(name, connector_deleted=False)
 

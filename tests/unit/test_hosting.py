@@ -4,11 +4,13 @@ real Spark job: tests/integration/test_hosting.py."""
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from multiprocessing import Pipe
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from connect_grpc.runtime.hosting import (
     SlotWatcher,
     hosted_error,
     importable_name,
+    send_at_once,
 )
 from connect_grpc.runtime.retry import is_retriable_error
 from connect_grpc.runtime.spark import local_slots
@@ -272,3 +275,28 @@ def test_task_hosting_is_executor_by_default_and_parsed_like_kafka(bad: str) -> 
     with pytest.raises(InvalidArgumentError) as raised:
         WorkerConfig.from_properties({**base, "task.hosting": bad})
     assert "task.hosting" in str(raised.value)
+
+
+def _no_delay(conn: Connection) -> int:
+    with socket.socket(fileno=os.dup(conn.fileno())) as sock:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+
+def test_a_hosts_tcp_connection_sends_each_message_at_once() -> None:
+    # Nagle's algorithm held a message sent right after another for the peer's delayed ack
+    authkey = b"k" * 32
+    with Listener(("127.0.0.1", 0), authkey=authkey) as listener:
+        accepted: list[Connection] = []
+        acceptor = threading.Thread(target=lambda: accepted.append(listener.accept()))
+        acceptor.start()
+        with Client(listener.address, authkey=authkey) as client:
+            acceptor.join(5)
+            assert _no_delay(client) == 0 and _no_delay(accepted[0]) == 0
+            send_at_once(client)
+            send_at_once(accepted[0])
+            assert _no_delay(client) != 0 and _no_delay(accepted[0]) != 0
+            accepted[0].close()
+    driver, host = Pipe()  # not TCP (the unit tests' hosts): left as it is
+    send_at_once(driver)
+    driver.send(("ping",))
+    assert host.recv() == ("ping",)
