@@ -162,6 +162,9 @@ TaskConfigSender = Callable[[str, str, list[dict[str, str]], float], None]
 FencingRequester = Callable[[str, str, float], int]
 
 
+#: Seconds the leader uses the group's members it last asked for, unless a rebalance
+#: happened since (which it is told of at once).
+MEMBERS_REFRESH_S = 2.0
 #: Config changes after which the leader looks whether the assignment must change.
 ASSIGNMENT_CHANGES = frozenset({"connector", "tasks"})
 
@@ -297,6 +300,10 @@ class DistributedHerder(HerderCommon):
         self._kafka_cluster_id = ""
         #: The generation the leader waits for workers to confirm, and since when.
         self._awaited: tuple[int, float] = (-1, 0.0)
+        #: Rebalances of the group this worker was told of (and elections won).
+        self._rebalances = 0
+        #: The group's members as last asked: (rebalances told then, when, the members).
+        self._members: tuple[int, float, frozenset[str]] | None = None
         self._log = log.bind(worker_id=self._id)
 
     # lifecycle
@@ -353,13 +360,30 @@ class DistributedHerder(HerderCommon):
 
     def on_elected(self, leadership: Leadership) -> None:
         self._log.info("leadership_won", changes=leadership.changes)
+        self._rebalances += 1
         self._leader_wake.set()
 
     def _on_group_rebalanced(self) -> None:
-        """The group's members changed (a worker joined or left): the leader looks at them
-        now rather than at its next tick (recovery after a worker died starts sooner)."""
+        """The group's members changed (a worker joined or left): the leader asks for them
+        again and looks now rather than at its next tick (recovery after a worker died
+        starts sooner)."""
+        self._rebalances += 1
         if self._election.is_leader():
             self._leader_wake.set()
+
+    def _group_members(self) -> frozenset[str]:
+        """The group's members, this worker included. Asked of the group coordinator (an
+        admin call) only after a rebalance, and at least every MEMBERS_REFRESH_S: the
+        members change only in a rebalance, which every member takes part in, and the
+        leader runs after every config change that may move instances (at a thousand
+        connectors, twice a create)."""
+        now, told = time.monotonic(), self._rebalances
+        known = self._members
+        if known is None or known[0] != told or now - known[1] >= MEMBERS_REFRESH_S:
+            asked = self._admin.call("group_members", self._cluster.group_id)
+            known = (told, now, frozenset([*asked, self._id]))
+            self._members = known
+        return known[2]
 
     def on_deposed(self, leadership: Leadership) -> None:
         self._log.info("leadership_lost", changes=leadership.changes, error=leadership.error)
@@ -1102,8 +1126,7 @@ class DistributedHerder(HerderCommon):
     def _publish_assignment(self) -> None:
         """Publishes the next assignment step when the live members or the connectors and
         tasks changed and every live worker has carried out the current one."""
-        members = set(self._admin.call("group_members", self._cluster.group_id))
-        members.add(self._id)
+        members = self._group_members()
         snapshot = self._snapshot()
         current = assignment_in(snapshot)
         live_current = {w: a for w, a in current.workers.items() if w in members}
@@ -1149,7 +1172,7 @@ class DistributedHerder(HerderCommon):
     def _mark_departed(
         self,
         previous: AssignmentRecord,
-        members: set[str],
+        members: frozenset[str],
         instances: Mapping[str, list[TaskId]],
     ) -> None:
         """Instances of workers that left the group show UNASSIGNED (under the departed
