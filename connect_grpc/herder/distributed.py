@@ -950,10 +950,11 @@ class DistributedHerder(HerderCommon):
         Only for changes whose every prefix may be applied alone: the records before the
         change change nothing shown, those after it only clean up: a pause, a resume, an
         unconditional config of an existing connector, a new connector (the config is the
-        change, last), a deletion (the connector tombstone, first), task configs (held back
-        until their commit record, the last) while exactly-once source support is off, as
-        Kafka Connect writes them then, and an assignment (one record). Conditional (etag)
-        writes and the other changes keep the transaction.
+        change, last), a stop (the target state, first), a deletion (the connector
+        tombstone, first), task configs (held back until their commit record, the last)
+        while exactly-once source support is off, as Kafka Connect writes them then, and
+        an assignment (one record). Conditional (etag) writes and the other changes keep
+        the transaction.
 
         Fencing moves to the readers: every worker ignores such a record when a later
         leader's term marker came before it, this one included, which is how a deposed

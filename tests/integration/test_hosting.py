@@ -70,6 +70,12 @@ def host_tag(task: TaskId) -> str:
     return host_job_tag(task.connector, task.task)
 
 
+def instrumented_source(name: str, topic: str, events: Path, **settings: str) -> dict[str, str]:
+    """The config of one InstrumentedSource task writing its events to ``events``."""
+    return {"name": name, "connector.class": INSTRUMENTED_SOURCE, "topic": topic,
+            "tasks.max": "1", "test.events.file": str(events), **settings}
+
+
 def end_offset(bootstrap: str, topic: str) -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "hosting-test-probe"})
     try:
@@ -122,8 +128,7 @@ def test_offsets_come_from_the_driver_and_stop_is_called_once_with_the_deleted_f
     create_topic(env.admin, unique_topic)
     events = tmp_path / "events.jsonl"
     name = f"instr-{uuid.uuid4().hex[:6]}"
-    config = {"name": name, "connector.class": INSTRUMENTED_SOURCE, "topic": unique_topic,
-              "tasks.max": "1", "test.source.records": "30", "test.events.file": str(events)}
+    config = instrumented_source(name, unique_topic, events, **{"test.source.records": "30"})
     # the task resumes after the offset the driver's store holds (asked from the host)
     env.offsets.put(name, [({"task": 0}, {"seq": 9})])
     tasks = start_connector_and_tasks(env, name, config)
@@ -145,8 +150,7 @@ def test_a_stopped_tasks_host_is_adopted_by_the_next_task_without_a_new_spark_jo
     create_topic(env.admin, unique_topic)
     events = tmp_path / "events.jsonl"
     deleted = f"instr-{uuid.uuid4().hex[:6]}"
-    config = {"name": deleted, "connector.class": INSTRUMENTED_SOURCE, "topic": unique_topic,
-              "tasks.max": "1", "test.source.records": "5", "test.events.file": str(events)}
+    config = instrumented_source(deleted, unique_topic, events, **{"test.source.records": "5"})
     [task] = start_connector_and_tasks(env, deleted, config)
     wait_for(lambda: env.offsets.get(deleted, {"task": 0}) == {"seq": 4}, what="offset seq 4")
     host = env.worker.host_job_tags()[task]
@@ -267,9 +271,9 @@ def test_a_plugin_failure_in_the_host_fails_the_task_with_its_trace(
     env: Env, unique_topic: str, tmp_path: Path
 ) -> None:
     name = f"instr-{uuid.uuid4().hex[:6]}"
-    config = {"name": name, "connector.class": INSTRUMENTED_SOURCE, "topic": unique_topic,
-              "tasks.max": "1", "test.fail.task.poll": "0",
-              "test.events.file": str(tmp_path / "events.jsonl")}
+    config = instrumented_source(
+        name, unique_topic, tmp_path / "events.jsonl", **{"test.fail.task.poll": "0"}
+    )
     tasks = start_connector_and_tasks(env, name, config)
     wait_for(lambda: env.listener.task_state(tasks[0]).state is State.FAILED,  # type: ignore[union-attr]
              what="FAILED")
