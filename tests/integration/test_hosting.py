@@ -76,6 +76,13 @@ def instrumented_source(name: str, topic: str, events: Path, **settings: str) ->
             "tasks.max": "1", "test.events.file": str(events), **settings}
 
 
+def stop_deleted(env: Env, tasks: list[TaskId], events: Path) -> list[bool]:
+    """Stops ``tasks`` as their connector's deletion does; the ``connector_deleted`` flag
+    each task's plugin was stopped with, from its events."""
+    env.worker.stop_tasks(tasks, connector_deleted=True)
+    return [e["connector_deleted"] for e in read_events(events) if e["event"] == "task_stop"]
+
+
 def end_offset(bootstrap: str, topic: str) -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "hosting-test-probe"})
     try:
@@ -137,9 +144,7 @@ def test_offsets_come_from_the_driver_and_stop_is_called_once_with_the_deleted_f
     values = [m.value().decode() for m in read_all(env.bootstrap, unique_topic)]
     assert values == [f"0-{i}" for i in range(10, 30)]
 
-    env.worker.stop_tasks(tasks, connector_deleted=True)
-    stops = [e for e in read_events(events) if e["event"] == "task_stop"]
-    assert [e["connector_deleted"] for e in stops] == [True]
+    assert stop_deleted(env, tasks, events) == [True]
     env.worker.stop_connector(name, connector_deleted=True)
 
 
@@ -154,10 +159,8 @@ def test_a_stopped_tasks_host_is_adopted_by_the_next_task_without_a_new_spark_jo
     [task] = start_connector_and_tasks(env, deleted, config)
     wait_for(lambda: env.offsets.get(deleted, {"task": 0}) == {"seq": 4}, what="offset seq 4")
     host = env.worker.host_job_tags()[task]
-    env.worker.stop_tasks([task], connector_deleted=True)
+    assert stop_deleted(env, [task], events) == [True]
     env.worker.stop_connector(deleted, connector_deleted=True)
-    stops = [e for e in read_events(events) if e["event"] == "task_stop"]
-    assert [e["connector_deleted"] for e in stops] == [True]
     assert env.worker.parked_hosts() >= 1
 
     # another connector's task, with its own config, in the same Spark job and Python worker
