@@ -134,6 +134,7 @@ class DistributedProcess(_ServingProcess):
             view=self.distributed,
             signer=signer,
             credentials=peers,
+            serves_itself=self.distributed.answers_writes,
         )
         self.server = ApiServer(
             self.herder,

@@ -21,6 +21,10 @@ Rules, as the distributed-mode issue states them:
   the target says ``NOT_LEADER`` or cannot be reached, asking ``leader_lookup`` for the
   current leader before each retry. When the deadline is near it answers UNAVAILABLE with
   ErrorInfo ``LEADER_UNAVAILABLE`` and a RetryInfo: the caller never sees "not the leader".
+* **This worker may become the leader meanwhile.** A worker just elected, still taking
+  office (or one re-elected after an outage), names itself as leader while it cannot yet
+  write: the retries go on until ``serves_itself`` says it carries out the leader's writes
+  now, and then the call is served here (:class:`ServeHere`), not held to its deadline.
 * **The leader's answer is final.** Any other status (INVALID_ARGUMENT with its BadRequest,
   NOT_FOUND, ALREADY_EXISTS, an UNAVAILABLE that carries a reason, …) reaches the caller
   with the same code, message and ``google.rpc`` details.
@@ -196,6 +200,11 @@ class LeaderUnavailableError(UnavailableError):
     reason = LEADER_UNAVAILABLE
 
 
+class ServeHere(Exception):  # an outcome, not a failure
+    """This worker carries out the leader's writes now (it was elected while the call
+    waited for a leader): the call is to be served here, not forwarded."""
+
+
 class LeaderAnswered(Exception):  # an outcome to pass on, not a failure of ours
     """The leader answered the forwarded call with an error status, to pass on unchanged."""
 
@@ -238,12 +247,17 @@ class Forwarder:
         view: ConfigView | None = None,
         signer: RequestSigner | None = None,
         credentials: PeerCredentials | None = None,
+        serves_itself: Callable[[], bool] = lambda: False,
     ) -> None:
         """``view`` (this worker's config topic view) makes the answer to a forwarded
         write wait until this worker has read that write. ``signer`` signs each forwarded
         call with the cluster's session key on behalf of the original caller (whom the
-        receiving worker then authorises); ``credentials``: TLS to the other workers."""
+        receiving worker then authorises); ``credentials``: TLS to the other workers.
+        ``serves_itself``: whether this worker carries out the leader's writes now (asked
+        between retries, so that a call waiting for a leader is served by this worker as
+        soon as it is one)."""
         self.view = view
+        self._serves_itself = serves_itself
         self._acknowledged = 0
         self._acknowledged_lock = threading.Lock()
         self._worker_id = worker_id
@@ -274,6 +288,7 @@ class Forwarder:
         Raises:
             LeaderAnswered: the leader answered with an error status (final).
             LeaderUnavailableError: no leader took the call in time.
+            ServeHere: this worker leads now; serve the call here.
         """
         target = _Target(error.leader_id, error.leader_address) if error.leader_address else None
         # serialized once: the bytes sent are the bytes signed
@@ -312,6 +327,8 @@ class Forwarder:
             if wait <= 0 or not is_active():
                 raise self._gave_up(method, target, attempt)
             time.sleep(wait)
+            if self._serves_itself():
+                raise ServeHere
             delay = self._backoff.next(delay)
             target = self._lookup()
 
@@ -508,18 +525,22 @@ def forwardable(response_type: type[M]) -> Callable[[F], F]:
         @functools.wraps(method)
         def wrapper(self: Any, request: Message, context: grpc.ServicerContext) -> Any:
             forwarder: Forwarder | None = getattr(self, "forwarder", None)
-            try:
-                response = method(self, request, context)
-            except NotLeaderError as exc:
-                if forwarder is None or forwarded_by(context) is not None:
-                    raise
+            while True:
                 try:
-                    return forwarder.forward(
-                        full_name, request, response_type, exc, context.is_active
-                    )
-                except LeaderAnswered as answered:
-                    _answer_with(context, answered.status)
-                    return response_type()
+                    response = method(self, request, context)
+                    break
+                except NotLeaderError as exc:
+                    if forwarder is None or forwarded_by(context) is not None:
+                        raise
+                    try:
+                        return forwarder.forward(
+                            full_name, request, response_type, exc, context.is_active
+                        )
+                    except ServeHere:
+                        continue
+                    except LeaderAnswered as answered:
+                        _answer_with(context, answered.status)
+                        return response_type()
             if forwarder is not None and forwarder.view is not None and forwarded_by(context):
                 position = forwarder.view.config_position()
                 context.set_trailing_metadata(((CONFIG_POSITION, str(position)),))
@@ -578,35 +599,50 @@ class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
     def __init__(self, forwarder: Forwarder, leads: Callable[[], bool]) -> None:
         self._forwarder = forwarder
         self._leads = leads
-        self._handlers = {
-            method: grpc.unary_unary_rpc_method_handler(functools.partial(self._relay, method))
-            for method in (f"/{SERVICE}/{name}" for name in LEADER_WRITES)
-        }
+        self._methods = frozenset(f"/{SERVICE}/{name}" for name in LEADER_WRITES)
 
     def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Any],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Any:
-        handler = self._handler_for(handler_call_details)
-        return handler if handler is not None else continuation(handler_call_details)
+        if not self._relays(handler_call_details):
+            return continuation(handler_call_details)
+        serve_here = functools.partial(continuation, handler_call_details)
+        return grpc.unary_unary_rpc_method_handler(
+            functools.partial(self._relay, handler_call_details.method, serve_here)
+        )
 
-    def _handler_for(self, details: grpc.HandlerCallDetails) -> Any:
-        """The relay's handler for a leader's write while another worker leads, else None."""
-        handler = self._handlers.get(details.method)
-        if handler is None or self._leads():
-            return None
+    def _relays(self, details: grpc.HandlerCallDetails) -> bool:
+        """Whether the call is a leader's write to relay: another worker leads, and it was
+        not forwarded to us already."""
+        if details.method not in self._methods or self._leads():
+            return False
         metadata = details.invocation_metadata or ()
-        if any(key == FORWARDED_BY for key, _ in metadata):
-            return None
-        return handler
+        return not any(key == FORWARDED_BY for key, _ in metadata)
 
-    def _relay(self, method: str, request: bytes, context: grpc.ServicerContext) -> bytes:
+    def _relay(
+        self,
+        method: str,
+        serve_here: Callable[[], Any],
+        request: bytes,
+        context: grpc.ServicerContext,
+    ) -> bytes:
         try:
             with deadline.scope(context.time_remaining()):
                 return self._forwarder.relay(method, request, context.is_active)
+        except ServeHere:
+            return _serve(serve_here(), request, context)
         except LeaderAnswered as answered:
             _answer_with(context, answered.status)
             return b""
         except LeaderUnavailableError as exc:
             abort(context, exc)
+
+
+def _serve(handler: Any, request: bytes, context: grpc.ServicerContext) -> bytes:
+    """Serves a relayed call's bytes with the servicer's own handler (this worker was
+    elected while the call waited for a leader)."""
+    response = handler.unary_unary(handler.request_deserializer(request), context)
+    serialized: bytes = handler.response_serializer(response)
+    return serialized

@@ -137,7 +137,9 @@ class Cluster:
         """A node; with ``relay``, wired as a distributed worker is: the leader's writes go
         through :class:`LeaderWritesRelay` while ``node.leading`` is False."""
         node = Node(worker_id, handle=lambda request: node.leads(request))
-        node.forwarder = Forwarder(worker_id, lambda: node.lookup(), backoff=FAST)
+        node.forwarder = Forwarder(
+            worker_id, lambda: node.lookup(), backoff=FAST, serves_itself=lambda: node.leading
+        )
         self._forwarders.append(node.forwarder)
         interceptors = [LeaderWritesRelay(node.forwarder, lambda: node.leading)] if relay else []
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
@@ -494,6 +496,51 @@ def test_a_relay_with_no_leader_ends_in_unavailable_with_retry_info(cluster: Clu
     assert reason(answer) == LEADER_UNAVAILABLE
     assert detail(rich_status(answer), error_details_pb2.RetryInfo) is not None
     assert follower.seen == []
+
+
+def elected_after(node: Node, seconds: float) -> threading.Timer:
+    """Makes ``node`` the leader in ``seconds`` (as a worker that takes office meanwhile)."""
+
+    def elect() -> None:
+        node.leading = True
+
+    timer = threading.Timer(seconds, elect)
+    timer.start()
+    return timer
+
+
+def test_a_relayed_write_waiting_for_a_leader_is_served_by_its_worker_once_it_leads(
+    cluster: Cluster,
+) -> None:
+    # a worker just elected names itself leader before it can write: the write waits for
+    # it to take office, not for the caller's deadline
+    node = cluster.node("a", relay=True)
+    node.lookup = lambda: ("a", node.address)
+    timer = elected_after(node, 0.3)
+
+    response = create(cluster.client(node), timeout=20.0, request_id="r1")
+    timer.join()
+
+    assert response.offsets_message == "a" and node.applied == 1
+    assert [seen.forwarded_by for seen in node.seen] == [None]
+
+
+def test_a_forwarded_write_waiting_for_a_leader_is_served_here_once_this_worker_leads(
+    cluster: Cluster,
+) -> None:
+    # the servicer's path (@forwardable): the herder refused, no other leader is known,
+    # and this worker takes office while the call waits
+    node = cluster.node("a")
+    node.handle = lambda request: (
+        node.leads(request) if node.leading else not_leader()(request)
+    )
+    timer = elected_after(node, 0.3)
+
+    response = create(cluster.client(node), timeout=20.0)
+    timer.join()
+
+    assert response.offsets_message == "a" and node.applied == 1
+    assert len(node.seen) == 2, "refused once, then served by the same worker"
 
 
 def test_the_leader_and_forwarded_calls_are_answered_by_the_servicer(cluster: Cluster) -> None:
