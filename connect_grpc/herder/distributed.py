@@ -141,6 +141,9 @@ log = structlog.get_logger(__name__)
 TICK_S = 0.5
 #: Bound of the leader's own Kafka calls (opening its writer, publishing an assignment).
 LEADER_CALL_TIMEOUT_S = 30.0
+#: Bound of the leader's question for the group's members: short, so that a leader whose
+#: coordinator does not answer (an outage) is back in its loop, and sees a deposal, soon.
+MEMBERS_CALL_TIMEOUT_S = 5.0
 #: How long the leader waits for departed workers' UNASSIGNED statuses to be written.
 STATUS_FLUSH_TIMEOUT_S = 5.0
 
@@ -275,6 +278,9 @@ class DistributedHerder(HerderCommon):
         self._writer: FencedWriter | None = None
         #: The term the writer took office in (its unfenced writes carry it).
         self._term = 0
+        #: The election's ``changes`` when the writer took office: a writer serves that
+        #: leadership only, never one won again after a deposal (a new term then).
+        self._office_changes = -1
         self._writer_lock = threading.Lock()
         self._stopping = threading.Event()
         self._leader_wake = threading.Event()
@@ -378,7 +384,8 @@ class DistributedHerder(HerderCommon):
         now, told = time.monotonic(), self._rebalances
         known = self._members
         if known is None or known[0] != told or now - known[1] >= MEMBERS_REFRESH_S:
-            asked = self._admin.call("group_members", self._cluster.group_id)
+            with deadline.scope(MEMBERS_CALL_TIMEOUT_S):
+                asked = self._admin.call("group_members", self._cluster.group_id)
             known = (told, now, frozenset([*asked, self._id]))
             self._members = known
         return known[2]
@@ -862,9 +869,13 @@ class DistributedHerder(HerderCommon):
         return self.leads() or self._kafka_away_for() is not None
 
     def _usable_writer(self) -> FencedWriter | None:
+        """The writer, while the leadership it took office in lasts."""
         with self._writer_lock:
-            writer = self._writer
-        if writer is None or not writer.usable or not self._election.is_leader():
+            writer, office = self._writer, self._office_changes
+        if writer is None or not writer.usable:
+            return None
+        leadership = self._election.leadership()
+        if not leadership.leader or leadership.changes != office:
             return None
         return writer
 
@@ -1030,11 +1041,14 @@ class DistributedHerder(HerderCommon):
     def _take_office(self) -> FencedWriter:
         """The usable writer; when there is none, claims the leader's transactional id
         (fencing the previous leader), reads the config topic to its end and announces
-        this worker as leader."""
-        with self._writer_lock:
-            writer = self._writer
-        if writer is not None and writer.usable:
-            return writer
+        this worker as leader. A leadership won again after a deposal takes office anew,
+        with a new term, even when this worker's loop did not see the deposal (it was busy
+        with a Kafka call meanwhile): opening the writer again also aborts a transaction
+        the old one left open, which would hold every read_committed reader back."""
+        usable = self._usable_writer()
+        if usable is not None:
+            return usable
+        elected = self._election.leadership().changes
         self._close_writer()
         writer = FencedWriter.open(
             self._client,
@@ -1066,7 +1080,7 @@ class DistributedHerder(HerderCommon):
             writer.close(0)
             raise
         with self._writer_lock:
-            self._writer, self._term = writer, term
+            self._writer, self._term, self._office_changes = writer, term, elected
         self._log.info("leader_in_office", term=term)
         return writer
 
