@@ -652,8 +652,14 @@ class DistributedHerder(HerderCommon):
         )
 
     def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
-        """KIP-745 on a cluster: the leader writes the request to the config topic, and the
-        worker of each chosen instance restarts it when it reads the request.
+        """KIP-745 on a cluster: the leader writes the request to the config topic, and each
+        worker restarts those of its instances that the request chooses by that worker's
+        own view of their statuses, when it reads the request. The answer shows the plan by
+        the leader's view.
+
+        The request is written even when the leader's view shows nothing to restart, as
+        Kafka Connect writes it: that view of other workers' statuses may lag theirs (an
+        only-failed restart just after a failure would otherwise be lost).
 
         A plain restart (no flags) is carried out by the connector's worker synchronously,
         as in standalone mode: another worker raises NotLeaderError naming that worker, so
@@ -670,9 +676,6 @@ class DistributedHerder(HerderCommon):
             writer = self._leader_writer()
             self._config_of(self._snapshot(), name)
             plan = build_restart_plan(request, self.connector_status(name))
-            if plan.empty:
-                self._log.info("connector_restart_skipped", connector=name)
-                return plan.status
             self._write(writer, self._with_answer(restart_records(request), plan.status))
             self._log.info("connector_restart_requested", connector=name,
                            include_tasks=request.include_tasks, only_failed=request.only_failed)
