@@ -154,6 +154,7 @@ def test_an_only_failed_restart_reaches_the_worker_whose_view_shows_it_failed(
     leader = _leader(State.RUNNING, worker)
     answer = leader.restart_connector(ONLY_FAILED)
     assert answer is not None and answer.connector.state is State.RUNNING  # the leader's view
+    assert not leader._leader_wake.is_set()  # a restart changes no assignment
     worker.reconciler.reconcile()  # carries out the request: RESTARTING
     assert worker.board.connector(NAME).state is State.RESTARTING
     worker.reconciler.reconcile()  # starts it again
