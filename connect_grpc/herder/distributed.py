@@ -657,7 +657,7 @@ class DistributedHerder(HerderCommon):
         """KIP-745 on a cluster: the leader writes the request to the config topic, and each
         worker restarts those of its instances that the request chooses by that worker's
         own view of their statuses, when it reads the request. The answer shows the plan by
-        the leader's view.
+        the leader's view, read to the status topic's end first.
 
         The request is written even when the leader's view shows nothing to restart, as
         Kafka Connect writes it: that view of other workers' statuses may lag theirs (an
@@ -677,6 +677,9 @@ class DistributedHerder(HerderCommon):
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             self._config_of(self._snapshot(), name)
+            # the answer's plan by every status written before the call (another worker's
+            # report of a failure that the caller saw, say), not by this view's lag
+            self._statuses.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
             plan = build_restart_plan(request, self.connector_status(name))
             # no assignment changes with it: the leader's loop is not woken
             self._write(

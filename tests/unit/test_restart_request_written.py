@@ -70,6 +70,19 @@ class _Writer:
         return self._log.send_all(records)
 
 
+class _Statuses:
+    """The leader's status store: reading it to its end shows ``caught_up``, the statuses
+    other workers wrote that its tailing thread had not applied yet."""
+
+    def __init__(self, view: ConnectorStatus, caught_up: ConnectorStatus | None) -> None:
+        self.view = view
+        self._caught_up = caught_up
+
+    def refresh(self, timeout: float | None = None) -> None:
+        if self._caught_up is not None:
+            self.view = self._caught_up
+
+
 @dataclass
 class _Leader:
     """The state a flagged restart uses on the leader; the herder's methods run on it.
@@ -77,7 +90,7 @@ class _Leader:
 
     _configs: KafkaConfigStore
     _writer: _Writer
-    statuses: ConnectorStatus
+    _statuses: _Statuses
     _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
     _leader_wake: threading.Event = field(default_factory=threading.Event)
     _log: Any = field(default_factory=structlog.get_logger)
@@ -93,7 +106,7 @@ class _Leader:
         return self._writer
 
     def connector_status(self, name: str) -> ConnectorStatus:
-        return self.statuses
+        return self._statuses.view
 
 
 def _status(state: State) -> ConnectorStatus:
@@ -127,10 +140,11 @@ def _starts(events: Path) -> int:
     return count(read_events(events), "connector_start")
 
 
-def _leader(leader_view: State, worker: Harness) -> _Leader:
-    """A leader whose view of the connector's status is ``leader_view``; each restart
-    request its config store reads goes to ``worker``'s reconciler, as the herder's config
-    listener hands it over."""
+def _leader(leader_view: State, worker: Harness, caught_up: State | None = None) -> _Leader:
+    """A leader whose view of the connector's status is ``leader_view``, and ``caught_up``
+    once it has read the status topic to its end (None: the same); each restart request its
+    config store reads goes to ``worker``'s reconciler, as the herder's config listener
+    hands it over."""
 
     def heard(kind: str, connector: str, restart: RestartRequest | None) -> None:
         if kind == "restart" and restart is not None:
@@ -141,7 +155,8 @@ def _leader(leader_view: State, worker: Harness) -> _Leader:
     store._log = log  # type: ignore[assignment]  # no broker
     writer = _Writer(log)
     writer.send_all(connector_config_records(NAME, {"connector.class": "any"}), 1.0)
-    return _Leader(store, writer, _status(leader_view))
+    statuses = _Statuses(_status(leader_view), None if caught_up is None else _status(caught_up))
+    return _Leader(store, writer, statuses)
 
 
 def test_an_only_failed_restart_reaches_the_worker_whose_view_shows_it_failed(
@@ -177,3 +192,16 @@ def test_an_only_failed_restart_leaves_an_instance_its_worker_shows_running(
     worker.reconciler.reconcile()
     assert _starts(events) == 1 and worker.worker.connector_stops == []
     assert worker.board.connector(NAME).state is State.RUNNING
+
+
+def test_the_answer_plans_by_every_status_written_before_the_call(
+    h: Harness, tmp_path: Path
+) -> None:
+    """The failure reached the status topic (the caller saw it through another worker) but
+    not yet the leader's view: the leader reads the topic to its end before it plans, so
+    its answer shows the connector RESTARTING, not the UNASSIGNED it had."""
+    events = tmp_path / "events.jsonl"
+    worker = _runs_it(h, events, failing=True)
+    leader = _leader(State.UNASSIGNED, worker, caught_up=State.FAILED)
+    answer = leader.restart_connector(ONLY_FAILED)
+    assert answer is not None and answer.connector.state is State.RESTARTING
