@@ -168,6 +168,8 @@ FencingRequester = Callable[[str, str, float], int]
 #: Seconds the leader uses the group's members it last asked for, unless a rebalance
 #: happened since (which it is told of at once).
 MEMBERS_REFRESH_S = 2.0
+#: Config changes after which the leader looks whether the assignment must change.
+ASSIGNMENT_CHANGES = frozenset({"connector", "tasks"})
 
 
 def client_config(config: WorkerConfig) -> dict[str, str]:
@@ -659,8 +661,14 @@ class DistributedHerder(HerderCommon):
         )
 
     def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
-        """KIP-745 on a cluster: the leader writes the request to the config topic, and the
-        worker of each chosen instance restarts it when it reads the request.
+        """KIP-745 on a cluster: the leader writes the request to the config topic, and each
+        worker restarts those of its instances that the request chooses by that worker's
+        own view of their statuses, when it reads the request. The answer shows the plan by
+        the leader's view, read to the status topic's end first.
+
+        The request is written even when the leader's view shows nothing to restart, as
+        Kafka Connect writes it: that view of other workers' statuses may lag theirs (an
+        only-failed restart just after a failure would otherwise be lost).
 
         A plain restart (no flags) is carried out by the connector's worker synchronously,
         as in standalone mode: another worker raises NotLeaderError naming that worker, so
@@ -676,11 +684,14 @@ class DistributedHerder(HerderCommon):
         with self._connector_locks.hold(name):
             writer = self._leader_writer()
             self._config_of(self._snapshot(), name)
+            # the answer's plan by every status written before the call (another worker's
+            # report of a failure that the caller saw, say), not by this view's lag
+            self._statuses.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
             plan = build_restart_plan(request, self.connector_status(name))
-            if plan.empty:
-                self._log.info("connector_restart_skipped", connector=name)
-                return plan.status
-            self._write(writer, self._with_answer(restart_records(request), plan.status))
+            # no assignment changes with it: the leader's loop is not woken
+            self._write(
+                writer, self._with_answer(restart_records(request), plan.status), wake_leader=False
+            )
             self._log.info("connector_restart_requested", connector=name,
                            include_tasks=request.include_tasks, only_failed=request.only_failed)
             return plan.status
@@ -1367,10 +1378,12 @@ class DistributedHerder(HerderCommon):
 
     def _on_config_change(self, kind: str, connector: str, restart: RestartRequest | None) -> None:
         """On the config store's thread: queue restart requests read after start-up (a
-        worker that joins later does not replay old ones) and wake the reconciler, and the
-        leader's thread on the leader. (Waking the leader only for changes that can move
-        instances made a flagged restart of a failed connector run twice now and then in
-        tests/integration/test_restart.py; not understood yet, so every change wakes it.)"""
+        worker that joins later does not replay old ones), wake the reconciler, and wake
+        the leader's thread when the change may call for a new assignment (a connector
+        created or deleted, a new set of task configs). Other changes (target states,
+        restart requests, recorded answers, the assignment itself) leave the instances to
+        assign as they were: waking the leader for them cost every pause and resume a look
+        at the group's members (an admin call), run just as the write's caller is answered."""
         if kind == "restart" and restart is not None and self._listening:
             self._reconciler.queue_restart(restart)
         if kind == "extension" and connector == SESSION_KEY_KEY:
@@ -1379,7 +1392,7 @@ class DistributedHerder(HerderCommon):
             self._apply_cluster_log_level(connector)
             return
         self._reconciler.wake()
-        if self._election.is_leader():
+        if kind in ASSIGNMENT_CHANGES and self._election.is_leader():
             self._leader_wake.set()
 
     def _apply_cluster_log_level(self, namespace: str) -> None:

@@ -13,7 +13,10 @@ plugin instance, so a restart shows as a new instance), ``pid`` and ``time``. Ev
   also logs it, as a careless plugin would (the worker must mask the resolved values); with
   ``test.print.config`` true, ``Connector.start`` and ``Task.start`` also ``print()`` their
   config, to stdout and to stderr (``connector <name> config: {…}`` and
-  ``task <name>-<id> config: {…}``: the worker must capture and mask these too);
+  ``task <name>-<id> config: {…}``: the worker must capture and mask these too); an
+  injected connector start failure names the instance in its message (``connector start
+  failed on purpose (instance <uuid>)``), so that a test tells the trace of a restarted
+  instance from its predecessor's, the same failure otherwise;
 * ``alter_offsets`` (with ``mode`` and ``offsets``) — the plugin's KIP-875 hook was called;
 * ``task_poll`` (source, with ``values``) — records returned by a poll;
 * ``task_put`` (sink, with ``values`` and ``positions`` [topic, partition, offset]) and
@@ -324,7 +327,9 @@ class _ConnectorProbe:
                   **_config_field(parsed, config))
         _print_config(parsed, f"connector {config.get('name')}", config)
         if parsed[FAIL_CONNECTOR_START]:
-            raise InjectedFailureError("connector start failed on purpose")
+            raise InjectedFailureError(
+                f"connector start failed on purpose (instance {self.instance})"
+            )
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         return [{**self.config, TASK_ID: str(task)} for task in range(max_tasks)]

@@ -1,0 +1,207 @@
+"""A flagged restart on a cluster (KIP-745), without a broker: the leader's side
+(DistributedHerder.restart_connector on a stand-in for the herder's state, with a real
+KafkaConfigStore over a log that applies each record as it is sent) hands the request to
+every worker's reconciler, which restarts what its own view of the statuses chooses.
+
+The leader's view of another worker's statuses may lag that worker's own: the request must
+reach the workers even when the leader's view shows nothing to restart, as Kafka Connect
+writes it, or an only-failed restart just after a failure is lost."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from connect_grpc.cluster.assignment import WorkerAssignment
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.domain import (
+    ConnectorStatus,
+    ConnectorType,
+    InstanceStatus,
+    RestartRequest,
+    State,
+    TargetState,
+)
+from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.storage.kafka_config import KafkaConfigStore, RawRecord, connector_config_records
+from connect_grpc.storage.kafka_log import LogRecord
+from connect_grpc.testing.plugins import count, read_events
+from tests.unit.test_reconciler import ME, NAME, Harness
+
+INSTRUMENTED_SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
+
+ONLY_FAILED = RestartRequest(NAME, include_tasks=False, only_failed=True)
+
+
+class _Log:
+    """Applies each record to the store as it is sent, at the next offset."""
+
+    def __init__(self, apply: Any) -> None:
+        self._apply = apply
+        self.records: list[LogRecord] = []
+
+    def send_all(self, records: Sequence[RawRecord], **_: Any) -> list[LogRecord]:
+        written = []
+        for key, value in records:
+            record = LogRecord(key, value, 0, len(self.records))
+            self.records.append(record)
+            self._apply(record)
+            written.append(record)
+        return written
+
+    def read_past(self, records: Sequence[LogRecord], timeout: float | None = None) -> None:
+        """Every record is applied as it is sent."""
+
+
+class _Writer:
+    """The leader's fenced writer: one transaction, applied whole."""
+
+    def __init__(self, log: _Log) -> None:
+        self._log = log
+
+    def send_all(self, records: list[RawRecord], timeout: float) -> list[LogRecord]:
+        return self._log.send_all(records)
+
+
+class _Statuses:
+    """The leader's status store: reading it to its end shows ``caught_up``, the statuses
+    other workers wrote that its tailing thread had not applied yet."""
+
+    def __init__(self, view: ConnectorStatus, caught_up: ConnectorStatus | None) -> None:
+        self.view = view
+        self._caught_up = caught_up
+
+    def refresh(self, timeout: float | None = None) -> None:
+        if self._caught_up is not None:
+            self.view = self._caught_up
+
+
+@dataclass
+class _Leader:
+    """The state a flagged restart uses on the leader; the herder's methods run on it.
+    ``statuses`` is the leader's view of the connector's status."""
+
+    _configs: KafkaConfigStore
+    _writer: _Writer
+    _statuses: _Statuses
+    _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
+    _leader_wake: threading.Event = field(default_factory=threading.Event)
+    _log: Any = field(default_factory=structlog.get_logger)
+
+    restart_connector = DistributedHerder.restart_connector
+    _write = DistributedHerder._write
+    _snapshot = DistributedHerder._snapshot
+    _config_of = staticmethod(DistributedHerder._config_of)
+    _answer_record = staticmethod(DistributedHerder._answer_record)
+    _with_answer = staticmethod(DistributedHerder._with_answer)
+
+    def _leader_writer(self) -> _Writer:
+        return self._writer
+
+    def connector_status(self, name: str) -> ConnectorStatus:
+        return self._statuses.view
+
+
+def _status(state: State) -> ConnectorStatus:
+    return ConnectorStatus(NAME, InstanceStatus(state, ME), (), ConnectorType.SOURCE)
+
+
+@pytest.fixture
+def h() -> Harness:
+    return Harness()
+
+
+def _runs_it(h: Harness, events: Path, *, failing: bool) -> Harness:
+    """``h``'s worker runs the instrumented connector, which it shows FAILED (its start
+    raised) or RUNNING."""
+    h.worker.plugins = Plugins(include_testing=True)
+    config = {
+        "name": NAME,
+        "connector.class": INSTRUMENTED_SOURCE,
+        "tasks.max": "1",
+        "test.events.file": str(events),
+        "test.fail.connector.start": str(failing).lower(),
+    }
+    h.view.write(connector_config_records(NAME, config, TargetState.STARTED))
+    h.view.assign(1, **{ME: WorkerAssignment.of([NAME])})
+    h.reconciler.reconcile()
+    assert h.board.connector(NAME).state is (State.FAILED if failing else State.RUNNING)
+    return h
+
+
+def _starts(events: Path) -> int:
+    return count(read_events(events), "connector_start")
+
+
+def _leader(leader_view: State, worker: Harness, caught_up: State | None = None) -> _Leader:
+    """A leader whose view of the connector's status is ``leader_view``, and ``caught_up``
+    once it has read the status topic to its end (None: the same); each restart request its
+    config store reads goes to ``worker``'s reconciler, as the herder's config listener
+    hands it over."""
+
+    def heard(kind: str, connector: str, restart: RestartRequest | None) -> None:
+        if kind == "restart" and restart is not None:
+            worker.reconciler.queue_restart(restart)
+
+    store = KafkaConfigStore({"bootstrap.servers": "127.0.0.1:1"}, "configs", on_change=heard)
+    log = _Log(store._apply)
+    store._log = log  # type: ignore[assignment]  # no broker
+    writer = _Writer(log)
+    writer.send_all(connector_config_records(NAME, {"connector.class": "any"}), 1.0)
+    statuses = _Statuses(_status(leader_view), None if caught_up is None else _status(caught_up))
+    return _Leader(store, writer, statuses)
+
+
+def test_an_only_failed_restart_reaches_the_worker_whose_view_shows_it_failed(
+    h: Harness, tmp_path: Path
+) -> None:
+    """The leader has not read the failure yet (its view: RUNNING); the connector's worker
+    has, and restarts it."""
+    events = tmp_path / "events.jsonl"
+    worker = _runs_it(h, events, failing=True)
+    leader = _leader(State.RUNNING, worker)
+    answer = leader.restart_connector(ONLY_FAILED)
+    assert answer is not None and answer.connector.state is State.RUNNING  # the leader's view
+    assert not leader._leader_wake.is_set()  # a restart changes no assignment
+    worker.reconciler.reconcile()  # carries out the request: RESTARTING
+    assert worker.board.connector(NAME).state is State.RESTARTING
+    worker.reconciler.reconcile()  # starts it again
+    assert _starts(events) == 2
+    assert worker.board.connector(NAME).state is State.FAILED
+
+
+def test_an_only_failed_restart_leaves_an_instance_its_worker_shows_running(
+    h: Harness, tmp_path: Path
+) -> None:
+    """The other way round: the leader's stale view shows FAILED (its answer says
+    RESTARTING), but the connector's worker plans by its own view, where it runs: nothing
+    restarts (as Kafka Connect's workers each build the plan)."""
+    events = tmp_path / "events.jsonl"
+    worker = _runs_it(h, events, failing=False)
+    leader = _leader(State.FAILED, worker)
+    answer = leader.restart_connector(ONLY_FAILED)
+    assert answer is not None and answer.connector.state is State.RESTARTING
+    worker.reconciler.reconcile()
+    worker.reconciler.reconcile()
+    assert _starts(events) == 1 and worker.worker.connector_stops == []
+    assert worker.board.connector(NAME).state is State.RUNNING
+
+
+def test_the_answer_plans_by_every_status_written_before_the_call(
+    h: Harness, tmp_path: Path
+) -> None:
+    """The failure reached the status topic (the caller saw it through another worker) but
+    not yet the leader's view: the leader reads the topic to its end before it plans, so
+    its answer shows the connector RESTARTING, not the UNASSIGNED it had."""
+    events = tmp_path / "events.jsonl"
+    worker = _runs_it(h, events, failing=True)
+    leader = _leader(State.UNASSIGNED, worker, caught_up=State.FAILED)
+    answer = leader.restart_connector(ONLY_FAILED)
+    assert answer is not None and answer.connector.state is State.RESTARTING
