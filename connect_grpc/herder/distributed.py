@@ -992,7 +992,11 @@ class DistributedHerder(HerderCommon):
             carrier_index=change_index,
         )
         sent = time.perf_counter()
-        self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        # the view and the refusal are all the answer needs: woken before the reconciler
+        # and the leader thread the change wakes (they would compete with the answer)
+        self._configs.wait_for(
+            written, deadline.remaining(LEADER_CALL_TIMEOUT_S), before_listener=True
+        )
         if self._configs.refused([written[change_index]]):
             self._log.warning("leader_write_refused_as_deposed", term=term)
             raise self._not_leader()

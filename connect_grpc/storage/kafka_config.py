@@ -720,8 +720,12 @@ class KafkaConfigStore:
         self._timeout = timeout
         #: Offsets of the latest records ignored as a deposed leader's (newest last).
         self._refused: deque[int] = deque(maxlen=REFUSED_MEMORY)
+        #: Changes applied on the tailing thread, told to the listener at the batch's end.
+        self._untold: list[ConfigChange] = []
         spec = TopicSpec(topic, 1, replication_factor, compact=True)
-        self._log = KafkaBasedLog(client_config, spec, self._apply, timeout=timeout)
+        self._log = KafkaBasedLog(
+            client_config, spec, self._apply, after_batch=self._tell_listener, timeout=timeout
+        )
 
     def start(self) -> None:
         """Creates the topic if needed and reads it to its end. Call once."""
@@ -784,12 +788,21 @@ class KafkaConfigStore:
         """Writes the connector's task count (``tasks-fencing-<name>``)."""
         self._write(task_count_records(name, count))
 
-    def wait_for(self, written: list[LogRecord], timeout: float | None = None) -> None:
-        """Blocks until records another writer wrote (a transaction) are applied here.
+    def wait_for(
+        self,
+        written: list[LogRecord],
+        timeout: float | None = None,
+        *,
+        before_listener: bool = False,
+    ) -> None:
+        """Blocks until records another writer wrote (a transaction) are applied here and,
+        unless ``before_listener``, the listener has been told of them (a writer that only
+        needs its write in :meth:`snapshot` and :meth:`refused` is answered before the
+        threads the listener wakes compete with it).
 
         Raises UnavailableError after ``timeout`` seconds (default: the store's timeout).
         """
-        self._log.read_past(written, timeout)
+        self._log.read_past(written, timeout, before_batch_end=before_listener)
 
     def send_in_term(
         self,
@@ -852,6 +865,13 @@ class KafkaConfigStore:
             self._builder.offset = record.offset + 1
             self._snapshot = None
         if change is not None:
+            self._untold.append(change)
+
+    def _tell_listener(self) -> None:
+        """Tells the listener of the batch's changes, in order (on the tailing thread, once
+        the writers waiting only for their records to be applied were woken)."""
+        changes, self._untold = self._untold, []
+        for change in changes:
             self._notify(change)
 
     def _apply_current(self, key: str, record: LogRecord) -> ConfigChange | None:

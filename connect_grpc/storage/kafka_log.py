@@ -56,6 +56,8 @@ log = structlog.get_logger(__name__)
 ClientConfig = Mapping[str, str | int | float | bool]
 #: What the log calls for every record it reads, in offset order per partition.
 RecordCallback = Callable[["LogRecord"], None]
+#: What the log calls after each batch of records it read and applied (``on_record``).
+BatchCallback = Callable[[], None]
 
 DEFAULT_TIMEOUT_S = 30.0
 POLL_TIMEOUT_S = 0.1
@@ -212,18 +214,23 @@ def _partition_count(admin: AdminClient, topic: str, timeout: float) -> int:
 
 @dataclass(slots=True)
 class _Waiter:
-    """A read_to_end call: the end offsets it waits for and the event the tail thread sets."""
+    """A read_to_end call: the end offsets it waits for and the event the tail thread sets;
+    ``before_batch_end``: released once the records are applied, before ``after_batch``."""
 
     targets: dict[int, int]
     done: threading.Event
+    before_batch_end: bool = False
 
 
 class KafkaBasedLog:
     """One topic: created if missing, read from the beginning, tailed, written synchronously.
 
     ``on_record`` runs on the log's thread for every record, in offset order per partition;
-    an exception it raises is logged and the record skipped. ``start``/``stop`` are called
-    once each, from one thread; ``read_to_end`` and ``send_all`` are thread-safe.
+    an exception it raises is logged and the record skipped. ``after_batch``, when given,
+    runs on that thread after each batch of records, once the waiters that asked to be
+    released before it were (a store tells its listeners there, so that a writer waiting
+    for its own record is woken before the threads those listeners wake). ``start``/``stop``
+    are called once each, from one thread; ``read_to_end`` and ``send_all`` are thread-safe.
     """
 
     def __init__(
@@ -232,17 +239,22 @@ class KafkaBasedLog:
         spec: TopicSpec,
         on_record: RecordCallback,
         *,
+        after_batch: BatchCallback | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self._config: dict[str, str | int | float | bool] = dict(client_config)
         self._spec = spec
         self._on_record = on_record
+        self._after_batch = after_batch
         self._timeout = timeout
         self._log = log.bind(topic=spec.name)
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
         self._partitions: list[TopicPartition] = []
+        #: Per partition, the position up to which ``after_batch`` has run too.
         self._positions: dict[int, int] = {}
+        #: Per partition, the position up to which ``on_record`` has run.
+        self._applied: dict[int, int] = {}
         self._waiters: list[_Waiter] = []
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -303,9 +315,16 @@ class KafkaBasedLog:
         limit = self._timeout if timeout is None else timeout
         self._wait_for(self._end_offsets(limit), limit)
 
-    def read_past(self, records: Sequence[LogRecord], timeout: float | None = None) -> None:
+    def read_past(
+        self,
+        records: Sequence[LogRecord],
+        timeout: float | None = None,
+        *,
+        before_batch_end: bool = False,
+    ) -> None:
         """Blocks until ``records`` (written to this topic by any writer) have been passed
-        to ``on_record``, or skipped as aborted.
+        to ``on_record``, or skipped as aborted, and, unless ``before_batch_end``, until
+        ``after_batch`` has run after them.
 
         Why not :meth:`read_to_end` after a transactional write: a commit returns before
         the commit markers reach the partition, and until they do, the end a
@@ -315,19 +334,23 @@ class KafkaBasedLog:
         targets: dict[int, int] = {}
         for record in records:
             targets[record.partition] = max(targets.get(record.partition, 0), record.offset + 1)
-        self.read_until(targets, timeout)
+        limit = self._timeout if timeout is None else timeout
+        self._wait_for(targets, limit, before_batch_end=before_batch_end)
 
     def read_until(self, positions: Mapping[int, int], timeout: float | None = None) -> None:
         """Blocks until every record before ``positions`` (partition → offset) has been
         passed to ``on_record`` (or skipped as aborted). Raises as ``read_to_end``."""
         self._wait_for(dict(positions), self._timeout if timeout is None else timeout)
 
-    def _wait_for(self, targets: dict[int, int], limit: float) -> None:
-        """Blocks until the tail's position reaches ``targets`` on every partition listed."""
-        waiter = _Waiter(targets, threading.Event())
+    def _wait_for(
+        self, targets: dict[int, int], limit: float, *, before_batch_end: bool = False
+    ) -> None:
+        """Blocks until the tail's position reaches ``targets`` on every partition listed
+        (and has run ``after_batch`` after them, unless ``before_batch_end``)."""
+        waiter = _Waiter(targets, threading.Event(), before_batch_end)
         with self._lock:
             self._check_running()
-            if self._reached(waiter.targets):
+            if self._reached(waiter.targets, before_batch_end):
                 return
             self._waiters.append(waiter)
         if not waiter.done.wait(limit):
@@ -451,8 +474,9 @@ class KafkaBasedLog:
         if self._thread is None or self._stopping.is_set():
             raise ConnectError(f"the log of topic {self._spec.name} is not running")
 
-    def _reached(self, targets: Mapping[int, int]) -> bool:
-        return all(self._positions.get(p, -1) >= end for p, end in targets.items())
+    def _reached(self, targets: Mapping[int, int], before_batch_end: bool = False) -> bool:
+        positions = self._applied if before_batch_end else self._positions
+        return all(positions.get(p, -1) >= end for p, end in targets.items())
 
     def _run(self, consumer: Consumer) -> None:
         """The tail thread: polls, hands records to the callback, wakes satisfied waiters."""
@@ -467,14 +491,34 @@ class KafkaBasedLog:
             consumer.close()
 
     def _poll_once(self, consumer: Consumer) -> None:
-        for message in _next_messages(consumer):
+        messages = _next_messages(consumer)
+        for message in messages:
             self._handle(message)
         positions = {
             tp.partition: tp.offset for tp in consumer.position(self._partitions) if tp.offset >= 0
         }
+        if messages and self._after_batch is not None:
+            with self._lock:
+                self._applied.update(positions)
+            self._release(before_batch_end=True)
+            try:
+                self._after_batch()
+            except Exception:
+                self._log.exception("kafka_log_after_batch_failed")
         with self._lock:
+            self._applied.update(positions)
             self._positions.update(positions)
-            satisfied = [w for w in self._waiters if self._reached(w.targets)]
+        self._release(before_batch_end=False)
+
+    def _release(self, *, before_batch_end: bool) -> None:
+        """Wakes the waiters whose targets are reached: with ``before_batch_end``, only
+        those that asked to be released before ``after_batch``."""
+        with self._lock:
+            satisfied = [
+                w for w in self._waiters
+                if (w.before_batch_end or not before_batch_end)
+                and self._reached(w.targets, w.before_batch_end)
+            ]
             for waiter in satisfied:
                 self._waiters.remove(waiter)
         for waiter in satisfied:

@@ -35,8 +35,9 @@ class _Log:
     """Applies each record to the store as it is sent, at the next offset; a new leader's
     term marker goes in before the record at ``marker_before`` of the next write."""
 
-    def __init__(self, apply: Any) -> None:
+    def __init__(self, apply: Any, after_batch: Any) -> None:
         self._apply = apply
+        self._after_batch = after_batch
         self.records: list[LogRecord] = []
         self.marker_before: int | None = None
 
@@ -63,9 +64,16 @@ class _Log:
         record = LogRecord(key, value, 0, len(self.records), headers=headers)
         self.records.append(record)
         self._apply(record)
+        self._after_batch()
         return record
 
-    def read_past(self, records: Sequence[LogRecord], timeout: float | None = None) -> None:
+    def read_past(
+        self,
+        records: Sequence[LogRecord],
+        timeout: float | None = None,
+        *,
+        before_batch_end: bool = False,
+    ) -> None:
         """Every record is applied as it is sent."""
 
 
@@ -89,7 +97,7 @@ class _Election:
 
 def _store() -> tuple[KafkaConfigStore, _Log]:
     store = KafkaConfigStore({"bootstrap.servers": "127.0.0.1:1"}, "configs")
-    log = _Log(store._apply)
+    log = _Log(store._apply, store._tell_listener)
     store._log = log  # type: ignore[assignment]  # no broker
     return store, log
 
