@@ -41,10 +41,12 @@ ONLY_FAILED = RestartRequest(NAME, include_tasks=False, only_failed=True)
 
 
 class _Log:
-    """Applies each record to the store as it is sent, at the next offset."""
+    """Applies each record to the store as it is sent, at the next offset, and tells the
+    store's listener at once (each record a batch of its own)."""
 
-    def __init__(self, apply: Any) -> None:
+    def __init__(self, apply: Any, after_batch: Any) -> None:
         self._apply = apply
+        self._after_batch = after_batch
         self.records: list[LogRecord] = []
 
     def send_all(self, records: Sequence[RawRecord], **_: Any) -> list[LogRecord]:
@@ -53,10 +55,13 @@ class _Log:
             record = LogRecord(key, value, 0, len(self.records))
             self.records.append(record)
             self._apply(record)
+            self._after_batch()
             written.append(record)
         return written
 
-    def read_past(self, records: Sequence[LogRecord], timeout: float | None = None) -> None:
+    def read_past(
+        self, records: Sequence[LogRecord], timeout: float | None = None, **_: Any
+    ) -> None:
         """Every record is applied as it is sent."""
 
 
@@ -151,7 +156,7 @@ def _leader(leader_view: State, worker: Harness, caught_up: State | None = None)
             worker.reconciler.queue_restart(restart)
 
     store = KafkaConfigStore({"bootstrap.servers": "127.0.0.1:1"}, "configs", on_change=heard)
-    log = _Log(store._apply)
+    log = _Log(store._apply, store._tell_listener)
     store._log = log  # type: ignore[assignment]  # no broker
     writer = _Writer(log)
     writer.send_all(connector_config_records(NAME, {"connector.class": "any"}), 1.0)
