@@ -21,7 +21,10 @@ it, on the same broker once connect-grpc's workers are stopped):
 1. **Create.** N ``FileStreamSource`` connectors (an empty file each, ``tasks.max=1``, so
    nothing is ever produced) created RUNNING one after another, through the workers in
    turn (connector i through worker i mod 3, so two in three are forwarded by a follower).
-   Each call is timed; reported: p50 / p90 of the first 10 and of the last 10 % of them.
+   Each call is timed; reported: p50 / p90 of the first 10 and of the last 10 % of them,
+   and the CPU time the workers' process trees (psutil) used per create over the creates
+   11 to 10 + N/10 and over the last N/10 (what each create costs, less swayed by the load
+   of the shared machine than its latency).
 2. **Status.** Once the first 10 are RUNNING (the creation pauses for it, and that pause is
    not counted in 3), ``--status-samples`` status reads (``GetConnectorStatus`` /
    ``GET /connectors/<name>/status``) of those 10, through the workers in turn; again once
@@ -134,6 +137,9 @@ class ScaleRun:
     cpu_seconds: float
     placements: Counter[str]
     load: tuple[float, float, float]
+    #: The workers' CPU (process trees together) per create, in ms: over the creates after
+    #: the first 10 and over the last 10 %, as many of each (None when N is too small).
+    create_cpu_ms: tuple[float, float] | None = None
     recovery: Recovery | None = None
 
 
@@ -332,8 +338,16 @@ def fill(
     creates: list[float] = []
     status_first = Latencies()
     paused = 0.0
+    tail = max(1, connectors // 10)
+    # CPU time is what the work each create causes costs, less swayed than latency by how
+    # busy the shared machine is: compared between creates 11-(10+tail) and the last tail
+    enough = connectors >= FIRST + 2 * tail
+    cpu_marks = {FIRST, FIRST + tail, connectors - tail} if enough else set()
+    cpu_at: dict[int, float] = {}
     first_started = time.monotonic()
     for index, name in enumerate(names):
+        if index in cpu_marks:
+            cpu_at[index] = sum(tree_cpu_seconds(pid) for pid in system.pids())
         file = files / f"{name}.txt"
         file.write_text("", "utf-8")
         started = time.perf_counter()
@@ -350,6 +364,15 @@ def fill(
             log(f"{system.name}: {index + 1} created, last 100 p50 {recent.ms(50):.1f} ms "
                 f"(load {os.getloadavg()[0]:.2f})")
     last_created = time.monotonic()
+    create_cpu_ms = None
+    if cpu_marks:
+        cpu_at[connectors] = sum(tree_cpu_seconds(pid) for pid in system.pids())
+        create_cpu_ms = (
+            (cpu_at[FIRST + tail] - cpu_at[FIRST]) / tail * 1000,
+            (cpu_at[connectors] - cpu_at[connectors - tail]) / tail * 1000,
+        )
+        log(f"{system.name}: workers' CPU per create {create_cpu_ms[0]:.1f} ms early, "
+            f"{create_cpu_ms[1]:.1f} ms over the last {tail}")
     done = wait_running(system, names, RUNNING_TIMEOUT_S)
     log(f"{system.name}: all {connectors} RUNNING {done - first_started - paused:.1f} s after "
         f"the first create, {done - last_created:.1f} s after the last")
@@ -357,7 +380,6 @@ def fill(
     log(f"{system.name}: status p50 at {connectors}: {status_all.ms(50):.2f} ms; idle CPU "
         f"over {cpu_seconds:.0f} s")
     cpu = idle_cpu(system.pids(), cpu_seconds)
-    tail = max(1, connectors // 10)
     placements = system.placements() if isinstance(system, Ours) else Counter[str]()
     run = ScaleRun(
         system=system.name,
@@ -372,6 +394,7 @@ def fill(
         cpu_seconds=cpu_seconds,
         placements=placements,
         load=os.getloadavg(),
+        create_cpu_ms=create_cpu_ms,
     )
     return run, names
 
@@ -477,6 +500,9 @@ def report(runs: list[ScaleRun]) -> str:
         lambda r: f"{r.status_first.ms(50):.2f} / {r.status_first.ms(90):.2f}")
     row(f"status p50 / p90 at {n} (ms)",
         lambda r: f"{r.status_all.ms(50):.2f} / {r.status_all.ms(90):.2f}")
+    row(f"workers' CPU per create, creates {FIRST + 1}-{FIRST + tail} / last {tail} (ms)",
+        lambda r: "-" if r.create_cpu_ms is None else
+        f"{r.create_cpu_ms[0]:.1f} / {r.create_cpu_ms[1]:.1f}")
     row("all RUNNING after the first create (s)", lambda r: f"{r.all_running_s:.1f}")
     row("all RUNNING after the last create (s)", lambda r: f"{r.after_last_create_s:.1f}")
     row("idle CPU of each worker's process tree (share of a core)",
@@ -632,6 +658,7 @@ def _figures(run: ScaleRun) -> dict[str, Any]:
         "after_last_create_s": run.after_last_create_s,
         "idle_cpu": run.idle_cpu,
         "placements": dict(run.placements),
+        "create_cpu_ms": run.create_cpu_ms,
     }
     if run.recovery is not None:
         figures["recovery"] = vars(run.recovery)

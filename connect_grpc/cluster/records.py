@@ -29,6 +29,7 @@ revoked instance has stopped before it gives it to another worker.
 from __future__ import annotations
 
 import base64
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
@@ -134,8 +135,14 @@ class AssignmentRecord:
         }
 
     @classmethod
-    def from_json(cls, value: Any) -> AssignmentRecord | None:
-        """None when ``value`` is not an assignment record (absent or malformed)."""
+    def from_json(
+        cls, value: Any, known: Mapping[str, tuple[Any, WorkerAssignment]] | None = None
+    ) -> AssignmentRecord | None:
+        """None when ``value`` is not an assignment record (absent or malformed).
+
+        ``known``: worker id → (a value of its entry, what it parsed to), reused for an
+        entry equal to it (an assignment step changes one or two workers' entries, and
+        each keeps the same object, so equal shares compare at once downstream)."""
         if not isinstance(value, Mapping):
             return None
         generation, leader, workers = (
@@ -147,7 +154,11 @@ class AssignmentRecord:
             return None
         parsed: dict[str, WorkerAssignment] = {}
         for worker_id, held in workers.items():
-            assignment = _worker_assignment(held)
+            previous = (known or {}).get(str(worker_id))
+            if previous is not None and previous[0] == held:
+                assignment: WorkerAssignment | None = previous[1]
+            else:
+                assignment = _worker_assignment(held)
             if assignment is None:
                 return None
             parsed[str(worker_id)] = assignment
@@ -167,9 +178,20 @@ class _LastParsed:
         entry = self._entry  # one read: another thread may replace it meanwhile
         if entry is not None and entry[0] is value:
             return entry[1]
-        record = AssignmentRecord.from_json(value) or AssignmentRecord()
+        record = AssignmentRecord.from_json(value, _shares(entry)) or AssignmentRecord()
         self._entry = (value, record)
         return record
+
+
+def _shares(entry: tuple[Any, AssignmentRecord] | None) -> dict[str, tuple[Any, WorkerAssignment]]:
+    """Each worker's entry in a parsed assignment value, with what it parsed to."""
+    if entry is None or not isinstance(entry[0], Mapping):
+        return {}
+    workers = entry[0].get("workers")
+    if not isinstance(workers, Mapping):
+        return {}
+    parsed = entry[1].workers
+    return {str(w): (held, parsed[str(w)]) for w, held in workers.items() if str(w) in parsed}
 
 
 _last_assignment = _LastParsed()
@@ -222,16 +244,32 @@ def _worker_assignment(value: Any) -> WorkerAssignment | None:
     connectors, tasks = value.get("connectors"), value.get("tasks")
     if not isinstance(connectors, list) or not all(isinstance(c, str) for c in connectors):
         return None
-    if not isinstance(tasks, list):
+    task_ids = _task_ids(tasks)
+    if task_ids is None or not isinstance(tasks, list):
+        return None
+    # the leader writes each list sorted and without duplicates: kept as it is then (a
+    # thousand task ids sorted through a set cost milliseconds on every worker)
+    if _strictly_increasing(connectors) and _strictly_increasing(tasks):
+        return WorkerAssignment(tuple(connectors), tuple(task_ids))
+    return WorkerAssignment.of(connectors, task_ids)
+
+
+def _task_ids(value: Any) -> list[TaskId] | None:
+    """The task ids of a JSON list of ``[connector, number]``; None if it is not one."""
+    if not isinstance(value, list):
         return None
     task_ids: list[TaskId] = []
-    for task in tasks:
-        if (
-            not isinstance(task, list)
-            or len(task) != 2
-            or not isinstance(task[0], str)
-            or not _count(task[1])
-        ):
+    for task in value:
+        if not isinstance(task, list) or len(task) != 2:
             return None
-        task_ids.append(TaskId(task[0], task[1]))
-    return WorkerAssignment.of(connectors, task_ids)
+        connector, number = task
+        if not isinstance(connector, str) or not _count(number):
+            return None
+        task_ids.append(TaskId(connector, number))
+    return task_ids
+
+
+def _strictly_increasing(values: list[Any]) -> bool:
+    """Whether the list is sorted without duplicates (task ids as ``[connector, number]``
+    lists compare as task ids do)."""
+    return all(map(operator.lt, values, values[1:]))

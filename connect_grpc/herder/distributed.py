@@ -306,6 +306,10 @@ class DistributedHerder(HerderCommon):
         self._kafka_cluster_id = ""
         #: The generation the leader waits for workers to confirm, and since when.
         self._awaited: tuple[int, float] = (-1, 0.0)
+        #: Issue 25, the leader's loop at scale: the maps of the last view in which no stop
+        #: was left to finish, and the instances of the last view's connectors.
+        self._no_stops_in: tuple[object, object] | None = None
+        self._instances_of: tuple[object, object, dict[str, list[TaskId]]] | None = None
         #: Rebalances of the group this worker was told of (and elections won).
         self._rebalances = 0
         #: The group's members as last asked: (rebalances told then, when, the members).
@@ -1119,11 +1123,19 @@ class DistributedHerder(HerderCommon):
         means (offsets may be changed then). Under the connector's lock, checked again
         there; idempotent."""
         snapshot = self._snapshot()
-        for name in [n for n in snapshot.connectors if _stopped_with_tasks(snapshot, n)]:
+        # the answer depends on these two maps alone, which unchanged views share
+        maps = (snapshot.target_states, snapshot.tasks)
+        last = self._no_stops_in
+        if last is not None and last[0] is maps[0] and last[1] is maps[1]:
+            return
+        stopped = [n for n in snapshot.connectors if _stopped_with_tasks(snapshot, n)]
+        for name in stopped:
             with self._connector_locks.hold(name):
                 if _stopped_with_tasks(self._snapshot(), name):
                     self._write(writer, task_config_records(name, []))
                     self._log.info("connector_stop_finished", connector=name)
+        if not stopped:
+            self._no_stops_in = maps
 
     @staticmethod
     def _removal_leftovers(snapshot: ConfigSnapshot, name: str) -> list[RawRecord]:
@@ -1165,10 +1177,7 @@ class DistributedHerder(HerderCommon):
         ]
         if waiting and not self._confirmation_overdue(current.generation, waiting):
             return
-        instances = {
-            name: [TaskId(name, n) for n in range(len(snapshot.task_configs(name)))]
-            for name in snapshot.connectors
-        }
+        instances = self._instances(snapshot)
         target = rebalance(members, instances, live_current).assignment
         step = safe_step(target, live_current)
         if step == dict(current.workers):
@@ -1181,6 +1190,24 @@ class DistributedHerder(HerderCommon):
             generation=record.generation,
             workers={w: a.size for w, a in step.items()},
         )
+
+    def _instances(self, snapshot: ConfigSnapshot) -> dict[str, list[TaskId]]:
+        """Each connector's task ids (the same objects as long as its task count is: making
+        a thousand task ids on every run of the leader's loop cost milliseconds); the last
+        answer again while the view's connectors and task configs are the same maps."""
+        last = self._instances_of
+        if last is not None and last[0] is snapshot.connectors and last[1] is snapshot.tasks:
+            return last[2]
+        known = {} if last is None else last[2]
+        instances: dict[str, list[TaskId]] = {}
+        for name in snapshot.connectors:
+            count = len(snapshot.task_configs(name))
+            tasks = known.get(name)
+            if tasks is None or len(tasks) != count:
+                tasks = [TaskId(name, n) for n in range(count)]
+            instances[name] = tasks
+        self._instances_of = (snapshot.connectors, snapshot.tasks, instances)
+        return instances
 
     def _confirmation_overdue(self, generation: int, waiting: list[str]) -> bool:
         """Whether live workers have failed to confirm ``generation`` for longer than

@@ -46,7 +46,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 import structlog
 
@@ -59,6 +59,7 @@ from connect_grpc.storage.kafka_log import (
     LogRecord,
     TopicSpec,
 )
+from connect_grpc.storage.tracked import TrackedDict, TrackedSet
 
 log = structlog.get_logger(__name__)
 
@@ -105,6 +106,9 @@ ChangeKind = Literal[
 ConfigListener = Callable[[ChangeKind, str, RestartRequest | None], None]
 #: A connector's or task's configuration.
 Config = Mapping[str, str]
+
+V = TypeVar("V")
+F = TypeVar("F")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,37 +183,72 @@ class ConfigSnapshot:
 
 @dataclass(slots=True)
 class SnapshotBuilder:
-    """The mutable state :func:`apply_record` updates; :meth:`build` freezes it."""
+    """The mutable state :func:`apply_record` updates; :meth:`build` freezes it.
+
+    Copy-on-write: each map and set notes its own changes (:mod:`.tracked`), and
+    :meth:`build` copies only those changed since the previous build, reusing that build's
+    immutable copies of the others (a record changes one or two of them; copying all eight,
+    a thousand connectors each, on every record was what grew with the connector count).
+    """
 
     offset: int = NO_OFFSET
-    connectors: dict[str, Config] = field(default_factory=dict)
-    tasks: dict[str, tuple[Config, ...]] = field(default_factory=dict)
-    target_states: dict[str, TargetState] = field(default_factory=dict)
-    task_counts: dict[str, int] = field(default_factory=dict)
-    pending_fencing: set[str] = field(default_factory=set)
-    inconsistent: set[str] = field(default_factory=set)
-    extensions: dict[str, Any] = field(default_factory=dict)
-    log_levels: dict[str, ClusterLogLevel] = field(default_factory=dict)
+    connectors: TrackedDict[str, Config] = field(default_factory=TrackedDict)
+    tasks: TrackedDict[str, tuple[Config, ...]] = field(default_factory=TrackedDict)
+    target_states: TrackedDict[str, TargetState] = field(default_factory=TrackedDict)
+    task_counts: TrackedDict[str, int] = field(default_factory=TrackedDict)
+    pending_fencing: TrackedSet[str] = field(default_factory=TrackedSet)
+    inconsistent: TrackedSet[str] = field(default_factory=TrackedSet)
+    extensions: TrackedDict[str, Any] = field(default_factory=TrackedDict)
+    log_levels: TrackedDict[str, ClusterLogLevel] = field(default_factory=TrackedDict)
     #: connector → task number → config, written but not yet committed.
     deferred: dict[str, dict[int, Config]] = field(default_factory=dict)
     term: int = 0
-    unfinished_removals: dict[str, int] = field(default_factory=dict)
+    unfinished_removals: TrackedDict[str, int] = field(default_factory=TrackedDict)
+    #: Field name → (the container last copied, its immutable copy).
+    _frozen: dict[str, tuple[object, Any]] = field(default_factory=dict, repr=False,
+                                                   compare=False)
 
     def build(self) -> ConfigSnapshot:
         """An immutable copy of the current state (pending task configs left out)."""
         return ConfigSnapshot(
             offset=self.offset,
-            connectors=MappingProxyType(dict(self.connectors)),
-            tasks=MappingProxyType(dict(self.tasks)),
-            target_states=MappingProxyType(dict(self.target_states)),
-            task_counts=MappingProxyType(dict(self.task_counts)),
-            pending_fencing=frozenset(self.pending_fencing),
-            inconsistent=frozenset(self.inconsistent),
-            extensions=MappingProxyType(dict(self.extensions)),
-            log_levels=MappingProxyType(dict(self.log_levels)),
+            connectors=self._frozen_map("connectors", self.connectors),
+            tasks=self._frozen_map("tasks", self.tasks),
+            target_states=self._frozen_map("target_states", self.target_states),
+            task_counts=self._frozen_map("task_counts", self.task_counts),
+            pending_fencing=self._frozen_set("pending_fencing", self.pending_fencing),
+            inconsistent=self._frozen_set("inconsistent", self.inconsistent),
+            extensions=self._frozen_map("extensions", self.extensions),
+            log_levels=self._frozen_map("log_levels", self.log_levels),
             term=self.term,
-            unfinished_removals=MappingProxyType(dict(self.unfinished_removals)),
+            unfinished_removals=self._frozen_map("unfinished_removals", self.unfinished_removals),
         )
+
+    def _frozen_map(self, name: str, current: Mapping[str, V]) -> Mapping[str, V]:
+        reused = self._reusable(name, current)
+        if reused is not None:
+            return cast(Mapping[str, V], reused)
+        return self._keep(name, current, MappingProxyType(dict(current)))
+
+    def _frozen_set(self, name: str, current: set[str]) -> frozenset[str]:
+        reused = self._reusable(name, current)
+        if reused is not None:
+            return cast(frozenset[str], reused)
+        return self._keep(name, current, frozenset(current))
+
+    def _reusable(self, name: str, current: object) -> object | None:
+        """The previous copy of ``current``, unless it changed since (or is not tracked:
+        a container put in place of the builder's own is copied every time)."""
+        source, frozen = self._frozen.get(name, (None, None))
+        if source is current and isinstance(current, TrackedDict | TrackedSet):
+            return None if current.changed else frozen
+        return None
+
+    def _keep(self, name: str, current: object, frozen: F) -> F:
+        if isinstance(current, TrackedDict | TrackedSet):
+            current.changed = False
+        self._frozen[name] = (current, frozen)
+        return frozen
 
 
 # --- keys -------------------------------------------------------------------------------

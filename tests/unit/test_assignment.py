@@ -300,3 +300,42 @@ def test_an_equal_input_gets_the_last_answer_and_a_changed_one_is_computed() -> 
     step = safe_step(first.assignment, {})
     step.pop("w1")
     assert set(safe_step(first.assignment, {})) == {"w1", "w2"}
+
+
+def _safe_step_by_definition(
+    target: dict[str, WorkerAssignment], current: dict[str, WorkerAssignment]
+) -> dict[str, WorkerAssignment]:
+    """What safe_step must give: each worker's target less what another worker holds."""
+    step = {}
+    for worker, wanted in target.items():
+        elsewhere = {i for w, a in current.items() if w != worker
+                     for i in (*a.connectors, *a.tasks)}
+        step[worker] = WorkerAssignment.of(
+            [c for c in wanted.connectors if c not in elsewhere],
+            [t for t in wanted.tasks if t not in elsewhere],
+        )
+    return step
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_safe_step_withholds_exactly_what_another_worker_holds(seed: int) -> None:
+    """Also for an instance listed under two workers (withheld from both, and the rest)."""
+    rng = random.Random(seed)
+    workers = ["w1", "w2", "w3"]
+    names = [f"c{n}" for n in range(8)]
+    tasks = [TaskId(name, n) for name in names for n in range(2)]
+
+    def some() -> dict[str, WorkerAssignment]:
+        return {w: WorkerAssignment.of(rng.sample(names, 3), rng.sample(tasks, 5))
+                for w in rng.sample(workers, rng.randint(0, 3))}
+
+    target, current = some(), some()
+    assert safe_step(target, current) == _safe_step_by_definition(target, current)
+
+
+def test_a_rebalance_tells_its_changes_from_the_assignment_it_started_from() -> None:
+    previous = {"w1": WorkerAssignment.of(["a", "b"])}
+    result = rebalance(["w1", "w2"], {"a": [], "b": []}, previous)
+    assert result.previous == previous
+    assert result.changes == diff(previous, result.assignment)
+    assert result.moved == 1

@@ -83,6 +83,42 @@ def test_an_assignment_value_is_parsed_once_and_a_new_one_again() -> None:
     assert assignment_in(_Snapshot({ASSIGNMENT_KEY: {"generation": -1}})) == AssignmentRecord()
 
 
+def test_an_assignment_written_unsorted_or_with_duplicates_reads_sorted_and_unique() -> None:
+    value = {"generation": 1, "leader": "w1", "workers": {"w1": {
+        "connectors": ["b", "a", "b"],
+        "tasks": [["b", 0], ["a", 10], ["a", 2], ["a", 2]],
+    }}}
+    record = AssignmentRecord.from_json(value)
+    assert record is not None
+    assert record.of("w1") == WorkerAssignment(
+        ("a", "b"), (TaskId("a", 2), TaskId("a", 10), TaskId("b", 0))
+    )
+
+
+@pytest.mark.parametrize(
+    "task", [["a", True], ["a", -1], ["a", 1, 2], "a1", [1, 1], ("a", 1)]
+)
+def test_a_malformed_task_id_makes_the_assignment_malformed(task: Any) -> None:
+    value = {"generation": 1, "leader": "w1",
+             "workers": {"w1": {"connectors": [], "tasks": [["a", 0], task]}}}
+    assert AssignmentRecord.from_json(value) is None
+
+
+def test_a_workers_unchanged_share_is_the_object_the_previous_value_parsed_to() -> None:
+    shares = {
+        "w1": WorkerAssignment.of(["a"], [TaskId("a", 0)]),
+        "w2": WorkerAssignment.of(["b"], [TaskId("b", 0)]),
+    }
+    first = assignment_in(_Snapshot({ASSIGNMENT_KEY: AssignmentRecord(1, "w1", shares).to_json()}))
+    moved = {**shares, "w2": WorkerAssignment.of(["b", "c"], [TaskId("b", 0)])}
+    second = assignment_in(_Snapshot({ASSIGNMENT_KEY: AssignmentRecord(2, "w1", moved).to_json()}))
+    assert second.of("w1") is first.of("w1")
+    assert second.of("w2") == moved["w2"] and second.of("w2") is not first.of("w2")
+    broken = AssignmentRecord(3, "w1", moved).to_json()
+    broken["workers"]["w2"]["tasks"].append(["c", "0"])
+    assert assignment_in(_Snapshot({ASSIGNMENT_KEY: broken})) == AssignmentRecord()
+
+
 def test_worker_records_skip_other_keys_and_malformed_values() -> None:
     extensions = {
         worker_key("w1"): {"address": "h:1", "generation": 2},

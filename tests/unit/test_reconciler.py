@@ -3,6 +3,7 @@ stand-in: a config-topic view and an assignment in, instance starts and stops ou
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Mapping
 
@@ -285,3 +286,128 @@ def test_task_configs_not_handed_over_are_offered_again_on_an_unchanged_view(h: 
     assert h.submitted == []
     h.reconciler.reconcile()
     assert [name for name, _ in h.submitted] == [NAME]
+
+
+# --- rounds that look only at what changed (issue 25) -----------------------------------
+
+
+def _outcome(h: Harness) -> tuple[object, ...]:
+    """What the reconciler did and holds, every history sorted (a round that looks only at
+    the changed connectors may take them in another order than a full one)."""
+    return (
+        {name: instance.started for name, instance in h.worker.connectors.items()},
+        dict(h.worker.tasks),
+        sorted(h.worker.task_starts),
+        sorted(h.worker.task_stops),
+        sorted(h.worker.connector_stops),
+        sorted(h.statuses.deleted),
+        sorted((name, str(configs)) for name, configs in h.submitted),
+        h.confirmed,
+        dict(h.reconciler._running_connectors),
+        dict(h.reconciler._running_tasks),
+    )
+
+
+class RandomChanges:
+    """Random config-topic writes, assignments and requests, given to two harnesses alike."""
+
+    NAMES = ("a", "b", "c", "d")
+
+    def __init__(self, seed: int, *harnesses: Harness) -> None:
+        self.rng = random.Random(seed)
+        self.harnesses = harnesses
+        self.generation = 0
+        #: A restart request is queued and no round ran since (the fake runtime, unlike the
+        #: real one, refuses to stop a connector twice, as two requests in a round would).
+        self.restart_queued = False
+
+    def write(self, records: list[RawRecord]) -> None:
+        for h in self.harnesses:
+            h.view.write(records)
+
+    def step(self) -> None:
+        rng, name = self.rng, self.rng.choice(self.NAMES)
+        kind = rng.randrange(8)
+        if kind == 0:
+            config = {**CONFIG, "name": name, "tasks.max": str(rng.randint(1, 3)),
+                      "sequence.start": str(rng.randint(0, 1))}
+            state = rng.choice([None, *TargetState])
+            self.write(connector_config_records(name, config, state))
+        elif kind == 1:
+            configs = [{**CONFIG, "task.id": str(n), "v": str(rng.randint(0, 1))}
+                       for n in range(rng.randint(0, 3))]
+            self.write(task_config_records(name, configs))
+        elif kind == 2:
+            self.write(target_state_records(name, rng.choice(list(TargetState))))
+        elif kind == 3:
+            removal = removal_records(name, 3)
+            self.write(removal[: rng.randint(1, len(removal))])
+        elif kind == 4:
+            self.assign()
+        elif kind == 5 and self.harnesses[0].submitted:
+            submitted, configs = self.harnesses[0].submitted[-1]
+            self.write(task_config_records(submitted, configs))
+        elif kind == 6:
+            for h in self.harnesses:
+                h.reconciler.request_regeneration(name)
+        elif not self.restart_queued:
+            self.restart_queued = True
+            request = RestartRequest(name, include_tasks=rng.random() < 0.5)
+            for h in self.harnesses:
+                h.reconciler.queue_restart(request)
+
+    def assign(self) -> None:
+        """Each existing connector and task to this worker or another, at random."""
+        shares: dict[str, tuple[list[str], list[TaskId]]] = {ME: ([], []), "w2": ([], [])}
+        snapshot = self.harnesses[0].view.snapshot()
+        for name in snapshot.connectors:
+            shares[self.rng.choice([ME, "w2"])][0].append(name)
+            for n in range(len(snapshot.task_configs(name))):
+                shares[self.rng.choice([ME, "w2"])][1].append(TaskId(name, n))
+        self.generation += 1
+        workers = {w: WorkerAssignment.of(c, t) for w, (c, t) in shares.items()}
+        for h in self.harnesses:
+            h.view.assign(self.generation, **workers)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rounds_on_the_changes_alone_do_what_full_rounds_do(seed: int) -> None:
+    looking_at_changes, full = Harness(), Harness()
+    changes = RandomChanges(seed, looking_at_changes, full)
+    for _ in range(150):
+        changes.step()
+        if changes.rng.random() < 0.6:
+            looking_at_changes.reconciler.reconcile()
+            full.reconciler.wake_in_full()
+            full.reconciler.reconcile()
+            changes.restart_queued = False
+            assert _outcome(looking_at_changes) == _outcome(full)
+    assert looking_at_changes.worker.task_starts and looking_at_changes.worker.connector_stops
+
+
+def test_a_round_after_a_change_looks_at_the_changed_connector_alone(h: Harness) -> None:
+    others = [f"other-{n}" for n in range(3)]
+    for name in others:
+        h.view.write(connector_config_records(name, {**CONFIG, "name": name}))
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(1, w1=WorkerAssignment.of([NAME, *others], [T0, T1]))
+    h.reconciler.reconcile()
+    looked_at: list[str] = []
+    real = h.view.snapshot
+
+    class Watched:
+        def __init__(self, snapshot: ConfigSnapshot) -> None:
+            self._snapshot = snapshot
+
+        def __getattr__(self, attribute: str) -> object:
+            return getattr(self._snapshot, attribute)
+
+        def target_state(self, name: str) -> TargetState | None:
+            looked_at.append(name)
+            return self._snapshot.target_state(name)
+
+    h.view.write(target_state_records(NAME, TargetState.PAUSED))
+    h.reconciler._snapshot = lambda: Watched(real())  # type: ignore[assignment, return-value]
+    h.reconciler.reconcile()
+    assert set(looked_at) == {NAME}
+    assert h.worker.tasks == {T0: TargetState.PAUSED, T1: TargetState.PAUSED}

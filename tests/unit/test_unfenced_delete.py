@@ -17,12 +17,15 @@ import structlog
 from connect_grpc import request_answer
 from connect_grpc.domain import TargetState
 from connect_grpc.errors import NotLeaderError
+from connect_grpc.herder import distributed
 from connect_grpc.herder.distributed import DistributedHerder
 from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.storage.kafka_config import (
+    ConfigSnapshot,
     KafkaConfigStore,
     RawRecord,
     connector_config_records,
+    extension_record,
     task_config_records,
     term_marker_record,
 )
@@ -113,6 +116,7 @@ class _Leader:
     _leader_wake: threading.Event = field(default_factory=threading.Event)
     _log: Any = field(default_factory=structlog.get_logger)
     term: int = TERM
+    _no_stops_in: Any = None
 
     delete_connector = DistributedHerder.delete_connector
     stop_connector = DistributedHerder.stop_connector
@@ -285,6 +289,32 @@ def test_the_leader_finishes_a_stop_cut_short_once(leader: _Leader) -> None:
     assert "connect-grpc-request-r-1" in snapshot.extensions
     before = len(_log_of(leader).records)
     leader._finish_stops(leader._writer)
+    leader._finish_stops(leader._writer)
+    assert _keys(_log_of(leader).records[before:]) == ["commit-c"]
+    assert leader._snapshot().task_configs("c") == ()
+
+
+def test_a_view_without_a_stop_to_finish_is_not_walked_again_until_it_changes(
+    leader: _Leader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader's loop runs on every config record; at a thousand connectors walking
+    them all for stops cut short cost milliseconds each time (issue 25)."""
+    looked_at: list[str] = []
+    real = distributed._stopped_with_tasks
+
+    def counted(snapshot: ConfigSnapshot, name: str) -> bool:
+        looked_at.append(name)
+        return real(snapshot, name)
+
+    monkeypatch.setattr(distributed, "_stopped_with_tasks", counted)
+    leader._finish_stops(leader._writer)
+    assert looked_at == ["c"]
+    leader._writer.send_all([extension_record("connect-grpc-x", 1)], 1.0)
+    leader._finish_stops(leader._writer)
+    assert looked_at == ["c"]  # an extension record changes neither map it depends on
+    _log_of(leader).marker_before = 1
+    leader.stop_connector("c")  # cut short after its target state
+    before = len(_log_of(leader).records)
     leader._finish_stops(leader._writer)
     assert _keys(_log_of(leader).records[before:]) == ["commit-c"]
     assert leader._snapshot().task_configs("c") == ()
