@@ -56,6 +56,11 @@ log = structlog.get_logger(__name__)
 
 #: How often a round runs without being woken.
 TICK_S = 0.5
+#: How long a woken round waits before it starts: the records of one write (a create's
+#: target state, offsets version and config; task configs and their commit) make one
+#: round, and a write's answer relayed through this worker, which arrives just after the
+#: worker read the write, is sent before the round competes with it for the interpreter.
+SETTLE_S = 0.005
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -190,6 +195,7 @@ class Reconciler:
             tick_s=TICK_S,
             log=self._log,
             failure_event="reconcile_failed",
+            settle_s=SETTLE_S,
         )
 
     def reconcile(self) -> None:

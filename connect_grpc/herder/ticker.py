@@ -18,12 +18,15 @@ def run_ticks(
     tick_s: float,
     log: Any,
     failure_event: str,
+    settle_s: float = 0.0,
 ) -> None:
     """Runs ``step`` when ``wake`` is set and every ``tick_s`` seconds, until ``stopping``;
     logs a failed step as ``failure_event`` (a ConnectError as a warning, anything else
-    with its trace)."""
+    with its trace). Woken, it first waits ``settle_s``: the wakes of a burst (the records
+    of one write) then make one step."""
     while not stopping.is_set():
-        wake.wait(tick_s)
+        if wake.wait(tick_s) and settle_s > 0:
+            stopping.wait(settle_s)
         wake.clear()
         if stopping.is_set():
             return
