@@ -10,7 +10,6 @@ writes it, or an only-failed restart just after a failure is lost."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,49 +29,14 @@ from connect_grpc.domain import (
 )
 from connect_grpc.herder.distributed import DistributedHerder
 from connect_grpc.herder.locks import ConnectorLocks
-from connect_grpc.storage.kafka_config import KafkaConfigStore, RawRecord, connector_config_records
-from connect_grpc.storage.kafka_log import LogRecord
+from connect_grpc.storage.kafka_config import KafkaConfigStore, connector_config_records
 from connect_grpc.testing.plugins import count, read_events
+from tests.unit.config_log_fakes import WholeWriter, applied_store
 from tests.unit.test_reconciler import ME, NAME, Harness
 
 INSTRUMENTED_SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
 
 ONLY_FAILED = RestartRequest(NAME, include_tasks=False, only_failed=True)
-
-
-class _Log:
-    """Applies each record to the store as it is sent, at the next offset, and tells the
-    store's listener at once (each record a batch of its own)."""
-
-    def __init__(self, apply: Any, after_batch: Any) -> None:
-        self._apply = apply
-        self._after_batch = after_batch
-        self.records: list[LogRecord] = []
-
-    def send_all(self, records: Sequence[RawRecord], **_: Any) -> list[LogRecord]:
-        written = []
-        for key, value in records:
-            record = LogRecord(key, value, 0, len(self.records))
-            self.records.append(record)
-            self._apply(record)
-            self._after_batch()
-            written.append(record)
-        return written
-
-    def read_past(
-        self, records: Sequence[LogRecord], timeout: float | None = None, **_: Any
-    ) -> None:
-        """Every record is applied as it is sent."""
-
-
-class _Writer:
-    """The leader's fenced writer: one transaction, applied whole."""
-
-    def __init__(self, log: _Log) -> None:
-        self._log = log
-
-    def send_all(self, records: list[RawRecord], timeout: float) -> list[LogRecord]:
-        return self._log.send_all(records)
 
 
 class _Statuses:
@@ -94,7 +58,7 @@ class _Leader:
     ``statuses`` is the leader's view of the connector's status."""
 
     _configs: KafkaConfigStore
-    _writer: _Writer
+    _writer: WholeWriter
     _statuses: _Statuses
     _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
     _leader_wake: threading.Event = field(default_factory=threading.Event)
@@ -107,7 +71,7 @@ class _Leader:
     _answer_record = staticmethod(DistributedHerder._answer_record)
     _with_answer = staticmethod(DistributedHerder._with_answer)
 
-    def _leader_writer(self) -> _Writer:
+    def _leader_writer(self) -> WholeWriter:
         return self._writer
 
     def connector_status(self, name: str) -> ConnectorStatus:
@@ -155,10 +119,8 @@ def _leader(leader_view: State, worker: Harness, caught_up: State | None = None)
         if kind == "restart" and restart is not None:
             worker.reconciler.queue_restart(restart)
 
-    store = KafkaConfigStore({"bootstrap.servers": "127.0.0.1:1"}, "configs", on_change=heard)
-    log = _Log(store._apply, store._tell_listener)
-    store._log = log  # type: ignore[assignment]  # no broker
-    writer = _Writer(log)
+    store, log = applied_store(on_change=heard)
+    writer = WholeWriter(log)
     writer.send_all(connector_config_records(NAME, {"connector.class": "any"}), 1.0)
     statuses = _Statuses(_status(leader_view), None if caught_up is None else _status(caught_up))
     return _Leader(store, writer, statuses)

@@ -7,7 +7,6 @@ log that applies each record as it is sent and can let a new term's marker in mi
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,71 +22,15 @@ from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.storage.kafka_config import (
     ConfigSnapshot,
     KafkaConfigStore,
-    RawRecord,
     connector_config_records,
     extension_record,
     task_config_records,
     term_marker_record,
 )
 from connect_grpc.storage.kafka_log import LogRecord
+from tests.unit.config_log_fakes import AppliedLog, WholeWriter, applied_store
 
 TERM = 3
-
-
-class _Log:
-    """Applies each record to the store as it is sent, at the next offset; a new leader's
-    term marker goes in before the record at ``marker_before`` of the next write."""
-
-    def __init__(self, apply: Any, after_batch: Any) -> None:
-        self._apply = apply
-        self._after_batch = after_batch
-        self.records: list[LogRecord] = []
-        self.marker_before: int | None = None
-
-    def send_all(
-        self,
-        records: Sequence[RawRecord],
-        *,
-        headers: Sequence[tuple[str, bytes]] = (),
-        carrier_headers: Sequence[tuple[str, bytes]] = (),
-        carrier_index: int = -1,
-        timeout: float | None = None,
-    ) -> list[LogRecord]:
-        carrier = range(len(records))[carrier_index] if records else None
-        written = []
-        for index, (key, value) in enumerate(records):
-            if index == self.marker_before:
-                self._append(*term_marker_record(TERM + 1), ())
-            extra = tuple(carrier_headers) if index == carrier else ()
-            written.append(self._append(key, value, (*headers, *extra)))
-        self.marker_before = None
-        return written
-
-    def _append(self, key: bytes, value: bytes | None, headers: tuple[Any, ...]) -> LogRecord:
-        record = LogRecord(key, value, 0, len(self.records), headers=headers)
-        self.records.append(record)
-        self._apply(record)
-        self._after_batch()
-        return record
-
-    def read_past(
-        self,
-        records: Sequence[LogRecord],
-        timeout: float | None = None,
-        *,
-        before_batch_end: bool = False,
-    ) -> None:
-        """Every record is applied as it is sent."""
-
-
-class _Writer:
-    """The fenced writer: one transaction, applied whole."""
-
-    def __init__(self, log: _Log) -> None:
-        self._log = log
-
-    def send_all(self, records: list[RawRecord], timeout: float) -> list[LogRecord]:
-        return self._log.send_all(records)
 
 
 @dataclass
@@ -98,10 +41,9 @@ class _Election:
         return self.leader
 
 
-def _store() -> tuple[KafkaConfigStore, _Log]:
-    store = KafkaConfigStore({"bootstrap.servers": "127.0.0.1:1"}, "configs")
-    log = _Log(store._apply, store._tell_listener)
-    store._log = log  # type: ignore[assignment]  # no broker
+def _store() -> tuple[KafkaConfigStore, AppliedLog]:
+    store, log = applied_store()
+    log.next_term = TERM + 1
     return store, log
 
 
@@ -110,7 +52,7 @@ class _Leader:
     """The state the leader's writes use; the herder's methods run on it."""
 
     _configs: KafkaConfigStore
-    _writer: _Writer
+    _writer: WholeWriter
     _election: _Election = field(default_factory=_Election)
     _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
     _leader_wake: threading.Event = field(default_factory=threading.Event)
@@ -135,7 +77,7 @@ class _Leader:
     _answer_record = staticmethod(DistributedHerder._answer_record)
     _with_answer = staticmethod(DistributedHerder._with_answer)
 
-    def _leader_writer(self) -> _Writer:
+    def _leader_writer(self) -> WholeWriter:
         return self._writer
 
     def _office_term(self) -> int:
@@ -149,14 +91,14 @@ class _Leader:
 def leader() -> _Leader:
     """A leader of term TERM whose view has a PAUSED connector "c" with two tasks."""
     store, log = _store()
-    writer = _Writer(log)
+    writer = WholeWriter(log)
     writer.send_all([term_marker_record(TERM)], 1.0)
     writer.send_all(connector_config_records("c", {"k": "v"}, TargetState.PAUSED), 1.0)
     writer.send_all(task_config_records("c", [{"t": "0"}, {"t": "1"}]), 1.0)
     return _Leader(store, writer)
 
 
-def _log_of(leader: _Leader) -> _Log:
+def _log_of(leader: _Leader) -> AppliedLog:
     return leader._writer._log
 
 

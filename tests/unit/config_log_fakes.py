@@ -1,0 +1,78 @@
+"""A config log without a broker, for the leader's writes in unit tests: each record is
+applied to a real KafkaConfigStore as it is sent, at the next offset, and the store's
+listener told at once (each record a batch of its own)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from connect_grpc.storage.kafka_config import KafkaConfigStore, RawRecord, term_marker_record
+from connect_grpc.storage.kafka_log import LogRecord
+
+
+class AppliedLog:
+    """Applies each record to the store as it is sent, at the next offset; a new leader's
+    term marker (of ``next_term``) goes in before the record at ``marker_before`` of the
+    next write."""
+
+    def __init__(self, apply: Any, after_batch: Any) -> None:
+        self._apply = apply
+        self._after_batch = after_batch
+        self.records: list[LogRecord] = []
+        self.marker_before: int | None = None
+        self.next_term = 0
+
+    def send_all(
+        self,
+        records: Sequence[RawRecord],
+        *,
+        headers: Sequence[tuple[str, bytes]] = (),
+        carrier_headers: Sequence[tuple[str, bytes]] = (),
+        carrier_index: int = -1,
+        timeout: float | None = None,
+    ) -> list[LogRecord]:
+        carrier = range(len(records))[carrier_index] if records else None
+        written = []
+        for index, (key, value) in enumerate(records):
+            if index == self.marker_before:
+                self._append(*term_marker_record(self.next_term), ())
+            extra = tuple(carrier_headers) if index == carrier else ()
+            written.append(self._append(key, value, (*headers, *extra)))
+        self.marker_before = None
+        return written
+
+    def _append(self, key: bytes, value: bytes | None, headers: tuple[Any, ...]) -> LogRecord:
+        record = LogRecord(key, value, 0, len(self.records), headers=headers)
+        self.records.append(record)
+        self._apply(record)
+        self._after_batch()
+        return record
+
+    def read_past(
+        self,
+        records: Sequence[LogRecord],
+        timeout: float | None = None,
+        *,
+        before_batch_end: bool = False,
+    ) -> None:
+        """Every record is applied as it is sent."""
+
+
+class WholeWriter:
+    """The fenced writer: one transaction, applied whole."""
+
+    def __init__(self, log: AppliedLog) -> None:
+        self._log = log
+
+    def send_all(self, records: list[RawRecord], timeout: float) -> list[LogRecord]:
+        return self._log.send_all(records)
+
+
+def applied_store(on_change: Any = None) -> tuple[KafkaConfigStore, AppliedLog]:
+    """A config store whose log is an :class:`AppliedLog` (no broker), telling
+    ``on_change`` of each change."""
+    store = KafkaConfigStore({"bootstrap.servers": "127.0.0.1:1"}, "configs", on_change=on_change)
+    log = AppliedLog(store._apply, store._tell_listener)
+    store._log = log  # type: ignore[assignment]  # no broker
+    return store, log
