@@ -76,6 +76,8 @@ MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.
 LIBS_MARKER = ".complete"
 STATE_FILE = "state.json"
 DEFAULT_BROKER_PORT = 9092
+#: Starts tried, each on ports chosen again, when another process took a chosen port.
+PORT_ATTEMPTS = 3
 _PR_SET_PDEATHSIG = 1
 
 
@@ -322,6 +324,8 @@ class LocalKafka:
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self._requested_ports = (broker_port, controller_port)
+        #: Where server.log ended before the last start (what that start logged follows).
+        self._log_start = 0
         self.heap = heap
         self.libs_dir = libs_dir
         self.overrides = dict(overrides or {})
@@ -356,14 +360,31 @@ class LocalKafka:
         self.stop()
 
     def start(self, timeout: float = 60.0) -> str:
-        """Formats storage if needed, starts the JVM and waits until it answers metadata."""
+        """Formats storage if needed, starts the JVM and waits until it answers metadata.
+
+        Ports this broker chose itself are chosen again when another process took one
+        between the choice and the JVM's bind (a free port is only free until someone
+        binds it: an outgoing connection's local port, another test's server)."""
         if self.running:
             return self.bootstrap_servers
         libs = self.libs_dir or ensure_kafka_libs()
         java = _java()
-        broker_port, controller_port = self._requested_ports
-        broker_port = broker_port or free_port()
-        controller_port = controller_port or _free_port_except(broker_port)
+        requested = self._requested_ports
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            broker_port = requested[0] or free_port()
+            controller_port = requested[1] or _free_port_except(broker_port)
+            try:
+                return self._start_on(libs, java, broker_port, controller_port, timeout)
+            except KafkaBrokerError:
+                if any(requested) or attempt == PORT_ATTEMPTS or not self._port_taken():
+                    raise
+                log.warning("kafka_port_taken", attempt=attempt, broker_port=broker_port,
+                            controller_port=controller_port)
+        raise AssertionError("unreachable")
+
+    def _start_on(
+        self, libs: Path, java: str, broker_port: int, controller_port: int, timeout: float
+    ) -> str:
         config = BrokerConfig(
             self.data_dir, broker_port, controller_port, overrides=self.overrides
         )
@@ -388,6 +409,7 @@ class LocalKafka:
         ]
         if not (config.log_dirs / "meta.properties").exists():
             self._format(jvm, properties)
+        self._log_start = _size(config.logs_dir / "server.log")
         self._process = spawn_process_group(
             [*jvm, "kafka.Kafka", str(properties)],
             config.logs_dir / "stdout.log",
@@ -408,6 +430,16 @@ class LocalKafka:
             raise
         log.info("kafka_started", pid=self._process.pid, bootstrap_servers=config.bootstrap_servers)
         return config.bootstrap_servers
+
+    def _port_taken(self) -> bool:
+        """Whether the last start failed because another process had bound one of its
+        ports (what this start logged says so)."""
+        assert self.config is not None
+        server_log = self.config.logs_dir / "server.log"
+        with contextlib.suppress(OSError), server_log.open("rb") as stream:
+            stream.seek(self._log_start)
+            return b"Address already in use" in stream.read()
+        return False
 
     def _format(self, jvm: list[str], properties: Path) -> None:
         cluster_id = random_cluster_id()
@@ -522,6 +554,13 @@ def _admin(bootstrap_servers: str) -> Any:
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": 2000})
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _free_port_except(taken: int) -> int:

@@ -289,3 +289,28 @@ def test_background_start_status_stop(tmp_path: Path) -> None:
     assert broker.status(state_dir) is None
     assert not broker.is_kafka_process(pid)
     assert broker.stop(state_dir) is False
+
+
+def test_a_port_taken_between_its_choice_and_the_brokers_bind_is_chosen_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another process binds the chosen port first (an outgoing connection's local port, a
+    # parallel test's server): the broker starts on ports chosen again
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        chosen = iter([taken])
+        choose = broker.free_port
+        monkeypatch.setattr(
+            broker, "free_port", lambda host="127.0.0.1": next(chosen, 0) or choose(host)
+        )
+        kafka = broker.LocalKafka(tmp_path / "kafka", die_with_parent=True)
+        try:
+            bootstrap = kafka.start(timeout=90)
+            assert AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).brokers
+        finally:
+            kafka.stop()
+    assert bootstrap != f"127.0.0.1:{taken}"
+    assert kafka.config is not None
+    assert b"Address already in use" in (kafka.config.logs_dir / "server.log").read_bytes()
