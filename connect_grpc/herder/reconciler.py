@@ -6,7 +6,10 @@ connector's instances are told so), starts what is, moves targets (pause, resume
 hands the task configs of the connectors it runs to the leader, carries out restart
 requests, and finally confirms the assignment's generation (the worker record), which lets
 the leader move instances this worker gave up. The plain restarts of RestartConnector and
-RestartTask also run here, on the caller's thread.
+RestartTask run on this thread too, after a round that began once they were asked for (the
+caller waits, within its deadline): an instance that a restart request or a move has just
+stopped is running again by then, and no instance is stopped or started by two threads at
+once (as Kafka Connect's herder carries out every change on its one thread).
 
 A round runs when woken and on every tick; a tick finds nothing to do when the view is the
 one the last round carried out in full and nothing was asked of the reconciler since
@@ -23,10 +26,13 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
 import structlog
 
+from connect_grpc import deadline
 from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment, task_order
 from connect_grpc.cluster.records import AssignmentRecord, assignment_in
 from connect_grpc.domain import (
@@ -65,10 +71,15 @@ SETTLE_S = 0.005
 K = TypeVar("K")
 V = TypeVar("V")
 
+#: The most a plain restart's caller waits for the reconciler's thread to carry it out.
+PLAIN_RESTART_WAIT_S = 60.0
+
 #: What a running task runs with: (connector config, task config, task target).
 RunningTask = tuple[Mapping[str, str], Mapping[str, str], TargetState]
 #: The connectors a round looks at; None: every one.
 Scope = set[str] | None
+#: A plain restart handed to the reconciler's thread, and where its outcome goes.
+PlainRestart = tuple[Callable[[], None], "Future[None]"]
 
 
 class Reconciler:
@@ -103,6 +114,8 @@ class Reconciler:
         self._lock = threading.Lock()
         #: Restart requests read from the config topic since the store started.
         self._restarts: queue.SimpleQueue[RestartRequest] = queue.SimpleQueue()
+        #: Plain restarts (RestartConnector without flags, RestartTask) asked for.
+        self._plain_restarts: queue.SimpleQueue[PlainRestart] = queue.SimpleQueue()
         #: What each running instance runs with: connector → (config, target).
         self._running_connectors: dict[str, tuple[Mapping[str, str], TargetState]] = {}
         self._running_tasks: dict[TaskId, RunningTask] = {}
@@ -153,23 +166,50 @@ class Reconciler:
         self.wake_in_full()
 
     def restart_task(self, task: TaskId) -> None:
-        """Restarts a task this worker runs, synchronously, with its current config.
+        """Restarts a task this worker runs with its current config, on the reconciler's
+        thread; returns once it has (waits at most the caller's deadline).
 
         Raises:
-            UnavailableError: the task is not running here (yet).
+            UnavailableError: the task is not running here (yet), or the restart was not
+                carried out in time.
             InstanceFailedError: it failed to start again (its status holds the trace).
         """
+        self._carry_out_plain(lambda: self._restart_task_now(task), f"task {task}")
+
+    def restart_connector(self, name: str) -> None:
+        """A plain restart of a connector this worker runs, on the reconciler's thread;
+        returns once it has (waits at most the caller's deadline).
+
+        Raises:
+            UnavailableError: the connector is not running here (yet), or the restart was
+                not carried out in time.
+            InstanceFailedError: it failed to start again (its status holds the trace).
+        """
+        self._carry_out_plain(lambda: self._restart_connector_now(name), f"connector {name}")
+
+    def _carry_out_plain(self, restart: Callable[[], None], what: str) -> None:
+        done: Future[None] = Future()
+        self._plain_restarts.put((restart, done))
+        self.wake()
+        wait_s = deadline.remaining(PLAIN_RESTART_WAIT_S)
+        try:
+            done.result(timeout=wait_s)
+        except FutureTimeout:
+            if done.cancel():
+                raise UnavailableError(
+                    f"the restart of {what} was not begun within {wait_s:.1f}s; retry", 1.0
+                ) from None
+            raise UnavailableError(
+                f"the restart of {what} is still under way after {wait_s:.1f}s; its status "
+                "shows how it ends", 1.0
+            ) from None
+
+    def _restart_task_now(self, task: TaskId) -> None:
         config, task_config, target = self._running(self._running_tasks, task, f"task {task}")
         self._log.info("task_restart_requested", connector=task.connector, task=task.task)
         restart_task_instance(self._worker, task, config, task_config, target)
 
-    def restart_connector(self, name: str) -> None:
-        """A plain restart of a connector this worker runs, synchronously.
-
-        Raises:
-            UnavailableError: the connector is not running here (yet).
-            InstanceFailedError: it failed to start again (its status holds the trace).
-        """
+    def _restart_connector_now(self, name: str) -> None:
         config, target = self._running(self._running_connectors, name, f"connector {name}")
         self._log.info("connector_restart_requested", connector=name)
         restart_connector_instance(self._worker, name, config, target)
@@ -197,10 +237,26 @@ class Reconciler:
             failure_event="reconcile_failed",
             settle_s=SETTLE_S,
         )
+        self._refuse_plain_restarts()
 
     def reconcile(self) -> None:
         """One round (what the thread runs when woken and on every tick), unless nothing
-        changed since the last one; raises what a step raised."""
+        changed since the last one, then the plain restarts asked for before it began;
+        raises what a step of the round raised."""
+        asked = _drain(self._plain_restarts)
+        try:
+            self._round()
+        finally:
+            for restart, done in asked:
+                _carry_out(restart, done)
+
+    def _refuse_plain_restarts(self) -> None:
+        """The thread is ending: restarts still waiting are answered, not left to time out."""
+        for _restart, done in _drain(self._plain_restarts):
+            if done.set_running_or_notify_cancel():
+                done.set_exception(UnavailableError("this worker is stopping; retry", 1.0))
+
+    def _round(self) -> None:
         snapshot = self._snapshot()
         with self._lock:
             if snapshot is self._settled:
@@ -399,6 +455,27 @@ class Reconciler:
         self._log.info("instances_restarting", connector=name,
                        connector_restarted=restart_connector, tasks=[t.task for t in tasks])
         self.wake_in_full()  # the next round starts them again
+
+
+def _drain(pending: queue.SimpleQueue[PlainRestart]) -> list[PlainRestart]:
+    drained: list[PlainRestart] = []
+    while True:
+        try:
+            drained.append(pending.get_nowait())
+        except queue.Empty:
+            return drained
+
+
+def _carry_out(restart: Callable[[], None], done: Future[None]) -> None:
+    """Runs ``restart`` unless its caller gave up; its outcome goes to ``done``."""
+    if not done.set_running_or_notify_cancel():
+        return
+    try:
+        restart()
+    except BaseException as exc:  # the caller's thread raises it
+        done.set_exception(exc)
+    else:
+        done.set_result(None)
 
 
 def changed_connectors(before: ConfigSnapshot, after: ConfigSnapshot) -> set[str]:

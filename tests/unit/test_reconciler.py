@@ -3,12 +3,15 @@ stand-in: a config-topic view and an assignment in, instance starts and stops ou
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 
 import pytest
 
+from connect_grpc import deadline
 from connect_grpc.cluster.assignment import WorkerAssignment
 from connect_grpc.cluster.records import ASSIGNMENT_KEY, AssignmentRecord, assignment_in
 from connect_grpc.connectors.plugins import Plugins
@@ -247,11 +250,74 @@ def test_an_unconfirmed_generation_is_confirmed_again_next_round(h: Harness) -> 
     assert h.confirmed == [1]
 
 
+@contextlib.contextmanager
+def reconciler_thread(h: Harness) -> Iterator[None]:
+    """The reconciler's own thread runs while the block does."""
+    stopping = h.reconciler._stopping
+    stopping.clear()
+    thread = threading.Thread(target=h.reconciler.run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stopping.set()
+        thread.join(5)
+
+
 def test_plain_restart_of_an_instance_not_running_here_is_unavailable(h: Harness) -> None:
-    with pytest.raises(UnavailableError):
-        h.reconciler.restart_task(T0)
-    with pytest.raises(UnavailableError):
+    with reconciler_thread(h):
+        with pytest.raises(UnavailableError, match="not running on this worker"):
+            h.reconciler.restart_task(T0)
+        with pytest.raises(UnavailableError, match="not running on this worker"):
+            h.reconciler.restart_connector(NAME)
+
+
+def test_a_plain_restart_asked_while_a_restart_request_has_the_instance_down_waits_for_it(
+    h: Harness,
+) -> None:
+    """The CI failure of stop 32: a plain restart that reached the connector's worker
+    between the round that stopped the instance for a flagged restart and the round that
+    started it again was refused with UNAVAILABLE."""
+    h.view.assign(1, w1=WorkerAssignment.of([NAME]))
+    h.reconciler.reconcile()
+    h.reconciler.queue_restart(RestartRequest(NAME, include_tasks=True, only_failed=False))
+    h.reconciler.reconcile()  # stops the connector instance and shows RESTARTING
+    assert not h.worker.connector_running(NAME)
+    with reconciler_thread(h):
         h.reconciler.restart_connector(NAME)
+    assert h.worker.connector_stops == [(NAME, False), (NAME, False)]
+    assert h.worker.connector_running(NAME)
+    assert h.board.connector(NAME).state is State.RUNNING
+
+
+def test_a_plain_restart_not_begun_within_the_deadline_is_unavailable_and_never_runs(
+    h: Harness,
+) -> None:
+    h.view.assign(1, w1=WorkerAssignment.of([NAME]))
+    h.reconciler.reconcile()
+    with deadline.scope(0.4), pytest.raises(UnavailableError, match="not begun within"):
+        h.reconciler.restart_connector(NAME)  # no thread carries it out
+    h.reconciler.reconcile()
+    assert h.worker.connector_stops == []
+
+
+def test_plain_restarts_waiting_when_the_thread_ends_are_refused(h: Harness) -> None:
+    h.reconciler._stopping.set()
+    h.reconciler.run()  # ends at once, as a stopping worker's thread does
+    outcome: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            h.reconciler.restart_connector(NAME)
+        except UnavailableError as exc:
+            outcome.append(exc)
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    time.sleep(0.2)
+    h.reconciler.run()
+    asker.join(5)
+    assert [str(exc.message) for exc in outcome] == ["this worker is stopping; retry"]
 
 
 def test_a_tick_on_an_unchanged_view_walks_nothing_until_something_changes(
