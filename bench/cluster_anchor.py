@@ -572,7 +572,9 @@ def breakdown(
             except ValueError:
                 continue
             for field_name in STEP_EVENTS.get(event.get("event"), ()):
-                steps.setdefault(field_name, Samples()).seconds.append(event[field_name] / 1000)
+                # a read-back is null when the leader answered on the acknowledgement
+                waited_ms = event[field_name] or 0.0
+                steps.setdefault(field_name, Samples()).seconds.append(waited_ms / 1000)
     return Breakdown(writes, client, steps)
 
 

@@ -131,6 +131,7 @@ from connect_grpc.storage.kafka_config import (
     task_count_records,
     term_marker_record,
 )
+from connect_grpc.storage.kafka_log import LogRecord
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore, encode_records
 from connect_grpc.storage.kafka_status import KafkaStatusStore
 from connect_grpc.worker_config import WorkerConfig
@@ -280,6 +281,10 @@ class DistributedHerder(HerderCommon):
         self._writer: FencedWriter | None = None
         #: The term the writer took office in (its unfenced writes carry it).
         self._term = 0
+        #: The config-topic position of the last unfenced write this worker answered before
+        #: its own view had read it back (``_write_in_term``): every read here waits for it.
+        self._owed_config_position = 0
+        self._owed_lock = threading.Lock()
         #: The election's ``changes`` when the writer took office: a writer serves that
         #: leadership only, never one won again after a deposal (a new term then).
         self._office_changes = -1
@@ -536,8 +541,10 @@ class DistributedHerder(HerderCommon):
         )
 
     def config_position(self) -> int:
-        """How far this worker has read the config topic (for read-your-writes elsewhere)."""
-        return self._configs.position()
+        """How far this worker's reads see the config topic (for read-your-writes
+        elsewhere): what it has read, or the end of a write it answered before reading it
+        back, which its reads wait for."""
+        return max(self._configs.position(), self._owed_config_position)
 
     def wait_for_config_position(self, position: int, timeout: float) -> None:
         """Blocks until this worker has read the config topic up to ``position``."""
@@ -991,19 +998,24 @@ class DistributedHerder(HerderCommon):
         if not self._election.is_leader():
             raise self._not_leader()
         started = time.perf_counter()
+        mark = self._configs.applied_mark()
         written = self._configs.send_in_term(
             records, term, deadline.remaining(LEADER_CALL_TIMEOUT_S), carried=answer,
             carrier_index=change_index,
         )
         sent = time.perf_counter()
-        # the view and the refusal are all the answer needs: woken before the reconciler
-        # and the leader thread the change wakes (they would compete with the answer)
-        self._configs.wait_for(
-            written, deadline.remaining(LEADER_CALL_TIMEOUT_S), before_listener=True
-        )
-        if self._configs.refused([written[change_index]]):
-            self._log.warning("leader_write_refused_as_deposed", term=term)
-            raise self._not_leader()
+        read_back = not landed_next(mark, term, written, change_index)
+        if read_back:
+            # the view and the refusal are all the answer needs: woken before the reconciler
+            # and the leader thread the change wakes (they would compete with the answer)
+            self._configs.wait_for(
+                written, deadline.remaining(LEADER_CALL_TIMEOUT_S), before_listener=True
+            )
+            if self._configs.refused([written[change_index]]):
+                self._log.warning("leader_write_refused_as_deposed", term=term)
+                raise self._not_leader()
+        else:
+            self._owe_config_position(written[-1].offset + 1)
         if wake_leader:
             self._leader_wake.set()
         self._log.debug(
@@ -1011,8 +1023,12 @@ class DistributedHerder(HerderCommon):
             records=len(records),
             transaction=False,
             send_ms=round((sent - started) * 1000, 3),
-            read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
+            read_back_ms=round((time.perf_counter() - sent) * 1000, 3) if read_back else None,
         )
+
+    def _owe_config_position(self, position: int) -> None:
+        with self._owed_lock:
+            self._owed_config_position = max(self._owed_config_position, position)
 
     def _office_term(self) -> int:
         """The term of the usable writer (checked just before by ``_leader_writer``)."""
@@ -1456,6 +1472,15 @@ class DistributedHerder(HerderCommon):
     # view helpers
 
     def _snapshot(self) -> ConfigSnapshot:
+        """The view, with every write this worker answered: a leader's unfenced write that
+        landed right after the view's last record is answered before this worker's own tail
+        has read it back (``_write_in_term``), so whoever reads here waits for that first
+        (within the caller's deadline; never the tail's thread, which is what reads it)."""
+        owed = self._owed_config_position
+        if owed > self._configs.position() and not self._configs.on_tail_thread():
+            self._configs.wait_for_offset(
+                owed, deadline.remaining(LEADER_CALL_TIMEOUT_S), before_listener=True
+            )
         return self._configs.snapshot()
 
     @staticmethod
@@ -1472,6 +1497,22 @@ class DistributedHerder(HerderCommon):
 
 
 _NO_RECORD = WorkerRecord("", "", -1)
+
+
+def landed_next(
+    mark: tuple[int, int], term: int, written: Sequence[LogRecord], change_index: int
+) -> bool:
+    """Whether an unfenced write of ``term`` took effect, known without reading it back:
+    the change and every record before it landed, one after another, right after the last
+    record the view had applied when the write was sent (``mark``: that offset and the
+    highest term read), and no marker read by then had ended ``term``. No later leader's
+    marker can then come before them, so every reader applies them. Otherwise only the
+    read-back tells (another writer's record, or a transaction's marker, came between)."""
+    offset, term_read = mark
+    if term_read > term or not written:
+        return False
+    change = written[: change_index % len(written) + 1]
+    return all(record.offset == offset + n for n, record in enumerate(change))
 
 
 def _stopped_with_tasks(snapshot: ConfigSnapshot, name: str) -> bool:

@@ -794,6 +794,15 @@ class KafkaConfigStore:
         with self._lock:
             return self._builder.offset
 
+    def applied_mark(self) -> tuple[int, int]:
+        """(the offset after the last record applied, the highest term read), together."""
+        with self._lock:
+            return self._builder.offset, self._builder.term
+
+    def on_tail_thread(self) -> bool:
+        """Whether the caller is the thread that applies records (and tells the listener)."""
+        return self._log.on_tail_thread()
+
     def snapshot(self) -> ConfigSnapshot:
         """The current state (immutable)."""
         with self._lock:
@@ -877,11 +886,14 @@ class KafkaConfigStore:
         with self._lock:
             return any(record.offset in self._refused for record in written)
 
-    def wait_for_offset(self, offset: int, timeout: float | None = None) -> None:
+    def wait_for_offset(
+        self, offset: int, timeout: float | None = None, *, before_listener: bool = False
+    ) -> None:
         """Blocks until the records before ``offset`` are applied here (read-your-writes
-        after another worker's write); raises UnavailableError after ``timeout``."""
+        after another worker's write) and, unless ``before_listener``, the listener has
+        been told of them; raises UnavailableError after ``timeout``."""
         if offset > 0:
-            self._log.read_until({0: offset}, timeout)
+            self._log.read_until({0: offset}, timeout, before_batch_end=before_listener)
 
     def _write(self, records: list[RawRecord]) -> None:
         """Writes the records in order and waits until they are applied here."""

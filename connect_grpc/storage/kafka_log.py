@@ -337,10 +337,25 @@ class KafkaBasedLog:
         limit = self._timeout if timeout is None else timeout
         self._wait_for(targets, limit, before_batch_end=before_batch_end)
 
-    def read_until(self, positions: Mapping[int, int], timeout: float | None = None) -> None:
+    def read_until(
+        self,
+        positions: Mapping[int, int],
+        timeout: float | None = None,
+        *,
+        before_batch_end: bool = False,
+    ) -> None:
         """Blocks until every record before ``positions`` (partition → offset) has been
-        passed to ``on_record`` (or skipped as aborted). Raises as ``read_to_end``."""
-        self._wait_for(dict(positions), self._timeout if timeout is None else timeout)
+        passed to ``on_record`` (or skipped as aborted) and, unless ``before_batch_end``,
+        ``after_batch`` has run after them. Raises as ``read_to_end``."""
+        self._wait_for(
+            dict(positions),
+            self._timeout if timeout is None else timeout,
+            before_batch_end=before_batch_end,
+        )
+
+    def on_tail_thread(self) -> bool:
+        """Whether the caller is the tail thread (which must never wait for itself)."""
+        return threading.current_thread() is self._thread
 
     def _wait_for(
         self, targets: dict[int, int], limit: float, *, before_batch_end: bool = False

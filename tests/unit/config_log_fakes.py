@@ -1,10 +1,12 @@
 """A config log without a broker, for the leader's writes in unit tests: each record is
 applied to a real KafkaConfigStore as it is sent, at the next offset, and the store's
-listener told at once (each record a batch of its own)."""
+listener told at once (each record a batch of its own), unless the log is told to hold
+records back (a tail that lags the acknowledgement), until :meth:`AppliedLog.catch_up`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect_grpc.storage.kafka_config import KafkaConfigStore, RawRecord, term_marker_record
@@ -22,6 +24,11 @@ class AppliedLog:
         self.records: list[LogRecord] = []
         self.marker_before: int | None = None
         self.next_term = 0
+        #: While set, records are written but not applied (the tail has not read them).
+        self.holding = False
+        self._applied = 0
+        self._caught_up = threading.Condition()
+        self.read_backs = 0
 
     def send_all(
         self,
@@ -45,9 +52,18 @@ class AppliedLog:
     def _append(self, key: bytes, value: bytes | None, headers: tuple[Any, ...]) -> LogRecord:
         record = LogRecord(key, value, 0, len(self.records), headers=headers)
         self.records.append(record)
-        self._apply(record)
-        self._after_batch()
+        if not self.holding:
+            self.catch_up()
         return record
+
+    def catch_up(self) -> None:
+        """The tail reads every record written so far."""
+        with self._caught_up:
+            for record in self.records[self._applied:]:
+                self._apply(record)
+                self._after_batch()
+            self._applied = len(self.records)
+            self._caught_up.notify_all()
 
     def read_past(
         self,
@@ -56,7 +72,23 @@ class AppliedLog:
         *,
         before_batch_end: bool = False,
     ) -> None:
-        """Every record is applied as it is sent."""
+        """Counted; records held back are applied first (the tail reads them)."""
+        self.read_backs += 1
+        self.catch_up()
+
+    def read_until(
+        self,
+        positions: Mapping[int, int],
+        timeout: float | None = None,
+        *,
+        before_batch_end: bool = False,
+    ) -> None:
+        """Waits until the records before ``positions[0]`` are applied (by ``catch_up``)."""
+        with self._caught_up:
+            self._caught_up.wait_for(lambda: self._applied >= positions[0], timeout)
+
+    def on_tail_thread(self) -> bool:
+        return False
 
 
 class WholeWriter:

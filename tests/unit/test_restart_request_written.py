@@ -63,6 +63,8 @@ class _Leader:
     _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
     _leader_wake: threading.Event = field(default_factory=threading.Event)
     _log: Any = field(default_factory=structlog.get_logger)
+    _owed_config_position: int = 0
+    _owed_lock: threading.Lock = field(default_factory=threading.Lock)
 
     restart_connector = DistributedHerder.restart_connector
     _write = DistributedHerder._write

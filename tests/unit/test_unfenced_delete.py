@@ -57,6 +57,8 @@ class _Leader:
     _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
     _leader_wake: threading.Event = field(default_factory=threading.Event)
     _log: Any = field(default_factory=structlog.get_logger)
+    _owed_config_position: int = 0
+    _owed_lock: threading.Lock = field(default_factory=threading.Lock)
     term: int = TERM
     _no_stops_in: Any = None
 
@@ -68,6 +70,7 @@ class _Leader:
     _finish_removals = DistributedHerder._finish_removals
     _write_new_connector = DistributedHerder._write_new_connector
     _write_in_term = DistributedHerder._write_in_term
+    _owe_config_position = DistributedHerder._owe_config_position
     _write = DistributedHerder._write
     _require_etag = DistributedHerder._require_etag
     _etag_in = DistributedHerder._etag_in
@@ -268,3 +271,68 @@ def test_a_conditional_stop_stays_one_transaction(leader: _Leader) -> None:
     written = _log_of(leader).records[before:]
     assert _keys(written) == ["target-state-c", "commit-c"]
     assert not any(record.header("connect-grpc-term") for record in written)
+
+
+# ------------------------------------------- the answer before the read-back (issue 25)
+
+
+def _at(*offsets: int) -> list[LogRecord]:
+    return [LogRecord(b"k", b"v", 0, offset) for offset in offsets]
+
+
+@pytest.mark.parametrize(
+    ("mark", "offsets", "change_index", "known"),
+    [
+        ((10, TERM), (10,), -1, True),  # right after the view's last record
+        ((10, TERM), (10, 11, 12), -1, True),
+        ((10, TERM), (11,), -1, False),  # a record the view has not read came first
+        ((10, TERM), (10, 12), -1, False),  # another writer's record between two of ours
+        ((10, TERM), (10, 12), 0, True),  # ... after the change: cleanup only
+        ((10, TERM + 1), (10,), -1, False),  # the view has read a later leader's marker
+        ((10, TERM - 1), (10,), -1, True),
+    ],
+)
+def test_a_write_is_known_to_have_taken_effect_only_when_nothing_can_have_come_before_it(
+    mark: tuple[int, int], offsets: tuple[int, ...], change_index: int, known: bool
+) -> None:
+    assert distributed.landed_next(mark, TERM, _at(*offsets), change_index) is known
+
+
+def test_a_write_right_after_the_view_is_answered_before_it_is_read_back_and_reads_wait(
+    leader: _Leader,
+) -> None:
+    """A leader's unfenced write needs no read-back when it landed right after the last
+    record its view had applied; every read on that worker then waits for its tail to
+    read it (read-your-writes), and its config position already counts it."""
+    log = _log_of(leader)
+    log.holding = True
+    leader._write_target_state("c", TargetState.STARTED)
+    assert log.read_backs == 0
+    end = len(log.records)
+    assert leader._configs.position() < end == leader._owed_config_position
+    assert DistributedHerder.config_position(leader) == end  # type: ignore[arg-type]
+
+    tail = threading.Timer(0.2, log.catch_up)
+    tail.start()
+    assert leader._snapshot().target_state("c") is TargetState.STARTED
+    tail.join()
+
+
+def test_a_write_after_a_record_the_view_has_not_read_is_read_back(leader: _Leader) -> None:
+    log = _log_of(leader)
+    log.holding = True
+    log.send_all(connector_config_records("other", {"k": "v"}, TargetState.STARTED))
+    leader._write_target_state("c", TargetState.STARTED)  # held records: read back first
+    assert log.read_backs == 1
+    assert leader._owed_config_position == 0
+    assert leader._snapshot().target_state("c") is TargetState.STARTED
+
+
+def test_a_read_on_the_tails_own_thread_does_not_wait_for_it(
+    leader: _Leader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = _log_of(leader)
+    log.holding = True
+    leader._write_target_state("c", TargetState.STARTED)
+    monkeypatch.setattr(log, "on_tail_thread", lambda: True)
+    assert leader._snapshot().target_state("c") is TargetState.PAUSED  # not read yet
