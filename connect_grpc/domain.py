@@ -278,3 +278,11 @@ class RestartRequest:
 
     def restarts_task(self, task_state: State) -> bool:
         return self.include_tasks and (not self.only_failed or task_state is State.FAILED)
+
+    @property
+    def impact(self) -> int:
+        """How much the request may restart, as Kafka Connect ranks it: only a failed
+        connector (0), failed connector and tasks (1), the connector (2), everything (3)."""
+        if self.only_failed:
+            return 1 if self.include_tasks else 0
+        return 3 if self.include_tasks else 2

@@ -425,11 +425,7 @@ class Reconciler:
 
     def _carry_out_restarts(self, snapshot: ConfigSnapshot, mine: WorkerAssignment) -> None:
         """Restarts the instances of each restart request (KIP-745) that run here."""
-        while True:
-            try:
-                request = self._restarts.get_nowait()
-            except queue.Empty:
-                return
+        for request in self._pending_restarts():
             name = request.connector
             if not snapshot.contains(name):
                 continue
@@ -439,6 +435,20 @@ class Reconciler:
             if not restart_connector and not tasks:
                 continue
             self._restart_instances(name, restart_connector, tasks)
+
+    def _pending_restarts(self) -> list[RestartRequest]:
+        """The restart requests read since the last round, one per connector: of several,
+        the one that may restart the most (the first of equals), as Kafka Connect keeps
+        them (a second request would only stop again what the first just started)."""
+        kept: dict[str, RestartRequest] = {}
+        while True:
+            try:
+                request = self._restarts.get_nowait()
+            except queue.Empty:
+                return list(kept.values())
+            known = kept.get(request.connector)
+            if known is None or request.impact > known.impact:
+                kept[request.connector] = request
 
     def _restart_instances(self, name: str, restart_connector: bool, tasks: list[TaskId]) -> None:
         restarting = InstanceStatus(State.RESTARTING, self._id)

@@ -240,6 +240,28 @@ def test_a_restart_request_restarts_the_instances_it_runs(h: Harness) -> None:
     assert h.worker.connector_running(NAME)
 
 
+def test_of_several_restart_requests_for_a_connector_the_most_impactful_is_carried_out_once(
+    h: Harness,
+) -> None:
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([NAME], [T0, T1]))
+    h.reconciler.reconcile()
+    for include_tasks, only_failed in [(False, True), (True, False), (False, False)]:
+        h.reconciler.queue_restart(RestartRequest(NAME, include_tasks, only_failed))
+    h.reconciler.reconcile()  # stops what the include_tasks request chose, once
+    assert h.worker.task_stops == [(T0, False), (T1, False)]
+    assert h.worker.connector_stops == [(NAME, False)]
+    h.reconciler.reconcile()
+    assert h.worker.task_starts.count(T0) == h.worker.task_starts.count(T1) == 2
+
+
+def test_a_restart_requests_impact_is_ranked_as_kafka_connects() -> None:
+    ranks = [RestartRequest(NAME, include_tasks, only_failed).impact
+             for include_tasks, only_failed in [(False, True), (True, True), (False, False),
+                                                (True, False)]]
+    assert ranks == [0, 1, 2, 3]
+
+
 def test_an_unconfirmed_generation_is_confirmed_again_next_round(h: Harness) -> None:
     h.view.assign(1, w1=WorkerAssignment.of([NAME]))
     h.confirm_fails = True
