@@ -372,7 +372,10 @@ def _run_host_job(
 ) -> None:
     try:
         group = host_job_tag(task_id.connector, task_id.task)
-        spark.bind_thread_tag(tag, task_id.connector, group=group)
+        # not the launching task's own tag too: a cancellation of that task's jobs (its
+        # stop's, handled by Spark's scheduler after the host was parked and adopted by
+        # another task) would end the host under its new task
+        spark.bind_thread_tag(tag, task_id.connector, group=group, only=True)
         host = functools.partial(serve_host, spec)
         spark.context.parallelize([0], 1).mapPartitions(host).collect()
     except BaseException as exc:

@@ -244,12 +244,17 @@ class SparkRuntime:
         """Tags every job the calling thread launches as the task's, in the connector's pool."""
         self.bind_thread_tag(job_tag(connector, task), connector)
 
-    def bind_thread_tag(self, tag: str, pool: str, group: str | None = None) -> None:
+    def bind_thread_tag(
+        self, tag: str, pool: str, group: str | None = None, *, only: bool = False
+    ) -> None:
         """Tags every job the calling thread launches with ``tag``, in scheduler pool ``pool``
-        and job group ``group`` (by default ``tag``)."""
+        and job group ``group`` (by default ``tag``). With ``only``, ``tag`` alone: not the
+        tags the thread inherited (an InheritableThread copies its starter's)."""
         context = self.context
         group = tag if group is None else group
         context.setJobGroup(group, f"connect {group}", interruptOnCancel=True)
+        if only:
+            context.clearJobTags()
         context.addJobTag(tag)
         context.setLocalProperty("spark.scheduler.pool", pool)
 

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -175,6 +175,54 @@ def test_a_stopped_tasks_host_is_adopted_by_the_next_task_without_a_new_spark_jo
     assert env.worker.task_placements()[adopter] is PlacementKind.SPARK_EXECUTOR
     wait_for(lambda: end_offset(env.bootstrap, topic) >= 50, what="50 records")
     assert sorted(int(m.value()) for m in read_all(env.bootstrap, topic)) == list(range(50))
+    env.worker.stop_tasks([adopter], connector_deleted=False)
+    env.worker.stop_connector(name, connector_deleted=False)
+
+
+@pytest.mark.timeout(180)
+def test_a_late_cancellation_of_the_task_a_host_was_launched_for_spares_its_adopter(
+    env: Env, unique_topic: str, tmp_path: Path
+) -> None:
+    """A host job carries its own tag only, not the tag of the task thread that launched it
+    (Spark's InheritableThread copies a thread's job tags): a stopped task's cancellation of
+    its jobs, which Spark's scheduler handles after the host was parked and adopted by
+    another task, ended the adopter's host (an exactly-once test's task FAILED on it). Here
+    the host is launched from a thread that carries its task's tag, as a task's own thread
+    does."""
+    create_topic(env.admin, unique_topic)
+    events = tmp_path / "events.jsonl"
+    deleted = f"instr-{uuid.uuid4().hex[:6]}"
+    config = instrumented_source(deleted, unique_topic, events, **{"test.source.records": "5"})
+    spark = env.worker._spark
+    started: list[Any] = []
+
+    def start_from_a_tagged_thread() -> None:
+        try:
+            spark.bind_thread(deleted, 0)
+            started.extend(start_connector_and_tasks(env, deleted, config))
+        except BaseException as exc:
+            started.append(exc)
+
+    env.worker._warm_hosts.end_parked()  # so that the task launches its host itself
+    starter = spark.new_thread(start_from_a_tagged_thread, "tagged-starter")
+    starter.start()
+    starter.join(120)
+    [task] = started
+    assert isinstance(task, TaskId), task
+    [job] = job_ids(env, host_tag(task))
+    assert stop_deleted(env, [task], events) == [True]
+    env.worker.stop_connector(deleted, connector_deleted=True)
+    name = f"seq-{uuid.uuid4().hex[:6]}"
+    config = {"name": name, "connector.class": "SequenceSource", "topic": unique_topic,
+              "tasks.max": "1", "sequence.count": "5"}
+    [adopter] = start_connector_and_tasks(env, name, config)
+    assert job_ids(env, host_tag(adopter)) == []  # it adopted the parked host
+
+    spark.cancel(task.connector, task.task)  # what the stopped task's stop asks of Spark
+    time.sleep(2.0)  # Spark's scheduler handles a cancellation on its own thread
+    tracker = spark.context.statusTracker()
+    assert tracker.getJobInfo(job).status == "RUNNING"
+    assert env.worker.task_placements()[adopter] is PlacementKind.SPARK_EXECUTOR
     env.worker.stop_tasks([adopter], connector_deleted=False)
     env.worker.stop_connector(name, connector_deleted=False)
 
