@@ -25,7 +25,12 @@ Unlike Kafka Connect we do not delay reassigning a departed worker's instances
 
 The leader asks twice a second, and the answer almost never changes, while computing it for
 a thousand connectors and tasks costs tens of milliseconds (sorting task ids): each function
-keeps its last input and answer and answers an equal input with the same object.
+keeps its last input and answer and answers an equal input with the same object. When the
+input did change, the common case is a connector or its tasks created or deleted while the
+members stay: then nothing has to move, and :func:`rebalance` places only the new instances
+(:func:`_without_moves`, the same answer as the whole computation), so that a create costs
+the leader set operations in C over the instances rather than sorting and hashing them in
+Python.
 """
 
 from __future__ import annotations
@@ -39,16 +44,6 @@ from connect_grpc.domain import TaskId
 #: An instance id: a connector name or a task id.
 InstanceT = TypeVar("InstanceT", str, TaskId)
 R = TypeVar("R")
-
-
-def task_order(task: TaskId) -> tuple[str, int]:
-    """A task id's sort key: the same order as TaskId's own, compared without calling its
-    Python-level ``__lt__`` (sorting a thousand task ids that way took milliseconds)."""
-    return task.connector, task.task
-
-
-def _order(instance: str | TaskId) -> str | tuple[str, int]:
-    return task_order(instance) if isinstance(instance, TaskId) else instance
 
 
 class _LastAnswer(Generic[R]):
@@ -79,7 +74,7 @@ class WorkerAssignment:
     @classmethod
     def of(cls, connectors: Iterable[str] = (), tasks: Iterable[TaskId] = ()) -> WorkerAssignment:
         """Sorted and without duplicates, so equal assignments compare equal."""
-        return cls(tuple(sorted(set(connectors))), tuple(sorted(set(tasks), key=task_order)))
+        return cls(tuple(sorted(set(connectors))), tuple(sorted(set(tasks))))
 
     @property
     def size(self) -> int:
@@ -154,7 +149,8 @@ def rebalance(
     # in the order given: an input that differs only in order is computed again
     key = (
         workers,
-        tuple((name, tuple(tasks)) for name, tasks in connectors.items()),
+        tuple(connectors),
+        tuple(map(tuple, connectors.values())),
         tuple(previous.items()),
     )
     return _last_rebalance.get(key) or _last_rebalance.put(
@@ -171,10 +167,19 @@ def _rebalance(
     previous: Mapping[str, WorkerAssignment],
 ) -> Rebalance:
     live = sorted(set(workers))
+    assignment = _without_moves(live, connectors, previous)
+    if assignment is None:
+        assignment = _computed_whole(live, connectors, previous)
+    return Rebalance(assignment, previous)
+
+
+def _computed_whole(
+    live: Sequence[str],
+    connectors: Mapping[str, Collection[TaskId]],
+    previous: Mapping[str, WorkerAssignment],
+) -> dict[str, WorkerAssignment]:
     wanted_connectors = sorted(connectors)
-    wanted_tasks = sorted(
-        {task for tasks in connectors.values() for task in tasks}, key=task_order
-    )
+    wanted_tasks = sorted(set().union(*connectors.values()))
     held_connectors = _held(live, previous, set(wanted_connectors), _connectors_of)
     held_tasks = _held(live, previous, set(wanted_tasks), _tasks_of)
     connector_quota, task_quota = _quotas(
@@ -182,10 +187,95 @@ def _rebalance(
     )
     new_connectors = _fill(live, wanted_connectors, held_connectors, connector_quota)
     new_tasks = _fill(live, wanted_tasks, held_tasks, task_quota)
-    assignment = {
+    return {
         worker: WorkerAssignment.of(new_connectors[worker], new_tasks[worker]) for worker in live
     }
-    return Rebalance(assignment, previous)
+
+
+def _without_moves(
+    live: Sequence[str],
+    connectors: Mapping[str, Collection[TaskId]],
+    previous: Mapping[str, WorkerAssignment],
+) -> dict[str, WorkerAssignment] | None:
+    """The answer of the whole computation when it moves nothing, found from the change
+    alone; None when it would have to move an instance (a worker joined or left and balance
+    needs a move, deletions unbalanced the workers, an instance is listed twice).
+
+    The whole computation keeps every instance a live worker holds exactly when each one's
+    quota (:func:`_quotas`, from the counts alone) is at least what it holds, and then deals
+    the unheld instances (new ones, a dead worker's) in id order as :func:`_fill` does; so
+    the same quotas and the same dealing give the same answer. A worker whose instances did
+    not change keeps its ``WorkerAssignment`` object."""
+    if not live:
+        return None
+    shares = [previous.get(worker, EMPTY) for worker in live]
+    wanted_tasks: set[TaskId] = set().union(*connectors.values())
+    kept_c = _kept(shares, _connectors_of, set(connectors))
+    kept_t = _kept(shares, _tasks_of, wanted_tasks)
+    if kept_c is None or kept_t is None:
+        return None
+    (held_c, new_c), (held_t, new_t) = kept_c, kept_t
+    connector_quota, task_quota = _quotas(
+        live,
+        dict(zip(live, held_c, strict=True)),
+        dict(zip(live, held_t, strict=True)),
+        len(connectors),
+        len(wanted_tasks),
+    )
+    if any(
+        connector_quota[w] < len(c) or task_quota[w] < len(t)
+        for w, c, t in zip(live, held_c, held_t, strict=True)
+    ):
+        return None
+    added_c = _dealt(live, held_c, connector_quota, new_c)
+    added_t = _dealt(live, held_t, task_quota, new_t)
+    assignment: dict[str, WorkerAssignment] = {}
+    for index, worker in enumerate(live):
+        share = shares[index]
+        connectors_now, tasks_now = held_c[index], held_t[index]
+        if added_c[worker]:
+            connectors_now = tuple(sorted((*connectors_now, *added_c[worker])))
+        if added_t[worker]:
+            tasks_now = tuple(sorted((*tasks_now, *added_t[worker])))
+        if connectors_now is not share.connectors or tasks_now is not share.tasks:
+            share = WorkerAssignment(connectors_now, tasks_now)
+        assignment[worker] = share
+    return assignment
+
+
+def _kept(
+    shares: Sequence[WorkerAssignment],
+    kind: Callable[[WorkerAssignment], tuple[InstanceT, ...]],
+    wanted: set[InstanceT],
+) -> tuple[list[tuple[InstanceT, ...]], list[InstanceT]] | None:
+    """What each share still holds (the same tuple when nothing of it was deleted) and the
+    wanted instances no share holds, in id order; None when a share holds an instance
+    twice or two shares hold the same one."""
+    held = [kind(share) for share in shares]
+    every: set[InstanceT] = set().union(*held)
+    if len(every) != sum(map(len, held)):
+        return None
+    deleted = every - wanted
+    if deleted:
+        held = [
+            tuple(i for i in own if i not in deleted) if deleted.intersection(own) else own
+            for own in held
+        ]
+    return held, sorted(wanted - every)
+
+
+def _dealt(
+    live: Sequence[str],
+    held: Sequence[tuple[InstanceT, ...]],
+    quota: Mapping[str, int],
+    pool: Sequence[InstanceT],
+) -> dict[str, list[InstanceT]]:
+    """The unheld instances each worker gets, dealt as :func:`_fill` deals them."""
+    dealt: dict[str, list[InstanceT]] = {worker: [] for worker in live}
+    room = {worker: quota[worker] - len(own) for worker, own in zip(live, held, strict=True)}
+    for worker, instance in zip(_rounds(live, room), pool, strict=False):
+        dealt[worker].append(instance)
+    return dealt
 
 
 def diff(
@@ -202,11 +292,11 @@ def diff(
     return changes
 
 
-def _connectors_of(assignment: WorkerAssignment) -> Sequence[str]:
+def _connectors_of(assignment: WorkerAssignment) -> tuple[str, ...]:
     return assignment.connectors
 
 
-def _tasks_of(assignment: WorkerAssignment) -> Sequence[TaskId]:
+def _tasks_of(assignment: WorkerAssignment) -> tuple[TaskId, ...]:
     return assignment.tasks
 
 
@@ -221,7 +311,7 @@ def _held(
     claimed: set[InstanceT] = set()
     held: dict[str, list[InstanceT]] = {}
     for worker in live:
-        mine = sorted(set(kind(previous.get(worker, EMPTY))) & wanted - claimed, key=_order)
+        mine = sorted(set(kind(previous.get(worker, EMPTY))) & wanted - claimed)
         claimed.update(mine)
         held[worker] = mine
     return held
@@ -354,25 +444,39 @@ def safe_step(
 _last_step: _LastAnswer[dict[str, WorkerAssignment]] = _LastAnswer()
 
 
-#: The holder of an instance that ``current`` lists under more than one worker.
-_SEVERAL = ""
-
-
 def _safe_step(
     target: Mapping[str, WorkerAssignment], current: Mapping[str, WorkerAssignment]
 ) -> dict[str, WorkerAssignment]:
-    # each instance hashed once (a thousand task ids, hashed in Python, per worker and
-    # per call cost milliseconds), and kept in its sorted order: no sorting again
-    held_by: dict[str | TaskId, str] = {}
-    for worker, held in current.items():
-        instances: list[str | TaskId] = [*held.connectors, *held.tasks]
-        for instance in instances:
-            holder = held_by.get(instance)
-            held_by[instance] = worker if holder in (None, worker) else _SEVERAL
+    # set operations in C over each worker's instances, and a worker's target (the same
+    # object) kept whole unless it takes what another worker holds: a thousand instances
+    # walked in Python on each change cost the leader milliseconds
+    held = {worker: _instance_set(share) for worker, share in current.items()}
+    every: set[str | TaskId] = set().union(*held.values())
+    several = _held_twice(held.values()) if len(every) < sum(map(len, held.values())) else set()
     step: dict[str, WorkerAssignment] = {}
     for worker, wanted in target.items():
-        step[worker] = WorkerAssignment(
-            tuple(c for c in wanted.connectors if held_by.get(c, worker) == worker),
-            tuple(t for t in wanted.tasks if held_by.get(t, worker) == worker),
-        )
+        mine = held.get(worker, frozenset())
+        taken = _instance_set(wanted)
+        withheld = ((taken - mine) & every) | (taken & several)
+        step[worker] = _without(wanted, withheld) if withheld else wanted
     return step
+
+
+def _instance_set(share: WorkerAssignment) -> frozenset[str | TaskId]:
+    return frozenset((*share.connectors, *share.tasks))
+
+
+def _held_twice(shares: Iterable[frozenset[str | TaskId]]) -> set[str | TaskId]:
+    seen: set[str | TaskId] = set()
+    twice: set[str | TaskId] = set()
+    for share in shares:
+        twice |= seen & share
+        seen |= share
+    return twice
+
+
+def _without(share: WorkerAssignment, withheld: Collection[str | TaskId]) -> WorkerAssignment:
+    return WorkerAssignment(
+        tuple(c for c in share.connectors if c not in withheld),
+        tuple(t for t in share.tasks if t not in withheld),
+    )

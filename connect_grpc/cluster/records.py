@@ -128,7 +128,7 @@ class AssignmentRecord:
             "workers": {
                 worker_id: {
                     "connectors": list(held.connectors),
-                    "tasks": [[task.connector, task.task] for task in held.tasks],
+                    "tasks": list(map(list, held.tasks)),
                 }
                 for worker_id, held in sorted(self.workers.items())
             },

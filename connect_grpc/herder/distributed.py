@@ -1144,7 +1144,7 @@ class DistributedHerder(HerderCommon):
         last = self._no_stops_in
         if last is not None and last[0] is maps[0] and last[1] is maps[1]:
             return
-        stopped = [n for n in snapshot.connectors if _stopped_with_tasks(snapshot, n)]
+        stopped = _stops_cut_short(snapshot)
         for name in stopped:
             with self._connector_locks.hold(name):
                 if _stopped_with_tasks(self._snapshot(), name):
@@ -1513,6 +1513,17 @@ def landed_next(
         return False
     change = written[: change_index % len(written) + 1]
     return all(record.offset == offset + n for n, record in enumerate(change))
+
+
+def _stops_cut_short(snapshot: ConfigSnapshot) -> list[str]:
+    """The connectors :func:`_stopped_with_tasks`, found among the STOPPED ones in one
+    comprehension: three calls per connector, on each create at 1,000 connectors, were 5 %
+    of the leader's samples."""
+    return [
+        name for name, state in snapshot.target_states.items()
+        if state is TargetState.STOPPED and snapshot.contains(name)
+        and _stopped_with_tasks(snapshot, name)
+    ]
 
 
 def _stopped_with_tasks(snapshot: ConfigSnapshot, name: str) -> bool:

@@ -33,7 +33,7 @@ from typing import TypeVar
 import structlog
 
 from connect_grpc import deadline
-from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment, task_order
+from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment
 from connect_grpc.cluster.records import AssignmentRecord, assignment_in
 from connect_grpc.domain import (
     ConnectorStatus,
@@ -394,7 +394,7 @@ class Reconciler:
         self, snapshot: ConfigSnapshot, mine: WorkerAssignment, scope: Scope
     ) -> None:
         wanted_tasks = self._wanted_tasks(snapshot, mine, scope)
-        for task in sorted(wanted_tasks, key=task_order):
+        for task in sorted(wanted_tasks):
             wanted = wanted_tasks[task]
             with self._lock:
                 running = self._running_tasks.get(task)

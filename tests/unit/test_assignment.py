@@ -16,6 +16,8 @@ from connect_grpc.cluster.assignment import (
     Rebalance,
     WorkerAssignment,
     WorkerChange,
+    _computed_whole,
+    _without_moves,
     diff,
     rebalance,
     safe_step,
@@ -339,3 +341,67 @@ def test_a_rebalance_tells_its_changes_from_the_assignment_it_started_from() -> 
     assert result.previous == previous
     assert result.changes == diff(previous, result.assignment)
     assert result.moved == 1
+
+
+def evolved_case(seed: int) -> tuple[Case, bool]:
+    """A settled cluster (a rebalance's answer, carried out) after what happens between two
+    runs of the leader's loop: connectors created (with or without their tasks), tasks added
+    or dropped, connectors deleted, sometimes a worker joining or leaving; and whether only
+    instances were added (the members and everything else unchanged)."""
+    rng = random.Random(seed)
+    everyone = [f"w{n}" for n in range(6)]
+    live = rng.sample(everyone, rng.randint(1, 5))
+    connectors = random_connectors(rng)
+    settled = dict(rebalance(live, connectors, {}).assignment)
+    changed = {name: list(tasks) for name, tasks in connectors.items()}
+    for n in range(rng.randint(0, 3)):
+        changed[f"new{n}"] = [TaskId(f"new{n}", t) for t in range(rng.randint(0, 3))]
+    only_added = True
+    if changed and rng.random() < 0.3:
+        name = rng.choice(sorted(changed))
+        changed[name] = changed[name][: rng.randint(0, len(changed[name]))]
+        only_added = False
+    if changed and rng.random() < 0.3:
+        del changed[rng.choice(sorted(changed))]
+        only_added = False
+    if rng.random() < 0.2:
+        live = [w for w in live if w != live[0]] or live
+        live.append(rng.choice([w for w in everyone if w not in live]))
+        only_added = False
+    previous = {w: a for w, a in settled.items() if w in live}
+    return Case(live, changed, previous), only_added
+
+
+def test_a_change_that_moves_nothing_is_placed_alone_with_the_whole_computations_answer() -> None:
+    """``_without_moves`` (new instances placed alone) answers exactly as the whole
+    computation does, or declines; it does not decline when only instances were added."""
+    placed_alone = 0
+
+    def check(seed: int) -> None:
+        nonlocal placed_alone
+        case, only_added = evolved_case(seed)
+        live = sorted(case.live)
+
+        alone = _without_moves(live, case.connectors, case.previous)
+        whole = _computed_whole(live, case.connectors, case.previous)
+
+        if alone is not None:
+            placed_alone += 1
+            assert alone == whole
+            result = rebalance(case.live, case.connectors, case.previous)
+            check_invariants(case, result)
+            assert result.moved == 0 == least_movement(case)
+        else:
+            assert not only_added, "declined a change that only added instances"
+            assert Rebalance(whole, case.previous).moved > 0, "declined though nothing moves"
+        for worker, share in (alone or {}).items():
+            if share == case.previous.get(worker):
+                assert share is case.previous[worker], "an unchanged share is a new object"
+
+    for_each_seed(check)
+    assert placed_alone > len(SEEDS) // 2
+
+
+def test_placing_alone_declines_an_instance_held_twice() -> None:
+    twice = {"w1": WorkerAssignment.of(["a"]), "w2": WorkerAssignment.of(["a"])}
+    assert _without_moves(["w1", "w2"], {"a": [], "b": []}, twice) is None
