@@ -59,10 +59,11 @@ def test_a_status_report_that_raises_does_not_end_the_loop(
     patient = RetryPolicy(timeout_s=600, backoff_max_s=0.02, backoff_initial_s=0.01)
     runner = ScriptedRunner([True, *[transient() for _ in range(100_000)]], retry_policy=patient)
     listener = flaky(runner)
-    start(runners, runner)
-    wait_for(lambda: runner.batches >= 1, timeout=30)
+    # failing from the start: set after it, the first RETRYING could be reported before
+    # (every retry's status is the same, so none after it is reported again)
     listener.failing.set()
-    wait_for(lambda: runner.batches >= 10 and listener.refused >= 1, timeout=30)
+    start(runners, runner)
+    wait_for(lambda: runner.batches >= 10 and listener.refused >= 2, timeout=30)
     assert runner._thread is not None and runner._thread.is_alive()
     assert runner.state is State.RETRYING
     listener.failing.clear()
