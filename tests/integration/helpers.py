@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from connect_grpc.api.forwarding import LEADER_WRITES
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
@@ -242,13 +243,39 @@ class RoutingStub:
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
         def call(request: Any, *args: Any, **kwargs: Any) -> Any:
-            target = self._route(getattr(request, "name", ""))
-            return getattr(target.stub, method)(request, *args, **kwargs)
+            name = getattr(request, "name", "")
+            target = self._route(name)
+            response = getattr(target.stub, method)(request, *args, **kwargs)
+            if name and method in LEADER_WRITES:
+                self._converged(name)
+            return response
 
         return call
 
     def _route(self, connector: str) -> WorkerProcess:
         return idle_worker(self._workers, connector)
+
+    def _converged(self, connector: str) -> None:
+        """Waits until every worker that answers shows the connector alike (its etag, or no
+        connector): the next call may go to another worker than the write's (once an
+        instance of the connector runs there, say), and a worker is sure to read only its
+        own writes, as in Kafka Connect. A client that spreads its calls over workers would
+        wait so too."""
+        wait_until(
+            lambda: len({_etag_in_view(w.stub, connector) for w in self._workers} - {None}) == 1,
+            timeout=30,
+            interval=0.005,
+        )
+
+
+def _etag_in_view(stub: pb_grpc.ConnectServiceStub, connector: str) -> str | None:
+    """The connector's etag in the worker's view; "" when it has none; None when the worker
+    does not answer (stopped by the test)."""
+    try:
+        found = stub.GetConnector(pb.GetConnectorRequest(name=connector), timeout=5)
+    except grpc.RpcError as error:
+        return "" if error.code() is grpc.StatusCode.NOT_FOUND else None
+    return str(found.connector.etag)
 
 
 def idle_worker(workers: Sequence[WorkerProcess], connector: str) -> WorkerProcess:

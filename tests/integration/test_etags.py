@@ -89,8 +89,10 @@ def test_two_writers_racing_with_the_same_etag_one_wins_the_other_is_aborted(
     stubs: list[Any], name: str, events: Path
 ) -> None:
     created = _create_stopped(stubs[0], name, events)
-    etag = _etag(stubs[1], name)
-    assert etag == created  # every worker computes the same etag from its view
+    # every worker computes the same etag from its view, once it has read the create (a
+    # worker is sure to read only its own writes)
+    etag = wait_until(lambda: _etag(stubs[1], name), timeout=30, interval=0.005)
+    assert etag == created
     answers: dict[int, object] = {}
     start = threading.Barrier(2)
 
