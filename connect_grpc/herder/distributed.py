@@ -1522,7 +1522,7 @@ def _stops_cut_short(snapshot: ConfigSnapshot) -> list[str]:
     return [
         name for name, state in snapshot.target_states.items()
         if state is TargetState.STOPPED and snapshot.contains(name)
-        and _stopped_with_tasks(snapshot, name)
+        and snapshot.task_configs(name)
     ]
 
 

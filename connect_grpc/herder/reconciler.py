@@ -441,14 +441,11 @@ class Reconciler:
         the one that may restart the most (the first of equals), as Kafka Connect keeps
         them (a second request would only stop again what the first just started)."""
         kept: dict[str, RestartRequest] = {}
-        while True:
-            try:
-                request = self._restarts.get_nowait()
-            except queue.Empty:
-                return list(kept.values())
+        for request in _drain(self._restarts):
             known = kept.get(request.connector)
             if known is None or request.impact > known.impact:
                 kept[request.connector] = request
+        return list(kept.values())
 
     def _restart_instances(self, name: str, restart_connector: bool, tasks: list[TaskId]) -> None:
         restarting = InstanceStatus(State.RESTARTING, self._id)
@@ -467,8 +464,9 @@ class Reconciler:
         self.wake_in_full()  # the next round starts them again
 
 
-def _drain(pending: queue.SimpleQueue[PlainRestart]) -> list[PlainRestart]:
-    drained: list[PlainRestart] = []
+def _drain(pending: queue.SimpleQueue[V]) -> list[V]:
+    """What ``pending`` holds now, in order."""
+    drained: list[V] = []
     while True:
         try:
             drained.append(pending.get_nowait())
