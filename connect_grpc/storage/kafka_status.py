@@ -363,6 +363,8 @@ class KafkaStatusStore:
             if self._superseded(key, status, generation):
                 log.info("status_not_written_superseded", key=str(key), generation=generation)
                 return
+            if self._unchanged(key, status, generation):
+                return
             self._enqueue(key, _Write(raw_key, encode_status(status, generation), status,
                                       generation))
 
@@ -634,6 +636,21 @@ class KafkaStatusStore:
         if current is None or current.worker_id == status.worker_id:
             return False
         return generation < self._generations.get(key, generation)
+
+    def _unchanged(self, key: StatusKey, status: InstanceStatus, generation: int) -> bool:
+        """Whether the key's latest status, as this worker is writing it or the topic has
+        it, is ``status`` already, in the same generation: its record would change nothing
+        (a STOPPED connector's instance re-made for each new config, say), and every worker
+        would still read it. Under the lock."""
+        write = self._outstanding(key)
+        if write is not None:
+            return write.status == status and write.generation == generation
+        current = (
+            self._tasks.get(key.connector, {}).get(key.task)
+            if isinstance(key, TaskId)
+            else self._connectors.get(key)
+        )
+        return current == status and self._generations.get(key) == generation
 
     def _set(self, key: StatusKey, status: InstanceStatus | None) -> None:
         """Sets or (None) removes one status; called under the lock."""

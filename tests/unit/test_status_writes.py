@@ -160,3 +160,37 @@ def test_stop_gives_up_on_writes_kafka_never_takes(
     store.put_task(TaskId("c", 0), RUNNING)
     store.stop()  # returns (bounded) although the write never succeeded
     assert log.written == []
+
+
+def test_a_status_the_topic_has_already_in_this_generation_is_not_written_again(
+    store: KafkaStatusStore, log: OutageLog
+) -> None:
+    stopped = InstanceStatus(State.STOPPED, "w1")
+    store.set_generation(3)
+    store.put_connector("c", stopped)
+    store.flush(5)
+    # the instance of a STOPPED connector is made again for each new config: same status
+    store.put_connector("c", stopped)
+    store.put_connector("c", InstanceStatus(State.STOPPED, "w1"))
+    store.flush(5)
+    assert log.states() == [("status-connector-c", "STOPPED")]
+    # a new generation is written (another worker's older record must not win over it)
+    store.set_generation(4)
+    store.put_connector("c", stopped)
+    store.flush(5)
+    # so is the same state over another worker's record
+    value = b'{"state":"STOPPED","trace":null,"worker_id":"w2","generation":4}'
+    store._apply(LogRecord(b"status-connector-c", value, 0, 100))
+    store.put_connector("c", stopped)
+    store.flush(5)
+    # and a state that changed and changed back
+    for state in (RUNNING, RETRYING, RUNNING):
+        store.put_task(TaskId("c", 0), state)
+        store.flush(5)
+    assert log.states()[1:] == [
+        ("status-connector-c", "STOPPED"),
+        ("status-connector-c", "STOPPED"),
+        ("status-task-c-0", "RUNNING"),
+        ("status-task-c-0", "RETRYING"),
+        ("status-task-c-0", "RUNNING"),
+    ]
