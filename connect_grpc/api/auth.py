@@ -129,10 +129,15 @@ class Authenticator:
         self._principals = _reloading_principals(security.auth.principals_file)
 
     def caller(
-        self, method: str, metadata: Metadata, auth_context: Mapping[str, Sequence[bytes]],
+        self,
+        method: str,
+        metadata: Metadata,
+        auth_context: Callable[[], Mapping[str, Sequence[bytes]]],
         body: bytes | None,
     ) -> Caller:
-        """The caller; ``body`` is the request's bytes (None for a streaming request).
+        """The caller; ``body`` is the request's bytes (None for a streaming request);
+        ``auth_context`` gives the TLS peer's properties (asked only when certificates
+        authenticate callers).
 
         Raises:
             UnauthenticatedError: no credential, or one this worker does not accept.
@@ -141,7 +146,7 @@ class Authenticator:
         if forwarded_by is not None or _header(metadata, SIGNATURE_HEADER) is not None:
             return self._signed(method, metadata, body, str(forwarded_by or ""))
         if self._certificates:
-            return self._certificate_holder(auth_context)
+            return self._certificate_holder(auth_context())
         if self._tokens is not None:
             return self._token_holder(self._tokens.current(), metadata)
         return ANONYMOUS
@@ -267,6 +272,10 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
     def __init__(self, authenticator: Authenticator, open_services: frozenset[str]) -> None:
         self._authenticator = authenticator
         self._open_services = open_services
+        #: Per method served, the handler last seen and its guarded form: the servicer's
+        #: handlers (and the relay's) are built once, so their guards need not be rebuilt
+        #: for every call.
+        self._guards: dict[str, tuple[Any, Any]] = {}
 
     def intercept_service(
         self,
@@ -274,11 +283,16 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Any:
         handler = continuation(handler_call_details)
+        if handler is None:  # no such method: nothing kept for names callers make up
+            return None
         method = handler_call_details.method
+        known = self._guards.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
         required = required_role(method, self._open_services)
-        if handler is None or required is None:
-            return handler
-        return self._guarded(handler, method, required)
+        guarded = handler if required is None else self._guarded(handler, method, required)
+        self._guards[method] = (handler, guarded)
+        return guarded
 
     def _admit(
         self, method: str, required: Role, context: grpc.ServicerContext, body: bytes | None
@@ -288,7 +302,7 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         metadata = tuple(context.invocation_metadata() or ())
         try:
             # grpc-stubs type its values as bytes; they are lists of bytes
-            auth_context = cast(Mapping[str, Sequence[bytes]], context.auth_context())
+            auth_context = cast(Callable[[], Mapping[str, Sequence[bytes]]], context.auth_context)
             caller = self._authenticator.caller(method, metadata, auth_context, body)
             authorize(caller, required, method)
         except ConnectError as exc:

@@ -600,6 +600,9 @@ class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
         self._forwarder = forwarder
         self._leads = leads
         self._methods = frozenset(f"/{SERVICE}/{name}" for name in LEADER_WRITES)
+        #: Per method, its relaying handler: built on the first call (a relay is on every
+        #: forwarded write's path, where each allocation shows in the hop's cost).
+        self._relaying: dict[str, Any] = {}
 
     def intercept_service(
         self,
@@ -608,10 +611,17 @@ class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
     ) -> Any:
         if not self._relays(handler_call_details):
             return continuation(handler_call_details)
-        serve_here = functools.partial(continuation, handler_call_details)
-        return grpc.unary_unary_rpc_method_handler(
-            functools.partial(self._relay, handler_call_details.method, serve_here)
-        )
+        method = handler_call_details.method
+        relaying = self._relaying.get(method)
+        if relaying is None:
+            # the servicer's own handler, for a call this worker ends up serving: the
+            # registered handler of a method never changes once the server runs
+            served_here = continuation(handler_call_details)
+            relaying = grpc.unary_unary_rpc_method_handler(
+                functools.partial(self._relay, method, served_here)
+            )
+            self._relaying[method] = relaying
+        return relaying
 
     def _relays(self, details: grpc.HandlerCallDetails) -> bool:
         """Whether the call is a leader's write to relay: another worker leads, and it was
@@ -624,7 +634,7 @@ class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
     def _relay(
         self,
         method: str,
-        serve_here: Callable[[], Any],
+        served_here: Any,
         request: bytes,
         context: grpc.ServicerContext,
     ) -> bytes:
@@ -632,7 +642,7 @@ class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
             with deadline.scope(context.time_remaining()):
                 return self._forwarder.relay(method, request, context.is_active)
         except ServeHere:
-            return _serve(serve_here(), request, context)
+            return _serve(served_here, request, context)
         except LeaderAnswered as answered:
             _answer_with(context, answered.status)
             return b""

@@ -66,14 +66,21 @@ class _CallMetrics:
         self._families = families
         self._labels = labels
         self._latency = families.latency.labels(*labels)
+        self._started = families.started.labels(*labels)
+        self._handled: dict[grpc.StatusCode, Any] = {}
 
     def started(self) -> float:
-        self._families.started.labels(*self._labels).inc()
+        self._started.inc()
         return time.monotonic()
 
     def handled(self, began: float, code: grpc.StatusCode) -> None:
         self._latency.observe(time.monotonic() - began)
-        self._families.handled.labels(*self._labels, code.name).inc()
+        handled = self._handled.get(code)
+        if handled is None:
+            handled = self._handled[code] = self._families.handled.labels(
+                *self._labels, code.name
+            )
+        handled.inc()
 
 
 def status_code(context: grpc.ServicerContext, error: BaseException | None) -> grpc.StatusCode:
@@ -94,6 +101,9 @@ class ServerMetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._families = ServerMetricFamilies(registry)
+        #: Per method served, the handler last seen and its measured form (built once per
+        #: handler, not per call: the label lookups take a lock each).
+        self._measuring: dict[str, tuple[Any, Any]] = {}
 
     def intercept_service(
         self,
@@ -103,7 +113,13 @@ class ServerMetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg
         handler = continuation(handler_call_details)
         if handler is None:
             return None
-        return self._measured(handler, handler_call_details.method)
+        method = handler_call_details.method
+        known = self._measuring.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        measured = self._measured(handler, method)
+        self._measuring[method] = (handler, measured)
+        return measured
 
     def _measured(self, handler: Any, method: str) -> Any:
         serialization = {

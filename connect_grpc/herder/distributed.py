@@ -285,6 +285,8 @@ class DistributedHerder(HerderCommon):
         #: its own view had read it back (``_write_in_term``): every read here waits for it.
         self._owed_config_position = 0
         self._owed_lock = threading.Lock()
+        #: The leader record last read from the view, and the (id, address) it names.
+        self._leader_named: tuple[object, tuple[str, str] | None] = (object(), None)
         #: The election's ``changes`` when the writer took office: a writer serves that
         #: leadership only, never one won again after a deposal (a new term then).
         self._office_changes = -1
@@ -513,8 +515,14 @@ class DistributedHerder(HerderCommon):
 
     def leader_address(self) -> tuple[str, str] | None:
         """(id, address) of the leader as the config topic names it; None before any."""
-        leader = LeaderRecord.from_json(self._snapshot().extensions.get(LEADER_KEY))
-        return (leader.worker_id, leader.address) if leader else None
+        raw = self._snapshot().extensions.get(LEADER_KEY)
+        seen, named = self._leader_named
+        if raw is seen:  # asked on every forwarded write: parsed once per leader record
+            return named
+        leader = LeaderRecord.from_json(raw)
+        named = (leader.worker_id, leader.address) if leader else None
+        self._leader_named = (raw, named)
+        return named
 
     def session_key(self) -> SessionKey | None:
         """The cluster's current inter-worker session key (KIP-507) as this worker read

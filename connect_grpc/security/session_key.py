@@ -131,8 +131,12 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+#: What ``json.dumps(..., separators=(",", ":"))`` builds for every call, built once.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
 def _mac(key: SessionKey, call: SignedCall, at_ms: int) -> str:
-    payload = json.dumps(
+    payload = _COMPACT_JSON.encode(
         [
             _VERSION,
             call.method,
@@ -141,10 +145,9 @@ def _mac(key: SessionKey, call: SignedCall, at_ms: int) -> str:
             key.created_ms,
             call.forwarded_by,
             call.credential,
-        ],
-        separators=(",", ":"),
+        ]
     ).encode("utf-8")
-    return hmac.new(key.secret, payload, hashlib.sha256).hexdigest()
+    return hmac.digest(key.secret, payload, "sha256").hex()
 
 
 class RequestSigner:

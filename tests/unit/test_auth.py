@@ -5,6 +5,9 @@ the servicers only record the calls that reach them."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -443,3 +446,43 @@ def test_a_cluster_member_that_authenticates_nobody_still_requires_the_signature
     finally:
         served.channel.close()
         server.stop(0).wait()
+
+
+def test_a_methods_guard_is_built_once_for_the_handler_it_guards() -> None:
+    interceptor = build_interceptor(SecurityConfig(), None)
+
+    @dataclass
+    class Details:
+        method: str
+        invocation_metadata: tuple[tuple[str, str], ...] = ()
+
+    def unary(request: Any, context: Any) -> Any:
+        return request
+
+    first = grpc.unary_unary_rpc_method_handler(unary)
+    second = grpc.unary_unary_rpc_method_handler(unary)
+    pause = Details("/connect.v1.ConnectService/PauseConnector")
+
+    guarded = interceptor.intercept_service(lambda _: first, pause)
+    assert guarded is not first  # an admin write is guarded
+    assert interceptor.intercept_service(lambda _: first, pause) is guarded
+    # another handler for the method (a relay after this worker lost the lead): its own guard
+    other = interceptor.intercept_service(lambda _: second, pause)
+    assert other is not guarded and other is not second
+    # a method nobody serves is answered UNIMPLEMENTED by gRPC, and nothing is kept for it
+    assert interceptor.intercept_service(lambda _: None, Details("/x.Y/Made.Up")) is None
+    assert "/x.Y/Made.Up" not in interceptor._guards
+
+
+def test_a_signature_is_the_v1_hmac_of_the_compact_json_a_peer_of_another_version_checks() -> None:
+    key = SessionKey(b"k" * 32, 1_700_000_000_000)
+    call = SignedCall("/connect.v1.ConnectService/PauseConnector", b"\x0a\x01a", "w1", "token:ab")
+    signer = RequestSigner(lambda: key, clock=lambda: 1_700_000_000_123)
+    (_, signature), _ = signer.metadata(call)
+    payload = json.dumps(
+        ["v1", call.method, hashlib.sha256(call.body).hexdigest(), 1_700_000_000_123,
+         key.created_ms, call.forwarded_by, call.credential],
+        separators=(",", ":"),
+    ).encode("utf-8")
+    expected = hmac.new(key.secret, payload, hashlib.sha256).hexdigest()
+    assert signature == f"v1 {key.created_ms} 1700000000123 {expected}"

@@ -580,6 +580,29 @@ def test_only_the_leaders_writes_are_relayed() -> None:
     assert [name for name in others if relayed(name)] == []
 
 
+def test_a_relayed_method_has_one_handler_built_on_its_first_call() -> None:
+    relay = LeaderWritesRelay(Forwarder("a", lambda: None), lambda: False)
+
+    @dataclass
+    class Details:
+        method: str
+        invocation_metadata: tuple[tuple[str, str], ...] = ()
+
+    asked: list[str] = []
+
+    def servicer_handler(details: Details) -> str:
+        asked.append(details.method)
+        return "the servicer's handler"
+
+    pause = Details("/connect.v1.ConnectService/PauseConnector")
+    handlers = {id(relay.intercept_service(servicer_handler, pause)) for _ in range(3)}
+    assert len(handlers) == 1
+    # the servicer's handler is looked up once, for a call this worker ends up serving
+    assert asked == [pause.method]
+    forwarded = Details(pause.method, ((FORWARDED_BY, "b"),))
+    assert relay.intercept_service(servicer_handler, forwarded) == "the servicer's handler"
+
+
 # ---- the project's own ConnectServicer -----------------------------------------------------
 
 

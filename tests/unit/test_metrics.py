@@ -9,6 +9,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from concurrent import futures
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -469,3 +470,19 @@ def test_a_port_in_use_is_a_startup_error_naming_metrics_listener() -> None:
     assert raised.value.property_name == "metrics.listener"
     assert f"http://127.0.0.1:{port}" in raised.value.message
     assert raised.value.exit_code == 2
+
+
+def test_a_methods_measured_handler_is_built_once_for_the_handler_it_measures() -> None:
+    interceptor = ServerMetricsInterceptor(CollectorRegistry())
+
+    @dataclass
+    class Details:
+        method: str
+
+    handler = grpc.unary_unary_rpc_method_handler(_ok)
+    ok = Details(f"/{SERVICE}/Ok")
+    measured = interceptor.intercept_service(lambda _: handler, ok)
+    assert interceptor.intercept_service(lambda _: handler, ok) is measured
+    replaced = grpc.unary_unary_rpc_method_handler(_ok)
+    assert interceptor.intercept_service(lambda _: replaced, ok) is not measured
+    assert interceptor.intercept_service(lambda _: None, Details("/x.Y/Made.Up")) is None
