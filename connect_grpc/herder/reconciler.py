@@ -337,9 +337,11 @@ class Reconciler:
         with self._lock:
             running = _in_scope(self._running_connectors, scope)
             regenerate, self._regenerate = self._regenerate, set()
-        for name, (config, _target) in running.items():
+        for name, (config, target) in running.items():
             gone = not snapshot.contains(name)
-            if gone or name not in mine.connectors or snapshot.connectors[name] != config:
+            if gone or name not in mine.connectors or (
+                snapshot.connectors[name] != config and not _stays_stopped(snapshot, name, target)
+            ):
                 self._stop_connector_instance(name, connector_deleted=gone)
         for name in mine.connectors if scope is None else sorted(scope & set(mine.connectors)):
             if not snapshot.contains(name):
@@ -355,7 +357,7 @@ class Reconciler:
                 if started and target is TargetState.STARTED:
                     regenerate.add(name)
             elif current[1] is not target:
-                self._worker.set_connector_target(name, target)
+                self._retarget_connector(name, current[0], config, target)
                 with self._lock:
                     self._running_connectors[name] = (config, target)
                 if target is TargetState.STARTED:
@@ -363,6 +365,18 @@ class Reconciler:
         for name in sorted(regenerate):
             if name in mine.connectors and snapshot.target_state(name) is TargetState.STARTED:
                 self._generate_task_configs(snapshot, name)
+
+    def _retarget_connector(
+        self, name: str, made_with: Mapping[str, str], config: Mapping[str, str],
+        target: TargetState,
+    ) -> None:
+        """Brings the instance to ``target``; one made while STOPPED with a config replaced
+        since is made again with the current one."""
+        if made_with == config:
+            self._worker.set_connector_target(name, target)
+            return
+        self._worker.stop_connector(name, False)
+        self._worker.start_connector(name, config, target)
 
     def _stop_connector_instance(self, name: str, connector_deleted: bool) -> None:
         self._worker.stop_connector(name, connector_deleted)
@@ -517,6 +531,13 @@ def _in_scope(table: Mapping[str, V], scope: Scope) -> dict[str, V]:
     if scope is None:
         return dict(table)
     return {name: table[name] for name in scope if name in table}
+
+
+def _stays_stopped(snapshot: ConfigSnapshot, name: str, target: TargetState) -> bool:
+    """Whether a connector instance made STOPPED is still to be STOPPED: a new config then
+    waits until it leaves STOPPED (``_retarget_connector``), as making the instance again
+    would run nothing, report the same status and only cost every config change."""
+    return target is TargetState.STOPPED and snapshot.target_state(name) is TargetState.STOPPED
 
 
 def _stopped(snapshot: ConfigSnapshot, task: TaskId) -> bool:

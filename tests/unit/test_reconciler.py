@@ -212,6 +212,43 @@ def test_a_stopped_connector_runs_no_task_even_before_its_task_configs_are_empti
     assert h.worker.task_starts == [T0, T1]  # not started again while STOPPED
 
 
+def test_a_stopped_connectors_new_config_waits_until_it_leaves_stopped(h: Harness) -> None:
+    """Making a STOPPED instance again would run nothing and report the same STOPPED: a
+    new config is taken when the connector is resumed (or restarted by a request)."""
+    h.view.write(target_state_records(NAME, TargetState.STOPPED))
+    h.view.assign(2, w1=WorkerAssignment.of([NAME]))
+    h.reconciler.reconcile()
+    instance = h.worker.connectors[NAME]
+    for start in ("5", "6"):
+        h.view.write(connector_config_records(NAME, {**CONFIG, "sequence.start": start}))
+        h.reconciler.reconcile()
+    assert h.worker.connectors[NAME] is instance  # not made again
+    assert h.worker.connector_stops == [] and h.submitted == []
+    h.view.write(target_state_records(NAME, TargetState.STARTED))
+    h.reconciler.reconcile()
+    assert h.worker.connectors[NAME] is not instance
+    assert h.worker.connectors[NAME].config["sequence.start"] == "6"
+    assert h.worker.connector_running(NAME)
+    assert [configs[0]["sequence.start"] for _, configs in h.submitted] == ["6"]
+    # a running connector still restarts with a new config, as in Kafka Connect
+    h.view.write(connector_config_records(NAME, {**CONFIG, "sequence.start": "7"}))
+    h.reconciler.reconcile()
+    assert h.worker.connector_stops == [(NAME, False)]
+    assert h.worker.connectors[NAME].config["sequence.start"] == "7"
+
+
+def test_a_stopped_connector_resumed_with_its_config_unchanged_keeps_its_instance(
+    h: Harness,
+) -> None:
+    h.view.write(target_state_records(NAME, TargetState.STOPPED))
+    h.view.assign(2, w1=WorkerAssignment.of([NAME]))
+    h.reconciler.reconcile()
+    instance = h.worker.connectors[NAME]
+    h.view.write(target_state_records(NAME, TargetState.PAUSED))
+    h.reconciler.reconcile()
+    assert h.worker.connectors[NAME] is instance
+
+
 @pytest.mark.parametrize("cut", range(1, len(removal_records(NAME, 2)) + 1))
 def test_a_deleted_connector_is_told_so_everywhere(h: Harness, cut: int) -> None:
     """Whatever part of the removal was written after its tombstone (a removal cut short,
