@@ -11,7 +11,10 @@ rotates from one round to the next, so both systems see the same machine state.
 One cycle, on a connector of its own (``FileStreamSource`` of an empty file, one task, so
 nothing is produced): create STOPPED, put config, alter offsets, reset offsets, resume from
 STOPPED (the call, and until the status shows the connector and every task RUNNING), pause,
-resume from PAUSED, restart (the connector only), stop, delete; then a second connector
+resume from PAUSED, restart (the connector only; also reported by where the connector ran,
+read from its status just before: a plain restart is carried out by the worker that runs
+it, so one sent to another worker is forwarded there, by both systems), stop, delete; then a
+second connector
 created RUNNING, timed until every task is RUNNING, and deleted (untimed). Between the timed
 writes the cycle waits, untimed, for the state the next write starts from (PAUSED before
 resume from paused, RUNNING after a resume or restart), polling the same worker's status.
@@ -65,6 +68,10 @@ WRITES = (
     "stop",
     "delete",
 )
+#: A restart, by where the connector ran: a plain restart is carried out by that worker, so
+#: one sent elsewhere is forwarded there (by both systems), and the cell mixes the two.
+RESTART_HERE = "restart, the connector on the called worker"
+RESTART_ELSEWHERE = "restart, the connector on another worker"
 RESUME_RUNNING = "resume from STOPPED → every task RUNNING"
 CREATE_RUNNING = "create RUNNING → every task RUNNING"
 ROLES = ("leader", "follower")
@@ -115,12 +122,26 @@ class Target(Protocol):
         """The connector's state and its tasks' states (names as Kafka Connect's REST)."""
         ...
 
+    def runs_connector(self, name: str) -> bool:
+        """Whether this worker runs the connector's instance (its status names it)."""
+        ...
+
 
 class GrpcTarget:
     """A connect-grpc worker, over its long-lived channel."""
 
     def __init__(self, stub: pb_grpc.ConnectServiceStub) -> None:
         self.stub = stub
+        self._worker_id = ""
+
+    def runs_connector(self, name: str) -> bool:
+        if not self._worker_id:
+            info = self.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=CALL_TIMEOUT_S)
+            self._worker_id = info.worker_id
+        status = self.stub.GetConnectorStatus(
+            pb.GetConnectorStatusRequest(name=name), timeout=CALL_TIMEOUT_S
+        ).status
+        return bool(status.connector.worker_id == self._worker_id)
 
     def create(self, name: str, config: Mapping[str, str], stopped: bool) -> None:
         state = pb.INITIAL_STATE_STOPPED if stopped else pb.INITIAL_STATE_RUNNING
@@ -182,6 +203,11 @@ class RestTarget:
 
     def __init__(self, worker: KafkaConnectDistributed) -> None:
         self.worker = worker
+
+    def runs_connector(self, name: str) -> bool:
+        status = self.worker.request("GET", f"/connectors/{name}/status")
+        # Kafka Connect names a worker by its advertised REST host and port
+        return bool(status["connector"]["worker_id"] == f"127.0.0.1:{self.worker.rest_port}")
 
     def create(self, name: str, config: Mapping[str, str], stopped: bool) -> None:
         body: dict[str, Any] = {"name": name, "config": dict(config)}
@@ -276,7 +302,11 @@ def cycle(target: Target, name: str, file: Path, results: Results) -> None:
     wait_for_state(target, name, "PAUSED")
     timed("resume from paused", lambda: target.resume(name))
     wait_for_state(target, name, "RUNNING")
+    here = target.runs_connector(name)
     timed("restart", lambda: target.restart(name))
+    restarted = results["restart"].seconds[-1]
+    placed = RESTART_HERE if here else RESTART_ELSEWHERE
+    results.setdefault(placed, Samples()).seconds.append(restarted)
     wait_for_state(target, name, "RUNNING")
     timed("stop", lambda: target.stop(name))
     wait_until_stopped(target, name)
@@ -501,8 +531,8 @@ def report(run: AnchorRun) -> str:
             f"| {label} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {c:.1f} | {d:.1f} | {c / d:.2f}x "
             f"| {c - a:+.1f} | {d - b:+.1f} | {a / floor:.1f}x |"
         )
+    lines += ["", *restarts_by_placement(run), ""]
     lines += [
-        "",
         f"Floor (one transactional produce + commit to a 1-partition topic, then its read-back by "
         f"a read_committed consumer; {len(run.floor_read_back.seconds)} samples): commit p50 "
         f"{run.floor_commit.p50_ms():.1f} ms, with the read-back p50 **{floor:.1f} ms** "
@@ -514,6 +544,33 @@ def report(run: AnchorRun) -> str:
         f"median {statistics.median(loads):.2f}, max {max(loads):.2f}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def restarts_by_placement(run: AnchorRun) -> list[str]:
+    """The restarts of both roles, split by where the connector ran: p50 (count) each."""
+    lines = [
+        "Restarts by where the connector ran (both roles pooled; p50 in ms, count):",
+        "",
+        "| the connector ran on | ours | KC | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, where in ((RESTART_HERE, "the called worker"), (RESTART_ELSEWHERE, "another")):
+        pooled = {
+            system: Samples([s for role in ROLES
+                             for s in run.results[(system, role)].get(label, Samples()).seconds])
+            for system in SYSTEMS
+        }
+        ours, kc = pooled["connect-grpc"], pooled["Kafka Connect"]
+        if not ours.seconds or not kc.seconds:
+            lines.append(f"| {where} | {_p50_count(ours)} | {_p50_count(kc)} | - |")
+            continue
+        ratio = ours.p50_ms() / kc.p50_ms()
+        lines.append(f"| {where} | {_p50_count(ours)} | {_p50_count(kc)} | {ratio:.2f}x |")
+    return lines
+
+
+def _p50_count(samples: Samples) -> str:
+    return f"{samples.p50_ms():.1f} ({len(samples.seconds)})" if samples.seconds else "- (0)"
 
 
 # --- where a leader write's time goes -------------------------------------------------------
