@@ -752,6 +752,7 @@ def main(argv: list[str] | None = None) -> int:
                         functools.partial(anchor.call, probe, timeout=READ_TIMEOUT_S),
                         functools.partial(proxy.call, probe, timeout=READ_TIMEOUT_S),
                         args.anchor_samples,
+                        [worker.stub for worker in cluster.live],
                     )
                 if position == 0 and args.breakdown > 0:
                     leader = cluster.leader()

@@ -13,7 +13,8 @@ nothing is produced): create STOPPED, put config, alter offsets, reset offsets, 
 STOPPED (the call, and until the status shows the connector and every task RUNNING), pause,
 resume from PAUSED, restart (the connector only; also reported by where the connector ran,
 read from its status just before: a plain restart is carried out by the worker that runs
-it, so one sent to another worker is forwarded there, by both systems), stop, delete; then a
+it, so one sent to another worker is forwarded there, by both systems; then, once RUNNING
+again, the same restart sent to the worker that runs the connector), stop, delete; then a
 second connector
 created RUNNING, timed until every task is RUNNING, and deleted (untimed). Between the timed
 writes the cycle waits, untimed, for the state the next write starts from (PAUSED before
@@ -31,7 +32,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -72,6 +73,8 @@ WRITES = (
 #: one sent elsewhere is forwarded there (by both systems), and the cell mixes the two.
 RESTART_HERE = "restart, the connector on the called worker"
 RESTART_ELSEWHERE = "restart, the connector on another worker"
+#: The same restart sent, a moment later, to the worker that runs the connector.
+RESTART_OWN = "restart sent to the connector's own worker"
 RESUME_RUNNING = "resume from STOPPED → every task RUNNING"
 CREATE_RUNNING = "create RUNNING → every task RUNNING"
 ROLES = ("leader", "follower")
@@ -122,8 +125,12 @@ class Target(Protocol):
         """The connector's state and its tasks' states (names as Kafka Connect's REST)."""
         ...
 
-    def runs_connector(self, name: str) -> bool:
-        """Whether this worker runs the connector's instance (its status names it)."""
+    def worker_id(self) -> str:
+        """This worker's id, as statuses name it."""
+        ...
+
+    def connector_worker(self, name: str) -> str:
+        """The id of the worker that runs the connector's instance (its status names it)."""
         ...
 
 
@@ -134,14 +141,17 @@ class GrpcTarget:
         self.stub = stub
         self._worker_id = ""
 
-    def runs_connector(self, name: str) -> bool:
+    def worker_id(self) -> str:
         if not self._worker_id:
             info = self.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=CALL_TIMEOUT_S)
             self._worker_id = info.worker_id
+        return self._worker_id
+
+    def connector_worker(self, name: str) -> str:
         status = self.stub.GetConnectorStatus(
             pb.GetConnectorStatusRequest(name=name), timeout=CALL_TIMEOUT_S
         ).status
-        return bool(status.connector.worker_id == self._worker_id)
+        return str(status.connector.worker_id)
 
     def create(self, name: str, config: Mapping[str, str], stopped: bool) -> None:
         state = pb.INITIAL_STATE_STOPPED if stopped else pb.INITIAL_STATE_RUNNING
@@ -204,10 +214,13 @@ class RestTarget:
     def __init__(self, worker: KafkaConnectDistributed) -> None:
         self.worker = worker
 
-    def runs_connector(self, name: str) -> bool:
-        status = self.worker.request("GET", f"/connectors/{name}/status")
+    def worker_id(self) -> str:
         # Kafka Connect names a worker by its advertised REST host and port
-        return bool(status["connector"]["worker_id"] == f"127.0.0.1:{self.worker.rest_port}")
+        return f"127.0.0.1:{self.worker.rest_port}"
+
+    def connector_worker(self, name: str) -> str:
+        status = self.worker.request("GET", f"/connectors/{name}/status")
+        return str(status["connector"]["worker_id"])
 
     def create(self, name: str, config: Mapping[str, str], stopped: bool) -> None:
         body: dict[str, Any] = {"name": name, "config": dict(config)}
@@ -281,8 +294,16 @@ def wait_until_stopped(target: Target, name: str) -> None:
 Results = dict[str, Samples]
 
 
-def cycle(target: Target, name: str, file: Path, results: Results) -> None:
-    """One cycle of every timed write on ``target`` (see the module's docstring)."""
+def cycle(
+    target: Target,
+    name: str,
+    file: Path,
+    results: Results,
+    workers: Mapping[str, Target] | None = None,
+) -> None:
+    """One cycle of every timed write on ``target`` (see the module's docstring);
+    ``workers``: every worker of the target's system by id, for the restart sent to the
+    connector's own worker."""
 
     def timed(label: str, call: Callable[[], None]) -> float:
         started = time.perf_counter()
@@ -302,12 +323,16 @@ def cycle(target: Target, name: str, file: Path, results: Results) -> None:
     wait_for_state(target, name, "PAUSED")
     timed("resume from paused", lambda: target.resume(name))
     wait_for_state(target, name, "RUNNING")
-    here = target.runs_connector(name)
+    runner = target.connector_worker(name)
     timed("restart", lambda: target.restart(name))
     restarted = results["restart"].seconds[-1]
-    placed = RESTART_HERE if here else RESTART_ELSEWHERE
+    placed = RESTART_HERE if runner == target.worker_id() else RESTART_ELSEWHERE
     results.setdefault(placed, Samples()).seconds.append(restarted)
     wait_for_state(target, name, "RUNNING")
+    own = (workers or {}).get(target.connector_worker(name))
+    if own is not None:
+        timed(RESTART_OWN, lambda: own.restart(name))
+        wait_for_state(target, name, "RUNNING")
     timed("stop", lambda: target.stop(name))
     wait_until_stopped(target, name)
     timed("delete", lambda: target.delete(name))
@@ -451,10 +476,12 @@ def run(
     echo: Callable[[], object],
     relay: Callable[[], object],
     rounds: int,
+    ours_all: Sequence[pb_grpc.ConnectServiceStub] = (),
 ) -> AnchorRun:
     """Starts Kafka Connect's cluster, runs ``rounds`` rounds (one cycle on each target, the
     floor, the echo and relay calls), stops it. ``ours``: connect-grpc's leader and a
-    follower."""
+    follower; ``ours_all``: each of its workers (for the restart sent to the connector's
+    own worker)."""
     import os
 
     file = root / "anchor-source.txt"
@@ -474,18 +501,28 @@ def run(
             (("connect-grpc", "follower"), GrpcTarget(ours[1])),
             (("Kafka Connect", "follower"), RestTarget(kc_follower)),
         ]
+        every: dict[str, list[Target]] = {
+            "connect-grpc": [GrpcTarget(stub) for stub in ours_all],
+            "Kafka Connect": [RestTarget(worker) for worker in kc.workers],
+        }
+        workers = {
+            system: {worker.worker_id(): worker for worker in members}
+            for system, members in every.items()
+        }
         floor = Floor(bootstrap)
         results: dict[tuple[str, str], Results] = {key: {} for key, _ in targets}
         echo_samples, relay_samples = Samples(), Samples()
         load: list[tuple[float, float, float]] = []
         # one unrecorded round: first connections, JIT, topic creation
         for key, target in targets:
-            cycle(target, f"anchor-warmup-{key[0][0].lower()}{key[1][0]}", file, {})
+            cycle(target, f"anchor-warmup-{key[0][0].lower()}{key[1][0]}", file, {},
+                  workers[key[0]])
         floor.sample()
         for index in range(rounds):
             shift = index % len(targets)
             for key, target in targets[shift:] + targets[:shift]:
-                cycle(target, f"anchor-{index}-{key[0][0].lower()}{key[1][0]}", file, results[key])
+                cycle(target, f"anchor-{index}-{key[0][0].lower()}{key[1][0]}", file, results[key],
+                      workers[key[0]])
             for _ in range(FLOOR_PER_ROUND):
                 floor.sample()
             for _ in range(ECHO_CALLS_PER_ROUND):
@@ -554,7 +591,11 @@ def restarts_by_placement(run: AnchorRun) -> list[str]:
         "| the connector ran on | ours | KC | ratio |",
         "|---|---:|---:|---:|",
     ]
-    for label, where in ((RESTART_HERE, "the called worker"), (RESTART_ELSEWHERE, "another")):
+    for label, where in (
+        (RESTART_HERE, "the called worker"),
+        (RESTART_ELSEWHERE, "another"),
+        (RESTART_OWN, "the called worker, sent there on purpose"),
+    ):
         pooled = {
             system: Samples([s for role in ROLES
                              for s in run.results[(system, role)].get(label, Samples()).seconds])
