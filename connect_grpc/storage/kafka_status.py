@@ -628,11 +628,7 @@ class KafkaStatusStore:
 
     def _superseded(self, key: StatusKey, status: InstanceStatus, generation: int) -> bool:
         """Whether another worker's status of a newer generation stands. Under the lock."""
-        current = (
-            self._tasks.get(key.connector, {}).get(key.task)
-            if isinstance(key, TaskId)
-            else self._connectors.get(key)
-        )
+        current = self._current(key)
         if current is None or current.worker_id == status.worker_id:
             return False
         return generation < self._generations.get(key, generation)
@@ -645,12 +641,13 @@ class KafkaStatusStore:
         write = self._outstanding(key)
         if write is not None:
             return write.status == status and write.generation == generation
-        current = (
-            self._tasks.get(key.connector, {}).get(key.task)
-            if isinstance(key, TaskId)
-            else self._connectors.get(key)
-        )
-        return current == status and self._generations.get(key) == generation
+        return self._current(key) == status and self._generations.get(key) == generation
+
+    def _current(self, key: StatusKey) -> InstanceStatus | None:
+        """The key's status as the topic has it. Under the lock."""
+        if isinstance(key, TaskId):
+            return self._tasks.get(key.connector, {}).get(key.task)
+        return self._connectors.get(key)
 
     def _set(self, key: StatusKey, status: InstanceStatus | None) -> None:
         """Sets or (None) removes one status; called under the lock."""
