@@ -560,16 +560,19 @@ def test_the_leader_and_forwarded_calls_are_answered_by_the_servicer(cluster: Cl
     assert leader.seen == []
 
 
+@dataclass
+class _Details:
+    """What gRPC tells an interceptor of a call."""
+
+    method: str
+    invocation_metadata: tuple[tuple[str, str], ...] = ()
+
+
 def test_only_the_leaders_writes_are_relayed() -> None:
     relay = LeaderWritesRelay(Forwarder("a", lambda: None), lambda: False)
 
-    @dataclass
-    class Details:
-        method: str
-        invocation_metadata: tuple[tuple[str, str], ...] = ()
-
     def relayed(name: str) -> bool:
-        details = Details(f"/connect.v1.ConnectService/{name}")
+        details = _Details(f"/connect.v1.ConnectService/{name}")
         return relay.intercept_service(lambda _: None, details) is not None
 
     writes = ["CreateConnector", "PutConnectorConfig", "PatchConnectorConfig", "DeleteConnector",
@@ -582,24 +585,18 @@ def test_only_the_leaders_writes_are_relayed() -> None:
 
 def test_a_relayed_method_has_one_handler_built_on_its_first_call() -> None:
     relay = LeaderWritesRelay(Forwarder("a", lambda: None), lambda: False)
-
-    @dataclass
-    class Details:
-        method: str
-        invocation_metadata: tuple[tuple[str, str], ...] = ()
-
     asked: list[str] = []
 
-    def servicer_handler(details: Details) -> str:
+    def servicer_handler(details: _Details) -> str:
         asked.append(details.method)
         return "the servicer's handler"
 
-    pause = Details("/connect.v1.ConnectService/PauseConnector")
+    pause = _Details("/connect.v1.ConnectService/PauseConnector")
     handlers = {id(relay.intercept_service(servicer_handler, pause)) for _ in range(3)}
     assert len(handlers) == 1
     # the servicer's handler is looked up once, for a call this worker ends up serving
     assert asked == [pause.method]
-    forwarded = Details(pause.method, ((FORWARDED_BY, "b"),))
+    forwarded = _Details(pause.method, ((FORWARDED_BY, "b"),))
     assert relay.intercept_service(servicer_handler, forwarded) == "the servicer's handler"
 
 
