@@ -35,6 +35,7 @@ import structlog
 from connect_grpc.api.caller import acting_for
 from connect_grpc.api.errors import abort
 from connect_grpc.api.forwarding import FORWARDED_BY
+from connect_grpc.api.handler_cache import WrappedHandlers
 from connect_grpc.errors import ConnectError, PermissionDeniedError, UnauthenticatedError
 from connect_grpc.security.config import (
     AUTH_PRINCIPALS_FILE,
@@ -272,10 +273,7 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
     def __init__(self, authenticator: Authenticator, open_services: frozenset[str]) -> None:
         self._authenticator = authenticator
         self._open_services = open_services
-        #: Per method served, the handler last seen and its guarded form: the servicer's
-        #: handlers (and the relay's) are built once, so their guards need not be rebuilt
-        #: for every call.
-        self._guards: dict[str, tuple[Any, Any]] = {}
+        self._guards = WrappedHandlers(self._guard)
 
     def intercept_service(
         self,
@@ -283,16 +281,13 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Any:
         handler = continuation(handler_call_details)
-        if handler is None:  # no such method: nothing kept for names callers make up
+        if handler is None:
             return None
-        method = handler_call_details.method
-        known = self._guards.get(method)
-        if known is not None and known[0] is handler:
-            return known[1]
+        return self._guards.of(handler_call_details.method, handler)
+
+    def _guard(self, handler: Any, method: str) -> Any:
         required = required_role(method, self._open_services)
-        guarded = handler if required is None else self._guarded(handler, method, required)
-        self._guards[method] = (handler, guarded)
-        return guarded
+        return handler if required is None else self._guarded(handler, method, required)
 
     def _admit(
         self, method: str, required: Role, context: grpc.ServicerContext, body: bytes | None

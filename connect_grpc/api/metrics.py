@@ -18,6 +18,8 @@ from typing import Any
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from connect_grpc.api.handler_cache import WrappedHandlers
+
 METHOD_LABELS = ("grpc_type", "grpc_service", "grpc_method")
 
 UNARY = "unary"
@@ -101,9 +103,8 @@ class ServerMetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._families = ServerMetricFamilies(registry)
-        #: Per method served, the handler last seen and its measured form (built once per
-        #: handler, not per call: the label lookups take a lock each).
-        self._measuring: dict[str, tuple[Any, Any]] = {}
+        # built once per handler, not per call: the label lookups take a lock each
+        self._measuring = WrappedHandlers(self._measured)
 
     def intercept_service(
         self,
@@ -113,13 +114,7 @@ class ServerMetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg
         handler = continuation(handler_call_details)
         if handler is None:
             return None
-        method = handler_call_details.method
-        known = self._measuring.get(method)
-        if known is not None and known[0] is handler:
-            return known[1]
-        measured = self._measured(handler, method)
-        self._measuring[method] = (handler, measured)
-        return measured
+        return self._measuring.of(handler_call_details.method, handler)
 
     def _measured(self, handler: Any, method: str) -> Any:
         serialization = {
