@@ -111,8 +111,6 @@ class Reconciler:
         self._confirm = confirm
         self._stopping = stopping
         self._wake = threading.Event()
-        #: Set with a plain restart: its caller waits, so the round does not settle first.
-        self._hurry = threading.Event()
         self._lock = threading.Lock()
         #: Restart requests read from the config topic since the store started.
         self._restarts: queue.SimpleQueue[RestartRequest] = queue.SimpleQueue()
@@ -192,7 +190,6 @@ class Reconciler:
     def _carry_out_plain(self, restart: Callable[[], None], what: str) -> None:
         done: Future[None] = Future()
         self._plain_restarts.put((restart, done))
-        self._hurry.set()
         self.wake()
         wait_s = deadline.remaining(PLAIN_RESTART_WAIT_S)
         try:
@@ -239,7 +236,6 @@ class Reconciler:
             log=self._log,
             failure_event="reconcile_failed",
             settle_s=SETTLE_S,
-            hurry=self._hurry,
         )
         self._refuse_plain_restarts()
 
