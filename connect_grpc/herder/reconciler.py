@@ -111,6 +111,8 @@ class Reconciler:
         self._confirm = confirm
         self._stopping = stopping
         self._wake = threading.Event()
+        #: Set with a plain restart: its caller waits, so the round does not settle first.
+        self._hurry = threading.Event()
         self._lock = threading.Lock()
         #: Restart requests read from the config topic since the store started.
         self._restarts: queue.SimpleQueue[RestartRequest] = queue.SimpleQueue()
@@ -123,6 +125,8 @@ class Reconciler:
         self._regenerate: set[str] = set()
         self._applied_generation = 0
         self._applied_count = 0
+        #: Whether the current round stopped instances for a restart request.
+        self._restarted_in_round = False
         #: The view the last round carried out with nothing left to retry (None: a round is
         #: due, in full); any request or failure clears it.
         self._settled: ConfigSnapshot | None = None
@@ -190,6 +194,7 @@ class Reconciler:
     def _carry_out_plain(self, restart: Callable[[], None], what: str) -> None:
         done: Future[None] = Future()
         self._plain_restarts.put((restart, done))
+        self._hurry.set()
         self.wake()
         wait_s = deadline.remaining(PLAIN_RESTART_WAIT_S)
         try:
@@ -236,6 +241,7 @@ class Reconciler:
             log=self._log,
             failure_event="reconcile_failed",
             settle_s=SETTLE_S,
+            hurry=self._hurry,
         )
         self._refuse_plain_restarts()
 
@@ -244,11 +250,22 @@ class Reconciler:
         changed since the last one, then the plain restarts asked for before it began;
         raises what a step of the round raised."""
         asked = _drain(self._plain_restarts)
+        self._restarted_in_round = False
         try:
             self._round()
         finally:
-            for restart, done in asked:
-                _carry_out(restart, done)
+            if self._restarted_in_round:
+                self._requeue(asked)
+            else:
+                for restart, done in asked:
+                    _carry_out(restart, done)
+
+    def _requeue(self, asked: list[PlainRestart]) -> None:
+        """The round stopped instances for a restart request: they start again only in the
+        next round (already woken in full), so the plain restarts asked for wait for it."""
+        for restart in asked:
+            self._plain_restarts.put(restart)
+        self._hurry.set()
 
     def _refuse_plain_restarts(self) -> None:
         """The thread is ending: restarts still waiting are answered, not left to time out."""
@@ -470,6 +487,7 @@ class Reconciler:
         with self._lock:
             for task in tasks:
                 self._running_tasks.pop(task, None)
+        self._restarted_in_round = True
         self._worker.stop_tasks(tasks, False)
         if restart_connector:
             self._stop_connector_instance(name, connector_deleted=False)

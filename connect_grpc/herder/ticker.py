@@ -19,14 +19,18 @@ def run_ticks(
     log: Any,
     failure_event: str,
     settle_s: float = 0.0,
+    hurry: threading.Event | None = None,
 ) -> None:
     """Runs ``step`` when ``wake`` is set and every ``tick_s`` seconds, until ``stopping``;
     logs a failed step as ``failure_event`` (a ConnectError as a warning, anything else
     with its trace). Woken, it first waits ``settle_s``: the wakes of a burst (the records
-    of one write) then make one step."""
+    of one write) then make one step. ``hurry``, when set, ends that wait at once (a caller
+    waits for the step); the loop clears it."""
     while not stopping.is_set():
         if wake.wait(tick_s) and settle_s > 0:
-            stopping.wait(settle_s)
+            (stopping if hurry is None else hurry).wait(settle_s)
+        if hurry is not None:
+            hurry.clear()
         wake.clear()
         if stopping.is_set():
             return

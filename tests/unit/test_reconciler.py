@@ -349,6 +349,38 @@ def test_a_plain_restart_asked_while_a_restart_request_has_the_instance_down_wai
     assert h.board.connector(NAME).state is State.RUNNING
 
 
+def test_a_plain_restart_drained_by_the_round_that_carries_out_a_restart_request_waits_for_the_next(
+    h: Harness,
+) -> None:
+    """The CI failure at f265b26: the plain restart was carried out right after the round
+    whose restart request stopped the instance, before the next round started it again."""
+    h.view.assign(1, w1=WorkerAssignment.of([NAME]))
+    h.reconciler.reconcile()
+    outcome: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            h.reconciler.restart_connector(NAME)
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    while h.reconciler._plain_restarts.empty():
+        time.sleep(0.001)
+    h.reconciler.queue_restart(RestartRequest(NAME, include_tasks=True, only_failed=False))
+    h.reconciler.reconcile()  # the request stops the instance; the plain restart waits
+    assert not h.worker.connector_running(NAME)
+    assert outcome == []
+    h.reconciler.reconcile()  # starts it again, then restarts it as asked
+    asker.join(5)
+    assert outcome == [None]
+    assert h.worker.connector_stops == [(NAME, False), (NAME, False)]
+    assert h.worker.connector_running(NAME)
+
+
 def test_a_plain_restart_not_begun_within_the_deadline_is_unavailable_and_never_runs(
     h: Harness,
 ) -> None:

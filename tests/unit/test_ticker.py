@@ -59,3 +59,38 @@ def test_a_step_on_the_tick_does_not_settle() -> None:
     seen = _run(wake, stopping, tick_s=0.01)
 
     assert stopping.settles == 0 and seen == [False]
+
+
+def _hurried_loop() -> tuple[threading.Event, threading.Event, threading.Event, threading.Thread]:
+    """A loop settling 30 s when woken, with a hurry; its step sets ``ran`` and stops it.
+    Returns (wake, hurry, ran, the loop's thread), the thread started."""
+    wake, hurry, stopping, ran = (threading.Event() for _ in range(4))
+
+    def step() -> None:
+        ran.set()
+        stopping.set()
+
+    loop = threading.Thread(target=run_ticks, args=(step,), kwargs={
+        "wake": wake, "stopping": stopping, "tick_s": 30.0, "log": structlog.get_logger(),
+        "failure_event": "step_failed", "settle_s": 30.0, "hurry": hurry,
+    }, daemon=True)
+    loop.start()
+    return wake, hurry, ran, loop
+
+
+def test_a_hurried_wake_does_not_settle() -> None:
+    wake, hurry, ran, loop = _hurried_loop()
+    hurry.set()
+    wake.set()
+    assert ran.wait(5), "the step waited out the settle time"
+    loop.join(5)
+    assert not hurry.is_set(), "the loop clears the hurry it took"
+
+
+def test_a_hurry_during_the_settle_ends_it() -> None:
+    wake, hurry, ran, loop = _hurried_loop()
+    wake.set()
+    assert not ran.wait(0.2)  # settling
+    hurry.set()
+    assert ran.wait(5)
+    loop.join(5)
