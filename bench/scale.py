@@ -29,6 +29,11 @@ it, on the same broker once connect-grpc's workers are stopped):
    not counted in 3), ``--status-samples`` status reads (``GetConnectorStatus`` /
    ``GET /connectors/<name>/status``) of those 10, through the workers in turn; again once
    all N are RUNNING, of connectors picked at random among the N. p50 / p90 of each.
+   After every 20 reads, 20 calls that look nothing up (the standard gRPC health check;
+   Kafka Connect: ``GET /``) through the same workers in turn: the **floor**, what a call
+   to that worker process costs at that moment, so that a change of the status p50 is told
+   apart into the process (every call slower: the machine, or what else the workers run)
+   and the read itself (status p50 less floor p50).
 3. **All RUNNING.** The time from the first create until every connector and its task show
    RUNNING (the status listing of one worker, polled every 0.25 s), and the time from the
    end of the last create to that moment.
@@ -77,6 +82,7 @@ from cluster import (
     worker_id,
 )
 from cluster_anchor import KafkaConnectCluster
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from kafka_connect import FILE_SOURCE_CLASS, KafkaConnectDistributed
 
 from connect_grpc.kafka.broker import LocalKafka
@@ -93,6 +99,8 @@ POLL_S = 0.25
 RUNNING_TIMEOUT_S = 900.0
 RECOVERY_TIMEOUT_S = 300.0
 PAGE_SIZE = 1000
+#: Status reads between two blocks of as many floor calls.
+FLOOR_BLOCK = 20
 #: How much higher a p50 at N may be than at 10 and still count as "no worse": two p50s of
 #: the same calls measured a minute apart on the shared machine differ by this much.
 NOISE = 0.10
@@ -131,6 +139,10 @@ class ScaleRun:
     create_last: Latencies
     status_first: Latencies
     status_all: Latencies
+    #: The cheapest call each worker answers (gRPC health check; Kafka Connect: ``GET /``),
+    #: interleaved with the status reads: what the process itself costs a call then.
+    floor_first: Latencies
+    floor_all: Latencies
     all_running_s: float
     after_last_create_s: float
     idle_cpu: list[float]
@@ -150,6 +162,7 @@ class System(Protocol):
 
     def create(self, via: int, name: str, config: Mapping[str, str]) -> None: ...
     def status(self, via: int, name: str) -> None: ...
+    def floor(self, via: int) -> None: ...
     def listing(self, via: int) -> Listing: ...
     def pids(self) -> list[int]: ...
 
@@ -164,6 +177,7 @@ class Ours:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.workers: list[WorkerProcess] = list(cluster.live)
+        self.health = [health_pb2_grpc.HealthStub(w.channel) for w in self.workers]
 
     def stub(self, via: int) -> pb_grpc.ConnectServiceStub:
         return self.workers[via % len(self.workers)].stub
@@ -179,6 +193,11 @@ class Ours:
     def status(self, via: int, name: str) -> None:
         self.stub(via).GetConnectorStatus(
             pb.GetConnectorStatusRequest(name=name), timeout=CALL_TIMEOUT_S
+        )
+
+    def floor(self, via: int) -> None:
+        self.health[via % len(self.health)].Check(
+            health_pb2.HealthCheckRequest(service=""), timeout=CALL_TIMEOUT_S
         )
 
     def statuses(self, via: int) -> Iterator[pb.ConnectorStatus]:
@@ -229,6 +248,9 @@ class Theirs:
 
     def status(self, via: int, name: str) -> None:
         self.workers[via % WORKERS].request("GET", f"/connectors/{name}/status")
+
+    def floor(self, via: int) -> None:
+        self.workers[via % WORKERS].request("GET", "/")
 
     def listing(self, via: int) -> Listing:
         answer: dict[str, Any] = self.workers[via % WORKERS].request(
@@ -291,14 +313,23 @@ def wait_running(
         time.sleep(POLL_S)
 
 
-def status_reads(system: System, names: Sequence[str], samples: int) -> Latencies:
-    result = Latencies()
+def status_reads(
+    system: System, names: Sequence[str], samples: int
+) -> tuple[Latencies, Latencies]:
+    """``samples`` status reads and as many floor calls, in alternating blocks of
+    FLOOR_BLOCK, through the workers in turn: (status, floor)."""
+    status, floor = Latencies(), Latencies()
     for index in range(samples):
         name = names[index % len(names)] if len(names) <= FIRST else random.choice(names)
         started = time.perf_counter()
         system.status(index, name)
-        result.seconds.append(time.perf_counter() - started)
-    return result
+        status.seconds.append(time.perf_counter() - started)
+        if (index + 1) % FLOOR_BLOCK == 0:
+            for via in range(index + 1 - FLOOR_BLOCK, index + 1):
+                started = time.perf_counter()
+                system.floor(via)
+                floor.seconds.append(time.perf_counter() - started)
+    return status, floor
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -336,7 +367,7 @@ def fill(
     prefix = "idle-" + system.name.split()[0].lower()[:2]
     names = [f"{prefix}-{i:04d}" for i in range(connectors)]
     creates: list[float] = []
-    status_first = Latencies()
+    status_first, floor_first = Latencies(), Latencies()
     paused = 0.0
     tail = max(1, connectors // 10)
     # CPU time is what the work each create causes costs, less swayed than latency by how
@@ -356,7 +387,7 @@ def fill(
         if index + 1 == FIRST:
             pause_started = time.monotonic()
             wait_running(system, names[:FIRST], RUNNING_TIMEOUT_S)
-            status_first = status_reads(system, names[:FIRST], status_samples)
+            status_first, floor_first = status_reads(system, names[:FIRST], status_samples)
             paused = time.monotonic() - pause_started
             log(f"{system.name}: first {FIRST} RUNNING; status p50 {status_first.ms(50):.2f} ms")
         if (index + 1) % 100 == 0:
@@ -376,7 +407,7 @@ def fill(
     done = wait_running(system, names, RUNNING_TIMEOUT_S)
     log(f"{system.name}: all {connectors} RUNNING {done - first_started - paused:.1f} s after "
         f"the first create, {done - last_created:.1f} s after the last")
-    status_all = status_reads(system, names, status_samples)
+    status_all, floor_all = status_reads(system, names, status_samples)
     log(f"{system.name}: status p50 at {connectors}: {status_all.ms(50):.2f} ms; idle CPU "
         f"over {cpu_seconds:.0f} s")
     cpu = idle_cpu(system.pids(), cpu_seconds)
@@ -388,6 +419,8 @@ def fill(
         create_last=Latencies(creates[-tail:]),
         status_first=status_first,
         status_all=status_all,
+        floor_first=floor_first,
+        floor_all=floor_all,
         all_running_s=done - first_started - paused,
         after_last_create_s=done - last_created,
         idle_cpu=cpu,
@@ -475,6 +508,11 @@ def kill_follower(ours: Ours, names: Sequence[str], profile_into: Path | None) -
 # --- the report -----------------------------------------------------------------------------
 
 
+def _own(status: Latencies, floor: Latencies) -> float:
+    """A status read's p50 less the floor's, in ms."""
+    return status.ms(50) - floor.ms(50)
+
+
 def met(ok: bool) -> str:
     return "**met**" if ok else "**not met**"
 
@@ -500,6 +538,11 @@ def report(runs: list[ScaleRun]) -> str:
         lambda r: f"{r.status_first.ms(50):.2f} / {r.status_first.ms(90):.2f}")
     row(f"status p50 / p90 at {n} (ms)",
         lambda r: f"{r.status_all.ms(50):.2f} / {r.status_all.ms(90):.2f}")
+    row(f"floor p50 at {FIRST} / at {n} (ms; health check, Kafka Connect GET /)",
+        lambda r: f"{r.floor_first.ms(50):.2f} / {r.floor_all.ms(50):.2f}")
+    row(f"status p50 less floor p50 at {FIRST} / at {n} (ms)",
+        lambda r: f"{_own(r.status_first, r.floor_first):.2f} / "
+        f"{_own(r.status_all, r.floor_all):.2f}")
     row(f"workers' CPU per create, creates {FIRST + 1}-{FIRST + tail} / last {tail} (ms)",
         lambda r: "-" if r.create_cpu_ms is None else
         f"{r.create_cpu_ms[0]:.1f} / {r.create_cpu_ms[1]:.1f}")
@@ -531,7 +574,11 @@ def report(runs: list[ScaleRun]) -> str:
         f"({create_ratio:.2f}x), {met(create_ratio <= 1 + NOISE)}. Status p50: "
         f"{ours.status_all.ms(50):.2f} vs {ours.status_first.ms(50):.2f} ms "
         f"({status_ratio:.2f}x), {met(status_ratio <= 1 + NOISE)}. (\"No worse\" here: at most "
-        f"{NOISE:.0%} above, the spread of two p50s of one system on this shared machine.)",
+        f"{NOISE:.0%} above, the spread of two p50s of one system on this shared machine.) "
+        f"Of the status p50's change, the floor (a call that looks nothing up) moved "
+        f"{ours.floor_all.ms(50) - ours.floor_first.ms(50):+.2f} ms and the rest "
+        f"{_own(ours.status_all, ours.floor_all) - _own(ours.status_first, ours.floor_first):+.2f}"
+        " ms.",
     ]
     recovery = ours.recovery
     if recovery is not None:
@@ -654,6 +701,8 @@ def _figures(run: ScaleRun) -> dict[str, Any]:
         "create_last_p50_ms": run.create_last.ms(50),
         "status_first_p50_ms": run.status_first.ms(50),
         "status_all_p50_ms": run.status_all.ms(50),
+        "floor_first_p50_ms": run.floor_first.ms(50),
+        "floor_all_p50_ms": run.floor_all.ms(50),
         "all_running_s": run.all_running_s,
         "after_last_create_s": run.after_last_create_s,
         "idle_cpu": run.idle_cpu,
