@@ -20,11 +20,13 @@ Why these settings:
 
 Timing, measured against a local broker (librdkafka 2.16, Kafka 4.1): the other members
 learn of a rebalance at their next heartbeat, so a leader that closes (and so leaves the
-group) is replaced 0.1 s to ``heartbeat.interval.ms`` later; a leader that is killed is
-replaced once the coordinator expires it, ``session.timeout.ms`` after its last heartbeat,
-plus up to one heartbeat interval (SIGKILL: 5.2-5.8 s with a 6 s session and 1 s heartbeat,
-9.0-11.0 s with 10 s and 3 s). Failover within ``session.timeout.ms`` + 2 s therefore needs
-``heartbeat.interval.ms`` of at most about 2 s.
+group; a follower, which holds no partition, leaves only because it unsubscribes first: see
+``kafka_clients.leave_group_and_close``) is replaced 0.1 s to ``heartbeat.interval.ms``
+later; a leader that is killed is replaced once the coordinator expires it,
+``session.timeout.ms`` after its last heartbeat, plus up to one heartbeat interval (SIGKILL:
+5.2-5.8 s with a 6 s session and 1 s heartbeat, 9.0-11.0 s with 10 s and 3 s). Failover
+within ``session.timeout.ms`` + 2 s therefore needs ``heartbeat.interval.ms`` of at most
+about 2 s.
 
 A deposed leader may still believe it leads until its own client notices (at the latest
 ``session.timeout.ms`` after its last successful heartbeat): the config writer is therefore
@@ -42,7 +44,7 @@ from typing import Any, Protocol
 import structlog
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from connect_grpc.kafka_clients import kafka_error_of, with_client_log
+from connect_grpc.kafka_clients import kafka_error_of, leave_group_and_close, with_client_log
 
 log = structlog.get_logger(__name__)
 
@@ -256,7 +258,7 @@ class LeaderElection:
     def _close_consumer(self, consumer: Consumer) -> None:
         """Leaves the group (the revocation callback deposes this member) and closes."""
         try:
-            consumer.close()
+            leave_group_and_close(consumer)
         except (KafkaException, RuntimeError) as exc:
             self._log.warning("leader_election_close_failed", error=repr(exc))
         self._depose()

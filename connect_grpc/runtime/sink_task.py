@@ -28,7 +28,7 @@ import structlog
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.domain import TaskId
-from connect_grpc.kafka_clients import with_client_log
+from connect_grpc.kafka_clients import leave_group_and_close, with_client_log
 from connect_grpc.metrics.worker_metrics import (
     ON_DRIVER,
     ON_SPARK_JOB,
@@ -248,7 +248,7 @@ class _Member:
         return now - self._outside_since
 
     def close(self) -> None:
-        self.consumer.close()
+        leave_group_and_close(self.consumer)
 
     def retire(self) -> None:
         """Lets go of a member that is replaced: its callbacks tell nobody any more, and it
@@ -261,7 +261,7 @@ class _Member:
 
     def _close_quietly(self) -> None:
         try:
-            self.consumer.close()
+            leave_group_and_close(self.consumer)
         except Exception as exc:
             log.warning("retired_sink_member_not_closed", error=repr(exc))
 

@@ -172,6 +172,27 @@ def test_closing_the_leader_elects_another_member(
     _wait_leader(survivors, FAILOVER_S)
 
 
+def test_a_closed_follower_leaves_the_group_at_once(
+    members: Callable[[str], Member], kafka_admin: AdminClient, group: tuple[str, str]
+) -> None:
+    """A follower holds no partition; librdkafka closing such a cooperative member sent no
+    LeaveGroup, so the group kept it until its session expired, and a stopped worker's
+    instances waited that long to move."""
+    elections = [members(f"worker-{n}")[0] for n in range(3)]
+    _wait_members(kafka_admin, group[0], 3)
+    leader = _wait_leader(elections, TIMEOUT_S)
+    follower = next(e for e in elections if e is not leader)
+    follower.close()
+
+    def members_left() -> bool:
+        description = kafka_admin.describe_consumer_groups([group[0]])[group[0]].result(timeout=5)
+        return len(description.members) == 2
+
+    # the coordinator drops a member that left at once; one that did not, SESSION_MS later
+    wait_until(members_left, timeout=SESSION_MS / 1000 / 2, interval=0.05)
+    assert leader.is_leader()
+
+
 def test_a_killed_leader_is_replaced_within_the_session_timeout(
     members: Callable[[str], Member],
     kafka_admin: AdminClient,

@@ -53,6 +53,9 @@ class GroupConsumer:
     def pause(self, partitions: list[Any]) -> None:
         return None
 
+    def unsubscribe(self) -> None:
+        self.topics = []
+
     def close(self) -> None:
         self.closed.set()
 
