@@ -1,8 +1,8 @@
 """A sink task's group member leaves its consumer group when closed, partitions or none.
 
 librdkafka closes a ``cooperative-sticky`` member that holds no partition without a
-LeaveGroup; the group then waited ``session.timeout.ms`` (45 s by default for a sink) for it
-before it rebalanced, and a restarted sink task joining meanwhile waited as long.
+LeaveGroup; the group then kept it until ``session.timeout.ms`` (45 s by default for a sink)
+expired, and a rebalance meanwhile (a restarted sink task joining) waited for it.
 """
 
 from __future__ import annotations
