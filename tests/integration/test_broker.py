@@ -25,16 +25,26 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from connect_grpc.kafka import broker
+from connect_grpc.testing.cluster import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 def create_topic(admin: AdminClient, name: str, partitions: int = 1, **config: str) -> None:
+    """Creates the topic and waits until the broker serves it: the controller acknowledges a
+    creation before the broker has applied it, and a describe_configs in between was
+    answered UNKNOWN_TOPIC_OR_PART (a CI failure)."""
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config)],
         operation_timeout=30,
     )
     futures[name].result(timeout=30)
+    wait_until(lambda: _served(admin, name, partitions), timeout=30, interval=0.05)
+
+
+def _served(admin: AdminClient, name: str, partitions: int) -> bool:
+    topic = admin.list_topics(timeout=10).topics.get(name)
+    return topic is not None and topic.error is None and len(topic.partitions) == partitions
 
 
 def consumer(bootstrap: str, group: str | None = None, **extra: Any) -> Consumer:
