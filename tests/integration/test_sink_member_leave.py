@@ -7,7 +7,6 @@ expired, and a rebalance meanwhile (a restarted sink task joining) waited for it
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -49,6 +48,7 @@ def test_a_member_without_partitions_leaves_its_group_when_closed(
         wait_until(
             lambda: len(_describe(kafka_admin, group).members) == 1,
             timeout=SESSION_MS / 1000 / 3,
+            interval=0.05,
         )
     finally:
         for member in members.values():
@@ -73,5 +73,4 @@ def _settled(admin: AdminClient, group: str, members: dict[str, _Member]) -> boo
 
 
 def _describe(admin: AdminClient, group: str) -> Any:
-    time.sleep(0.05)
     return admin.describe_consumer_groups([group])[group].result(timeout=5)
