@@ -142,6 +142,7 @@ def instance_status_from_pb(message: pb.ConnectorInstanceStatus) -> InstanceStat
         state=state_from_pb(message.state),
         worker_id=message.worker_id,
         trace=message.trace,
+        revision=message.revision,
     )
 
 
@@ -165,6 +166,7 @@ def task_status_from_pb(message: pb.TaskStatus) -> TaskStatus:
             worker_id=message.worker_id,
             trace=message.trace,
             placement=placement_from_pb(message.placement),
+            revision=message.revision,
         ),
         transactional_id=message.transactional_id,
     )

@@ -120,6 +120,11 @@ class InstanceStatus:
     #: Tasks only, once started: where the task's plugin lives. None for connectors and
     #: for statuses written before a task started (or by Kafka Connect).
     placement: TaskPlacement | None = None
+    #: This worker's count of the status changes its view has shown (the status store
+    #: stamps it): a higher revision of the same instance on the same worker is a later
+    #: status, even when it reads as the earlier one (a restarted task that failed as
+    #: before). 0: not known. Not part of the status's equality, and not written to Kafka.
+    revision: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +141,11 @@ class ConnectorStatus:
     connector: InstanceStatus
     tasks: tuple[TaskStatus, ...]
     type: ConnectorType
+
+    def revisions(self) -> tuple[int, ...]:
+        """The connector's and each task's revision: two equal statuses whose revisions
+        differ are two reports (say FAILED, restarted, and FAILED again as before)."""
+        return (self.connector.revision, *(task.status.revision for task in self.tasks))
 
 
 @dataclass(frozen=True, slots=True)

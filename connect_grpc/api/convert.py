@@ -97,7 +97,10 @@ def task_info_to_pb(info: TaskInfo) -> pb.TaskInfo:
 
 def instance_status_to_pb(status: InstanceStatus) -> pb.ConnectorInstanceStatus:
     return pb.ConnectorInstanceStatus(
-        state=state_to_pb(status.state), worker_id=status.worker_id, trace=status.trace
+        state=state_to_pb(status.state),
+        worker_id=status.worker_id,
+        trace=status.trace,
+        revision=status.revision,
     )
 
 
@@ -121,6 +124,7 @@ def task_status_to_pb(task: TaskStatus) -> pb.TaskStatus:
         trace=task.status.trace,
         transactional_id=task.transactional_id,
         placement=placement_to_pb(task.status.placement),
+        revision=task.status.revision,
     )
 
 

@@ -72,11 +72,13 @@ class RestartFollower:
     """Follows the instances a flagged restart chose (those its answer shows RESTARTING) until
     each has settled (RUNNING, FAILED, or PAUSED/STOPPED by the target state) or is gone.
 
-    ``baseline`` (the status read before the restart) is for a worker whose view may lag
-    the restart, as a follower of a cluster reading the status topic: there an instance
-    counts as restarted only once it was seen RESTARTING or its status differs from the
-    baseline. Without it (standalone: the worker answered after marking the instances
-    RESTARTING), any settled status after the answer counts.
+    ``baseline`` (the status read before the restart, from the worker the stream comes
+    from) is for a worker whose view may lag the restart, as a follower of a cluster
+    reading the status topic: there an instance counts as restarted only once it was seen
+    RESTARTING or shows a later status than the baseline: a higher revision (a restart
+    that failed as before reads as the baseline but is a new report), or one that differs.
+    Without it (standalone: the worker answered after marking the instances RESTARTING),
+    any settled status after the answer counts.
     """
 
     connector: str
@@ -137,7 +139,10 @@ class RestartFollower:
     def _after_restart(self, key: InstanceKey, current: InstanceStatus) -> bool:
         if self.baseline is None or key in self._seen_restarting:
             return True
-        return instances(self.baseline).get(key) != current
+        before = instances(self.baseline).get(key)
+        if before is None or before != current:
+            return True
+        return bool(before.revision) and current.revision > before.revision
 
 
 @dataclass

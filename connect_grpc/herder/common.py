@@ -78,7 +78,7 @@ class HerderCommon(abc.ABC):
                     yield None
                     return
                 raise
-            if current != last:
+            if last is None or current != last or current.revisions() != last.revisions():
                 last = current
                 yield current
 

@@ -6,6 +6,8 @@ mode. Nothing here imports gRPC.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -41,7 +43,8 @@ class OffsetStore(Protocol):
 
 
 class StatusStore(Protocol):
-    """The last reported status of each connector and task instance. Thread-safe."""
+    """The last reported status of each connector and task instance, each stamped with its
+    revision in this worker's view (:class:`StatusRevisions`). Thread-safe."""
 
     def put_connector(self, connector: str, status: InstanceStatus) -> None: ...
 
@@ -69,3 +72,20 @@ class StatusStore(Protocol):
 
     def delete_topic(self, connector: str, topic: str) -> None:
         """Forgets the connector's record of ``topic``."""
+
+
+class StatusRevisions:
+    """Stamps the statuses a status store shows with ``InstanceStatus.revision``: a new
+    revision for each status that differs from the one shown before it, the shown one's for
+    a status equal to it (its own write read back, a status written again in a new
+    generation), so that a revision changes only when a reader could see a new report.
+    Callers serialise :meth:`stamp` (the store's lock)."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count(1)
+
+    def stamp(self, status: InstanceStatus, shown: InstanceStatus | None) -> InstanceStatus:
+        """``status`` as it replaces ``shown`` (None: the store showed none)."""
+        if shown is not None and shown == status:
+            return dataclasses.replace(status, revision=shown.revision)
+        return dataclasses.replace(status, revision=next(self._counter))

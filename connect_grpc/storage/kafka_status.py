@@ -52,6 +52,7 @@ from connect_grpc.domain import (
     TaskPlacement,
 )
 from connect_grpc.errors import UnavailableError
+from connect_grpc.storage.base import StatusRevisions
 from connect_grpc.storage.kafka_log import (
     DEFAULT_TIMEOUT_S,
     ClientConfig,
@@ -283,6 +284,7 @@ class KafkaStatusStore:
         self._topics: dict[str, dict[str, ActiveTopic]] = {}
         #: The generation each current status was written in.
         self._generations: dict[StatusKey, int] = {}
+        self._revisions = StatusRevisions()
         self._freshness = Freshness()
         #: key → decoded value of each live ``connect-grpc-`` record.
         self._extensions: dict[str, Any] = {}
@@ -365,22 +367,17 @@ class KafkaStatusStore:
                 return
             if self._unchanged(key, status, generation):
                 return
+            status = self._revisions.stamp(status, self._shown(key))
             self._enqueue(key, _Write(raw_key, encode_status(status, generation), status,
                                       generation))
 
     def get_connector(self, connector: str) -> InstanceStatus | None:
         with self._lock:
-            write = self._outstanding(connector)
-            if write is not None:
-                return write.status
-            return self._connectors.get(connector)
+            return self._shown(connector)
 
     def get_task(self, task: TaskId) -> InstanceStatus | None:
         with self._lock:
-            write = self._outstanding(task)
-            if write is not None:
-                return write.status
-            return self._tasks.get(task.connector, {}).get(task.task)
+            return self._shown(task)
 
     def tasks(self, connector: str) -> dict[int, InstanceStatus]:
         with self._lock:
@@ -575,7 +572,7 @@ class KafkaStatusStore:
                 log.debug("status_record_superseded", key=str(key), generation=decoded[1])
                 return
             else:
-                self._set(key, decoded[0])
+                self._set(key, self._revisions.stamp(decoded[0], self._shown(key)))
                 self._generations[key] = decoded[1]
             self._drop_superseded_pending(key)
         if self._on_change is not None:
@@ -642,6 +639,12 @@ class KafkaStatusStore:
         if write is not None:
             return write.status == status and write.generation == generation
         return self._current(key) == status and self._generations.get(key) == generation
+
+    def _shown(self, key: StatusKey) -> InstanceStatus | None:
+        """The key's status as reads show it: this worker's write in progress, else the
+        topic's. Under the lock."""
+        write = self._outstanding(key)
+        return write.status if write is not None else self._current(key)
 
     def _current(self, key: StatusKey) -> InstanceStatus | None:
         """The key's status as the topic has it. Under the lock."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from connect_grpc.domain import ActiveTopic, InstanceStatus, TaskId
+from connect_grpc.storage.base import StatusRevisions
 
 
 class MemoryStatusStore:
@@ -15,14 +16,16 @@ class MemoryStatusStore:
         self._tasks: dict[TaskId, InstanceStatus] = {}
         #: connector → topic → its record.
         self._topics: dict[str, dict[str, ActiveTopic]] = {}
+        self._revisions = StatusRevisions()
 
     def put_connector(self, connector: str, status: InstanceStatus) -> None:
         with self._lock:
-            self._connectors[connector] = status
+            shown = self._connectors.get(connector)
+            self._connectors[connector] = self._revisions.stamp(status, shown)
 
     def put_task(self, task: TaskId, status: InstanceStatus) -> None:
         with self._lock:
-            self._tasks[task] = status
+            self._tasks[task] = self._revisions.stamp(status, self._tasks.get(task))
 
     def get_connector(self, connector: str) -> InstanceStatus | None:
         with self._lock:

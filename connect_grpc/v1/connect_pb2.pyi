@@ -182,30 +182,34 @@ class TaskInfo(_message.Message):
     def __init__(self, id: _Optional[_Union[TaskId, _Mapping]] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ConnectorInstanceStatus(_message.Message):
-    __slots__ = ("state", "worker_id", "trace")
+    __slots__ = ("state", "worker_id", "trace", "revision")
     STATE_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
     state: InstanceState
     worker_id: str
     trace: str
-    def __init__(self, state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ...) -> None: ...
+    revision: int
+    def __init__(self, state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class TaskStatus(_message.Message):
-    __slots__ = ("id", "state", "worker_id", "trace", "transactional_id", "placement")
+    __slots__ = ("id", "state", "worker_id", "trace", "transactional_id", "placement", "revision")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: InstanceState
     worker_id: str
     trace: str
     transactional_id: str
     placement: TaskPlacement
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., transactional_id: _Optional[str] = ..., placement: _Optional[_Union[TaskPlacement, _Mapping]] = ...) -> None: ...
+    revision: int
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., transactional_id: _Optional[str] = ..., placement: _Optional[_Union[TaskPlacement, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class TaskPlacement(_message.Message):
     __slots__ = ("kind", "host")

@@ -320,7 +320,8 @@ class ConnectServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchConnectorStatus(self, request, context):
-        """Streams the connector's status: the current one first, then every change.
+        """Streams the connector's status: the current one first, then every change (a new
+        revision of an instance is a change, even when its state, worker and trace repeat).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

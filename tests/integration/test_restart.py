@@ -7,6 +7,9 @@ nothing."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,8 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from connect_grpc.testing.cluster import wait_until
+from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.testing.plugins import count, read_events
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
@@ -26,9 +30,11 @@ from tests.integration.helpers import (
     PAUSED,
     RUNNING,
     STOPPED,
+    RoutingStub,
     create,
     deployment_stub,
     error_reason,
+    idle_worker,
     source_config,
     states,
     wait_for_states,
@@ -37,6 +43,7 @@ from tests.integration.helpers import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 RESTARTING = pb.INSTANCE_STATE_RESTARTING
+CTL = str(Path(sys.executable).parent / "connect-grpc")
 FLAGS = [(False, False), (True, False), (False, True), (True, True)]
 FLAG_IDS = ["plain", "include_tasks", "only_failed", "include_tasks+only_failed"]
 
@@ -252,6 +259,53 @@ def test_stopped_connector_restarts_into_stopped(
     assert restart(stub, name, include_tasks=False, only_failed=False).HasField("status") is False
     wait_for_states(stub, name, STOPPED, [])
     assert read_events(events) == []
+
+
+def _failed_task(worker: WorkerProcess, name: str, task: int) -> pb.TaskStatus | None:
+    """The task's status in the worker's view, when FAILED."""
+    status = worker.stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name), timeout=10)
+    tasks = {t.id: t for t in status.status.tasks}
+    shown = tasks.get(task)
+    return shown if shown is not None and shown.state == FAILED else None
+
+
+def test_a_task_that_fails_as_before_shows_a_new_revision_and_ends_ctl_restart(
+    cluster: list[WorkerProcess], name: str, events: Path, tmp_path: Path
+) -> None:
+    """A restarted task that fails exactly as before (same state, worker and trace) reads
+    on every worker as its old status under a higher revision, so `ctl restart` through a
+    worker that neither leads nor runs it ends with the FAILED (exit 9); without
+    revisions, such a worker that read RESTARTING and the new FAILED in one batch showed
+    nothing new and ctl waited out its --timeout (exit 7)."""
+    router = RoutingStub(cluster)
+    create(router, name, source_config(events, tasks=2, **{"test.fail.task.start": "1"}))
+    wait_until(lambda: all(_failed_task(w, name, 1) for w in cluster), timeout=60)
+    before = {w.port: _failed_task(w, name, 1) for w in cluster}
+    assert all(shown is not None and shown.revision > 0 for shown in before.values())
+
+    env = {**os.environ, CONFIG_DIR_ENV: str(tmp_path / "ctl")}
+    env.pop("CONNECT_GRPC_TARGET", None)
+    target = idle_worker(cluster, name).address
+    ran = subprocess.run(
+        [CTL, "ctl", "--target", target, "restart", name, "--include-tasks", "--only-failed",
+         "--timeout", "60"],
+        env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90,
+        check=False,
+    )
+    assert ran.returncode == 9, ran.stdout + ran.stderr
+    assert ran.stdout.splitlines()[-1].startswith(f"{name} task 1 FAILED ")
+    wait_for_counts(events, 2, expected_counts((1, 0), [(1, 0), (2, 0)]))
+
+    def failed_again(worker: WorkerProcess) -> bool:
+        shown, old = _failed_task(worker, name, 1), before[worker.port]
+        assert old is not None
+        return shown is not None and shown.revision > old.revision
+
+    wait_until(lambda: all(failed_again(w) for w in cluster), timeout=30)
+    for worker in cluster:
+        shown, old = _failed_task(worker, name, 1), before[worker.port]
+        assert shown is not None and old is not None
+        assert (shown.worker_id, shown.trace) == (old.worker_id, old.trace)
 
 
 # ---------------------------------------------------------------------------- RestartTask

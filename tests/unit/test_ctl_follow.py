@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from connect_grpc.ctl.follow import Change, RestartFollower, WatchBoard, changes, instances
 from connect_grpc.domain import ConnectorStatus, ConnectorType, InstanceStatus, State, TaskStatus
 
@@ -104,3 +106,30 @@ def test_board_stopped_needs_no_tasks_and_deletion_shows_every_instance_gone() -
     board.update("a", status(R, R, name="a"))
     assert states(board.update("a", None)) == [(None, None), (0, None)]
     assert board.deleted() == ["a"] and not board.reached(R)
+
+
+def _with_revisions(found: ConnectorStatus, connector: int, *tasks: int) -> ConnectorStatus:
+    return dataclasses.replace(
+        found,
+        connector=dataclasses.replace(found.connector, revision=connector),
+        tasks=tuple(dataclasses.replace(t, status=dataclasses.replace(t.status, revision=r))
+                    for t, r in zip(found.tasks, tasks, strict=True)),
+    )
+
+
+def test_with_a_baseline_a_status_equal_to_it_under_a_higher_revision_has_settled() -> None:
+    """A follower that read RESTARTING and the new FAILED in one batch shows the task as
+    before the restart (same state, worker and trace), under a higher revision."""
+    before = _with_revisions(status(R, R, F, trace="boom"), 1, 2, 5)
+    follower = RestartFollower("c", answer=status(R, R, X), baseline=before)
+    follower.observe(before)
+    assert follower.waiting == [1]
+    follower.observe(_with_revisions(status(R, R, F, trace="boom"), 1, 2, 8))
+    assert follower.done and follower.failed == [1]
+
+
+def test_without_revisions_a_status_equal_to_the_baseline_is_still_awaited() -> None:
+    before = status(R, R, F, trace="boom")  # a worker that does not send revisions: 0
+    follower = RestartFollower("c", answer=status(R, R, X), baseline=before)
+    follower.observe(status(R, R, F, trace="boom"))
+    assert follower.waiting == [1]

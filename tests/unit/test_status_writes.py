@@ -194,3 +194,55 @@ def test_a_status_the_topic_has_already_in_this_generation_is_not_written_again(
         ("status-task-c-0", "RETRYING"),
         ("status-task-c-0", "RUNNING"),
     ]
+
+
+# ---------------------------------------------------------------------------- revisions
+
+FAILED_ELSEWHERE = InstanceStatus(State.FAILED, "w2", "Traceback ...\nOSError: refused")
+RESTARTING_ELSEWHERE = InstanceStatus(State.RESTARTING, "w2")
+
+
+def _read(store: KafkaStatusStore, key: bytes, status: InstanceStatus, offset: int) -> None:
+    """Another worker's status record, as the tailing thread applies it."""
+    store._apply(LogRecord(key, kafka_status.encode_status(status, 1), 0, offset))
+
+
+def test_a_restart_that_fails_as_before_shows_a_higher_revision_on_another_worker(
+    store: KafkaStatusStore,
+) -> None:
+    """The case of a cluster's follower that reads RESTARTING and the new FAILED in one
+    batch: its view ends equal to the status before the restart, but a later revision."""
+    task = TaskId("c", 0)
+    key = kafka_status.task_key(task)
+    _read(store, key, FAILED_ELSEWHERE, 1000)
+    before = store.get_task(task)
+    assert before is not None and before.revision > 0
+    _read(store, key, RESTARTING_ELSEWHERE, 1001)
+    restarting = store.get_task(task)
+    _read(store, key, FAILED_ELSEWHERE, 1002)
+    after = store.get_task(task)
+    assert restarting is not None and after is not None
+    assert after == before
+    assert before.revision < restarting.revision < after.revision
+    assert store.tasks("c")[0].revision == after.revision
+
+
+def test_a_status_shown_again_keeps_its_revision(
+    store: KafkaStatusStore, log: OutageLog
+) -> None:
+    """This worker's write read back, and an equal status in a new generation, are no new
+    report: the revision a reader saw stays."""
+    task = TaskId("c", 0)
+    store.put_task(task, RUNNING)
+    written = store.get_task(task)
+    assert written is not None and written.revision > 0
+    store.flush(5)  # applied as acknowledged
+    store.set_generation(7)
+    store.put_task(task, RUNNING)
+    store.flush(5)
+    assert log.states() == [("status-task-c-0", "RUNNING"), ("status-task-c-0", "RUNNING")]
+    shown = store.get_task(task)
+    assert shown is not None and shown.revision == written.revision
+    store.put_task(task, RETRYING)
+    retrying = store.get_task(task)
+    assert retrying is not None and retrying.revision > written.revision

@@ -1014,7 +1014,12 @@ type ConnectorInstanceStatus struct {
 	// The worker that runs (or last ran) the instance.
 	WorkerId string `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	// The failure's trace, when FAILED.
-	Trace         string `protobuf:"bytes,3,opt,name=trace,proto3" json:"trace,omitempty"`
+	Trace string `protobuf:"bytes,3,opt,name=trace,proto3" json:"trace,omitempty"`
+	// This worker's revision of the status: it grows each time the status this worker
+	// shows for the instance changes, so a status that reads as the earlier one (a restart
+	// that failed as before) still tells itself apart. Compare revisions of the same instance
+	// read from the same worker only; 0 when not known.
+	Revision      int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1070,6 +1075,13 @@ func (x *ConnectorInstanceStatus) GetTrace() string {
 	return ""
 }
 
+func (x *ConnectorInstanceStatus) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 // The state of a task.
 type TaskStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1086,7 +1098,12 @@ type TaskStatus struct {
 	TransactionalId string `protobuf:"bytes,5,opt,name=transactional_id,json=transactionalId,proto3" json:"transactional_id,omitempty"`
 	// Where the task runs, once started on a worker of this version; absent before, and in
 	// statuses Kafka Connect wrote.
-	Placement     *TaskPlacement `protobuf:"bytes,6,opt,name=placement,proto3" json:"placement,omitempty"`
+	Placement *TaskPlacement `protobuf:"bytes,6,opt,name=placement,proto3" json:"placement,omitempty"`
+	// This worker's revision of the status: it grows each time the status this worker
+	// shows for the instance changes, so a status that reads as the earlier one (a restart
+	// that failed as before) still tells itself apart. Compare revisions of the same instance
+	// read from the same worker only; 0 when not known.
+	Revision      int64 `protobuf:"varint,7,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1161,6 +1178,13 @@ func (x *TaskStatus) GetPlacement() *TaskPlacement {
 		return x.Placement
 	}
 	return nil
+}
+
+func (x *TaskStatus) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
 }
 
 // Where a task runs on its worker.
@@ -6395,11 +6419,12 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x06config\x18\x02 \x03(\v2 .connect.v1.TaskInfo.ConfigEntryR\x06config\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"}\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
 	"\x17ConnectorInstanceStatus\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.connect.v1.InstanceStateR\x05state\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05trace\x18\x03 \x01(\tR\x05trace\"\xe4\x01\n" +
+	"\x05trace\x18\x03 \x01(\tR\x05trace\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\"\x80\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12/\n" +
@@ -6407,7 +6432,8 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05trace\x18\x04 \x01(\tR\x05trace\x12)\n" +
 	"\x10transactional_id\x18\x05 \x01(\tR\x0ftransactionalId\x127\n" +
-	"\tplacement\x18\x06 \x01(\v2\x19.connect.v1.TaskPlacementR\tplacement\"\x9f\x01\n" +
+	"\tplacement\x18\x06 \x01(\v2\x19.connect.v1.TaskPlacementR\tplacement\x12\x1a\n" +
+	"\brevision\x18\a \x01(\x03R\brevision\"\x9f\x01\n" +
 	"\rTaskPlacement\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.connect.v1.TaskPlacement.KindR\x04kind\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\"F\n" +

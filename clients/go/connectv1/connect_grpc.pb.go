@@ -101,7 +101,8 @@ type ConnectServiceClient interface {
 	ValidateConfig(ctx context.Context, in *ValidateConfigRequest, opts ...grpc.CallOption) (*ValidateConfigResponse, error)
 	// Lists the installed connector plugins.
 	ListPlugins(ctx context.Context, in *ListPluginsRequest, opts ...grpc.CallOption) (*ListPluginsResponse, error)
-	// Streams the connector's status: the current one first, then every change.
+	// Streams the connector's status: the current one first, then every change (a new
+	// revision of an instance is a change, even when its state, worker and trace repeat).
 	WatchConnectorStatus(ctx context.Context, in *WatchConnectorStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchConnectorStatusResponse], error)
 	// Describes the cluster: mode, version, leader, workers, generation.
 	GetClusterInfo(ctx context.Context, in *GetClusterInfoRequest, opts ...grpc.CallOption) (*GetClusterInfoResponse, error)
@@ -488,7 +489,8 @@ type ConnectServiceServer interface {
 	ValidateConfig(context.Context, *ValidateConfigRequest) (*ValidateConfigResponse, error)
 	// Lists the installed connector plugins.
 	ListPlugins(context.Context, *ListPluginsRequest) (*ListPluginsResponse, error)
-	// Streams the connector's status: the current one first, then every change.
+	// Streams the connector's status: the current one first, then every change (a new
+	// revision of an instance is a change, even when its state, worker and trace repeat).
 	WatchConnectorStatus(*WatchConnectorStatusRequest, grpc.ServerStreamingServer[WatchConnectorStatusResponse]) error
 	// Describes the cluster: mode, version, leader, workers, generation.
 	GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error)
