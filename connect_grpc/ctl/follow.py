@@ -51,8 +51,10 @@ def changes(
     only: Iterable[InstanceKey] | None = None,
     traces: bool = True,
 ) -> list[Change]:
-    """The instances whose status differs (``traces=False``: whose state or worker does),
-    connector first, then tasks by id."""
+    """The instances whose status differs, or whose revision does (a new report of the same
+    status: both statuses come from one worker's stream); ``traces=False``: whose state or
+    worker differs (the statuses may come from two workers). Connector first, then tasks
+    by id."""
     keys = set(only) if only is not None else set(before) | set(after)
     return [
         Change(connector, key, after.get(key))
@@ -62,8 +64,10 @@ def changes(
 
 
 def _shown(status: InstanceStatus | None, traces: bool) -> object:
-    if status is None or traces:
-        return status
+    if status is None:
+        return None
+    if traces:
+        return status, status.revision
     return status.state, status.worker_id
 
 

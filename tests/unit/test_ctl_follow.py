@@ -133,3 +133,13 @@ def test_without_revisions_a_status_equal_to_the_baseline_is_still_awaited() -> 
     follower = RestartFollower("c", answer=status(R, R, X), baseline=before)
     follower.observe(status(R, R, F, trace="boom"))
     assert follower.waiting == [1]
+
+
+def test_board_shows_a_status_reported_again_under_a_new_revision() -> None:
+    """A task restarted elsewhere that failed as before: the stream sends its status again
+    under a higher revision, and the board lists it again."""
+    board = WatchBoard(["a"])
+    failed = status(R, F, trace="boom", name="a")
+    board.update("a", _with_revisions(failed, 1, 4))
+    assert board.update("a", _with_revisions(failed, 1, 4)) == []
+    assert states(board.update("a", _with_revisions(failed, 1, 9))) == [(0, F)]
