@@ -42,6 +42,7 @@ from connect_grpc.errors import ConnectError
 from connect_grpc.logs import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
+from connect_grpc.runtime.futex_hash import use_global_futex_hash
 from connect_grpc.runtime.gc_tuning import tune_for_batches
 from connect_grpc.runtime.hosting import (
     HostedPlugin,
@@ -184,6 +185,7 @@ class Worker:
     def start(self) -> None:
         """Starts the Kafka monitor and creates the SparkSession. Idempotent."""
         tune_for_batches()
+        futex_hash = use_global_futex_hash()
         self._monitor.start()
         self._spark.start()
         self._slot_watcher.start()
@@ -192,7 +194,7 @@ class Worker:
                 target=self._watch_tasks, name="task-watchdog", daemon=True
             )
             self._watchdog.start()
-        self._log.info("worker_started")
+        self._log.info("worker_started", futex_hash=futex_hash.value)
 
     def stop(self) -> None:
         """Stops every task and connector (not deleted), ends the parked hosts, then stops

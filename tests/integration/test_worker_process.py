@@ -13,6 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from connect_grpc.runtime.futex_hash import futex_hash_slots
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.testing.plugins import read_events
 from connect_grpc.v1 import connect_pb2 as pb
@@ -56,6 +57,18 @@ def test_reflection_health_files_pipeline_and_sigterm(
     ]
     assert all(e["connector_deleted"] is False for e in stops)
     assert '"event": "worker_stopped"' in worker.logs()
+    _check_futex_hash(worker.log_path)
+
+
+def _check_futex_hash(log_path: Path) -> None:
+    """The worker moved itself to the kernel's global futex hash table where the kernel
+    gives processes tables of their own (Linux 6.16+; runtime/futex_hash.py)."""
+    started = [
+        json.loads(line) for line in log_path.read_text(encoding="utf-8").splitlines()
+        if '"event": "worker_started"' in line
+    ]
+    expected = "no_private_tables" if futex_hash_slots() is None else "global"
+    assert [line["futex_hash"] for line in started] == [expected]
 
 
 def _check_reflection_and_health(channel: grpc.Channel) -> None:
