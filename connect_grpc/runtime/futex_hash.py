@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import errno
 import sys
 
 import structlog
@@ -31,8 +32,6 @@ PR_FUTEX_HASH_SET_SLOTS = 1
 PR_FUTEX_HASH_GET_SLOTS = 2
 #: Slots that stand for "the global hash table".
 GLOBAL_HASH = 0
-
-_EINVAL = 22
 
 
 class FutexHash(enum.Enum):
@@ -59,12 +58,12 @@ def _prctl(option: int, arg2: int, arg3: int = 0) -> tuple[int, int]:
 
 
 def futex_hash_slots() -> int | None:
-    """This process's futex hash slots (0: the global table); None where the kernel has no
-    per-process tables or this is not Linux."""
+    """This process's futex hash slots (0: the global table, or no table yet before a second
+    thread); None where the kernel has no per-process tables or this is not Linux."""
     if not sys.platform.startswith("linux"):
         return None
-    slots, errno = _prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS)
-    return None if slots < 0 and errno == _EINVAL else slots
+    slots, _ = _prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS)
+    return None if slots < 0 else slots
 
 
 def use_global_futex_hash() -> FutexHash:
@@ -72,12 +71,12 @@ def use_global_futex_hash() -> FutexHash:
     if not sys.platform.startswith("linux"):
         return FutexHash.NOT_LINUX
     try:
-        result, errno = _prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_SET_SLOTS, GLOBAL_HASH)
+        result, error = _prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_SET_SLOTS, GLOBAL_HASH)
     except (OSError, AttributeError):  # a libc without prctl
         return FutexHash.NO_PRIVATE_TABLES
-    if errno == _EINVAL and result < 0:
+    if result < 0 and error == errno.EINVAL:
         return FutexHash.NO_PRIVATE_TABLES
     if result == 0 or futex_hash_slots() == GLOBAL_HASH:  # moved, or moved before (EBUSY)
         return FutexHash.GLOBAL
-    log.warning("futex_hash_not_global", errno=errno)
+    log.warning("futex_hash_not_global", errno=errno.errorcode.get(error, error))
     return FutexHash.REFUSED
