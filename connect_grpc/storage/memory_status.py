@@ -20,8 +20,9 @@ class MemoryStatusStore:
 
     def put_connector(self, connector: str, status: InstanceStatus) -> None:
         with self._lock:
-            shown = self._connectors.get(connector)
-            self._connectors[connector] = self._revisions.stamp(status, shown)
+            self._connectors[connector] = self._revisions.stamp(
+                status, self._connectors.get(connector)
+            )
 
     def put_task(self, task: TaskId, status: InstanceStatus) -> None:
         with self._lock:
