@@ -78,20 +78,32 @@ class Cluster:
         return worker.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
 
     def leader(self) -> WorkerProcess:
-        leader_id = wait_until(lambda: self.info().leader_id, timeout=60)
-        return next(w for w in self.live if f"worker-{w.port}" == leader_id)
+        """The live worker the cluster names as its leader (waits for a live one)."""
+
+        def live_leader() -> WorkerProcess | None:
+            leader_id = self.info().leader_id
+            return next((w for w in self.live if _id(w) == leader_id), None)
+
+        return wait_until(live_leader, timeout=60)
 
     def settled(self, workers: int) -> pb.GetClusterInfoResponse:
         """Waits until the assignment lists exactly the live workers and every worker
         agrees on it."""
 
         def agreed() -> pb.GetClusterInfoResponse | None:
-            views = [self.info(w) for w in self.live]
+            live = self.live
+            views = [self.info(w) for w in live]
             first = views[0]
             same = all(
                 (v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views
             )
-            return first if same and len(first.workers) == workers and first.leader_id else None
+            # by id, not by count: a worker started after a kill reads the last published
+            # assignment (which still names the killed one) before the group rebalances
+            listed = {w.id for w in first.workers}
+            live_ids = {_id(w) for w in live}
+            ok = same and listed == live_ids and len(listed) == workers
+            ok = ok and first.leader_id in live_ids
+            return first if ok else None
 
         return wait_until(agreed, timeout=90)
 
