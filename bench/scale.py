@@ -33,7 +33,10 @@ it, on the same broker once connect-grpc's workers are stopped):
    Kafka Connect: ``GET /``) through the same workers in turn: the **floor**, what a call
    to that worker process costs at that moment, so that a change of the status p50 is told
    apart into the process (every call slower: the machine, or what else the workers run)
-   and the read itself (status p50 less floor p50).
+   and the read itself (status p50 less floor p50). connect-grpc only, right after the
+   reads at 10: 30 ``WatchConnectorStatus`` streams opened at once on each worker and then
+   cancelled (a burst that grows each server's thread pool to 30), and the reads at 10
+   again: a call after a burst should cost what it did before it.
 3. **All RUNNING.** The time from the first create until every connector and its task show
    RUNNING (the status listing of one worker, polled every 0.25 s), and the time from the
    end of the last create to that moment.
@@ -101,6 +104,8 @@ RECOVERY_TIMEOUT_S = 300.0
 PAGE_SIZE = 1000
 #: Status reads between two blocks of as many floor calls.
 FLOOR_BLOCK = 20
+#: Watch streams opened at once on each worker (below its 32 gRPC threads) for the burst.
+BURST_STREAMS = 30
 #: How much higher a p50 at N may be than at 10 and still count as "no worse": two p50s of
 #: the same calls measured a minute apart on the shared machine differ by this much.
 NOISE = 0.10
@@ -153,6 +158,10 @@ class ScaleRun:
     #: the first 10 and over the last 10 %, as many of each (None when N is too small).
     create_cpu_ms: tuple[float, float] | None = None
     recovery: Recovery | None = None
+    #: connect-grpc only: status and floor at 10 again, after a burst of watch streams
+    #: grew each worker's gRPC pool (whose idle threads a call must not rotate through).
+    status_burst: Latencies | None = None
+    floor_burst: Latencies | None = None
 
 
 class System(Protocol):
@@ -233,6 +242,21 @@ class Ours:
 
     def pids(self) -> list[int]:
         return [w.pid for w in self.workers if w.pid is not None]
+
+    def burst(self, name: str, streams: int) -> None:
+        """``streams`` WatchConnectorStatus streams of ``name`` open at once on each worker
+        (each holds a server thread until cancelled), then all cancelled."""
+        request = pb.WatchConnectorStatusRequest(name=name)
+        calls = [
+            worker.stub.WatchConnectorStatus(request, timeout=CALL_TIMEOUT_S)
+            for worker in self.workers
+            for _ in range(streams)
+        ]
+        for call in calls:
+            next(call)  # its first update: a server thread serves it now
+        for call in calls:
+            call.cancel()
+        time.sleep(1)  # the servers' threads see the cancellations and go idle
 
 
 class Theirs:
@@ -368,6 +392,7 @@ def fill(
     names = [f"{prefix}-{i:04d}" for i in range(connectors)]
     creates: list[float] = []
     status_first, floor_first = Latencies(), Latencies()
+    after_burst: tuple[Latencies, Latencies] | None = None
     paused = 0.0
     tail = max(1, connectors // 10)
     # CPU time is what the work each create causes costs, less swayed than latency by how
@@ -388,8 +413,13 @@ def fill(
             pause_started = time.monotonic()
             wait_running(system, names[:FIRST], RUNNING_TIMEOUT_S)
             status_first, floor_first = status_reads(system, names[:FIRST], status_samples)
-            paused = time.monotonic() - pause_started
             log(f"{system.name}: first {FIRST} RUNNING; status p50 {status_first.ms(50):.2f} ms")
+            if isinstance(system, Ours):
+                system.burst(names[0], BURST_STREAMS)
+                after_burst = status_reads(system, names[:FIRST], status_samples)
+                log(f"{system.name}: after a burst of {BURST_STREAMS} streams per worker, "
+                    f"status p50 {after_burst[0].ms(50):.2f} ms")
+            paused = time.monotonic() - pause_started
         if (index + 1) % 100 == 0:
             recent = Latencies(creates[-100:])
             log(f"{system.name}: {index + 1} created, last 100 p50 {recent.ms(50):.1f} ms "
@@ -428,6 +458,8 @@ def fill(
         placements=placements,
         load=os.getloadavg(),
         create_cpu_ms=create_cpu_ms,
+        status_burst=after_burst[0] if after_burst else None,
+        floor_burst=after_burst[1] if after_burst else None,
     )
     return run, names
 
@@ -543,6 +575,10 @@ def report(runs: list[ScaleRun]) -> str:
     row(f"status p50 less floor p50 at {FIRST} / at {n} (ms)",
         lambda r: f"{_own(r.status_first, r.floor_first):.2f} / "
         f"{_own(r.status_all, r.floor_all):.2f}")
+    row(f"status p50 / floor p50 at {FIRST} after a burst of {BURST_STREAMS} watch streams "
+        "per worker (ms)",
+        lambda r: "-" if r.status_burst is None or r.floor_burst is None else
+        f"{r.status_burst.ms(50):.2f} / {r.floor_burst.ms(50):.2f}")
     row(f"workers' CPU per create, creates {FIRST + 1}-{FIRST + tail} / last {tail} (ms)",
         lambda r: "-" if r.create_cpu_ms is None else
         f"{r.create_cpu_ms[0]:.1f} / {r.create_cpu_ms[1]:.1f}")
@@ -580,6 +616,14 @@ def report(runs: list[ScaleRun]) -> str:
         f"{_own(ours.status_all, ours.floor_all) - _own(ours.status_first, ours.floor_first):+.2f}"
         " ms.",
     ]
+    if ours.status_burst is not None and ours.floor_burst is not None:
+        lines += [
+            "",
+            f"After a burst of {BURST_STREAMS} watch streams on each worker (its gRPC pool "
+            f"grown to as many threads), status p50 at {FIRST} "
+            f"{ours.status_burst.ms(50) / ours.status_first.ms(50):.2f}x and floor p50 "
+            f"{ours.floor_burst.ms(50) / ours.floor_first.ms(50):.2f}x what they were before it.",
+        ]
     recovery = ours.recovery
     if recovery is not None:
         def seconds(value: float | None) -> str:
@@ -709,6 +753,9 @@ def _figures(run: ScaleRun) -> dict[str, Any]:
         "placements": dict(run.placements),
         "create_cpu_ms": run.create_cpu_ms,
     }
+    if run.status_burst is not None and run.floor_burst is not None:
+        figures["status_burst_p50_ms"] = run.status_burst.ms(50)
+        figures["floor_burst_p50_ms"] = run.floor_burst.ms(50)
     if run.recovery is not None:
         figures["recovery"] = vars(run.recovery)
     return figures
