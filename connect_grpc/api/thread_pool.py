@@ -121,21 +121,25 @@ class LastIdleFirstPool(futures.Executor):
                     thread.join()
 
     def _start_thread(self, first: _Work) -> None:
+        # the first work goes through the thread's parking place, not the Thread's args,
+        # which the Thread object would keep (and with it the call) for its whole life
+        parked = _Parked()
+        parked.hand(first)
         # daemon, as the server's calls are stopped by the server, not by interpreter exit
         thread = threading.Thread(
             target=self._serve,
-            args=(first,),
+            args=(parked,),
             name=f"{self._prefix}_{len(self._threads)}",
             daemon=True,
         )
         self._threads.append(thread)
         thread.start()
 
-    def _serve(self, first: _Work) -> None:
-        parked = _Parked()
-        work: _Work | None = first
+    def _serve(self, parked: _Parked) -> None:
+        work = parked.wait()
         while work is not None:
             work.run()
+            del work  # a parked thread keeps no request, handler or result alive
             work = self._next(parked)
 
     def _next(self, parked: _Parked) -> _Work | None:

@@ -3,8 +3,10 @@ backlog finish."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from concurrent import futures
 
@@ -113,6 +115,23 @@ def test_a_future_cancelled_while_waiting_is_not_run() -> None:
     release.set()
     pool.shutdown(wait=True)
     assert ran == []
+
+
+def test_a_parked_thread_keeps_nothing_of_its_last_call_alive() -> None:
+    class Request:
+        pass
+
+    request = Request()
+    gone = weakref.ref(request)
+    pool = LastIdleFirstPool(1)
+    pool.submit(lambda _: None, request).result(timeout=5)
+    del request
+    deadline = time.monotonic() + 2
+    while gone() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert gone() is None, "the idle thread still holds its last call's arguments"
+    pool.shutdown()
 
 
 def test_max_workers_must_be_positive() -> None:
