@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ from connect_grpc.api.health import HealthReporter
 from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.metrics import ServerMetricsInterceptor
 from connect_grpc.api.servicer import ConnectServicer
-from connect_grpc.api.thread_pool import LastIdleFirstPool
 from connect_grpc.api.tls import server_credentials
 from connect_grpc.herder.base import Herder
 from connect_grpc.security.config import SecurityConfig
@@ -74,9 +74,8 @@ class ApiServer:
         interceptors.append(build_interceptor(security, verifier))
         if forwarder is not None and leads is not None:
             interceptors.append(LeaderWritesRelay(forwarder, leads))
-        self._pool = LastIdleFirstPool(max_workers, thread_name_prefix="grpc")
         self._server = grpc.server(
-            self._pool,  # type: ignore[arg-type]  # grpc only submits to it
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
             interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", limits.grpc_receive_bytes),
@@ -125,7 +124,6 @@ class ApiServer:
         self._health_reporter.stop()
         self._health.enter_graceful_shutdown()
         self._server.stop(grace_seconds).wait()
-        self._pool.shutdown(wait=False)
         log.info("grpc_server_stopped")
 
     def wait(self) -> None:
