@@ -36,7 +36,8 @@ it, on the same broker once connect-grpc's workers are stopped):
    and the read itself (status p50 less floor p50). connect-grpc only, right after the
    reads at 10: 30 ``WatchConnectorStatus`` streams opened at once on each worker and then
    cancelled (a burst that grows each server's thread pool to 30), and the reads at 10
-   again: a call after a burst should cost what it did before it.
+   again: what a call costs once a burst has grown the pool (grpcio's pool then wakes its
+   longest-idle thread for each call; BENCHMARKS.md, "Status after a burst").
 3. **All RUNNING.** The time from the first create until every connector and its task show
    RUNNING (the status listing of one worker, polled every 0.25 s), and the time from the
    end of the last create to that moment.
@@ -159,7 +160,7 @@ class ScaleRun:
     create_cpu_ms: tuple[float, float] | None = None
     recovery: Recovery | None = None
     #: connect-grpc only: status and floor at 10 again, after a burst of watch streams
-    #: grew each worker's gRPC pool (whose idle threads a call must not rotate through).
+    #: grew each worker's gRPC pool (each call then wakes its longest-idle thread).
     status_burst: Latencies | None = None
     floor_burst: Latencies | None = None
 
