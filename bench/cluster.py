@@ -277,15 +277,21 @@ class Cluster:
 
     def settled(self, count: int, timeout: float = 120.0) -> pb.GetClusterInfoResponse:
         """Waits until every live worker reports the same generation and leader, the
-        assignment lists ``count`` workers, and there is a leader."""
+        assignment lists ``count`` workers, exactly the live ones, and a live one leads (a
+        worker started after a kill reads the last published assignment, which still
+        names the killed one, before the group rebalances)."""
 
         def agreed() -> pb.GetClusterInfoResponse | None:
-            views = [self.info(w) for w in self.live]
+            live = self.live
+            views = [self.info(w) for w in live]
             first = views[0]
             same = all(
                 (v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views
             )
-            ok = same and first.leader_id and len(first.workers) == count
+            live_ids = {worker_id(w) for w in live}
+            listed = {w.id for w in first.workers}
+            ok = same and first.leader_id in live_ids and listed == live_ids
+            ok = ok and len(listed) == count
             return first if ok else None
 
         info = wait_until(agreed, timeout=timeout)
