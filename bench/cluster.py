@@ -93,6 +93,7 @@ from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
 from connect_grpc.logs import configure_logging
 from connect_grpc.testing.cluster import (
     WorkerProcess,
+    agreed_view,
     cluster_properties,
     free_port,
     start_together,
@@ -229,7 +230,7 @@ class EchoServer:
 
 
 def worker_id(worker: WorkerProcess) -> str:
-    return f"worker-{worker.port}"
+    return worker.id
 
 
 class Cluster:
@@ -276,25 +277,9 @@ class Cluster:
         return answer
 
     def settled(self, count: int, timeout: float = 120.0) -> pb.GetClusterInfoResponse:
-        """Waits until every live worker reports the same generation and leader, the
-        assignment lists ``count`` workers, exactly the live ones, and a live one leads (a
-        worker started after a kill reads the last published assignment, which still
-        names the killed one, before the group rebalances)."""
-
-        def agreed() -> pb.GetClusterInfoResponse | None:
-            live = self.live
-            views = [self.info(w) for w in live]
-            first = views[0]
-            same = all(
-                (v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views
-            )
-            live_ids = {worker_id(w) for w in live}
-            listed = {w.id for w in first.workers}
-            ok = same and first.leader_id in live_ids and listed == live_ids
-            ok = ok and len(listed) == count
-            return first if ok else None
-
-        info = wait_until(agreed, timeout=timeout)
+        """Waits until the live workers agree on the cluster, ``count`` of them, exactly
+        they listed and one of them leading (:func:`agreed_view`)."""
+        info = wait_until(lambda: agreed_view(self.live, count), timeout=timeout)
         assert info is not None  # wait_until returns a truthy value
         return info
 

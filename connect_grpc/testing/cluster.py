@@ -21,6 +21,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from connect_grpc.connection import ConnectionSettings
+from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
@@ -57,6 +58,8 @@ class WorkerProcess:
         self.mode = mode
         self.port = port or free_port()
         self.address = f"127.0.0.1:{self.port}"
+        #: Its ``worker.id``, as GetClusterInfo names it.
+        self.id = f"worker-{self.port}"
         self.connection = replace(connection or ConnectionSettings(""), address=self.address)
         scheme = "grpc" if self.connection.tls is None else "grpcs"
         self.log_path = work_dir / "worker.log"
@@ -64,7 +67,7 @@ class WorkerProcess:
         properties = {
             "bootstrap.servers": bootstrap_servers,
             "listeners": f"{scheme}://{self.address}",
-            "worker.id": f"worker-{self.port}",
+            "worker.id": self.id,
             "offset.storage.file.filename": str(work_dir / "connect.offsets"),
             "spark.master": "local[2]",
             "log.format": "json",
@@ -179,6 +182,23 @@ def start_together(workers: Sequence[WorkerProcess], timeout: float = 120.0) -> 
     with ThreadPoolExecutor(max_workers=max(1, len(workers))) as pool:
         for started in [pool.submit(w.start, timeout) for w in workers]:
             started.result()
+
+
+def agreed_view(
+    workers: Sequence[WorkerProcess], count: int
+) -> pb.GetClusterInfoResponse | None:
+    """The cluster as every one of ``workers`` (the live ones) reports it, once they agree
+    on its generation and leader, its assignment lists exactly them (``count``) and one of
+    them leads; None until then. Compared by id, not by count: a worker started after a
+    kill -9 reads the last published assignment, still naming the killed worker, before
+    the group rebalances."""
+    views = [w.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5) for w in workers]
+    first = views[0]
+    same = all((v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views)
+    live = {w.id for w in workers}
+    listed = {w.id for w in first.workers}
+    settled = same and listed == live and len(listed) == count and first.leader_id in live
+    return first if settled else None
 
 
 def cluster_properties(

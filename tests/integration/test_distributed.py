@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from connect_grpc.herder.etags import offsets_version_key
 from connect_grpc.testing.cluster import (
     WorkerProcess,
+    agreed_view,
     cluster_properties,
     start_together,
     wait_until,
@@ -88,24 +89,8 @@ class Cluster:
 
     def settled(self, workers: int) -> pb.GetClusterInfoResponse:
         """Waits until the assignment lists exactly the live workers and every worker
-        agrees on it."""
-
-        def agreed() -> pb.GetClusterInfoResponse | None:
-            live = self.live
-            views = [self.info(w) for w in live]
-            first = views[0]
-            same = all(
-                (v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views
-            )
-            # by id, not by count: a worker started after a kill reads the last published
-            # assignment (which still names the killed one) before the group rebalances
-            listed = {w.id for w in first.workers}
-            live_ids = {_id(w) for w in live}
-            ok = same and listed == live_ids and len(listed) == workers
-            ok = ok and first.leader_id in live_ids
-            return first if ok else None
-
-        return wait_until(agreed, timeout=90)
+        agrees on it (:func:`agreed_view`)."""
+        return wait_until(lambda: agreed_view(self.live, workers), timeout=90)
 
     def follower_not_running(self, connector: str) -> WorkerProcess:
         """A worker that neither leads nor runs any instance of ``connector`` (or, if every
@@ -131,7 +116,7 @@ def cluster(
 
 
 def _id(worker: WorkerProcess) -> str:
-    return f"worker-{worker.port}"
+    return worker.id
 
 
 def test_cluster_info_names_leader_and_every_worker(
