@@ -22,7 +22,10 @@ offset is N; then FileStreamSink from that topic to a fresh file, timed from the
 call until the file has N lines, which must then equal the input byte for byte. The RSS of
 each worker's whole process tree (for connect-grpc: the Python process, its Spark JVM and
 the executors' Python workers) is sampled every 0.5 s. Reported: records/s of each, the
-ratio connect-grpc / Kafka Connect (issue 9's goal: >= 1.0), and the peak RSS of each.
+ratio connect-grpc / Kafka Connect (issue 9's goal: >= 1.0), and the peak RSS of each; then
+each rate told apart into the start (the create call to the first record seen) and the
+steady state (records/s between the samples that first saw 10 % and 90 % of N), the two
+figures issue 25 asks for.
 
 ``--pipeline json-smts`` gives both connectors, on both workers, Kafka Connect's record
 pipeline as its users write it (issue 24): ``value.converter`` JsonConverter with
@@ -55,6 +58,7 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
     LINE_BYTES,
     KafkaConnectError,
     KafkaConnectStandalone,
+    Timing,
     _consumer,
     create_topic,
     ensure_connect_libs,
@@ -124,11 +128,17 @@ class ConnectGrpcWorker:
 
 @dataclass
 class Result:
-    source_rates: list[float] = field(default_factory=list)
-    sink_rates: list[float] = field(default_factory=list)
+    #: Each round's FileStreamSource and FileStreamSink measurement.
+    sources: list[Timing] = field(default_factory=list)
+    sinks: list[Timing] = field(default_factory=list)
     peak_rss: list[int] = field(default_factory=list)
     #: The SHA-256 of each round's sink file.
     outputs: list[str] = field(default_factory=list)
+    lines: int = 0
+
+    def rates(self, timings: list[Timing]) -> list[float]:
+        """Records/s of each round, from the create call."""
+        return [self.lines / timing.elapsed_s for timing in timings]
 
 
 def one_round(
@@ -140,20 +150,20 @@ def one_round(
     lines: int,
     timeout: float,
     pipeline: str,
-) -> tuple[float, float, int, str]:
-    """Source then sink through ``runner``; (source records/s, sink records/s, peak RSS,
-    SHA-256 of the sink file)."""
+) -> tuple[Timing, Timing, str]:
+    """Source then sink through ``runner``; their timings and the SHA-256 of the sink
+    file."""
     topic = f"bench-{name.split()[0].lower()}-{root.name}"
     sink_file = root / f"{topic}.txt"
     source_extra, sink_extra = PIPELINES[pipeline]
     with _consumer(bootstrap) as consumer:
         create_topic(bootstrap, topic, consumer)
-        source_s, source_rss = measure_source(
+        source = measure_source(
             runner, consumer, source_file, topic, lines, None, timeout, source_extra
         )
-    progress(f"{name} FileStreamSource ({pipeline}): {lines / source_s:,.0f} records/s")
-    sink_s, sink_rss = measure_sink(runner, sink_file, topic, lines, timeout, sink_extra)
-    progress(f"{name} FileStreamSink ({pipeline}): {lines / sink_s:,.0f} records/s")
+    progress(f"{name} FileStreamSource ({pipeline}): {_described(source, lines)}")
+    sink = measure_sink(runner, sink_file, topic, lines, timeout, sink_extra)
+    progress(f"{name} FileStreamSink ({pipeline}): {_described(sink, lines)}")
     output = sha256(sink_file)
     if pipeline == "none" and output != sha256(source_file):
         raise RuntimeError(f"{name}: {sink_file} differs from the input")
@@ -161,7 +171,12 @@ def one_round(
     with sink_file.open("rb") as whole, (root / "sink-head.txt").open("wb") as head:
         head.writelines(line for _, line in zip(range(HEAD_LINES), whole, strict=False))
     sink_file.unlink()
-    return lines / source_s, lines / sink_s, max(source_rss, sink_rss), output
+    return source, sink, output
+
+
+def _described(timing: Timing, lines: int) -> str:
+    return (f"{lines / timing.elapsed_s:,.0f} records/s from the create call (first record "
+            f"after {timing.first_s * 1000:.0f} ms, then {timing.steady_rate:,.0f} records/s)")
 
 
 def start_runner(
@@ -179,8 +194,29 @@ def start_runner(
 
 
 def _rounds(result: Result) -> str:
-    pairs = zip(result.source_rates, result.sink_rates, strict=True)
+    pairs = zip(result.rates(result.sources), result.rates(result.sinks), strict=True)
     return ", ".join(f"{source:,.0f} / {sink:,.0f}" for source, sink in pairs)
+
+
+def _start_and_steady(anchor: Result, ours: Result) -> list[str]:
+    """The table that tells a rate from the create call apart into the start (until the
+    first record) and the steady rate (between 10 % and 90 % of N)."""
+    out = [
+        "| pipeline | first record, Kafka Connect / connect-grpc (ms) | steady state, "
+        "Kafka Connect / connect-grpc (records/s) | steady ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, theirs, mine in (
+        ("FileStreamSource", anchor.sources, ours.sources),
+        ("FileStreamSink", anchor.sinks, ours.sinks),
+    ):
+        first_a = statistics.median(t.first_s for t in theirs) * 1000
+        first_b = statistics.median(t.first_s for t in mine) * 1000
+        steady_a = statistics.median(t.steady_rate for t in theirs)
+        steady_b = statistics.median(t.steady_rate for t in mine)
+        out.append(f"| {label} | {first_a:,.0f} / {first_b:,.0f} | {steady_a:,.0f} / "
+                   f"{steady_b:,.0f} | {steady_b / steady_a:.2f}x |")
+    return out
 
 
 def report(results: dict[str, Result], lines: int, rounds: int, pipeline: str) -> str:
@@ -198,12 +234,14 @@ def report(results: dict[str, Result], lines: int, rounds: int, pipeline: str) -
         "|---|---:|---:|---:|",
     ]
     for label, theirs, mine in (
-        ("FileStreamSource file → topic", anchor.source_rates, ours.source_rates),
-        ("FileStreamSink topic → file", anchor.sink_rates, ours.sink_rates),
+        ("FileStreamSource file → topic", anchor.rates(anchor.sources), ours.rates(ours.sources)),
+        ("FileStreamSink topic → file", anchor.rates(anchor.sinks), ours.rates(ours.sinks)),
     ):
         a, b = statistics.median(theirs), statistics.median(mine)
         out.append(f"| {label} | {a:,.0f} | {b:,.0f} | **{b / a:.2f}x** |")
     a_rss, b_rss = max(anchor.peak_rss), max(ours.peak_rss)
+    out += ["", "Each rate told apart (medians of the rounds):", ""]
+    out += _start_and_steady(anchor, ours)
     out += [
         "",
         f"Peak RSS of the whole worker process tree: Kafka Connect {a_rss / 2**20:,.0f} MiB, "
@@ -221,23 +259,23 @@ def run_pipeline(
 ) -> dict[str, Result]:
     """Every round of ``pipeline`` on both workers; fails if their sink files differ."""
     source_file = root / "input.txt"
-    results = {ANCHOR: Result(), OURS: Result()}
+    results = {ANCHOR: Result(lines=args.lines), OURS: Result(lines=args.lines)}
     for round_ in range(args.rounds):
         order = [ANCHOR, OURS] if round_ % 2 == 0 else [OURS, ANCHOR]
         for name in order:
             work = root / f"{pipeline}-{name.split()[0].lower()}-{round_}"
             runner = start_runner(name, work, bootstrap, libs)
             try:
-                source, sink, rss, output = one_round(
+                source, sink, output = one_round(
                     name, runner, bootstrap, work, source_file, args.lines, args.timeout,
                     pipeline,
                 )
             finally:
                 runner.stop()
             result = results[name]
-            result.source_rates.append(source)
-            result.sink_rates.append(sink)
-            result.peak_rss.append(rss)
+            result.sources.append(source)
+            result.sinks.append(sink)
+            result.peak_rss.append(max(source.peak_rss, sink.peak_rss))
             result.outputs.append(output)
         if results[ANCHOR].outputs[-1] != results[OURS].outputs[-1]:
             heads = [

@@ -48,6 +48,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -611,6 +612,51 @@ class Runner(Protocol):
     def failed_trace(self, name: str) -> str | None: ...
 
 
+@dataclass(frozen=True)
+class Timing:
+    """One FileStream measurement, timed from the create call."""
+
+    #: Seconds until all N records were there (the figure the goals compare).
+    elapsed_s: float
+    #: Seconds until the first record was there: the connector's and task's start, the
+    #: consumer's join for a sink, and the first batch.
+    first_s: float
+    #: Records/s between the samples that first saw 10 % and 90 % of N: the rate once
+    #: running, the start left out.
+    steady_rate: float
+    peak_rss: int
+
+
+class _Progress:
+    """When a measurement's count (sampled every POLL_INTERVAL_S) first reached 1 record,
+    10 % and 90 % of the total."""
+
+    def __init__(self, started: float, total: int) -> None:
+        self._started = started
+        self._total = total
+        self._first: float | None = None
+        self._low: tuple[float, int] | None = None
+        self._high: tuple[float, int] | None = None
+
+    def saw(self, count: int, now: float) -> None:
+        if count > 0 and self._first is None:
+            self._first = now
+        if count >= self._total * 0.1 and self._low is None:
+            self._low = (now, count)
+        if count >= self._total * 0.9 and self._high is None:
+            self._high = (now, count)
+
+    def timing(self, now: float, peak_rss: int) -> Timing:
+        elapsed = now - self._started
+        first = elapsed if self._first is None else self._first - self._started
+        low, high = self._low, self._high
+        if low is None or high is None or high[0] <= low[0]:  # too few records to tell
+            steady = self._total / elapsed
+        else:
+            steady = (high[1] - low[1]) / (high[0] - low[0])
+        return Timing(elapsed, first, steady, peak_rss)
+
+
 class Phase:
     """Samples RSS and the connector's status while a measurement waits."""
 
@@ -671,8 +717,8 @@ def measure_source(
     batch_size: int | None,
     timeout: float,
     extra: Mapping[str, str] | None = None,
-) -> tuple[float, int]:
-    """Seconds from the POST until the topic holds ``lines`` records; peak RSS meanwhile.
+) -> Timing:
+    """From the POST until the topic holds ``lines`` records; peak RSS meanwhile.
     ``extra`` is added to the connector's config (converters, transforms)."""
     from confluent_kafka import TopicPartition
 
@@ -683,13 +729,14 @@ def measure_source(
     started = time.monotonic()
     connect.create_connector(name, config)
     phase = Phase(connect, name)
+    seen = _Progress(started, lines)
     while True:
         _, high = consumer.get_watermark_offsets(partition, timeout=5, cached=False)
         now = time.monotonic()
+        seen.saw(high, now)
         if high >= lines:
             if high != lines:
                 raise RuntimeError(f"{topic}: {high} records, expected {lines}")
-            elapsed = now - started
             break
         if now - started > timeout:
             raise TimeoutError(f"{topic}: only {high} of {lines} records after {timeout:.0f}s")
@@ -697,7 +744,7 @@ def measure_source(
         time.sleep(POLL_INTERVAL_S)
     phase.peak_rss = max(phase.peak_rss, connect.rss_bytes())
     connect.delete_connector(name)
-    return elapsed, phase.peak_rss
+    return seen.timing(now, phase.peak_rss)
 
 
 def measure_sink(
@@ -707,13 +754,14 @@ def measure_sink(
     lines: int,
     timeout: float,
     extra: Mapping[str, str] | None = None,
-) -> tuple[float, int]:
-    """Seconds from the POST until ``sink_file`` has ``lines`` lines; peak RSS meanwhile.
+) -> Timing:
+    """From the POST until ``sink_file`` has ``lines`` lines; peak RSS meanwhile.
     ``extra`` is added to the connector's config (converters, transforms)."""
     name = "bench-file-sink"
     started = time.monotonic()
     connect.create_connector(name, {**file_stream_sink_config(sink_file, topic), **(extra or {})})
     phase = Phase(connect, name)
+    marks = _Progress(started, lines)
     seen = 0
     with contextlib.ExitStack() as stack:
         handle = None
@@ -723,8 +771,8 @@ def measure_sink(
             if handle is not None:
                 seen += handle.read().count(b"\n")
             now = time.monotonic()
+            marks.saw(seen, now)
             if seen >= lines:
-                elapsed = now - started
                 break
             if now - started > timeout:
                 raise TimeoutError(
@@ -734,7 +782,7 @@ def measure_sink(
             time.sleep(POLL_INTERVAL_S)
     phase.peak_rss = max(phase.peak_rss, connect.rss_bytes())
     connect.delete_connector(name)
-    return elapsed, phase.peak_rss
+    return marks.timing(now, phase.peak_rss)
 
 
 def sha256(path: Path) -> str:
