@@ -386,16 +386,16 @@ class FileStreamSinkConnector(SinkConnector):
 
 
 class FileStreamSinkTask(SinkTask):
-    """Appends each record value plus a newline to the file; ``flush`` fsyncs it."""
+    """Appends each record value plus a newline to the file, in UTF-8; ``flush`` fsyncs it."""
 
     def __init__(self) -> None:
         self._filename = ""
-        self._stream: IO[str] | None = None
+        self._stream: IO[bytes] | None = None
 
     def start(self, config: Mapping[str, str]) -> None:
         """Opens the file for appending (created when missing)."""
         self._filename = str(SINK_CONFIG.parse(config)[FILE_CONFIG])
-        self._stream = open(self._filename, "a", encoding="utf-8")  # noqa: SIM115
+        self._stream = open(self._filename, "ab")  # noqa: SIM115
         _log.info("file_sink_task_started", file=self._filename)
 
     def put(self, records: Sequence[SinkRecord]) -> None:
@@ -406,11 +406,10 @@ class FileStreamSinkTask(SinkTask):
             return
         values = [record.value for record in records]
         if all(value.__class__ is bytes for value in values):
-            # one decode of the joined bytes: a newline never splits a UTF-8 sequence
-            joined = b"\n".join(cast(list[bytes], values))
-            stream.write(joined.decode("utf-8", errors="replace") + "\n")
+            values.append(b"")  # so that the last line ends with a newline too
+            stream.write(_as_utf8(b"\n".join(cast(list[bytes], values))))
         else:
-            stream.write("\n".join(value_texts(values, _value_text)) + "\n")
+            stream.write(("\n".join(value_texts(values, _value_text)) + "\n").encode("utf-8"))
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Flushes and fsyncs the file, so every record put so far is durable."""
@@ -418,7 +417,7 @@ class FileStreamSinkTask(SinkTask):
         stream.flush()
         os.fsync(stream.fileno())
 
-    def _require_stream(self) -> IO[str]:
+    def _require_stream(self) -> IO[bytes]:
         if self._stream is None:
             raise RuntimeError("FileStreamSinkTask is not started")
         return self._stream
@@ -430,6 +429,15 @@ class FileStreamSinkTask(SinkTask):
             self._stream = None
         _log.info("file_sink_task_stopped", file=self._filename,
                   connector_deleted=connector_deleted)
+
+
+def _as_utf8(lines: bytes) -> bytes:
+    """Record values written as text, as decoding them from UTF-8 would: ASCII (the common
+    case, told in one pass) as it is, anything else decoded, undecodable bytes replaced,
+    and encoded again. Decoded in one block: a newline never splits a UTF-8 sequence."""
+    if lines.isascii():
+        return lines
+    return lines.decode("utf-8", errors="replace").encode("utf-8")
 
 
 def _value_text(value: Any) -> str:

@@ -282,6 +282,18 @@ def test_sink_decodes_each_value_on_its_own_whether_or_not_one_is_null(
     assert path.read_text(encoding="utf-8") == "".join(f"{line}\n" for line in expected)
 
 
+def test_sink_writes_utf8_values_byte_for_byte_and_ascii_ones_as_they_are(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    task.put([_sink_record(b"plain", 0), _sink_record(b"ascii \\x41", 1)])
+    task.put([_sink_record("héllo wörld €".encode(), 2), _sink_record(b"", 3)])
+    task.stop()
+    assert path.read_bytes() == b"plain\nascii \\x41\n" + "héllo wörld €".encode() + b"\n\n"
+
+
 def _lines_written(tmp_path: Path, values: list[Any]) -> list[str]:
     """The lines FileStreamSinkTask writes for one put of ``values`` (one record each)."""
     path = tmp_path / "out.txt"
