@@ -33,7 +33,11 @@ it, on the same broker once connect-grpc's workers are stopped):
    Kafka Connect: ``GET /``) through the same workers in turn: the **floor**, what a call
    to that worker process costs at that moment, so that a change of the status p50 is told
    apart into the process (every call slower: the machine, or what else the workers run)
-   and the read itself (status p50 less floor p50).
+   and the read itself (status p50 less floor p50). After each floor block, as many calls
+   to the **control**: a bare grpcio echo server in a process of its own that the bench
+   starts (bench/cluster.py's anchor server), outside either cluster: what the machine
+   alone (the clusters' other processes, the broker, other tenants) does to a call's time
+   between the reads at 10 and at N.
 3. **All RUNNING.** The time from the first create until every connector and its task show
    RUNNING (the status listing of one worker, polled every 0.25 s), and the time from the
    end of the last create to that moment.
@@ -75,11 +79,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import psutil
 from cluster import (
     Cluster,
+    EchoServer,
     log,
     machine,
     percentile,
@@ -151,6 +156,10 @@ class ScaleRun:
     #: interleaved with the status reads: what the process itself costs a call then.
     floor_first: Latencies
     floor_all: Latencies
+    #: The control: a bare grpcio server in a process of its own, outside the cluster,
+    #: called beside the floor (what the machine alone does to a call's time).
+    control_first: Latencies
+    control_all: Latencies
     all_running_s: float
     after_last_create_s: float
     idle_cpu: list[float]
@@ -340,23 +349,33 @@ def wait_running(
         time.sleep(POLL_S)
 
 
+class Reads(NamedTuple):
+    status: Latencies
+    floor: Latencies
+    control: Latencies
+
+
 def status_reads(
-    system: System, names: Sequence[str], samples: int
-) -> tuple[Latencies, Latencies]:
-    """``samples`` status reads and as many floor calls, in alternating blocks of
-    FLOOR_BLOCK, through the workers in turn: (status, floor)."""
-    status, floor = Latencies(), Latencies()
+    system: System, names: Sequence[str], samples: int, control: Callable[[], object]
+) -> Reads:
+    """``samples`` status reads and as many floor and control calls, in alternating blocks
+    of FLOOR_BLOCK, through the workers in turn."""
+    reads = Reads(Latencies(), Latencies(), Latencies())
     for index in range(samples):
         name = names[index % len(names)] if len(names) <= FIRST else random.choice(names)
         started = time.perf_counter()
         system.status(index, name)
-        status.seconds.append(time.perf_counter() - started)
+        reads.status.seconds.append(time.perf_counter() - started)
         if (index + 1) % FLOOR_BLOCK == 0:
             for via in range(index + 1 - FLOOR_BLOCK, index + 1):
                 started = time.perf_counter()
                 system.floor(via)
-                floor.seconds.append(time.perf_counter() - started)
-    return status, floor
+                reads.floor.seconds.append(time.perf_counter() - started)
+            for _ in range(FLOOR_BLOCK):
+                started = time.perf_counter()
+                control()
+                reads.control.seconds.append(time.perf_counter() - started)
+    return reads
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -386,7 +405,12 @@ def idle_cpu(pids: Sequence[int], seconds: float) -> list[float]:
 
 
 def fill(
-    system: System, root: Path, connectors: int, status_samples: int, cpu_seconds: float
+    system: System,
+    root: Path,
+    connectors: int,
+    status_samples: int,
+    cpu_seconds: float,
+    control: Callable[[], object],
 ) -> tuple[ScaleRun, list[str]]:
     """Measurements 1-4 on ``system``; returns them and the connectors' names."""
     files = root / f"files-{system.name.replace(' ', '-').lower()}"
@@ -394,8 +418,8 @@ def fill(
     prefix = "idle-" + system.name.split()[0].lower()[:2]
     names = [f"{prefix}-{i:04d}" for i in range(connectors)]
     creates: list[float] = []
-    status_first, floor_first = Latencies(), Latencies()
-    after_burst: tuple[Latencies, Latencies] | None = None
+    first = Reads(Latencies(), Latencies(), Latencies())
+    after_burst: Reads | None = None
     paused = 0.0
     tail = max(1, connectors // 10)
     # CPU time is what the work each create causes costs, less swayed than latency by how
@@ -415,8 +439,8 @@ def fill(
         if index + 1 == FIRST:
             pause_started = time.monotonic()
             wait_running(system, names[:FIRST], RUNNING_TIMEOUT_S)
-            status_first, floor_first = status_reads(system, names[:FIRST], status_samples)
-            log(f"{system.name}: first {FIRST} RUNNING; status p50 {status_first.ms(50):.2f} ms")
+            first = status_reads(system, names[:FIRST], status_samples, control)
+            log(f"{system.name}: first {FIRST} RUNNING; status p50 {first.status.ms(50):.2f} ms")
             paused = time.monotonic() - pause_started
         if (index + 1) % 100 == 0:
             recent = Latencies(creates[-100:])
@@ -435,26 +459,28 @@ def fill(
     done = wait_running(system, names, RUNNING_TIMEOUT_S)
     log(f"{system.name}: all {connectors} RUNNING {done - first_started - paused:.1f} s after "
         f"the first create, {done - last_created:.1f} s after the last")
-    status_all, floor_all = status_reads(system, names, status_samples)
-    log(f"{system.name}: status p50 at {connectors}: {status_all.ms(50):.2f} ms; idle CPU "
+    at_n = status_reads(system, names, status_samples, control)
+    log(f"{system.name}: status p50 at {connectors}: {at_n.status.ms(50):.2f} ms; idle CPU "
         f"over {cpu_seconds:.0f} s")
     cpu = idle_cpu(system.pids(), cpu_seconds)
     if isinstance(system, Ours):
         # last, so that the pools it grows touch neither the reads at N nor the idle CPU
         system.burst(names[0], BURST_STREAMS)
-        after_burst = status_reads(system, names, status_samples)
+        after_burst = status_reads(system, names, status_samples, control)
         log(f"{system.name}: after a burst of {BURST_STREAMS} streams per worker, "
-            f"status p50 {after_burst[0].ms(50):.2f} ms")
+            f"status p50 {after_burst.status.ms(50):.2f} ms")
     placements = system.placements() if isinstance(system, Ours) else Counter[str]()
     run = ScaleRun(
         system=system.name,
         connectors=connectors,
         create_first=Latencies(creates[:FIRST]),
         create_last=Latencies(creates[-tail:]),
-        status_first=status_first,
-        status_all=status_all,
-        floor_first=floor_first,
-        floor_all=floor_all,
+        status_first=first.status,
+        status_all=at_n.status,
+        floor_first=first.floor,
+        floor_all=at_n.floor,
+        control_first=first.control,
+        control_all=at_n.control,
         all_running_s=done - first_started - paused,
         after_last_create_s=done - last_created,
         idle_cpu=cpu,
@@ -462,8 +488,8 @@ def fill(
         placements=placements,
         load=os.getloadavg(),
         create_cpu_ms=create_cpu_ms,
-        status_burst=after_burst[0] if after_burst else None,
-        floor_burst=after_burst[1] if after_burst else None,
+        status_burst=after_burst.status if after_burst else None,
+        floor_burst=after_burst.floor if after_burst else None,
     )
     return run, names
 
@@ -576,6 +602,8 @@ def report(runs: list[ScaleRun]) -> str:
         lambda r: f"{r.status_all.ms(50):.2f} / {r.status_all.ms(90):.2f}")
     row(f"floor p50 at {FIRST} / at {n} (ms; health check, Kafka Connect GET /)",
         lambda r: f"{r.floor_first.ms(50):.2f} / {r.floor_all.ms(50):.2f}")
+    row(f"control p50 at {FIRST} / at {n} (ms; a bare grpcio server outside the cluster)",
+        lambda r: f"{r.control_first.ms(50):.2f} / {r.control_all.ms(50):.2f}")
     row(f"status p50 less floor p50 at {FIRST} / at {n} (ms)",
         lambda r: f"{_own(r.status_first, r.floor_first):.2f} / "
         f"{_own(r.status_all, r.floor_all):.2f}")
@@ -618,6 +646,8 @@ def report(runs: list[ScaleRun]) -> str:
         f"Of the status p50's change, the floor (a call that looks nothing up) moved "
         f"{ours.floor_all.ms(50) - ours.floor_first.ms(50):+.2f} ms and the rest "
         f"{_own(ours.status_all, ours.floor_all) - _own(ours.status_first, ours.floor_first):+.2f}"
+        f" ms; over the same time the control (a bare grpcio server in a process of its own, "
+        f"outside the cluster) moved {ours.control_all.ms(50) - ours.control_first.ms(50):+.2f}"
         " ms.",
     ]
     if ours.status_burst is not None and ours.floor_burst is not None:
@@ -650,7 +680,11 @@ def report(runs: list[ScaleRun]) -> str:
 
 
 def measure_ours(
-    root: Path, bootstrap: str, args: argparse.Namespace, keep: list[Cluster]
+    root: Path,
+    bootstrap: str,
+    args: argparse.Namespace,
+    keep: list[Cluster],
+    control: Callable[[], object],
 ) -> ScaleRun:
     cluster = Cluster(root / "connect-grpc", bootstrap, args.session_timeout_ms)
     keep.append(cluster)
@@ -660,14 +694,18 @@ def measure_ours(
     log(f"connect-grpc: {WORKERS} workers up in {time.monotonic() - started:.1f} s, leader "
         f"{info.leader_id}")
     ours = Ours(cluster)
-    run, names = fill(ours, root, args.connectors, args.status_samples, args.cpu_seconds)
+    run, names = fill(
+        ours, root, args.connectors, args.status_samples, args.cpu_seconds, control
+    )
     if args.kill:
         run.recovery = kill_follower(ours, names, args.profile_kill)
     cluster.stop()
     return run
 
 
-def measure_theirs(root: Path, bootstrap: str, args: argparse.Namespace) -> ScaleRun:
+def measure_theirs(
+    root: Path, bootstrap: str, args: argparse.Namespace, control: Callable[[], object]
+) -> ScaleRun:
     kc = KafkaConnectCluster(root / "kafka-connect", bootstrap)
     started = time.monotonic()
     kc.start()
@@ -675,7 +713,7 @@ def measure_theirs(root: Path, bootstrap: str, args: argparse.Namespace) -> Scal
         kc.leader_and_follower()
         log(f"Kafka Connect: {WORKERS} workers up in {time.monotonic() - started:.1f} s")
         run, _ = fill(Theirs(kc.workers), root, args.connectors, args.status_samples,
-                      args.cpu_seconds)
+                      args.cpu_seconds, control)
         return run
     except BaseException:
         log(kc.log_tails())
@@ -716,19 +754,25 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         broker = LocalKafka(root / "kafka", die_with_parent=True)
         clusters: list[Cluster] = []
+        control_server = EchoServer()
+
+        def control() -> bytes:
+            return control_server.call(b"", timeout=CALL_TIMEOUT_S)
+
         try:
             started = time.monotonic()
             bootstrap = broker.start()
             log(f"broker {bootstrap} started in {time.monotonic() - started:.1f} s")
-            runs.append(measure_ours(root, bootstrap, args, clusters))
+            runs.append(measure_ours(root, bootstrap, args, clusters, control))
             if not args.no_anchor:
-                runs.append(measure_theirs(root, bootstrap, args))
+                runs.append(measure_theirs(root, bootstrap, args, control))
         except BaseException:
             show_log_tails(clusters)
             raise
         finally:
             stop_clusters(clusters, args.keep_logs)
             broker.stop()
+            control_server.stop()
 
     out = sys.stdout
     out.write("\n")
@@ -751,6 +795,8 @@ def _figures(run: ScaleRun) -> dict[str, Any]:
         "status_all_p50_ms": run.status_all.ms(50),
         "floor_first_p50_ms": run.floor_first.ms(50),
         "floor_all_p50_ms": run.floor_all.ms(50),
+        "control_first_p50_ms": run.control_first.ms(50),
+        "control_all_p50_ms": run.control_all.ms(50),
         "all_running_s": run.all_running_s,
         "after_last_create_s": run.after_last_create_s,
         "idle_cpu": run.idle_cpu,
