@@ -729,11 +729,11 @@ def measure_source(
     started = time.monotonic()
     connect.create_connector(name, config)
     phase = Phase(connect, name)
-    seen = _Progress(started, lines)
+    marks = _Progress(started, lines)
     while True:
         _, high = consumer.get_watermark_offsets(partition, timeout=5, cached=False)
         now = time.monotonic()
-        seen.saw(high, now)
+        marks.saw(high, now)
         if high >= lines:
             if high != lines:
                 raise RuntimeError(f"{topic}: {high} records, expected {lines}")
@@ -744,7 +744,7 @@ def measure_source(
         time.sleep(POLL_INTERVAL_S)
     phase.peak_rss = max(phase.peak_rss, connect.rss_bytes())
     connect.delete_connector(name)
-    return seen.timing(now, phase.peak_rss)
+    return marks.timing(now, phase.peak_rss)
 
 
 def measure_sink(
