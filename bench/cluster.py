@@ -229,10 +229,6 @@ class EchoServer:
 # --- the cluster ----------------------------------------------------------------------------
 
 
-def worker_id(worker: WorkerProcess) -> str:
-    return worker.id
-
-
 class Cluster:
     """Workers of one group on the bench's broker (as tests/integration/test_distributed.py)."""
 
@@ -285,7 +281,7 @@ class Cluster:
 
     def leader(self) -> WorkerProcess:
         leader_id = self.settled(len(self.live)).leader_id
-        return next(w for w in self.live if worker_id(w) == leader_id)
+        return next(w for w in self.live if w.id == leader_id)
 
     def stop(self) -> None:
         for worker in self.workers:
@@ -375,7 +371,7 @@ def forwarding(
 ) -> tuple[Latencies, Latencies, Latencies, Latencies]:
     leader = cluster.leader()
     follower = next(w for w in cluster.live if w is not leader)
-    log(f"forwarding: leader {worker_id(leader)}, follower {worker_id(follower)}")
+    log(f"forwarding: leader {leader.id}, follower {follower.id}")
     measured: list[Latencies] = []
     for send, on_leader, on_follower, rounds_unrecorded in (
         (writer.write, "sent to the leader (direct)", "sent to a follower (forwarded)", warmup),
@@ -414,7 +410,7 @@ def reads(
     for server in (anchor, proxy):
         if server.call(payload, timeout=READ_TIMEOUT_S) != payload:
             raise RuntimeError(f"the echo server at {server.address} did not echo")
-    log(f"reads: GetConnectorStatus on follower {worker_id(follower)}, {len(payload)} bytes")
+    log(f"reads: GetConnectorStatus on follower {follower.id}, {len(payload)} bytes")
     bare = Latencies(f"anchor: bare grpcio unary echo ({len(payload)}-byte request)")
     proxied = Latencies("anchor: the same echo through a bare grpcio forwarding server")
     status = Latencies("GetConnectorStatus on a follower")
@@ -438,7 +434,7 @@ def failover(
     stub = survivor.stub
     log(
         f"failover {kill} (session.timeout.ms={cluster.session_timeout_ms}): "
-        f"killing leader {worker_id(leader)}, writing through {worker_id(survivor)}"
+        f"killing leader {leader.id}, writing through {survivor.id}"
     )
     acks: list[tuple[float, float]] = []  # (sent, acknowledged), time.monotonic()
     codes: dict[str, int] = {}
@@ -471,7 +467,7 @@ def failover(
             if new_leader_seen is None:
                 try:
                     seen = cluster.info(survivor).leader_id
-                    if seen and seen != worker_id(leader):
+                    if seen and seen != leader.id:
                         new_leader_seen = time.monotonic() - killed_at
                 except grpc.RpcError:
                     pass
@@ -618,7 +614,7 @@ def show_log_tails(clusters: Sequence[Cluster]) -> None:
     """The end of every worker's log on stderr (a run that failed)."""
     for cluster in clusters:
         for worker in cluster.workers:
-            log(f"--- log tail of {worker_id(worker)} ({cluster.properties['group.id']})")
+            log(f"--- log tail of {worker.id} ({cluster.properties['group.id']})")
             sys.stderr.write(worker.logs()[-4000:] if worker.log_path.exists() else "")
 
 

@@ -90,7 +90,6 @@ from cluster import (
     percentile,
     show_log_tails,
     stop_clusters,
-    worker_id,
 )
 from cluster_anchor import KafkaConnectCluster
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -525,12 +524,12 @@ def kill_follower(ours: Ours, names: Sequence[str], profile_into: Path | None) -
     leader = cluster.leader()
     victim = next(w for w in cluster.live if w is not leader)
     survivor = next(w for w in cluster.live if w is not leader and w is not victim)
-    dead = worker_id(victim)
+    dead = victim.id
     before = cluster.info(leader).generation
-    log(f"kill -9 of {dead} (leader {worker_id(leader)}, watching from {worker_id(survivor)})")
+    log(f"kill -9 of {dead} (leader {leader.id}, watching from {survivor.id})")
     ours.workers = [leader, survivor]
     profilers = [] if profile_into is None else profile(
-        {worker_id(w): w.pid for w in (leader, survivor) if w.pid is not None},
+        {w.id: w.pid for w in (leader, survivor) if w.pid is not None},
         ours.cluster.session_timeout_ms / 1000 + 20,
         profile_into,
     )
@@ -563,7 +562,7 @@ def kill_follower(ours: Ours, names: Sequence[str], profile_into: Path | None) -
         finish_profile(profiler, ours.cluster.session_timeout_ms / 1000 + 30)
     log(f"recovery: an assignment without {dead} after {reassigned} s, all RUNNING on "
         f"survivors after {recovered:.2f} s (generation {before} -> {generation})")
-    return Recovery(cluster.session_timeout_ms, dead, worker_id(leader), reassigned,
+    return Recovery(cluster.session_timeout_ms, dead, leader.id, reassigned,
                     recovered, generation - before)
 
 
