@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Mapping, Sequence
-from typing import IO, Any, cast
+from collections.abc import Iterator, Mapping, Sequence
+from typing import IO, Any, TypeVar, cast
 
 import structlog
 
@@ -73,6 +73,12 @@ FILENAME_FIELD = "filename"
 POSITION_FIELD = "position"
 
 _READ_CHUNK = 64 * 1024
+#: The sink's lines are joined and written a block of about this many bytes at a time, so
+#: that each block is still in the core's cache when the file copies it: a whole batch
+#: joined at once (10 MB for 100k lines of 100 bytes) was copied through memory twice.
+#: bench/filestream.py's sink, 5 alternated pairs: steady state 667k → 754k records/s.
+WRITE_BLOCK_BYTES = 256 * 1024
+_Line = TypeVar("_Line", bytes, str)
 
 
 def _non_empty(value: Any) -> str | None:
@@ -406,10 +412,14 @@ class FileStreamSinkTask(SinkTask):
             return
         values = [record.value for record in records]
         if all(value.__class__ is bytes for value in values):
-            values.append(b"")  # so that the last line ends with a newline too
-            stream.write(_as_utf8(b"\n".join(cast(list[bytes], values))))
+            for block in _blocks(cast(list[bytes], values), len(values[0])):
+                block.append(b"")  # so that the block's last line ends with a newline too
+                stream.write(_as_utf8(b"\n".join(block)))
         else:
-            stream.write(("\n".join(value_texts(values, _value_text)) + "\n").encode("utf-8"))
+            texts = value_texts(values, _value_text)
+            for text_block in _blocks(texts, len(texts[0])):
+                text_block.append("")
+                stream.write("\n".join(text_block).encode("utf-8"))
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Flushes and fsyncs the file, so every record put so far is durable."""
@@ -429,6 +439,14 @@ class FileStreamSinkTask(SinkTask):
             self._stream = None
         _log.info("file_sink_task_stopped", file=self._filename,
                   connector_deleted=connector_deleted)
+
+
+def _blocks(lines: list[_Line], first_size: int) -> Iterator[list[_Line]]:
+    """``lines`` in runs of about ``WRITE_BLOCK_BYTES``, each line reckoned as long as the
+    first (``first_size``) plus its newline. Each run is a new list."""
+    per_block = max(1, WRITE_BLOCK_BYTES // (first_size + 1))
+    for start in range(0, len(lines), per_block):
+        yield lines[start : start + per_block]
 
 
 def _as_utf8(lines: bytes) -> bytes:

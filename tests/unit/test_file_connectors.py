@@ -10,6 +10,7 @@ from structlog.testing import capture_logs
 
 from connect_grpc.connectors.api import SinkRecord
 from connect_grpc.connectors.file import (
+    WRITE_BLOCK_BYTES,
     FileStreamSinkConnector,
     FileStreamSinkTask,
     FileStreamSourceConnector,
@@ -292,6 +293,24 @@ def test_sink_writes_utf8_values_byte_for_byte_and_ascii_ones_as_they_are(
     task.put([_sink_record("héllo wörld €".encode(), 2), _sink_record(b"", 3)])
     task.stop()
     assert path.read_bytes() == b"plain\nascii \\x41\n" + "héllo wörld €".encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("as_text", [False, True], ids=["bytes", "connect-data"])
+def test_sink_writes_a_batch_larger_than_a_write_block_line_for_line(
+    tmp_path: Path, as_text: bool
+) -> None:
+    # written a block at a time, each block sized by the first line: a short first line, then
+    # long ones, ASCII and not, so that the batch spans many blocks of uneven sizes
+    lines = ["a"] + [f"{i:06d} {'é' if i % 7 == 0 else 'x'}{'y' * (i % 300)}" for i in range(6000)]
+    assert len("".join(lines).encode()) > 3 * WRITE_BLOCK_BYTES
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    values: list[Any] = lines if as_text else [line.encode() for line in lines]
+    task.put([_sink_record(value, i) for i, value in enumerate(values)])
+    task.put([_sink_record(values[1], len(values))])
+    task.stop()
+    assert path.read_bytes() == "".join(f"{line}\n" for line in [*lines, lines[1]]).encode()
 
 
 def _lines_written(tmp_path: Path, values: list[Any]) -> list[str]:
