@@ -51,6 +51,7 @@ from connect_grpc.runtime.kafka_io import (
     DriverReader,
     RangeResult,
     member_conf,
+    partition_ends,
     producer_conf,
     raise_read_failure,
     read_ranges,
@@ -188,17 +189,16 @@ class _Member:
 
     def pending_ranges(self) -> list[OffsetRange]:
         """[position (or earliest), high watermark) of each assigned partition."""
-        from confluent_kafka import TopicPartition
-
         owned = sorted(self.assigned)
+        if not owned:
+            return []
         self._load_committed([p for p in owned if p not in self.positions])
+        ends = partition_ends(self.consumer, owned, BROKER_TIMEOUT_S)
         ranges: list[OffsetRange] = []
-        for topic, partition in owned:
-            low, high = self.consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=BROKER_TIMEOUT_S, cached=False
-            )
-            start = max(self.positions.get((topic, partition), low), low)
-            ranges.append(OffsetRange(topic, partition, start, high))
+        for key in owned:
+            low, high = ends[key]
+            start = max(self.positions.get(key, low), low)
+            ranges.append(OffsetRange(key[0], key[1], start, high))
         return ranges
 
     def _load_committed(self, partitions: list[TopicPartitionKey]) -> None:

@@ -14,7 +14,7 @@ from connect_grpc import deadline
 from connect_grpc.connectors.api import SinkRecord
 from connect_grpc.errors import NotFoundError, UnavailableError
 from connect_grpc.kafka_clients import with_client_log
-from connect_grpc.runtime.kafka_io import reader_conf, sink_record_builder
+from connect_grpc.runtime.kafka_io import partition_ends, reader_conf, sink_record_builder
 from connect_grpc.worker_config import WorkerConfig
 
 #: Seconds a caller is told to wait before it asks again when Kafka did not answer.
@@ -60,14 +60,15 @@ def _partition_ranges(
         if code in (None, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
             raise NotFoundError(f"from_topic.topic: topic {topic} does not exist")
         raise _unavailable(topic, str(found.error))
-    ranges = {}
-    for partition in sorted(found.partitions):
-        low, high = consumer.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=_left(topic, until), cached=False
-        )
-        if high > low:
-            ranges[partition] = (max(low, high - last), high)
-    return ranges
+    ends = partition_ends(
+        consumer, [(topic, partition) for partition in sorted(found.partitions)],
+        _left(topic, until),
+    )
+    return {
+        partition: (max(low, high - last), high)
+        for (_, partition), (low, high) in ends.items()
+        if high > low
+    }
 
 
 def _read(
