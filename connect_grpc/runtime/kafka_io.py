@@ -830,14 +830,178 @@ def _read_each(
     make_row: Callable[[str, int], Callable[[Any], R]],
     stopping: Callable[[], bool] = _never,
 ) -> tuple[list[RangeResult[R]], bool]:
-    """Reads each range in turn, up to the first failed one; returns the results and whether
-    the consumer is fit for the next batch (nothing failed, and it let go of its partition)."""
-    results: list[RangeResult[R]] = []
-    for rng in ranges:
-        results.append(_read_or_fail(cached.consumer, rng, make_row, stopping))
-        if results[-1].failure is not None:
-            return results, False
+    """Reads the ranges (several at once, ``_read_together``); returns the results and
+    whether the consumer is fit for the next batch (nothing failed, and it let go of its
+    partitions)."""
+    ranges = list(ranges)
+    if len(ranges) == 1:
+        results = [_read_or_fail(cached.consumer, ranges[0], make_row, stopping)]
+    else:
+        results = _read_together_or_fail(cached.consumer, ranges, make_row, stopping)
+    if any(result.failure is not None for result in results):
+        return results, False
     return results, cached.release()
+
+
+class _Reading(Generic[R]):
+    """One range of a read of several at once: what it has read, and whether it is done."""
+
+    __slots__ = ("done", "failure", "range", "reached", "row", "rows")
+
+    def __init__(self, rng: OffsetRange, row: Callable[[Any], R]) -> None:
+        self.range = rng
+        self.row = row
+        self.rows: list[R] = []
+        self.reached = rng.start
+        self.done = rng.end <= rng.start
+        self.failure: KafkaFailure | None = None
+
+    def take(self, run: list[Any], consumer: Any) -> None:
+        """Takes a run of its partition's messages, as ``_read_range`` takes a batch."""
+        rng = self.range
+        if _all_in_range(run, rng.end):
+            self.rows.extend(map(self.row, run))
+            self.reached = run[-1].offset() + 1
+        else:
+            self._take_one_by_one(run, consumer)
+        self.done = self.done or self.failure is not None or self.reached >= rng.end
+
+    def _take_one_by_one(self, run: list[Any], consumer: Any) -> None:
+        from confluent_kafka import TopicPartition
+
+        rng = self.range
+        for msg in run:
+            error = msg.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    self.failure = KafkaFailure.of(error, f"{rng.topic}[{rng.partition}]")
+                    return
+                tp = TopicPartition(rng.topic, rng.partition)
+                position = consumer.position([tp])[0].offset
+                self.reached = max(self.reached, min(position, rng.end))
+                self.done = True
+                return
+            offset = msg.offset()
+            if offset >= rng.end:
+                self.reached = rng.end
+                return
+            self.rows.append(self.row(msg))
+            self.reached = offset + 1
+
+    def result(self) -> RangeResult[R]:
+        rng = self.range
+        if self.failure is not None:
+            return RangeResult(rng.topic, rng.partition, self.reached, [], self.failure)
+        return RangeResult(rng.topic, rng.partition, self.reached, self.rows)
+
+
+_PARTITION = operator.methodcaller("partition")
+_TOPIC = operator.methodcaller("topic")
+
+
+def _runs(messages: list[Any]) -> Iterator[list[Any]]:
+    """A consumed batch in runs of one partition's messages (a fetch answer's messages of
+    one partition come together), in order."""
+    for _, same_number in itertools.groupby(messages, _PARTITION):
+        run = list(same_number)
+        if len(set(map(_TOPIC, run))) == 1:
+            yield run
+        else:  # partitions of the same number of different topics, one after the other
+            for _, same_topic in itertools.groupby(run, _TOPIC):
+                yield list(same_topic)
+
+
+def _read_together(
+    consumer: Any,
+    ranges: list[OffsetRange],
+    make_row: Callable[[str, int], Callable[[Any], R]],
+    stopping: Callable[[], bool] = _never,
+) -> list[RangeResult[R]]:
+    """Reads several ranges at once: all their partitions assigned together, so that one
+    fetch asks for all of them, rather than a range at a time, each paying a fetch's start
+    (a FileStreamSink of a 50-partition topic: ~170k records/s so, against ~700k of one
+    partition). A partition whose range is done is paused (and resumed before this returns:
+    a paused partition would stay so in the next batch's assignment). Each range ends as
+    ``_read_range`` ends it; a failure ends the read."""
+    from confluent_kafka import TopicPartition
+
+    readings = [_Reading(rng, make_row(rng.topic, rng.partition)) for rng in ranges]
+    reading_of = {(r.range.topic, r.range.partition): r for r in readings}
+    consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start) for rng in ranges])
+    paused: list[Any] = []
+    try:
+        last_progress = time.monotonic()
+        while True:
+            open_ = [r for r in readings if not r.done]
+            if not open_:
+                break
+            if stopping():
+                for reading in open_:
+                    reading.failure = _interrupted(reading.range, reading.reached)
+                break
+            left = sum(r.range.end - r.reached for r in open_)
+            messages = consumer.consume(num_messages=min(left, 10_000), timeout=FLUSH_SLICE_S)
+            if messages:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
+                for reading in open_:
+                    reading.failure = _stalled(reading.range, reading.reached)
+                break
+            if _take_runs(consumer, messages, reading_of, open_[0], paused):
+                break
+    finally:
+        if paused:
+            consumer.resume(paused)
+    return [reading.result() for reading in readings]
+
+
+def _take_runs(
+    consumer: Any,
+    messages: list[Any],
+    reading_of: Mapping[tuple[str, int], _Reading[R]],
+    first_open: _Reading[R],
+    paused: list[Any],
+) -> bool:
+    """Hands each run of a batch to its range; a range done is paused. True when a range
+    failed (an error that names no range of the read fails the first open one)."""
+    from confluent_kafka import TopicPartition
+
+    for run in _runs(messages):
+        first = run[0]
+        reading = reading_of.get((first.topic(), first.partition()))
+        if reading is None:
+            error = next((m.error() for m in run if m.error() is not None), None)
+            if error is None or error.code() == KafkaError._PARTITION_EOF:
+                continue
+            first_open.failure = KafkaFailure.of(error, "the consumer")
+            return True
+        if reading.done:
+            continue  # fetched before its partition was paused: past the range's end
+        reading.take(run, consumer)
+        if reading.failure is not None:
+            return True
+        if reading.done:
+            paused.append(TopicPartition(reading.range.topic, reading.range.partition))
+            consumer.pause(paused[-1:])
+    return False
+
+
+def _read_together_or_fail(
+    consumer: Any,
+    ranges: list[OffsetRange],
+    make_row: Callable[[str, int], Callable[[Any], R]],
+    stopping: Callable[[], bool] = _never,
+) -> list[RangeResult[R]]:
+    from confluent_kafka import KafkaException
+
+    try:
+        return _read_together(consumer, ranges, make_row, stopping)
+    except KafkaException as exc:
+        error = kafka_error_of(exc)
+        if error is None:
+            raise
+        failure = KafkaFailure.of(error, ", ".join(f"{r.topic}[{r.partition}]" for r in ranges))
+        return [RangeResult(r.topic, r.partition, r.start, [], failure) for r in ranges]
 
 
 def read_ranges(

@@ -1,0 +1,109 @@
+"""Several ranges read at once by a real librdkafka consumer (``kafka_io._read_each`` with the
+sink reader's settings) give what each range read alone gives: records past a range's end
+left out, a partition's stable end (an open transaction) ending its range early, an empty
+range, and the consumer fit for the next batch, whose ranges (on partitions paused in the
+first) are read as well."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+from connect_grpc.runtime import kafka_io
+from connect_grpc.runtime.batching import OffsetRange
+from tests.integration.helpers import create_topic
+
+PARTITIONS = 5
+PER_PARTITION = 400
+
+
+@pytest.fixture(scope="module")
+def topic(kafka_bootstrap: str, kafka_admin: AdminClient) -> Iterator[str]:
+    """PER_PARTITION records in each partition but the last, whose 50 committed records are
+    followed by a transaction left open."""
+    name = create_topic(kafka_admin, f"test-together-{uuid.uuid4().hex}", PARTITIONS)
+    plain = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+    for partition in range(PARTITIONS - 1):
+        for i in range(PER_PARTITION):
+            plain.produce(name, f"{partition}:{i}".encode(), partition=partition)
+    for i in range(50):
+        plain.produce(name, f"{PARTITIONS - 1}:{i}".encode(), partition=PARTITIONS - 1)
+    plain.flush(30)
+    open_transaction = Producer(
+        {"bootstrap.servers": kafka_bootstrap, "transactional.id": f"{name}-open"}
+    )
+    open_transaction.init_transactions(30)
+    open_transaction.begin_transaction()
+    for _ in range(20):
+        open_transaction.produce(name, b"uncommitted", partition=PARTITIONS - 1)
+    open_transaction.flush(30)
+    try:
+        yield name
+    finally:
+        open_transaction.abort_transaction(30)
+
+
+def _reader(bootstrap: str) -> Any:
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "fetch.wait.max.ms": kafka_io.READER_FETCH_WAIT_MS,
+        "fetch.queue.backoff.ms": kafka_io.READER_FETCH_QUEUE_BACKOFF_MS,
+        "group.id": f"together-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": "false",
+        "enable.partition.eof": "true",
+        "isolation.level": "read_committed",
+    }
+    return kafka_io._CachedConsumer(conf)
+
+
+def _summary(results: list[kafka_io.RangeResult[Any]]) -> list[tuple[Any, ...]]:
+    return [
+        (r.partition, r.next_offset, r.failure, [(row.kafka_offset, row.value) for row in r.rows])
+        for r in results
+    ]
+
+
+def _read(reader: Any, ranges: list[OffsetRange]) -> list[kafka_io.RangeResult[Any]]:
+    results, fit = kafka_io._read_each(reader, ranges, kafka_io.sink_record_builder)
+    assert fit, _summary(results)
+    return results
+
+
+def test_ranges_read_together_give_what_each_gives_alone(kafka_bootstrap: str, topic: str) -> None:
+    batches = [
+        [
+            OffsetRange(topic, 0, 0, 150),  # ends before the partition's end
+            OffsetRange(topic, 1, 100, 101),
+            OffsetRange(topic, 2, 10, 10),  # empty
+            OffsetRange(topic, 3, 0, PER_PARTITION),
+            OffsetRange(topic, PARTITIONS - 1, 0, 70),  # past the stable end (50)
+        ],
+        # the next batch: partitions the first paused once done, from where they ended
+        [OffsetRange(topic, 0, 150, 390), OffsetRange(topic, 1, 101, 400)],
+    ]
+    together = _reader(kafka_bootstrap)
+    alone = _reader(kafka_bootstrap)
+    summaries = []
+    try:
+        for ranges in batches:
+            read_together = _summary(_read(together, ranges))
+            read_alone = _summary([result for rng in ranges for result in _read(alone, [rng])])
+            assert read_together == read_alone
+            summaries.append(read_together)
+    finally:
+        together.close()
+        alone.close()
+    # what the reads should give, so that the comparison is not between two wrong answers
+    ends = [[(p, end, len(rows)) for p, end, _, rows in summary] for summary in summaries]
+    assert ends == [
+        [(0, 150, 150), (1, 101, 1), (2, 10, 0), (3, PER_PARTITION, PER_PARTITION),
+         (PARTITIONS - 1, 50, 50)],
+        [(0, 390, 240), (1, 400, 299)],
+    ]
+    assert summaries[1][0][3][0] == (150, b"0:150")
+    assert summaries[0][4][3][-1] == (49, f"{PARTITIONS - 1}:49".encode())

@@ -1,0 +1,164 @@
+"""Reading several ranges at once (``kafka_io._read_together``) with a scripted consumer:
+each range ends as a read of it alone would end it, whatever order the partitions' messages
+come in; a partition whose range is done is paused, and resumed before the read returns.
+(The same against a real broker: tests/integration/test_runtime.py's multi-partition sinks
+and tests/integration/test_read_together.py.)"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from confluent_kafka import KafkaError, TopicPartition
+
+from connect_grpc.runtime import kafka_io
+from connect_grpc.runtime.batching import OffsetRange
+
+EOF = KafkaError(KafkaError._PARTITION_EOF)
+
+
+class _Message:
+    def __init__(
+        self, topic: str | None, partition: int | None, offset: int,
+        error: KafkaError | None = None,
+    ) -> None:
+        self._topic, self._partition, self._offset, self._error = topic, partition, offset, error
+
+    def topic(self) -> str | None:
+        return self._topic
+
+    def partition(self) -> int | None:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def error(self) -> KafkaError | None:
+        return self._error
+
+    def key(self) -> bytes:
+        return b"k"
+
+    def value(self) -> bytes:
+        return f"{self._topic}/{self._partition}/{self._offset}".encode()
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_700_000_000_000)
+
+    def headers(self) -> None:
+        return None
+
+
+def _m(partition: int, offset: int, topic: str = "t", error: KafkaError | None = None) -> Any:
+    return _Message(topic, partition, offset, error)
+
+
+class _ScriptedConsumer:
+    """Answers each consume with the next batch of its script; remembers what it was told."""
+
+    def __init__(self, batches: list[list[Any]], positions: dict[tuple[str, int], int]) -> None:
+        self._batches = list(batches)
+        self._positions = positions
+        self.assigned: list[tuple[str, int, int]] = []
+        self.paused: list[tuple[str, int]] = []
+        self.resumed: list[tuple[str, int]] = []
+        self.asked_for: list[int] = []
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned = [(tp.topic, tp.partition, tp.offset) for tp in partitions]
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        self.asked_for.append(num_messages)
+        return self._batches.pop(0) if self._batches else []
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [
+            TopicPartition(tp.topic, tp.partition, self._positions[(tp.topic, tp.partition)])
+            for tp in partitions
+        ]
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        self.paused += [(tp.topic, tp.partition) for tp in partitions]
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        self.resumed += [(tp.topic, tp.partition) for tp in partitions]
+
+
+read = functools.partial(kafka_io._read_together, make_row=kafka_io.sink_record_builder)
+
+
+def _values(result: kafka_io.RangeResult[Any]) -> list[str]:
+    return [row.value.decode() for row in result.rows]
+
+
+def test_ranges_read_together_end_as_each_would_alone_and_their_done_partitions_pause() -> None:
+    consumer = _ScriptedConsumer(
+        [
+            # runs of each partition, interleaved; partition 0's last offsets go past its end
+            [_m(0, 10), _m(0, 11), _m(1, 5), _m(2, 0)],
+            [_m(1, 6), _m(0, 12), _m(0, 13), _m(0, 14), _m(2, 1)],
+            # partition 0 fetched before its pause: ignored; partition 2 reaches its end
+            [_m(0, 15), _m(2, 2, error=EOF), _m(1, 7)],
+        ],
+        positions={("t", 2): 2},
+    )
+    ranges = [OffsetRange("t", 0, 10, 13), OffsetRange("t", 1, 5, 8), OffsetRange("t", 2, 0, 9)]
+
+    results = read(consumer, ranges)
+
+    assert consumer.assigned == [("t", 0, 10), ("t", 1, 5), ("t", 2, 0)]
+    assert [(r.partition, r.next_offset, r.failure) for r in results] == [
+        (0, 13, None), (1, 8, None), (2, 2, None),
+    ]
+    assert [_values(r) for r in results] == [
+        ["t/0/10", "t/0/11", "t/0/12"], ["t/1/5", "t/1/6", "t/1/7"], ["t/2/0", "t/2/1"],
+    ]
+    assert [row.kafka_offset for row in results[1].rows] == [5, 6, 7]
+    assert consumer.paused == [("t", 0), ("t", 2), ("t", 1)]
+    assert sorted(consumer.resumed) == sorted(consumer.paused)
+    # it asks for no more than what is left of the open ranges
+    assert consumer.asked_for[0] == 3 + 3 + 9
+
+
+def test_a_partition_number_shared_by_two_topics_is_told_apart() -> None:
+    consumer = _ScriptedConsumer(
+        [[_m(0, 0, "a"), _m(0, 0, "b"), _m(0, 1, "a"), _m(0, 1, "b")]], positions={}
+    )
+    results = read(consumer, [OffsetRange("a", 0, 0, 2), OffsetRange("b", 0, 0, 2)])
+    assert [_values(r) for r in results] == [["a/0/0", "a/0/1"], ["b/0/0", "b/0/1"]]
+
+
+def test_an_error_fails_its_range_and_ends_the_read() -> None:
+    transport = KafkaError(KafkaError._TRANSPORT)
+    consumer = _ScriptedConsumer(
+        [[_m(0, 0), _m(1, 0)], [_m(1, 1, error=transport), _m(0, 1)], [_m(0, 2)]], positions={}
+    )
+    results = read(consumer, [OffsetRange("t", 0, 0, 3), OffsetRange("t", 1, 0, 3)])
+    assert results[1].failure is not None and results[1].failure.name == "_TRANSPORT"
+    assert (results[1].next_offset, results[1].rows) == (1, [])
+    assert results[0].failure is None and results[0].next_offset < 3, "the read ended there"
+    with_failure = kafka_io._CachedConsumer.__new__(kafka_io._CachedConsumer)
+    with_failure.consumer = _ScriptedConsumer([[_m(1, 0, error=transport)]], positions={})
+    _, fit = kafka_io._read_each(
+        with_failure, [OffsetRange("t", 0, 0, 3), OffsetRange("t", 1, 0, 3)],
+        kafka_io.sink_record_builder,
+    )
+    assert not fit, "a consumer that failed a read is dropped"
+
+
+def test_an_error_of_the_whole_consumer_fails_the_read() -> None:
+    down = KafkaError(KafkaError._ALL_BROKERS_DOWN)
+    consumer = _ScriptedConsumer([[_m(0, 0)], [_Message(None, None, -1, down)]], positions={})
+    results = read(consumer, [OffsetRange("t", 0, 0, 3), OffsetRange("t", 1, 0, 3)])
+    failures = [r.failure for r in results if r.failure is not None]
+    assert [f.name for f in failures] == ["_ALL_BROKERS_DOWN"]
+
+
+def test_a_read_of_several_ends_when_the_task_stops_and_resumes_what_it_paused() -> None:
+    consumer = _ScriptedConsumer([[_m(0, 0)], [], []], positions={})
+    asked = iter([False, False, True])
+    ranges = [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 3)]
+    results = read(consumer, ranges, stopping=lambda: next(asked))
+    assert results[0].failure is None and _values(results[0]) == ["t/0/0"]
+    assert results[1].failure is not None and results[1].failure.name == "_INTR"
+    assert consumer.paused == [("t", 0)] and consumer.resumed == [("t", 0)]
