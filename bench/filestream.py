@@ -17,9 +17,11 @@ as a worker process of its own started before timing (its start is not timed):
 Both get the same connector configurations, Kafka Connect's own (``connector.class =
 org.apache.kafka.connect.file.FileStreamSourceConnector`` / ``…SinkConnector``, defaults
 otherwise: ``batch.size`` 2000, ``tasks.max`` 1, string converters): FileStreamSource from
-the file to a fresh 1-partition topic, timed from the create call until the topic's end
-offset is N; then FileStreamSink from that topic to a fresh file, timed from the create
-call until the file has N lines, which must then equal the input byte for byte. The RSS of
+the file to a fresh 1-partition topic (``--partitions P``: P partitions), timed from the
+create call until the topic's end offsets add up to N; then FileStreamSink from that topic
+to a fresh file, timed from the create call until the file has N lines, which must then
+equal the input byte for byte (with several partitions, once its lines are sorted: each
+partition's lines come in order, the partitions interleaved). The RSS of
 each worker's whole process tree (for connect-grpc: the Python process, its Spark JVM and
 the executors' Python workers) is sampled every 0.5 s. Reported: records/s of each, the
 ratio connect-grpc / Kafka Connect (issue 9's goal: >= 1.0), and the peak RSS of each; then
@@ -70,6 +72,7 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
     process_tree_rss_bytes,
     progress,
     sha256,
+    sorted_lines_sha256,
     write_input,
 )
 from pipelines import PIPELINES  # the sibling module: the configs of --pipeline
@@ -153,21 +156,23 @@ def one_round(
     lines: int,
     timeout: float,
     pipeline: str,
+    partitions: int = 1,
 ) -> tuple[Timing, Timing, str]:
     """Source then sink through ``runner``; their timings and the SHA-256 of the sink
-    file."""
+    file (of its lines sorted, with several partitions: the input's lines sort as they
+    are written)."""
     topic = f"bench-{name.split()[0].lower()}-{root.name}"
     sink_file = root / f"{topic}.txt"
     source_extra, sink_extra = PIPELINES[pipeline]
     with _consumer(bootstrap) as consumer:
-        create_topic(bootstrap, topic, consumer)
+        create_topic(bootstrap, topic, consumer, partitions)
         source = measure_source(
-            runner, consumer, source_file, topic, lines, None, timeout, source_extra
+            runner, consumer, source_file, topic, lines, None, timeout, source_extra, partitions
         )
     progress(f"{name} FileStreamSource ({pipeline}): {_described(source, lines)}")
     sink = measure_sink(runner, sink_file, topic, lines, timeout, sink_extra)
     progress(f"{name} FileStreamSink ({pipeline}): {_described(sink, lines)}")
-    output = sha256(sink_file)
+    output = sha256(sink_file) if partitions == 1 else sorted_lines_sha256(sink_file)
     if pipeline == "none" and output != sha256(source_file):
         raise RuntimeError(f"{name}: {sink_file} differs from the input")
     # the first lines stay, to show how the two workers' files differ if they do
@@ -222,7 +227,9 @@ def _start_and_steady(anchor: Result, ours: Result) -> list[str]:
     return out
 
 
-def report(results: dict[str, Result], lines: int, rounds: int, pipeline: str) -> str:
+def report(
+    results: dict[str, Result], lines: int, rounds: int, pipeline: str, partitions: int = 1
+) -> str:
     anchor, ours = results[ANCHOR], results[OURS]
     settings = (
         "default connector settings (string converters, no transformation)"
@@ -230,7 +237,7 @@ def report(results: dict[str, Result], lines: int, rounds: int, pipeline: str) -
         else "JsonConverter (schemas.enable=true) and 4 SMTs on the source, 3 on the sink"
     )
     out = [
-        f"Pipeline `{pipeline}`: N = {lines:,} lines of {LINE_BYTES} bytes, 1-partition "
+        f"Pipeline `{pipeline}`: N = {lines:,} lines of {LINE_BYTES} bytes, {partitions}-partition "
         f"topic, {settings}; median of {rounds} round(s)",
         "",
         "| pipeline | Kafka Connect (records/s) | connect-grpc (records/s) | ratio |",
@@ -271,7 +278,7 @@ def run_pipeline(
             try:
                 source, sink, output = one_round(
                     name, runner, bootstrap, work, source_file, args.lines, args.timeout,
-                    pipeline,
+                    pipeline, args.partitions,
                 )
             finally:
                 runner.stop()
@@ -318,7 +325,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
         warm_producer_ids(bootstrap)
         for pipeline in pipelines:
             results = run_pipeline(args, root, bootstrap, libs, pipeline)
-            reports.append(report(results, args.lines, args.rounds, pipeline))
+            reports.append(report(results, args.lines, args.rounds, pipeline, args.partitions))
     finally:
         broker.stop()
     out = sys.stdout
@@ -338,9 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="longest phase (s)")
     parser.add_argument("--pipeline", choices=["none", "json-smts", "both"], default="none",
                         help="the connectors' converters and transformations (see above)")
+    parser.add_argument("--partitions", type=int, default=1,
+                        help="partitions of the topic between the two connectors")
     args = parser.parse_args(argv)
-    if args.lines < 1 or args.rounds < 1:
-        parser.error("--lines and --rounds must be at least 1")
+    if args.lines < 1 or args.rounds < 1 or args.partitions < 1:
+        parser.error("--lines, --rounds and --partitions must be at least 1")
     configure_logging("console", "WARNING")
     try:
         with tempfile.TemporaryDirectory(prefix="bench-filestream-") as tmp:

@@ -68,6 +68,7 @@ from connect_grpc.kafka.broker import (
     spawn_process_group,
     stop_process_group,
 )
+from connect_grpc.runtime.kafka_io import partition_ends
 
 log = structlog.get_logger(__name__)
 
@@ -691,16 +692,15 @@ def _consumer(bootstrap: str) -> Iterator[Any]:
         consumer.close()
 
 
-def create_topic(bootstrap: str, name: str, consumer: Any) -> None:
-    from confluent_kafka import TopicPartition
+def create_topic(bootstrap: str, name: str, consumer: Any, partitions: int = 1) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=30)
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
     deadline = time.monotonic() + 30
-    while True:  # until the partition has a leader
+    while True:  # until every partition has a leader
         try:
-            consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=5, cached=False)
+            partition_ends(consumer, [(name, p) for p in range(partitions)], 5)
             return
         except Exception:
             if time.monotonic() > deadline:
@@ -717,13 +717,13 @@ def measure_source(
     batch_size: int | None,
     timeout: float,
     extra: Mapping[str, str] | None = None,
+    partitions: int = 1,
 ) -> Timing:
-    """From the POST until the topic holds ``lines`` records; peak RSS meanwhile.
-    ``extra`` is added to the connector's config (converters, transforms)."""
-    from confluent_kafka import TopicPartition
-
+    """From the POST until the topic (its ``partitions`` together) holds ``lines`` records;
+    peak RSS meanwhile. ``extra`` is added to the connector's config (converters,
+    transforms)."""
     name = "bench-file-source"
-    partition = TopicPartition(topic, 0)
+    keys = [(topic, partition) for partition in range(partitions)]
     config = file_stream_source_config(source_file, topic, batch_size=batch_size)
     config.update(extra or {})
     started = time.monotonic()
@@ -731,7 +731,7 @@ def measure_source(
     phase = Phase(connect, name)
     marks = _Progress(started, lines)
     while True:
-        _, high = consumer.get_watermark_offsets(partition, timeout=5, cached=False)
+        high = sum(end for _, end in partition_ends(consumer, keys, 5).values())
         now = time.monotonic()
         marks.saw(high, now)
         if high >= lines:
@@ -783,6 +783,16 @@ def measure_sink(
     phase.peak_rss = max(phase.peak_rss, connect.rss_bytes())
     connect.delete_connector(name)
     return marks.timing(now, phase.peak_rss)
+
+
+def sorted_lines_sha256(path: Path) -> str:
+    """The SHA-256 of the file's lines sorted (a sink of several partitions writes each
+    partition's lines in order, the partitions interleaved as they come)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for line in sorted(handle):
+            digest.update(line)
+    return digest.hexdigest()
 
 
 def sha256(path: Path) -> str:
