@@ -44,6 +44,9 @@ FLUSH_TIMEOUT_S = 60.0
 REDO_FLUSH_S_PER_RECORD = 0.01
 #: Seconds a reader may go without progress before the batch fails (retriable).
 READ_STALL_TIMEOUT_S = 30.0
+#: A read of several ranges keeps, of a partition's messages consumed past its range's
+#: end, at most this many times the range's size, for the ranges of the next reads.
+AHEAD_RANGES = 4
 #: How many delivery errors a slice reports in full (the count is always exact).
 MAX_REPORTED_ERRORS = 5
 #: Seconds an executor's cached client may go unused before it is dropped.
@@ -394,6 +397,8 @@ class _CachedConsumer:
         from confluent_kafka import Consumer
 
         self.consumer = Consumer(with_client_log(conf, conf.get("client.id", "reader")))
+        #: What its last read consumed past its ranges' ends, by partition (``_Ahead``).
+        self.ahead: dict[tuple[str, int], _Ahead] = {}
 
     def release(self) -> bool:
         """Unassigns the last range's partition, so the idle consumer fetches nothing;
@@ -834,19 +839,27 @@ def _read_each(
     whether the consumer is fit for the next batch (nothing failed, and it let go of its
     partitions)."""
     ranges = list(ranges)
-    if len(ranges) == 1:
+    if len(ranges) == 1 and not cached.ahead:
         results = [_read_or_fail(cached.consumer, ranges[0], make_row, stopping)]
     else:
-        results = _read_together_or_fail(cached.consumer, ranges, make_row, stopping)
+        results = _read_together_or_fail(cached.consumer, ranges, make_row, stopping, cached.ahead)
     if any(result.failure is not None for result in results):
         return results, False
     return results, cached.release()
 
 
+class _Ahead(NamedTuple):
+    """A partition's messages a read consumed past its range's end, in order from ``start``
+    (that end), for the next batch's range of the partition, which starts there."""
+
+    start: int
+    messages: list[Any]
+
+
 class _Reading(Generic[R]):
     """One range of a read of several at once: what it has read, and whether it is done."""
 
-    __slots__ = ("done", "failure", "range", "reached", "row", "rows")
+    __slots__ = ("done", "failure", "past", "range", "reached", "row", "rows", "whole")
 
     def __init__(self, rng: OffsetRange, row: Callable[[Any], R]) -> None:
         self.range = rng
@@ -855,6 +868,19 @@ class _Reading(Generic[R]):
         self.reached = rng.start
         self.done = rng.end <= rng.start
         self.failure: KafkaFailure | None = None
+        #: Whether the range was read to its end (not cut short by its partition's end).
+        self.whole = self.done
+        #: Its partition's messages consumed past the range's end, in order (``_Ahead``).
+        self.past: list[Any] = []
+
+    def keep_past(self, messages: Iterable[Any]) -> None:
+        """Keeps messages consumed after the range was read whole, up to the first error
+        event and to ``AHEAD_RANGES`` times the range's size."""
+        if not self.whole:
+            return
+        room = AHEAD_RANGES * max(1, self.range.size) - len(self.past)
+        taken = itertools.takewhile(lambda m: m.error() is None, messages)
+        self.past.extend(itertools.islice(taken, max(0, room)))
 
     def take(self, run: list[Any], consumer: Any) -> None:
         """Takes a run of its partition's messages, as ``_read_range`` takes a batch."""
@@ -862,15 +888,16 @@ class _Reading(Generic[R]):
         if _all_in_range(run, rng.end):
             self.rows.extend(map(self.row, run))
             self.reached = run[-1].offset() + 1
+            self.whole = self.reached >= rng.end
         else:
             self._take_one_by_one(run, consumer)
-        self.done = self.done or self.failure is not None or self.reached >= rng.end
+        self.done = self.done or self.failure is not None or self.whole
 
     def _take_one_by_one(self, run: list[Any], consumer: Any) -> None:
         from confluent_kafka import TopicPartition
 
         rng = self.range
-        for msg in run:
+        for index, msg in enumerate(run):
             error = msg.error()
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
@@ -884,9 +911,12 @@ class _Reading(Generic[R]):
             offset = msg.offset()
             if offset >= rng.end:
                 self.reached = rng.end
+                self.whole = True
+                self.keep_past(itertools.islice(run, index, None))
                 return
             self.rows.append(self.row(msg))
             self.reached = offset + 1
+        self.whole = self.reached >= rng.end
 
     def result(self) -> RangeResult[R]:
         rng = self.range
@@ -916,18 +946,36 @@ def _read_together(
     ranges: list[OffsetRange],
     make_row: Callable[[str, int], Callable[[Any], R]],
     stopping: Callable[[], bool] = _never,
+    ahead: dict[tuple[str, int], _Ahead] | None = None,
 ) -> list[RangeResult[R]]:
     """Reads several ranges at once: all their partitions assigned together, so that one
     fetch asks for all of them, rather than a range at a time, each paying a fetch's start
     (a FileStreamSink of a 50-partition topic: ~170k records/s so, against ~700k of one
     partition). A partition whose range is done is paused (and resumed before this returns:
     a paused partition would stay so in the next batch's assignment). Each range ends as
-    ``_read_range`` ends it; a failure ends the read."""
+    ``_read_range`` ends it; a failure ends the read.
+
+    ``ahead`` carries from one read to the next what a read consumed past a range's end
+    (a fetch brings up to ``max.partition.fetch.bytes`` of each partition, and one
+    partition's messages come in a run: reaching the last partitions' records goes through
+    the first ones' surplus). A range that starts where such messages start takes them
+    first, and its partition is read from after them, or not at all."""
     from confluent_kafka import TopicPartition
 
+    carried = dict(ahead or {})
+    if ahead is not None:
+        ahead.clear()
     readings = [_Reading(rng, make_row(rng.topic, rng.partition)) for rng in ranges]
     reading_of = {(r.range.topic, r.range.partition): r for r in readings}
-    consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start) for rng in ranges])
+    for key, reading in reading_of.items():
+        kept = carried.get(key)
+        if kept is not None and kept.start == reading.range.start and not reading.done:
+            reading.take(kept.messages, consumer)  # no error events in them: no call made
+    unread = [r for r in readings if not r.done]
+    if unread:
+        consumer.assign(
+            [TopicPartition(r.range.topic, r.range.partition, r.reached) for r in unread]
+        )
     paused: list[Any] = []
     try:
         last_progress = time.monotonic()
@@ -952,6 +1000,10 @@ def _read_together(
     finally:
         if paused:
             consumer.resume(paused)
+    if ahead is not None and all(r.failure is None for r in readings):
+        for key, reading in reading_of.items():
+            if reading.past:
+                ahead[key] = _Ahead(reading.reached, reading.past)
     return [reading.result() for reading in readings]
 
 
@@ -976,7 +1028,8 @@ def _take_runs(
             first_open.failure = KafkaFailure.of(error, "the consumer")
             return True
         if reading.done:
-            continue  # fetched before its partition was paused: past the range's end
+            reading.keep_past(run)  # fetched before its partition was paused
+            continue
         reading.take(run, consumer)
         if reading.failure is not None:
             return True
@@ -991,11 +1044,12 @@ def _read_together_or_fail(
     ranges: list[OffsetRange],
     make_row: Callable[[str, int], Callable[[Any], R]],
     stopping: Callable[[], bool] = _never,
+    ahead: dict[tuple[str, int], _Ahead] | None = None,
 ) -> list[RangeResult[R]]:
     from confluent_kafka import KafkaException
 
     try:
-        return _read_together(consumer, ranges, make_row, stopping)
+        return _read_together(consumer, ranges, make_row, stopping, ahead)
     except KafkaException as exc:
         error = kafka_error_of(exc)
         if error is None:

@@ -84,7 +84,12 @@ def test_ranges_read_together_give_what_each_gives_alone(kafka_bootstrap: str, t
             OffsetRange(topic, PARTITIONS - 1, 0, 70),  # past the stable end (50)
         ],
         # the next batch: partitions the first paused once done, from where they ended
-        [OffsetRange(topic, 0, 150, 390), OffsetRange(topic, 1, 101, 400)],
+        # (partition 0's range in what the first read consumed past its end, partition 1's
+        # beyond it), and a partition the first did not read
+        [OffsetRange(topic, 0, 150, 390), OffsetRange(topic, 1, 101, 400),
+         OffsetRange(topic, 2, 10, 60)],
+        # a range that does not start where the last one ended: read afresh
+        [OffsetRange(topic, 0, 200, 210), OffsetRange(topic, 2, 60, 400)],
     ]
     together = _reader(kafka_bootstrap)
     alone = _reader(kafka_bootstrap)
@@ -95,6 +100,7 @@ def test_ranges_read_together_give_what_each_gives_alone(kafka_bootstrap: str, t
             read_alone = _summary([result for rng in ranges for result in _read(alone, [rng])])
             assert read_together == read_alone
             summaries.append(read_together)
+        assert together.ahead, "the reads consumed records past their ranges' ends"
     finally:
         together.close()
         alone.close()
@@ -103,7 +109,30 @@ def test_ranges_read_together_give_what_each_gives_alone(kafka_bootstrap: str, t
     assert ends == [
         [(0, 150, 150), (1, 101, 1), (2, 10, 0), (3, PER_PARTITION, PER_PARTITION),
          (PARTITIONS - 1, 50, 50)],
-        [(0, 390, 240), (1, 400, 299)],
+        [(0, 390, 240), (1, 400, 299), (2, 60, 50)],
+        [(0, 210, 10), (2, 400, 340)],
     ]
     assert summaries[1][0][3][0] == (150, b"0:150")
+    assert summaries[2][0][3][0] == (200, b"0:200")
     assert summaries[0][4][3][-1] == (49, f"{PARTITIONS - 1}:49".encode())
+
+
+def test_many_batches_of_many_partitions_read_every_record_once(
+    kafka_bootstrap: str, topic: str
+) -> None:
+    # batches as a sink plans them: each partition's next range from where the last ended
+    reader = _reader(kafka_bootstrap)
+    positions = dict.fromkeys(range(PARTITIONS - 1), 0)
+    seen: dict[int, list[int]] = {partition: [] for partition in positions}
+    try:
+        for size in (7, 30, 1, 60, 25, 100, 400):
+            ranges = [
+                OffsetRange(topic, p, start, min(start + size, PER_PARTITION))
+                for p, start in positions.items()
+            ]
+            for result in _read(reader, ranges):
+                seen[result.partition] += [row.kafka_offset for row in result.rows]
+                positions[result.partition] = result.next_offset
+    finally:
+        reader.close()
+    assert seen == {partition: list(range(PER_PARTITION)) for partition in positions}

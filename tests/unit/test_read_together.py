@@ -139,6 +139,7 @@ def test_an_error_fails_its_range_and_ends_the_read() -> None:
     assert results[0].failure is None and results[0].next_offset < 3, "the read ended there"
     with_failure = kafka_io._CachedConsumer.__new__(kafka_io._CachedConsumer)
     with_failure.consumer = _ScriptedConsumer([[_m(1, 0, error=transport)]], positions={})
+    with_failure.ahead = {}
     _, fit = kafka_io._read_each(
         with_failure, [OffsetRange("t", 0, 0, 3), OffsetRange("t", 1, 0, 3)],
         kafka_io.sink_record_builder,
@@ -162,3 +163,72 @@ def test_a_read_of_several_ends_when_the_task_stops_and_resumes_what_it_paused()
     assert results[0].failure is None and _values(results[0]) == ["t/0/0"]
     assert results[1].failure is not None and results[1].failure.name == "_INTR"
     assert consumer.paused == [("t", 0)] and consumer.resumed == [("t", 0)]
+
+
+def _cached(batches: list[list[Any]]) -> Any:
+    cached = kafka_io._CachedConsumer.__new__(kafka_io._CachedConsumer)
+    cached.consumer = _ScriptedConsumer(batches, positions={})
+    cached.consumer.unassign = lambda: None
+    cached.ahead = {}
+    return cached
+
+
+def _read_each(cached: Any, ranges: list[OffsetRange]) -> list[kafka_io.RangeResult[Any]]:
+    results, fit = kafka_io._read_each(cached, ranges, kafka_io.sink_record_builder)
+    assert fit
+    return results
+
+
+def test_what_a_read_consumed_past_a_range_serves_the_next_range_that_starts_there() -> None:
+    cached = _cached([
+        # partition 0 fetched far past its range (2 records), partition 1 just to its end
+        [_m(0, 0), _m(0, 1), _m(0, 2), _m(0, 3), _m(0, 4), _m(1, 0)],
+        [_m(1, 1)],
+    ])
+    first = _read_each(cached, [OffsetRange("t", 0, 0, 2), OffsetRange("t", 1, 0, 2)])
+    assert [_values(r) for r in first] == [["t/0/0", "t/0/1"], ["t/1/0", "t/1/1"]]
+    kept = {key: (a.start, [m.offset() for m in a.messages]) for key, a in cached.ahead.items()}
+    assert kept == {("t", 0): (2, [2, 3, 4])}
+    # the next batch: partition 0's range is all in what was kept (never assigned), the
+    # rest of what was kept is kept again; partition 1 is read from the consumer
+    cached.consumer._batches = [[_m(1, 2), _m(1, 3)]]
+    second = _read_each(cached, [OffsetRange("t", 0, 2, 4), OffsetRange("t", 1, 2, 4)])
+    assert [_values(r) for r in second] == [["t/0/2", "t/0/3"], ["t/1/2", "t/1/3"]]
+    assert [(r.next_offset, r.failure) for r in second] == [(4, None), (4, None)]
+    assert cached.consumer.assigned == [("t", 1, 2)]
+    assert {key: a.start for key, a in cached.ahead.items()} == {("t", 0): 4}
+    # a range that starts elsewhere (the batch before was not committed) reads afresh, one
+    # range alone included, and what was kept is let go
+    cached.consumer._batches = [[_m(0, 2), _m(0, 3)]]
+    again = _read_each(cached, [OffsetRange("t", 0, 2, 4)])
+    assert _values(again[0]) == ["t/0/2", "t/0/3"]
+    assert cached.consumer.assigned == [("t", 0, 2)] and cached.ahead == {}
+
+
+def test_a_range_served_partly_by_what_was_kept_reads_the_rest_from_after_it() -> None:
+    cached = _cached([[_m(0, 0), _m(0, 1), _m(0, 2), _m(1, 0)]])
+    _read_each(cached, [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 1)])
+    assert [m.offset() for m in cached.ahead[("t", 0)].messages] == [1, 2]
+    cached.consumer._batches = [[_m(0, 3), _m(0, 4)]]
+    results = _read_each(cached, [OffsetRange("t", 0, 1, 5)])
+    assert _values(results[0]) == ["t/0/1", "t/0/2", "t/0/3", "t/0/4"]
+    assert cached.consumer.assigned == [("t", 0, 3)]
+
+
+def test_what_is_kept_past_a_range_is_bounded_and_stops_at_an_event() -> None:
+    past = [_m(0, offset) for offset in range(1, 1 + 10 * kafka_io.AHEAD_RANGES)]
+    cached = _cached([[_m(0, 0), *past, _m(1, 0), _m(1, 1, error=EOF), _m(1, 2)]])
+    cached.consumer._positions[("t", 1)] = 1
+    _read_each(cached, [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 9)])
+    kept = cached.ahead[("t", 0)].messages
+    assert len(kept) == kafka_io.AHEAD_RANGES * 1 and kept[0].offset() == 1
+    assert ("t", 1) not in cached.ahead, "a range cut short by its partition's end keeps nothing"
+
+
+def test_a_failed_read_keeps_nothing() -> None:
+    transport = KafkaError(KafkaError._TRANSPORT)
+    cached = _cached([[_m(0, 0), _m(0, 1), _m(1, 0, error=transport)]])
+    results, fit = kafka_io._read_each(
+        cached, [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 2)], kafka_io.sink_record_builder
+    )
+    assert not fit and results[1].failure is not None and cached.ahead == {}
