@@ -950,8 +950,8 @@ def _read_together(
 ) -> list[RangeResult[R]]:
     """Reads several ranges at once: all their partitions assigned together, so that one
     fetch asks for all of them, rather than a range at a time, each paying a fetch's start
-    (a FileStreamSink of a 50-partition topic: ~170k records/s so, against ~700k of one
-    partition). A partition whose range is done is paused (and resumed before this returns:
+    (a FileStreamSink of a 50-partition topic, steady: 163k records/s a range at a time,
+    326k together). A partition whose range is done is paused (and resumed before this returns:
     a paused partition would stay so in the next batch's assignment). Each range ends as
     ``_read_range`` ends it; a failure ends the read.
 
@@ -1040,16 +1040,13 @@ def _take_runs(
 
 
 def _read_together_or_fail(
-    consumer: Any,
-    ranges: list[OffsetRange],
-    make_row: Callable[[str, int], Callable[[Any], R]],
-    stopping: Callable[[], bool] = _never,
-    ahead: dict[tuple[str, int], _Ahead] | None = None,
-) -> list[RangeResult[R]]:
+    consumer: Any, ranges: list[OffsetRange], *args: Any
+) -> list[RangeResult[Any]]:
+    """``_read_together``, a client error (raised) a failure of every range."""
     from confluent_kafka import KafkaException
 
     try:
-        return _read_together(consumer, ranges, make_row, stopping, ahead)
+        return _read_together(consumer, ranges, *args)
     except KafkaException as exc:
         error = kafka_error_of(exc)
         if error is None:

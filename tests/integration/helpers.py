@@ -128,6 +128,18 @@ def create_topic(admin: AdminClient, name: str, partitions: int = 1) -> str:
     return name
 
 
+def open_transaction(bootstrap: str, topic: str, partition: int, records: int) -> Producer:
+    """A transactional producer that wrote ``records`` to the partition and left its
+    transaction open (the partition's stable end stays before them): abort it when done."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-open"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for _ in range(records):
+        producer.produce(topic, b"uncommitted", partition=partition)
+    producer.flush(30)
+    return producer
+
+
 def produce(
     bootstrap: str, topic: str, values: Sequence[str], partition: int | None = None
 ) -> None:

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from connect_grpc.runtime.kafka_io import partition_ends
-from tests.integration.helpers import create_topic
+from tests.integration.helpers import create_topic, open_transaction
 
 PARTITIONS = 4
 
@@ -28,14 +28,7 @@ def topic(kafka_bootstrap: str, kafka_admin: AdminClient) -> Iterator[str]:
         for _ in range(count):
             plain.produce(name, b"x", partition=partition)
     plain.flush(30)
-    open_transaction = Producer(
-        {"bootstrap.servers": kafka_bootstrap, "transactional.id": f"{name}-open"}
-    )
-    open_transaction.init_transactions(30)
-    open_transaction.begin_transaction()
-    for _ in range(5):
-        open_transaction.produce(name, b"y", partition=0)
-    open_transaction.flush(30)
+    transaction = open_transaction(kafka_bootstrap, name, 0, 5)
     for _ in range(3):
         plain.produce(name, b"z", partition=0)
     plain.flush(30)
@@ -45,7 +38,7 @@ def topic(kafka_bootstrap: str, kafka_admin: AdminClient) -> Iterator[str]:
     try:
         yield name
     finally:
-        open_transaction.abort_transaction(30)
+        transaction.abort_transaction(30)
 
 
 def _consumer(bootstrap: str, isolation: str) -> Any:

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from connect_grpc.runtime import kafka_io
 from connect_grpc.runtime.batching import OffsetRange
-from tests.integration.helpers import create_topic
+from tests.integration.helpers import create_topic, open_transaction
 
 PARTITIONS = 5
 PER_PARTITION = 400
@@ -34,18 +34,11 @@ def topic(kafka_bootstrap: str, kafka_admin: AdminClient) -> Iterator[str]:
     for i in range(50):
         plain.produce(name, f"{PARTITIONS - 1}:{i}".encode(), partition=PARTITIONS - 1)
     plain.flush(30)
-    open_transaction = Producer(
-        {"bootstrap.servers": kafka_bootstrap, "transactional.id": f"{name}-open"}
-    )
-    open_transaction.init_transactions(30)
-    open_transaction.begin_transaction()
-    for _ in range(20):
-        open_transaction.produce(name, b"uncommitted", partition=PARTITIONS - 1)
-    open_transaction.flush(30)
+    transaction = open_transaction(kafka_bootstrap, name, PARTITIONS - 1, 20)
     try:
         yield name
     finally:
-        open_transaction.abort_transaction(30)
+        transaction.abort_transaction(30)
 
 
 def _reader(bootstrap: str) -> Any:
