@@ -752,48 +752,27 @@ def _read_range(
     make_row: Callable[[str, int], Callable[[Any], R]],
     stopping: Callable[[], bool] = _never,
 ) -> RangeResult[R]:
-    """Reads [start, end) of one partition; stops early at the partition's (stable) end."""
+    """Reads [start, end) of one partition; stops early at the partition's (stable) end.
+    Each consumed batch is taken as ``_Reading.take`` takes a run of a read of several."""
     from confluent_kafka import TopicPartition
 
-    tp = TopicPartition(rng.topic, rng.partition, rng.start)
-    consumer.assign([tp])
-    row = make_row(rng.topic, rng.partition)
-    rows: list[R] = []
-    reached = rng.start
+    consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+    reading = _Reading(rng, make_row(rng.topic, rng.partition))
     last_progress = time.monotonic()
-    while reached < rng.end:
+    while not reading.done:
         if stopping():
-            return RangeResult(rng.topic, rng.partition, reached, [], _interrupted(rng, reached))
+            reading.failure = _interrupted(rng, reading.reached)
+            break
         messages = consumer.consume(
-            num_messages=min(rng.end - reached, 10_000), timeout=FLUSH_SLICE_S
+            num_messages=min(rng.end - reading.reached, 10_000), timeout=FLUSH_SLICE_S
         )
-        if messages and _all_in_range(messages, rng.end):
-            # most batches: no error and nothing past the range, every message a row
-            rows.extend(map(row, messages))
-            reached = messages[-1].offset() + 1
-            last_progress = time.monotonic()
-            continue
-        for msg in messages:
-            error = msg.error()
-            if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
-                    failure = KafkaFailure.of(error, f"{rng.topic}[{rng.partition}]")
-                    return RangeResult(rng.topic, rng.partition, reached, [], failure)
-                position = consumer.position([tp])[0].offset
-                return RangeResult(
-                    rng.topic, rng.partition, max(reached, min(position, rng.end)), rows
-                )
-            offset = msg.offset()
-            if offset >= rng.end:
-                reached = rng.end
-                break
-            rows.append(row(msg))
-            reached = offset + 1
         if messages:
+            reading.take(messages, consumer)
             last_progress = time.monotonic()
         elif time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
-            return RangeResult(rng.topic, rng.partition, reached, [], _stalled(rng, reached))
-    return RangeResult(rng.topic, rng.partition, reached, rows)
+            reading.failure = _stalled(rng, reading.reached)
+            break
+    return reading.result()
 
 
 def _all_in_range(messages: list[Any], end: int) -> bool:

@@ -127,6 +127,22 @@ def test_a_driver_read_of_a_silent_partition_ends_when_the_task_stops() -> None:
     assert consumer.consumed >= 2, "it kept waiting for records until the task stopped"
 
 
+def test_a_driver_read_of_a_silent_partition_fails_as_stalled_after_the_stall_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kafka_io, "READ_STALL_TIMEOUT_S", 0.3)
+    begun = time.monotonic()
+
+    result = kafka_io._read_range(
+        _SilentConsumer(), OffsetRange("t", 0, 10, 20), kafka_io._tuple_rows
+    )
+
+    assert time.monotonic() - begun < 0.3 + 2 * kafka_io.FLUSH_SLICE_S + 0.3
+    assert result.failure is not None and result.failure.retriable
+    assert result.failure.name == "_TIMED_OUT" and "no progress" in result.failure.message
+    assert (result.next_offset, result.rows) == (10, [])
+
+
 class _Message:
     def __init__(self, offset: int, error: KafkaError | None = None) -> None:
         self._offset, self._error = offset, error
