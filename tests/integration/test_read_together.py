@@ -93,7 +93,12 @@ def test_ranges_read_together_give_what_each_gives_alone(kafka_bootstrap: str, t
             read_alone = _summary([result for rng in ranges for result in _read(alone, [rng])])
             assert read_together == read_alone
             summaries.append(read_together)
-        assert together.ahead, "the reads consumed records past their ranges' ends"
+            if len(summaries) == 1:
+                # partitions 0 and 1 end before their ends: whichever of the two arrives
+                # first comes whole (a consume asks for what all open ranges still need),
+                # so the next batch starts on carried messages. (Later batches may not
+                # carry: a range whose partition arrives last is consumed to its end.)
+                assert together.ahead, "the first read kept what it consumed past its ends"
     finally:
         together.close()
         alone.close()
