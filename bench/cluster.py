@@ -89,13 +89,12 @@ import cluster_alter  # the sibling modules: the script's directory is on sys.pa
 import cluster_anchor
 import grpc
 
-from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
+from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka, free_port
 from connect_grpc.logs import configure_logging
 from connect_grpc.testing.cluster import (
     WorkerProcess,
     agreed_view,
     cluster_properties,
-    free_port,
     start_together,
     wait_until,
 )

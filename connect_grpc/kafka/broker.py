@@ -27,6 +27,9 @@ die_with_parent: bool = False)``
     also a context manager. Ports of 0 are replaced by free loopback ports. The JVM runs in its
     own session/process group; its stdout/stderr go to ``<data_dir>/logs/stdout.log`` and its
     log4j2 output to ``<data_dir>/logs/server.log``.
+``free_port(host: str = "127.0.0.1") -> int``
+    A port unused now, below the kernel's ephemeral range where it can (no socket bound to
+    port 0 elsewhere takes it before it is used).
 ``DEFAULT_BROKER_PORT: int``
     ``9092``: the port ``connect-grpc kafka start`` and ``dev`` use unless told otherwise.
 ``start_background(state_dir: Path | None = None, timeout: float = 60.0,
@@ -51,6 +54,7 @@ import ctypes
 import fcntl
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -203,12 +207,42 @@ def _file_lock(path: Path) -> Iterator[None]:
 # configuration
 
 
+#: The kernel's ephemeral ports (Linux): those it gives a socket bound to port 0 and an
+#: outgoing connection's local end.
+_EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: The lowest port ``free_port`` picks below the ephemeral range.
+_LOWEST_PICKED_PORT = 10_000
+#: Ports ``free_port`` tries below the ephemeral range before it asks the kernel for one.
+_PORT_TRIES = 50
+#: Not the ``random`` module's generator: pytest-randomly seeds it alike in every test
+#: process, which would have them try the same ports in the same order.
+_PORT_RANDOM = random.SystemRandom()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A currently unused TCP port on ``host``."""
+    """A TCP port on ``host`` unused now, for a process started later to listen on.
+
+    Picked at random below the kernel's ephemeral range where there is one: a port the
+    kernel gives out (to a server bound to port 0, or as an outgoing connection's local end)
+    could be taken by another process between its choice here and its use, as a gRPC server
+    of a test running alongside once took a broker's port. Else one the kernel gives."""
+    low = _ephemeral_range_start()
+    if low is not None and low > _LOWEST_PICKED_PORT:
+        for _ in range(_PORT_TRIES):
+            port = _PORT_RANDOM.randrange(_LOWEST_PICKED_PORT, low)
+            if port_is_free(port, host):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        given: int = sock.getsockname()[1]
+        return given
+
+
+def _ephemeral_range_start() -> int | None:
+    try:
+        return int(_EPHEMERAL_RANGE_FILE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -26,8 +26,7 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.kafka.broker import die_with_parent_signal, signal_group
-from connect_grpc.testing.cluster import free_port
+from connect_grpc.kafka.broker import die_with_parent_signal, free_port, signal_group
 
 log = structlog.get_logger(__name__)
 

@@ -21,7 +21,8 @@ import yaml
 
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.root import COMPLETE_VAR
-from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
+from connect_grpc.kafka.broker import free_port
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.testing.plugins import count, read_events
 from tests.integration.helpers import INSTRUMENTED_SOURCE, source_config
 from tests.integration.test_readme_commands import (

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from connect_grpc.kafka.broker import free_port
 from connect_grpc.testing import pipeline_plugins
-from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.integration.helpers import FAILED, RUNNING, create, read_all, wait_for_states
 from tests.integration.test_record_errors import (

@@ -44,8 +44,8 @@ from typing import Any
 import pytest
 
 from connect_grpc.dev import DEMO_DIR, DEMO_TOPIC, _demo_connectors, reset_demo_topic
-from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, default_state_dir
-from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
+from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, default_state_dir, free_port
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.worker_config import read_properties
 from tests.integration.helpers import read_all

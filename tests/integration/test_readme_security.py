@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.connection import ConnectionSettings, TlsOptions
-from connect_grpc.testing.cluster import WorkerProcess, free_port
+from connect_grpc.kafka.broker import free_port
+from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.worker_config import read_properties
 from tests.integration.test_readme_commands import (
     README,

@@ -20,8 +20,9 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from connect_grpc.kafka.broker import free_port
 from connect_grpc.testing import pipeline_plugins
-from connect_grpc.testing.cluster import WorkerProcess, free_port, wait_until
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.helpers import (

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import os
+import random
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +109,36 @@ def test_free_ports_are_bindable() -> None:
     port = broker.free_port()
     assert 0 < port < 65536
     assert broker.port_is_free(port)
+
+
+def test_free_ports_are_below_the_ephemeral_range_and_not_seeded_alike(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ranges = tmp_path / "ip_local_port_range"
+    ranges.write_text("32768\t60999\n")
+    monkeypatch.setattr(broker, "_EPHEMERAL_RANGE_FILE", ranges)
+    picked = []
+    for _ in range(5):
+        random.seed(7)  # as pytest-randomly seeds every test process alike
+        picked.append(broker.free_port())
+    assert all(broker._LOWEST_PICKED_PORT <= port < 32768 for port in picked)
+    assert len(set(picked)) > 1
+
+
+def test_free_ports_come_from_the_kernel_without_a_range_or_a_free_port_in_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(broker, "_EPHEMERAL_RANGE_FILE", tmp_path / "absent")
+    assert broker.port_is_free(broker.free_port())
+    ranges = tmp_path / "ip_local_port_range"
+    ranges.write_text("40000 60999\n")
+    monkeypatch.setattr(broker, "_EPHEMERAL_RANGE_FILE", ranges)
+    tried: list[int] = []
+    monkeypatch.setattr(broker, "port_is_free", lambda port, host="127.0.0.1": tried.append(port))
+    given = broker.free_port()
+    assert len(tried) == broker._PORT_TRIES, "the kernel is asked once none tried is free"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", given))
 
 
 def test_state_round_trip_and_garbage(tmp_path: Path) -> None:

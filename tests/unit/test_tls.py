@@ -33,6 +33,7 @@ from connect_grpc.errors import (
     UnavailableError,
 )
 from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kafka.broker import free_port
 from connect_grpc.security.config import (
     AuthConfig,
     ClientAuth,
@@ -46,7 +47,6 @@ from connect_grpc.security.session_key import (
 )
 from connect_grpc.security.tls_files import TlsFiles
 from connect_grpc.testing.certs import Identity, Pki, subject_of
-from connect_grpc.testing.cluster import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
