@@ -47,6 +47,10 @@ READ_STALL_TIMEOUT_S = 30.0
 #: A read of several ranges keeps, of a partition's messages consumed past its range's
 #: end, at most this many times the range's size, for the ranges of the next reads.
 AHEAD_RANGES = 4
+#: ... and, of all its partitions together, at most this many bytes: the messages' values,
+#: and AHEAD_MESSAGE_BYTES more for each message's objects (a message, its key and value).
+AHEAD_MAX_BYTES = 64 * 1024 * 1024
+AHEAD_MESSAGE_BYTES = 256
 #: How many delivery errors a slice reports in full (the count is always exact).
 MAX_REPORTED_ERRORS = 5
 #: Seconds an executor's cached client may go unused before it is dropped.
@@ -835,12 +839,42 @@ class _Ahead(NamedTuple):
     messages: list[Any]
 
 
+class _AheadBudget:
+    """The bytes a read may still keep past its ranges' ends, all partitions together."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = AHEAD_MAX_BYTES
+
+    def fit(self, messages: list[Any]) -> list[Any]:
+        """The longest head of ``messages`` that fits, taken from what is left."""
+        size = sum(map(len, messages)) + AHEAD_MESSAGE_BYTES * len(messages)
+        if size <= self.left:
+            self.left -= size
+            return messages
+        fitting = []
+        for msg in messages:
+            size = len(msg) + AHEAD_MESSAGE_BYTES
+            if size > self.left:
+                break
+            self.left -= size
+            fitting.append(msg)
+        self.left = 0
+        return fitting
+
+
 class _Reading(Generic[R]):
     """One range of a read of several at once: what it has read, and whether it is done."""
 
-    __slots__ = ("done", "failure", "past", "range", "reached", "row", "rows", "whole")
+    __slots__ = (
+        "budget", "done", "failure", "keeping", "past", "range", "reached", "row", "rows",
+        "whole",
+    )
 
-    def __init__(self, rng: OffsetRange, row: Callable[[Any], R]) -> None:
+    def __init__(
+        self, rng: OffsetRange, row: Callable[[Any], R], budget: _AheadBudget | None = None
+    ) -> None:
         self.range = rng
         self.row = row
         self.rows: list[R] = []
@@ -851,15 +885,20 @@ class _Reading(Generic[R]):
         self.whole = self.done
         #: Its partition's messages consumed past the range's end, in order (``_Ahead``).
         self.past: list[Any] = []
+        self.budget = budget if budget is not None else _AheadBudget()
+        #: False once something was not kept: what comes after would not continue ``past``.
+        self.keeping = True
 
-    def keep_past(self, messages: Iterable[Any]) -> None:
+    def keep_past(self, messages: list[Any]) -> None:
         """Keeps messages consumed after the range was read whole, up to the first error
-        event and to ``AHEAD_RANGES`` times the range's size."""
-        if not self.whole:
+        event, ``AHEAD_RANGES`` times the range's size and the read's byte budget."""
+        if not self.whole or not self.keeping:
             return
         room = AHEAD_RANGES * max(1, self.range.size) - len(self.past)
         taken = itertools.takewhile(lambda m: m.error() is None, messages)
-        self.past.extend(itertools.islice(taken, max(0, room)))
+        kept = self.budget.fit(list(itertools.islice(taken, max(0, room))))
+        self.past.extend(kept)
+        self.keeping = len(kept) == len(messages)
 
     def take(self, run: list[Any], consumer: Any) -> None:
         """Takes a run of its partition's messages, as ``_read_range`` takes a batch."""
@@ -891,7 +930,7 @@ class _Reading(Generic[R]):
             if offset >= rng.end:
                 self.reached = rng.end
                 self.whole = True
-                self.keep_past(itertools.islice(run, index, None))
+                self.keep_past(run[index:])
                 return
             self.rows.append(self.row(msg))
             self.reached = offset + 1
@@ -944,7 +983,8 @@ def _read_together(
     carried = dict(ahead or {})
     if ahead is not None:
         ahead.clear()
-    readings = [_Reading(rng, make_row(rng.topic, rng.partition)) for rng in ranges]
+    budget = _AheadBudget()
+    readings = [_Reading(rng, make_row(rng.topic, rng.partition), budget) for rng in ranges]
     reading_of = {(r.range.topic, r.range.partition): r for r in readings}
     for key, reading in reading_of.items():
         kept = carried.get(key)

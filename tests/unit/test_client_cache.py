@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.runtime import kafka_io
@@ -143,39 +143,23 @@ def test_a_driver_read_of_a_silent_partition_fails_as_stalled_after_the_stall_ti
     assert (result.next_offset, result.rows) == (10, [])
 
 
-class _Message:
-    def __init__(self, offset: int, error: KafkaError | None = None) -> None:
-        self._offset, self._error = offset, error
-
-    def error(self) -> KafkaError | None:
-        return self._error
-
-    def offset(self) -> int:
-        return self._offset
-
-    def key(self) -> bytes:
-        return b"k%d" % self._offset
-
-    def value(self) -> bytes:
-        return b"v%d" % self._offset
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, 1_700_000_000_000 + self._offset)
-
-    def headers(self) -> None:
-        return None
+def _message(offset: int, error: KafkaError | None = None) -> Message:
+    return Message(
+        topic="t", partition=0, offset=offset, key=b"k%d" % offset, value=b"v%d" % offset,
+        error=error, timestamp=(1, 1_700_000_000_000 + offset),
+    )
 
 
 class _ScriptedConsumer:
     """Answers each consume with the next batch of its script; its position is ``position``."""
 
-    def __init__(self, batches: list[list[_Message]], position: int = 0) -> None:
+    def __init__(self, batches: list[list[Message]], position: int = 0) -> None:
         self._batches, self._position = list(batches), position
 
     def assign(self, partitions: object) -> None:
         return None
 
-    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
         return self._batches.pop(0) if self._batches else []
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
@@ -190,24 +174,24 @@ def test_a_read_takes_whole_batches_and_stops_at_the_range_end_or_the_partition_
     eof = KafkaError(KafkaError._PARTITION_EOF)
     read = functools.partial(kafka_io._read_range, make_row=kafka_io.sink_record_builder)
     # whole batches, the last one ending at the range's end
-    whole = read(_ScriptedConsumer([[_Message(10), _Message(11)], [_Message(12)]]),
+    whole = read(_ScriptedConsumer([[_message(10), _message(11)], [_message(12)]]),
                  OffsetRange("t", 0, 10, 13))
     assert (whole.failure, whole.next_offset, _offsets(whole.rows)) == (None, 13, [10, 11, 12])
     assert (whole.rows[0].key, whole.rows[0].value, whole.rows[0].timestamp_ms) == (
         b"k10", b"v10", 1_700_000_000_010
     )
     # a batch going past the range's end (offsets with a gap): only what is in the range
-    past = read(_ScriptedConsumer([[_Message(10), _Message(12), _Message(15)]]),
+    past = read(_ScriptedConsumer([[_message(10), _message(12), _message(15)]]),
                 OffsetRange("t", 0, 10, 14))
     assert (past.failure, past.next_offset, _offsets(past.rows)) == (None, 14, [10, 12])
     # the partition's end within a batch: the rows before it, up to the consumer's position
-    ended = read(_ScriptedConsumer([[_Message(10)], [_Message(11), _Message(12, eof)]], 12),
+    ended = read(_ScriptedConsumer([[_message(10)], [_message(11), _message(12, eof)]], 12),
                  OffsetRange("t", 0, 10, 20))
     assert (ended.failure, ended.next_offset, _offsets(ended.rows)) == (None, 12, [10, 11])
     # any other error: a failure, no rows (the batch is read again)
     failed = read(
-        _ScriptedConsumer([[_Message(10)], [_Message(11), _Message(12, KafkaError(
-            KafkaError._TRANSPORT)), _Message(13)]]),
+        _ScriptedConsumer([[_message(10)], [_message(11), _message(12, KafkaError(
+            KafkaError._TRANSPORT)), _message(13)]]),
         OffsetRange("t", 0, 10, 20),
     )
     assert failed.failure is not None and (failed.next_offset, failed.rows) == (12, [])

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+import pytest
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from connect_grpc.runtime import kafka_io
 from connect_grpc.runtime.batching import OffsetRange
@@ -17,40 +18,12 @@ from connect_grpc.runtime.batching import OffsetRange
 EOF = KafkaError(KafkaError._PARTITION_EOF)
 
 
-class _Message:
-    def __init__(
-        self, topic: str | None, partition: int | None, offset: int,
-        error: KafkaError | None = None,
-    ) -> None:
-        self._topic, self._partition, self._offset, self._error = topic, partition, offset, error
-
-    def topic(self) -> str | None:
-        return self._topic
-
-    def partition(self) -> int | None:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def error(self) -> KafkaError | None:
-        return self._error
-
-    def key(self) -> bytes:
-        return b"k"
-
-    def value(self) -> bytes:
-        return f"{self._topic}/{self._partition}/{self._offset}".encode()
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, 1_700_000_000_000)
-
-    def headers(self) -> None:
-        return None
-
-
 def _m(partition: int, offset: int, topic: str = "t", error: KafkaError | None = None) -> Any:
-    return _Message(topic, partition, offset, error)
+    return Message(
+        topic=topic, partition=partition, offset=offset, key=b"k",
+        value=f"{topic}/{partition}/{offset}".encode(), error=error,
+        timestamp=(1, 1_700_000_000_000),
+    )
 
 
 class _ScriptedConsumer:
@@ -149,7 +122,7 @@ def test_an_error_fails_its_range_and_ends_the_read() -> None:
 
 def test_an_error_of_the_whole_consumer_fails_the_read() -> None:
     down = KafkaError(KafkaError._ALL_BROKERS_DOWN)
-    consumer = _ScriptedConsumer([[_m(0, 0)], [_Message(None, None, -1, down)]], positions={})
+    consumer = _ScriptedConsumer([[_m(0, 0)], [Message(offset=-1, error=down)]], positions={})
     results = read(consumer, [OffsetRange("t", 0, 0, 3), OffsetRange("t", 1, 0, 3)])
     failures = [r.failure for r in results if r.failure is not None]
     assert [f.name for f in failures] == ["_ALL_BROKERS_DOWN"]
@@ -232,3 +205,32 @@ def test_a_failed_read_keeps_nothing() -> None:
         cached, [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 2)], kafka_io.sink_record_builder
     )
     assert not fit and results[1].failure is not None and cached.ahead == {}
+
+
+def test_what_is_kept_past_the_ranges_of_a_read_fits_its_byte_budget_without_a_gap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    size = len(_m(0, 1)) + kafka_io.AHEAD_MESSAGE_BYTES  # each message here the same
+    monkeypatch.setattr(kafka_io, "AHEAD_MAX_BYTES", 3 * size)
+    cached = _cached([
+        # partition 0: two kept, then partition 1: one kept of two, and the budget is
+        # spent: nothing is kept after it (partition 0's later run included)
+        [_m(0, 0), _m(0, 1), _m(0, 2), _m(1, 0), _m(1, 1), _m(1, 2)],
+        [_m(2, 0), _m(0, 3)],
+    ])
+    ranges = [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 1), OffsetRange("t", 2, 0, 1)]
+    _read_each(cached, ranges)
+    kept = {key: [m.offset() for m in a.messages] for key, a in cached.ahead.items()}
+    assert kept == {("t", 0): [1, 2], ("t", 1): [1]}
+
+
+def test_a_partition_keeps_nothing_after_an_event_it_did_not_keep() -> None:
+    # an error event (here a reset's) and then messages from elsewhere in the partition:
+    # the next range must not take them as following what was kept
+    reset = KafkaError(KafkaError._AUTO_OFFSET_RESET)
+    cached = _cached([
+        [_m(0, 0), _m(0, 1), _m(0, 2, error=reset)],
+        [_m(0, 90), _m(1, 0)],
+    ])
+    _read_each(cached, [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 1)])
+    assert [m.offset() for m in cached.ahead[("t", 0)].messages] == [1]
