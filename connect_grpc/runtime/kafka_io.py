@@ -16,6 +16,7 @@ closed once), so the retry starts from a fresh one, and clients idle for longer 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import operator
@@ -779,16 +780,37 @@ def _read_range(
     return reading.result()
 
 
-def _all_in_range(messages: list[Any], end: int) -> bool:
-    """Whether none of a consumed batch's messages is an error (a partition's end
-    included) and the last (so every one: a partition's offsets only grow) is before
-    ``end``; the errors are asked for and told from None by ``map`` rather than by a loop
-    (a KafkaError cannot be compared with None: only ``is`` tells them apart)."""
+def _has_event(messages: list[Any]) -> bool:
+    """Whether any of the messages is an event (an error, a partition's end included); the
+    errors are asked for and told from None by ``map`` rather than by a loop (a KafkaError
+    cannot be compared with None: only ``is`` tells them apart)."""
     errors = map(_MESSAGE_ERROR, messages)
-    if any(map(operator.is_not, errors, itertools.repeat(None))):
-        return False
-    last_offset: int = messages[-1].offset()
-    return last_offset < end
+    return any(map(operator.is_not, errors, itertools.repeat(None)))
+
+
+def _cut(run: list[Any], end: int, checked: bool = False) -> int | None:
+    """Where a run of one partition's messages reaches ``end``: the index of its first
+    message at or past it (the run's length when none is), found by bisection (a
+    partition's offsets only grow); None when an event comes first, or is the first at or
+    past ``end`` (the run is then taken a message at a time). ``checked``: the run is known
+    to hold no event."""
+    if _offset_of(run[-1]) < end:
+        cut = len(run)
+    else:
+        # on any list, bisect_left ends between an offset below ``end`` and one at or past
+        # it; with no event before it, that is the first message at or past ``end``
+        cut = bisect.bisect_left(run, end, key=_offset_of)
+        if cut < len(run) and run[cut].error() is not None:
+            return None
+    if not checked and _has_event(run[:cut] if cut < len(run) else run):
+        return None
+    return cut
+
+
+def _offset_of(message: Any) -> int:
+    """A message's offset; -1 for an event that has none (its ``offset()`` is None)."""
+    offset: int | None = message.offset()
+    return -1 if offset is None else offset
 
 
 _MESSAGE_ERROR = operator.methodcaller("error")
@@ -895,20 +917,29 @@ class _Reading(Generic[R]):
         if not self.whole or not self.keeping:
             return
         room = AHEAD_RANGES * max(1, self.range.size) - len(self.past)
-        taken = itertools.takewhile(lambda m: m.error() is None, messages)
-        kept = self.budget.fit(list(itertools.islice(taken, max(0, room))))
+        head = messages[: max(0, room)]
+        if _has_event(head):
+            head = list(itertools.takewhile(lambda m: m.error() is None, head))
+        kept = self.budget.fit(head)
         self.past.extend(kept)
         self.keeping = len(kept) == len(messages)
 
-    def take(self, run: list[Any], consumer: Any) -> None:
-        """Takes a run of its partition's messages, as ``_read_range`` takes a batch."""
+    def take(self, run: list[Any], consumer: Any, checked: bool = False) -> None:
+        """Takes a run of its partition's messages, as ``_read_range`` takes a batch
+        (``checked``: the run is known to hold no event, as what a read kept)."""
         rng = self.range
-        if _all_in_range(run, rng.end):
+        cut = _cut(run, rng.end, checked)
+        if cut is None:
+            self._take_one_by_one(run, consumer)
+        elif cut == len(run):
             self.rows.extend(map(self.row, run))
             self.reached = run[-1].offset() + 1
             self.whole = self.reached >= rng.end
         else:
-            self._take_one_by_one(run, consumer)
+            self.rows.extend(map(self.row, run[:cut]))
+            self.reached = rng.end
+            self.whole = True
+            self.keep_past(run[cut:])
         self.done = self.done or self.failure is not None or self.whole
 
     def _take_one_by_one(self, run: list[Any], consumer: Any) -> None:
@@ -947,12 +978,13 @@ _PARTITION = operator.methodcaller("partition")
 _TOPIC = operator.methodcaller("topic")
 
 
-def _runs(messages: list[Any]) -> Iterator[list[Any]]:
+def _runs(messages: list[Any], one_topic: bool = False) -> Iterator[list[Any]]:
     """A consumed batch in runs of one partition's messages (a fetch answer's messages of
-    one partition come together), in order."""
+    one partition come together), in order. ``one_topic``: the consumer is assigned
+    partitions of one topic only, so a partition's number tells it."""
     for _, same_number in itertools.groupby(messages, _PARTITION):
         run = list(same_number)
-        if len(set(map(_TOPIC, run))) == 1:
+        if one_topic or len(set(map(_TOPIC, run))) == 1:
             yield run
         else:  # partitions of the same number of different topics, one after the other
             for _, same_topic in itertools.groupby(run, _TOPIC):
@@ -986,10 +1018,11 @@ def _read_together(
     budget = _AheadBudget()
     readings = [_Reading(rng, make_row(rng.topic, rng.partition), budget) for rng in ranges]
     reading_of = {(r.range.topic, r.range.partition): r for r in readings}
+    one_topic = len({rng.topic for rng in ranges}) == 1
     for key, reading in reading_of.items():
         kept = carried.get(key)
         if kept is not None and kept.start == reading.range.start and not reading.done:
-            reading.take(kept.messages, consumer)  # no error events in them: no call made
+            reading.take(kept.messages, consumer, checked=True)  # no call made
     unread = [r for r in readings if not r.done]
     if unread:
         consumer.assign(
@@ -1014,7 +1047,7 @@ def _read_together(
                 for reading in open_:
                     reading.failure = _stalled(reading.range, reading.reached)
                 break
-            if _take_runs(consumer, messages, reading_of, open_[0], paused):
+            if _take_runs(consumer, messages, reading_of, open_[0], paused, one_topic):
                 break
     finally:
         if paused:
@@ -1032,12 +1065,13 @@ def _take_runs(
     reading_of: Mapping[tuple[str, int], _Reading[R]],
     first_open: _Reading[R],
     paused: list[Any],
+    one_topic: bool,
 ) -> bool:
     """Hands each run of a batch to its range; a range done is paused. True when a range
     failed (an error that names no range of the read fails the first open one)."""
     from confluent_kafka import TopicPartition
 
-    for run in _runs(messages):
+    for run in _runs(messages, one_topic):
         first = run[0]
         reading = reading_of.get((first.topic(), first.partition()))
         if reading is None:

@@ -7,6 +7,7 @@ and tests/integration/test_read_together.py.)"""
 from __future__ import annotations
 
 import functools
+import random
 from typing import Any
 
 import pytest
@@ -234,3 +235,44 @@ def test_a_partition_keeps_nothing_after_an_event_it_did_not_keep() -> None:
     ])
     _read_each(cached, [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 1)])
     assert [m.offset() for m in cached.ahead[("t", 0)].messages] == [1]
+
+
+def _offsets(messages: list[Any]) -> list[int]:
+    return [m.offset() for m in messages]
+
+
+def test_a_run_is_cut_at_its_first_message_at_or_past_the_end_unless_an_event_comes_first() -> None:
+    run = [_m(0, offset) for offset in (5, 6, 9, 12, 13)]  # gaps, as compaction leaves
+    assert kafka_io._cut(run, 14) == 5
+    assert kafka_io._cut(run, 10) == 3 and kafka_io._cut(run, 9) == 2
+    assert kafka_io._cut(run, 5) == 0
+    reset = KafkaError(KafkaError._AUTO_OFFSET_RESET)
+    assert kafka_io._cut([*run, _m(0, 14, error=EOF)], 10) == 3, "an event past the cut"
+    assert kafka_io._cut([*run[:3], _m(0, 10, error=EOF)], 10) is None, "the end an event"
+    assert kafka_io._cut([run[0], _m(0, -1001, error=reset), *run[1:]], 10) is None
+    assert kafka_io._cut([*run[:3], _m(0, -1001, error=reset), *run[3:]], 10) is None
+    assert kafka_io._cut([*run, _m(0, -1001, error=reset)], 99) is None
+    assert kafka_io._cut(run, 99, checked=True) == 5
+
+
+def test_a_run_taken_whole_or_cut_gives_what_a_message_at_a_time_gives() -> None:
+    chooser = random.Random(2026)
+    reset = KafkaError(KafkaError._AUTO_OFFSET_RESET)
+    for _ in range(400):
+        offsets = sorted(chooser.sample(range(100), chooser.randint(1, 30)))
+        run = [_m(0, offset) for offset in offsets]
+        if chooser.random() < 0.3:
+            run.append(_m(0, offsets[-1] + 1, error=EOF))
+        if chooser.random() < 0.2:
+            run.insert(chooser.randrange(len(run) + 1), _m(0, -1001, error=reset))
+        start = chooser.randint(0, offsets[0])
+        rng = OffsetRange("t", 0, start, chooser.randint(start, 110))
+        consumer = _ScriptedConsumer([], positions={("t", 0): offsets[-1] + 1})
+        fast, slow = (kafka_io._Reading(rng, kafka_io.sink_record_builder("t", 0)) for _ in "ab")
+        fast.take(run, consumer)
+        slow._take_one_by_one(run, consumer)
+        slow.done = slow.done or slow.failure is not None or slow.whole
+        assert (_offsets(fast.past), fast.reached, fast.whole, fast.done, fast.failure) == (
+            _offsets(slow.past), slow.reached, slow.whole, slow.done, slow.failure
+        ), (offsets, rng)
+        assert [r.kafka_offset for r in fast.rows] == [r.kafka_offset for r in slow.rows]
