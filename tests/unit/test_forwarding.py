@@ -6,7 +6,6 @@ answers or raises NotLeaderError."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +40,7 @@ from connect_grpc.errors import (
     UnavailableError,
 )
 from connect_grpc.herder.base import Herder
+from connect_grpc.kafka.broker import free_port
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
@@ -211,10 +211,9 @@ def reason(error: grpc.RpcError) -> str:
 
 
 def free_address() -> str:
-    """An address nothing listens on (a port just bound and released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
+    """An address nothing listens on (a port free now, outside the ones the kernel gives a
+    server bound to port 0)."""
+    return f"127.0.0.1:{free_port()}"
 
 
 def hops(*nodes: Node) -> set[str | None]:

@@ -6,20 +6,18 @@ bench/filestream.py (the source's first record)."""
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 
+from connect_grpc.kafka.broker import free_port
 from connect_grpc.runtime import kafka_io
 from connect_grpc.runtime.kafka_io import CachedProducer, _idempotent_only, await_a_broker
 
 
 def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_port()  # outside the ports the kernel gives a server bound to port 0
 
 
 @pytest.mark.parametrize(
