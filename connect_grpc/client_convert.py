@@ -272,6 +272,7 @@ def cluster_info_from_pb(message: pb.GetClusterInfoResponse) -> ClusterInfo:
         ),
         generation=message.generation,
         worker_id=message.worker_id,
+        joined=message.joined,
     )
 
 

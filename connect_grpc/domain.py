@@ -260,6 +260,8 @@ class ClusterInfo:
     workers: tuple[WorkerDesc, ...]
     generation: int
     worker_id: str
+    #: Whether the answering worker is a member of the group and of the assignment shown.
+    joined: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,6 +208,7 @@ def cluster_info_to_pb(info: DomainClusterInfo) -> pb.GetClusterInfoResponse:
         ],
         generation=info.generation,
         worker_id=info.worker_id,
+        joined=info.joined,
     )
 
 

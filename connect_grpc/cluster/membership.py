@@ -152,6 +152,9 @@ class LeaderElection:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._report_error: Callable[[KafkaError], None] | None = None
+        #: Whether this member is in the group: from its first assignment after a join to a
+        #: lost session or its leaving.
+        self._member = False
 
     def start(self) -> None:
         """Creates the consumer, joins the group and starts the polling thread. Call once.
@@ -206,6 +209,11 @@ class LeaderElection:
         """Whether this member owns the leader partition now."""
         return self.leadership().leader
 
+    def is_member(self) -> bool:
+        """Whether this member is in the group now (it joined, and has not lost its session
+        or left since)."""
+        return self._member
+
     def wait_for_change(self, seen: int, timeout: float) -> Leadership:
         """Waits until ``changes`` exceeds ``seen`` or ``timeout`` seconds pass; the view then."""
         with self._changed:
@@ -247,6 +255,7 @@ class LeaderElection:
         self._stopping.wait(FATAL_BACKOFF_S)
 
     def _fail(self, error: str) -> None:
+        self._member = False
         with self._changed:
             first = self._state.error is None
             if first:
@@ -257,6 +266,7 @@ class LeaderElection:
 
     def _close_consumer(self, consumer: Consumer) -> None:
         """Leaves the group (the revocation callback deposes this member) and closes."""
+        self._member = False
         try:
             leave_group_and_close(consumer)
         except (KafkaException, RuntimeError) as exc:
@@ -266,6 +276,7 @@ class LeaderElection:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Rebalance callback: takes the partitions (paused) and the leadership if it is in them."""
+        self._member = self.leadership().error is None
         self._tell_rebalanced()
         if not partitions:
             return
@@ -296,6 +307,7 @@ class LeaderElection:
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Rebalance callback: the session expired, another member may already lead."""
+        self._member = False
         if self._holds_leader_partition(partitions):
             self._log.warning("leader_partition_lost")
             self._depose()

@@ -197,7 +197,7 @@ def cluster(session: Session, output: str) -> None:
     out.line(Text(f"Mode:        {found['mode']}"))
     out.line(Text(f"Version:     {found['version']}"))
     out.line(Text(f"Kafka:       {found['kafka_cluster_id'] or '-'}"))
-    out.line(Text(f"Answered by: {found['worker_id']}"))
+    out.line(Text(f"Answered by: {answered_by(found)}"))
     out.line(Text(f"Leader:      {found['leader_id'] or '-'} {found['leader_address']}".rstrip()))
     out.line(Text(f"Generation:  {found['generation']}"))
     out.table(
@@ -205,6 +205,13 @@ def cluster(session: Session, output: str) -> None:
         [[w["id"], w["address"], ", ".join(w["connectors"]), _placed_tasks(w)]
          for w in found["workers"]],
     )
+
+
+def answered_by(found: documents.Document) -> str:
+    """The worker that answered, and whether the view is its group's current one."""
+    if found["joined"]:
+        return str(found["worker_id"])
+    return f"{found['worker_id']} (not in the group yet: the last assignment it read)"
 
 
 def _placed_tasks(worker: documents.Document) -> str:

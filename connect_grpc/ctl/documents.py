@@ -164,6 +164,7 @@ def cluster(info: ClusterInfo) -> Document:
         "leader_id": info.leader_id,
         "leader_address": info.leader_address,
         "generation": info.generation,
+        "joined": info.joined,
         "workers": [
             {"id": worker.id, "address": worker.address,
              "connectors": list(worker.connectors),

@@ -501,7 +501,14 @@ class DistributedHerder(HerderCommon):
             workers=workers,
             generation=assignment.generation,
             worker_id=self._id,
+            joined=self._joined(assignment),
         )
+
+    def _joined(self, assignment: AssignmentRecord) -> bool:
+        """Whether this worker is in the group and in ``assignment`` (the last one it read):
+        a worker that starts reads the last one published, which may name workers gone
+        since, before it joins; a worker that joined waits for the leader's next one."""
+        return self._election.is_member() and self._id in assignment.workers
 
     def rebalance_state(self) -> RebalanceState:
         """This worker's view of the group, for its rebalance metrics."""

@@ -547,6 +547,7 @@ class StandaloneHerder(HerderCommon):
             workers=(worker,),
             generation=0,
             worker_id=worker.id,
+            joined=True,
         )
 
     # state (each helper takes the herder lock only for its own map work)

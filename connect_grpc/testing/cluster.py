@@ -181,13 +181,16 @@ def agreed_view(
     workers: Sequence[WorkerProcess], count: int
 ) -> pb.GetClusterInfoResponse | None:
     """The cluster as every one of ``workers`` (the live ones) reports it, once they agree
-    on its generation and leader, its assignment lists exactly them (``count``) and one of
-    them leads; None until then. Compared by id, not by count: a worker started after a
-    kill -9 reads the last published assignment, still naming the killed worker, before
-    the group rebalances."""
+    on its generation and leader, each says it has joined, its assignment lists exactly
+    them (``count``) and one of them leads; None until then. Compared by id, not by count:
+    a worker started after a kill -9 reads the last published assignment, still naming the
+    killed worker, before the group rebalances."""
     views = [w.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5) for w in workers]
     first = views[0]
-    same = all((v.generation, v.leader_id) == (first.generation, first.leader_id) for v in views)
+    same = all(
+        (v.generation, v.leader_id, v.joined) == (first.generation, first.leader_id, True)
+        for v in views
+    )
     live = {w.id for w in workers}
     listed = {w.id for w in first.workers}
     settled = same and listed == live and len(listed) == count and first.leader_id in live

@@ -727,7 +727,7 @@ class PlacedTask(_message.Message):
     def __init__(self, task: _Optional[_Union[TaskId, _Mapping]] = ..., placement: _Optional[_Union[TaskPlacement, _Mapping]] = ...) -> None: ...
 
 class GetClusterInfoResponse(_message.Message):
-    __slots__ = ("version", "mode", "kafka_cluster_id", "leader_id", "leader_address", "workers", "generation", "worker_id")
+    __slots__ = ("version", "mode", "kafka_cluster_id", "leader_id", "leader_address", "workers", "generation", "worker_id", "joined")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     KAFKA_CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -736,6 +736,7 @@ class GetClusterInfoResponse(_message.Message):
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    JOINED_FIELD_NUMBER: _ClassVar[int]
     version: str
     mode: str
     kafka_cluster_id: str
@@ -744,7 +745,8 @@ class GetClusterInfoResponse(_message.Message):
     workers: _containers.RepeatedCompositeFieldContainer[WorkerInfo]
     generation: int
     worker_id: str
-    def __init__(self, version: _Optional[str] = ..., mode: _Optional[str] = ..., kafka_cluster_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_address: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ..., generation: _Optional[int] = ..., worker_id: _Optional[str] = ...) -> None: ...
+    joined: bool
+    def __init__(self, version: _Optional[str] = ..., mode: _Optional[str] = ..., kafka_cluster_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_address: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ..., generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., joined: _Optional[bool] = ...) -> None: ...
 
 class Logger(_message.Message):
     __slots__ = ("name", "level", "last_modified")

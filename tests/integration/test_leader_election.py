@@ -158,6 +158,17 @@ def test_a_joining_member_does_not_move_the_leadership(
     assert not any(other.is_leader() for other in others)
 
 
+def test_a_member_is_one_once_joined_until_it_leaves(
+    members: Callable[[str], Member], kafka_admin: AdminClient, group: tuple[str, str]
+) -> None:
+    elections = [members(f"worker-{n}")[0] for n in range(2)]
+    _wait_members(kafka_admin, group[0], 2)
+    wait_until(lambda: all(e.is_member() for e in elections), timeout=TIMEOUT_S, interval=0.02)
+    elections[0].close()
+    assert not elections[0].is_member()
+    assert elections[1].is_member()
+
+
 def test_closing_the_leader_elects_another_member(
     members: Callable[[str], Member], kafka_admin: AdminClient, group: tuple[str, str]
 ) -> None:

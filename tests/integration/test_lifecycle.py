@@ -307,7 +307,7 @@ def test_reads_list_expand_config_plugins_and_cluster(
         pb.CONNECTOR_TYPE_SINK
     )
     cluster = stub.GetClusterInfo(pb.GetClusterInfoRequest())
-    assert cluster.leader_id and cluster.leader_address
+    assert cluster.leader_id and cluster.leader_address and cluster.joined
     if cluster.mode == "standalone":
         assert cluster.worker_id == cluster.leader_id
     else:

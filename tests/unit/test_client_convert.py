@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from concurrent import futures
+from dataclasses import replace
 from typing import TypeVar
 
 import grpc
@@ -227,8 +228,11 @@ def test_cluster_info_round_trips() -> None:
         ),
         generation=MAX_LONG,
         worker_id="w2",
+        joined=False,
     )
     assert cc.cluster_info_from_pb(wire(convert.cluster_info_to_pb(original))) == original
+    joined = replace(original, joined=True)
+    assert cc.cluster_info_from_pb(wire(convert.cluster_info_to_pb(joined))) == joined
 
 
 @pytest.mark.parametrize("kind", list(PlacementKind))

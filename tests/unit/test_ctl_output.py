@@ -13,6 +13,7 @@ import yaml
 from connect_grpc.client_convert import ConnectorListing
 from connect_grpc.connector_files import load_offsets_file, parse_offsets
 from connect_grpc.ctl import documents
+from connect_grpc.ctl.cmd_read import answered_by
 from connect_grpc.ctl.exit_codes import (
     EXIT_CODE_TABLE,
     ExitCode,
@@ -22,6 +23,7 @@ from connect_grpc.ctl.exit_codes import (
 )
 from connect_grpc.ctl.render import plain_table, trace_summary
 from connect_grpc.domain import (
+    ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStatus,
@@ -31,6 +33,7 @@ from connect_grpc.domain import (
     State,
     TaskId,
     TaskStatus,
+    WorkerDesc,
 )
 from connect_grpc.errors import (
     AlreadyExistsError,
@@ -205,3 +208,20 @@ def test_plugins_document_shows_kafkas_plugin_type() -> None:
                    ("Json",), plugin_type="header_converter"),
     ])
     assert [p["type"] for p in found["plugins"]] == ["source", "header_converter"]
+
+
+@pytest.mark.parametrize(
+    ("joined", "line"),
+    [(True, "w2"), (False, "w2 (not in the group yet: the last assignment it read)")],
+)
+def test_the_cluster_document_says_whether_the_answering_worker_has_joined(
+    joined: bool, line: str
+) -> None:
+    info = ClusterInfo(
+        version="1", mode="distributed", kafka_cluster_id="k", leader_id="w1",
+        leader_address="h:1", workers=(WorkerDesc("w1", "h:1"),), generation=3,
+        worker_id="w2", joined=joined,
+    )
+    found = documents.cluster(info)
+    assert found["joined"] is joined
+    assert answered_by(found) == line

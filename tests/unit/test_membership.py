@@ -152,6 +152,25 @@ def test_a_fatal_error_deposes_for_good() -> None:
     assert [call[0] for call in listener.calls] == ["elected", "deposed"]
 
 
+def test_a_member_is_one_from_an_assignment_until_its_session_is_lost_or_it_fails() -> None:
+    election = _election()
+    consumer = _consumer(FakeConsumer())
+    assert not election.is_member()
+    election._on_assign(consumer, [])
+    assert election.is_member(), "an assignment of no partition is one too"
+    election._on_revoke(consumer, [TopicPartition(TOPIC, 0)])
+    assert election.is_member(), "a cooperative revocation leaves it in the group"
+    election._on_lost(consumer, [])
+    assert not election.is_member()
+    election._on_assign(consumer, [])
+    assert election.is_member()
+    election._stopping.set()  # no back-off wait in the test
+    election._on_error(KafkaError(KafkaError._FATAL, "boom", fatal=True), None)
+    assert not election.is_member()
+    election._on_assign(consumer, [])
+    assert not election.is_member(), "a failed member does not take part again"
+
+
 def test_a_failing_listener_does_not_break_the_rebalance() -> None:
     class Failing:
         def on_elected(self, leadership: Leadership) -> None:

@@ -4395,7 +4395,12 @@ type GetClusterInfoResponse struct {
 	// The group generation (0 in standalone mode).
 	Generation int64 `protobuf:"varint,7,opt,name=generation,proto3" json:"generation,omitempty"`
 	// The worker that answered.
-	WorkerId      string `protobuf:"bytes,8,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	WorkerId string `protobuf:"bytes,8,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// Whether the worker that answered is a member of the group and of the assignment
+	// described (always true in standalone mode). False while it joins or rejoins the group,
+	// after its start or a lost session: the leader, workers and generation above are then
+	// the last ones it read, and may have left since.
+	Joined        bool `protobuf:"varint,9,opt,name=joined,proto3" json:"joined,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4484,6 +4489,13 @@ func (x *GetClusterInfoResponse) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *GetClusterInfoResponse) GetJoined() bool {
+	if x != nil {
+		return x.Joined
+	}
+	return false
 }
 
 // A logger and its level.
@@ -6670,7 +6682,7 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\n" +
 	"PlacedTask\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.connect.v1.TaskIdR\x04task\x127\n" +
-	"\tplacement\x18\x02 \x01(\v2\x19.connect.v1.TaskPlacementR\tplacement\"\xa3\x02\n" +
+	"\tplacement\x18\x02 \x01(\v2\x19.connect.v1.TaskPlacementR\tplacement\"\xbb\x02\n" +
 	"\x16GetClusterInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\tR\x04mode\x12(\n" +
@@ -6681,7 +6693,8 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\a \x01(\x03R\n" +
 	"generation\x12\x1b\n" +
-	"\tworker_id\x18\b \x01(\tR\bworkerId\"s\n" +
+	"\tworker_id\x18\b \x01(\tR\bworkerId\x12\x16\n" +
+	"\x06joined\x18\t \x01(\bR\x06joined\"s\n" +
 	"\x06Logger\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12?\n" +
