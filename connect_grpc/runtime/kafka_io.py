@@ -1022,7 +1022,7 @@ def _read_together(
     for key, reading in reading_of.items():
         kept = carried.get(key)
         if kept is not None and kept.start == reading.range.start and not reading.done:
-            reading.take(kept.messages, consumer, checked=True)  # no call made
+            reading.take(kept.messages, consumer, checked=True)  # no event: consumer not asked
     unread = [r for r in readings if not r.done]
     if unread:
         consumer.assign(
