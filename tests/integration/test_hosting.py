@@ -353,14 +353,18 @@ def test_a_killed_host_is_retried_in_a_new_host_and_the_task_moves_on(
     wait_for(lambda: any(s.state is State.RETRYING and "hosting the task" in s.trace
                          for s in env.listener.tasks[tasks[0]]), what="RETRYING")
     committed = int(env.offsets.get(name, {"task": 0})["seq"])  # type: ignore[index]
-    wait_for(lambda: int(env.offsets.get(name, {"task": 0})["seq"]) > committed + 100,  # type: ignore[index]
-             what="the task moving on in its new host")
-    assert env.listener.task_state(tasks[0]).state is State.RUNNING  # type: ignore[union-attr]
-    assert State.FAILED not in [s.state for s in env.listener.tasks[tasks[0]]]
-    assert env.worker.host_job_tags()[tasks[0]] != first_host  # a new job, not a parked one
-    assert len(job_ids(env, host_tag(tasks[0]))) >= 1
-    env.worker.stop_tasks(tasks, connector_deleted=False)
-    env.worker.stop_connector(name, connector_deleted=False)
+    try:
+        wait_for(lambda: int(env.offsets.get(name, {"task": 0})["seq"]) > committed + 100,  # type: ignore[index]
+                 what="the task moving on in its new host")
+        # RUNNING is reported once the batch whose offsets were just seen has ended
+        wait_for(lambda: env.listener.task_state(tasks[0]).state is State.RUNNING,  # type: ignore[union-attr]
+                 what="RUNNING again")
+        assert State.FAILED not in [s.state for s in env.listener.tasks[tasks[0]]]
+        assert env.worker.host_job_tags()[tasks[0]] != first_host  # a new job, not a parked one
+        assert len(job_ids(env, host_tag(tasks[0]))) >= 1
+    finally:
+        env.worker.stop_tasks(tasks, connector_deleted=False)
+        env.worker.stop_connector(name, connector_deleted=False)
 
 
 @pytest.mark.timeout(180)
