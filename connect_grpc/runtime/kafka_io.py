@@ -981,7 +981,7 @@ _PARTITION = Message.partition
 _TOPIC = Message.topic
 
 
-def _runs(messages: list[Any], one_topic: bool = False) -> Iterator[list[Any]]:
+def _runs(messages: list[Any], one_topic: bool) -> Iterator[list[Any]]:
     """A consumed batch in runs of one partition's messages (a fetch answer's messages of
     one partition come together), in order. ``one_topic``: the consumer is assigned
     partitions of one topic only, so a partition's number tells it."""

@@ -210,12 +210,6 @@ def reason(error: grpc.RpcError) -> str:
     return str(info.reason)
 
 
-def free_address() -> str:
-    """An address nothing listens on (a port free now, outside the ones the kernel gives a
-    server bound to port 0)."""
-    return f"127.0.0.1:{free_port()}"
-
-
 def hops(*nodes: Node) -> set[str | None]:
     """Every forwarder id seen by ``nodes``."""
     return {seen.forwarded_by for node in nodes for seen in node.seen}
@@ -345,7 +339,7 @@ def test_a_worker_that_names_itself_leader_never_forwards_to_itself(cluster: Clu
 
 def test_a_dead_target_is_retried_with_the_next_leader(cluster: Cluster) -> None:
     follower, leader = cluster.node("a"), cluster.node("b")
-    follower.handle = not_leader(address=free_address())
+    follower.handle = not_leader(address=f"127.0.0.1:{free_port()}")  # nothing listens
     follower.lookup = lambda: ("b", leader.address)
 
     assert create(cluster.client(follower)).offsets_message == "b"

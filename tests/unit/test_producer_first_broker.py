@@ -16,10 +16,6 @@ from connect_grpc.runtime import kafka_io
 from connect_grpc.runtime.kafka_io import CachedProducer, _idempotent_only, await_a_broker
 
 
-def _closed_port() -> int:
-    return free_port()  # outside the ports the kernel gives a server bound to port 0
-
-
 @pytest.mark.parametrize(
     ("settings", "expected"),
     [
@@ -50,12 +46,12 @@ def test_a_new_cached_producer_waits_for_a_broker_only_when_idempotent_alone(
 ) -> None:
     waited: list[Any] = []
     monkeypatch.setattr(kafka_io, "await_a_broker", waited.append)
-    cached = CachedProducer({"bootstrap.servers": f"127.0.0.1:{_closed_port()}", **extra})
+    cached = CachedProducer({"bootstrap.servers": f"127.0.0.1:{free_port()}", **extra})
     assert waited == ([cached.producer] if waits else [])
 
 
 def test_no_broker_within_the_wait_is_left_to_the_first_batch() -> None:
     producer = Producer(
-        {"bootstrap.servers": f"127.0.0.1:{_closed_port()}", "enable.idempotence": True}
+        {"bootstrap.servers": f"127.0.0.1:{free_port()}", "enable.idempotence": True}
     )
     assert await_a_broker(producer) is None  # no error: the first batch meets the outage
