@@ -19,11 +19,11 @@ Lifecycle, as Kafka Connect defines it:
 Offsets and resuming: a source task names, in each record, the partition it read from and
 the offset after it (two flat maps of primitives, e.g. ``{"filename": "/x"}`` and
 ``{"position": 42}``). The runtime commits those offsets after the records are in Kafka.
-On start, a task asks ``context.offset(partition)`` and continues right after that offset;
-``None`` means "never committed: start from the beginning". A sink task is given records
-with their Kafka coordinates; the runtime commits the consumer group's offsets after
-``put`` returned and ``flush`` succeeded, so a restarted sink task receives again every
-record after the last commit (at-least-once).
+On start, a task asks ``self.context.offset_reader.offset(partition)`` and continues
+right after that offset; ``None`` means "never committed: start from the beginning". A sink
+task is given records with their Kafka coordinates; the runtime commits the consumer
+group's offsets after ``put`` returned and ``flush`` succeeded, so a restarted sink task
+receives again every record after the last commit (at-least-once).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ from connect_grpc.connectors.api import (
     SourceTask,
     Task,
 )
-from connect_grpc.domain import OffsetMap
+from connect_grpc.domain import OffsetMap, OffsetPrimitive
 
 __all__ = [
     "FakeSourceTaskContext",
@@ -112,7 +112,7 @@ class FakeSourceTaskContext:
 
     connector_name: str = "test"
     task_id: int = 0
-    offsets: dict[tuple[tuple[str, Any], ...], dict[str, object]] = field(default_factory=dict)
+    offsets: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = field(default_factory=dict)
     #: What ``transaction_context`` returns (a TaskTransactionContext, say); None by default.
     transaction_context: Any = None
 
@@ -122,10 +122,11 @@ class FakeSourceTaskContext:
         return self
 
     def set_offset(self, partition: OffsetMap, offset: Mapping[str, object]) -> None:
-        """Makes ``offset`` the committed offset of ``partition``."""
+        """Makes ``offset`` the committed offset of ``partition`` (not checked: a test may
+        give a task an offset of the wrong shape)."""
         self.offsets[tuple(sorted(partition.items()))] = dict(offset)
 
-    def offset(self, partition: OffsetMap) -> dict[str, object] | None:
+    def offset(self, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
         """The committed offset of ``partition``, or None."""
         return self.offsets.get(tuple(sorted(partition.items())))
 
