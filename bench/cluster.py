@@ -63,6 +63,11 @@ the cluster cannot be started. In the same run it measures, over long-lived gRPC
 ``--alter-only`` runs 6 alone (``--alter-partitions`` defaults to 40,000 then).
 The Markdown tables go to stdout; progress goes to stderr. ``--keep-logs DIR`` copies the
 workers' logs there before the temporary directory is removed.
+
+``--results FILE`` (``bench/results/headline.json``) also replaces the run's entries of the
+headline results (``bench/headline.py``), with the run's date and commit: forwarding, reads
+and failover from 1-3, the writes against Kafka Connect from 4, AlterOffsets from 6;
+``make bench-table`` then writes them into BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ from pathlib import Path
 import cluster_alter  # the sibling modules: the script's directory is on sys.path
 import cluster_anchor
 import grpc
+import headline
 
 from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka, free_port
 from connect_grpc.logs import configure_logging
@@ -609,6 +615,215 @@ def report(
     return "\n".join(lines) + "\n"
 
 
+# --- headline results (--results) -----------------------------------------------------------
+
+KC_CLUSTER = (
+    f"Kafka Connect {KAFKA_VERSION}'s own 3-worker distributed cluster, started by the bench on "
+    f"the same broker (jars from Maven Central, bench/kafka_connect.py); the same writes in the "
+    f"same rounds"
+)
+#: The writes whose worst ratio is a headline: every timed write of a cycle but the restart,
+#: whose cell compares a forwarded restart with a local one when the connectors ran on
+#: different workers (its own entry compares them where the connector runs).
+HEADLINE_WRITES = tuple(label for label in cluster_anchor.WRITES if label != "restart")
+MINUS, DASH = "\N{MINUS SIGN}", "\N{EN DASH}"
+
+
+def command(args: argparse.Namespace) -> str:
+    """The command line that repeats the run of ``args`` (as parsed, before any default is
+    filled in), without ``--results`` and ``--keep-logs``."""
+    words = [".venv/bin/python bench/cluster.py"]
+    if args.anchor_only:
+        words += ["--anchor-only", f"--anchor-samples {args.anchor_samples}",
+                  f"--breakdown {args.breakdown}"]
+    elif args.alter_only:
+        words += ["--alter-only", f"--alter-rounds {args.alter_rounds}"]
+        if args.alter_partitions:
+            words.append(f"--alter-partitions {args.alter_partitions}")
+    else:
+        words += [f"--samples {args.samples}", f"--reads {args.reads}", f"--kills {args.kills}",
+                  f"--session-timeouts {args.session_timeouts}",
+                  f"--anchor-samples {args.anchor_samples}", f"--breakdown {args.breakdown}"]
+        if args.alter_partitions:
+            words += [f"--alter-partitions {args.alter_partitions}",
+                      f"--alter-rounds {args.alter_rounds}"]
+    if args.warmup != 20:
+        words.append(f"--warmup {args.warmup}")
+    if args.call_timeout != 1.0:
+        words.append(f"--call-timeout {args.call_timeout}")
+    return " ".join(words)
+
+
+def headline_entries(
+    run: tuple[str, str, str],
+    measured: tuple[Latencies, Latencies, Latencies, Latencies, Latencies] | None,
+    failovers: Sequence[Failover],
+    anchored: cluster_anchor.AnchorRun | None,
+    altered: cluster_alter.AlterRun | None,
+) -> list[headline.Entry]:
+    """The headline entries of what the run measured (the ratios the reports print); ``run``
+    is the date, the commit and the command; ``measured``: the direct and forwarded writes,
+    the bare echo, the echo through the relay and GetConnectorStatus."""
+    date, commit, line = run
+    common = {
+        "date": date,
+        "commit": commit,
+        "command": line,
+        "source": "recorded by bench/cluster.py --results (the run's whole report is its stdout)",
+    }
+    entries = []
+    if measured is not None:
+        direct, forwarded, bare, proxied, status = measured
+        difference = forwarded.ms(50) - direct.ms(50)
+        hop = proxied.ms(50) - bare.ms(50)
+        entries.append(headline.Entry(
+            id="cluster.forwarding", bench="cluster",
+            measure=f"A forwarded PutConnectorConfig's extra cost: forwarded {MINUS} direct p50 "
+                    f"against one bare gRPC relay hop of the same run",
+            anchor="a bare grpcio relay hop: the bench's echo server called through a second "
+                   "bare server that forwards each call, less the echo called directly (same run)",
+            ratio=f"{difference / hop:.2f}x", better="lower",
+            spread=f"forwarded {MINUS} direct {difference:.2f} ms against a hop of {hop:.2f} ms "
+                   f"(one run, {len(direct.seconds)} writes each)",
+            **common,
+        ))
+        entries.append(headline.Entry(
+            id="cluster.read", bench="cluster", measure="GetConnectorStatus on a follower, p50",
+            anchor="a bare grpcio unary echo of the same 17 request bytes (a server the bench "
+                   "starts, 32-thread pool like the worker's), same run",
+            ratio=f"{status.ms(50) / bare.ms(50):.2f}x", better="lower",
+            spread=f"{status.ms(50):.3f} ms against {bare.ms(50):.3f} ms (p50 of "
+                   f"{len(status.seconds)} calls each)",
+            **common,
+        ))
+    if failovers:
+        by_timeout: dict[int, list[float]] = {}
+        for f in failovers:
+            by_timeout.setdefault(f.session_timeout_ms, []).append(f.recovered_s)
+        ratios = [statistics.median(v) / (t / 1000) for t, v in by_timeout.items()]
+        entries.append(headline.Entry(
+            id="cluster.failover", bench="cluster",
+            measure="kill -9 of the leader → the first write sent after the kill acknowledged "
+                    "(writes through a survivor, 1 s deadline): median of the kills over "
+                    "session.timeout.ms",
+            anchor="none: the bound is session.timeout.ms + 2 s (issue 8)",
+            ratio=" / ".join(f"{r:.2f}x" for r in ratios)
+            + f" ({' / '.join(str(t) for t in by_timeout)} ms)",
+            better="lower",
+            spread="; ".join(
+                f"{', '.join(f'{v:.2f}' for v in values)} s at {t} (bound {t / 1000 + 2:.0f} s)"
+                for t, values in by_timeout.items()
+            ),
+            **common,
+        ))
+    if anchored is not None:
+        entries += _anchor_entries(anchored, common)
+    if altered is not None:
+        entries += _alter_entries(altered, common)
+    return entries
+
+
+def _anchor_entries(run: cluster_anchor.AnchorRun, common: dict[str, str]) -> list[headline.Entry]:
+    def p50(system: str, role: str, label: str) -> float:
+        return run.results[(system, role)][label].p50_ms()
+
+    def ratio(role: str, label: str) -> float:
+        return p50("connect-grpc", role, label) / p50("Kafka Connect", role, label)
+
+    by_role = {role: sorted((ratio(role, label), label) for label in HEADLINE_WRITES)
+               for role in cluster_anchor.ROLES}
+    (leader_top, leader_label), (follower_top, follower_label) = (
+        by_role[role][-1] for role in cluster_anchor.ROLES
+    )
+    worst = (f"{leader_top:.2f}x / {follower_top:.2f}x ({leader_label})"
+             if leader_label == follower_label
+             else f"{leader_top:.2f}x ({leader_label}) / {follower_top:.2f}x ({follower_label})")
+    entries = [headline.Entry(
+        id="cluster.writes", bench="cluster",
+        measure="Every control-plane write (create STOPPED, put config, alter and reset offsets, "
+                "resume from stopped, pause, resume from paused, stop, delete), p50: the worst "
+                "ratio, via the leader / via a follower",
+        anchor=KC_CLUSTER, ratio=worst, better="lower",
+        spread=", ".join(
+            f"via {'the leader' if role == 'leader' else 'a follower'} "
+            f"{by_role[role][0][0]:.2f}x ({by_role[role][0][1]}) {DASH} "
+            f"{by_role[role][-1][0]:.2f}x ({by_role[role][-1][1]})"
+            for role in cluster_anchor.ROLES
+        ) + f", {run.rounds} cycles",
+        **common,
+    )]
+    pooled = {
+        (system, label): cluster_anchor.Samples(
+            [s for role in cluster_anchor.ROLES
+             for s in run.results[(system, role)].get(label, cluster_anchor.Samples()).seconds])
+        for system in cluster_anchor.SYSTEMS
+        for label in (cluster_anchor.RESTART_ELSEWHERE, cluster_anchor.RESTART_OWN)
+    }
+
+    def restart(label: str) -> tuple[str, str]:
+        ours, kc = pooled[("connect-grpc", label)], pooled[("Kafka Connect", label)]
+        if not ours.seconds or not kc.seconds:
+            return DASH, f"ours {len(ours.seconds)}, Kafka Connect {len(kc.seconds)} samples"
+        return (f"{ours.p50_ms() / kc.p50_ms():.2f}x",
+                f"ours {ours.p50_ms():.1f} ms ({len(ours.seconds)}) against "
+                f"{kc.p50_ms():.1f} ({len(kc.seconds)})")
+
+    (elsewhere, elsewhere_spread), (own, own_spread) = (
+        restart(cluster_anchor.RESTART_ELSEWHERE), restart(cluster_anchor.RESTART_OWN)
+    )
+    entries.append(headline.Entry(
+        id="cluster.restart", bench="cluster",
+        measure="Restart compared where the connector runs, p50 (both roles pooled): forwarded "
+                "to the worker that runs it / sent to that worker",
+        anchor=KC_CLUSTER, ratio=f"{elsewhere} / {own}", better="lower",
+        spread=f"{elsewhere_spread}; {own_spread}", **common,
+    ))
+    for key, label, what in (
+        ("cluster.resume_running", cluster_anchor.RESUME_RUNNING,
+         "Resume from STOPPED → every task RUNNING"),
+        ("cluster.create_running", cluster_anchor.CREATE_RUNNING,
+         "Create RUNNING → every task RUNNING"),
+    ):
+        ours_l, kc_l, ours_f, kc_f = (p50(system, role, label) for role in cluster_anchor.ROLES
+                                      for system in cluster_anchor.SYSTEMS)
+        entries.append(headline.Entry(
+            id=key, bench="cluster", measure=f"{what}, p50, via the leader / via a follower",
+            anchor=KC_CLUSTER, ratio=f"{ours_l / kc_l:.2f}x / {ours_f / kc_f:.2f}x",
+            better="lower",
+            spread=f"ours {ours_l:.1f} / {ours_f:.1f} ms against {kc_l:.1f} / {kc_f:.1f}",
+            **common,
+        ))
+    return entries
+
+
+def _alter_entries(run: cluster_alter.AlterRun, common: dict[str, str]) -> list[headline.Entry]:
+    suffix = "" if run.partitions == 40_000 else f".n{run.partitions}"
+    entries = []
+    for kind, what, call in (
+        ("alter", f"AlterOffsets of {run.partitions:,} source partitions in one call",
+         "`PATCH /connectors/<name>/offsets`"),
+        ("reset", f"ResetOffsets of those {run.partitions:,} partitions",
+         "`DELETE /connectors/<name>/offsets`"),
+    ):
+        samples = {(system, role): run.results[(system, role, kind)]
+                   for system in cluster_alter.SYSTEMS for role in cluster_alter.ROLES}
+        ours_l, kc_l, ours_f, kc_f = (samples[(system, role)].p50_s()
+                                      for role in cluster_alter.ROLES
+                                      for system in cluster_alter.SYSTEMS)
+        entries.append(headline.Entry(
+            id=f"cluster_alter.{kind}{suffix}", bench="cluster_alter",
+            measure=f"{what}, p50, via the leader / via a follower",
+            anchor=f"Kafka Connect {KAFKA_VERSION}'s own 3-worker distributed cluster on the "
+                   f"same broker ({call}), the same rounds",
+            ratio=f"{ours_l / kc_l:.2f}x / {ours_f / kc_f:.2f}x", better="lower",
+            spread=f"ours {samples[('connect-grpc', 'leader')].spread()} s (leader) and "
+                   f"{samples[('connect-grpc', 'follower')].spread()} s (follower), "
+                   f"{run.rounds} rounds; Kafka Connect {kc_l:.2f} / {kc_f:.2f} s p50",
+            **common,
+        ))
+    return entries
+
+
 def show_log_tails(clusters: Sequence[Cluster]) -> None:
     """The end of every worker's log on stderr (a run that failed)."""
     for cluster in clusters:
@@ -674,11 +889,16 @@ def main(argv: list[str] | None = None) -> int:
         "--alter-profile", type=Path, help="py-spy stacks of the leader's alters and resets here"
     )
     parser.add_argument("--keep-logs", type=Path, help="copy the workers' logs here")
+    parser.add_argument("--results", type=Path, metavar="FILE",
+                        help="replace this run's entries of this headline JSON "
+                             "(bench/results/headline.json), with its date and commit")
     parser.add_argument("--echo-server", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--echo-upstream", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.echo_server is not None:
         return serve_echo(args.echo_server, args.echo_upstream)
+    # the run's date and commit, taken when it starts, and the command that repeats it
+    run = (*headline.stamp(), command(args)) if args.results is not None else None
 
     configure_logging("console", "WARNING")
     timeouts = [int(t) for t in args.session_timeouts.split(",") if t.strip()]
@@ -812,6 +1032,15 @@ def main(argv: list[str] | None = None) -> int:
         out.write(
             report(direct, forwarded, direct_read, forwarded_read, bare, proxied, status, failovers)
         )
+    if run is not None:
+        measured = (
+            None if args.anchor_only or args.alter_only
+            else (direct, forwarded, bare, proxied, status)
+        )
+        recorded = headline_entries(run, measured, failovers, anchored, altered)
+        headline.record(args.results, recorded)
+        log(f"{len(recorded)} headline entries written to {args.results}; "
+            f"`make bench-table` puts them in BENCHMARKS.md")
     return 0
 
 

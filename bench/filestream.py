@@ -43,6 +43,11 @@ first producer id waits for a block of ids from its controller (≈ 0.5 s), whic
 first idempotent producer on the broker pays. The Markdown tables go to stdout, progress to
 stderr. The run fails (non-zero exit, no
 skipping) if the broker, Kafka Connect or connect-grpc cannot be started.
+
+``--results FILE`` (``bench/results/headline.json``) also replaces the run's entries of the
+headline results (``bench/headline.py``): for each pipeline run, the source's and the sink's
+ratio from the create call and in the steady state, and the peak RSS's, with the run's date and
+commit; ``make bench-table`` then writes them into BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -53,11 +58,12 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+import headline  # the sibling module: BENCHMARKS.md's headline results
 from cluster import machine  # the sibling bench's machine report
 from kafka_connect import (  # the sibling module: the script's directory is on sys.path
     LINE_BYTES,
@@ -264,6 +270,84 @@ def report(
     return "\n".join(out) + "\n"
 
 
+#: How a headline entry names each pipeline.
+PIPELINE_LABELS = {
+    "none": "bytes path (`--pipeline none`)",
+    "json-smts": "JsonConverter and SMTs (`--pipeline json-smts`)",
+}
+
+
+def headline_entries(
+    results: dict[str, Result],
+    lines: int,
+    pipeline: str,
+    partitions: int,
+    run: tuple[str, str, str],
+) -> list[headline.Entry]:
+    """The headline entries of one pipeline's results (the ratios ``report`` prints): each
+    rate from the create call and in the steady state, then the peak RSS; ``run`` is the
+    date, the commit and the command."""
+    anchor, ours = results[ANCHOR], results[OURS]
+    date, commit, command = run
+    rounds = len(ours.sources)
+    suffix = "" if lines == 1_000_000 else f".n{lines}"
+    where = (f"{PIPELINE_LABELS[pipeline]}, {partitions} "
+             f"{'partition' if partitions == 1 else 'partitions'}, {lines:,} lines")
+    common = {
+        "bench": "filestream",
+        "anchor": f"Kafka Connect {KAFKA_VERSION} standalone, started by the bench (jars from "
+                  f"Maven Central, bench/kafka_connect.py); the same connector configs, the "
+                  f"same run",
+        "date": date,
+        "commit": commit,
+        "command": command,
+        "source": "recorded by bench/filestream.py --results (the run's whole report is its "
+                  "stdout)",
+    }
+
+    def listed(values: list[float]) -> str:
+        return ", ".join(f"{value:,.0f}" for value in values)
+
+    def from_create(timing: Timing) -> float:
+        return lines / timing.elapsed_s
+
+    def steady(timing: Timing) -> float:
+        return timing.steady_rate
+
+    rates: tuple[tuple[str, str, Callable[[Timing], float]], ...] = (
+        ("create", "records/s from the create call", from_create),
+        ("steady", "steady-state records/s (between 10 % and 90 % of N)", steady),
+    )
+    entries = []
+    for kind, label, theirs, mine in (
+        ("source", "FileStreamSource file → topic", anchor.sources, ours.sources),
+        ("sink", "FileStreamSink topic → file", anchor.sinks, ours.sinks),
+    ):
+        for rate, what, of in rates:
+            a = [of(timing) for timing in theirs]
+            b = [of(timing) for timing in mine]
+            entries.append(headline.Entry(
+                id=f"filestream.{kind}.{pipeline}.p{partitions}{suffix}.{rate}",
+                measure=f"{label}, {where}: {what}",
+                ratio=f"{statistics.median(b) / statistics.median(a):.2f}x",
+                better="higher",
+                spread=f"ours {listed(b)}, Kafka Connect {listed(a)} records/s ({rounds} "
+                       f"round{'s' if rounds > 1 else ''}; the medians' ratio)",
+                **common,
+            ))
+    a_rss, b_rss = max(anchor.peak_rss) / 2**20, max(ours.peak_rss) / 2**20
+    entries.append(headline.Entry(
+        id=f"filestream.rss.{pipeline}.p{partitions}{suffix}",
+        measure=f"Peak RSS of the worker's whole process tree, {where}",
+        ratio=f"{b_rss / a_rss:.2f}x",
+        better="lower",
+        spread=f"ours {b_rss:,.0f} MiB, Kafka Connect {a_rss:,.0f} MiB (the highest of "
+               f"{rounds} round{'s' if rounds > 1 else ''})",
+        **common,
+    ))
+    return entries
+
+
 def run_pipeline(
     args: argparse.Namespace, root: Path, bootstrap: str, libs: Path, pipeline: str
 ) -> dict[str, Result]:
@@ -320,12 +404,17 @@ def run(args: argparse.Namespace, root: Path) -> int:
     pipelines = ["none", "json-smts"] if args.pipeline == "both" else [args.pipeline]
     broker = LocalKafka(root / "kafka", die_with_parent=True)
     reports = []
+    recorded: list[headline.Entry] = []
     try:
         bootstrap = broker.start()
         warm_producer_ids(bootstrap)
         for pipeline in pipelines:
             results = run_pipeline(args, root, bootstrap, libs, pipeline)
             reports.append(report(results, args.lines, args.rounds, pipeline, args.partitions))
+            if args.run is not None:
+                recorded += headline_entries(
+                    results, args.lines, pipeline, args.partitions, args.run
+                )
     finally:
         broker.stop()
     out = sys.stdout
@@ -335,6 +424,10 @@ def run(args: argparse.Namespace, root: Path) -> int:
         out.write(f"- {key}: {value}\n")
     for text in reports:
         out.write("\n" + text)
+    if args.results is not None:
+        headline.record(args.results, recorded)
+        progress(f"{len(recorded)} headline entries written to {args.results}; "
+                 f"`make bench-table` puts them in BENCHMARKS.md")
     return 0
 
 
@@ -347,9 +440,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="the connectors' converters and transformations (see above)")
     parser.add_argument("--partitions", type=int, default=1,
                         help="partitions of the topic between the two connectors")
+    parser.add_argument("--results", type=Path, metavar="FILE",
+                        help="replace this run's entries of this headline JSON "
+                             "(bench/results/headline.json), with its date and commit")
     args = parser.parse_args(argv)
     if args.lines < 1 or args.rounds < 1 or args.partitions < 1:
         parser.error("--lines, --rounds and --partitions must be at least 1")
+    # with --results: the run's date and commit, taken when it starts, and the command that
+    # repeats it
+    args.run = None if args.results is None else (*headline.stamp(), (
+        f".venv/bin/python bench/filestream.py --lines {args.lines} --rounds {args.rounds}"
+        + (f" --pipeline {args.pipeline}" if args.pipeline != "none" else "")
+        + (f" --partitions {args.partitions}" if args.partitions != 1 else "")
+    ))
     configure_logging("console", "WARNING")
     try:
         with tempfile.TemporaryDirectory(prefix="bench-filestream-") as tmp:
