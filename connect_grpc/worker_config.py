@@ -1,4 +1,8 @@
-"""Worker properties, with Kafka Connect's names, and the properties-file reader."""
+"""Worker properties, with Kafka Connect's names.
+
+``read_properties`` (the properties-file reader) lives in :mod:`connect_grpc.properties` and is
+re-exported here for its existing callers.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from connect_grpc.configdef import (
     parse_java_integer,
 )
 from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.properties import read_properties as read_properties
 from connect_grpc.security.config import SecurityConfig
 
 DEFAULT_LISTENER = "grpc://127.0.0.1:8083"
@@ -89,39 +94,6 @@ def _choice_property(
             name, f"expected one of {', '.join(options)}, got {raw!r}"
         )
     return text
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    """Reads a Java-style .properties file (``key=value`` or ``key: value``, # and ! comments,
-    backslash line continuations)."""
-    result: dict[str, str] = {}
-    pending = ""
-    for raw_line in path.read_text(encoding="utf-8").splitlines():
-        line = pending + raw_line.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        key, value = _split_property(line)
-        result[key] = value
-    if pending:
-        key, value = _split_property(pending)
-        result[key] = value
-    return result
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    for index, char in enumerate(line):
-        if char in "=:" and (index == 0 or line[index - 1] != "\\"):
-            return line[:index].strip(), line[index + 1 :].strip()
-        if char.isspace():
-            rest = line[index:].lstrip()
-            if rest[:1] in ("=", ":"):
-                rest = rest[1:]
-            return line[:index].strip(), rest.strip()
-    return line.strip(), ""
 
 
 def parse_listener(

@@ -15,6 +15,7 @@ connector or a task, and validation resolves them to check the values a plugin w
 
 Modules: ``specs`` (the worker properties), ``providers`` (file, directory, environment),
 ``transformer`` (finding, resolving and reverting references) and ``redaction`` (resolved
-values masked in log lines). The package imports nothing itself, so ``worker_config`` can use
-``specs`` without an import cycle.
+values masked in log lines). The package imports only the shared kernels below it
+(``errors``, ``properties``), never ``worker_config``, so ``worker_config`` can use ``specs``
+without an import cycle (the ``connect_grpc`` package's import contracts check it).
 """

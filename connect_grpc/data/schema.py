@@ -264,19 +264,21 @@ OPTIONAL_BYTES_SCHEMA = Schema(Type.BYTES, optional=True)
 
 # --- validation (Kafka's ConnectSchema.validateValue) ---------------------------------------
 
-def _type_classes() -> dict[Type, tuple[type, ...]]:
-    from connect_grpc.data.struct import Struct
+#: The Python classes of each type's values. STRUCT's class, Struct, is defined on top of this
+#: module (:mod:`connect_grpc.data.struct`), which registers it when it is imported: until then
+#: no Struct exists, so no value is one.
+_TYPE_CLASSES: dict[Type, tuple[type, ...]] = {
+    Type.INT8: (int,), Type.INT16: (int,), Type.INT32: (int,), Type.INT64: (int,),
+    Type.FLOAT32: (float,), Type.FLOAT64: (float,),
+    Type.BOOLEAN: (bool,), Type.STRING: (str,),
+    Type.BYTES: (bytes, bytearray, memoryview),
+    Type.ARRAY: (list,), Type.MAP: (dict,), Type.STRUCT: (),
+}
 
-    return {
-        Type.INT8: (int,), Type.INT16: (int,), Type.INT32: (int,), Type.INT64: (int,),
-        Type.FLOAT32: (float,), Type.FLOAT64: (float,),
-        Type.BOOLEAN: (bool,), Type.STRING: (str,),
-        Type.BYTES: (bytes, bytearray, memoryview),
-        Type.ARRAY: (list,), Type.MAP: (dict,), Type.STRUCT: (Struct,),
-    }
 
-
-_TYPE_CLASSES: dict[Type, tuple[type, ...]] = {}
+def _register_struct_class(struct_class: type) -> None:
+    """Called once by :mod:`connect_grpc.data.struct`: STRUCT values are its Structs."""
+    _TYPE_CLASSES[Type.STRUCT] = (struct_class,)
 
 
 def python_class_name(value: Any) -> str:
@@ -337,8 +339,6 @@ def _has_expected_class(schema: Schema, value: Any) -> bool:
         logical = _LOGICAL_CLASSES.get(schema.name)
         if logical is not None:
             return isinstance(value, logical)
-    if not _TYPE_CLASSES:
-        _TYPE_CLASSES.update(_type_classes())
     if isinstance(value, bool) and schema.type is not Type.BOOLEAN:
         return False
     return isinstance(value, _TYPE_CLASSES[schema.type])

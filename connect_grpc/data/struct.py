@@ -7,7 +7,13 @@ from typing import Any
 
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.javatext import java_string
-from connect_grpc.data.schema import Field, Schema, Type, validate_value
+from connect_grpc.data.schema import (
+    Field,
+    Schema,
+    Type,
+    _register_struct_class,
+    validate_value,
+)
 
 
 class Struct:
@@ -89,6 +95,11 @@ class Struct:
 
     def __repr__(self) -> str:
         return struct_text(self)
+
+
+# Schema validation checks a STRUCT value's class; schema.py cannot import this module (this
+# module builds on it), so it learns the class here, before any Struct can exist.
+_register_struct_class(Struct)
 
 
 def struct_text(struct: Struct) -> str:
