@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -14,13 +15,17 @@ from typing import TextIO
 
 import structlog
 
-from connect_grpc.config_providers.redaction import redact_secrets
+from connect_grpc.config_providers.redaction import HIDDEN, redact_secrets
 
 
 def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
     """Routes structlog (and stdlib logging, e.g. py4j's) to stderr in the chosen format,
-    with the values resolved from config references masked (``config_providers.redaction``;
-    in the console format, a traceback is rendered after masking and is not masked)."""
+    with the values resolved from config references masked (``config_providers.redaction``)
+    and py4j's gateway secret hidden (``Py4JSecretFilter``).
+
+    A traceback is rendered as text before masking, in either format, and never with a
+    frame's local variables: structlog's console renderer shows them by default when
+    ``rich`` is installed, and a task's locals hold its config and its records."""
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -30,7 +35,10 @@ def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if log_format == "json"
-        else structlog.dev.ConsoleRenderer(colors=_process_stream(sys.stderr).isatty())
+        else structlog.dev.ConsoleRenderer(
+            colors=_process_stream(sys.stderr).isatty(),
+            exception_formatter=structlog.dev.plain_traceback,
+        )
     )
     structlog.configure(
         # Filtering first: a debug call below the level costs a method call, not the chain.
@@ -47,7 +55,7 @@ def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
         foreign_pre_chain=shared,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.format_exc_info if log_format == "json" else _identity,
+            structlog.processors.format_exc_info,
             redact_secrets,
             renderer,
         ],
@@ -55,17 +63,42 @@ def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
     # the process's own stderr, never a capturing stream: the log would write to itself
     handler = logging.StreamHandler(_process_stream(sys.stderr))
     handler.setFormatter(formatter)
+    handler.addFilter(PY4J_SECRET_FILTER)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
+    for noisy in PY4J_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+        logging.getLogger(noisy).addFilter(PY4J_SECRET_FILTER)  # a handler of its own, too
 
 
-def _identity(
-    logger: object, method: str, event: structlog.typing.EventDict
-) -> structlog.typing.EventDict:
-    return event
+# ---- py4j's gateway secret -------------------------------------------------------------------
+
+PY4J_LOGGERS = ("py4j", "py4j.clientserver", "py4j.java_gateway")
+
+#: py4j's authentication command as its DEBUG line ``Command to send: A\n<token>\n`` shows
+#: it: the command's name, ``A``, alone on a line, then the gateway's secret.
+_PY4J_AUTH = re.compile(r"(?m)^(\s*(?:Command to send:\s*)?A\r?\n)[^\r\n]+")
+
+
+class Py4JSecretFilter(logging.Filter):
+    """Hides the Py4J gateway's secret in py4j's log records: py4j logs every command it
+    sends at DEBUG, its authentication command included, and whoever holds the secret can
+    drive the Spark driver's JVM. Attached to the log handler (every record, whatever a
+    logger's level) and to py4j's loggers (for any handler added to them); never drops a
+    record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("py4j"):
+            return True
+        message = record.getMessage()
+        masked = _PY4J_AUTH.sub(lambda match: match.group(1) + HIDDEN, message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+PY4J_SECRET_FILTER = Py4JSecretFilter()
 
 
 # ---- what plugins print ----------------------------------------------------------------------

@@ -26,6 +26,7 @@ from connect_grpc.data.errors import DataError, RetriableError, SchemaBuilderErr
 from connect_grpc.domain import TaskId
 from connect_grpc.errors import ConnectError
 from connect_grpc.metrics.worker_metrics import ErrorCounts
+from connect_grpc.runtime.traces import summary
 
 log = structlog.get_logger(__name__)
 
@@ -371,9 +372,17 @@ class RetryWithToleranceOperator:
 
 
 class LogReporter:
-    """Logs every failed record at ERROR with the exception (``errors.log.enable``), in
-    Kafka Connect's words; the record itself is described only with
-    ``errors.log.include.messages``. Resolved secret values are masked by the log pipeline."""
+    """Logs every failed record at ERROR (``errors.log.enable``) in Kafka Connect's words,
+    the task, the stage and its class, with the exception summed up on the same line
+    (``error``: its type and message, and its root cause's); the record itself is described
+    only with ``errors.log.include.messages``. Resolved secret values are masked by the log
+    pipeline.
+
+    Kafka Connect's line carries the exception's stack trace; here the traceback is a
+    DEBUG event of its own (``record_failure_traceback``, this module's logger): one failed
+    record of thousands must not cost a screen of log, and a traceback of the record's
+    processing can quote the record, which a user who left include.messages off did not
+    ask to see."""
 
     def __init__(self, task: TaskId, errors: ErrorHandling, counts: ErrorCounts) -> None:
         self._task = task
@@ -390,8 +399,9 @@ class LogReporter:
             message=self.message(context),
             stage=context.stage.name if context.stage else "",
             executing_class=context.executing_class,
-            exc_info=context.error,
+            error=summary(context.error),
         )
+        self._log.debug("record_failure_traceback", exc_info=context.error)
 
     def message(self, context: ProcessingContext) -> str:
         stage = context.stage.name if context.stage else ""

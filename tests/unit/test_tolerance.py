@@ -266,7 +266,7 @@ def test_log_reporter_logs_only_when_enabled_and_counts() -> None:
     with structlog.testing.capture_logs() as logs:
         LogReporter(TASK, ALL, counts).report(context)
         LogReporter(TASK, replace(ALL, log_enable=True), counts).report(context)
-    assert [e["event"] for e in logs] == ["record_failed"]
+    assert [e["event"] for e in logs] == ["record_failed", "record_failure_traceback"]
     assert logs[0]["log_level"] == "error"
     assert logs[0]["message"].startswith("Error encountered in task conn-2.")
     assert counts.logged == 1
