@@ -22,6 +22,7 @@ functions Spark runs on executors can all use it.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +35,19 @@ log = structlog.get_logger(__name__)
 
 #: Seconds during which a client logs at most one librdkafka line (the repeats are counted).
 LOG_WINDOW_S = 30.0
+
+#: librdkafka's WARNING that an idempotent producer's id request was put off and will be
+#: retried, for a cause that passes: a broker that just started answers the first
+#: InitProducerId with COORDINATOR_LOAD_IN_PROGRESS until its producer-id manager got its
+#: first block of ids from the controller, which every worker's first producers hit on a
+#: fresh KRaft broker. The text is librdkafka's (rd_kafka_idemp_request_pid_failed).
+TRANSIENT_PID_RETRY = re.compile(
+    r"Failed to acquire (?:idempotence|transactional) PID from broker .*: Broker: "
+    r"(?:Coordinator load in progress|Coordinator not available|Not coordinator): retrying$"
+)
+#: Seconds a run of such retries is logged at DEBUG; a run that lasts longer is no longer
+#: a broker starting: it is logged as librdkafka says (WARNING), rate-limited as any line.
+PID_RETRY_GRACE_S = 30.0
 
 #: Errors after which the same operation may succeed later: what an outage, a leadership move
 #: or a rebalance looks like. Broker codes follow Java's RetriableException where it has one.
@@ -188,11 +202,26 @@ class ClientLog:
         self._lock = threading.Lock()
         self._last: float | None = None
         self._suppressed = 0
+        #: The first and the latest transient producer-id retry of the current run.
+        self._pid_retries: tuple[float, float] | None = None
 
     def log(self, level: int, msg: str, *args: object) -> None:
         """The ``logging.Logger.log`` signature librdkafka's log callback calls."""
         text = msg % args if args else msg
+        if TRANSIENT_PID_RETRY.search(text) and self._early_pid_retry():
+            self._log.log(logging.DEBUG, "kafka_client_logged", message=text)
+            return
         self._emit(level, "kafka_client_logged", text, always=False)
+
+    def _early_pid_retry(self) -> bool:
+        """Records a transient producer-id retry; True while its run of retries (retries
+        less than PID_RETRY_GRACE_S apart) has lasted less than PID_RETRY_GRACE_S."""
+        with self._lock:
+            now = self._clock()
+            run = self._pid_retries
+            first = now if run is None or now - run[1] > PID_RETRY_GRACE_S else run[0]
+            self._pid_retries = (first, now)
+            return now - first < PID_RETRY_GRACE_S
 
     def error(self, error: KafkaError) -> None:
         """The ``error_cb``: client-level errors (transport failures, fatal errors)."""

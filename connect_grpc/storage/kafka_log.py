@@ -48,7 +48,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from connect_grpc.errors import ConnectError, UnavailableError
-from connect_grpc.kafka_clients import is_retriable, kafka_error_of
+from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
 
 log = structlog.get_logger(__name__)
 
@@ -283,7 +283,7 @@ class KafkaBasedLog:
         ensure_topic(self._admin, self._spec, self._timeout)
         count = _partition_count(self._admin, self._spec.name, self._timeout)
         self._partitions = [TopicPartition(self._spec.name, p) for p in range(count)]
-        self._producer = Producer(self._producer_config())
+        self._producer = Producer(with_client_log(self._producer_config(), self._spec.name))
         consumer = Consumer(self._consumer_config())
         consumer.assign(
             [TopicPartition(self._spec.name, p, OFFSET_BEGINNING) for p in range(count)]
