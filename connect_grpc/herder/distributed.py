@@ -231,6 +231,7 @@ class DistributedHerder(HerderCommon):
             transformer,
             worker_group_id=cluster.group_id,
             topic_creation_enabled=config.topic_creation_enabled,
+            worker_converters=config.converters,
         )
         self._connector_offsets = ConnectorOffsetStores(self._offsets, self._open_offsets)
         self._offset_manager = OffsetManager(

@@ -127,6 +127,7 @@ class StandaloneHerder(HerderCommon):
             config.limits.tasks_max,
             transformer=transformer,
             topic_creation_enabled=config.topic_creation_enabled,
+            worker_converters=config.converters,
         )
         # a connector's offsets.storage.topic has no effect in standalone mode (as in
         # Kafka Connect): every connector's offsets are in the worker's file

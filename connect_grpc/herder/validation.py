@@ -38,6 +38,7 @@ from connect_grpc.connectors.pipeline_keys import (
     PipelineValidation,
     validate_pipeline,
 )
+from connect_grpc.connectors.pipeline_output import unwritable_output_errors
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.connectors.topic_creation import (
     GROUPS_KEY,
@@ -286,13 +287,20 @@ class ConfigValidator:
         transformer: ConfigTransformer | None = None,
         worker_group_id: str | None = None,
         topic_creation_enabled: bool = True,
+        worker_converters: Mapping[str, str | None] | None = None,
     ) -> None:
         """``worker_group_id``: the distributed worker cluster's ``group.id`` (None in
         standalone mode), which no sink connector's consumer group may take.
         ``topic_creation_enabled``: the worker's ``topic.creation.enable``; off, a source's
         ``topic.creation.*`` keys other than ``topic.creation.groups`` are not checked (they
-        are ignored, as Kafka Connect ignores them)."""
+        are ignored, as Kafka Connect ignores them). ``worker_converters``: the worker's
+        ``key.converter`` / ``value.converter`` classes, which take the sides a connector
+        sets no converter for (a source whose transformations make data they cannot write is
+        refused)."""
         self._topic_creation_enabled = topic_creation_enabled
+        self._worker_converters = {
+            key: value for key, value in (worker_converters or {}).items() if value is not None
+        }
         self._plugins = plugins
         self._max_tasks = max_tasks
         self._exactly_once_source = exactly_once_source
@@ -372,6 +380,10 @@ class ConfigValidator:
             if self._topic_creation_enabled:
                 errors.update(validate_topic_creation(config))
             self._exactly_once_errors(connector, config, errors)
+            for key, key_errors in unwritable_output_errors(
+                config, self._plugins, self._worker_converters
+            ).items():
+                errors[key] = [*errors.get(key, []), *key_errors]
         for key, key_errors in connector.validate(config).items():
             errors[key] = [*errors.get(key, []), *key_errors]
         return errors

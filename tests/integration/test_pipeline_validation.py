@@ -119,3 +119,25 @@ def test_list_plugins_names_the_pipeline_plugins_by_kafka_type(
     assert "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone" in by_type[
         "predicate"
     ]
+
+
+def test_kafkas_smt_example_without_converters_is_refused_on_value_converter(
+    stub: pb_grpc.ConnectServiceStub, tmp_path: Path
+) -> None:
+    """Kafka's documented SMT example (config/smt-file-source.properties) on a worker
+    without converters (the shared one): each line would become a Struct that no converter
+    writes, so ValidateConfig reports it and CreateConnector refuses it on value.converter;
+    with the connector's own JsonConverter it is valid."""
+    from connect_grpc.worker_config import read_properties
+
+    shipped = Path(__file__).resolve().parents[2] / "config" / "smt-file-source.properties"
+    config = {**read_properties(shipped), "name": f"smt-{tmp_path.name}"[:60],
+              "file": str(tmp_path / "test.txt")}
+    errors = _errors(_validate(stub, config))
+    assert list(errors) == ["value.converter"], errors
+    assert "makes every record's value a Struct" in errors["value.converter"][0]
+    with pytest.raises(grpc.RpcError) as refused:
+        create(stub, config["name"], config)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert list(field_violations(refused.value)) == ["config.value.converter"]
+    assert _errors(_validate(stub, {**config, "value.converter": JSON_CONVERTER})) == {}
