@@ -32,6 +32,7 @@ from connect_grpc.connectors.api import TIMESTAMP_TYPES, SinkRecord, SourceRecor
 from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.gc_tuning import collector_paused, tune_for_batches
+from connect_grpc.runtime.produce_refusal import delivery_context
 from connect_grpc.runtime.records import ConsumedRow, ProduceRow, to_produce_row
 from connect_grpc.worker_config import WorkerConfig
 
@@ -286,13 +287,13 @@ class ProduceErrors:
 
     def on_delivery(self, err: Any, msg: Any) -> None:
         if err is not None:
-            self.add(KafkaFailure.of(err, f"{msg.topic()}[{msg.partition()}]"))
+            self.add(KafkaFailure.of(err, delivery_context(err, msg)))
 
     def on_delivery_of(self, index: int, err: Any, msg: Any) -> None:
         """The delivery report of the record at ``index`` (a failure that is not retriable
         is that record's refusal)."""
         if err is not None:
-            self.refuse(index, KafkaFailure.of(err, f"{msg.topic()}[{msg.partition()}]"))
+            self.refuse(index, KafkaFailure.of(err, delivery_context(err, msg)))
 
     def refuse(self, index: int, failure: KafkaFailure) -> None:
         self.add(failure)
