@@ -49,18 +49,28 @@ def _with_new_etag(line: str, if_match: str, etag: str) -> str:
 
 @click.command()
 @click.option("-f", "--file", "files", type=FILE, multiple=True, required=True,
-              help="A connector file, as `connect-grpc standalone` reads them (.json or "
-                   ".properties); repeat for several.")
+              help="A connector file, as `connect-grpc standalone` reads them: a flat "
+                   "config or a create request, in JSON (.json), YAML (.yaml, .yml) or "
+                   "Java properties (.properties). Several: -f a.json b.yaml, or -f "
+                   "repeated (-f a.json -f b.yaml), as kubectl takes them.")
+@click.argument("more_files", metavar="[FILE]...", nargs=-1, type=FILE)
 @click.option("--dry-run", is_flag=True,
               help="Only validate: show every error, create or change nothing.")
 @if_match_option("replace the config (one -f, an existing connector)")
 @pass_session
-def apply(session: Session, files: tuple[Path, ...], dry_run: bool, if_match: str) -> None:
+def apply(
+    session: Session, files: tuple[Path, ...], more_files: tuple[Path, ...], dry_run: bool,
+    if_match: str,
+) -> None:
     """Create each file's connector, or replace its config if it exists.
 
-    A new connector starts in the file's initial_state with its initial_offsets; for an
-    existing one only the config changes (PutConnectorConfig).
+    The files are JSON, YAML or Java properties, each a flat connector config (name=...,
+    connector.class=...) or a create request ({"name", "config", "initial_state",
+    "initial_offsets"}), read as `connect-grpc standalone` reads them. A new connector
+    starts in the file's initial_state with its initial_offsets; for an existing one only
+    the config changes (PutConnectorConfig).
     """
+    files = (*files, *more_files)
     if if_match and len(files) != 1:
         raise click.UsageError("--if-match: an etag is one connector's: give exactly one -f")
     _for_each(session, list(files), lambda path: _apply_file(session, path, dry_run, if_match))

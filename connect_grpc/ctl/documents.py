@@ -51,8 +51,13 @@ def placement(where: TaskPlacement) -> Document:
 
 
 def placement_text(where: TaskPlacement | None) -> str:
-    """``spark-executor on node-7``, ``driver on node-1``; empty when not known."""
-    return "" if where is None else f"{where.kind.value} on {where.host}"
+    """``executor 1 on node-7``, ``driver on node-1`` (as workers say it); a bare host name
+    (an older worker's) with its kind, ``spark-executor on node-7``; empty when not known."""
+    if where is None:
+        return ""
+    if " on " in where.host:
+        return where.host
+    return f"{where.kind.value} on {where.host}"
 
 
 def status(connector: ConnectorStatus) -> Document:

@@ -107,7 +107,23 @@ def failure_of(error: ConnectError) -> Failure:
     """The failure an error of a client call (or of ``ctl``'s own checks) stands for."""
     call = call_failure_of(error)
     details = tuple(line for line in _details(error) if line != error.message)
-    return Failure(call.code, call.reason, error.message, details)
+    message, details = _without_repeats(error.message, details)
+    return Failure(call.code, call.reason, message, details)
+
+
+def _without_repeats(message: str, details: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """A refused create or update lists each error twice: as a ``key: message`` line of its
+    message (Kafka Connect's text) and as a field violation (``config.key: message``). Each
+    is shown once, as its violation (which names the field as the API does), and the
+    message's other lines (the closing hint) follow the violations."""
+    first, *rest = message.split("\n")
+    if not rest:
+        return message, details
+    repeated = {detail.removeprefix("config.") for detail in details}
+    kept = [line for line in rest if line.strip() not in repeated]
+    if len(kept) == len(rest):
+        return message, details
+    return first, (*details, *(line for line in kept if line.strip()))
 
 
 def _details(error: ConnectError) -> tuple[str, ...]:

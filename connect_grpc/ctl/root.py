@@ -10,6 +10,7 @@ from click.shell_completion import get_completion_class, shell_complete
 
 from connect_grpc.ctl.cmd_change import apply, delete, offsets, patch, pause, resume, stop
 from connect_grpc.ctl.cmd_config import config
+from connect_grpc.ctl.cmd_dlq import dlq
 from connect_grpc.ctl.cmd_live import restart, watch
 from connect_grpc.ctl.cmd_loggers import loggers
 from connect_grpc.ctl.cmd_preview import preview
@@ -79,7 +80,7 @@ def _leaves(command: click.Command) -> list[click.Command]:
 
 
 for command in (get, describe, apply, patch, pause, resume, stop, delete, restart, offsets, watch,
-                plugins, cluster, loggers, topics, preview):
+                plugins, cluster, loggers, topics, preview, dlq):
     for leaf in _leaves(command):
         add_connection_options(leaf)
     ctl.add_command(command)

@@ -346,6 +346,14 @@ def test_apply_dry_run_shows_every_error_and_changes_nothing(
     not_dry = ctl("apply", "-f", str(bad))
     assert not_dry.code == 4
     assert "Error: INVALID_ARGUMENT" in not_dry.err and "config.tasks.max" in not_dry.err
+    # each error once (the worker's message lists them too, as Kafka Connect's does)
+    assert not_dry.err.count("Invalid value two for configuration tasks.max") == 1, not_dry.err
+
+    # several files after one -f, as README.md writes `apply -f FILE…`
+    other = write("other.json", connector_file(f"{name}-other", source_config(events)))
+    both = ctl("apply", "-f", str(bad), str(other))
+    assert both.code == 4 and f"connector {name}-other created" in both.out, both.err
+    assert ctl("delete", f"{name}-other").code == 0
 
     good = write("good.json", connector_file(name, source_config(events)))
     assert ctl("apply", "-f", str(good), "--dry-run").lines == [

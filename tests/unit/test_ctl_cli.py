@@ -37,7 +37,7 @@ def test_help_lists_every_command_and_the_exit_codes(config: Path) -> None:
     assert code == 0
     for command in ("get", "describe", "apply", "patch", "pause", "resume", "stop", "delete",
                     "restart", "offsets", "watch", "plugins", "cluster", "loggers", "topics",
-                    "config", "completion", "preview"):
+                    "config", "completion", "preview", "dlq"):
         assert f"  {command} " in out, command
     for exit_code, when in EXIT_CODE_TABLE:
         assert f"{int(exit_code):>4}  {when}" in out
@@ -171,3 +171,37 @@ def test_completion_requests_are_answered_by_connect_grpc(
     monkeypatch.setenv("COMP_CWORD", "4")
     assert main([]) == 0
     assert capsys.readouterr().out.split() == ["plain,--include-tasks"]
+
+
+def test_apply_takes_several_files_after_one_f_or_f_repeated(
+    config: Path, tmp_path: Path
+) -> None:
+    """Both forms read every file (here each refused before any call, so each is named)."""
+    paths = []
+    for name in ("a", "b", "c"):
+        path = tmp_path / f"{name}.properties"
+        path.write_text("connector.class=X\n")  # no name: refused before calling
+        paths.append(str(path))
+    for args in (["-f", *paths], ["-f", paths[0], "-f", paths[1], "-f", paths[2]],
+                 ["-f", paths[0], paths[1], "-f", paths[2]]):
+        code, _, err = run("--target", NOWHERE, "apply", *args, "--dry-run")
+        assert code == 4, err
+        for path in paths:
+            assert f"Error: INVALID_ARGUMENT: {path}: name:" in err, (args, err)
+    code, _, err = run("--target", NOWHERE, "apply", paths[0])
+    assert code == 2 and "Missing option '-f'" in err
+
+
+def test_apply_help_says_which_formats_it_reads(config: Path) -> None:
+    code, out, _ = run("apply", "--help")
+    assert code == 0
+    for word in ("JSON", "YAML", "properties", "-f a.json b.yaml", "repeated"):
+        assert word in " ".join(out.split()), word
+
+
+def test_dlq_help_names_the_topic_key_and_the_brokers(config: Path) -> None:
+    code, out, _ = run("dlq", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "errors.deadletterqueue.topic.name" in text and "--bootstrap-server" in text
+    assert "--max" in text

@@ -225,3 +225,24 @@ def test_the_cluster_document_says_whether_the_answering_worker_has_joined(
     found = documents.cluster(info)
     assert found["joined"] is joined
     assert answered_by(found) == line
+
+
+def test_a_refused_create_lists_each_error_once() -> None:
+    """The worker's message (Kafka Connect's text) already has a ``key: message`` line per
+    error; the violations that repeat them are not printed again."""
+    message = ("Connector configuration is invalid and contains the following 2 error(s):\n"
+               "tasks.max: not a number\nvalue.converter: no converter\n"
+               "You can also find the above list of errors by calling ValidateConfig")
+    error = InvalidArgumentError(message, [
+        FieldViolation("config.tasks.max", "not a number"),
+        FieldViolation("config.value.converter", "no converter"),
+        FieldViolation("config.topic", "required"),  # not in the message: shown
+    ])
+    assert failure_of(error).lines() == [
+        "Error: INVALID_ARGUMENT: Connector configuration is invalid and contains the "
+        "following 2 error(s):",
+        "  config.tasks.max: not a number",
+        "  config.value.converter: no converter",
+        "  config.topic: required",
+        "  You can also find the above list of errors by calling ValidateConfig",
+    ]
