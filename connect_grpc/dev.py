@@ -9,6 +9,7 @@ and the demo's topic and its sink's consumer group are deleted and the topic cre
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -55,6 +56,27 @@ def _demo_connectors(demo_dir: Path) -> dict[str, dict[str, str]]:
             "topics": DEMO_TOPIC,
         },
     }
+
+
+def try_hint(port: int, which: Callable[[str], str | None] = shutil.which) -> str:
+    """What to try next against the demo's worker: grpcurl's listing of its services when
+    grpcurl is installed (optional: it comes with Go), else the same look through ctl,
+    which is installed with connect-grpc."""
+    target = f"127.0.0.1:{port}"
+    if which("grpcurl") is not None:
+        return f"Try: grpcurl -plaintext {target} list"
+    ctl = "connect-grpc" if which("connect-grpc") is not None else _own_command()
+    return f"Try: {ctl} ctl --target {target} get connectors"
+
+
+def _own_command() -> str:
+    """This interpreter's connect-grpc script (``.venv/bin/connect-grpc`` for ``make
+    demo``), as a path relative to the working directory when it is under it."""
+    script = Path(sys.executable).parent / "connect-grpc"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 
 def _describe(status: ConnectorStatus) -> str:
@@ -270,7 +292,7 @@ def run_dev(
         out.write("Connectors:\n")
         for name in process.herder.connectors():
             out.write(_describe(process.herder.connector_status(name)))
-        out.write(f"\nTry: grpcurl -plaintext 127.0.0.1:{process.server.port} list\n")
+        out.write(f"\n{try_hint(process.server.port)}\n")
         out.write("Append lines to the input file to see them flow; Ctrl-C stops.\n")
         out.flush()
         process.wait(run_seconds or None)

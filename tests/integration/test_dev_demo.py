@@ -37,6 +37,9 @@ def test_a_second_demo_run_copies_every_line_like_the_first(
         assert result.returncode == 0, f"run {run}:\n{result.stdout}\n{result.stderr[-5000:]}"
         assert f"Lines copied:  {DEMO_LINES}/{DEMO_LINES}" in result.stdout, result.stdout
         assert "==> waiting for 1000 lines" in result.stdout
+        # the last hint names a command that is there: grpcurl only when installed
+        hint = "Try: grpcurl " if shutil.which("grpcurl") else "connect-grpc ctl --target "
+        assert hint in result.stdout, result.stdout
         # the Spark start-up is announced with its usual duration and reported with its own
         assert re.search(r"spark_starting .*usual_seconds=\d+", result.stderr), result.stderr
         assert re.search(r"spark_started .*seconds=\d", result.stderr), result.stderr
