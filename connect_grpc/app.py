@@ -30,7 +30,8 @@ from connect_grpc.errors import (
     StartupError,
 )
 from connect_grpc.herder.base import Herder
-from connect_grpc.herder.distributed import ANSWER_TTL_S, DistributedHerder
+from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.recorded_answers import ANSWER_TTL_S
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import check_config_size, config_with_name, validate_name
 from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics

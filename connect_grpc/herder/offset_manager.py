@@ -35,7 +35,7 @@ from connect_grpc.errors import (
     PreconditionViolation,
 )
 from connect_grpc.herder import offsets as rules
-from connect_grpc.runtime.kafka_io import sink_group_id
+from connect_grpc.runtime.client_settings import sink_group_id
 from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.sink_task import subscription
 from connect_grpc.storage.base import OffsetEntry, OffsetStore

@@ -55,7 +55,7 @@ from connect_grpc.herder.rules import (
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.ticker import run_ticks
 from connect_grpc.herder.validation import tasks_max
-from connect_grpc.storage.kafka_config import ConfigSnapshot
+from connect_grpc.storage.config_snapshot import ConfigSnapshot
 from connect_grpc.storage.kafka_status import KafkaStatusStore
 
 log = structlog.get_logger(__name__)

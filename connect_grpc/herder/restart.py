@@ -1,7 +1,7 @@
 """KIP-745 restart requests: the plan of what to restart.
 
 Pure functions shared by both herders (the config-topic record of a request is encoded
-with the other config-topic records, in ``storage/kafka_config.py``). The plan follows
+with the other config-topic records, in ``storage/config_codec.py``). The plan follows
 Kafka's ``AbstractHerder.buildRestartPlan``: it is built from the connector's current
 status, and its status shows every instance chosen for restart as RESTARTING while the
 others keep their state.

@@ -10,17 +10,19 @@ Two kinds of lock, so that no request can wedge the control plane:
 
 Reads take the herder lock only. Status reports from task threads go straight to the status
 store (they take neither lock).
+
+The table of connectors (and the herder lock it is guarded by) is in ``standalone_table``; the
+reconciliation and restarts of the worker's instances, the runtime's I/O, in
+``standalone_instances``. This module keeps the lifecycle, the reads, the mutations and the
+offsets changes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import threading
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import structlog
 
@@ -35,11 +37,9 @@ from connect_grpc.domain import (
     ConnectorType,
     CreateResult,
     HealthReport,
-    InstanceStatus,
     OffsetsChange,
     PutConfigResult,
     RestartRequest,
-    State,
     TargetState,
     TaskId,
     TaskInfo,
@@ -52,29 +52,24 @@ from connect_grpc.errors import (
 )
 from connect_grpc.herder.base import WorkerRuntime
 from connect_grpc.herder.common import HerderCommon
-from connect_grpc.herder.etags import connector_etag, no_connector_for_etag, require_etag
+from connect_grpc.herder.etags import no_connector_for_etag
 from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
-from connect_grpc.herder.restart import RestartPlan, build_restart_plan
+from connect_grpc.herder.restart import build_restart_plan
 from connect_grpc.herder.rules import (
-    ask_task_configs,
     connector_type,
     not_stopped,
     require_topic_tracking,
-    restart_connector_instance,
     restart_task_instance,
     task_target,
 )
+from connect_grpc.herder.standalone_instances import StandaloneInstances
+from connect_grpc.herder.standalone_table import ConnectorState, ConnectorTable
 from connect_grpc.herder.status import StatusBoard
-from connect_grpc.herder.validation import (
-    ConfigValidator,
-    patched_config,
-    tasks_max,
-    validate_name,
-)
+from connect_grpc.herder.validation import ConfigValidator, patched_config, validate_name
 from connect_grpc.loggers import LoggerLevels
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
-from connect_grpc.runtime.kafka_io import lookup_conf
+from connect_grpc.runtime.client_settings import lookup_conf
 from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetStore
@@ -85,21 +80,6 @@ log = structlog.get_logger(__name__)
 
 #: How long ``health`` waits for the herder lock before calling the control plane stuck.
 RESPONSIVE_TIMEOUT_S = 2.0
-
-
-@dataclass(slots=True)
-class _ConnectorState:
-    """What the herder knows of one connector: the truth its instances are reconciled to."""
-
-    config: dict[str, str]
-    target: TargetState
-    type: ConnectorType
-    #: Changes with each offsets change made through the API (``herder.etags``).
-    offsets_version: str = ""
-    task_configs: list[dict[str, str]] = field(default_factory=list)
-
-    def task_ids(self, name: str) -> list[TaskId]:
-        return [TaskId(name, index) for index in range(len(self.task_configs))]
 
 
 class StandaloneHerder(HerderCommon):
@@ -141,7 +121,6 @@ class StandaloneHerder(HerderCommon):
             record_times=RecordTimes(functools.partial(lookup_conf, config)),
         )
         self._board = StatusBoard(config.worker_id)
-        self._board.set_reconfiguration_handler(self._request_reconfiguration)
         self._loggers = LoggerLevels()
         self._worker: WorkerRuntime = (
             runtime_factory(self._board)
@@ -154,13 +133,13 @@ class StandaloneHerder(HerderCommon):
         )
         self._lock = threading.RLock()
         self._connector_locks = ConnectorLocks()
-        self._connectors: dict[str, _ConnectorState] = {}
-        # offsets versions are unique to this process (standalone keeps connectors in
-        # memory only): a connector created again never repeats an etag of its predecessor
-        self._process_token = uuid.uuid4().hex[:8]
-        self._offsets_versions = itertools.count(1)
-        self._stopped = False
+        self._table = ConnectorTable(self._lock)
         self._log = log.bind(worker_id=config.worker_id)
+        self._instances = StandaloneInstances(
+            self._table, self._worker, self._board, self._connector_locks,
+            worker_id=config.worker_id, log=self._log,
+        )
+        self._board.set_reconfiguration_handler(self._instances.request_reconfiguration)
 
     # lifecycle
 
@@ -171,7 +150,7 @@ class StandaloneHerder(HerderCommon):
 
     def stop(self) -> None:
         with self._lock:
-            self._stopped = True
+            self._table.stopped = True
         self._worker.stop()
         self._offsets.stop()
         self._board.close()
@@ -192,26 +171,26 @@ class StandaloneHerder(HerderCommon):
 
     def connectors(self) -> list[str]:
         with self._lock:
-            return sorted(self._connectors)
+            return sorted(self._table.connectors)
 
     def connector_info(self, name: str) -> ConnectorInfo:
         with self._lock:
-            state = self._state(name)
+            state = self._table.state(name)
             return ConnectorInfo(
                 name=name,
                 config=dict(state.config),
                 tasks=tuple(state.task_ids(name)),
                 type=state.type,
-                etag=self._etag(name, state),
+                etag=self._table.etag(name, state),
             )
 
     def connector_config(self, name: str) -> dict[str, str]:
         with self._lock:
-            return dict(self._state(name).config)
+            return dict(self._table.state(name).config)
 
     def task_configs(self, name: str) -> list[TaskInfo]:
         with self._lock:
-            state = self._state(name)
+            state = self._table.state(name)
             return [
                 TaskInfo(TaskId(name, index), dict(config))
                 for index, config in enumerate(state.task_configs)
@@ -219,13 +198,13 @@ class StandaloneHerder(HerderCommon):
 
     def connector_status(self, name: str) -> ConnectorStatus:
         with self._lock:
-            state = self._state(name)
+            state = self._table.state(name)
             task_count, connector_type = len(state.task_configs), state.type
         return self._board.connector_status(name, task_count, connector_type)
 
     def task_status(self, task: TaskId) -> TaskStatus:
         with self._lock:
-            task_count = len(self._state(task.connector).task_configs)
+            task_count = len(self._table.state(task.connector).task_configs)
         if not 0 <= task.task < task_count:
             raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
         return TaskStatus(task.task, self._board.task(task))
@@ -242,18 +221,18 @@ class StandaloneHerder(HerderCommon):
     ) -> CreateResult:
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
-            if self._exists(name):
+            if self._table.exists(name):
                 raise AlreadyExistsError(f"Connector {name} already exists")
             initial = self._validated_for_create(
                 name, full_config, initial_offsets, initial_offsets_time_ms
             )
             with self._lock:
-                self._connectors[name] = _ConnectorState(
+                self._table.connectors[name] = ConnectorState(
                     full_config, initial_state, self._connector_type(full_config),
-                    self._next_offsets_version(),
+                    self._table.next_offsets_version(),
                 )
             self._log.info("connector_created", connector=name, initial_state=initial_state.value)
-            self._start_connector(name)
+            self._instances.start_connector(name)
             return CreateResult(self.connector_info(name), initial.message, initial.resolved)
 
     def put_connector_config(
@@ -261,9 +240,9 @@ class StandaloneHerder(HerderCommon):
     ) -> PutConfigResult:
         name, full_config = self._normalised(name, config)
         with self._connector_locks.hold(name):
-            if etag and not self._exists(name):
+            if etag and not self._table.exists(name):
                 raise no_connector_for_etag(name)
-            self._require_etag(name, etag)
+            self._table.require_etag(name, etag)
             return self._put_config(name, full_config)
 
     def patch_connector_config(
@@ -272,7 +251,7 @@ class StandaloneHerder(HerderCommon):
         name = validate_name(name)
         with self._connector_locks.hold(name):
             current = self.connector_config(name)
-            self._require_etag(name, etag)
+            self._table.require_etag(name, etag)
             _, full_config = self._normalised(name, patched_config(current, patch))
             return self._put_config(name, full_config)
 
@@ -280,30 +259,30 @@ class StandaloneHerder(HerderCommon):
         """Validates and applies a whole config; the caller holds the connector's lock."""
         connector_type = self._connector_type(full_config)
         self._validator.ensure_valid(full_config)
-        created = not self._exists(name)
+        created = not self._table.exists(name)
         if created:
             with self._lock:
-                self._connectors[name] = _ConnectorState(
+                self._table.connectors[name] = ConnectorState(
                     full_config, TargetState.STARTED, connector_type,
-                    self._next_offsets_version(),
+                    self._table.next_offsets_version(),
                 )
             self._log.info("connector_created", connector=name)
         else:
-            self._stop_instances(name, connector_deleted=False)
+            self._instances.stop_instances(name, connector_deleted=False)
             with self._lock:
-                state = self._connectors[name]
+                state = self._table.connectors[name]
                 state.config, state.type = full_config, connector_type
             self._log.info("connector_config_updated", connector=name)
-        self._start_connector(name)
+        self._instances.start_connector(name)
         return PutConfigResult(self.connector_info(name), created=created)
 
     def delete_connector(self, name: str, etag: str = "") -> None:
         with self._connector_locks.hold(name):
-            self._require(name)
-            self._require_etag(name, etag)
-            self._stop_instances(name, connector_deleted=True)
+            self._table.require(name)
+            self._table.require_etag(name, etag)
+            self._instances.stop_instances(name, connector_deleted=True)
             with self._lock:
-                del self._connectors[name]
+                del self._table.connectors[name]
             self._board.forget_connector(name)
             self._log.info("connector_deleted", connector=name)
 
@@ -313,33 +292,33 @@ class StandaloneHerder(HerderCommon):
 
     def pause_connector(self, name: str, etag: str = "") -> str:
         with self._connector_locks.hold(name):
-            self._require_etag(name, etag)
-            tasks = self._set_target(name, TargetState.PAUSED)
+            self._table.require_etag(name, etag)
+            tasks = self._table.set_target(name, TargetState.PAUSED)
             self._worker.set_connector_target(name, TargetState.PAUSED)
             for task in tasks:
                 self._worker.set_task_target(task, TargetState.PAUSED)
             self._log.info("connector_paused", connector=name)
-            return self._current_etag(name)
+            return self._table.current_etag(name)
 
     def resume_connector(self, name: str, etag: str = "") -> str:
         with self._connector_locks.hold(name):
-            self._require_etag(name, etag)
-            tasks = self._set_target(name, TargetState.STARTED)
+            self._table.require_etag(name, etag)
+            tasks = self._table.set_target(name, TargetState.STARTED)
             if self._worker.set_connector_target(name, TargetState.STARTED):
                 for task in tasks:
                     self._worker.set_task_target(task, TargetState.STARTED)
-                self._reconfigure_tasks(name)
+                self._instances.reconfigure_tasks(name)
             self._log.info("connector_resumed", connector=name)
-            return self._current_etag(name)
+            return self._table.current_etag(name)
 
     def stop_connector(self, name: str, etag: str = "") -> str:
         with self._connector_locks.hold(name):
-            self._require_etag(name, etag)
-            self._set_target(name, TargetState.STOPPED)
-            self._replace_tasks(name, [])
+            self._table.require_etag(name, etag)
+            self._table.set_target(name, TargetState.STOPPED)
+            self._instances.replace_tasks(name, [])
             self._worker.set_connector_target(name, TargetState.STOPPED)
             self._log.info("connector_stopped", connector=name)
-            return self._current_etag(name)
+            return self._table.current_etag(name)
 
     def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
         """Restarts a connector and, if asked, its tasks (KIP-745).
@@ -362,7 +341,7 @@ class StandaloneHerder(HerderCommon):
         """
         name = request.connector
         with self._connector_locks.hold(name):
-            self._require(name)
+            self._table.require(name)
             self._log.info(
                 "connector_restart_requested",
                 connector=name,
@@ -370,15 +349,15 @@ class StandaloneHerder(HerderCommon):
                 only_failed=request.only_failed,
             )
             if not request.include_tasks and not request.only_failed:
-                self._restart_connector_now(name)
+                self._instances.restart_connector_now(name)
                 return None
             plan = build_restart_plan(request, self.connector_status(name))
             if plan.empty:
                 self._log.info("connector_restart_skipped", connector=name)
                 return plan.status
-            self._mark_restarting(plan)
+            self._instances.mark_restarting(plan)
         threading.Thread(
-            target=self._execute_restart,
+            target=self._instances.execute_restart,
             args=(plan,),
             name=f"connect-restart-{name}",
             daemon=True,
@@ -395,89 +374,14 @@ class StandaloneHerder(HerderCommon):
         """
         with self._connector_locks.hold(task.connector):
             with self._lock:
-                state = self._state(task.connector)
+                state = self._table.state(task.connector)
                 if not 0 <= task.task < len(state.task_configs):
                     raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
                 config, task_config = dict(state.config), dict(state.task_configs[task.task])
-                target = self._task_target(state)
+                target = task_target(state.target)
             self._log.info("task_restart_requested", connector=task.connector, task=task.task)
             restart_task_instance(self._worker, task, config, task_config, target)
         self._log.info("task_restarted", connector=task.connector, task=task.task)
-
-    # restarts (callers hold the connector's lock)
-
-    def _restart_connector_now(self, name: str) -> None:
-        """A plain restart: the connector instance only, synchronously; raises if it failed."""
-        with self._lock:
-            state = self._connectors[name]
-            config, target = dict(state.config), state.target
-        restart_connector_instance(self._worker, name, config, target)
-        if target is TargetState.STARTED:
-            self._reconfigure_tasks(name)
-        self._log.info("connector_restarted", connector=name)
-
-    def _mark_restarting(self, plan: RestartPlan) -> None:
-        restarting = InstanceStatus(State.RESTARTING, self._config.worker_id)
-        if plan.restart_connector:
-            self._board.on_connector_status(plan.request.connector, restarting)
-        for task in plan.task_ids:
-            self._board.on_task_status(task, restarting)
-
-    @staticmethod
-    def _task_target(state: _ConnectorState) -> TargetState:
-        return task_target(state.target)
-
-    def _execute_restart(self, plan: RestartPlan) -> None:
-        """Carries out a flagged restart on its own thread (takes the connector's lock).
-
-        Stops the chosen instances, then starts them again: connector first, then tasks with
-        their current configs. Like Kafka's distributed herder, a connector that is running
-        again with target STARTED is then asked for its task configs, which replaces the tasks
-        only if those changed. A connector deleted meanwhile is left alone; tasks that no
-        longer exist are skipped.
-        """
-        name = plan.request.connector
-        try:
-            with self._connector_locks.hold(name, bounded=False):
-                self._restart_planned(plan)
-        except Exception:
-            self._log.exception("connector_restart_failed", connector=name)
-
-    def _restart_planned(self, plan: RestartPlan) -> None:
-        name = plan.request.connector
-        with self._lock:
-            state = self._connectors.get(name)
-            if state is None or self._stopped:
-                self._log.info("connector_restart_abandoned", connector=name)
-                return
-            config, target = dict(state.config), state.target
-            task_target = self._task_target(state)
-            tasks = [
-                (t, dict(state.task_configs[t.task]))
-                for t in plan.task_ids
-                if t.task < len(state.task_configs)
-            ]
-        if plan.restart_connector and name in self._worker.connector_names():
-            self._worker.stop_connector(name, False)
-        self._worker.stop_tasks([t for t, _ in tasks], False)
-        self._mark_restarting(
-            RestartPlan(plan.request, plan.restart_connector, tuple(t for t, _ in tasks),
-                        plan.status)
-        )
-        running = False
-        if plan.restart_connector:
-            started = self._worker.start_connector(name, config, target)
-            running = started and target is TargetState.STARTED
-        for task, task_config in tasks:
-            self._worker.start_task(task, config, task_config, task_target)
-        if running:
-            self._reconfigure_tasks(name)
-        self._log.info(
-            "connector_restarted",
-            connector=name,
-            connector_restarted=plan.restart_connector,
-            tasks=[t.task for t, _ in tasks],
-        )
 
     # offsets (Kafka or file I/O, under the connector's lock only)
 
@@ -492,19 +396,19 @@ class StandaloneHerder(HerderCommon):
         etag: str = "",
     ) -> OffsetsChange:
         with self._connector_locks.hold(name):
-            self._require_etag(name, etag)
+            self._table.require_etag(name, etag)
             config = self._stopped_config(name)
             self._refuse_sink_change_while_kafka_unreachable(config)
             change = self._offset_manager.alter(name, config, offsets, all_partitions_time_ms)
-            return dataclasses.replace(change, etag=self._offsets_changed(name))
+            return dataclasses.replace(change, etag=self._table.offsets_changed(name))
 
     def reset_offsets(self, name: str, etag: str = "") -> OffsetsChange:
         with self._connector_locks.hold(name):
-            self._require_etag(name, etag)
+            self._table.require_etag(name, etag)
             config = self._stopped_config(name)
             self._refuse_sink_change_while_kafka_unreachable(config)
             message = self._offset_manager.reset(name, config)
-            return OffsetsChange(message, etag=self._offsets_changed(name))
+            return OffsetsChange(message, etag=self._table.offsets_changed(name))
 
     def _refuse_sink_change_while_kafka_unreachable(self, config: Mapping[str, str]) -> None:
         """A sink's offsets are its consumer group's, in Kafka (a source's are in the file)."""
@@ -514,7 +418,7 @@ class StandaloneHerder(HerderCommon):
     def _stopped_config(self, name: str) -> dict[str, str]:
         """The config of a connector whose offsets may change: STOPPED, with no tasks."""
         with self._lock:
-            state = self._state(name)
+            state = self._table.state(name)
             stopped = state.target is TargetState.STOPPED and not state.task_configs
             config = dict(state.config)
         if not stopped or self._worker.connector_running(name):
@@ -530,11 +434,11 @@ class StandaloneHerder(HerderCommon):
     def cluster_info(self) -> ClusterInfo:
         address = f"{self._config.listener_host}:{self._config.listener_port}"
         with self._lock:
-            connectors = tuple(sorted(self._connectors))
+            connectors = tuple(sorted(self._table.connectors))
             tasks = tuple(
                 TaskId(name, index)
                 for name in connectors
-                for index in range(len(self._connectors[name].task_configs))
+                for index in range(len(self._table.connectors[name].task_configs))
             )
         worker_id = self._config.worker_id
         placements = self._board.placements(worker_id, tasks)
@@ -551,131 +455,5 @@ class StandaloneHerder(HerderCommon):
             joined=True,
         )
 
-    # state (each helper takes the herder lock only for its own map work)
-
-    def _state(self, name: str) -> _ConnectorState:
-        """The connector's state; the caller holds the herder lock."""
-        state = self._connectors.get(name)
-        if state is None:
-            raise NotFoundError(f"Connector {name} not found")
-        return state
-
-    # etags (AIP-154; callers of the checks hold the connector's lock, so no write can
-    # come between a check and the write it guards)
-
-    def _etag(self, name: str, state: _ConnectorState) -> str:
-        return connector_etag(name, state.config, state.target, state.offsets_version)
-
-    def _current_etag(self, name: str) -> str:
-        with self._lock:
-            return self._etag(name, self._state(name))
-
-    def _require_etag(self, name: str, etag: str) -> None:
-        """NotFoundError for an unknown connector, AbortedError for a stale ``etag``."""
-        if etag:
-            require_etag(name, etag, self._current_etag(name))
-
-    def _next_offsets_version(self) -> str:
-        return f"{self._process_token}.{next(self._offsets_versions)}"
-
-    def _offsets_changed(self, name: str) -> str:
-        """Moves the connector's offsets version on; returns its new etag."""
-        with self._lock:
-            state = self._state(name)
-            state.offsets_version = self._next_offsets_version()
-            return self._etag(name, state)
-
-    def _require(self, name: str) -> None:
-        with self._lock:
-            self._state(name)
-
-    def _exists(self, name: str) -> bool:
-        with self._lock:
-            return name in self._connectors
-
-    def _set_target(self, name: str, target: TargetState) -> list[TaskId]:
-        """Sets the target state; returns the connector's current task ids."""
-        with self._lock:
-            state = self._state(name)
-            state.target = target
-            return state.task_ids(name)
-
     def _connector_type(self, config: Mapping[str, str]) -> ConnectorType:
         return connector_type(self._plugins, config)
-
-    # reconciliation (callers hold the connector's lock)
-
-    def _request_reconfiguration(self, name: str) -> None:
-        """A connector asked for new task configs: recompute them off the plugin's thread."""
-
-        def reconfigure() -> None:
-            with self._connector_locks.hold(name, bounded=False):
-                with self._lock:
-                    state = self._connectors.get(name)
-                    wanted = (
-                        state is not None
-                        and state.target is TargetState.STARTED
-                        and not self._stopped
-                    )
-                if wanted:
-                    self._reconfigure_tasks(name)
-
-        threading.Thread(target=reconfigure, name=f"reconfigure-{name}", daemon=True).start()
-
-    def _start_connector(self, name: str) -> None:
-        """Starts the connector instance in its target state, then its tasks if running."""
-        with self._lock:
-            state = self._connectors[name]
-            config, target, has_tasks = dict(state.config), state.target, bool(state.task_configs)
-        started = self._worker.start_connector(name, config, target)
-        if started and target is TargetState.STARTED:
-            self._reconfigure_tasks(name)
-        elif has_tasks:
-            self._start_tasks(name)
-
-    def _reconfigure_tasks(self, name: str) -> None:
-        """Asks the running connector for its task configs; replaces the tasks if they changed.
-
-        A connector that generates more configs than its ``tasks.max`` is FAILED and its
-        tasks are left as they were (as Kafka does since KIP-1004).
-        """
-        if not self._worker.connector_running(name):
-            return
-        with self._lock:
-            state = self._connectors[name]
-            max_tasks, current = tasks_max(state.config), list(state.task_configs)
-            task_ids = state.task_ids(name)
-        new_configs = ask_task_configs(self._worker, self._board, name, max_tasks, self._log)
-        if new_configs is None:
-            return
-        running = self._worker.task_ids()
-        if new_configs == current and all(task in running for task in task_ids):
-            return
-        self._replace_tasks(name, new_configs)
-
-    def _replace_tasks(self, name: str, new_configs: list[dict[str, str]]) -> None:
-        self._stop_tasks(name, connector_deleted=False)
-        with self._lock:
-            self._connectors[name].task_configs = [dict(config) for config in new_configs]
-        self._start_tasks(name)
-        self._log.info("tasks_reconfigured", connector=name, tasks=len(new_configs))
-
-    def _start_tasks(self, name: str) -> None:
-        with self._lock:
-            state = self._connectors[name]
-            config, target = dict(state.config), self._task_target(state)
-            tasks = list(zip(state.task_ids(name), state.task_configs, strict=True))
-        running = self._worker.task_ids()
-        for task, task_config in tasks:
-            if task not in running:
-                self._worker.start_task(task, config, task_config, target)
-
-    def _stop_tasks(self, name: str, connector_deleted: bool) -> None:
-        running = sorted(task for task in self._worker.task_ids() if task.connector == name)
-        self._worker.stop_tasks(running, connector_deleted)
-        self._board.forget_tasks(name)
-
-    def _stop_instances(self, name: str, connector_deleted: bool) -> None:
-        self._stop_tasks(name, connector_deleted)
-        if name in self._worker.connector_names():
-            self._worker.stop_connector(name, connector_deleted)
