@@ -199,7 +199,7 @@ _last_assignment = _LastParsed()
 
 def assignment_in(snapshot: Any) -> AssignmentRecord:
     """The assignment a config snapshot holds (an empty one before the first); takes any
-    object with an ``extensions`` mapping (``storage.kafka_config.ConfigSnapshot``)."""
+    object with an ``extensions`` mapping (``storage.config_snapshot.ConfigSnapshot``)."""
     return _last_assignment.parse(snapshot.extensions.get(ASSIGNMENT_KEY))
 
 

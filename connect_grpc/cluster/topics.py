@@ -43,7 +43,7 @@ from connect_grpc.cluster.config import (
 )
 from connect_grpc.errors import ConnectError, StartupError, UnavailableError
 from connect_grpc.kafka_clients import kafka_error_of, with_client_log
-from connect_grpc.storage.kafka_log import TopicSpec, _partition_count, ensure_topic
+from connect_grpc.storage.log_topic import TopicSpec, _partition_count, ensure_topic
 
 log = structlog.get_logger(__name__)
 

@@ -9,26 +9,26 @@ store catches up with other workers' writes. Writes go through one idempotent pr
 are synchronous: :meth:`KafkaBasedLog.send_all` returns once every record is acknowledged
 by all in-sync replicas, with the offset each one was written at.
 
+This module is the log itself: its tail thread (the reading) and its synchronous writes.
+Below it, each in a module of its own: the records it hands over (:mod:`.log_records`), its
+topic's creation and checks (:mod:`.log_topic`) and its clients' settings
+(:mod:`.log_settings`).
+
 Every store keeps its own in-memory view and applies both the records read back and its
-own writes to it; :class:`Freshness` lets it ignore a record read late that is older than
-one it applied already.
+own writes to it; :class:`~.log_records.Freshness` lets it ignore a record read late that is
+older than one it applied already.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from confluent_kafka import (
     OFFSET_BEGINNING,
-    TIMESTAMP_NOT_AVAILABLE,
     Consumer,
     IsolationLevel,
     KafkaError,
@@ -41,175 +41,36 @@ from confluent_kafka import (
 # Public, but re-exported without __all__ in confluent-kafka 2.16's typed package.
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
-    ConfigResource,
-    NewTopic,
     OffsetSpec,
-    ResourceType,
 )
 
 from connect_grpc.errors import ConnectError, UnavailableError
-from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
+from connect_grpc.kafka_clients import with_client_log
+from connect_grpc.storage.log_records import (
+    LogRecord,
+    _as_bytes,
+    _Deliveries,
+    _headers,
+    _timestamp_ms,
+)
+from connect_grpc.storage.log_settings import (
+    DEFAULT_TIMEOUT_S,
+    METADATA_RETRY_S,
+    ClientConfig,
+    log_consumer_config,
+    log_producer_config,
+)
+from connect_grpc.storage.log_topic import TopicSpec, _partition_count, _retriable, ensure_topic
 
 log = structlog.get_logger(__name__)
 
-#: A librdkafka client configuration (``bootstrap.servers`` and security settings).
-ClientConfig = Mapping[str, str | int | float | bool]
 #: What the log calls for every record it reads, in offset order per partition.
 RecordCallback = Callable[["LogRecord"], None]
 #: What the log calls after each batch of records it read and applied (``on_record``).
 BatchCallback = Callable[[], None]
 
-DEFAULT_TIMEOUT_S = 30.0
 POLL_TIMEOUT_S = 0.1
 POLL_BATCH = 500
-METADATA_RETRY_S = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One record of the topic: its raw key and value (None is a tombstone), position,
-    timestamp (ms since the epoch; None when the broker gave none) and headers."""
-
-    key: bytes | None
-    value: bytes | None
-    partition: int
-    offset: int
-    timestamp_ms: int | None = None
-    headers: tuple[tuple[str, bytes], ...] = ()
-
-    def header(self, name: str) -> bytes | None:
-        """The value of the last header called ``name``; None when there is none."""
-        for key, value in reversed(self.headers):
-            if key == name:
-                return value
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class TopicSpec:
-    """How an internal topic is created when it is missing."""
-
-    name: str
-    partitions: int
-    replication_factor: int
-    compact: bool = True
-
-
-class Freshness:
-    """The log offset last applied per key, so that a record read late never overrides a newer one.
-
-    A key's records all land on one partition (the key decides it), so their offsets are
-    comparable; should the same key appear on another partition (a writer with another
-    partitioner), the later arrival wins. Not thread-safe: use it under the store's lock.
-    """
-
-    def __init__(self) -> None:
-        self._applied: dict[object, tuple[int, int]] = {}
-
-    def accept(self, key: object, record: LogRecord) -> bool:
-        """Whether ``record`` is newer than what was applied for ``key``; remembers it if so."""
-        if self.covers(key, record):
-            return False
-        self._applied[key] = (record.partition, record.offset)
-        return True
-
-    def covers(self, key: object, record: LogRecord) -> bool:
-        """Whether ``record`` or a newer record of ``key`` was applied already (remembers
-        nothing): a store skips reading it again, e.g. its own write read back."""
-        previous = self._applied.get(key)
-        return (
-            previous is not None
-            and previous[0] == record.partition
-            and previous[1] >= record.offset
-        )
-
-
-def ensure_topic(admin: AdminClient, spec: TopicSpec, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
-    """Creates the topic unless it exists; returns whether it was created.
-
-    An existing topic is used as it is, except that a topic expected to be compacted must
-    have ``cleanup.policy=compact`` (a ``delete`` policy would lose state): ConnectError.
-    """
-    config = {"cleanup.policy": "compact"} if spec.compact else {}
-    topic = NewTopic(
-        spec.name,
-        num_partitions=spec.partitions,
-        replication_factor=spec.replication_factor,
-        config=config,
-    )
-    future = admin.create_topics([topic], operation_timeout=timeout, request_timeout=timeout)
-    try:
-        future[spec.name].result(timeout=timeout)
-    except TimeoutError as exc:
-        raise UnavailableError(f"cannot create topic {spec.name}: no answer in {timeout}s") from exc
-    except KafkaException as exc:
-        if _error_code(exc) != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise UnavailableError(f"cannot create topic {spec.name}: {exc}") from exc
-        if spec.compact:
-            _verify_compacted(admin, spec.name, timeout)
-        return False
-    log.info("topic_created", topic=spec.name, partitions=spec.partitions, compact=spec.compact)
-    return True
-
-
-def _verify_compacted(admin: AdminClient, topic: str, timeout: float) -> None:
-    """Raises ConnectError unless the topic is compacted. A topic another worker has just
-    created may not be known to every broker yet (UNKNOWN_TOPIC_OR_PART): asked again."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            policy = describe_topic_config(admin, topic, "cleanup.policy", timeout)
-            break
-        except KafkaException as exc:
-            if not _retriable(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(METADATA_RETRY_S)
-    if policy is None or {p.strip() for p in policy.split(",")} != {"compact"}:
-        raise ConnectError(
-            f"topic {topic} must have cleanup.policy=compact to hold worker state, "
-            f"but has cleanup.policy={policy}"
-        )
-
-
-def describe_topic_config(
-    admin: AdminClient, topic: str, name: str, timeout: float = DEFAULT_TIMEOUT_S
-) -> str | None:
-    """The current value of one config of a topic (None when unset)."""
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
-        timeout=timeout
-    )
-    entry = entries.get(name)
-    if entry is None or entry.value is None:
-        return None
-    return str(entry.value)
-
-
-def _error_code(exc: KafkaException) -> int | None:
-    error = exc.args[0] if exc.args else None
-    return error.code() if isinstance(error, KafkaError) else None
-
-
-def _retriable(exc: KafkaException) -> bool:
-    """Whether asking again shortly may succeed, e.g. leadership settling after a create or
-    a move (librdkafka does not flag these as retriable in admin results): the worker-wide
-    classification of ``kafka_clients``."""
-    error = kafka_error_of(exc)
-    return error is not None and is_retriable(error)
-
-
-def _partition_count(admin: AdminClient, topic: str, timeout: float) -> int:
-    """The topic's partition count, waiting for its metadata to appear after a create."""
-    deadline = time.monotonic() + timeout
-    while True:
-        metadata = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
-        if metadata is not None and metadata.error is None and metadata.partitions:
-            leaders = [p.leader for p in metadata.partitions.values()]
-            if all(leader >= 0 for leader in leaders):
-                return len(leaders)
-        if time.monotonic() >= deadline:
-            raise UnavailableError(f"topic {topic} has no leader for all partitions in {timeout}s")
-        time.sleep(METADATA_RETRY_S)
 
 
 @dataclass(slots=True)
@@ -283,8 +144,10 @@ class KafkaBasedLog:
         ensure_topic(self._admin, self._spec, self._timeout)
         count = _partition_count(self._admin, self._spec.name, self._timeout)
         self._partitions = [TopicPartition(self._spec.name, p) for p in range(count)]
-        self._producer = Producer(with_client_log(self._producer_config(), self._spec.name))
-        consumer = Consumer(self._consumer_config())
+        self._producer = Producer(
+            with_client_log(log_producer_config(self._config, self._timeout), self._spec.name)
+        )
+        consumer = Consumer(log_consumer_config(self._config, self._spec.name))
         consumer.assign(
             [TopicPartition(self._spec.name, p, OFFSET_BEGINNING) for p in range(count)]
         )
@@ -424,32 +287,6 @@ class KafkaBasedLog:
     def _write_error(self, error: KafkaError) -> Exception:
         return ConnectError(f"write to {self._spec.name} failed: {error}")
 
-    def _producer_config(self) -> dict[str, str | int | float | bool]:
-        delivery_ms = int(self._timeout * 1000)
-        return {
-            **self._config,
-            "acks": "all",
-            "enable.idempotence": True,
-            # Kafka Connect's (Java) default partitioner: murmur2 of the key bytes, so our
-            # records land on the same partition as a Java worker's for the same key.
-            "partitioner": "murmur2_random",
-            "linger.ms": 0,
-            "delivery.timeout.ms": delivery_ms,
-            "request.timeout.ms": min(delivery_ms, 30_000),
-        }
-
-    def _consumer_config(self) -> dict[str, str | int | float | bool]:
-        # Assigned, never subscribed: the group id is required by the client but no group
-        # is joined and nothing is committed.
-        return {
-            **self._config,
-            "group.id": f"connect-grpc-log-{self._spec.name}-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-        }
-
     def _end_offsets(self, timeout: float) -> dict[int, int]:
         """Per partition, the offset reading must reach; partitions with nothing are left out.
 
@@ -580,84 +417,3 @@ def _next_messages(consumer: Consumer) -> list[Message]:
     if first is None:
         return []
     return [first, *consumer.consume(num_messages=POLL_BATCH - 1, timeout=0)]
-
-
-def _timestamp_ms(message: Message) -> int | None:
-    kind, value = message.timestamp()
-    return None if kind == TIMESTAMP_NOT_AVAILABLE else int(value)
-
-
-def _headers(message: Message) -> tuple[tuple[str, bytes], ...]:
-    raw: list[tuple[str, bytes | None]] | None = message.headers()  # type: ignore[assignment]
-    if not raw:
-        return ()
-    return tuple((key, value or b"") for key, value in raw)
-
-
-def _as_bytes(data: Any) -> bytes | None:
-    if data is None or isinstance(data, bytes):
-        return data
-    return str(data).encode()
-
-
-class _Deliveries:
-    """What became of each record of one ``send_all``, as the delivery callbacks report it.
-
-    A slot per record rather than a Future per record: a write may hold tens of thousands
-    of records (an offsets alter), and a Future's lock and condition cost more than the
-    produce itself. The callbacks run in ``flush``, before the outcomes are read.
-    """
-
-    def __init__(self, count: int, to_exception: Callable[[KafkaError], Exception]) -> None:
-        self._outcomes: list[LogRecord | Exception | None] = [None] * count
-        self._to_exception = to_exception
-
-    def reporter(self, index: int) -> Callable[[KafkaError | None, Message], None]:
-        """The delivery callback of the record at ``index``."""
-        return functools.partial(self._delivered, index)
-
-    def _delivered(self, index: int, error: KafkaError | None, message: Message) -> None:
-        # on error, nothing of ``message`` is touched (see delivery_reporter)
-        self._outcomes[index] = (
-            self._to_exception(error) if error is not None else _written(message)
-        )
-
-    def written(self, topic: str) -> list[LogRecord]:
-        """Every record as written, in order; raises the first record's failure, or
-        UnavailableError for a record no callback reported."""
-        written: list[LogRecord] = []
-        for outcome in self._outcomes:
-            if isinstance(outcome, Exception):
-                raise outcome
-            if outcome is None:
-                raise UnavailableError(f"a record to topic {topic} was not acknowledged")
-            written.append(outcome)
-        return written
-
-
-def _written(message: Message) -> LogRecord:
-    return LogRecord(
-        _as_bytes(message.key()),
-        _as_bytes(message.value()),
-        message.partition() or 0,
-        message.offset() or 0,
-    )
-
-
-def delivery_reporter(
-    report: Future[LogRecord], to_exception: Callable[[KafkaError], Exception]
-) -> Callable[[KafkaError | None, Message], None]:
-    """A delivery callback completing ``report`` with the written record, or with
-    ``to_exception(error)``.
-
-    On error it touches nothing of ``message``: once a producer failed fatally, librdkafka
-    may call it while a Python exception is pending, and any call into the message raises.
-    """
-
-    def on_delivery(error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            report.set_exception(to_exception(error))
-            return
-        report.set_result(_written(message))
-
-    return on_delivery

@@ -19,14 +19,10 @@ import structlog
 from connect_grpc.domain import OffsetMap, OffsetPrimitive
 from connect_grpc.storage import offsets_codec
 from connect_grpc.storage.base import OffsetEntry, StoredOffset
-from connect_grpc.storage.kafka_log import (
-    DEFAULT_TIMEOUT_S,
-    ClientConfig,
-    Freshness,
-    KafkaBasedLog,
-    LogRecord,
-    TopicSpec,
-)
+from connect_grpc.storage.kafka_log import KafkaBasedLog
+from connect_grpc.storage.log_records import Freshness, LogRecord
+from connect_grpc.storage.log_settings import DEFAULT_TIMEOUT_S, ClientConfig
+from connect_grpc.storage.log_topic import TopicSpec
 
 log = structlog.get_logger(__name__)
 
