@@ -20,10 +20,10 @@ import structlog
 
 from connect_grpc.app import StandaloneProcess
 from connect_grpc.domain import ConnectorStatus, TargetState
-from connect_grpc.kafka import broker
+from connect_grpc.kafka import broker, processes
 from connect_grpc.kafka_clients import is_retriable
 from connect_grpc.logs import capture_output, restore_output
-from connect_grpc.runtime.kafka_io import sink_group_id
+from connect_grpc.runtime.client_settings import sink_group_id
 from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
@@ -258,7 +258,7 @@ def run_dev(
             bootstrap = bootstrap_servers
         _say(f"resetting the demo's topic {DEMO_TOPIC} and directory {demo_dir}")
         reset_demo_topic(bootstrap)
-    except (broker.KafkaBrokerError, DemoResetError) as exc:
+    except (processes.KafkaBrokerError, DemoResetError) as exc:
         log.error("demo_start_failed", error=str(exc))
         if started_broker:
             broker.stop()

@@ -19,7 +19,7 @@ import structlog
 from google.protobuf.message import Message
 
 from connect_grpc.api.errors import mapped
-from connect_grpc.api.forwarding import ChannelPool
+from connect_grpc.api.peer_channels import ChannelPool
 from connect_grpc.api.tls import PeerCredentials
 from connect_grpc.errors import FailedPreconditionError, UnavailableError
 from connect_grpc.herder.validation import validate_name

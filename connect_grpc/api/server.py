@@ -18,9 +18,10 @@ from prometheus_client import CollectorRegistry
 from connect_grpc.api.auth import build_interceptor
 from connect_grpc.api.cluster_service import SERVICE_NAME as CLUSTER_SERVICE_NAME
 from connect_grpc.api.cluster_service import ClusterServicer, TaskConfigSink
-from connect_grpc.api.forwarding import Forwarder, LeaderWritesRelay
+from connect_grpc.api.forwarding import Forwarder
 from connect_grpc.api.health import HealthReporter
 from connect_grpc.api.idempotency import RequestLog
+from connect_grpc.api.leader_relay import LeaderWritesRelay
 from connect_grpc.api.metrics import ServerMetricsInterceptor
 from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.api.tls import server_credentials

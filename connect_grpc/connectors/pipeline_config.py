@@ -49,7 +49,8 @@ from connect_grpc.connectors.pipeline_keys import (
     aliases,
     configure_converter,
 )
-from connect_grpc.connectors.plugins import PluginClassError, PluginKind, Plugins
+from connect_grpc.connectors.pipeline_plugins import PluginClassError, PluginKind
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.plugins import Converter, HeaderConverter, Predicate, Transformation
 from connect_grpc.worker_config import WorkerConfig
 

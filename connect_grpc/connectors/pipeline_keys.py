@@ -36,7 +36,8 @@ from connect_grpc.configdef import (
     parse_value,
     topic_name_error,
 )
-from connect_grpc.connectors.plugins import PluginClassError, PluginKind, Plugins
+from connect_grpc.connectors.pipeline_plugins import PluginClassError, PluginKind
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.plugins import Converter, HeaderConverter, Predicate, Transformation
 
 Closeable = Converter | HeaderConverter | Transformation[Any] | Predicate[Any]

@@ -29,7 +29,8 @@ from connect_grpc.connectors.pipeline_keys import (
     VALUE_CONVERTER,
     aliases,
 )
-from connect_grpc.connectors.plugins import PluginClassError, PluginKind, Plugins
+from connect_grpc.connectors.pipeline_plugins import PluginClassError, PluginKind
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.converters import (
     BooleanConverter,
     ByteArrayConverter,

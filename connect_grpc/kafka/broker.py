@@ -1,24 +1,18 @@
-"""Local single-node Apache Kafka broker (KRaft, broker + controller in one JVM) for dev and tests.
+"""Local single-node Apache Kafka broker (KRaft, broker + controller in one JVM) for dev and
+tests: its process, started, stopped and asked for its status, either held by a Python
+object (:class:`LocalKafka`) or detached and found again through a state dir (the CLI's
+``connect-grpc kafka start|stop|status``).
 
-Jars come from Maven Central through ``mvn`` into a cache outside the repository::
-
-    ${CONNECT_GRPC_CACHE:-~/.cache/connect-grpc}/kafka/<version>/libs
+The rest of the broker manager lives beside it: the jars, fetched with ``mvn`` and cached
+(:mod:`connect_grpc.kafka.jars`); ``server.properties``, the log4j2 configuration and the
+KRaft storage format (:mod:`connect_grpc.kafka.kraft`); free ports
+(:mod:`connect_grpc.kafka.ports`); child process groups and ``KafkaBrokerError``
+(:mod:`connect_grpc.kafka.processes`).
 
 Public API
 ----------
-``KAFKA_VERSION: str``
-    The Kafka release used (``"4.1.1"``).
-``cache_root() -> Path``
-    ``$CONNECT_GRPC_CACHE`` or ``~/.cache/connect-grpc``.
 ``default_state_dir() -> Path``
     ``cache_root() / "run" / "kafka"``: where the CLI keeps its broker.
-``ensure_kafka_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -> Path``
-    Fetches the broker jars (idempotent: skipped when the completion marker exists) and
-    returns the ``libs`` directory.
-``BrokerConfig`` (frozen dataclass: ``data_dir``, ``broker_port``, ``controller_port``,
-``host="127.0.0.1"``, ``node_id=1``, ``overrides={}``)
-    ``.properties() -> dict[str, str]``, ``.render() -> str`` (``server.properties`` text),
-    ``.bootstrap_servers -> str``, ``.log_dirs -> Path``, ``.logs_dir -> Path``.
 ``LocalKafka(data_dir: Path, *, broker_port: int = 0, controller_port: int = 0,
 heap: str = "512m", libs_dir: Path | None = None, overrides: Mapping[str, str] | None = None,
 die_with_parent: bool = False)``
@@ -27,9 +21,6 @@ die_with_parent: bool = False)``
     also a context manager. Ports of 0 are replaced by free loopback ports. The JVM runs in its
     own session/process group; its stdout/stderr go to ``<data_dir>/logs/stdout.log`` and its
     log4j2 output to ``<data_dir>/logs/server.log``.
-``free_port(host: str = "127.0.0.1") -> int``
-    A port unused now, below the kernel's ephemeral range where it can (no socket bound to
-    port 0 elsewhere takes it before it is used).
 ``DEFAULT_BROKER_PORT: int``
     ``9092``: the port ``connect-grpc kafka start`` and ``dev`` use unless told otherwise.
 ``start_background(state_dir: Path | None = None, timeout: float = 60.0,
@@ -42,300 +33,51 @@ port: int = DEFAULT_BROKER_PORT) -> str``
     ``timeout``); returns whether one was running.
 ``status(state_dir: Path | None = None) -> str | None``
     Bootstrap servers of the running broker recorded in the state dir, or ``None``.
-``KafkaBrokerError``
-    Raised when fetching, formatting or starting the broker fails.
+``KafkaBrokerError`` (:mod:`connect_grpc.kafka.processes`)
+    What starting or stopping the broker raises when it fails.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import ctypes
-import fcntl
 import json
 import os
-import random
-import shutil
 import signal
 import socket
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from importlib import resources
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import structlog
 
+from connect_grpc.kafka.jars import cache_root, ensure_kafka_libs, file_lock
+from connect_grpc.kafka.kraft import BrokerConfig, format_storage, log4j2_config_text
+from connect_grpc.kafka.ports import free_port, port_is_free
+from connect_grpc.kafka.processes import (
+    KafkaBrokerError,
+    java_executable,
+    output_tail,
+    read_log,
+    signal_group,
+    spawn_process_group,
+    stop_process_group,
+)
+
 log = structlog.get_logger(__name__)
 
-KAFKA_VERSION = "4.1.1"
-#: How long the first fetch of the broker's jars (about 45 MB) usually takes.
-KAFKA_FETCH_USUAL_S = 60
-LOG4J_VERSION = "2.24.3"  # the log4j-core version kafka-server 4.1.1 depends on
-MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
-LIBS_MARKER = ".complete"
 STATE_FILE = "state.json"
 DEFAULT_BROKER_PORT = 9092
 #: Starts tried, each on ports chosen again, when another process took a chosen port.
 PORT_ATTEMPTS = 3
-_PR_SET_PDEATHSIG = 1
-
-
-class KafkaBrokerError(RuntimeError):
-    """Fetching, formatting, starting or stopping the local broker failed."""
-
-
-def cache_root() -> Path:
-    """``$CONNECT_GRPC_CACHE`` or ``~/.cache/connect-grpc``."""
-    env = os.environ.get("CONNECT_GRPC_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "connect-grpc"
 
 
 def default_state_dir() -> Path:
     """Where ``connect-grpc kafka start|stop|status`` keeps the broker's state and data."""
     return cache_root() / "run" / "kafka"
-
-
-# --------------------------------------------------------------------------------------------
-# jars
-
-
-def render_pom(version: str = KAFKA_VERSION, log4j_version: str = LOG4J_VERSION) -> str:
-    """The pom that resolves the broker's runtime jars."""
-    template = resources.files("connect_grpc.kafka").joinpath("pom.xml").read_text("utf-8")
-    return template.replace("@KAFKA_VERSION@", version).replace("@LOG4J_VERSION@", log4j_version)
-
-
-def log4j2_config_text() -> str:
-    """The broker's log4j2 configuration (logs to ``${sys:kafka.logs.dir}/server.log``)."""
-    return resources.files("connect_grpc.kafka").joinpath("log4j2.properties").read_text("utf-8")
-
-
-def ensure_kafka_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -> Path:
-    """Downloads Kafka ``version`` and its runtime dependencies once; returns the libs dir.
-
-    Safe to call concurrently from several processes (a file lock serialises the fetch).
-    """
-    return fetch_maven_libs(
-        (cache or cache_root()) / "kafka" / version,
-        render_pom(version),
-        [f"kafka_2.13-{version}.jar"],
-        f"Kafka {version}",
-        usual_seconds=KAFKA_FETCH_USUAL_S,
-    )
-
-
-def fetch_maven_libs(
-    home: Path,
-    pom_text: str,
-    expected_jars: Sequence[str],
-    what: str,
-    usual_seconds: float | None = None,
-) -> Path:
-    """The runtime jars of the pom ``pom_text``, fetched by ``mvn`` into ``home/libs`` once
-    (a marker file says they are complete; a file lock serialises concurrent fetches).
-    ``mvn -q`` prints nothing while it downloads, so the log says before it starts what is
-    fetched and how long that usually takes (``usual_seconds``).
-
-    Raises:
-        KafkaBrokerError: mvn is missing or failed, or did not produce ``expected_jars``.
-    """
-    libs = home / "libs"
-    if (home / LIBS_MARKER).exists():
-        return libs
-    home.mkdir(parents=True, exist_ok=True)
-    with _file_lock(home / ".lock"):
-        if (home / LIBS_MARKER).exists():
-            return libs
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise KafkaBrokerError(f"mvn not found on PATH; it is needed to fetch {what}")
-        pom = home / "pom.xml"
-        pom.write_text(pom_text, "utf-8")
-        staging = home / "libs.partial"
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(libs, ignore_errors=True)
-        log.info("maven_libs_fetching", what=what, directory=str(libs),
-                 usual_seconds=usual_seconds, note="first time only; mvn prints nothing")
-        started = time.monotonic()
-        result = subprocess.run(
-            [
-                mvn, "-B", "-q", "-f", str(pom),
-                f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
-                "-DincludeScope=runtime",
-                f"-DoutputDirectory={staging}",
-            ],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise KafkaBrokerError(
-                f"mvn failed to fetch {what} (exit {result.returncode}): "
-                f"{_tail(result.stdout + result.stderr)}"
-            )
-        missing = [jar for jar in expected_jars if not (staging / jar).exists()]
-        if missing:
-            raise KafkaBrokerError(f"mvn did not produce {', '.join(missing)} in {staging}")
-        staging.rename(libs)
-        (home / LIBS_MARKER).write_text(f"{what}\n", "utf-8")
-        log.info(
-            "maven_libs_fetched",
-            what=what,
-            jars=sum(1 for _ in libs.glob("*.jar")),
-            seconds=round(time.monotonic() - started, 1),
-        )
-    return libs
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-# --------------------------------------------------------------------------------------------
-# configuration
-
-
-#: The kernel's ephemeral ports (Linux): those it gives a socket bound to port 0 and an
-#: outgoing connection's local end.
-_EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-#: The lowest port ``free_port`` picks below the ephemeral range.
-_LOWEST_PICKED_PORT = 10_000
-#: Ports ``free_port`` tries below the ephemeral range before it asks the kernel for one.
-_PORT_TRIES = 50
-#: Not the ``random`` module's generator: pytest-randomly seeds it alike in every test
-#: process, which would have them try the same ports in the same order.
-_PORT_RANDOM = random.SystemRandom()
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` unused now, for a process started later to listen on.
-
-    Picked at random below the kernel's ephemeral range where there is one: a port the
-    kernel gives out (to a server bound to port 0, or as an outgoing connection's local end)
-    could be taken by another process between its choice here and its use, as a gRPC server
-    of a test running alongside once took a broker's port. Else one the kernel gives."""
-    low = _ephemeral_range_start()
-    if low is not None and low > _LOWEST_PICKED_PORT:
-        for _ in range(_PORT_TRIES):
-            port = _PORT_RANDOM.randrange(_LOWEST_PICKED_PORT, low)
-            if port_is_free(port, host):
-                return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        given: int = sock.getsockname()[1]
-        return given
-
-
-def _ephemeral_range_start() -> int | None:
-    try:
-        return int(_EPHEMERAL_RANGE_FILE.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-        return True
-
-
-def random_cluster_id() -> str:
-    """A Kafka ``Uuid`` string (URL-safe base64 of 16 random bytes, no padding)."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-        if not text.startswith("-"):  # Kafka's Uuid.randomUuid() avoids these too
-            return text
-
-
-@dataclass(frozen=True)
-class BrokerConfig:
-    """``server.properties`` of a single-node combined broker + controller on loopback."""
-
-    data_dir: Path
-    broker_port: int
-    controller_port: int
-    host: str = "127.0.0.1"
-    node_id: int = 1
-    overrides: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.broker_port}"
-
-    @property
-    def log_dirs(self) -> Path:
-        """Where Kafka keeps partitions and the KRaft metadata log."""
-        return self.data_dir / "kraft"
-
-    @property
-    def logs_dir(self) -> Path:
-        """Where the JVM's log4j2 output and stdout/stderr go."""
-        return self.data_dir / "logs"
-
-    def properties(self) -> dict[str, str]:
-        props = {
-            "process.roles": "broker,controller",
-            "node.id": str(self.node_id),
-            # a static quorum: the controller's address may change between restarts
-            "controller.quorum.voters": f"{self.node_id}@{self.host}:{self.controller_port}",
-            "listeners": (
-                f"PLAINTEXT://{self.host}:{self.broker_port},"
-                f"CONTROLLER://{self.host}:{self.controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.broker_port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.log_dirs),
-            "num.partitions": "1",
-            "default.replication.factor": "1",
-            "min.insync.replicas": "1",
-            "auto.create.topics.enable": "true",
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "10",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "transaction.state.log.num.partitions": "10",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            "group.initial.rebalance.delay.ms": "0",
-            "num.network.threads": "3",
-            "num.io.threads": "4",
-            "num.recovery.threads.per.data.dir": "1",
-            "log.retention.hours": "168",
-            "log.segment.bytes": str(64 * 1024 * 1024),
-            "log.retention.check.interval.ms": "30000",
-            "log.cleaner.enable": "true",
-            "log.cleaner.backoff.ms": "1000",
-            "log.cleaner.threads": "1",
-            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
-        }
-        props.update(self.overrides)
-        return props
-
-    def render(self) -> str:
-        lines = ["# written by connect_grpc.kafka.broker; rewritten on every start"]
-        lines += [f"{key}={_escape_property(value)}" for key, value in self.properties().items()]
-        return "\n".join(lines) + "\n"
-
-
-def _escape_property(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,7 +144,7 @@ class LocalKafka:
         if self.running:
             return self.bootstrap_servers
         libs = self.libs_dir or ensure_kafka_libs()
-        java = _java()
+        java = java_executable()
         requested = self._requested_ports
         for attempt in range(1, PORT_ATTEMPTS + 1):
             broker_port = requested[0] or free_port()
@@ -442,7 +184,7 @@ class LocalKafka:
             str(libs / "*"),
         ]
         if not (config.log_dirs / "meta.properties").exists():
-            self._format(jvm, properties)
+            format_storage(jvm, properties, self.data_dir)
         self._log_start = _size(config.logs_dir / "server.log")
         self._process = spawn_process_group(
             [*jvm, "kafka.Kafka", str(properties)],
@@ -474,29 +216,6 @@ class LocalKafka:
             stream.seek(self._log_start)
             return b"Address already in use" in stream.read()
         return False
-
-    def _format(self, jvm: list[str], properties: Path) -> None:
-        cluster_id = random_cluster_id()
-        result = subprocess.run(
-            [
-                *jvm, "kafka.tools.StorageTool", "format",
-                "--cluster-id", cluster_id,
-                "--config", str(properties),
-                "--ignore-formatted",
-            ],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            cwd=self.data_dir,
-            timeout=120,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise KafkaBrokerError(
-                f"kafka storage format failed (exit {result.returncode}): "
-                f"{_tail(result.stdout + result.stderr)}"
-            )
-        log.info("kafka_storage_formatted", cluster_id=cluster_id, data_dir=str(self.data_dir))
 
     def _wait_ready(self, timeout: float) -> None:
         assert self._process is not None and self.config is not None
@@ -531,8 +250,8 @@ class LocalKafka:
         if code is not None:
             raise KafkaBrokerError(
                 f"kafka exited with code {code} while starting; "
-                f"stdout: {_tail(_read(self.config.logs_dir / 'stdout.log'))} "
-                f"server.log: {_tail(_read(self.config.logs_dir / 'server.log'))}"
+                f"stdout: {output_tail(read_log(self.config.logs_dir / 'stdout.log'))} "
+                f"server.log: {output_tail(read_log(self.config.logs_dir / 'server.log'))}"
             )
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -540,48 +259,6 @@ class LocalKafka:
         process, self._process = self._process, None
         if process is not None:
             stop_process_group(process, timeout, "kafka")
-
-
-def spawn_process_group(
-    command: Sequence[str], output: Path, cwd: Path, *, die_with_parent: bool
-) -> subprocess.Popen[bytes]:
-    """Starts ``command`` in a process group of its own, stdout and stderr appended to
-    ``output``; with ``die_with_parent``, it gets SIGTERM when this process dies."""
-    with output.open("ab") as stdout:
-        return subprocess.Popen(
-            list(command),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=die_with_parent_signal if die_with_parent else None,
-        )
-
-
-def stop_process_group(process: subprocess.Popen[Any], timeout: float, what: str) -> None:
-    """SIGTERM to ``process``'s group, SIGKILL after ``timeout`` seconds; logs
-    ``<what>_stopped`` (and ``<what>_stop_timeout``)."""
-    if process.poll() is not None:
-        return
-    signal_group(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        log.warning(f"{what}_stop_timeout", pid=process.pid, timeout=timeout)
-        signal_group(process.pid, signal.SIGKILL)
-        process.wait(10)
-    log.info(f"{what}_stopped", pid=process.pid, exit_code=process.returncode)
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if java is None:
-        raise KafkaBrokerError("java not found (set JAVA_HOME or put java on PATH)")
-    return java
 
 
 def _admin(bootstrap_servers: str) -> Any:
@@ -602,35 +279,6 @@ def _free_port_except(taken: int) -> int:
         port = free_port()
         if port != taken:
             return port
-
-
-def die_with_parent_signal() -> None:
-    """Runs in the forked child: the kernel sends SIGTERM when the parent dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def signal_group(pid: int, sig: signal.Signals) -> None:
-    """Signals the process group led by ``pid`` (the JVM's own session), or just ``pid``."""
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-    except PermissionError:
-        os.kill(pid, sig)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _tail(text: str, limit: int = 2000) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "…" + text[-limit:]
 
 
 # --------------------------------------------------------------------------------------------
@@ -708,7 +356,7 @@ def start_background(
     """
     state_dir = (state_dir or default_state_dir()).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
-    with _file_lock(state_dir / ".lock"):
+    with file_lock(state_dir / ".lock"):
         previous = read_state(state_dir)
         if previous is not None and is_kafka_process(previous.pid):
             log.info("kafka_already_running", pid=previous.pid,

@@ -9,12 +9,12 @@ import structlog
 
 from connect_grpc.kafka.broker import (
     DEFAULT_BROKER_PORT,
-    KafkaBrokerError,
     default_state_dir,
     start_background,
     status,
     stop,
 )
+from connect_grpc.kafka.processes import KafkaBrokerError
 
 log = structlog.get_logger(__name__)
 
