@@ -28,26 +28,26 @@ import structlog
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.data.plugins import Converter, HeaderConverter
+from connect_grpc.dead_letter_headers import (
+    ERROR_HEADER_CONNECTOR_NAME,
+    ERROR_HEADER_EXCEPTION,
+    ERROR_HEADER_EXCEPTION_MESSAGE,
+    ERROR_HEADER_EXCEPTION_STACK_TRACE,
+    ERROR_HEADER_EXECUTING_CLASS,
+    ERROR_HEADER_ORIG_OFFSET,
+    ERROR_HEADER_ORIG_PARTITION,
+    ERROR_HEADER_ORIG_TOPIC,
+    ERROR_HEADER_STAGE,
+    ERROR_HEADER_TASK_ID,
+)
 from connect_grpc.domain import TaskId
 from connect_grpc.errors import ConnectError
 from connect_grpc.kafka_clients import with_client_log
 from connect_grpc.metrics.worker_metrics import ErrorCounts
-from connect_grpc.runtime.kafka_io import KafkaIoError
+from connect_grpc.runtime.kafka_results import KafkaIoError
 from connect_grpc.runtime.tolerance import ProcessingContext, exception_class_name
 
 log = structlog.get_logger(__name__)
-
-HEADER_PREFIX = "__connect.errors."
-ERROR_HEADER_ORIG_TOPIC = HEADER_PREFIX + "topic"
-ERROR_HEADER_ORIG_PARTITION = HEADER_PREFIX + "partition"
-ERROR_HEADER_ORIG_OFFSET = HEADER_PREFIX + "offset"
-ERROR_HEADER_CONNECTOR_NAME = HEADER_PREFIX + "connector.name"
-ERROR_HEADER_TASK_ID = HEADER_PREFIX + "task.id"
-ERROR_HEADER_STAGE = HEADER_PREFIX + "stage"
-ERROR_HEADER_EXECUTING_CLASS = HEADER_PREFIX + "class.name"
-ERROR_HEADER_EXCEPTION = HEADER_PREFIX + "exception.class.name"
-ERROR_HEADER_EXCEPTION_MESSAGE = HEADER_PREFIX + "exception.message"
-ERROR_HEADER_EXCEPTION_STACK_TRACE = HEADER_PREFIX + "exception.stacktrace"
 
 #: Seconds the admin client may take to list or create the queue's topic.
 ADMIN_TIMEOUT_S = 30.0

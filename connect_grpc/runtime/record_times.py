@@ -124,7 +124,7 @@ class RecordTimes:
 
     Args:
         consumer_conf: the lookup consumer's settings for a connector, given its name and
-            config (``kafka_io.lookup_conf``).
+            config (``client_settings.lookup_conf``).
         new_consumer: builds the consumer (a fake in unit tests).
     """
 

@@ -18,7 +18,7 @@ from confluent_kafka import KafkaException
 from connect_grpc.connectors.api import RetriableError
 from connect_grpc.errors import UnavailableError
 from connect_grpc.kafka_clients import is_retriable, kafka_error_of
-from connect_grpc.runtime.kafka_io import KafkaIoError
+from connect_grpc.runtime.kafka_results import KafkaIoError
 from connect_grpc.runtime.spark import is_python_worker_crash
 from connect_grpc.worker_config import Resilience
 

@@ -36,6 +36,7 @@ from connect_grpc.metrics.worker_metrics import (
     ErrorCounts,
 )
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
+from connect_grpc.runtime.client_settings import member_conf, producer_conf, reader_conf
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.gc_tuning import collector_paused
 from connect_grpc.runtime.hosting import (
@@ -47,16 +48,8 @@ from connect_grpc.runtime.hosting import (
     build,
     plugin_sys_path,
 )
-from connect_grpc.runtime.kafka_io import (
-    DriverReader,
-    RangeResult,
-    member_conf,
-    partition_ends,
-    producer_conf,
-    raise_read_failure,
-    read_ranges,
-    reader_conf,
-)
+from connect_grpc.runtime.kafka_results import RangeResult, raise_read_failure
+from connect_grpc.runtime.partition_ends import partition_ends
 from connect_grpc.runtime.pipeline import (
     ErrantRecordReporter,
     PipelineFactory,
@@ -65,6 +58,7 @@ from connect_grpc.runtime.pipeline import (
     pipeline_spec,
     start_pipeline,
 )
+from connect_grpc.runtime.range_reader import DriverReader, read_ranges
 from connect_grpc.runtime.records import ConsumedRow, to_sink_records
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster

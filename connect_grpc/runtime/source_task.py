@@ -33,6 +33,7 @@ from connect_grpc.metrics.worker_metrics import (
     ErrorCounts,
 )
 from connect_grpc.runtime.batching import BatchSizer, slice_count
+from connect_grpc.runtime.client_settings import producer_conf
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.hosting import (
     REFRESH_OFFSETS,
@@ -45,14 +46,11 @@ from connect_grpc.runtime.hosting import (
     offset_answerer,
     plugin_sys_path,
 )
-from connect_grpc.runtime.kafka_io import (
-    DriverProducer,
+from connect_grpc.runtime.kafka_results import (
     KafkaFailure,
     KafkaIoError,
     ProduceResult,
     RecordRefusedError,
-    produce_slices,
-    producer_conf,
 )
 from connect_grpc.runtime.pipeline import (
     PipelineFactory,
@@ -61,6 +59,7 @@ from connect_grpc.runtime.pipeline import (
     pipeline_spec,
     start_pipeline,
 )
+from connect_grpc.runtime.produce import DriverProducer, produce_slices
 from connect_grpc.runtime.records import group_for_slices, latest_offsets, slice_indexes
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster

@@ -37,7 +37,7 @@ from connect_grpc.connectors.topic_creation import (
 from connect_grpc.domain import TaskId
 from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
 from connect_grpc.runtime.dead_letter import dlq_admin_conf
-from connect_grpc.runtime.kafka_io import KafkaIoError
+from connect_grpc.runtime.kafka_results import KafkaIoError
 from connect_grpc.worker_config import TOPIC_CREATION_ENABLE_PROPERTY, WorkerConfig
 
 log = structlog.get_logger(__name__)

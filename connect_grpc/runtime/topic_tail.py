@@ -14,7 +14,9 @@ from connect_grpc import deadline
 from connect_grpc.connectors.api import SinkRecord
 from connect_grpc.errors import NotFoundError, UnavailableError
 from connect_grpc.kafka_clients import with_client_log
-from connect_grpc.runtime.kafka_io import partition_ends, reader_conf, sink_record_builder
+from connect_grpc.runtime.client_settings import reader_conf
+from connect_grpc.runtime.partition_ends import partition_ends
+from connect_grpc.runtime.range_reader import sink_record_builder
 from connect_grpc.worker_config import WorkerConfig
 
 #: Seconds a caller is told to wait before it asks again when Kafka did not answer.
