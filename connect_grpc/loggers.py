@@ -15,8 +15,10 @@ or below it (a logger at Python's 25 reads INFO; the root logger at NOTSET reads
 Which loggers exist: the root logger (named ``root``), every stdlib logger created so far,
 and the logger of every loaded ``connect_grpc`` module that has a module-level structlog
 logger (structlog creates the stdlib one only on first use, so a module that has not
-logged yet would otherwise be unknown). Only this process's loggers: Spark executors'
-Python workers (hosted tasks) keep their own levels.
+logged yet would otherwise be unknown). Only this process's loggers are listed; but the
+levels set here reach the Python workers of Spark executors that host this worker's tasks
+(``LEVELS_SET``: the driver sends the table with a hosted task's next call, and before a
+new one starts), so that a task's DEBUG lines show wherever it runs.
 """
 
 from __future__ import annotations
@@ -179,11 +181,58 @@ class LoggerLevels:
             changed = _sorted([name for name, _ in targets if before.get(name) != level])
             for name in changed:
                 self._last_modified[name] = stamp
+            LEVELS_SET.record(key, level)
         log.info("log_level_set", namespace=key, level=level, changed=len(changed))
         return changed
 
     def _level_of(self, name: str, logger: logging.Logger) -> LoggerLevel:
         return LoggerLevel(kafka_level(logger.getEffectiveLevel()), self._last_modified.get(name))
+
+
+class LevelTable:
+    """The levels set through the API in this process, in the order they were set, for the
+    processes that host its tasks to apply (``apply_levels``). A set replaces the entries it
+    covers (its namespace's and those under it as a plain prefix; ``root``'s covers every
+    one), so the table stays as small as the namespaces set. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, str] = {}
+        self._version = 0
+
+    def record(self, namespace: str, level: str) -> None:
+        with self._lock:
+            self._entries = {
+                name: current
+                for name, current in self._entries.items()
+                if namespace != ROOT_NAME and not name.startswith(namespace)
+            }
+            self._entries[namespace] = level
+            self._version += 1
+
+    @property
+    def version(self) -> int:
+        """Goes up with every set (0: nothing set yet)."""
+        return self._version
+
+    def snapshot(self) -> tuple[int, tuple[tuple[str, str], ...]]:
+        """The version and the (namespace, level) entries, in the order to apply them."""
+        with self._lock:
+            return self._version, tuple(self._entries.items())
+
+
+#: The levels this process's API set, which its task hosts apply.
+LEVELS_SET = LevelTable()
+
+
+def apply_levels(entries: tuple[tuple[str, str], ...]) -> None:
+    """Sets each (namespace, Kafka level) in order, as ``LoggerLevels.set_level`` does but
+    logging nothing (a task's host applies the worker's table before each call that
+    follows a change)."""
+    for namespace, level in entries:
+        number = python_level(level)
+        for _, logger in _namespace_loggers(namespace):
+            logger.setLevel(number)
 
 
 def _sorted(names: list[str] | dict[str, LoggerLevel]) -> list[str]:

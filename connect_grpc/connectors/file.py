@@ -399,9 +399,17 @@ class FileStreamSinkTask(SinkTask):
         self._stream: IO[bytes] | None = None
 
     def start(self, config: Mapping[str, str]) -> None:
-        """Opens the file for appending (created when missing)."""
+        """Opens the file for appending: the file is created when missing, its directory
+        never is (as Kafka's task, whose ``Files.newOutputStream(CREATE, APPEND)`` creates no
+        parent). Raises FileNotFoundError naming the missing directory and the ``file`` key."""
         self._filename = str(SINK_CONFIG.parse(config)[FILE_CONFIG])
-        self._stream = open(self._filename, "ab")  # noqa: SIM115
+        try:
+            self._stream = open(self._filename, "ab")  # noqa: SIM115
+        except FileNotFoundError:
+            missing = _missing_directory(self._filename)
+            if missing is None:
+                raise
+            raise missing from None  # its message says more than the errno
         _log.info("file_sink_task_started", file=self._filename)
 
     def put(self, records: Sequence[SinkRecord]) -> None:
@@ -439,6 +447,21 @@ class FileStreamSinkTask(SinkTask):
             self._stream = None
         _log.info("file_sink_task_stopped", file=self._filename,
                   connector_deleted=connector_deleted)
+
+
+def _missing_directory(filename: str) -> FileNotFoundError | None:
+    """The error that says the sink's file cannot be created because its directory does not
+    exist (on the host that runs the task: an executor's, on a Spark cluster), or None when
+    the directory exists (the file is missing for another reason, a dangling link)."""
+    directory = os.path.dirname(os.path.abspath(filename))
+    if os.path.isdir(directory):
+        return None
+    return FileNotFoundError(
+        f"directory {directory} does not exist, so FileStreamSink cannot create its file "
+        f"{filename} (the '{FILE_CONFIG}' key): create the directory first (mkdir -p "
+        f"{directory}) on the host that runs the task; the sink creates its file, never a "
+        f"directory, as Kafka Connect's does"
+    )
 
 
 def _blocks(lines: list[_Line], first_size: int) -> Iterator[list[_Line]]:

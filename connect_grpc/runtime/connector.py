@@ -7,7 +7,6 @@ returned normally: ``stop`` runs iff the plugin is started (start returned, not 
 from __future__ import annotations
 
 import threading
-import traceback
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -16,6 +15,7 @@ import structlog
 from connect_grpc.connectors.api import Connector
 from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.logs import plugin_context
+from connect_grpc.runtime.traces import status_trace
 
 log = structlog.get_logger(__name__)
 
@@ -42,8 +42,7 @@ class _Context:
         self._instance.listener.on_reconfiguration_requested(self._instance.name)
 
     def raise_error(self, error: BaseException) -> None:
-        trace = "".join(traceback.format_exception(error))
-        self._instance.fail(trace)
+        self._instance.fail(status_trace(error))
 
 
 class ConnectorInstance:
@@ -110,8 +109,8 @@ class ConnectorInstance:
             self._stop_plugin(connector_deleted=False)
         try:
             self.plugin.start(self.config)
-        except Exception:
-            self.fail(traceback.format_exc())
+        except Exception as exc:
+            self.fail(status_trace(exc))
             return False
         self._started = True
         self.log.info("connector_started")

@@ -8,14 +8,16 @@ with a one-off key (``multiprocessing.connection``'s HMAC handshake) before anyt
 unpickled. Each batch is then one round trip, not one Spark job, and the records never
 travel through the driver or the Spark JVM; two hosted tasks run in two interpreters.
 
-Messages (tuples): the host first says where it runs, ``("host", hostname, pid)``; the
+Messages (tuples): the host first says where it runs, ``("host", hostname, pid,
+executor id)``; the
 driver answers ``("build", HostBuild)``: everything task-specific (the host factory's name
 and arguments, pickled so that they are read once the plugin path is on ``sys.path``: the
 task's client configs travel over this connection, never in the Spark job's closure; the
 plugin path; the values resolved from config references that the host's logs must mask,
 see ``config_providers.redaction``). Then it sends ``("call", name, args)``, ``("mask",
-values)`` before a plugin starts and, from any thread, ``("interrupt",)`` (the task is
-stopping: the host gives up its current wait); the host answers a call with ``("ok",
+values)`` before a plugin starts, ``("levels", table)`` before a call once the worker's
+log levels changed (``loggers.LEVELS_SET``) and, from any thread, ``("interrupt",)`` (the
+task is stopping: the host gives up its current wait); the host answers a call with ``("ok",
 value)`` or ``("error", trace, retriable)``, and may first ask the driver something with
 ``("ask", name, args)`` (a source's offset reader), which the driver answers with
 ``("answer", value)`` or ``("error", trace, False)``.
@@ -53,11 +55,14 @@ import structlog
 
 from connect_grpc.config_providers.redaction import SECRETS, SecretRegistry
 from connect_grpc.connectors.api import RetriableError, SinkRecord, SinkTask, Task
-from connect_grpc.connectors.plugins import import_object
-from connect_grpc.domain import PlacementKind, TaskId, TaskPlacement
+from connect_grpc.connectors.plugin_loading import import_object
+from connect_grpc.domain import TaskId, TaskPlacement
+from connect_grpc.loggers import LEVELS_SET, apply_levels
 from connect_grpc.logs import capture_output, plugin_context
-from connect_grpc.runtime.kafka_io import prepare_executor
+from connect_grpc.runtime.client_cache import prepare_executor
+from connect_grpc.runtime.placement import executor_id, executor_placement
 from connect_grpc.runtime.spark import SparkRuntime, host_job_cancel_tag, host_job_tag
+from connect_grpc.runtime.traces import CarriesTrace, status_trace
 
 log = structlog.get_logger(__name__)
 
@@ -80,11 +85,11 @@ PARKED_IDLE_S = 300.0
 Answerer = Callable[[str, tuple[Any, ...]], Any]
 
 
-class HostedTaskError(Exception):
+class HostedTaskError(CarriesTrace, Exception):
     """The hosted plugin (or the host's clients) raised; the message carries its trace."""
 
 
-class RetriableHostedTaskError(RetriableError):
+class RetriableHostedTaskError(CarriesTrace, RetriableError):
     """A hosted batch failed on a retriable error; the message carries its trace."""
 
 
@@ -94,7 +99,9 @@ class HostLostError(RetriableError):
 
 
 def hosted_error(trace: str, retriable: bool) -> Exception:
-    message = f"in the Spark task hosting the task:\n{trace}"
+    """The host's status trace, its headline kept first (``traces.CarriesTrace``)."""
+    headline, _, rest = trace.partition("\n")
+    message = f"{headline}\nin the Spark task hosting the task:\n{rest}"
     return RetriableHostedTaskError(message) if retriable else HostedTaskError(message)
 
 
@@ -268,6 +275,8 @@ class HostJob:
         self.conn = conn
         self.hostname = hostname
         self.pid = pid
+        #: The Spark id of the host's executor, as the host said ("" when not known).
+        self.executor = ""
         self.tag = tag
         self._thread = thread
         self._cancel = cancel
@@ -345,11 +354,12 @@ def launch_host_job(
         accepted[0], "", 0, tag, thread, cancel, lambda: failures[0] if failures else None
     )
     try:
-        _, hostname, pid = _receive(job, deadline)
+        said = _receive(job, deadline)
     except HostLostError:
         job.end()
         raise
-    job.hostname, job.pid = str(hostname), int(pid)
+    job.hostname, job.pid = str(said[1]), int(said[2])
+    job.executor = str(said[3]) if len(said) > 3 else ""
     return job
 
 
@@ -530,6 +540,8 @@ class HostLink:
         self._sys_path = sys_path
         self._calls = threading.Lock()
         self._sends = threading.Lock()
+        #: The version of the worker's log levels (``loggers.LEVELS_SET``) the host has.
+        self._levels = 0
         self._job: HostJob | None = None
         #: Whether the plugin's ``stop`` returned in time (the host may then serve another).
         self._stopped_cleanly = False
@@ -537,7 +549,14 @@ class HostLink:
         self.broken = False
         #: The host name of the executor whose Spark task hosts the task, once connected.
         self.host = ""
+        #: That executor's Spark id, once connected.
+        self.executor = ""
         self._log = log.bind(connector=task_id.connector, task=task_id.task)
+
+    def connected(self) -> bool:
+        """Whether a host serves the task now: connected, not lost, its job running."""
+        job = self._job
+        return job is not None and not self.broken and job.alive()
 
     @property
     def job_tag(self) -> str:
@@ -550,6 +569,7 @@ class HostLink:
         sends it what the task needs. Raises HostLostError if none connected in time."""
         self.broken = True  # until connected
         self._stopped_cleanly = False
+        self._levels = 0
         job, adopted = self._hosts.take(self._id, timeout)
         try:
             build = HostBuild(
@@ -566,10 +586,11 @@ class HostLink:
             job.end()
             raise
         self.host = job.hostname
+        self.executor = job.executor
         self.broken = False
         self._log.info(
             "task_host_connected", host=job.hostname, pid=job.pid, adopted=adopted,
-            job_tag=job.tag,
+            job_tag=job.tag, executor=job.executor,
         )
 
     def call(self, name: str, *args: Any, timeout: float | None = None) -> Any:
@@ -593,6 +614,10 @@ class HostLink:
     def _call(
         self, job: HostJob, name: str, args: tuple[Any, ...], deadline: float | None
     ) -> Any:
+        version, levels = LEVELS_SET.snapshot()
+        if version != self._levels:  # the levels first: the call may log at them
+            self._send(("levels", levels))
+            self._levels = version
         self._send(("call", name, args))
         while True:
             message = _receive(job, deadline)
@@ -677,9 +702,13 @@ class HostedPlugin(Task):
         self._link = link
         self._config: dict[str, str] = {}
 
-    def placement(self) -> TaskPlacement:
-        """The executor host the plugin lives on (empty before its host connected)."""
-        return TaskPlacement(PlacementKind.SPARK_EXECUTOR, self._link.host)
+    def placement(self) -> TaskPlacement | None:
+        """The executor the plugin lives on; None while it lives nowhere: before its host
+        connected, and from the moment the driver learns the host is lost (its Spark job
+        ended or failed, its connection broke) until a new host connected."""
+        if not self._link.connected():
+            return None
+        return executor_placement(self._link.executor, self._link.host)
 
     def start(self, config: Mapping[str, str]) -> None:
         self._config = dict(config)
@@ -769,6 +798,8 @@ class HostSession:
             self._interrupted = True
         elif message[0] == "mask":
             self._masked.register(message[1])
+        elif message[0] == "levels":
+            apply_levels(message[1])
 
     def serve(self, host: Any) -> bool:
         """Runs the driver's calls on ``host`` until its ``stop`` or the driver leaves.
@@ -791,7 +822,7 @@ class HostSession:
                 reply: tuple[Any, ...] = ("ok", getattr(host, name)(*args))
                 succeeded = True
             except Exception as exc:
-                reply = ("error", traceback.format_exc(), is_retriable_error(exc))
+                reply = ("error", status_trace(exc), is_retriable_error(exc))
             self._conn.send(reply)
             if name == "stop":
                 return succeeded
@@ -806,17 +837,22 @@ def serve_host(spec: HostSpec, rows: Iterator[object]) -> Iterator[object]:
     capture_output()  # a plugin's print() reaches Spark's output as a masked log line
     with Client(spec.address, authkey=spec.authkey) as conn:
         send_at_once(conn)
-        serve_tasks(conn, socket.gethostname(), os.getpid())
+        serve_tasks(conn, socket.gethostname(), os.getpid(), executor=executor_id())
     yield from ()
 
 
 def serve_tasks(
-    conn: Connection, hostname: str, pid: int, masked: SecretRegistry = SECRETS
+    conn: Connection,
+    hostname: str,
+    pid: int,
+    masked: SecretRegistry = SECRETS,
+    executor: str = "",
 ) -> None:
-    """Says where the host runs, then serves the tasks the driver builds one after the
-    other: between two, the host is parked (waits for the next ``("build", ...)``). Ends
-    when the driver closes the connection, or after a task that did not stop cleanly."""
-    conn.send(("host", hostname, pid))
+    """Says where the host runs (its Spark ``executor`` id too), then serves the tasks the
+    driver builds one after the other: between two, the host is parked (waits for the next
+    ``("build", ...)``). Ends when the driver closes the connection, or after a task that
+    did not stop cleanly."""
+    conn.send(("host", hostname, pid, executor))
     while True:
         try:
             build_message = _next_build(conn)
@@ -855,8 +891,8 @@ def _built_host(spec: HostBuild, session: HostSession) -> Any:
     try:
         args: tuple[Any, ...] = pickle.loads(spec.args)
         return build(spec.factory, session, *args)
-    except Exception:
-        return _UnbuiltHost(traceback.format_exc())
+    except Exception as exc:
+        return _UnbuiltHost(status_trace(exc))
 
 
 class _UnbuiltHost:
@@ -867,7 +903,7 @@ class _UnbuiltHost:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         def fail(*args: Any) -> Any:
-            raise RuntimeError(f"the task's host could not be built:\n{self._trace}")
+            raise RuntimeError(f"the task's host could not be built: {self._trace}")
 
         return fail
 

@@ -12,7 +12,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -96,10 +96,6 @@ def is_python_worker_crash(exc: BaseException) -> bool:
 #: here; the JVM's first start after boot is slower, and a busy machine much slower (2.5 min
 #: seen with a load average of 30 on 2 cores).
 SPARK_START_USUAL_S = 10
-#: Seconds each warm-up Spark task holds its slot (see ``warm_python_workers``).
-WARM_UP_HOLD_S = 0.2
-#: Python workers warmed up at most, however many slots Spark offers.
-MAX_WARM_WORKERS = 8
 
 #: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``, ``local[*,F]``: group 1 is N or *.
 _LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?")
@@ -151,25 +147,6 @@ def local_slots(master: str, cpus: int) -> int | None:
     return cpus if threads == "*" else int(threads)
 
 
-def _import_task_hosts(rows: Iterator[object]) -> Iterator[object]:
-    """Loads what a hosted task needs into an executor Python worker (kept for reuse)."""
-    for _ in rows:
-        pass
-    from connect_grpc.runtime import sink_task, source_task  # noqa: F401 - for their cost
-
-    time.sleep(WARM_UP_HOLD_S)
-    yield from ()
-
-
-def warm_python_workers(context: Any, slots: int) -> None:
-    """Starts a Python worker per task slot and loads the task runtime into it, so that
-    the first hosted tasks connect in milliseconds rather than seconds (``spark.python.
-    worker.reuse`` keeps them). Each Spark task holds its slot for WARM_UP_HOLD_S, so that
-    they run side by side, one per worker."""
-    count = min(slots, MAX_WARM_WORKERS)
-    context.parallelize(range(count), count).mapPartitions(_import_task_hosts).collect()
-
-
 class SparkRuntime:
     """Owns the SparkSession: start once, tag and cancel jobs, stop."""
 
@@ -178,8 +155,13 @@ class SparkRuntime:
         self._lock = threading.Lock()
         self._session: Any = None
 
-    def start(self) -> None:
-        """Creates the session (≈ 5 s). Idempotent."""
+    def start(self, warm_up: Callable[[Any, int], None] | None = None) -> None:
+        """Creates the session (≈ 5 s). Idempotent.
+
+        ``warm_up(context, slots)``, if given, runs once the session is up and Spark offers
+        task slots, before ``spark_started`` is logged. The worker passes
+        :func:`~connect_grpc.runtime.warm_up.warm_python_workers`: the task modules build on
+        this one, so this one is told what to warm rather than importing them."""
         with self._lock:
             if self._session is not None:
                 return
@@ -200,8 +182,9 @@ class SparkRuntime:
             context = self._session.sparkContext
             _quiet_fair_scheduler_pools(context)
             slots = self.task_slots()
-            if slots > 0:  # a cluster whose executors are not there yet: nothing to warm
-                warm_python_workers(context, slots)
+            # no slots: a cluster whose executors are not there yet, nothing to warm
+            if slots > 0 and warm_up is not None:
+                warm_up(context, slots)
             log.info(
                 "spark_started",
                 master=context.master,

@@ -21,10 +21,8 @@ import abc
 import contextlib
 import logging
 import math
-import socket
 import threading
 import time
-import traceback
 from collections.abc import Callable, Collection, Mapping
 from typing import Protocol, TypedDict, Unpack
 
@@ -33,7 +31,6 @@ import structlog
 from connect_grpc.connectors.api import Task
 from connect_grpc.domain import (
     InstanceStatus,
-    PlacementKind,
     State,
     TargetState,
     TaskId,
@@ -44,14 +41,14 @@ from connect_grpc.metrics.worker_metrics import TaskMetrics
 from connect_grpc.runtime.connector import StatusListener
 from connect_grpc.runtime.hosting import HostedPlugin
 from connect_grpc.runtime.kafka_monitor import KafkaOutage
+from connect_grpc.runtime.placement import driver_placement
 from connect_grpc.runtime.retry import RetriableError, RetryPolicy, RetryTracker, is_retriable_error
 from connect_grpc.runtime.spark import SparkRuntime
+from connect_grpc.runtime.traces import status_trace
 from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
-#: The host of this worker's process, where a task that no executor hosts runs.
-DRIVER_HOST = socket.gethostname()
 #: Seconds an idle or paused loop sleeps before looking for work again; each idle turn
 #: after it doubles the sleep up to IDLE_SLEEP_MAX_S, and a turn that moves data starts
 #: over. So a busy task looks again at once, and a thousand idle ones on a worker look
@@ -150,7 +147,7 @@ class TaskRunner(abc.ABC):
         #: When the task last exchanged with Kafka successfully (its own evidence, which
         #: outranks an outage the monitor saw begin earlier).
         self._kafka_ok_at = -math.inf
-        self._reported: tuple[State, str, TaskPlacement] | None = None
+        self._reported: tuple[State, str, TaskPlacement | None] | None = None
         self._started = False
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -211,8 +208,8 @@ class TaskRunner(abc.ABC):
             with self._plugin_context():
                 self.prepare()
                 self.plugin.start(task_config)
-        except Exception:
-            self._fail(traceback.format_exc())
+        except Exception as exc:
+            self._fail(status_trace(exc))
             self._close_quietly()
             return False
         with self._lock:
@@ -316,8 +313,8 @@ class TaskRunner(abc.ABC):
         try:
             with self._plugin_context():
                 self._loop()
-        except BaseException:
-            self._fail(f"The task's loop ended on an unexpected error:\n{traceback.format_exc()}")
+        except BaseException as exc:
+            self._fail(status_trace(exc, "The task's loop ended on an unexpected error"))
         finally:
             with self._lock:
                 self._loop_done = True
@@ -338,8 +335,8 @@ class TaskRunner(abc.ABC):
         try:
             if self._spark_jobs:
                 self._spark.bind_thread(self.id.connector, self.id.task)
-        except Exception:
-            self._fail(traceback.format_exc())
+        except Exception as exc:
+            self._fail(status_trace(exc))
             return
         idle_s = IDLE_SLEEP_S
         while not self._stopping.is_set():
@@ -381,7 +378,7 @@ class TaskRunner(abc.ABC):
     def _retry_later(self, exc: Exception) -> bool:
         """Shows RETRYING and waits out the back-off. False (the task is then FAILED) when the
         error is not retriable or retrying has lasted longer than the policy allows."""
-        trace = str(exc) if isinstance(exc, KafkaUnreachableError) else traceback.format_exc()
+        trace = str(exc) if isinstance(exc, KafkaUnreachableError) else status_trace(exc)
         if not is_retriable_error(exc):
             self._fail(trace)
             return False
@@ -411,7 +408,7 @@ class TaskRunner(abc.ABC):
         elapsed = self._retry.elapsed()
         return (
             f"Retried a retriable error for {elapsed:.1f} s ({self._retry.attempts} attempts); "
-            f"the task {self._retry.policy.describe()}. Last error:\n{trace}"
+            f"the task {self._retry.policy.describe()}. Last error: {trace}"
         )
 
     def _succeeded(self) -> None:
@@ -453,11 +450,12 @@ class TaskRunner(abc.ABC):
             return State.RETRYING, self._retry_trace
         return State.RUNNING, ""
 
-    def placement(self) -> TaskPlacement:
-        """Where the task's plugin lives: on the driver, unless it is hosted by an executor."""
+    def placement(self) -> TaskPlacement | None:
+        """Where the task's plugin lives: on the driver, unless it is hosted by an executor
+        (None while its host is lost and it is being hosted again)."""
         if isinstance(self.plugin, HostedPlugin):
             return self.plugin.placement()
-        return TaskPlacement(PlacementKind.DRIVER, DRIVER_HOST)
+        return driver_placement()
 
     def _publish(self) -> None:
         """Reports the current state if it (or its trace, or where the task runs) changed

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-import traceback
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -59,7 +58,9 @@ from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
 from connect_grpc.runtime.source_task import HostedSourceTaskRunner, SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, TopicRecorder
+from connect_grpc.runtime.traces import status_trace
 from connect_grpc.runtime.transactions import ExactlyOnceSource, Transactions
+from connect_grpc.runtime.warm_up import warm_python_workers
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.worker_config import TASK_HOSTING_EXECUTOR, WorkerConfig
 
@@ -187,7 +188,7 @@ class Worker:
         tune_for_batches()
         futex_hash = use_global_futex_hash()
         self._monitor.start()
-        self._spark.start()
+        self._spark.start(warm_up=warm_python_workers)
         self._slot_watcher.start()
         if self._watchdog is None:
             self._watchdog = threading.Thread(
@@ -232,8 +233,8 @@ class Worker:
             instance = ConnectorInstance(
                 name, plugin, resolved, self.worker_id, self._listener, raw_config=config
             )
-        except Exception:
-            self._report_connector(name, State.FAILED, traceback.format_exc())
+        except Exception as exc:
+            self._report_connector(name, State.FAILED, status_trace(exc))
             return False
         with self._lock:
             self._connectors[name] = instance
@@ -254,7 +255,7 @@ class Worker:
             with plugin_context(name):
                 configs = instance.plugin.task_configs(max_tasks)
         except Exception as exc:
-            instance.fail(traceback.format_exc())
+            instance.fail(status_trace(exc))
             reason = SECRETS.redact(str(exc))
             raise ConnectError(
                 f"Connector {name} failed to generate task configs: {reason}"
@@ -308,8 +309,8 @@ class Worker:
             connector_config = self._transformer.resolve(connector_config)
             task_config = self._transformer.resolve(task_config)
             runner = self._new_runner(task, connector_config, task_config)
-        except Exception:
-            self._report_task(task, State.FAILED, traceback.format_exc())
+        except Exception as exc:
+            self._report_task(task, State.FAILED, status_trace(exc))
             return False
         with self._lock:
             self._tasks[task] = runner
@@ -383,9 +384,14 @@ class Worker:
         return connectors, {runner.id: runner.state for runner in runners}
 
     def task_placements(self) -> dict[TaskId, PlacementKind]:
+        """Where each task runs; a task whose host was lost (being hosted again) is left out."""
         with self._lock:
             runners = list(self._tasks.values())
-        return {runner.id: runner.placement().kind for runner in runners}
+        return {
+            runner.id: where.kind
+            for runner in runners
+            if (where := runner.placement()) is not None
+        }
 
     # moving a task to a host
 

@@ -26,7 +26,8 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.kafka.broker import die_with_parent_signal, free_port, signal_group
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.kafka.processes import die_with_parent_signal, signal_group
 
 log = structlog.get_logger(__name__)
 

@@ -1192,7 +1192,8 @@ type TaskPlacement struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Driver or Spark executor.
 	Kind TaskPlacement_Kind `protobuf:"varint,1,opt,name=kind,proto3,enum=connect.v1.TaskPlacement_Kind" json:"kind,omitempty"`
-	// The host name of the machine the task runs on (the executor's for KIND_SPARK_EXECUTOR).
+	// Where the task runs, in words: "executor <id> on <host>" (Spark's executor id and the
+	// executor's host name) or "driver on <host>"; a bare host name from older workers.
 	Host          string `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
