@@ -95,7 +95,9 @@ import cluster_anchor
 import grpc
 import headline
 
-from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka, free_port
+from connect_grpc.kafka.broker import LocalKafka
+from connect_grpc.kafka.jars import KAFKA_VERSION
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.logs import configure_logging
 from connect_grpc.testing.cluster import (
     WorkerProcess,

@@ -616,8 +616,8 @@ def _p50_count(samples: Samples) -> str:
 
 # --- where a leader write's time goes -------------------------------------------------------
 
-#: The leader's debug events that time the steps of one write (see ``DistributedHerder._write``
-#: and ``FencedWriter._transact``), and their fields.
+#: The leader's debug events that time the steps of one write (see ``LeaderWriter.write``, on
+#: the herder's logger, and ``FencedWriter._transact``), and their fields.
 STEP_EVENTS = {
     "config_transaction_timed": ("begin_ms", "produce_ms", "commit_ms"),
     "leader_write_timed": ("send_ms", "read_back_ms"),

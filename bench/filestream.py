@@ -83,7 +83,8 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
 )
 from pipelines import PIPELINES  # the sibling module: the configs of --pipeline
 
-from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
+from connect_grpc.kafka.broker import LocalKafka
+from connect_grpc.kafka.jars import KAFKA_VERSION
 from connect_grpc.logs import configure_logging
 from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.v1 import connect_pb2 as pb

@@ -6,7 +6,7 @@ Library (import as ``bench.kafka_connect`` from the repository root)
     Fetches ``org.apache.kafka:connect-runtime``, ``connect-file`` and ``connect-json`` of
     ``version`` with their runtime dependencies (plus a log4j2 binding for slf4j) through
     ``mvn`` into ``<cache_root()>/kafka-connect/<version>/libs``, once, the way
-    ``connect_grpc.kafka.broker.ensure_kafka_libs`` fetches the broker; returns that dir.
+    ``connect_grpc.kafka.jars.ensure_kafka_libs`` fetches the broker; returns that dir.
 ``KafkaConnectStandalone(work_dir, bootstrap_servers, *, libs_dir=None, rest_port=0,
 heap_opts=DEFAULT_HEAP_OPTS, offset_flush_interval_ms=None, worker_overrides=None,
 log_level="INFO", die_with_parent=False)``
@@ -54,21 +54,23 @@ from typing import Any, Protocol
 
 import structlog
 
-from connect_grpc.kafka.broker import (
+from connect_grpc.kafka.jars import (
     KAFKA_VERSION,
     LOG4J_VERSION,
     MAVEN_DEPENDENCY_PLUGIN,
-    KafkaBrokerError,
-    _java,
-    _read,
-    _tail,
     cache_root,
     fetch_maven_libs,
-    free_port,
+)
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.kafka.processes import (
+    KafkaBrokerError,
     spawn_process_group,
     stop_process_group,
 )
-from connect_grpc.runtime.kafka_io import partition_ends
+from connect_grpc.kafka.processes import java_executable as _java
+from connect_grpc.kafka.processes import output_tail as _tail
+from connect_grpc.kafka.processes import read_log as _read
+from connect_grpc.runtime.partition_ends import partition_ends
 
 log = structlog.get_logger(__name__)
 

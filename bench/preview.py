@@ -44,7 +44,7 @@ from connect_grpc.api.server import ApiServer
 from connect_grpc.client import ConnectClient
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.logs import configure_logging
 from connect_grpc.preview import PreviewRequest, SampleRecord
 from connect_grpc.preview_convert import request_to_pb

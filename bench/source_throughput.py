@@ -39,7 +39,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from connect_grpc.app import StandaloneProcess
 from connect_grpc.domain import TargetState
-from connect_grpc.kafka.broker import KAFKA_VERSION, LocalKafka
+from connect_grpc.kafka.broker import LocalKafka
+from connect_grpc.kafka.jars import KAFKA_VERSION
 from connect_grpc.logs import configure_logging
 from connect_grpc.worker_config import WorkerConfig
 
