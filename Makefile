@@ -26,17 +26,24 @@ PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --di
 GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_proto.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint ruff mypy proto-check buf-lint hadolint go-lint unit \
-	integration proto clean distclean
+.PHONY: help install demo test lint ruff mypy import-contracts proto-check buf-lint hadolint \
+	go-lint docs unit integration proto bench-table clean distclean
 
 help:
 	@echo "make demo         install, then run the local broker + a worker + a file->topic->file demo"
 	@echo "make test         install everything, run all linters and all tests (what CI runs)"
 	@echo "make install      create $(VENV) with $(PYTHON) and install the package with [dev]"
-	@echo "make lint         ruff check, mypy, generated-code drift, buf lint, hadolint, gofmt/go vet"
+	@echo "make lint         ruff check, mypy, import contracts, generated-code drift, buf lint," \
+		"hadolint, gofmt/go vet, docs"
+	@echo "make import-contracts  the package's layering (pyproject.toml [tool.importlinter]," \
+		"docs/architecture.md)"
+	@echo "make docs         the user guide (mkdocs.yml) built into site/, links checked;" \
+		"docs/reference/api.md up to date with proto/"
 	@echo "make unit         unit tests (no broker)"
 	@echo "make integration  integration tests (real broker, Spark, gRPC)"
-	@echo "make proto        regenerate connect_grpc/v1 and clients/go/connectv1 from proto/"
+	@echo "make proto        regenerate connect_grpc/v1, clients/go/connectv1 and" \
+		"docs/reference/api.md from proto/"
+	@echo "make bench-table  regenerate BENCHMARKS.md's headline table from bench/results/headline.json"
 	@echo "make clean        remove caches and build output; distclean also removes $(VENV) and .tools"
 
 install: $(INSTALL_STAMP)
@@ -45,7 +52,7 @@ install: $(INSTALL_STAMP)
 # long it usually takes before, and how long it took after.
 $(INSTALL_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "==> installing Python dependencies into $(VENV) (first time about 3 min and" \
+	@echo "==> installing Python dependencies into $(VENV) (first time about 1.5 min and" \
 		"0.8 GB, most of it PySpark; pip prints nothing until it is done)"
 	@start=$$(date +%s); \
 		$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input -e '.[dev]' \
@@ -68,13 +75,17 @@ test: install
 		if [ $$linted -ne 0 ]; then echo "==> make lint failed" >&2; fi; \
 		[ $$tests -eq 0 ] && [ $$linted -eq 0 ]
 
-lint: ruff mypy proto-check buf-lint hadolint go-lint
+lint: ruff mypy import-contracts proto-check buf-lint hadolint go-lint docs
 
 ruff: install
 	$(BIN)/ruff check .
 
 mypy: install
 	$(BIN)/mypy
+
+# The layering as import contracts (pyproject.toml's [tool.importlinter], docs/architecture.md).
+import-contracts: install
+	$(BIN)/lint-imports --no-logo
 
 proto-check: install $(BUF_STAMP) $(GO_PLUGINS_STAMP)
 	$(GEN_PROTO) --check
@@ -100,6 +111,12 @@ go-lint:
 hadolint: install
 	$(BIN)/hadolint Dockerfile
 
+# The user guide: the API reference generated from proto/ must be the committed one, and the
+# site must build with every link and anchor checked (--strict), into site/.
+docs: install
+	$(BIN)/python scripts/proto_reference.py --check
+	$(BIN)/mkdocs build --strict
+
 unit: install
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) tests/unit
 
@@ -108,10 +125,15 @@ integration: install
 
 proto: install $(BUF_STAMP) $(GO_PLUGINS_STAMP)
 	$(GEN_PROTO)
+	$(BIN)/python scripts/proto_reference.py
+
+# The standard library only: no install needed, any Python 3.11 will do.
+bench-table:
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) bench/headline.py
 
 clean:
-	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log \
-		$(LINT_LOG)
+	rm -rf build dist site .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db \
+		derby.log $(LINT_LOG)
 	find . -path ./$(VENV) -prune -o -path ./.tools -prune -o -name __pycache__ -type d \
 		-exec rm -rf {} +
 

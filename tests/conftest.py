@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.kafka.broker import LocalKafka, cache_root
+from connect_grpc.kafka.broker import LocalKafka
+from connect_grpc.kafka.jars import cache_root
 from connect_grpc.testing import class_archive
 
 #: The bootstrap servers of the broker the xdist controller started for its workers.
@@ -38,7 +39,7 @@ EXTERNAL_BROKER_ENV = "CONNECT_GRPC_KAFKA_BOOTSTRAP"
 INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
 BROKER_START_TIMEOUT_S = 90
 
-#: Modules that use the same fixed names, by group: ``readme-files`` run README's
+#: Modules that use the same fixed names, by group: ``readme-files`` run the documented
 #: ``config/`` files as written (``/tmp/connect-local/…``, topic ``connect-local``, group
 #: ``connect-local-cluster``) and the demo's connectors (topic ``connect-demo``, which
 #: ``connect-grpc dev`` deletes and recreates, group ``connect-demo-file-sink``).

@@ -2,7 +2,7 @@
 Kafka, real gRPC): every subcommand through the real executable, as a user runs it, with
 its table and JSON output, dry-run errors, bulk changes by regular expression, restarts
 followed to RUNNING or FAILED, an offsets round trip, live watches, exit codes, contexts,
-completion, and README.md's examples run as written."""
+completion, and the examples of docs/ctl.md run as written."""
 
 from __future__ import annotations
 
@@ -21,18 +21,12 @@ import yaml
 
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.root import COMPLETE_VAR
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.testing.plugins import count, read_events
+from tests.documents import CTL, Command, section_commands, section_lines
 from tests.integration.helpers import INSTRUMENTED_SOURCE, source_config
-from tests.integration.test_readme_commands import (
-    PIPELINE_SECTION,
-    README,
-    Command,
-    readme_commands,
-    run_in_one_shell,
-    section_lines,
-)
+from tests.integration.test_readme_commands import run_in_one_shell
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -118,25 +112,26 @@ def table_rows(run: Run) -> dict[str, list[str]]:
     return {row.split()[0]: row.split() for row in rows}
 
 
-# ---------------------------------------------------------------------------- README
+# ---------------------------------------------------------------------------- docs/ctl.md
+
+#: docs/ctl.md: the page's own section (its example), and the TLS one
+#: (tests/integration/test_ctl_tls.py).
+CTL_SECTION = "# Command line: `connect-grpc ctl`"
+CTL_TLS_SECTION = "## ctl over TLS and with tokens"
 
 
 def _readme_ctl_block() -> list[Command]:
-    # not the TLS ones (tests/integration/test_ctl_tls.py) nor the two-worker cluster's
-    # or the record pipeline's (test_readme_commands.py's test_readme_distributed_block and
-    # test_readme_record_pipeline_block)
-    elsewhere = [*section_lines(README, "### Distributed mode"),
-                 *section_lines(README, PIPELINE_SECTION)]
-    found = [c for c in readme_commands() if c.line not in elsewhere]
-    blocks = {c.block for c in found if c.words[:2] == [".venv/bin/connect-grpc", "ctl"]}
-    assert len(blocks) == 1, "README.md shows connect-grpc ctl in one ```sh block"
-    return [c for c in found if c.block in blocks]
+    tls = section_lines(CTL, CTL_TLS_SECTION)
+    found = [c for c in section_commands(CTL, CTL_SECTION) if c.line not in tls]
+    blocks = {c.block for c in found}
+    assert len(blocks) == 1, "docs/ctl.md shows its example in one ```sh block"
+    return found
 
 
-def _documented(command: Command) -> tuple[int, list[str]]:
+def _documented(command: Command, document: Path = CTL) -> tuple[int, list[str]]:
     """The exit code (``# exits N`` after the command) and the ``# Error: …`` lines that
-    follow it in README.md."""
-    lines = README.read_text(encoding="utf-8").splitlines()
+    follow it in ``document``."""
+    lines = document.read_text(encoding="utf-8").splitlines()
     end = command.line + command.text.count("\n")  # 1-based line of its last line
     code = 0
     if "# exits " in lines[end - 1]:

@@ -10,7 +10,7 @@ test time).
 - With tokens: none is UNAUTHENTICATED, a viewer's ``pause`` (token from the environment)
   PERMISSION_DENIED and changes nothing; a context's token file works, and ``--token-file``
   overrides it.
-- README.md's "ctl over TLS and with tokens" commands run as written (only the documented
+- docs/ctl.md's "ctl over TLS and with tokens" commands run as written (only the documented
   paths and address replaced).
 """
 
@@ -35,21 +35,15 @@ from connect_grpc.ctl.exit_codes import ExitCode
 from connect_grpc.domain import State, TargetState
 from connect_grpc.testing.certs import Pki
 from connect_grpc.testing.cluster import WorkerProcess
+from tests.documents import CTL, Command, section_commands
 from tests.integration.helpers import source_config
-from tests.integration.test_ctl import _documented
-from tests.integration.test_readme_commands import (
-    README,
-    Command,
-    commands,
-    run_in_one_shell,
-    section_lines,
-)
+from tests.integration.test_ctl import CTL_TLS_SECTION, _documented
+from tests.integration.test_readme_commands import run_in_one_shell
 from tests.integration.tls_workers import ADMIN_TOKEN, VIEWER_TOKEN
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 EXECUTABLE = str(Path(sys.executable).parent / "connect-grpc")
-README_SECTION = "### ctl over TLS and with tokens"
 DOCUMENTED_TLS_DIR = "/tmp/connect-tls"
 DOCUMENTED_TOKENS_DIR = "/tmp/connect-tokens"
 DOCUMENTED_ADDRESS = "localhost:8443"
@@ -86,7 +80,7 @@ def ctl(tmp_path: Path) -> Ctl:
 
 @pytest.fixture(scope="module")
 def tokens(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """ops.token (the admin's) and dashboard.token (the viewer's), as README.md names them."""
+    """ops.token (the admin's) and dashboard.token (the viewer's), as docs/ctl.md names them."""
     directory = tmp_path_factory.mktemp("tokens")
     (directory / "ops.token").write_text(ADMIN_TOKEN + "\n", encoding="ascii")
     (directory / "dashboard.token").write_text(VIEWER_TOKEN + "\n", encoding="ascii")
@@ -205,13 +199,13 @@ def test_a_token_is_not_sent_to_a_plaintext_target(
     assert "--token-file: a bearer token is sent over TLS only" in " ".join(run.stderr.split())
 
 
-# ---------------------------------------------------------------------------- README.md
+# ---------------------------------------------------------------------------- docs/ctl.md
 
 
 def readme_blocks() -> list[list[Command]]:
-    """The section's ```sh blocks: the mutual-TLS one, then the tokens one."""
-    lines = section_lines(README, README_SECTION)
-    found = [c for c in commands(README) if c.line in lines]
+    """The ```sh blocks of docs/ctl.md's "ctl over TLS and with tokens": the mutual-TLS one,
+    then the tokens one."""
+    found = section_commands(CTL, CTL_TLS_SECTION)
     blocks = sorted({c.block for c in found})
     return [[c for c in found if c.block == block] for block in blocks]
 

@@ -290,10 +290,10 @@ def test_a_request_answer_cannot_be_parted_from_its_change(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     """The answer to a change of the config topic carrying a request_id is never a record
-    a crash could part from the change (README, "request_id"). A change the leader writes
-    without a transaction carries it in a header of the record that is the change, every
-    record stamped with the leader's term: a create's config, its last record; a pause's
-    target state; a delete's connector tombstone, its first record, followed by the
+    a crash could part from the change (docs/running.md, "Distributed mode"). A change the
+    leader writes without a transaction carries it in a header of the record that is the
+    change, every record stamped with the leader's term: a create's config, its last record;
+    a pause's target state; a delete's connector tombstone, its first record, followed by the
     target-state tombstone that finishes the removal."""
     name = f"atomic-{uuid.uuid4().hex[:6]}"
     via = cluster.follower_not_running(name)
@@ -484,7 +484,7 @@ def test_leader_kill_loses_no_acknowledged_write(
                 n += 1
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.ALREADY_EXISTS:
-                    # would mean a create applied without its answer: the README says a
+                    # would mean a create applied without its answer: docs/running.md says a
                     # leader crash cannot separate them (one transaction), asserted below
                     unanswered.append(name)
                     n += 1
@@ -547,9 +547,10 @@ def _connector_status(worker: WorkerProcess, name: str) -> pb.ConnectorStatus | 
 
 def _assert_unassigned_before_moving(cluster: Cluster, killed: str, names: list[str]) -> None:
     """Every connector the killed worker ran shows UNASSIGNED, under the killed worker's id,
-    from when the group dropped it until a survivor reports it (README: "UNASSIGNED until
-    they run again"): in the status topic, the record that follows the killed worker's last
-    report of it is that UNASSIGNED, never a survivor's status."""
+    from when the group dropped it until a survivor reports it (docs/running.md: "they show
+    UNASSIGNED (with the dead worker's id) until a survivor runs them"): in the status topic,
+    the record that follows the killed worker's last report of it is that UNASSIGNED, never a
+    survivor's status."""
     survivor = cluster.live[0]
     wait_until(lambda: all(
         (s := _connector_status(survivor, name)) is not None

@@ -3,7 +3,7 @@
 - ``go test -count=1 -v ./...`` in clients/go, with ``CONNECT_GRPC_TARGET`` naming this
   module's worker, exits 0, and every test that ``go test -list`` finds passed (the example's
   ``TestExample`` among them): none failed, none skipped, none missing.
-- The ``go -C clients/go run ./example`` command of README.md and of clients/go/README.md
+- The ``go -C clients/go run ./example`` command of docs/clients.md and of clients/go/README.md
   runs as written (only the address ``localhost:8083`` rewritten) and exits 0, having gone
   through every step of the example.
 - Afterwards the worker has no connector left: the example and the tests delete theirs.
@@ -25,11 +25,10 @@ import pytest
 
 from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.v1 import connect_pb2 as pb
+from tests.documents import CLIENTS, commands, section_commands
 from tests.integration.test_readme_commands import (
-    README,
     Outcome,
     assert_as_documented,
-    commands,
     run_in_one_shell,
 )
 from tests.integration.warm_ups import warm_go_client
@@ -39,6 +38,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[2]
 GO_MODULE = ROOT / "clients" / "go"
 GO_README = GO_MODULE / "README.md"
+#: docs/clients.md's section.
+GO_SECTION = "## Go client"
 TARGET_ENV = "CONNECT_GRPC_TARGET"
 EXAMPLE_COMMAND = "go -C clients/go run ./example --target localhost:8083"
 #: What the example prints for each step, with its default connector name.
@@ -135,7 +136,7 @@ def _assert_every_step(outcome: Outcome) -> None:
 
 
 def test_readme_go_example_commands(worker: WorkerProcess, tmp_path: Path) -> None:
-    chosen = [c for document in (README, GO_README) for c in commands(document)
+    chosen = [c for c in [*section_commands(CLIENTS, GO_SECTION), *commands(GO_README)]
               if c.words[:1] == ["go"] and DOCUMENTED_TLS_ADDRESS not in c.text]
     assert [c.text for c in chosen] == [EXAMPLE_COMMAND, EXAMPLE_COMMAND]
 

@@ -15,6 +15,7 @@ import pytest
 
 from connect_grpc.testing.certs import Pki
 from connect_grpc.testing.cluster import WorkerProcess
+from tests.documents import commands
 from tests.integration.test_go_client import (
     DOCUMENTED_TLS_ADDRESS,
     DOCUMENTED_TLS_DIR,
@@ -28,11 +29,7 @@ from tests.integration.test_go_client import (
     _go_in_module,
     _results,
 )
-from tests.integration.test_readme_commands import (
-    assert_as_documented,
-    commands,
-    run_in_one_shell,
-)
+from tests.integration.test_readme_commands import assert_as_documented, run_in_one_shell
 from tests.integration.tls_workers import ADMIN_TOKEN
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]

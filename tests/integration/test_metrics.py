@@ -1,7 +1,7 @@
 """The Prometheus endpoint of real worker processes: scraped over HTTP and parsed with
 prometheus_client's text parser while a pipeline runs, its counters must move by what the
-pipeline moved, its states and counts must match the worker's, and README.md's example must
-work as written.
+pipeline moved, its states and counts must match the worker's, and the example of
+docs/metrics.md must work as written.
 
 - A standalone worker (tasks hosted in Spark tasks, the default) runs FileStreamSource →
   topic → FileStreamSink; it is scraped before and after more lines go through.
@@ -38,12 +38,13 @@ from connect_grpc.testing.cluster import (
     wait_until,
 )
 from connect_grpc.v1 import connect_pb2 as pb
+from tests.documents import METRICS, section_text
 from tests.integration.helpers import PAUSED, RUNNING, create_topic, wait_for_states
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+#: docs/metrics.md's example.
+EXAMPLE_SECTION = "## Scraping a worker"
 SOURCE, SINK = "metrics-file-source", "metrics-file-sink"
 FIRST_LINES, MORE_LINES = 200, 300
 SERVICE = "connect.v1.ConnectService"
@@ -95,7 +96,7 @@ def rpc_labels(method: str, code: str | None = None) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------------------------
-# README.md's example
+# docs/metrics.md's example
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,8 @@ class ReadmeExample:
 
 
 def readme_example() -> ReadmeExample:
-    """The "Metrics" section's properties line and its curl command with its output."""
-    text = README.read_text(encoding="utf-8")
-    section = re.split(r"\n##+ ", text.split("\n### Metrics\n", 1)[1], maxsplit=1)[0]
+    """The example's properties line and its curl command with its output."""
+    section = section_text(METRICS, EXAMPLE_SECTION)
     [listener] = re.findall(r"^metrics\.listener=(\S+)$", section, re.MULTILINE)
     [(command, output)] = re.findall(r"```sh\n(curl [^\n]+)\n# ([^\n]+)\n```", section)
     port = int(listener.rsplit(":", 1)[1])
@@ -143,7 +143,7 @@ class Pipeline:
 
 @pytest.fixture(scope="module")
 def pipeline(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    """A standalone worker with README's ``metrics.listener`` (on a free port) running a
+    """A standalone worker with docs/metrics.md's ``metrics.listener`` (on a free port) running a
     FileStreamSource → topic → FileStreamSink pipeline."""
     work = tmp_path_factory.mktemp("metrics")
     example = readme_example()
@@ -278,8 +278,8 @@ def test_states_and_counts_match_the_worker(pipeline: Pipeline) -> None:
 
 
 def test_readme_metrics_example(pipeline: Pipeline, tmp_path: Path) -> None:
-    """README.md's curl command, on the pipeline's worker (two connectors), prints what
-    README.md shows; only the port differs."""
+    """docs/metrics.md's curl command, on the pipeline's worker (two connectors), prints what
+    the page shows; only the port differs."""
     example = readme_example()
     command = example.command.replace(f":{example.port}/", f":{pipeline.metrics_port}/")
     result = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True,

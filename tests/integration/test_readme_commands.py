@@ -1,28 +1,34 @@
-"""The README works as written: its commands and the grpcurl recipes run against a live worker.
+"""README.md and the user guide work as written: their commands (README.md's start by hand;
+docs/running.md's standalone worker, local broker and two-worker cluster; docs/pipeline.md's
+record pipeline; docs/clients.md's grpcurl calls) and the grpcurl recipes run against live
+workers. Which test runs each ```sh block of the documents:
+tests/unit/test_documented_commands.py.
 
 - grpcurl is installed once, pinned (``warm_ups.GRPCURL_VERSION``), from the Go module proxy
-  with the ``go install`` command README.md shows, into ``<cache>/go-bin/<version>``
+  with the ``go install`` command docs/running.md shows, into ``<cache>/go-bin/<version>``
   (``<cache>`` is ``$CONNECT_GRPC_CACHE`` or ``~/.cache/connect-grpc``), in the background
   early in the session (``warm_ups``).
 - The worker is what ``make demo`` (``connect-grpc dev``) runs: a standalone worker with the
   demo's two connectors (``connect_grpc.dev``'s own definitions, on topic ``connect-demo``)
   and no test plugins, but against the session's broker and on a free port, with the demo's
   files in a temporary directory.
-- Every ``grpcurl`` command of README.md, and every command of clients/grpcurl/README.md,
-  runs with bash in document order (the recipes in one shell, so their variables carry over)
-  with only the address ``localhost:8083`` rewritten to the test worker's. Each must exit 0;
-  a command followed by a ``# ERROR:`` / ``# Error …`` comment must fail with the documented
-  text; a command marked ``# streams until Ctrl-C`` must still be streaming after a few
-  seconds (it is then interrupted).
-- README.md shows ``connect-grpc kafka start|status|stop`` bare (port 9092, the default state
-  dir), for users; the test runs the same commands with ``--state-dir`` (a temporary dir) and,
-  for start, ``--port`` (a free port) added.
-- README.md's ``connect-grpc standalone …`` command runs with the files it names; only the
-  worker properties that name this machine's ports and paths (``bootstrap.servers``,
-  ``listeners``, ``offset.storage.file.filename``) are replaced.
-- README.md's "Distributed mode" block runs as written in one shell, with copies of the two
-  worker files whose ``bootstrap.servers`` and ``listeners`` are replaced, and the two
-  documented addresses and log paths rewritten to match.
+- Every ``grpcurl`` command of docs/clients.md's "gRPC API", and every command of
+  clients/grpcurl/README.md, runs with bash in document order (the recipes in one shell, so
+  their variables carry over) with only the address ``localhost:8083`` rewritten to the test
+  worker's. Each must exit 0; a command followed by a ``# ERROR:`` / ``# Error …`` comment
+  must fail with the documented text; a command marked ``# streams until Ctrl-C`` must still
+  be streaming after a few seconds (it is then interrupted).
+- docs/running.md shows ``connect-grpc kafka start|status|stop`` bare (port 9092, the default
+  state dir), for users; the test runs the same commands with ``--state-dir`` (a temporary
+  dir) and, for start, ``--port`` (a free port) added.
+- The ``connect-grpc standalone …`` command of docs/running.md and README.md (the same one)
+  runs with the files it names; only the worker properties that name this machine's ports
+  and paths (``bootstrap.servers``, ``listeners``, ``offset.storage.file.filename``) are
+  replaced. README.md's ``ctl`` call then runs against it.
+- docs/running.md's "Distributed mode" block runs as written in one shell, twice on the
+  state the first run left (the internal topics, the group), with copies of the two worker
+  files whose ``bootstrap.servers`` and ``listeners`` are replaced, and the two documented
+  addresses and log paths rewritten to match.
 """
 
 from __future__ import annotations
@@ -43,147 +49,53 @@ from typing import Any
 
 import pytest
 
+from connect_grpc.dead_letter_headers import (
+    ERROR_HEADER_CONNECTOR_NAME,
+    ERROR_HEADER_ORIG_OFFSET,
+    ERROR_HEADER_STAGE,
+)
 from connect_grpc.dev import DEMO_DIR, DEMO_TOPIC, _demo_connectors, reset_demo_topic
-from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, default_state_dir, free_port
+from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, default_state_dir
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.worker_config import read_properties
+from tests.documents import (
+    CLIENTS,
+    PIPELINE,
+    README,
+    ROOT,
+    RUNNING,
+    Command,
+    commands,
+    section_commands,
+    section_text,
+)
 from tests.integration.helpers import read_all
 from tests.integration.warm_ups import GRPCURL_INSTALL, install_grpcurl
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 RECIPES = ROOT / "clients" / "grpcurl" / "README.md"
 
-#: What README.md tells users to run, and what the test runs (with GOBIN set).
-
 DOCUMENTED_ADDRESS = "localhost:8083"
-STREAMING_MARK = "# streams until Ctrl-C"
 STREAM_SECONDS = 3
 DEMO_LINES = 20
 
 
 # --------------------------------------------------------------------------------------------
-# reading the documents
+# the documented sections (tests/unit/test_documented_commands.py lists who runs each block)
 
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """One shell command of a document's ```sh blocks, as written."""
-
-    text: str
-    line: int
-    #: Which ```sh block of the document it is in (0: the first).
-    block: int
-    #: The documented failure (the comment lines right after the command), if any.
-    expected_error: tuple[str, ...] = ()
-
-    @property
-    def words(self) -> list[str]:
-        return shlex.split(self.text.split("\n", 1)[0].rstrip("\\"), comments=True)
-
-    @property
-    def streams(self) -> bool:
-        return STREAMING_MARK in self.text
-
-
-def _sh_blocks(document: Path) -> Iterator[tuple[int, list[str]]]:
-    """(line number of the first line, lines) of every ```sh block."""
-    lines = document.read_text(encoding="utf-8").splitlines()
-    index = 0
-    while index < len(lines):
-        if lines[index].strip() == "```sh":  # possibly indented, inside a list item
-            indent = len(lines[index]) - len(lines[index].lstrip())
-            end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
-            yield index + 2, [line[indent:] for line in lines[index + 1 : end]]
-            index = end
-        index += 1
-
-
-def _complete(text: str) -> bool:
-    if text.endswith("\\"):
-        return False
-    heredoc = re.search(r"<<-?\s*'?(\w+)'?", text.split("\n", 1)[0])
-    if heredoc is not None:
-        return text.split("\n")[-1] == heredoc.group(1) and "\n" in text
-    try:
-        shlex.split(text, comments=True)
-    except ValueError:  # an open quote: a multi-line argument
-        return False
-    return True
-
-
-def commands(document: Path) -> list[Command]:
-    """Every command of the document's ```sh blocks, in order."""
-    found: list[Command] = []
-    for block_index, (first_line, block) in enumerate(_sh_blocks(document)):
-        pending: list[str] = []
-        start = 0
-        error_lines: list[str] | None = None
-        for offset, line in enumerate(block):
-            if pending:
-                pending.append(line)
-                if _complete("\n".join(pending)):
-                    found.append(Command("\n".join(pending), start, block_index))
-                    pending = []
-                continue
-            stripped = line.strip()
-            if stripped.startswith("#"):
-                comment = stripped.lstrip("#").strip()
-                if error_lines is None and found and comment.startswith(("ERROR:", "Error ")):
-                    error_lines = []
-                if error_lines is not None:
-                    error_lines.append(comment)
-                    last = found[-1]
-                    found[-1] = Command(last.text, last.line, last.block, tuple(error_lines))
-                continue
-            error_lines = None
-            if not stripped:
-                continue
-            start = first_line + offset
-            pending = [line]
-            if _complete(line):
-                found.append(Command(line, start, block_index))
-                pending = []
-        assert not pending, f"{document}:{start}: unterminated command"
-    return found
-
-
-#: README.md's sections whose commands another module runs, against workers of their own
-#: (TLS workers: tests/integration/test_readme_security.py, tests/integration/test_ctl_tls.py).
-TESTED_ELSEWHERE = (
-    "### TLS and mutual TLS", "### Bearer tokens and roles", "### ctl over TLS and with tokens"
-)
-
-
-#: README.md's record pipeline example (test_readme_record_pipeline_block).
-PIPELINE_SECTION = "### A record pipeline, as Kafka Connect users write it"
-
-
-def section_lines(document: Path, heading: str) -> range:
-    """The line numbers (1-based) of a section: its heading up to the next heading of the
-    same or a higher level (outside code blocks, where ``#`` starts a comment)."""
-    lines = document.read_text(encoding="utf-8").splitlines()
-    start = lines.index(heading)
-    level = len(heading) - len(heading.lstrip("#"))
-    fenced = False
-    for index in range(start + 1, len(lines)):
-        line = lines[index]
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-            continue
-        depth = len(line) - len(line.lstrip("#"))
-        if not fenced and 0 < depth <= level and line[depth:depth + 1] == " ":
-            return range(start + 1, index + 1)
-    return range(start + 1, len(lines) + 1)
-
-
-def readme_commands() -> list[Command]:
-    """README.md's commands this module runs: all but those of :data:`TESTED_ELSEWHERE`."""
-    elsewhere = [section_lines(README, heading) for heading in TESTED_ELSEWHERE]
-    return [c for c in commands(README) if not any(c.line in lines for lines in elsewhere)]
+#: README.md's start by hand: the local broker, the standalone worker, a ctl call.
+BY_HAND_SECTION = "## By hand"
+#: docs/running.md's sections.
+STANDALONE_SECTION = "## Standalone mode"
+DATA_SECTION = "## Where the data lives"
+DISTRIBUTED_SECTION = "## Distributed mode"
+#: docs/pipeline.md's record pipeline example (test_readme_record_pipeline_block).
+PIPELINE_SECTION = "## A record pipeline, as Kafka Connect users write it"
+#: docs/clients.md's grpcurl calls.
+GRPC_API_SECTION = "## gRPC API"
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,11 +265,12 @@ def _records_in(bootstrap_servers: str, topic: str) -> int:
 
 
 def test_readme_installs_the_pinned_grpcurl() -> None:
-    assert GRPCURL_INSTALL in README.read_text(encoding="utf-8")
+    assert GRPCURL_INSTALL in section_text(RUNNING, "## Requirements")
 
 
 def test_readme_grpcurl_commands(demo: Demo, grpcurl_dir: Path, tmp_path: Path) -> None:
-    chosen = [command for command in readme_commands() if command.words[0] == "grpcurl"]
+    """docs/clients.md's grpcurl calls, against the demo's worker."""
+    chosen = [c for c in section_commands(CLIENTS, GRPC_API_SECTION) if c.words[0] == "grpcurl"]
     assert len(chosen) >= 2
     for command in chosen:
         assert DOCUMENTED_ADDRESS in command.text, command
@@ -428,17 +341,21 @@ def _cli_env() -> dict[str, str]:
 
 
 def test_readme_kafka_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``connect-grpc kafka start|status|stop`` as "Running" shows them, then the block that
-    wipes the broker's data (stop, ``rm -rf`` of the documented directory, here the test's)."""
+    """``connect-grpc kafka start|status|stop`` as docs/running.md's "Standalone mode" shows
+    them (README.md's start by hand opens with the same ``kafka start``), then the block of
+    "Where the data lives" that wipes the broker's data (stop, ``rm -rf`` of the documented
+    directory, here the test's)."""
     monkeypatch.delenv("CONNECT_GRPC_CACHE", raising=False)
     documented_dir = default_state_dir()
     state_dir = tmp_path / "kafka"
     port = free_port()
-    readme = readme_commands()
-    [wipe_block] = {c.block for c in readme if c.words[:2] == ["rm", "-rf"]}
-    running_block = [c for c in readme if _is_cli(c, "kafka") and c.block != wipe_block]
-    wipe = [c for c in readme if c.block == wipe_block]
+    running_block = [c for c in section_commands(RUNNING, STANDALONE_SECTION)
+                     if _is_cli(c, "kafka")]
+    wipe = section_commands(RUNNING, DATA_SECTION)
+    assert len({c.block for c in wipe}) == 1, wipe
     assert [c.words[2] for c in running_block] == ["start", "status", "stop"]
+    [by_hand] = [c for c in section_commands(README, BY_HAND_SECTION) if _is_cli(c, "kafka")]
+    assert by_hand.text == running_block[0].text
     assert wipe[-1].words[:2] == ["rm", "-rf"]
     running = False
     try:
@@ -476,25 +393,43 @@ def test_readme_kafka_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert not (state_dir / "data").exists()  # wiped
 
 
+#: The topic of the connector files of docs/running.md's "Standalone mode".
+RUNNING_TOPIC = "connect-local"
+
+
 def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None:
-    """README.md's "Running" worker: the files it names work together, use their own
-    files and topic (not the demo's), and move data."""
-    pipeline = section_lines(README, PIPELINE_SECTION)
-    [command] = [
-        c for c in readme_commands() if _is_cli(c, "standalone") and c.line not in pipeline
-    ]
+    """docs/running.md's standalone worker, which README.md's start by hand runs too: the
+    files it names work together, use their own files and topic (not the demo's), and move
+    data; README.md's ``ctl`` call lists both connectors RUNNING."""
+    [command] = [c for c in section_commands(RUNNING, STANDALONE_SECTION)
+                 if _is_cli(c, "standalone")]
+    by_hand = section_commands(README, BY_HAND_SECTION)
+    [same] = [c for c in by_hand if _is_cli(c, "standalone")]
+    assert same.text == command.text
+    [ctl_call] = [c for c in by_hand if _is_cli(c, "ctl")]
     words = shlex.split(command.text.replace("\\\n", " "), comments=True)
     worker_file, *connector_files = (ROOT / word for word in words[2:])
     properties = read_properties(worker_file)
     assert properties["bootstrap.servers"].endswith(f":{DEFAULT_BROKER_PORT}")
     replaced = {"bootstrap.servers", "listeners", "offset.storage.file.filename"}
+    # the files' topic, made the test's own: the broker keeps what other tests and earlier
+    # runs wrote to connect-local (plain lines, from workers without converters), which the
+    # sink would read with the worker's JsonConverter
+    topic = f"{RUNNING_TOPIC}-{uuid.uuid4().hex[:8]}"
+    copies = []
+    for path in connector_files:
+        copy = tmp_path / path.name
+        text = path.read_text(encoding="utf-8")
+        assert f'"{RUNNING_TOPIC}"' in text or f"={RUNNING_TOPIC}\n" in text, path
+        copy.write_text(text.replace(RUNNING_TOPIC, topic), encoding="utf-8")
+        copies.append(copy)
     worker = WorkerProcess(
         tmp_path / "worker", kafka_bootstrap,
         extra_properties={
             "test.plugins.enabled": "false",
             **{key: value for key, value in properties.items() if key not in replaced},
         },
-        connector_files=connector_files,
+        connector_files=copies,
     )
     with worker:
         # the worker serves while it creates the files' connectors, one after the other
@@ -527,19 +462,27 @@ def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None
         ).connectors:
             assert listing.status.connector.state == running
             assert [t.state for t in listing.status.tasks] == [running]
+        [shown] = run_in_one_shell([ctl_call], worker.address, [Path(sys.executable).parent],
+                                   tmp_path / "ctl", 60)
+        assert_as_documented([shown], worker)
+        rows = [line.split() for line in shown.output.splitlines()[1:] if line.strip()]
+        assert sorted((row[0], row[2]) for row in rows) == sorted(
+            (name, "RUNNING") for name in configs), shown.output
 
 
-#: The gRPC addresses of README.md's two distributed workers, as its block writes them.
+#: The gRPC addresses of docs/running.md's two distributed workers, as its block writes them.
 DISTRIBUTED_ADDRESSES = ("localhost:8093", "localhost:8094")
 
 
+@pytest.mark.timeout(1500)
 def test_readme_distributed_block(kafka_bootstrap: str, tmp_path: Path) -> None:
-    """README.md's "Distributed mode" block runs as written, in one shell: two workers from
-    the files it names (each a copy with only the broker address and the listener
-    replaced, to fit the test's broker and free ports), the leader found with ``ctl
-    cluster``, a connector created through the follower, its status, the clean-up."""
-    section = section_lines(README, "### Distributed mode")
-    chosen = [c for c in readme_commands() if c.line in section]
+    """docs/running.md's "Distributed mode" block runs as written, in one shell, twice (the
+    block says it can run again: the second run finds the internal topics, the group and the
+    deleted connector's records the first left): two workers from the files it names (each
+    a copy with only the broker address and the listener replaced, to fit the test's broker
+    and free ports), the leader found with ``ctl cluster``, a connector created through the
+    follower, its status, the clean-up."""
+    chosen = section_commands(RUNNING, DISTRIBUTED_SECTION)
     starts = [c for c in chosen if _is_cli(c, "distributed")]
     assert len(starts) == 2, starts
     files = [ROOT / c.words[2] for c in starts]
@@ -561,44 +504,49 @@ def test_readme_distributed_block(kafka_bootstrap: str, tmp_path: Path) -> None:
         ), encoding="utf-8")
         replacements[str(path.relative_to(ROOT))] = str(copy)
         replacements[DISTRIBUTED_ADDRESSES[index]] = f"127.0.0.1:{port}"
-    outcomes = run_in_one_shell(
-        chosen, "unused", [Path(sys.executable).parent], tmp_path / "shell", 900, replacements
-    )
-    failed = [outcome.describe() for outcome in outcomes if outcome.problem() is not None]
-    logs = "\n".join(
-        f"{log.name} (tail):\n{log.read_text(errors='replace')[-3000:]}"
-        for log in sorted(tmp_path.glob("worker-*.log"))
-    )
-    assert not failed, "\n\n".join(failed) + f"\n\n{logs}"
-    by_text = {o.command.text.split("#")[0].strip(): o.output for o in outcomes}
-    [cluster] = [out for text, out in by_text.items() if text.endswith(" cluster")]
-    leader_port = replacements[DISTRIBUTED_ADDRESSES[0]].rsplit(":", 1)[1]
-    assert re.search(rf"^Leader: +local-worker-1 127\.0\.0\.1:{leader_port}$", cluster, re.M)
-    assert "Answered by: local-worker-2" in cluster
-    [listing] = [out for text, out in by_text.items() if "get connectors" in text]
-    assert "local-file-source" in listing and "RUNNING" in listing, listing
+    for round_ in (1, 2):
+        outcomes = run_in_one_shell(
+            chosen, "unused", [Path(sys.executable).parent], tmp_path / f"shell-{round_}", 650,
+            replacements,
+        )
+        failed = [outcome.describe() for outcome in outcomes if outcome.problem() is not None]
+        logs = "\n".join(
+            f"{log.name} (tail):\n{log.read_text(errors='replace')[-3000:]}"
+            for log in sorted(tmp_path.glob("worker-*.log"))
+        )
+        assert not failed, f"round {round_}:\n" + "\n\n".join(failed) + f"\n\n{logs}"
+        by_text = {o.command.text.split("#")[0].strip(): o.output for o in outcomes}
+        [cluster] = [out for text, out in by_text.items() if text.endswith(" cluster")]
+        leader_port = replacements[DISTRIBUTED_ADDRESSES[0]].rsplit(":", 1)[1]
+        assert re.search(rf"^Leader: +local-worker-1 127\.0\.0\.1:{leader_port}$", cluster,
+                         re.M), cluster
+        assert "Answered by: local-worker-2" in cluster
+        [listing] = [out for text, out in by_text.items() if "get connectors" in text]
+        assert "local-file-source" in listing and "RUNNING" in listing, listing
 
 
-#: Where README.md's record pipeline keeps its files, and its topics' common prefix.
+#: Where docs/pipeline.md's record pipeline keeps its files, and its topics' common prefix.
 PIPELINE_DIR = "/tmp/connect-people"
 PIPELINE_TOPIC = "connect-people"
 
 
 def test_readme_record_pipeline_block(kafka_bootstrap: str, tmp_path: Path) -> None:
-    """README.md's record pipeline, run twice on one worker's state (its offsets file, the
+    """docs/pipeline.md's record pipeline, run twice on one worker's state (its offsets file, the
     sink's consumer group): the worker from the files the block names, then the commands of
     "another shell". Each run adds exactly the two people, transformed, to the sink's file
     and the line that is not JSON to the dead-letter queue, with its context headers. The
     connector files are copies with their directory and topics made the test's own."""
-    section = section_lines(README, PIPELINE_SECTION)
-    chosen = [c for c in readme_commands() if c.line in section]
+    chosen = section_commands(PIPELINE, PIPELINE_SECTION)
     [start] = [c for c in chosen if _is_cli(c, "standalone")]
-    shell = [c for c in chosen if c is not start]
+    # ctl dlq reads the dead letters: it runs once they are there (its output is checked)
+    dlq = [c for c in chosen if c.words[1:2] == ["ctl"] and "dlq" in c.words]
+    shell = [c for c in chosen if c is not start and c not in dlq]
+    assert len(dlq) == 1
     words = shlex.split(start.text.replace("\\\n", " "), comments=True)
     worker_file, *connector_files = (ROOT / word for word in words[2:])
     run = uuid.uuid4().hex[:8]
     files_dir, topic = tmp_path / "people", f"{PIPELINE_TOPIC}-{run}"
-    replacements = {PIPELINE_DIR: str(files_dir)}
+    replacements = {PIPELINE_DIR: str(files_dir), DOCUMENTED_BROKER: kafka_bootstrap}
     copies = []
     for path in connector_files:
         text = path.read_text(encoding="utf-8").replace(PIPELINE_DIR, str(files_dir))
@@ -621,6 +569,12 @@ def test_readme_record_pipeline_block(kafka_bootstrap: str, tmp_path: Path) -> N
             [listing] = [o.output for o in outcomes if "get connectors" in o.command.text]
             assert listing.count("RUNNING") >= 2, listing
             _check_people_round(kafka_bootstrap, files_dir / "people.txt", f"{topic}-dlq", round_)
+            [shown] = run_in_one_shell(
+                dlq, f"127.0.0.1:{worker.port}", [Path(sys.executable).parent],
+                tmp_path / f"dlq-{round_}", 120, replacements,
+            )
+            assert_as_documented([shown], worker)
+            _check_dead_letters_shown(shown.output, f"{topic}-dlq", round_)
 
 
 def _check_people_round(bootstrap: str, written: Path, dlq: str, round_: int) -> None:
@@ -634,9 +588,23 @@ def _check_people_round(bootstrap: str, written: Path, dlq: str, round_: int) ->
     poison = b"not json: this line goes to the dead-letter queue"
     assert [m.value() for m in dead] == [poison] * round_
     headers = dict(dead[-1].headers() or [])
-    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
-    assert headers["__connect.errors.connector.name"] == b"people-sink"
-    assert headers["__connect.errors.offset"] == str(3 * round_ - 2).encode()
+    assert headers[ERROR_HEADER_STAGE] == b"VALUE_CONVERTER"
+    assert headers[ERROR_HEADER_CONNECTOR_NAME] == b"people-sink"
+    assert headers[ERROR_HEADER_ORIG_OFFSET] == str(3 * round_ - 2).encode()
+
+
+#: The local broker's address, as the documented commands name it.
+DOCUMENTED_BROKER = f"127.0.0.1:{DEFAULT_BROKER_PORT}"
+
+
+def _check_dead_letters_shown(output: str, dlq: str, round_: int) -> None:
+    """``ctl dlq``'s text: each poison line, as a record of the queue with its error
+    headers, the oldest first."""
+    assert output.count("value: not json: this line goes to the dead-letter queue") == round_
+    assert output.count(f"{dlq}[0]@") == round_, output
+    assert output.index("__connect.errors.stage: VALUE_CONVERTER") < output.index("value:")
+    assert "__connect.errors.connector.name: people-sink" in output
+    assert "key: (null)" in output
 
 
 def _dead_letters(bootstrap: str, topic: str, count: int) -> list[Any] | None:

@@ -1,4 +1,4 @@
-"""README.md's TLS and token set-ups work as written: the commands of its sections
+"""The TLS and token set-ups of docs/security.md work as written: the commands of its sections
 "TLS and mutual TLS" and "Bearer tokens and roles" run with bash in document order
 (openssl, ``connect-grpc auth``, the properties they write, grpcurl and the Python client),
 each exiting 0 or failing with its documented error.
@@ -21,24 +21,22 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.connection import ConnectionSettings, TlsOptions
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.worker_config import read_properties
+from tests.documents import SECURITY, Command, section_commands
 from tests.integration.test_readme_commands import (
-    README,
-    Command,
     Outcome,
     assert_as_documented,
-    commands,
     grpcurl_dir,  # noqa: F401  # the module's fixture: the pinned grpcurl
     run_in_one_shell,
-    section_lines,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
-TLS_SECTION = "### TLS and mutual TLS"
-TOKENS_SECTION = "### Bearer tokens and roles"
+#: docs/security.md's sections.
+TLS_SECTION = "## TLS and mutual TLS"
+TOKENS_SECTION = "## Bearer tokens and roles"
 DOCUMENTED_TLS_DIR = "/tmp/connect-tls"
 DOCUMENTED_TOKENS_DIR = "/tmp/connect-tokens"
 DOCUMENTED_BROKER = "127.0.0.1:9092"
@@ -72,8 +70,7 @@ class Machine:
 
 
 def section(heading: str, machine: Machine) -> Section:
-    lines = section_lines(README, heading)
-    found = [machine.localize(c) for c in commands(README) if c.line in lines]
+    found = [machine.localize(c) for c in section_commands(SECURITY, heading)]
     [index] = [i for i, c in enumerate(found) if c.words[1:2] == ["standalone"]]
     return Section(found[:index], found[index], found[index + 1 :])
 

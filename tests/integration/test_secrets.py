@@ -1,11 +1,11 @@
 """Secrets against a real worker process (real Spark, hosted tasks, real gRPC): config
 provider references reach the plugins resolved and are returned unresolved, ValidateConfig
 hides PASSWORD values and reports what cannot be resolved, no log line of the run holds a
-resolved value (what the plugins print() included), and README.md's Security example works
-as written.
+resolved value (what the plugins print() included), and the config providers example of
+docs/security.md works as written.
 
-The module's worker is configured with README.md's provider properties (its secret directory
-replaced by this run's) and binds the wildcard address, so that its start-up warning about
+The module's worker is configured with that example's provider properties (its secret
+directory replaced by this run's) and binds the wildcard address, so that its start-up warning about
 an exposed listener is checked too.
 """
 
@@ -27,15 +27,17 @@ from connect_grpc.client import ConnectClient
 from connect_grpc.config_providers.redaction import HIDDEN
 from connect_grpc.domain import State
 from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.testing.plugins import read_events
 from connect_grpc.worker_config import read_properties
+from tests.documents import SECURITY, section_text
 from tests.integration.helpers import INSTRUMENTED_SOURCE, create_topic, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+#: docs/security.md's section whose example the module's worker and connector follow.
+PROVIDERS_SECTION = "## Config providers"
 DOCUMENTED_SECRETS = "/tmp/connect-secrets"
 DOCUMENTED_OUTPUT = "/tmp/connect-local"
 DOCUMENTED_TOPIC = "connect-local"
@@ -50,7 +52,8 @@ SECRETS = (FILE_SECRET, DIR_SECRET, ENV_SECRET)
 
 @dataclass(frozen=True, slots=True)
 class SecurityExample:
-    """README.md's Security example: its shell block, worker properties and connector."""
+    """The example of docs/security.md's "Config providers": its shell block, worker
+    properties and connector."""
 
     shell: str
     properties: str
@@ -58,9 +61,12 @@ class SecurityExample:
 
 
 def security_example() -> SecurityExample:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Security\n", 1)[1].split("\n## ", 1)[0]
-    blocks = dict(re.findall(r"```(sh|properties|json)\n(.*?)```", section, flags=re.DOTALL))
+    """The section's first block of each kind: the example comes before its subsection
+    "Provider settings", whose properties block is no example to run."""
+    blocks: dict[str, str] = {}
+    for kind, body in re.findall(r"```(sh|properties|json)\n(.*?)```",
+                                 section_text(SECURITY, PROVIDERS_SECTION), flags=re.DOTALL):
+        blocks.setdefault(kind, body)
     return SecurityExample(blocks["sh"], blocks["properties"], blocks["json"])
 
 
@@ -213,7 +219,7 @@ def test_a_class_that_is_not_a_plugin_is_refused(secrets_worker: SecretsWorker) 
 def test_the_readme_security_example(
     secrets_worker: SecretsWorker, unique_topic: str, kafka_bootstrap: str, kafka_admin: Any
 ) -> None:
-    """README.md's connector file, with the run's paths and a topic of its own: the sink
+    """The example's connector file, with the run's paths and a topic of its own: the sink
     writes where the secret file says, and the reference is what the worker returns."""
     client = secrets_worker.client
     text = security_example().connector.replace(DOCUMENTED_SECRETS, str(secrets_worker.secrets))

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from connect_grpc.kafka.broker import cache_root
+from connect_grpc.kafka.jars import cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 GO_CLIENT = ROOT / "clients" / "go"
@@ -89,7 +89,7 @@ def _descendants(root: int) -> list[int]:
 
 def _go() -> str:
     go = shutil.which("go")
-    assert go is not None, "Go is needed by the README's grpcurl and the Go client's tests"
+    assert go is not None, "Go is needed by the documented grpcurl and the Go client's tests"
     return go
 
 
@@ -100,7 +100,7 @@ _go_client_warm = threading.Event()
 
 
 def install_grpcurl(niceness: int = 0) -> Path:
-    """The directory of the pinned grpcurl, installed with README's command if missing
+    """The directory of the pinned grpcurl, installed with the documented command if missing
     (cached across sessions)."""
     binary = _GRPCURL_DIR / "grpcurl"
     if niceness == 0:

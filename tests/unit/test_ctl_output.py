@@ -45,8 +45,8 @@ from connect_grpc.errors import (
     PreconditionViolation,
     UnavailableError,
 )
+from tests.documents import CTL, section_text
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 LONG_MAX = 2**63 - 1
 
 OFFSETS = [
@@ -192,9 +192,8 @@ def test_a_violation_that_repeats_the_message_is_not_shown_twice() -> None:
 
 
 def test_readme_documents_the_exit_codes_help_prints() -> None:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Command line: `connect-grpc ctl`")
-    section = text[start:text.index("\n## ", start)]
+    """docs/ctl.md's exit-code table is the one ``--help`` prints."""
+    section = section_text(CTL, "# Command line: `connect-grpc ctl`")
     rows = re.findall(r"^\s*\| (\d+) \| (.+?) \|$", section, flags=re.MULTILINE)
     assert [(int(code), when) for code, when in rows] == [
         (int(code), when) for code, when in EXIT_CODE_TABLE

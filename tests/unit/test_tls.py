@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from connect_grpc.api.auth import build_interceptor
-from connect_grpc.api.forwarding import Forwarder, LeaderWritesRelay
+from connect_grpc.api.forwarding import Forwarder
+from connect_grpc.api.leader_relay import LeaderWritesRelay
 from connect_grpc.api.server import ApiServer
 from connect_grpc.api.tls import PeerCredentials, server_credentials
 from connect_grpc.client import ConnectClient
@@ -33,7 +34,7 @@ from connect_grpc.errors import (
     UnavailableError,
 )
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.security.config import (
     AuthConfig,
     ClientAuth,
@@ -137,7 +138,7 @@ def test_server_name_overrides_the_host_checked(
 def test_the_subject_openssl_prints_is_the_one_grpc_reports(
     serve: Serve, pki: Pki, tmp_path: Path
 ) -> None:
-    """What the principals file must say (README: ``openssl x509 -noout -subject -nameopt
+    """What the principals file must say (docs/security.md: ``openssl x509 -noout -subject -nameopt
     RFC2253``) is what the worker sees, commas and spaces included."""
     tricky = pki.ca.issue("tricky", "Zoë Smith", organization="Example, Inc.")
     assert subject_of(tricky.certificate) == r"CN=Zo\C3\AB Smith,O=Example\, Inc."
