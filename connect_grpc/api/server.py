@@ -163,7 +163,7 @@ def warn_if_exposed(host: str, port: int, tls: bool) -> bool:
         hint="anyone who can reach this address can manage connectors and read what it "
         "sends: bind 127.0.0.1 (listeners=grpc://127.0.0.1:PORT) or serve TLS "
         "(listeners=grpcs://HOST:PORT with listeners.https.ssl.*), with tokens or client "
-        "certificates (README, Security)",
+        "certificates (docs/security.md)",
     )
     return True
 

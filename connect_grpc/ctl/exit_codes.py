@@ -33,7 +33,7 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
-#: (exit code, when), in order; ``--help`` and README.md show this table.
+#: (exit code, when), in order; ``--help`` and docs/ctl.md show this table.
 EXIT_CODE_TABLE: tuple[tuple[ExitCode, str], ...] = (
     (ExitCode.OK, "success"),
     (ExitCode.ERROR, "any other error: INTERNAL, UNKNOWN, UNIMPLEMENTED, CANCELLED, ..."),

@@ -76,9 +76,10 @@ STOP_TIMEOUT_S = 10.0
 JOB_END_WAIT_S = 2.0
 #: Seconds between two looks for a free slot while tasks wait for one on the driver.
 SLOT_CHECK_INTERVAL_S = 1.0
-#: Seconds a parked host waits for a task to adopt it before its job is ended (see README
-#: "Decisions": long enough for a stop and a resume, a rolling restart's rebalances or a
-#: delete and a create; a waiting task takes its slot at once in any case).
+#: Seconds a parked host waits for a task to adopt it before its job is ended (see
+#: docs/decisions/0034-warm-hosts.md: long enough for a stop and a resume, a rolling
+#: restart's rebalances or a delete and a create; a waiting task takes its slot at once in
+#: any case).
 PARKED_IDLE_S = 300.0
 
 #: Answers a host's question: (name, args) → value.

@@ -394,7 +394,7 @@ class ConnectServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PreviewPipeline(self, request, context):
-        """---- Pipeline preview (issue 26 item 6) ----
+        """---- Pipeline preview ----
         Runs sample records, or the last records of a topic, through a connector config's
         converters and transformations (each with its predicate) and answers every stage's
         output, or the stage's error with the dead-letter headers it would get. Writes

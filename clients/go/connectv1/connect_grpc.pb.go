@@ -130,7 +130,7 @@ type ConnectServiceClient interface {
 	// running task records a topic again when it next uses it). FAILED_PRECONDITION when
 	// tracking or its reset (topic.tracking.allow.reset) is disabled.
 	ResetConnectorTopics(ctx context.Context, in *ResetConnectorTopicsRequest, opts ...grpc.CallOption) (*ResetConnectorTopicsResponse, error)
-	// ---- Pipeline preview (issue 26 item 6) ----
+	// ---- Pipeline preview ----
 	// Runs sample records, or the last records of a topic, through a connector config's
 	// converters and transformations (each with its predicate) and answers every stage's
 	// output, or the stage's error with the dead-letter headers it would get. Writes
@@ -518,7 +518,7 @@ type ConnectServiceServer interface {
 	// running task records a topic again when it next uses it). FAILED_PRECONDITION when
 	// tracking or its reset (topic.tracking.allow.reset) is disabled.
 	ResetConnectorTopics(context.Context, *ResetConnectorTopicsRequest) (*ResetConnectorTopicsResponse, error)
-	// ---- Pipeline preview (issue 26 item 6) ----
+	// ---- Pipeline preview ----
 	// Runs sample records, or the last records of a topic, through a connector config's
 	// converters and transformations (each with its predicate) and answers every stage's
 	// output, or the stage's error with the dead-letter headers it would get. Writes
