@@ -85,7 +85,7 @@ VIEWER_RPCS = frozenset({
     "GetLogger",
     "GetConnectorTopics",
 
-    # Pipeline preview (issue 26 item 6): runs plugin code on what it is given and writes
+    # Pipeline preview: runs plugin code on what it is given and writes
     # nothing, as ValidateConfig (which also instantiates plugins)
     "PreviewPipeline",
 })

@@ -479,7 +479,7 @@ class ConnectServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  # 
         self._herder.reset_connector_topics(request.name)
         return pb.ResetConnectorTopicsResponse()
 
-    # ---- Pipeline preview (issue 26 item 6) ----
+    # ---- Pipeline preview ----
     @mapped
     def PreviewPipeline(
         self, request: pb.PreviewPipelineRequest, context: grpc.ServicerContext

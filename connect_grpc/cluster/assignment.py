@@ -1,4 +1,4 @@
-"""Which live worker runs which connector and task: the leader's assignment (issue 8, item 7).
+"""Which live worker runs which connector and task: the leader's assignment.
 
 Pure logic: the leader calls :func:`rebalance` with the live workers (the group's current
 members), the connectors and their tasks (from the config topic) and the assignment in force,

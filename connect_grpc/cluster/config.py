@@ -62,7 +62,7 @@ DEFAULT_STATUS_PARTITIONS = 5
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
 #: Kafka Connect's default is 3 s. Survivors learn that the leader's session expired at
 #: their next heartbeat, so failover takes up to session.timeout.ms + one interval: 1 s
-#: keeps it within session.timeout.ms + 2 s (issue 8) at the cost of a few small requests.
+#: keeps it within session.timeout.ms + 2 s at the cost of a few small requests.
 DEFAULT_HEARTBEAT_INTERVAL_MS = 1_000
 DEFAULT_REBALANCE_TIMEOUT_MS = 60_000
 DEFAULT_API_TIMEOUT_MS = 60_000

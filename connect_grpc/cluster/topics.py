@@ -11,7 +11,7 @@ way nobody can trace back to the topic:
 
 The leader-election topic (``leader.election.topic``, our own) follows the config topic's
 rules: one partition, because the member that owns partition 0 is the leader; compacted,
-because nothing there may expire (it carries no records today, and a compacted topic keeps
+because nothing there may expire (it carries no records, and a compacted topic keeps
 that true of anything the cluster layer writes to it later). It is created with the config
 topic's replication factor.
 

@@ -140,7 +140,7 @@ class PipelinePlugins:
     errors: ErrorHandling
 
     def is_pass_through(self) -> bool:
-        """No converter and no stage: records move as bytes, untouched (today's path)."""
+        """No converter and no stage: records move as bytes, untouched (the bytes path)."""
         return (
             self.key_converter is None
             and self.value_converter is None

@@ -203,7 +203,7 @@ def loggers(found: Mapping[str, LoggerLevel]) -> Document:
     """Kafka Connect's GET /admin/loggers body: logger name → its level."""
     return {name: logger(level) for name, level in found.items()}
 
-# ---- Pipeline preview (issue 26 item 6) ----
+# ---- Pipeline preview ----
 
 
 def preview(result: PipelinePreview) -> Document:

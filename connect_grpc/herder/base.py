@@ -193,7 +193,7 @@ class Herder(Protocol):
     def set_cluster_log_level(self, namespace: str, level: str) -> None:
         """Sets ``level`` on every worker, including those that join later (KIP-976)."""
 
-    # ---- Pipeline preview (issue 26 item 6) ----
+    # ---- Pipeline preview ----
     def preview_pipeline(self, request: PreviewRequest) -> PipelinePreview:
         """Runs the request's records through the connector's converters and
         transformations (``herder.preview.run_preview``); writes nothing. Reading a

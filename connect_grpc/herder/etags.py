@@ -1,4 +1,4 @@
-"""Optimistic concurrency on connectors (AIP-154 etags; issue 26 item 8).
+"""Optimistic concurrency on connectors (AIP-154 etags).
 
 A connector's etag is a short hash over a canonical encoding of what a client can change
 through the API: its config, its target state and its *offsets version*, a token that

@@ -346,7 +346,7 @@ class SinkTaskRunner(TaskRunner):
         **options: Unpack[RunnerOptions],
     ) -> None:
         """``pipeline`` builds the connector's converters, transformations and error
-        handling (None: records go to the task as read, today's path)."""
+        handling (None: records go to the task as read, the bytes path)."""
         client_id = f"connect-{task_id.connector}-{task_id.task}"
         self._member_conf = member_conf(
             worker_config, connector_config, task_id.connector, client_id

@@ -315,7 +315,7 @@ class SourceTaskRunner(TaskRunner):
         previous task generation of the connector is fenced (the herder's
         ``await_fenced_generation``); the task starts only then. ``pipeline`` builds the
         connector's converters, transformations and error handling (None: records go out
-        as polled, today's path)."""
+        as polled, the bytes path)."""
         self._await_fencing = await_fencing
         self._producer_conf = producer_conf(
             worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"

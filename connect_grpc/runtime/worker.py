@@ -570,7 +570,7 @@ class Worker:
         self, connector_config: Mapping[str, str], *, is_sink: bool
     ) -> ConnectorPipeline | None:
         """The factory of the task's record pipeline (built where the task runs, when it
-        starts: a pass-through pipeline leaves the task on today's bytes path). None with a
+        starts: a pass-through pipeline leaves the task on the bytes path). None with a
         plugin loader that is not a ``Plugins`` (one that knows connectors only)."""
         if not isinstance(self._plugins, Plugins):
             return None

@@ -85,5 +85,5 @@ class Caller:
 
 
 #: The caller of a worker that authenticates nobody: everyone may do everything a client
-#: may (today's behaviour, and Kafka Connect's without a REST extension).
+#: may (as Kafka Connect's, without a REST extension).
 ANONYMOUS = Caller("anonymous", Role.ADMIN, Authentication.NONE, NO_CREDENTIAL)

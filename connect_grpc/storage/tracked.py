@@ -1,7 +1,7 @@
 """A dict and a set that note every change, so that a snapshot built from them can reuse
 its previous immutable copy of those that did not change (the config store's
-:class:`~connect_grpc.storage.config_snapshot.SnapshotBuilder`, issue 25: at a thousand
-connectors, copying every map on each record cost more than the change itself).
+:class:`~connect_grpc.storage.config_snapshot.SnapshotBuilder`: at a thousand connectors,
+copying every map on each record would cost more than the change itself).
 
 Every method of ``dict`` and ``set`` that can change the contents is overridden to set
 ``changed`` (the unit tests check that none is missing); a method that is asked to change

@@ -64,7 +64,7 @@ class Utf8Converter(Converter):
 
 class PickyBytesConverter(Converter):
     """Bytes in, bytes out (str written as UTF-8), schemaless, as a plugin written for
-    today's bytes expects; refuses values containing ``poison`` both ways."""
+    the bytes path expects; refuses values containing ``poison`` both ways."""
 
     def from_connect_data(self, topic: str, headers: Any, schema: Any, value: Any) -> bytes | None:
         if value is None:
