@@ -26,13 +26,13 @@ from connect_grpc.ctl.session import (
     output_option,
     pass_session,
 )
+from connect_grpc.dead_letter_headers import HEADER_PREFIX
 from connect_grpc.errors import FailedPreconditionError, UnavailableError
 from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
 
 DLQ_TOPIC_KEY = "errors.deadletterqueue.topic.name"
 PRODUCER_BOOTSTRAP_KEY = "producer.override.bootstrap.servers"
 DEFAULT_BOOTSTRAP = f"localhost:{DEFAULT_BROKER_PORT}"
-ERROR_HEADER_PREFIX = "__connect.errors."
 #: The longest wait for one record once every partition's end is known.
 POLL_SLICE_S = 1.0
 
@@ -170,7 +170,7 @@ def _document(message: Any) -> dict[str, Any]:
 
 def _headers(pairs: list[tuple[str, bytes | None]]) -> Mapping[str, str | None]:
     """The error headers first (in their order), then the others."""
-    ordered = sorted(pairs, key=lambda pair: not pair[0].startswith(ERROR_HEADER_PREFIX))
+    ordered = sorted(pairs, key=lambda pair: not pair[0].startswith(HEADER_PREFIX))
     return {key: _text(value) for key, value in ordered}
 
 

@@ -16,6 +16,7 @@ from rich.text import Text
 from connect_grpc.ctl import documents
 from connect_grpc.ctl.cmd_change import FILE, read_connector_file
 from connect_grpc.ctl.session import Session, output_option, pass_session
+from connect_grpc.dead_letter_headers import ERROR_HEADER_EXCEPTION_STACK_TRACE
 from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.preview import (
     ConnectData,
@@ -33,8 +34,6 @@ from connect_grpc.preview import (
 
 #: Characters of a key, value or headers cell in a table (wide: all of them).
 CELL_WIDTH = 40
-#: The dead-letter header whose value is a whole stack trace (shown by its size in tables).
-STACKTRACE_HEADER = "__connect.errors.exception.stacktrace"
 
 
 @click.command()
@@ -226,7 +225,7 @@ def failure_lines(index: int, failure: StageFailure, *, wide: bool) -> list[str]
         lines.append(f"  dead-letter queue: {failure.dead_letter_topic}")
     for key, value in failure.dead_letter_headers:
         text = "null" if value is None else value.decode("utf-8", "replace")
-        if key == STACKTRACE_HEADER and not wide:
+        if key == ERROR_HEADER_EXCEPTION_STACK_TRACE and not wide:  # shown by its size
             text = f"({len(text.splitlines())} lines; -o wide shows it)"
         lines.append(f"    {key}={text}")
     return lines
