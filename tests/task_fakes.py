@@ -1,11 +1,12 @@
-"""Fakes for tests of one TaskRunner: a listener that records statuses and a task that does
-nothing (unit tests drive the loop without Spark, the crash test with a real Spark); and the
-message a producer's delivery callback gets, for tests of writers with a fake producer."""
+"""Fakes for tests of one TaskRunner: a listener that records statuses, tasks that do nothing
+and the Spark runtime's threads without Spark (unit tests drive the loop without Spark, the
+crash test with a real Spark); and the message a producer's delivery callback gets, for tests
+of writers with a fake producer."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from connect_grpc.connectors.api import SourceRecord, SourceTask, Task
 from connect_grpc.domain import InstanceStatus, State, TaskId
@@ -45,6 +46,19 @@ class NoopTask(Task):
         return None
 
 
+class IdleSource(SourceTask):
+    """A source task that never has records."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        return None
+
+    def poll(self, max_records: int) -> list[SourceRecord]:
+        return []
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        return None
+
+
 class PollOnceSource(SourceTask):
     """Returns its records once, then nothing."""
 
@@ -60,6 +74,19 @@ class PollOnceSource(SourceTask):
     def poll(self, max_records: int) -> list[SourceRecord]:
         records, self.records = self.records, []
         return records
+
+
+class FakeSpark:
+    """What TaskRunner needs of SparkRuntime, without Spark: a plain daemon thread."""
+
+    def new_thread(self, target: Callable[[], None], name: str) -> threading.Thread:
+        return threading.Thread(target=target, name=name, daemon=True)
+
+    def bind_thread(self, connector: str, task: int) -> None:
+        return None
+
+    def cancel(self, connector: str, task: int) -> None:
+        return None
 
 
 class DeliveredMessage:

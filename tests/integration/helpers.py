@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 import pytest
 from confluent_kafka import (
+    OFFSET_BEGINNING,
     Consumer,
     IsolationLevel,
     KafkaError,
@@ -25,7 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from connect_grpc.api.forwarding import LEADER_WRITES
+from connect_grpc.api.leader_relay import LEADER_WRITES
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
@@ -183,6 +184,28 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
     finally:
         consumer.close()
     return messages
+
+
+def raw_records(
+    bootstrap: str, topic: str, expected: int, timeout: float = 30.0
+) -> list[tuple[Any, Any]]:
+    """At least ``expected`` (key, value) records of the topic's partitions, read from the
+    beginning with a plain consumer (what a store wrote, as Kafka Connect would read it)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-raw", "enable.auto.commit": False}
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=timeout).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        records: list[tuple[Any, Any]] = []
+        deadline = time.monotonic() + timeout
+        while len(records) < expected and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=100, timeout=0.2):
+                if message.error() is None:
+                    records.append((message.key(), message.value()))
+        return records
+    finally:
+        consumer.close()
 
 
 #: What listing offsets answers while a topic is being created (auto-created by its first

@@ -24,7 +24,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from connect_grpc.kafka import broker
+from connect_grpc.kafka import broker, ports, processes
 from connect_grpc.testing.cluster import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -278,17 +278,17 @@ def test_consumer_group_offsets_admin(
 def test_background_start_status_stop(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     assert broker.status(state_dir) is None
-    port = broker.free_port()
+    port = ports.free_port()
     bootstrap = broker.start_background(state_dir, timeout=90, port=port)
     try:
         assert bootstrap == f"127.0.0.1:{port}"
         assert broker.status(state_dir) == bootstrap
         # already running: the same broker, whatever port is asked for
-        assert broker.start_background(state_dir, port=broker.free_port()) == bootstrap
+        assert broker.start_background(state_dir, port=ports.free_port()) == bootstrap
         with socket.socket() as holder:
             holder.bind(("127.0.0.1", 0))
             busy = holder.getsockname()[1]
-            with pytest.raises(broker.KafkaBrokerError, match=f"port {busy} .*--port"):
+            with pytest.raises(processes.KafkaBrokerError, match=f"port {busy} .*--port"):
                 broker.start_background(tmp_path / "other", port=busy)
         pid = broker.read_state(state_dir).pid  # type: ignore[union-attr]
         assert broker.is_kafka_process(pid)

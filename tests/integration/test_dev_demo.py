@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.dev import DEMO_LINES, DEMO_SOURCE, DEMO_TOPIC
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from tests.integration.test_readme_commands import _records_in
 

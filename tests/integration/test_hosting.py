@@ -23,9 +23,14 @@ from confluent_kafka import Consumer, TopicPartition
 
 from connect_grpc.connectors.api import Task
 from connect_grpc.connectors.sequence import SequenceSourceConnector
-from connect_grpc.domain import PlacementKind, State, TargetState, TaskId, TaskPlacement
+from connect_grpc.domain import PlacementKind, State, TargetState, TaskId
+from connect_grpc.runtime.placement import (
+    DRIVER_HOST,
+    LOCAL_EXECUTOR_ID,
+    driver_placement,
+    executor_placement,
+)
 from connect_grpc.runtime.spark import host_job_tag, job_tag
-from connect_grpc.runtime.task import DRIVER_HOST
 from connect_grpc.testing.plugins import read_events
 from tests.integration.helpers import create_topic, python_workers_under, read_all
 from tests.integration.test_runtime import (
@@ -289,9 +294,10 @@ def test_tasks_beyond_the_slots_run_in_process_and_every_record_lands_once(
         tasks[2]: PlacementKind.DRIVER,
     }
     assert [env.listener.task_state(t).placement for t in tasks] == [  # type: ignore[union-attr]
-        TaskPlacement(PlacementKind.SPARK_EXECUTOR, DRIVER_HOST),  # local: executors here
-        TaskPlacement(PlacementKind.SPARK_EXECUTOR, DRIVER_HOST),
-        TaskPlacement(PlacementKind.DRIVER, DRIVER_HOST),
+        # local: the executor is the driver's own, on this host
+        executor_placement(LOCAL_EXECUTOR_ID, DRIVER_HOST),
+        executor_placement(LOCAL_EXECUTOR_ID, DRIVER_HOST),
+        driver_placement(),
     ]
     wait_for(lambda: end_offset(env.bootstrap, unique_topic) >= 90_000, what="90000 records")
     for task in tasks:

@@ -329,17 +329,26 @@ def _bad_input_id(item: tuple[dict[str, str], bytes]) -> str:
     return item[1].decode()[:60] or "empty"
 
 
-@pytest.fixture(scope="module")
-def kafka_refusals(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]:
-    classpath = compile_program(ensure_json_libs(), Path(tmp_path_factory.mktemp("bad-json")))
+def _kafka_reads(
+    tmp_path_factory: pytest.TempPathFactory, name: str,
+    inputs: list[tuple[dict[str, str], bytes]],
+) -> list[tuple[str, ...]]:
+    """What Kafka's JsonConverter makes of each input (its configs and bytes): the fields of
+    its answer, one line an input (``ERROR`` and the exception, or the schema and value)."""
+    classpath = compile_program(ensure_json_libs(), Path(tmp_path_factory.mktemp(name)))
     lines = [
         f"{','.join(f'{k}={v}' for k, v in configs.items()) or '-'}\t"
         f"{base64.b64encode(data).decode('ascii')}"
-        for configs, data in BAD_INPUTS
+        for configs, data in inputs
     ]
     output = run_program(classpath, "read", "\n".join(lines) + "\n").splitlines()
-    assert len(output) == len(BAD_INPUTS), output
+    assert len(output) == len(inputs), output
     return [tuple(line.split("\t")) for line in output]
+
+
+@pytest.fixture(scope="module")
+def kafka_refusals(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]:
+    return _kafka_reads(tmp_path_factory, "bad-json", BAD_INPUTS)
 
 
 @pytest.mark.parametrize("index", range(len(BAD_INPUTS)),
@@ -387,15 +396,7 @@ RAW_INPUTS: list[tuple[dict[str, str], bytes]] = [
 
 @pytest.fixture(scope="module")
 def kafka_readings(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]:
-    classpath = compile_program(ensure_json_libs(), Path(tmp_path_factory.mktemp("raw-json")))
-    lines = [
-        f"{','.join(f'{k}={v}' for k, v in configs.items()) or '-'}\t"
-        f"{base64.b64encode(data).decode('ascii')}"
-        for configs, data in RAW_INPUTS
-    ]
-    output = run_program(classpath, "read", "\n".join(lines) + "\n").splitlines()
-    assert len(output) == len(RAW_INPUTS), output
-    return [tuple(line.split("\t")) for line in output]
+    return _kafka_reads(tmp_path_factory, "raw-json", RAW_INPUTS)
 
 
 @pytest.mark.parametrize("index", range(len(RAW_INPUTS)),

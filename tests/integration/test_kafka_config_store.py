@@ -7,25 +7,24 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from connect_grpc.domain import RestartRequest, TargetState
-from connect_grpc.storage.kafka_config import (
+from connect_grpc.storage.config_codec import (
     REMOVAL_CHANGE_INDEX,
-    ChangeKind,
-    KafkaConfigStore,
     extension_record,
     removal_records,
     target_state_records,
     term_marker_record,
 )
-from connect_grpc.storage.kafka_log import describe_topic_config
+from connect_grpc.storage.config_snapshot import ChangeKind
+from connect_grpc.storage.kafka_config import KafkaConfigStore
+from connect_grpc.storage.log_topic import describe_topic_config
 from connect_grpc.testing.cluster import wait_until
+from tests.integration.helpers import raw_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -69,24 +68,6 @@ def started(kafka_bootstrap: str, unique_topic: str) -> Iterator[Starter]:
     yield start
     for store in reversed(stores):
         store.stop()
-
-
-def _raw_records(bootstrap: str, topic: str, expected: int) -> list[tuple[Any, Any]]:
-    """At least ``expected`` (key, value) records of the topic, read with a plain consumer."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-raw", "enable.auto.commit": False}
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        records: list[tuple[Any, Any]] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(records) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=100, timeout=0.2):
-                if message.error() is None:
-                    records.append((message.key(), message.value()))
-        return records
-    finally:
-        consumer.close()
 
 
 def test_put_and_remove_round_trip(started: Starter) -> None:
@@ -182,7 +163,7 @@ def test_records_have_kafka_connect_shape(
     store.put_task_configs("my-conn", [{"t": "0"}])
     store.put_target_state("my-conn", TargetState.STOPPED)
 
-    records = _raw_records(kafka_bootstrap, unique_topic, 4)
+    records = raw_records(kafka_bootstrap, unique_topic, 4)
     assert [(key, json.loads(value)) for key, value in records] == [
         (b"connector-my-conn", {"properties": {"connector.class": "X", "tasks.max": "1"}}),
         (b"task-my-conn-0", {"properties": {"t": "0"}}),

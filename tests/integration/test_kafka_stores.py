@@ -5,18 +5,17 @@ Every test uses its own topic; stores are stopped at teardown.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from connect_grpc.domain import InstanceStatus, State, TaskId
-from connect_grpc.storage.kafka_log import describe_topic_config
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
 from connect_grpc.storage.kafka_status import KafkaStatusStore
+from connect_grpc.storage.log_topic import describe_topic_config
 from connect_grpc.testing.cluster import wait_until
+from tests.integration.helpers import raw_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -49,25 +48,6 @@ def _statuses(bootstrap: str, topic: str, generation: int = 0) -> KafkaStatusSto
     return KafkaStatusStore(
         {"bootstrap.servers": bootstrap}, topic, 3, generation=generation, timeout=TIMEOUT_S
     )
-
-
-def _raw_records(bootstrap: str, topic: str, expected: int) -> list[tuple[Any, Any]]:
-    """At least ``expected`` (key, value) records of the topic, read with a plain consumer."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-raw", "enable.auto.commit": False}
-    )
-    try:
-        partitions = consumer.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        records: list[tuple[Any, Any]] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(records) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=100, timeout=0.2):
-                if message.error() is None:
-                    records.append((message.key(), message.value()))
-        return records
-    finally:
-        consumer.close()
 
 
 def test_offsets_put_get_get_all(
@@ -158,7 +138,7 @@ def test_offsets_topic_is_created_compacted_with_kafka_connect_records(
     assert describe_topic_config(kafka_admin, unique_topic, "cleanup.policy") == "compact"
     metadata = kafka_admin.list_topics(unique_topic, timeout=TIMEOUT_S).topics[unique_topic]
     assert len(metadata.partitions) == 25
-    assert _raw_records(kafka_bootstrap, unique_topic, 1) == [
+    assert raw_records(kafka_bootstrap, unique_topic, 1) == [
         (b'["conn",{"filename":"/a"}]', b'{"position":42}')
     ]
 
@@ -256,7 +236,7 @@ def test_status_records_have_kafka_connect_format(
     assert describe_topic_config(kafka_admin, unique_topic, "cleanup.policy") == "compact"
     metadata = kafka_admin.list_topics(unique_topic, timeout=TIMEOUT_S).topics[unique_topic]
     assert len(metadata.partitions) == 5
-    assert _raw_records(kafka_bootstrap, unique_topic, 2) == [
+    assert raw_records(kafka_bootstrap, unique_topic, 2) == [
         (
             b"status-task-my-conn-1",
             b'{"state":"RUNNING","trace":null,"worker_id":"w1","generation":2}',

@@ -24,7 +24,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from connect_grpc.cluster.fenced_writer import FencedWriter, leader_transactional_id
 from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
 from connect_grpc.errors import NotLeaderError
-from connect_grpc.storage.kafka_log import KafkaBasedLog, LogRecord, TopicSpec
+from connect_grpc.storage.kafka_log import KafkaBasedLog
+from connect_grpc.storage.log_records import LogRecord
+from connect_grpc.storage.log_topic import TopicSpec
 from connect_grpc.testing.cluster import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

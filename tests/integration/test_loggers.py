@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -18,10 +19,18 @@ from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.conftest import one_start_at_a_time
-from tests.integration.helpers import field_violations
+from tests.integration.helpers import (
+    INSTRUMENTED_SOURCE,
+    RUNNING,
+    create,
+    create_topic,
+    field_violations,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
+#: The module logger of the instrumented test plugins (their tasks log DEBUG lines on it).
+PLUGIN_LOGGER = "connect_grpc.testing.plugins"
 #: The properties every WorkerProcess writes for itself (the others make it a member).
 _OWN_PROPERTIES = {"bootstrap.servers", "listeners", "worker.id", "offset.storage.file.filename"}
 
@@ -102,6 +111,50 @@ def test_bad_requests_name_their_field(worker: WorkerProcess, namespace: str) ->
         "ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF"
     }
     assert not_found(worker.stub, namespace)
+
+
+def test_a_level_set_over_grpc_reaches_a_task_hosted_in_an_executor(
+    worker: WorkerProcess, kafka_admin: Any, name: str, tmp_path: Path
+) -> None:
+    """The task's plugin logs in an executor's Python worker: the level reaches it there,
+    and its line (from the plugin's own module logger) reaches the worker's log stream
+    with the connector and task bound."""
+    topic = create_topic(kafka_admin, f"{name}-out")
+    config = {
+        "connector.class": INSTRUMENTED_SOURCE,
+        "topic": topic,
+        "tasks.max": "1",
+        "test.source.records": "3",
+        "test.events.file": str(tmp_path / "events.jsonl"),
+    }
+    create(worker.stub, name, config)
+    wait_until(lambda: _hosted_and_running(worker.stub, name), timeout=120)
+
+    def polled_lines() -> list[str]:
+        return [
+            line for line in worker.logs().splitlines()
+            if "instrumented_task_polled" in line and name in line
+        ]
+
+    assert polled_lines() == []  # INFO: the plugin's DEBUG lines are filtered out
+    set_level(worker.stub, PLUGIN_LOGGER, "DEBUG")
+    try:
+        [line, *_] = wait_until(polled_lines, timeout=60)
+        assert "debug" in line.lower() and PLUGIN_LOGGER in line
+        assert "task" in line
+    finally:
+        set_level(worker.stub, PLUGIN_LOGGER, "INFO")
+        worker.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def _hosted_and_running(stub: pb_grpc.ConnectServiceStub, name: str) -> bool:
+    try:
+        task = stub.GetTaskStatus(pb.GetTaskStatusRequest(name=name, task_id=0), timeout=10).task
+    except grpc.RpcError:
+        return False
+    return task.state == RUNNING and (
+        task.placement.kind == pb.TaskPlacement.KIND_SPARK_EXECUTOR
+    )
 
 
 # ---- a cluster -------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ from grpc_status import rpc_status
 from connect_grpc import deadline
 from connect_grpc.domain import State, TargetState, TaskId
 from connect_grpc.errors import UnavailableError
-from connect_grpc.kafka.broker import LocalKafka, free_port
+from connect_grpc.kafka.broker import LocalKafka
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.kafka_clients import with_client_log
 from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.spark import SparkRuntime

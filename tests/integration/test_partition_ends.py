@@ -1,4 +1,4 @@
-"""``kafka_io.partition_ends`` against a real broker: the ends of several partitions asked in
+"""``partition_ends.partition_ends`` against a real broker: the ends of several partitions asked in
 two rounds are exactly what ``get_watermark_offsets`` says of each, under either isolation
 level (an open transaction, an empty partition and deleted records included)."""
 
@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from connect_grpc.runtime.kafka_io import partition_ends
+from connect_grpc.runtime.partition_ends import partition_ends
 from tests.integration.helpers import create_topic, open_transaction
 
 PARTITIONS = 4

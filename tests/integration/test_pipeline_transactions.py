@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
+from connect_grpc.dead_letter_headers import ERROR_HEADER_ORIG_TOPIC
 from connect_grpc.domain import TaskId
 from connect_grpc.runtime.pipeline import TaskPipeline
 from connect_grpc.runtime.transactions import (
@@ -100,5 +101,5 @@ def test_an_exactly_once_batch_commits_converted_records_and_every_polled_offset
     wait_until(lambda: store.get("c", PARTITION) == {"position": 5}, timeout=TIMEOUT_S)
     [dead] = read_all(kafka_bootstrap, dlq)
     assert dead.value() == b"poison-2"
-    assert dict(dead.headers())["__connect.errors.topic"] == data.encode()
+    assert dict(dead.headers())[ERROR_HEADER_ORIG_TOPIC] == data.encode()
     assert len(kafka_admin.list_topics(topic=dlq, timeout=30).topics[dlq].partitions) == 1

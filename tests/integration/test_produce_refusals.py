@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.dead_letter_headers import (
+    ERROR_HEADER_EXCEPTION_MESSAGE,
+    ERROR_HEADER_EXECUTING_CLASS,
+    ERROR_HEADER_ORIG_TOPIC,
+    ERROR_HEADER_STAGE,
+)
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing import pipeline_plugins
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
@@ -104,12 +110,12 @@ def test_a_record_the_broker_refuses_is_skipped_with_tolerance_all(
     [dead] = read_all(kafka_bootstrap, dlq)
     assert dead.value() == LONG.encode()
     context = dict(headers_of(dead))
-    assert context["__connect.errors.stage"] == b"KAFKA_PRODUCE"
-    assert context["__connect.errors.class.name"] == (
+    assert context[ERROR_HEADER_STAGE] == b"KAFKA_PRODUCE"
+    assert context[ERROR_HEADER_EXECUTING_CLASS] == (
         b"org.apache.kafka.connect.runtime.WorkerSourceTask"
     )
-    assert context["__connect.errors.topic"] == topic.encode()
-    assert b"MSG_SIZE_TOO_LARGE" in (context["__connect.errors.exception.message"] or b"")
+    assert context[ERROR_HEADER_ORIG_TOPIC] == topic.encode()
+    assert b"MSG_SIZE_TOO_LARGE" in (context[ERROR_HEADER_EXCEPTION_MESSAGE] or b"")
 
     def counted() -> bool:
         return (

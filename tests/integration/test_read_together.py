@@ -1,4 +1,4 @@
-"""Several ranges read at once by a real librdkafka consumer (``kafka_io._read_each`` with the
+"""Several ranges read at once by a real librdkafka consumer (``range_reader._read_each`` with the
 sink reader's settings) give what each range read alone gives: records past a range's end
 left out, a partition's stable end (an open transaction) ending its range early, an empty
 range, and the consumer fit for the next batch, whose ranges (on partitions paused in the
@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from connect_grpc.runtime import kafka_io
+from connect_grpc.runtime import client_settings, kafka_results, range_reader
 from connect_grpc.runtime.batching import OffsetRange
 from tests.integration.helpers import create_topic, open_transaction
 
@@ -44,25 +44,25 @@ def topic(kafka_bootstrap: str, kafka_admin: AdminClient) -> Iterator[str]:
 def _reader(bootstrap: str) -> Any:
     conf = {
         "bootstrap.servers": bootstrap,
-        "fetch.wait.max.ms": kafka_io.READER_FETCH_WAIT_MS,
-        "fetch.queue.backoff.ms": kafka_io.READER_FETCH_QUEUE_BACKOFF_MS,
+        "fetch.wait.max.ms": client_settings.READER_FETCH_WAIT_MS,
+        "fetch.queue.backoff.ms": client_settings.READER_FETCH_QUEUE_BACKOFF_MS,
         "group.id": f"together-{uuid.uuid4().hex[:8]}",
         "enable.auto.commit": "false",
         "enable.partition.eof": "true",
         "isolation.level": "read_committed",
     }
-    return kafka_io._CachedConsumer(conf)
+    return range_reader._CachedConsumer(conf)
 
 
-def _summary(results: list[kafka_io.RangeResult[Any]]) -> list[tuple[Any, ...]]:
+def _summary(results: list[kafka_results.RangeResult[Any]]) -> list[tuple[Any, ...]]:
     return [
         (r.partition, r.next_offset, r.failure, [(row.kafka_offset, row.value) for row in r.rows])
         for r in results
     ]
 
 
-def _read(reader: Any, ranges: list[OffsetRange]) -> list[kafka_io.RangeResult[Any]]:
-    results, fit = kafka_io._read_each(reader, ranges, kafka_io.sink_record_builder)
+def _read(reader: Any, ranges: list[OffsetRange]) -> list[kafka_results.RangeResult[Any]]:
+    results, fit = range_reader._read_each(reader, ranges, range_reader.sink_record_builder)
     assert fit, _summary(results)
     return results
 

@@ -20,7 +20,20 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.dead_letter_headers import (
+    CONTEXT_HEADERS,
+    ERROR_HEADER_CONNECTOR_NAME,
+    ERROR_HEADER_EXCEPTION,
+    ERROR_HEADER_EXCEPTION_MESSAGE,
+    ERROR_HEADER_EXCEPTION_STACK_TRACE,
+    ERROR_HEADER_EXECUTING_CLASS,
+    ERROR_HEADER_ORIG_OFFSET,
+    ERROR_HEADER_ORIG_PARTITION,
+    ERROR_HEADER_ORIG_TOPIC,
+    ERROR_HEADER_STAGE,
+    ERROR_HEADER_TASK_ID,
+)
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing import pipeline_plugins
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
@@ -37,18 +50,6 @@ from tests.integration.helpers import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PLUGINS = "pipeline_test_plugins"
-CONTEXT_HEADERS = [
-    "__connect.errors.topic",
-    "__connect.errors.partition",
-    "__connect.errors.offset",
-    "__connect.errors.connector.name",
-    "__connect.errors.task.id",
-    "__connect.errors.stage",
-    "__connect.errors.class.name",
-    "__connect.errors.exception.class.name",
-    "__connect.errors.exception.message",
-    "__connect.errors.exception.stacktrace",
-]
 
 
 class Deployment:
@@ -163,21 +164,21 @@ def test_sink_dlq_has_original_bytes_headers_and_context_and_skips_advance_offse
     headers = headers_of(dead)
     assert headers[0] == ("trace", b"abc")  # the original headers first, as they were
     context = dict(headers[1:])
-    assert [key for key, _ in headers[1:]] == CONTEXT_HEADERS
-    assert context["__connect.errors.topic"] == topic.encode()
-    assert context["__connect.errors.partition"] == b"0"
-    assert context["__connect.errors.offset"] == b"1"
-    assert context["__connect.errors.connector.name"] == name.encode()
-    assert context["__connect.errors.task.id"] == b"0"
-    assert context["__connect.errors.stage"] == b"VALUE_CONVERTER"
-    assert context["__connect.errors.class.name"] == f"{PLUGINS}.PickyBytesConverter".encode()
-    assert context["__connect.errors.exception.class.name"] == (
+    assert [key for key, _ in headers[1:]] == list(CONTEXT_HEADERS)
+    assert context[ERROR_HEADER_ORIG_TOPIC] == topic.encode()
+    assert context[ERROR_HEADER_ORIG_PARTITION] == b"0"
+    assert context[ERROR_HEADER_ORIG_OFFSET] == b"1"
+    assert context[ERROR_HEADER_CONNECTOR_NAME] == name.encode()
+    assert context[ERROR_HEADER_TASK_ID] == b"0"
+    assert context[ERROR_HEADER_STAGE] == b"VALUE_CONVERTER"
+    assert context[ERROR_HEADER_EXECUTING_CLASS] == f"{PLUGINS}.PickyBytesConverter".encode()
+    assert context[ERROR_HEADER_EXCEPTION] == (
         b"org.apache.kafka.connect.errors.DataException"
     )
-    assert context["__connect.errors.exception.message"] == (
+    assert context[ERROR_HEADER_EXCEPTION_MESSAGE] == (
         b"PickyBytesConverter refuses a poisoned value"
     )
-    assert b"Traceback" in (context["__connect.errors.exception.stacktrace"] or b"")
+    assert b"Traceback" in (context[ERROR_HEADER_EXCEPTION_STACK_TRACE] or b"")
     # the worker created the queue's topic with one partition
     topics = kafka_admin.list_topics(topic=dlq, timeout=30).topics
     assert len(topics[dlq].partitions) == 1
@@ -241,8 +242,13 @@ def test_tolerance_none_reports_the_record_before_the_task_fails(
     status = deployment.stub.GetTaskStatus(
         pb.GetTaskStatusRequest(name=name, task_id=0), timeout=10
     ).task
-    assert "Tolerance exceeded in error handler" in status.trace
-    assert "PickyBytesConverter refuses a poisoned value" in status.trace
+    # the first line names the root cause, wherever the task ran (an executor's host sends
+    # its trace as text)
+    assert status.trace.split("\n", 1)[0] == (
+        "Tolerance exceeded in error handler: "
+        "connect_grpc.data.errors.DataError: PickyBytesConverter refuses a poisoned value"
+    )
+    assert "Traceback (most recent call last)" in status.trace
     [dead] = read_all(kafka_bootstrap, dlq)
     assert dead.value() == b"poison"
     # nothing of the failed batch was committed
@@ -270,8 +276,8 @@ def test_a_retriable_failure_retried_out_is_skipped_even_with_tolerance_none(
     [dead] = read_all(kafka_bootstrap, dlq)
     context = dict(headers_of(dead))
     assert dead.value() == b"flaky-1"
-    assert context["__connect.errors.stage"] == b"TRANSFORMATION"
-    assert context["__connect.errors.exception.class.name"] == (
+    assert context[ERROR_HEADER_STAGE] == b"TRANSFORMATION"
+    assert context[ERROR_HEADER_EXCEPTION] == (
         b"org.apache.kafka.connect.errors.RetriableException"
     )
     # 300 ms, then what is left of the 700 ms: three attempts, two retries
@@ -318,9 +324,9 @@ def test_source_drops_are_not_committed_and_failures_go_to_the_source_dlq(
     [dead] = read_all(kafka_bootstrap, dlq)
     assert dead.value() == b"poison-b"
     context = dict(headers_of(dead))
-    assert context["__connect.errors.topic"] == topic.encode()
-    assert context["__connect.errors.stage"] == b"TRANSFORMATION"
-    assert context["__connect.errors.class.name"] == f"{PLUGINS}.PoisonTransformation".encode()
+    assert context[ERROR_HEADER_ORIG_TOPIC] == topic.encode()
+    assert context[ERROR_HEADER_STAGE] == b"TRANSFORMATION"
+    assert context[ERROR_HEADER_EXECUTING_CLASS] == f"{PLUGINS}.PoisonTransformation".encode()
     # the dropped last line's offset is not committed: the offset is the one after "c"
     after_c = len(b"a\npoison-b\nc\n")
     wait_until(lambda: source_positions(deployment.stub, name) == [after_c], timeout=30)
@@ -386,12 +392,12 @@ def test_file_to_topic_to_file_with_json_converter_two_smts_and_a_dlq(
     [dead] = read_all(kafka_bootstrap, dlq)
     assert dead.value() == poison.encode()
     context = dict(headers_of(dead))
-    assert [key for key, _ in headers_of(dead)] == CONTEXT_HEADERS
-    assert context["__connect.errors.stage"] == b"VALUE_CONVERTER"
-    assert context["__connect.errors.class.name"] == (
+    assert [key for key, _ in headers_of(dead)] == list(CONTEXT_HEADERS)
+    assert context[ERROR_HEADER_STAGE] == b"VALUE_CONVERTER"
+    assert context[ERROR_HEADER_EXECUTING_CLASS] == (
         b"org.apache.kafka.connect.json.JsonConverter"
     )
-    assert context["__connect.errors.offset"] == b"1"
+    assert context[ERROR_HEADER_ORIG_OFFSET] == b"1"
     wait_until(lambda: group_offset(kafka_admin, f"connect-{name}-sink", topic) == 3, timeout=60)
 
 
@@ -418,9 +424,9 @@ def test_errant_record_reporter_sends_the_original_bytes_and_tolerance_none_fail
     [dead] = read_all(kafka_bootstrap, dlq)
     assert (dead.value(), headers_of(dead)[0]) == (b"reject-two", ("h", b"v"))
     context = dict(headers_of(dead))
-    assert context["__connect.errors.stage"] == b"TASK_PUT"
-    assert context["__connect.errors.class.name"] == b"org.apache.kafka.connect.sink.SinkTask"
-    assert context["__connect.errors.offset"] == b"1"
+    assert context[ERROR_HEADER_STAGE] == b"TASK_PUT"
+    assert context[ERROR_HEADER_EXECUTING_CLASS] == b"org.apache.kafka.connect.sink.SinkTask"
+    assert context[ERROR_HEADER_ORIG_OFFSET] == b"1"
 
     strict = f"{name}-strict"
     strict_out = deployment.work / f"{strict}.txt"

@@ -21,6 +21,16 @@ from typing import Any
 
 import pytest
 
+from connect_grpc.dead_letter_headers import (
+    CONTEXT_HEADERS,
+    ERROR_HEADER_CONNECTOR_NAME,
+    ERROR_HEADER_EXCEPTION_MESSAGE,
+    ERROR_HEADER_ORIG_OFFSET,
+    ERROR_HEADER_ORIG_PARTITION,
+    ERROR_HEADER_ORIG_TOPIC,
+    ERROR_HEADER_STAGE,
+    ERROR_HEADER_TASK_ID,
+)
 from connect_grpc.testing.cluster import (
     WorkerProcess,
     cluster_properties,
@@ -36,18 +46,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 SMT = "org.apache.kafka.connect.transforms."
-CONTEXT_HEADERS = (
-    "__connect.errors.topic",
-    "__connect.errors.partition",
-    "__connect.errors.offset",
-    "__connect.errors.connector.name",
-    "__connect.errors.task.id",
-    "__connect.errors.stage",
-    "__connect.errors.class.name",
-    "__connect.errors.exception.class.name",
-    "__connect.errors.exception.message",
-    "__connect.errors.exception.stacktrace",
-)
 
 PEOPLE = [("alice", "123-45-6789"), ("bob", "987-65-4321"), ("carol", "555-12-3456")]
 POISON = ["this is not json", '{"name": "mallory", "ssn": "000-00-0000"}']
@@ -153,13 +151,13 @@ def test_json_envelopes_are_transformed_and_poison_lines_land_in_the_dlq(
     for message, offset in zip(dead, (1, 3), strict=True):
         headers = {key: value.decode() for key, value in message.headers() or []}
         assert set(CONTEXT_HEADERS) <= set(headers), headers
-        assert headers["__connect.errors.topic"] == topic
-        assert headers["__connect.errors.partition"] == "0"
-        assert headers["__connect.errors.offset"] == str(offset)
-        assert headers["__connect.errors.connector.name"] == sink
-        assert headers["__connect.errors.task.id"] == "0"
-        assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
-        assert headers["__connect.errors.exception.message"]
+        assert headers[ERROR_HEADER_ORIG_TOPIC] == topic
+        assert headers[ERROR_HEADER_ORIG_PARTITION] == "0"
+        assert headers[ERROR_HEADER_ORIG_OFFSET] == str(offset)
+        assert headers[ERROR_HEADER_CONNECTOR_NAME] == sink
+        assert headers[ERROR_HEADER_TASK_ID] == "0"
+        assert headers[ERROR_HEADER_STAGE] == "VALUE_CONVERTER"
+        assert headers[ERROR_HEADER_EXCEPTION_MESSAGE]
 
     def committed() -> int | None:
         read = stub.GetOffsets(pb.GetOffsetsRequest(name=sink), timeout=30).offsets

@@ -34,14 +34,12 @@ from connect_grpc.connectors.api import (
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import (
     InstanceStatus,
-    PlacementKind,
     State,
     TargetState,
     TaskId,
-    TaskPlacement,
 )
+from connect_grpc.runtime.placement import driver_placement
 from connect_grpc.runtime.spark import job_tag
-from connect_grpc.runtime.task import DRIVER_HOST
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
@@ -59,7 +57,7 @@ EVENTS: list[tuple[str, str, object]] = []
 
 
 #: Where this module's tasks run (its worker has task.hosting=driver).
-ON_DRIVER = TaskPlacement(PlacementKind.DRIVER, DRIVER_HOST)
+ON_DRIVER = driver_placement()
 
 def record_event(owner: str, event: str, detail: object = None) -> None:
     with _EVENTS_LOCK:

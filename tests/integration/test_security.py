@@ -48,18 +48,11 @@ from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.integration.helpers import error_reason, read_all, source_config
 from tests.integration.tls_workers import ADMIN_TOKEN, VIEWER_TOKEN, listener_files
+from tests.rpc_roles import READS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 CONNECT = pb.DESCRIPTOR.services_by_name["ConnectService"]
-READS = {
-    "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
-    "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
-    "ListPlugins", "GetPluginConfig", "GetClusterInfo", "ListLoggers", "GetLogger",
-    "GetConnectorTopics",
-    # Pipeline preview (issue 26 item 6)
-    "PreviewPipeline",
-}
 OK = grpc.StatusCode.OK
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
 DENIED = grpc.StatusCode.PERMISSION_DENIED

@@ -7,6 +7,12 @@ two tasks (one per worker) writes to a topic, and each task is hosted in a Pytho
 the executor the Spark worker launched for that worker's application (a task that started
 before its executor registered with the driver runs on the driver until then, and is moved
 into a host once the executor's slot is there).
+
+Each task's status names its executor (Spark's id) and host; once an executor is killed
+(kill -9), its task's status stops naming it from the first status its worker reports after
+(not placed, until a new executor hosts it, which then names the new one), and every record
+is still there. Then a FileStreamSink whose directory does not exist, hosted on an executor,
+fails with a status whose first line names the directory and the ``file`` key.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,6 +118,32 @@ def _host_pids(worker: WorkerProcess, connector: str) -> list[int]:
     return pids
 
 
+def _executor_of(spark: SparkStandaloneCluster, app_id: str) -> str | None:
+    """The id of the application's running executor on the Spark worker (one per app)."""
+    ids = [str(e["id"]) for e in spark.worker_state()["executors"] if e["appid"] == app_id]
+    return ids[0] if len(ids) == 1 else None
+
+
+def _task_status(stub: Any, name: str, task: int) -> pb.TaskStatus:
+    answer: pb.GetTaskStatusResponse = stub.GetTaskStatus(
+        pb.GetTaskStatusRequest(name=name, task_id=task), timeout=5
+    )
+    return answer.task
+
+
+def _failed(stub: Any, name: str, task: int) -> pb.TaskStatus | None:
+    status = _task_status(stub, name, task)
+    return status if status.state == pb.INSTANCE_STATE_FAILED else None
+
+
+def _hosted_on(status: pb.TaskStatus) -> str | None:
+    """``executor <id> on <host>`` when the status places the task on an executor."""
+    placed = status.HasField("placement") and (
+        status.placement.kind == pb.TaskPlacement.KIND_SPARK_EXECUTOR
+    )
+    return status.placement.host if placed else None
+
+
 def _completed_apps(spark: SparkStandaloneCluster) -> set[str]:
     """The ids of the completed applications once none is active (empty until then)."""
     state = spark.master_state()
@@ -187,6 +221,57 @@ def test_two_workers_share_a_spark_standalone_cluster(
                 wait_until(functools.partial(_python_tasks_ran, spark_cluster, app_id), timeout=30)
             except TimeoutError:
                 raise AssertionError(f"{app_name}: no Python task ran on its executor") from None
+
+        # each task's status names its application's executor and the executor's host
+        by_id = {_app_name(w).removeprefix("connect-grpc-"): w for w in workers}
+        task_app = {t: apps[_app_name(by_id[w])] for w, ts in owners.items() for t in ts}
+        for task, app_id in task_app.items():
+            executor = _executor_of(spark_cluster, app_id)
+            assert executor is not None, spark_cluster.worker_state()
+            where = wait_until(lambda t=task: _hosted_on(_task_status(stub, name, t)),  # type: ignore[misc]
+                               timeout=60)
+            assert where == f"executor {executor} on {socket.gethostname()}", (task, where)
+
+        # kill -9 of task 0's executor: from the first status after it, the task is not
+        # placed on that executor any more, until a new executor hosts it
+        app_id = task_app[0]
+        dead = f"executor {_executor_of(spark_cluster, app_id)} on {socket.gethostname()}"
+        [jvm] = _executor_jvms(app_id)
+        before = _task_status(stub, name, 0)
+        assert _hosted_on(before) == dead
+        os.kill(jvm, signal.SIGKILL)
+        seen: list[pb.TaskStatus] = []
+
+        def rehosted() -> bool:
+            status = _task_status(stub, name, 0)
+            if status.revision != (seen[-1] if seen else before).revision:
+                seen.append(status)
+            where = _hosted_on(status)
+            return where is not None and where != dead and status.state == RUNNING
+
+        wait_until(rehosted, timeout=120)
+        assert seen, "no status after the kill"
+        assert all(_hosted_on(status) != dead for status in seen), seen
+        assert not seen[0].HasField("placement"), seen[0]  # not placed while re-hosted
+        assert set(values()) == {str(i) for i in range(RECORDS)}
+
+        # a sink whose directory does not exist, hosted on an executor: FAILED, saying so
+        stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
+        missing = tmp_path / "no-such-dir"
+        sink = f"sink-{uuid.uuid4().hex[:6]}"
+        create(stub, sink, {
+            "connector.class": "FileStreamSink",
+            "tasks.max": "1",
+            "topics": unique_topic,
+            "file": str(missing / "out.txt"),
+        })
+        failed = wait_until(lambda: _failed(stub, sink, 0), timeout=120)
+        assert failed is not None
+        first_line = failed.trace.splitlines()[0]
+        assert f"directory {missing} does not exist" in first_line, failed.trace
+        assert f"{missing / 'out.txt'} (the 'file' key)" in first_line, failed.trace
+        assert "in the Spark task hosting the task" in failed.trace, failed.trace  # executor
+        assert not missing.exists()
 
         for worker in workers:
             assert worker.stop() == 0, worker.logs()

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.kafka.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from connect_grpc.kafka.broker import KAFKA_VERSION, cache_root, fetch_maven_libs
+from connect_grpc.kafka.jars import KAFKA_VERSION, cache_root, fetch_maven_libs
 
 ARTIFACTS = ("connect-json", "connect-api", "kafka-clients")
 PROGRAM = Path(__file__).with_name("JsonInterop.java")

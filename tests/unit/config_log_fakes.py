@@ -9,8 +9,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from connect_grpc.storage.kafka_config import KafkaConfigStore, RawRecord, term_marker_record
-from connect_grpc.storage.kafka_log import LogRecord
+from connect_grpc.storage.config_codec import RawRecord, term_marker_record
+from connect_grpc.storage.kafka_config import KafkaConfigStore
+from connect_grpc.storage.log_records import LogRecord
 
 
 class AppliedLog:

@@ -4,9 +4,7 @@ format, both stores, and the board that records each (connector, topic) once."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Collection, Iterator, Sequence
-from concurrent import futures
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import grpc
@@ -22,25 +20,25 @@ from connect_grpc.domain import ActiveTopic, TaskId
 from connect_grpc.errors import ConnectError, FailedPreconditionError, InvalidArgumentError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.status import StatusBoard
-from connect_grpc.runtime.kafka_io import KafkaFailure
+from connect_grpc.runtime.kafka_results import KafkaFailure
 from connect_grpc.runtime.source_task import _Batch, delivered_topics
 from connect_grpc.runtime.task import TaskRunner
-from connect_grpc.storage import kafka_status
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.storage.kafka_log import LogRecord
-from connect_grpc.storage.kafka_status import (
-    KafkaStatusStore,
+from connect_grpc.storage.kafka_status import KafkaStatusStore
+from connect_grpc.storage.memory_status import MemoryStatusStore
+from connect_grpc.storage.status_codec import (
     TopicKey,
     active_topic_key,
     decode_active_topic,
     encode_active_topic,
     parse_topic_key,
 )
-from connect_grpc.storage.memory_status import MemoryStatusStore
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from connect_grpc.worker_config import WorkerConfig
 from tests.unit.fake_worker import FakeWorker
+from tests.unit.grpc_stubs import connect_stub
+from tests.unit.status_stores import StatusLog, started_store, status_log
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -103,56 +101,19 @@ def test_a_malformed_value_is_not_an_active_topic(value: bytes) -> None:
     assert decode_active_topic(value) is None
 
 
-class RecordingLog:
-    """The store's KafkaBasedLog: keeps what is written, can fail writes, and lets a test
-    feed records as if another writer (Kafka Connect) had written them."""
-
-    topic = "connect-status"
-
-    def __init__(self) -> None:
-        self.down = threading.Event()
-        self.written: list[tuple[bytes, bytes | None]] = []
-        self.offset = 0
-
-    def start(self) -> None:
-        return None
-
-    def stop(self) -> None:
-        return None
-
-    def send_all(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[LogRecord]:
-        if self.down.is_set():
-            raise ConnectError("write to connect-status failed: Local: Message timed out")
-        result = []
-        for key, value in records:
-            self.written.append((key, value))
-            result.append(self.next_record(key, value))
-        return result
-
-    def next_record(self, key: bytes, value: bytes | None) -> LogRecord:
-        self.offset += 1
-        return LogRecord(key, value, 0, self.offset)
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> StatusLog:
+    return status_log(monkeypatch)
 
 
 @pytest.fixture
-def log(monkeypatch: pytest.MonkeyPatch) -> RecordingLog:
-    monkeypatch.setattr(kafka_status, "WRITE_RETRY_INITIAL_S", 0.01)
-    monkeypatch.setattr(kafka_status, "WRITE_RETRY_MAX_S", 0.02)
-    return RecordingLog()
-
-
-@pytest.fixture
-def store(log: RecordingLog) -> Iterator[KafkaStatusStore]:
-    store = KafkaStatusStore({"bootstrap.servers": "127.0.0.1:1"}, "connect-status")
-    store._log = log  # type: ignore[assignment]
-    store.start()
-    yield store
-    log.down.clear()
-    store.stop()
+def store(log: StatusLog) -> Iterator[KafkaStatusStore]:
+    with started_store(log) as store:
+        yield store
 
 
 def test_the_status_topic_store_reads_kafka_connects_records_and_tombstones(
-    store: KafkaStatusStore, log: RecordingLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     store._apply(log.next_record(KAFKA_KEY, KAFKA_VALUE))
     audit = KAFKA_VALUE.replace(b'"orders"', b'"audit"')
@@ -164,7 +125,7 @@ def test_the_status_topic_store_reads_kafka_connects_records_and_tombstones(
 
 
 def test_a_put_and_a_reset_are_written_as_kafka_connect_writes_them(
-    store: KafkaStatusStore, log: RecordingLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     store.put_topic(ActiveTopic("orders", "jdbc-sink", 2, 1700000000123))
     store.flush(5)
@@ -175,7 +136,7 @@ def test_a_put_and_a_reset_are_written_as_kafka_connect_writes_them(
 
 
 def test_a_put_while_kafka_is_away_shows_at_once_and_is_written_when_it_is_back(
-    store: KafkaStatusStore, log: RecordingLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     log.down.set()
     store.put_topic(ActiveTopic("orders", "jdbc-sink", 0, 1))
@@ -186,7 +147,7 @@ def test_a_put_while_kafka_is_away_shows_at_once_and_is_written_when_it_is_back(
 
 
 def test_active_topic_records_leave_statuses_alone(
-    store: KafkaStatusStore, log: RecordingLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     store._apply(log.next_record(KAFKA_KEY, KAFKA_VALUE))
     assert store.get_connector("jdbc-sink") is None
@@ -330,16 +291,8 @@ def test_a_failing_recorder_never_raises_into_the_task_loop() -> None:
 def disabled_stub(tmp_path: Path, plugins: Plugins) -> Iterator[pb_grpc.ConnectServiceStub]:
     """An in-process server of a standalone herder whose worker does not track topics."""
     herder = standalone(tmp_path, plugins, **{"topic.tracking.enable": "false"})
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    try:
-        yield pb_grpc.ConnectServiceStub(channel)
-    finally:
-        channel.close()
-        server.stop(0).wait()
+    with connect_stub(ConnectServicer(herder)) as stub:
+        yield stub
 
 
 def _precondition_subjects(error: grpc.RpcError) -> list[str]:

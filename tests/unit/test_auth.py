@@ -45,6 +45,7 @@ from connect_grpc.security.session_key import (
     SignedCall,
 )
 from connect_grpc.v1 import connect_pb2 as pb
+from tests.rpc_roles import MUTATIONS, READS
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,21 +55,6 @@ DENIED = grpc.StatusCode.PERMISSION_DENIED
 
 CONNECT = pb.DESCRIPTOR.services_by_name["ConnectService"]
 CLUSTER = pb.DESCRIPTOR.services_by_name["ClusterService"]
-#: Every RPC a client may call, each classified here by hand: the test fails until a new
-#: RPC is put in one of the two sets.
-READS = {
-    "ListConnectors", "GetConnector", "GetConnectorConfig", "GetConnectorStatus",
-    "GetTaskStatus", "ListTasks", "WatchConnectorStatus", "GetOffsets", "ValidateConfig",
-    "ListPlugins", "GetPluginConfig", "GetClusterInfo", "ListLoggers", "GetLogger",
-    "GetConnectorTopics",
-    # Pipeline preview (issue 26 item 6)
-    "PreviewPipeline",
-}
-MUTATIONS = {
-    "CreateConnector", "PutConnectorConfig", "PatchConnectorConfig", "DeleteConnector",
-    "PauseConnector", "ResumeConnector", "StopConnector", "RestartConnector", "RestartTask",
-    "AlterOffsets", "ResetOffsets", "SetLogLevel", "ResetConnectorTopics",
-}
 VIEWER_TOKEN = "viewer-token-0123456789abcdef"
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
 KEY = SessionKey(b"k" * 32, created_ms=1_000)

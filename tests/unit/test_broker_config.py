@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from connect_grpc.kafka import broker
-from connect_grpc.kafka.broker import BrokerConfig, BrokerState
+from connect_grpc.kafka import broker, jars, kraft, ports
+from connect_grpc.kafka.broker import BrokerState
+from connect_grpc.kafka.kraft import BrokerConfig
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -62,17 +63,17 @@ def test_overrides_win_and_values_are_escaped(tmp_path: Path) -> None:
 
 
 def test_pom_pins_kafka_and_a_log4j2_slf4j_binding() -> None:
-    pom = broker.render_pom()
+    pom = jars.render_pom()
     assert "@" + "KAFKA_VERSION@" not in pom and "@LOG4J_VERSION@" not in pom
     assert "<artifactId>kafka_2.13</artifactId>" in pom
-    assert f"<version>{broker.KAFKA_VERSION}</version>" in pom
+    assert f"<version>{jars.KAFKA_VERSION}</version>" in pom
     assert "<artifactId>log4j-slf4j-impl</artifactId>" in pom
-    assert f"<version>{broker.LOG4J_VERSION}</version>" in pom
-    assert "4.2.0" in broker.render_pom("4.2.0")
+    assert f"<version>{jars.LOG4J_VERSION}</version>" in pom
+    assert "4.2.0" in jars.render_pom("4.2.0")
 
 
 def test_log4j2_config_logs_to_a_file_in_the_data_dir() -> None:
-    text = broker.log4j2_config_text()
+    text = kraft.log4j2_config_text()
     assert "${sys:kafka.logs.dir}/server.log" in text
     assert "Console" not in text
 
@@ -81,10 +82,10 @@ def test_cache_paths_follow_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CONNECT_GRPC_CACHE", str(tmp_path))
-    assert broker.cache_root() == tmp_path
+    assert jars.cache_root() == tmp_path
     assert broker.default_state_dir() == tmp_path / "run" / "kafka"
     monkeypatch.delenv("CONNECT_GRPC_CACHE")
-    assert broker.cache_root() == Path.home() / ".cache" / "connect-grpc"
+    assert jars.cache_root() == Path.home() / ".cache" / "connect-grpc"
 
 
 def test_libs_are_not_fetched_again_when_marked_complete(
@@ -92,13 +93,13 @@ def test_libs_are_not_fetched_again_when_marked_complete(
 ) -> None:
     home = tmp_path / "kafka" / "9.9.9"
     home.mkdir(parents=True)
-    (home / broker.LIBS_MARKER).write_text("9.9.9\n")
-    monkeypatch.setattr(broker.shutil, "which", lambda _name: pytest.fail("mvn was looked up"))
-    assert broker.ensure_kafka_libs("9.9.9", cache=tmp_path) == home / "libs"
+    (home / jars.LIBS_MARKER).write_text("9.9.9\n")
+    monkeypatch.setattr(jars.shutil, "which", lambda _name: pytest.fail("mvn was looked up"))
+    assert jars.ensure_kafka_libs("9.9.9", cache=tmp_path) == home / "libs"
 
 
 def test_random_cluster_id_is_a_kafka_uuid() -> None:
-    ids = {broker.random_cluster_id() for _ in range(200)}
+    ids = {kraft.random_cluster_id() for _ in range(200)}
     assert len(ids) == 200
     for cluster_id in ids:
         assert len(cluster_id) == 22 and not cluster_id.startswith("-")
@@ -106,9 +107,9 @@ def test_random_cluster_id_is_a_kafka_uuid() -> None:
 
 
 def test_free_ports_are_bindable() -> None:
-    port = broker.free_port()
+    port = ports.free_port()
     assert 0 < port < 65536
-    assert broker.port_is_free(port)
+    assert ports.port_is_free(port)
 
 
 def test_free_ports_are_below_the_ephemeral_range_and_not_seeded_alike(
@@ -116,27 +117,27 @@ def test_free_ports_are_below_the_ephemeral_range_and_not_seeded_alike(
 ) -> None:
     ranges = tmp_path / "ip_local_port_range"
     ranges.write_text("32768\t60999\n")
-    monkeypatch.setattr(broker, "_EPHEMERAL_RANGE_FILE", ranges)
+    monkeypatch.setattr(ports, "_EPHEMERAL_RANGE_FILE", ranges)
     picked = []
     for _ in range(5):
         random.seed(7)  # as pytest-randomly seeds every test process alike
-        picked.append(broker.free_port())
-    assert all(broker._LOWEST_PICKED_PORT <= port < 32768 for port in picked)
+        picked.append(ports.free_port())
+    assert all(ports._LOWEST_PICKED_PORT <= port < 32768 for port in picked)
     assert len(set(picked)) > 1
 
 
 def test_free_ports_come_from_the_kernel_without_a_range_or_a_free_port_in_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(broker, "_EPHEMERAL_RANGE_FILE", tmp_path / "absent")
-    assert broker.port_is_free(broker.free_port())
+    monkeypatch.setattr(ports, "_EPHEMERAL_RANGE_FILE", tmp_path / "absent")
+    assert ports.port_is_free(ports.free_port())
     ranges = tmp_path / "ip_local_port_range"
     ranges.write_text("40000 60999\n")
-    monkeypatch.setattr(broker, "_EPHEMERAL_RANGE_FILE", ranges)
+    monkeypatch.setattr(ports, "_EPHEMERAL_RANGE_FILE", ranges)
     tried: list[int] = []
-    monkeypatch.setattr(broker, "port_is_free", lambda port, host="127.0.0.1": tried.append(port))
-    given = broker.free_port()
-    assert len(tried) == broker._PORT_TRIES, "the kernel is asked once none tried is free"
+    monkeypatch.setattr(ports, "port_is_free", lambda port, host="127.0.0.1": tried.append(port))
+    given = ports.free_port()
+    assert len(tried) == ports._PORT_TRIES, "the kernel is asked once none tried is free"
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", given))
 
@@ -184,9 +185,9 @@ def test_the_jar_fetch_says_how_long_it_usually_takes_before_mvn_runs(
     fake_mvn.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     with capture_logs() as logs:
-        libs = broker.ensure_kafka_libs("9.9.9", cache=tmp_path / "cache")
+        libs = jars.ensure_kafka_libs("9.9.9", cache=tmp_path / "cache")
     assert (libs / "kafka_2.13-9.9.9.jar").exists()
     [fetching] = [e for e in logs if e["event"] == "maven_libs_fetching"]
     assert fetching["what"] == "Kafka 9.9.9"
-    assert fetching["usual_seconds"] == broker.KAFKA_FETCH_USUAL_S
+    assert fetching["usual_seconds"] == jars.KAFKA_FETCH_USUAL_S
     assert [e["event"] for e in logs] == ["maven_libs_fetching", "maven_libs_fetched"]

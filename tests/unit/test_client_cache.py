@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import KafkaError, Message, TopicPartition
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
-from connect_grpc.runtime import kafka_io
+from connect_grpc.runtime import client_cache, kafka_results, produce, range_reader
 from connect_grpc.runtime.batching import OffsetRange
-from connect_grpc.runtime.kafka_io import ClientCache
+from connect_grpc.runtime.client_cache import ClientCache
 
 
 class Client:
@@ -64,7 +64,7 @@ def test_the_least_recently_used_client_is_evicted_beyond_capacity() -> None:
 
 def test_idle_clients_are_dropped_on_next_use(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
-    monkeypatch.setattr(kafka_io.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(client_cache.time, "monotonic", lambda: now[0])
     cache = ClientCache(idle_s=10)
     idle = cache.get(Client, {"n": "idle"})
     now[0] += 11
@@ -82,7 +82,7 @@ def _stop_after(seconds: float) -> Callable[[], bool]:
 
 def test_a_driver_batch_nobody_can_deliver_ends_when_the_task_stops() -> None:
     # a real librdkafka producer; nothing listens on port 1, so nothing is ever delivered
-    producer = kafka_io.DriverProducer(
+    producer = produce.DriverProducer(
         {"bootstrap.servers": "127.0.0.1:1", "client.id": "driver-test", "linger.ms": "1"}
     )
     records = [SourceRecord({"p": 0}, {"o": i}, "t", b"v", key=b"k") for i in range(5)]
@@ -90,7 +90,7 @@ def test_a_driver_batch_nobody_can_deliver_ends_when_the_task_stops() -> None:
 
     result = producer.produce(records, _stop_after(0.3))
 
-    assert time.monotonic() - begun < 0.3 + 2 * kafka_io.FLUSH_SLICE_S + 0.3
+    assert time.monotonic() - begun < 0.3 + 2 * kafka_results.FLUSH_SLICE_S + 0.3
     assert (result.produced, result.failed, result.retriable) == (5, 5, True)
     assert "the task is stopping" in result.messages[-1]
     assert producer._cached is None, "a producer that failed a batch is dropped"
@@ -116,11 +116,11 @@ def test_a_driver_read_of_a_silent_partition_ends_when_the_task_stops() -> None:
     consumer = _SilentConsumer()
     begun = time.monotonic()
 
-    result = kafka_io._read_range(
-        consumer, OffsetRange("t", 0, 10, 20), kafka_io._tuple_rows, _stop_after(0.3)
+    result = range_reader._read_range(
+        consumer, OffsetRange("t", 0, 10, 20), range_reader._tuple_rows, _stop_after(0.3)
     )
 
-    assert time.monotonic() - begun < 0.3 + 2 * kafka_io.FLUSH_SLICE_S + 0.3
+    assert time.monotonic() - begun < 0.3 + 2 * kafka_results.FLUSH_SLICE_S + 0.3
     assert result.failure is not None and result.failure.retriable
     assert result.failure.name == "_INTR" and "stopping" in result.failure.message
     assert (result.next_offset, result.rows) == (10, [])
@@ -130,14 +130,14 @@ def test_a_driver_read_of_a_silent_partition_ends_when_the_task_stops() -> None:
 def test_a_driver_read_of_a_silent_partition_fails_as_stalled_after_the_stall_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(kafka_io, "READ_STALL_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(range_reader, "READ_STALL_TIMEOUT_S", 0.3)
     begun = time.monotonic()
 
-    result = kafka_io._read_range(
-        _SilentConsumer(), OffsetRange("t", 0, 10, 20), kafka_io._tuple_rows
+    result = range_reader._read_range(
+        _SilentConsumer(), OffsetRange("t", 0, 10, 20), range_reader._tuple_rows
     )
 
-    assert time.monotonic() - begun < 0.3 + 2 * kafka_io.FLUSH_SLICE_S + 0.3
+    assert time.monotonic() - begun < 0.3 + 2 * kafka_results.FLUSH_SLICE_S + 0.3
     assert result.failure is not None and result.failure.retriable
     assert result.failure.name == "_TIMED_OUT" and "no progress" in result.failure.message
     assert (result.next_offset, result.rows) == (10, [])
@@ -172,7 +172,7 @@ def _offsets(rows: list[SinkRecord]) -> list[int]:
 
 def test_a_read_takes_whole_batches_and_stops_at_the_range_end_or_the_partition_end() -> None:
     eof = KafkaError(KafkaError._PARTITION_EOF)
-    read = functools.partial(kafka_io._read_range, make_row=kafka_io.sink_record_builder)
+    read = functools.partial(range_reader._read_range, make_row=range_reader.sink_record_builder)
     # whole batches, the last one ending at the range's end
     whole = read(_ScriptedConsumer([[_message(10), _message(11)], [_message(12)]]),
                  OffsetRange("t", 0, 10, 13))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from concurrent import futures
 from dataclasses import replace
 from typing import TypeVar
 
@@ -56,6 +55,7 @@ from connect_grpc.errors import (
 )
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.unit.grpc_stubs import serving
 
 MAX_LONG = 2**63 - 1
 
@@ -339,14 +339,8 @@ class ScriptedServicer(pb_grpc.ConnectServiceServicer):  # type: ignore[misc]  #
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[ScriptedServicer, str]]:
     servicer = ScriptedServicer()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    pb_grpc.add_ConnectServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield servicer, f"127.0.0.1:{port}"
-    finally:
-        server.stop(grace=None)
+    with serving(servicer, max_workers=4) as address:
+        yield servicer, address
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""GetClusterInfo's ``joined`` (``DistributedHerder._joined``, on a stand-in for the herder's
+"""GetClusterInfo's ``joined`` (``DistributedReads._joined``, on a stand-in for the reads'
 state; no broker): a worker says it has joined only while it is a member of the group and
 the assignment it last read names it. A worker that has just started reads the last
 published assignment, which may name itself and workers gone since, before it joins."""
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from connect_grpc.cluster.records import AssignmentRecord, WorkerAssignment
-from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.distributed_reads import DistributedReads
 
 
 @dataclass
@@ -26,7 +26,7 @@ class _Herder:
     _election: _Election
     _id: str = "w1"
 
-    _joined = DistributedHerder._joined
+    _joined = DistributedReads._joined
 
 
 @pytest.mark.parametrize(

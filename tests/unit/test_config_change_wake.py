@@ -27,6 +27,12 @@ class _Reconciler:
 
 
 @dataclass
+class _View:
+    def observe_session_key(self) -> None:
+        """Not the subject here."""
+
+
+@dataclass
 class _Election:
     leader: bool = True
 
@@ -40,11 +46,9 @@ class _Herder:
     _election: _Election = field(default_factory=_Election)
     _leader_wake: threading.Event = field(default_factory=threading.Event)
     _listening: bool = True
+    _view: _View = field(default_factory=_View)
 
     _on_config_change = DistributedHerder._on_config_change
-
-    def _observe_session_key(self) -> None:
-        """Not the subject here."""
 
 
 @pytest.mark.parametrize("kind", ["connector", "tasks"])

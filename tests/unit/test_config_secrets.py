@@ -16,7 +16,7 @@ from connect_grpc.config_providers.providers import EnvVarConfigProvider, FileCo
 from connect_grpc.config_providers.redaction import HIDDEN
 from connect_grpc.config_providers.transformer import ConfigReferenceError, ConfigTransformer
 from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, define_all
-from connect_grpc.connectors.api import SourceConnector, SourceRecord, SourceTask, Task
+from connect_grpc.connectors.api import SourceConnector, Task
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import ConfigInfos, ConnectorOffset, InstanceStatus, TargetState, TaskId
 from connect_grpc.errors import InvalidArgumentError
@@ -29,21 +29,11 @@ from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.testing.plugins import read_events
 from connect_grpc.worker_config import WorkerConfig
+from tests.task_fakes import IdleSource
 from tests.unit.fake_worker import FakeWorker
 
 SECRET = "file-secret-3d9b71"
 ENV_SECRET = "env-secret-55ac02"
-
-
-class _IdleTask(SourceTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        return None
-
-    def poll(self, max_records: int) -> list[SourceRecord]:
-        return []
-
-    def stop(self, connector_deleted: bool = False) -> None:
-        return None
 
 
 class RecordingSource(SourceConnector):
@@ -71,7 +61,7 @@ class RecordingSource(SourceConnector):
             raise RuntimeError(f"login refused for password {config['password']}")
 
     def task_class(self) -> type[Task]:
-        return _IdleTask
+        return IdleSource
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         return [{"db.password": self._config.get("password", ""),

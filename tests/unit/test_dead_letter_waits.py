@@ -17,7 +17,7 @@ from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugi
 from connect_grpc.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts
 from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
-from connect_grpc.runtime.kafka_io import KafkaIoError, RangeResult
+from connect_grpc.runtime.kafka_results import KafkaIoError, RangeResult
 from connect_grpc.runtime.pipeline import TaskPipeline
 from connect_grpc.runtime.sink_task import _Member, put_all
 from connect_grpc.runtime.tolerance import ProcessingContext

@@ -6,7 +6,6 @@ server). Cluster behaviour is in tests/integration/test_etags.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -30,6 +29,7 @@ from connect_grpc.herder.etags import (
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.unit.grpc_stubs import connect_channel
 
 SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
 
@@ -178,15 +178,8 @@ def test_a_connector_created_again_does_not_repeat_its_predecessors_etag(
 
 @pytest.fixture
 def channel(herder: StandaloneHerder) -> Iterator[grpc.Channel]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as opened:
-            yield opened
-    finally:
-        server.stop(0).wait()
+    with connect_channel(ConnectServicer(herder)) as opened:
+        yield opened
 
 
 @pytest.fixture

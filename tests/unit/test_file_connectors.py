@@ -262,6 +262,28 @@ def test_sink_appends_values_as_lines_and_flushes(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8").endswith("null\nmore\n")
 
 
+def test_sink_creates_its_file_but_not_its_directory_and_says_which_is_missing(
+    tmp_path: Path,
+) -> None:
+    """As Kafka Connect's (``Files.newOutputStream(CREATE, APPEND)``): the file is created,
+    a missing directory is not; the error's first line names the directory and the key."""
+    missing = tmp_path / "no-such-dir"
+    path = missing / "out.txt"
+    task = FileStreamSinkTask()
+    with pytest.raises(FileNotFoundError) as raised:
+        task.start({"file": str(path), "topics": "t"})
+    first_line = str(raised.value).splitlines()[0]
+    assert f"directory {missing} does not exist" in first_line
+    assert f"its file {path} (the 'file' key)" in first_line
+    assert f"mkdir -p {missing}" in first_line
+    assert not missing.exists()
+
+    missing.mkdir()
+    task.start({"file": str(path), "topics": "t"})  # the file itself is created
+    task.stop()
+    assert path.exists()
+
+
 @pytest.mark.parametrize(
     "values",
     [

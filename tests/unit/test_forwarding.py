@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent import futures
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -20,17 +19,10 @@ from grpc_status import rpc_status
 
 from connect_grpc import deadline
 from connect_grpc.api.errors import mapped
-from connect_grpc.api.forwarding import (
-    FORWARDED_BY,
-    LEADER_UNAVAILABLE,
-    Backoff,
-    Forwarder,
-    LeaderUnavailableError,
-    LeaderWritesRelay,
-    forwardable,
-    forwarded_by,
-)
+from connect_grpc.api.forward_retry import LEADER_UNAVAILABLE, Backoff, LeaderUnavailableError
+from connect_grpc.api.forwarding import FORWARDED_BY, Forwarder, forwardable, forwarded_by
 from connect_grpc.api.idempotency import RequestLog
+from connect_grpc.api.leader_relay import LeaderWritesRelay
 from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.errors import (
     InvalidArgumentError,
@@ -40,9 +32,10 @@ from connect_grpc.errors import (
     UnavailableError,
 )
 from connect_grpc.herder.base import Herder
-from connect_grpc.kafka.broker import free_port
+from connect_grpc.kafka.ports import free_port
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.unit.grpc_stubs import start_server
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -142,10 +135,9 @@ class Cluster:
         )
         self._forwarders.append(node.forwarder)
         interceptors = [LeaderWritesRelay(node.forwarder, lambda: node.leading)] if relay else []
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
-        pb_grpc.add_ConnectServiceServicer_to_server(Servicer(node), server)
-        node.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-        server.start()
+        server, node.address = start_server(
+            Servicer(node), max_workers=8, interceptors=interceptors
+        )
         self._servers.append(server)
         return node
 
@@ -613,11 +605,7 @@ class _PauseHerder:
 
 
 def _serve(servicer: ConnectServicer) -> tuple[grpc.Server, str]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    pb_grpc.add_ConnectServiceServicer_to_server(servicer, server)
-    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-    server.start()
-    return server, address
+    return start_server(servicer, max_workers=4)
 
 
 def test_the_servicers_writes_are_forwarded_to_the_leader_by_name() -> None:

@@ -1,4 +1,4 @@
-"""The leader's view of the group's members (DistributedHerder._group_members): asked of the
+"""The leader's view of the group's members (AssignmentPublisher._group_members): asked of the
 group coordinator only after a rebalance it was told of, or once it is MEMBERS_REFRESH_S old."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.herder import distributed
-from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder import leader_assignment
+from connect_grpc.herder.leader_assignment import AssignmentPublisher
 
 
 @dataclass
@@ -48,14 +48,14 @@ class _Leader:
     _members: tuple[int, float, frozenset[str]] | None = None
     _leader_wake: threading.Event = field(default_factory=threading.Event)
 
-    _group_members = DistributedHerder._group_members
-    _on_group_rebalanced = DistributedHerder._on_group_rebalanced
+    _group_members = AssignmentPublisher._group_members
+    _on_group_rebalanced = AssignmentPublisher.on_group_rebalanced
 
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     now = [100.0]
-    monkeypatch.setattr(distributed.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(leader_assignment.time, "monotonic", lambda: now[0])
     return now
 
 
@@ -74,7 +74,7 @@ def test_members_are_asked_once_until_a_rebalance(clock: list[float]) -> None:
 def test_members_are_asked_again_once_old(clock: list[float]) -> None:
     leader = _Leader(_Admin(["w2"]))
     leader._group_members()
-    clock[0] += distributed.MEMBERS_REFRESH_S
+    clock[0] += leader_assignment.MEMBERS_REFRESH_S
     leader._admin.members = ["w2", "w3"]
     assert leader._group_members() == {"w1", "w2", "w3"}
     assert leader._admin.calls == 2

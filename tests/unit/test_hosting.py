@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from connect_grpc.connectors.api import RetriableError
-from connect_grpc.connectors.plugins import import_object
+from connect_grpc.connectors.plugin_loading import import_object
 from connect_grpc.domain import TaskId
 from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.runtime.hosting import (

@@ -484,7 +484,7 @@ def test_schemaless_numbers_beyond_long_and_double() -> None:
 def test_schemaless_writing_fast_path_writes_what_the_walk_writes() -> None:
     import orjson
 
-    from connect_grpc.data.converters.json import _dump_schemaless, _write_schemaless
+    from connect_grpc.data.converters.json_writers import _dump_schemaless, _write_schemaless
 
     values: list[object] = [
         {"a": 1, "b": [1.5, "x", True, b"\x00\x01"], "c": {"d": (1, 2)}},

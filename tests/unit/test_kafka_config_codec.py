@@ -8,15 +8,9 @@ import json
 import pytest
 
 from connect_grpc.domain import RestartRequest, TargetState
-from connect_grpc.storage.kafka_config import (
-    NO_OFFSET,
+from connect_grpc.storage.config_codec import (
     REMOVAL_CHANGE_INDEX,
-    ClusterLogLevel,
-    ConfigChange,
-    ConfigSnapshot,
     RawRecord,
-    SnapshotBuilder,
-    apply_record,
     carried_record,
     commit_key,
     connector_config_records,
@@ -38,7 +32,15 @@ from connect_grpc.storage.kafka_config import (
     term_marker_record,
     written_term,
 )
-from connect_grpc.storage.kafka_log import LogRecord
+from connect_grpc.storage.config_snapshot import (
+    NO_OFFSET,
+    ClusterLogLevel,
+    ConfigChange,
+    ConfigSnapshot,
+    SnapshotBuilder,
+    apply_record,
+)
+from connect_grpc.storage.log_records import LogRecord
 
 
 def _tasks(builder: SnapshotBuilder, name: str, configs: list[dict[str, str]]) -> None:

@@ -10,7 +10,9 @@ from typing import Any
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, TopicPartition
 
 from connect_grpc.storage.kafka_config import KafkaConfigStore
-from connect_grpc.storage.kafka_log import KafkaBasedLog, LogRecord, TopicSpec
+from connect_grpc.storage.kafka_log import KafkaBasedLog
+from connect_grpc.storage.log_records import LogRecord
+from connect_grpc.storage.log_topic import TopicSpec
 from tests.task_fakes import DeliveredMessage
 
 WAIT_S = 10.0

@@ -10,7 +10,9 @@ import pytest
 from confluent_kafka import KafkaError
 
 from connect_grpc.errors import ConnectError, UnavailableError
-from connect_grpc.storage.kafka_log import KafkaBasedLog, LogRecord, TopicSpec
+from connect_grpc.storage.kafka_log import KafkaBasedLog
+from connect_grpc.storage.log_records import LogRecord
+from connect_grpc.storage.log_topic import TopicSpec
 from tests.task_fakes import DeliveredMessage
 
 Callback = Callable[[KafkaError | None, Any], None]

@@ -9,8 +9,8 @@ import pytest
 
 from connect_grpc.errors import ConnectError
 from connect_grpc.storage import kafka_offsets
-from connect_grpc.storage.kafka_log import Freshness, LogRecord
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore, encode_records
+from connect_grpc.storage.log_records import Freshness, LogRecord
 
 
 class _Log:

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from connect_grpc.domain import InstanceStatus, PlacementKind, State, TaskId, TaskPlacement
-from connect_grpc.storage.kafka_log import Freshness, LogRecord
 from connect_grpc.storage.kafka_offsets import decode_record
-from connect_grpc.storage.kafka_status import (
-    KafkaStatusStore,
+from connect_grpc.storage.log_records import Freshness, LogRecord
+from connect_grpc.storage.offsets_codec import encode_key, encode_value
+from connect_grpc.storage.status_codec import (
     connector_key,
     decode_status,
     encode_status,
@@ -19,7 +19,7 @@ from connect_grpc.storage.kafka_status import (
     parse_task_key,
     task_key,
 )
-from connect_grpc.storage.offsets_codec import encode_key, encode_value
+from tests.unit.status_stores import unstarted_store
 
 MAX_LONG = 2**63 - 1
 
@@ -164,7 +164,7 @@ def _status_record(key: bytes, offset: int, state: str, worker: str, generation:
 
 
 def test_an_older_generation_from_another_worker_never_replaces_a_newer_status() -> None:
-    store = KafkaStatusStore({"bootstrap.servers": "127.0.0.1:1"}, "status")
+    store = unstarted_store()
     key, task = b"status-task-c-0", TaskId("c", 0)
     apply = store._apply  # the tailing thread's entry point
     apply(_status_record(key, 0, "RUNNING", "w1", 3))
@@ -181,7 +181,7 @@ def test_an_older_generation_from_another_worker_never_replaces_a_newer_status()
 
 
 def test_a_worker_does_not_write_over_a_newer_generations_status() -> None:
-    store = KafkaStatusStore({"bootstrap.servers": "127.0.0.1:1"}, "status", generation=3)
+    store = unstarted_store(generation=3)
     store._apply(_status_record(b"status-connector-c", 0, "RUNNING", "w2", 4))
     store.put_connector("c", InstanceStatus(State.UNASSIGNED, "w1", ""))  # no write: no broker
     assert store.get_connector("c") == InstanceStatus(State.RUNNING, "w2", "")
@@ -189,9 +189,7 @@ def test_a_worker_does_not_write_over_a_newer_generations_status() -> None:
 
 def test_each_extension_record_applied_is_reported_with_its_key() -> None:
     seen: list[str] = []
-    store = KafkaStatusStore(
-        {"bootstrap.servers": "127.0.0.1:1"}, "status", on_extension=seen.append
-    )
+    store = unstarted_store(on_extension=seen.append)
     store._apply(LogRecord(b"connect-grpc-worker-w1", b'{"id":"w1"}', 0, 0))
     store._apply(LogRecord(b"connect-grpc-worker-w1", None, 0, 1))
     store._apply(_status_record(b"status-connector-c", 2, "RUNNING", "w2", 1))  # not one

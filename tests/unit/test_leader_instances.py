@@ -8,25 +8,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_grpc.domain import TargetState, TaskId
-from connect_grpc.herder.distributed import DistributedHerder
-from connect_grpc.storage.kafka_config import (
-    ConfigSnapshot,
+from connect_grpc.herder.leader_assignment import AssignmentPublisher
+from connect_grpc.storage.config_codec import (
     RawRecord,
-    SnapshotBuilder,
-    apply_record,
     connector_config_records,
     extension_record,
     removal_records,
     target_state_records,
     task_config_records,
 )
+from connect_grpc.storage.config_snapshot import ConfigSnapshot, SnapshotBuilder, apply_record
 
 
 @dataclass
 class _Leader:
     _instances_of: Any = None
 
-    _instances = DistributedHerder._instances
+    _instances = AssignmentPublisher._instances
 
 
 def _view(builder: SnapshotBuilder, records: list[RawRecord]) -> ConfigSnapshot:

@@ -1,7 +1,7 @@
 """A leader's writer serves the leadership it took office in only: once the worker was deposed
 it is never used again, even when the worker wins the leadership back before its loop saw the
-deposal (DistributedHerder._usable_writer and _take_office, on a stand-in for the herder's
-state; no broker)."""
+deposal (LeaderWriter.usable and take_office, on a stand-in for the writer's state; no
+broker)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import structlog
 
 from connect_grpc.cluster.membership import Leadership
-from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.leader_writer import LeaderWriter
 
 
 @dataclass
@@ -60,11 +60,11 @@ class _Herder:
     _cluster: Any = field(default_factory=lambda: _Cluster())
     _id: str = "w1"
 
-    _usable_writer = DistributedHerder._usable_writer
-    _close_writer = DistributedHerder._close_writer
+    usable = LeaderWriter.usable
+    close = LeaderWriter.close
 
     def took_office(self, writer: _Writer) -> None:
-        """What ``_take_office`` records once its writer is open."""
+        """What ``take_office`` records once its writer is open."""
         self._writer, self._term = writer, self._term + 1
         self._office_changes = self._election.leadership().changes
 
@@ -73,7 +73,7 @@ def test_the_writer_serves_the_leadership_it_took_office_in() -> None:
     herder, writer = _Herder(), _Writer()
     herder.took_office(writer)
 
-    assert herder._usable_writer() is writer
+    assert herder.usable() is writer
 
 
 @pytest.mark.parametrize("regained", [False, True])
@@ -85,7 +85,7 @@ def test_a_deposal_ends_the_writer_even_when_the_leadership_is_won_back(regained
     if regained:
         herder._election.elect()  # before the leader's loop looked: a new term is due
 
-    assert herder._usable_writer() is None
+    assert herder.usable() is None
 
 
 def test_a_fenced_or_closed_writer_is_not_used() -> None:
@@ -93,7 +93,7 @@ def test_a_fenced_or_closed_writer_is_not_used() -> None:
     herder.took_office(writer)
     writer.usable = False
 
-    assert herder._usable_writer() is None
+    assert herder.usable() is None
 
 
 def test_taking_office_again_closes_the_writer_of_the_lost_leadership(
@@ -109,8 +109,8 @@ def test_taking_office_again_closes_the_writer_of_the_lost_leadership(
         opened.append(herder._election.leadership().changes)
         raise RuntimeError("no broker here")
 
-    monkeypatch.setattr("connect_grpc.herder.distributed.FencedWriter.open", stop_at_open)
+    monkeypatch.setattr("connect_grpc.herder.leader_writer.FencedWriter.open", stop_at_open)
     with pytest.raises(RuntimeError):
-        DistributedHerder._take_office(herder)  # type: ignore[arg-type]
+        LeaderWriter.take_office(herder)  # type: ignore[arg-type]
 
     assert old.closed and opened == [3]

@@ -10,7 +10,6 @@ import sys
 import types
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -39,6 +38,7 @@ from connect_grpc.loggers import (
 )
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.unit.grpc_stubs import serving
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -242,14 +242,8 @@ def test_a_project_module_that_has_not_logged_yet_is_known() -> None:
 @pytest.fixture
 def address(herder: StandaloneHerder) -> Iterator[str]:
     """An in-process server of the standalone herder."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.stop(0).wait()
+    with serving(ConnectServicer(herder)) as served:
+        yield served
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ runtime stand-in and an in-process gRPC server)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -20,19 +19,8 @@ from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import patched_config
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-
-SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
-
-
-def _config(tmp_path: Path, tasks: int = 2, **extra: str) -> dict[str, str]:
-    return {
-        "connector.class": SOURCE,
-        "tasks.max": str(tasks),
-        "topic": "t",
-        "test.events.file": str(tmp_path / "events.jsonl"),
-        **extra,
-    }
-
+from tests.unit.grpc_stubs import connect_stub
+from tests.unit.source_configs import source_config
 
 # ---- the merge ---------------------------------------------------------------------------
 
@@ -102,11 +90,11 @@ def test_a_value_that_is_neither_string_nor_null_is_refused_naming_the_key(
 def test_a_patch_changes_the_keys_it_names_and_restarts_with_the_result(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    herder.create_connector("c", _config(tmp_path, 3, **{"test.poll.ms": "5"}),
+    herder.create_connector("c", source_config(tmp_path, 3, **{"test.poll.ms": "5"}),
                             TargetState.STARTED)
     result = herder.patch_connector_config("c", {"tasks.max": "1", "test.poll.ms": None})
     assert not result.created
-    expected = {**_config(tmp_path, 1), "name": "c"}
+    expected = {**source_config(tmp_path, 1), "name": "c"}
     assert result.info.config == expected
     assert herder.connector_config("c") == expected
     assert len(herder.connector_status("c").tasks) == 1
@@ -123,7 +111,7 @@ def test_a_patch_of_an_unknown_connector_is_not_found_and_creates_nothing(
 def test_an_invalid_patch_is_refused_as_put_refuses_the_merged_config_and_changes_nothing(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
     before = herder.connector_config("c")
     patch = {"tasks.max": "0", "topic": "u", "test.events.file": None}
     with pytest.raises(InvalidArgumentError) as patched:
@@ -139,7 +127,7 @@ def test_an_invalid_patch_is_refused_as_put_refuses_the_merged_config_and_change
 def test_a_patch_cannot_rename_the_connector_and_may_drop_its_name_key(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
     with pytest.raises(InvalidArgumentError) as excinfo:
         herder.patch_connector_config("c", {"name": "d"})
     assert excinfo.value.violations[0].field == "config.name"
@@ -147,7 +135,7 @@ def test_a_patch_cannot_rename_the_connector_and_may_drop_its_name_key(
 
 
 def test_a_patch_keeps_the_target_state(herder: StandaloneHerder, tmp_path: Path) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.PAUSED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.PAUSED)
     herder.patch_connector_config("c", {"topic": "u"})
     assert herder.connector_status("c").connector.state is State.PAUSED
     assert herder.connector_config("c")["topic"] == "u"
@@ -158,25 +146,20 @@ def test_a_patch_keeps_the_target_state(herder: StandaloneHerder, tmp_path: Path
 
 @pytest.fixture
 def stub(herder: StandaloneHerder) -> Iterator[pb_grpc.ConnectServiceStub]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield pb_grpc.ConnectServiceStub(channel)
-    finally:
-        server.stop(0).wait()
+    with connect_stub(ConnectServicer(herder)) as stub:
+        yield stub
 
 
 @pytest.mark.timeout(30)
 def test_the_rpc_answers_the_whole_merged_config(
     stub: pb_grpc.ConnectServiceStub, herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    herder.create_connector("c", _config(tmp_path, **{"test.poll.ms": "5"}), TargetState.STARTED)
+    herder.create_connector(
+        "c", source_config(tmp_path, **{"test.poll.ms": "5"}), TargetState.STARTED
+    )
     request = _request('{"name": "c", "config": {"topic": "u", "test.poll.ms": null}}')
     response = stub.PatchConnectorConfig(request, timeout=10)
-    assert dict(response.connector.config) == {**_config(tmp_path), "topic": "u", "name": "c"}
+    assert dict(response.connector.config) == {**source_config(tmp_path), "topic": "u", "name": "c"}
     assert response.connector.type == pb.CONNECTOR_TYPE_SOURCE
 
 
@@ -184,7 +167,7 @@ def test_the_rpc_answers_the_whole_merged_config(
 def test_the_rpc_refuses_a_number_before_touching_the_connector(
     stub: pb_grpc.ConnectServiceStub, herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
     before = herder.connector_config("c")
     with pytest.raises(grpc.RpcError) as excinfo:
         stub.PatchConnectorConfig(_request('{"name": "c", "config": {"tasks.max": 1}}'),
@@ -198,10 +181,10 @@ def test_the_rpc_refuses_a_number_before_touching_the_connector(
 def test_a_retried_patch_with_its_request_id_is_answered_without_a_second_change(
     stub: pb_grpc.ConnectServiceStub, herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
     request = _request('{"name": "c", "config": {"topic": "u"}, "request_id": "r-1"}')
     first = stub.PatchConnectorConfig(request, timeout=10)
-    herder.put_connector_config("c", _config(tmp_path))  # someone else's change in between
+    herder.put_connector_config("c", source_config(tmp_path))  # someone else's change in between
     again = stub.PatchConnectorConfig(request, timeout=10)
     assert again == first
     assert herder.connector_config("c")["topic"] == "t"

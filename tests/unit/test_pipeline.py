@@ -31,10 +31,23 @@ from connect_grpc.data.transforms.hoist_field import HoistFieldValue
 from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
 from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
+from connect_grpc.dead_letter_headers import (
+    ERROR_HEADER_CONNECTOR_NAME,
+    ERROR_HEADER_EXCEPTION,
+    ERROR_HEADER_EXCEPTION_MESSAGE,
+    ERROR_HEADER_EXCEPTION_STACK_TRACE,
+    ERROR_HEADER_EXECUTING_CLASS,
+    ERROR_HEADER_ORIG_OFFSET,
+    ERROR_HEADER_ORIG_PARTITION,
+    ERROR_HEADER_ORIG_TOPIC,
+    ERROR_HEADER_STAGE,
+    ERROR_HEADER_TASK_ID,
+    HEADER_PREFIX,
+)
 from connect_grpc.domain import TaskId
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
-from connect_grpc.runtime.kafka_io import KafkaIoError, RangeResult
+from connect_grpc.runtime.kafka_results import KafkaIoError, RangeResult
 from connect_grpc.runtime.pipeline import TaskPipeline
 from connect_grpc.runtime.records import latest_offsets
 from connect_grpc.runtime.sink_task import put_all, read_and_put
@@ -213,7 +226,7 @@ def test_a_value_no_converter_can_write_fails_the_value_converter_stage() -> Non
 
 
 def dlq_headers(produced: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in produced["headers"] if k.startswith("__connect.errors.")}
+    return {k: v for k, v in produced["headers"] if k.startswith(HEADER_PREFIX)}
 
 
 def test_sink_dlq_gets_the_original_bytes_headers_and_ten_context_headers() -> None:
@@ -227,6 +240,7 @@ def test_sink_dlq_gets_the_original_bytes_headers_and_ten_context_headers() -> N
     assert written["timestamp"] == 1_700_000_000_000
     assert written["headers"][0] == ("h", b"1")  # the original headers first
     headers = dlq_headers(written)
+    # Kafka Connect's names, spelled out once: the contract connect_grpc.dead_letter_headers keeps
     assert list(headers) == [
         "__connect.errors.topic",
         "__connect.errors.partition",
@@ -239,21 +253,21 @@ def test_sink_dlq_gets_the_original_bytes_headers_and_ten_context_headers() -> N
         "__connect.errors.exception.message",
         "__connect.errors.exception.stacktrace",
     ]
-    assert headers["__connect.errors.topic"] == b"in"
-    assert headers["__connect.errors.partition"] == b"0"
-    assert headers["__connect.errors.offset"] == b"42"
-    assert headers["__connect.errors.connector.name"] == b"conn"
-    assert headers["__connect.errors.task.id"] == b"0"
-    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
-    assert headers["__connect.errors.class.name"] == (
+    assert headers[ERROR_HEADER_ORIG_TOPIC] == b"in"
+    assert headers[ERROR_HEADER_ORIG_PARTITION] == b"0"
+    assert headers[ERROR_HEADER_ORIG_OFFSET] == b"42"
+    assert headers[ERROR_HEADER_CONNECTOR_NAME] == b"conn"
+    assert headers[ERROR_HEADER_TASK_ID] == b"0"
+    assert headers[ERROR_HEADER_STAGE] == b"VALUE_CONVERTER"
+    assert headers[ERROR_HEADER_EXECUTING_CLASS] == (
         b"connect_grpc.testing.pipeline_plugins.Utf8Converter"
     )
     assert (
-        headers["__connect.errors.exception.class.name"]
+        headers[ERROR_HEADER_EXCEPTION]
         == b"org.apache.kafka.connect.errors.DataException"
     )
-    assert headers["__connect.errors.exception.message"] == b"Utf8Converter refuses 'poison pill'"
-    assert b"DataError" in headers["__connect.errors.exception.stacktrace"]
+    assert headers[ERROR_HEADER_EXCEPTION_MESSAGE] == b"Utf8Converter refuses 'poison pill'"
+    assert b"DataError" in headers[ERROR_HEADER_EXCEPTION_STACK_TRACE]
     assert producers[0].conf["acks"] == "all"
     assert producers[0].conf["client.id"] == "connector-dlq-producer-conn-0"
     counts = built.take_counts()
@@ -286,9 +300,9 @@ def test_source_dlq_has_the_polled_record_and_its_target_topic() -> None:
     [written] = producers[0].produced
     assert (written["topic"], written["key"], written["value"]) == ("dlq", b"k1", b"poison")
     headers = dlq_headers(written)
-    assert headers["__connect.errors.topic"] == b"out"
-    assert headers["__connect.errors.stage"] == b"TRANSFORMATION"
-    assert "__connect.errors.offset" not in headers
+    assert headers[ERROR_HEADER_ORIG_TOPIC] == b"out"
+    assert headers[ERROR_HEADER_STAGE] == b"TRANSFORMATION"
+    assert ERROR_HEADER_ORIG_OFFSET not in headers
     assert written["headers"][0] == ("h", b"x")
 
 
@@ -346,9 +360,9 @@ def test_errant_record_reporter_sends_the_original_bytes() -> None:
     [written] = producers[0].produced
     assert written["value"] == b"fine"
     headers = dlq_headers(written)
-    assert headers["__connect.errors.stage"] == b"TASK_PUT"
-    assert headers["__connect.errors.class.name"] == b"org.apache.kafka.connect.sink.SinkTask"
-    assert headers["__connect.errors.offset"] == b"7"
+    assert headers[ERROR_HEADER_STAGE] == b"TASK_PUT"
+    assert headers[ERROR_HEADER_EXECUTING_CLASS] == b"org.apache.kafka.connect.sink.SinkTask"
+    assert headers[ERROR_HEADER_ORIG_OFFSET] == b"7"
 
 
 def test_errant_record_reporter_serialises_a_record_the_task_made() -> None:
@@ -469,8 +483,8 @@ def test_a_sink_record_that_fails_in_a_transform_reports_the_raw_record() -> Non
     assert built.apply_sink([raw(b"a poison", 9)]) == []
     [written] = producers[0].produced
     assert written["value"] == b"a poison"
-    assert dlq_headers(written)["__connect.errors.stage"] == b"TRANSFORMATION"
-    assert dlq_headers(written)["__connect.errors.offset"] == b"9"
+    assert dlq_headers(written)[ERROR_HEADER_STAGE] == b"TRANSFORMATION"
+    assert dlq_headers(written)[ERROR_HEADER_ORIG_OFFSET] == b"9"
 
 
 class FlakyPutSink(RecordingSink):
@@ -586,11 +600,11 @@ def test_a_side_transformation_failing_in_a_chain_reports_its_own_stage() -> Non
     built.await_dead_letters()
     [written] = producers[0].produced
     headers = dlq_headers(written)
-    assert headers["__connect.errors.stage"] == b"TRANSFORMATION"
-    assert headers["__connect.errors.class.name"] == (
+    assert headers[ERROR_HEADER_STAGE] == b"TRANSFORMATION"
+    assert headers[ERROR_HEADER_EXECUTING_CLASS] == (
         b"org.apache.kafka.connect.transforms.MaskField$Value"
     )
-    assert headers["__connect.errors.exception.message"] == (
+    assert headers[ERROR_HEADER_EXCEPTION_MESSAGE] == (
         b"Unable to convert not a number (class str) to number"
     )
     assert written["value"] == b'{"schema":{"type":"int64","optional":false},"payload":5}'

@@ -22,7 +22,8 @@ from connect_grpc.connectors.pipeline_config import (
     build_pipeline,
     check_worker_converters,
 )
-from connect_grpc.connectors.plugins import PluginClassError, PluginKind, Plugins
+from connect_grpc.connectors.pipeline_plugins import PluginClassError, PluginKind
+from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.plugins import (
     Converter,
     HeaderConverter,

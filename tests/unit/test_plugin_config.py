@@ -6,7 +6,6 @@ an in-process gRPC server)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent import futures
 
 import grpc
 import pytest
@@ -17,6 +16,7 @@ from connect_grpc.errors import InvalidArgumentError, NotFoundError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.unit.grpc_stubs import connect_stub
 
 
 def _listed(herder: StandaloneHerder, class_name: str, plugin_type: str) -> PluginDesc:
@@ -101,15 +101,8 @@ def test_an_empty_name_is_invalid(herder: StandaloneHerder) -> None:
 
 @pytest.fixture
 def stub(herder: StandaloneHerder) -> Iterator[pb_grpc.ConnectServiceStub]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ConnectServiceServicer_to_server(ConnectServicer(herder), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield pb_grpc.ConnectServiceStub(channel)
-    finally:
-        server.stop(0).wait()
+    with connect_stub(ConnectServicer(herder)) as stub:
+        yield stub
 
 
 @pytest.mark.timeout(30)

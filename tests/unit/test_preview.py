@@ -22,6 +22,18 @@ from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.root import ctl
 from connect_grpc.data.plugins import Transformation
+from connect_grpc.dead_letter_headers import (
+    ERROR_HEADER_CONNECTOR_NAME,
+    ERROR_HEADER_EXCEPTION,
+    ERROR_HEADER_EXCEPTION_MESSAGE,
+    ERROR_HEADER_EXCEPTION_STACK_TRACE,
+    ERROR_HEADER_EXECUTING_CLASS,
+    ERROR_HEADER_ORIG_OFFSET,
+    ERROR_HEADER_ORIG_PARTITION,
+    ERROR_HEADER_ORIG_TOPIC,
+    ERROR_HEADER_STAGE,
+    ERROR_HEADER_TASK_ID,
+)
 from connect_grpc.domain import ConnectorType, TargetState
 from connect_grpc.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from connect_grpc.herder.standalone import StandaloneHerder
@@ -152,17 +164,17 @@ def test_a_chain_whose_second_transformation_fails_on_one_record_of_three(
     assert failure.dead_letter_topic == "orders-dlq"
     headers = dict(failure.dead_letter_headers)
     assert {key: headers[key] for key in list(headers)[:9]} == {
-        "__connect.errors.topic": b"orders",
-        "__connect.errors.partition": b"2",
-        "__connect.errors.offset": b"41",
-        "__connect.errors.connector.name": b"orders-sink",
-        "__connect.errors.task.id": b"0",
-        "__connect.errors.stage": b"TRANSFORMATION",
-        "__connect.errors.class.name": (TRANSFORMS + "ExtractField$Value").encode(),
-        "__connect.errors.exception.class.name": b"org.apache.kafka.connect.errors.DataException",
-        "__connect.errors.exception.message": failure.message.encode(),
+        ERROR_HEADER_ORIG_TOPIC: b"orders",
+        ERROR_HEADER_ORIG_PARTITION: b"2",
+        ERROR_HEADER_ORIG_OFFSET: b"41",
+        ERROR_HEADER_CONNECTOR_NAME: b"orders-sink",
+        ERROR_HEADER_TASK_ID: b"0",
+        ERROR_HEADER_STAGE: b"TRANSFORMATION",
+        ERROR_HEADER_EXECUTING_CLASS: (TRANSFORMS + "ExtractField$Value").encode(),
+        ERROR_HEADER_EXCEPTION: b"org.apache.kafka.connect.errors.DataException",
+        ERROR_HEADER_EXCEPTION_MESSAGE: failure.message.encode(),
     }
-    assert b"Traceback" in (headers["__connect.errors.exception.stacktrace"] or b"")
+    assert b"Traceback" in (headers[ERROR_HEADER_EXCEPTION_STACK_TRACE] or b"")
 
 
 def test_without_tolerance_the_task_fails_and_without_context_headers_none_are_named(
@@ -329,8 +341,8 @@ def test_a_source_record_its_converter_refuses_names_the_topic_it_was_for(
     assert failure.class_name == "org.apache.kafka.connect.converters.ByteArrayConverter"
     assert failure.action is FailureAction.RECORD_SKIPPED
     headers = dict(failure.dead_letter_headers)
-    assert headers["__connect.errors.topic"] == b"lines-out"
-    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+    assert headers[ERROR_HEADER_ORIG_TOPIC] == b"lines-out"
+    assert headers[ERROR_HEADER_STAGE] == b"VALUE_CONVERTER"
 
 
 def test_an_invalid_config_is_refused_with_the_violations_of_a_create(

@@ -18,18 +18,12 @@ from confluent_kafka import KafkaError, KafkaException
 
 from connect_grpc.connectors.api import SourceRecord, SourceTask
 from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins
+from connect_grpc.dead_letter_headers import ERROR_HEADER_ORIG_TOPIC, ERROR_HEADER_STAGE
 from connect_grpc.domain import TaskId
-from connect_grpc.runtime import kafka_io
-from connect_grpc.runtime.dead_letter import ERROR_HEADER_ORIG_TOPIC, ERROR_HEADER_STAGE
-from connect_grpc.runtime.kafka_io import (
-    DriverProducer,
-    KafkaFailure,
-    ProduceErrors,
-    ProduceResult,
-    RecordRefusedError,
-    produce_slices,
-)
+from connect_grpc.runtime import client_cache, produce
+from connect_grpc.runtime.kafka_results import KafkaFailure, ProduceResult, RecordRefusedError
 from connect_grpc.runtime.pipeline import PipelineSpec, TaskPipeline, start_pipeline
+from connect_grpc.runtime.produce import DriverProducer, ProduceErrors, produce_slices
 from connect_grpc.runtime.records import group_for_slices, slice_indexes, to_produce_row
 from connect_grpc.runtime.source_task import (
     DeliveryError,
@@ -117,7 +111,7 @@ class FakeLibrdkafka:
 @pytest.fixture(autouse=True)
 def fake_librdkafka(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(confluent_kafka, "Producer", FakeLibrdkafka)
-    monkeypatch.setattr(kafka_io, "_CLIENTS", kafka_io.ClientCache())
+    monkeypatch.setattr(produce, "CLIENTS", client_cache.ClientCache())
     FakeLibrdkafka.written = []
     FakeLibrdkafka.fail_all_with = None
 
@@ -174,7 +168,7 @@ def test_a_fatal_producer_error_is_never_tolerated() -> None:
     errors = ProduceErrors()
     errors.on_fatal(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
     result = errors.result(3)
-    assert not kafka_io._worth_redoing(result, errors, stopping=False)
+    assert not produce._worth_redoing(result, errors, stopping=False)
     assert not result.only_refusals
 
 
@@ -182,7 +176,7 @@ def test_each_record_of_a_one_by_one_write_names_itself() -> None:
     errors = ProduceErrors()
     producer = FakeLibrdkafka({"batch.num.messages": "1"})
     rows = [to_produce_row(r) for r in BATCH]
-    assert kafka_io._hand_one_by_one(rows, producer, errors, never) == 3
+    assert produce._hand_one_by_one(rows, producer, errors, never) == 3
     producer.flush()
     assert [index for index, _ in errors.refused] == [1]
     errors.on_delivery_of(2, KafkaError(KafkaError._MSG_TIMED_OUT, "t"), _Message("out", 0))

@@ -1,5 +1,5 @@
 """A new idempotent task producer waits for its first broker before its first record
-(``kafka_io.await_a_broker``): otherwise librdkafka finds no broker up when that record asks
+(``produce.await_a_broker``): otherwise librdkafka finds no broker up when that record asks
 for a producer id and puts the request off by its 500 ms retry timer. Real librdkafka
 producers, pointed at a port nothing listens on; the gain itself is measured by
 bench/filestream.py (the source's first record)."""
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from connect_grpc.kafka.broker import free_port
-from connect_grpc.runtime import kafka_io
-from connect_grpc.runtime.kafka_io import CachedProducer, _idempotent_only, await_a_broker
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.runtime import produce
+from connect_grpc.runtime.produce import CachedProducer, _idempotent_only, await_a_broker
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def test_a_new_cached_producer_waits_for_a_broker_only_when_idempotent_alone(
     monkeypatch: pytest.MonkeyPatch, extra: dict[str, str], waits: bool
 ) -> None:
     waited: list[Any] = []
-    monkeypatch.setattr(kafka_io, "await_a_broker", waited.append)
+    monkeypatch.setattr(produce, "await_a_broker", waited.append)
     cached = CachedProducer({"bootstrap.servers": f"127.0.0.1:{free_port()}", **extra})
     assert waited == ([cached.producer] if waits else [])
 

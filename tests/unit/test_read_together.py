@@ -1,4 +1,4 @@
-"""Reading several ranges at once (``kafka_io._read_together``) with a scripted consumer:
+"""Reading several ranges at once (``range_reader._read_together``) with a scripted consumer:
 each range ends as a read of it alone would end it, whatever order the partitions' messages
 come in; a partition whose range is done is paused, and resumed before the read returns.
 (The same against a real broker: tests/integration/test_runtime.py's multi-partition sinks
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Message, TopicPartition
 
-from connect_grpc.runtime import kafka_io
+from connect_grpc.runtime import kafka_results, range_reader
 from connect_grpc.runtime.batching import OffsetRange
 
 EOF = KafkaError(KafkaError._PARTITION_EOF)
@@ -58,10 +58,10 @@ class _ScriptedConsumer:
         self.resumed += [(tp.topic, tp.partition) for tp in partitions]
 
 
-read = functools.partial(kafka_io._read_together, make_row=kafka_io.sink_record_builder)
+read = functools.partial(range_reader._read_together, make_row=range_reader.sink_record_builder)
 
 
-def _values(result: kafka_io.RangeResult[Any]) -> list[str]:
+def _values(result: kafka_results.RangeResult[Any]) -> list[str]:
     return [row.value.decode() for row in result.rows]
 
 
@@ -111,12 +111,12 @@ def test_an_error_fails_its_range_and_ends_the_read() -> None:
     assert results[1].failure is not None and results[1].failure.name == "_TRANSPORT"
     assert (results[1].next_offset, results[1].rows) == (1, [])
     assert results[0].failure is None and results[0].next_offset < 3, "the read ended there"
-    with_failure = kafka_io._CachedConsumer.__new__(kafka_io._CachedConsumer)
+    with_failure = range_reader._CachedConsumer.__new__(range_reader._CachedConsumer)
     with_failure.consumer = _ScriptedConsumer([[_m(1, 0, error=transport)]], positions={})
     with_failure.ahead = {}
-    _, fit = kafka_io._read_each(
+    _, fit = range_reader._read_each(
         with_failure, [OffsetRange("t", 0, 0, 3), OffsetRange("t", 1, 0, 3)],
-        kafka_io.sink_record_builder,
+        range_reader.sink_record_builder,
     )
     assert not fit, "a consumer that failed a read is dropped"
 
@@ -140,15 +140,15 @@ def test_a_read_of_several_ends_when_the_task_stops_and_resumes_what_it_paused()
 
 
 def _cached(batches: list[list[Any]]) -> Any:
-    cached = kafka_io._CachedConsumer.__new__(kafka_io._CachedConsumer)
+    cached = range_reader._CachedConsumer.__new__(range_reader._CachedConsumer)
     cached.consumer = _ScriptedConsumer(batches, positions={})
     cached.consumer.unassign = lambda: None
     cached.ahead = {}
     return cached
 
 
-def _read_each(cached: Any, ranges: list[OffsetRange]) -> list[kafka_io.RangeResult[Any]]:
-    results, fit = kafka_io._read_each(cached, ranges, kafka_io.sink_record_builder)
+def _read_each(cached: Any, ranges: list[OffsetRange]) -> list[kafka_results.RangeResult[Any]]:
+    results, fit = range_reader._read_each(cached, ranges, range_reader.sink_record_builder)
     assert fit
     return results
 
@@ -190,20 +190,22 @@ def test_a_range_served_partly_by_what_was_kept_reads_the_rest_from_after_it() -
 
 
 def test_what_is_kept_past_a_range_is_bounded_and_stops_at_an_event() -> None:
-    past = [_m(0, offset) for offset in range(1, 1 + 10 * kafka_io.AHEAD_RANGES)]
+    past = [_m(0, offset) for offset in range(1, 1 + 10 * range_reader.AHEAD_RANGES)]
     cached = _cached([[_m(0, 0), *past, _m(1, 0), _m(1, 1, error=EOF), _m(1, 2)]])
     cached.consumer._positions[("t", 1)] = 1
     _read_each(cached, [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 9)])
     kept = cached.ahead[("t", 0)].messages
-    assert len(kept) == kafka_io.AHEAD_RANGES * 1 and kept[0].offset() == 1
+    assert len(kept) == range_reader.AHEAD_RANGES * 1 and kept[0].offset() == 1
     assert ("t", 1) not in cached.ahead, "a range cut short by its partition's end keeps nothing"
 
 
 def test_a_failed_read_keeps_nothing() -> None:
     transport = KafkaError(KafkaError._TRANSPORT)
     cached = _cached([[_m(0, 0), _m(0, 1), _m(1, 0, error=transport)]])
-    results, fit = kafka_io._read_each(
-        cached, [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 2)], kafka_io.sink_record_builder
+    results, fit = range_reader._read_each(
+        cached,
+        [OffsetRange("t", 0, 0, 1), OffsetRange("t", 1, 0, 2)],
+        range_reader.sink_record_builder,
     )
     assert not fit and results[1].failure is not None and cached.ahead == {}
 
@@ -211,8 +213,8 @@ def test_a_failed_read_keeps_nothing() -> None:
 def test_what_is_kept_past_the_ranges_of_a_read_fits_its_byte_budget_without_a_gap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    size = len(_m(0, 1)) + kafka_io.AHEAD_MESSAGE_BYTES  # each message here the same
-    monkeypatch.setattr(kafka_io, "AHEAD_MAX_BYTES", 3 * size)
+    size = len(_m(0, 1)) + range_reader.AHEAD_MESSAGE_BYTES  # each message here the same
+    monkeypatch.setattr(range_reader, "AHEAD_MAX_BYTES", 3 * size)
     cached = _cached([
         # partition 0: two kept, then partition 1: one kept of two, and the budget is
         # spent: nothing is kept after it (partition 0's later run included)
@@ -243,16 +245,16 @@ def _offsets(messages: list[Any]) -> list[int]:
 
 def test_a_run_is_cut_at_its_first_message_at_or_past_the_end_unless_an_event_comes_first() -> None:
     run = [_m(0, offset) for offset in (5, 6, 9, 12, 13)]  # gaps, as compaction leaves
-    assert kafka_io._cut(run, 14) == 5
-    assert kafka_io._cut(run, 10) == 3 and kafka_io._cut(run, 9) == 2
-    assert kafka_io._cut(run, 5) == 0
+    assert range_reader._cut(run, 14) == 5
+    assert range_reader._cut(run, 10) == 3 and range_reader._cut(run, 9) == 2
+    assert range_reader._cut(run, 5) == 0
     reset = KafkaError(KafkaError._AUTO_OFFSET_RESET)
-    assert kafka_io._cut([*run, _m(0, 14, error=EOF)], 10) == 3, "an event past the cut"
-    assert kafka_io._cut([*run[:3], _m(0, 10, error=EOF)], 10) is None, "the end an event"
-    assert kafka_io._cut([run[0], _m(0, -1001, error=reset), *run[1:]], 10) is None
-    assert kafka_io._cut([*run[:3], _m(0, -1001, error=reset), *run[3:]], 10) is None
-    assert kafka_io._cut([*run, _m(0, -1001, error=reset)], 99) is None
-    assert kafka_io._cut(run, 99, checked=True) == 5
+    assert range_reader._cut([*run, _m(0, 14, error=EOF)], 10) == 3, "an event past the cut"
+    assert range_reader._cut([*run[:3], _m(0, 10, error=EOF)], 10) is None, "the end an event"
+    assert range_reader._cut([run[0], _m(0, -1001, error=reset), *run[1:]], 10) is None
+    assert range_reader._cut([*run[:3], _m(0, -1001, error=reset), *run[3:]], 10) is None
+    assert range_reader._cut([*run, _m(0, -1001, error=reset)], 99) is None
+    assert range_reader._cut(run, 99, checked=True) == 5
 
 
 def test_a_run_taken_whole_or_cut_gives_what_a_message_at_a_time_gives() -> None:
@@ -268,7 +270,9 @@ def test_a_run_taken_whole_or_cut_gives_what_a_message_at_a_time_gives() -> None
         start = chooser.randint(0, offsets[0])
         rng = OffsetRange("t", 0, start, chooser.randint(start, 110))
         consumer = _ScriptedConsumer([], positions={("t", 0): offsets[-1] + 1})
-        fast, slow = (kafka_io._Reading(rng, kafka_io.sink_record_builder("t", 0)) for _ in "ab")
+        fast, slow = (
+            range_reader._Reading(rng, range_reader.sink_record_builder("t", 0)) for _ in "ab"
+        )
         fast.take(run, consumer)
         slow._take_one_by_one(run, consumer)
         slow.done = slow.done or slow.failure is not None or slow.whole

@@ -27,17 +27,15 @@ from connect_grpc.errors import UnavailableError
 from connect_grpc.herder import reconciler as reconciler_module
 from connect_grpc.herder.reconciler import Reconciler
 from connect_grpc.herder.status import StatusBoard
-from connect_grpc.storage.kafka_config import (
-    ConfigSnapshot,
+from connect_grpc.storage.config_codec import (
     RawRecord,
-    SnapshotBuilder,
-    apply_record,
     connector_config_records,
     extension_record,
     removal_records,
     target_state_records,
     task_config_records,
 )
+from connect_grpc.storage.config_snapshot import ConfigSnapshot, SnapshotBuilder, apply_record
 from tests.unit.fake_worker import FakeWorker
 
 ME = "w1"

@@ -23,7 +23,7 @@ from connect_grpc.domain import (
 from connect_grpc.errors import ConnectError, InstanceFailedError, NotFoundError
 from connect_grpc.herder.restart import build_restart_plan
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.storage.kafka_config import (
+from connect_grpc.storage.config_codec import (
     parse_restart_record,
     restart_key,
     restart_record_value,

@@ -1,6 +1,6 @@
 """A flagged restart on a cluster (KIP-745), without a broker: the leader's side
-(DistributedHerder.restart_connector on a stand-in for the herder's state, with a real
-KafkaConfigStore over a log that applies each record as it is sent) hands the request to
+(DistributedMutations.restart_connector over a leader's writer that holds a fenced writer, with
+a real KafkaConfigStore over a log that applies each record as it is sent) hands the request to
 every worker's reconciler, which restarts what its own view of the statuses chooses.
 
 The leader's view of another worker's statuses may lag that worker's own: the request must
@@ -10,9 +10,8 @@ writes it, or an only-failed restart just after a failure is lost."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import structlog
@@ -27,9 +26,13 @@ from connect_grpc.domain import (
     State,
     TargetState,
 )
-from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.distributed_etags import ClusterEtags
+from connect_grpc.herder.distributed_mutations import DistributedMutations
+from connect_grpc.herder.distributed_view import ClusterView
+from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.locks import ConnectorLocks
-from connect_grpc.storage.kafka_config import KafkaConfigStore, connector_config_records
+from connect_grpc.storage.config_codec import connector_config_records
+from connect_grpc.storage.kafka_config import KafkaConfigStore
 from connect_grpc.testing.plugins import count, read_events
 from tests.unit.config_log_fakes import WholeWriter, applied_store
 from tests.unit.test_reconciler import ME, NAME, Harness
@@ -52,32 +55,46 @@ class _Statuses:
             self.view = self._caught_up
 
 
-@dataclass
-class _Leader:
-    """The state a flagged restart uses on the leader; the herder's methods run on it.
-    ``statuses`` is the leader's view of the connector's status."""
+class _Holding(LeaderWriter):
+    """The leader's writer, holding the fenced writer ``whole``."""
 
-    _configs: KafkaConfigStore
-    _writer: WholeWriter
-    _statuses: _Statuses
-    _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
-    _leader_wake: threading.Event = field(default_factory=threading.Event)
-    _log: Any = field(default_factory=structlog.get_logger)
-    _owed_config_position: int = 0
-    _owed_lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, view: ClusterView, whole: WholeWriter, wake: threading.Event) -> None:
+        super().__init__(
+            view, cast(Any, None), wake, structlog.get_logger(), client={},
+            cluster=cast(Any, None), worker_id="w1", refuse_while_kafka_unreachable=lambda: None,
+        )
+        self.whole = whole
 
-    restart_connector = DistributedHerder.restart_connector
-    _write = DistributedHerder._write
-    _snapshot = DistributedHerder._snapshot
-    _config_of = staticmethod(DistributedHerder._config_of)
-    _answer_record = staticmethod(DistributedHerder._answer_record)
-    _with_answer = staticmethod(DistributedHerder._with_answer)
+    def for_write(self) -> Any:
+        return self.whole
 
-    def _leader_writer(self) -> WholeWriter:
-        return self._writer
+
+class _Reads:
+    """The leader's reads: ``statuses`` holds its view of the connector's status."""
+
+    def __init__(self, statuses: _Statuses) -> None:
+        self._statuses = statuses
 
     def connector_status(self, name: str) -> ConnectorStatus:
         return self._statuses.view
+
+
+class _Leader:
+    """The parts a flagged restart uses on the leader (built as the herder builds them);
+    ``statuses`` is the leader's view of the connector's status."""
+
+    def __init__(self, store: KafkaConfigStore, writer: WholeWriter, statuses: _Statuses) -> None:
+        self._leader_wake = threading.Event()
+        view = ClusterView(store, cast(Any, statuses))
+        office = _Holding(view, writer, self._leader_wake)
+        unused = cast(Any, None)
+        mutations = DistributedMutations(
+            view, office, ClusterEtags(view, office), cast(Any, _Reads(statuses)),
+            ConnectorLocks(), config=unused, validator=unused, offset_manager=unused,
+            reconciler=unused, board=unused, normalised=unused, validated_for_create=unused,
+            worker_id="w1", log=structlog.get_logger(),
+        )
+        self.restart_connector = mutations.restart_connector
 
 
 def _status(state: State) -> ConnectorStatus:

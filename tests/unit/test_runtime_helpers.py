@@ -12,7 +12,7 @@ import pytest
 
 from connect_grpc.connectors.api import SourceRecord, TimestampType
 from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.runtime import kafka_io
+from connect_grpc.runtime import range_reader
 from connect_grpc.runtime.batching import (
     DEFAULT_INITIAL_RECORDS,
     BatchSizer,
@@ -20,18 +20,18 @@ from connect_grpc.runtime.batching import (
     clip_ranges,
     slice_count,
 )
-from connect_grpc.runtime.gc_tuning import (
-    BATCH_GC_THRESHOLDS,
-    collector_paused,
-    tune_for_batches,
-)
-from connect_grpc.runtime.kafka_io import (
-    ProduceResult,
+from connect_grpc.runtime.client_settings import (
     member_conf,
     producer_conf,
     reader_conf,
     sink_group_id,
 )
+from connect_grpc.runtime.gc_tuning import (
+    BATCH_GC_THRESHOLDS,
+    collector_paused,
+    tune_for_batches,
+)
+from connect_grpc.runtime.kafka_results import ProduceResult
 from connect_grpc.runtime.records import (
     group_for_slices,
     latest_offsets,
@@ -198,8 +198,8 @@ def test_both_readers_keep_the_consumed_timestamp_type(
     timestamp: tuple[int, int], expected_ms: int | None, expected_type: TimestampType
 ) -> None:
     message = _Consumed(3, timestamp)
-    in_process = kafka_io.sink_record_builder("t", 0)(message)
-    [from_executor] = to_sink_records([("t", 0, [kafka_io._row(message)])])
+    in_process = range_reader.sink_record_builder("t", 0)(message)
+    [from_executor] = to_sink_records([("t", 0, [range_reader._row(message)])])
     for read in (in_process, from_executor):
         assert (read.timestamp_ms, read.timestamp_type) == (expected_ms, expected_type)
     assert in_process.new_record(value=b"w").timestamp_type is expected_type

@@ -18,8 +18,8 @@ from connect_grpc.runtime import sink_task
 from connect_grpc.runtime.sink_task import REJOIN_TIMEOUT_S, SinkTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.worker_config import WorkerConfig
-from tests.task_fakes import StatusRecorder
-from tests.unit.test_task_retry import FakeClock, FakeSpark
+from tests.task_fakes import FakeSpark, StatusRecorder
+from tests.unit.test_task_retry import FakeClock
 
 pytestmark = pytest.mark.timeout(10)
 

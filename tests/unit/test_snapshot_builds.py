@@ -13,10 +13,7 @@ from typing import Any
 import pytest
 
 from connect_grpc.domain import RestartRequest, TargetState
-from connect_grpc.storage.kafka_config import (
-    ConfigSnapshot,
-    SnapshotBuilder,
-    apply_record,
+from connect_grpc.storage.config_codec import (
     commit_key,
     connector_key,
     encode_commit,
@@ -32,6 +29,7 @@ from connect_grpc.storage.kafka_config import (
     task_key,
     term_marker_record,
 )
+from connect_grpc.storage.config_snapshot import ConfigSnapshot, SnapshotBuilder, apply_record
 from connect_grpc.storage.tracked import TrackedDict, TrackedSet
 
 #: Methods of dict and set that cannot change the contents. Any other method must be

@@ -11,18 +11,7 @@ from connect_grpc.domain import State, TargetState, TaskId
 from connect_grpc.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
 from connect_grpc.herder.standalone import StandaloneHerder
 from tests.unit.fake_worker import FakeWorker
-
-SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
-
-
-def _config(tmp_path: Path, tasks: int = 2, **extra: str) -> dict[str, str]:
-    return {
-        "connector.class": SOURCE,
-        "tasks.max": str(tasks),
-        "topic": "t",
-        "test.events.file": str(tmp_path / "events.jsonl"),
-        **extra,
-    }
+from tests.unit.source_configs import source_config
 
 
 def _states(herder: StandaloneHerder, name: str) -> tuple[State, list[State]]:
@@ -31,7 +20,7 @@ def _states(herder: StandaloneHerder, name: str) -> tuple[State, list[State]]:
 
 
 def test_created_running_has_tasks_max_tasks(herder: StandaloneHerder, tmp_path: Path) -> None:
-    herder.create_connector("c", _config(tmp_path, 3), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path, 3), TargetState.STARTED)
     assert _states(herder, "c") == (State.RUNNING, [State.RUNNING] * 3)
     assert herder.connector_config("c")["name"] == "c"
 
@@ -39,7 +28,7 @@ def test_created_running_has_tasks_max_tasks(herder: StandaloneHerder, tmp_path:
 def test_created_paused_has_no_tasks_until_resumed(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.PAUSED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.PAUSED)
     assert _states(herder, "c") == (State.PAUSED, [])
     herder.resume_connector("c")
     assert _states(herder, "c") == (State.RUNNING, [State.RUNNING, State.RUNNING])
@@ -48,7 +37,7 @@ def test_created_paused_has_no_tasks_until_resumed(
 def test_created_stopped_has_no_tasks_until_resumed(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STOPPED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STOPPED)
     assert _states(herder, "c") == (State.STOPPED, [])
     assert herder.task_configs("c") == []
     herder.resume_connector("c")
@@ -56,7 +45,7 @@ def test_created_stopped_has_no_tasks_until_resumed(
 
 
 def test_pause_stop_resume_are_idempotent(herder: StandaloneHerder, tmp_path: Path) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
     herder.pause_connector("c")
     herder.pause_connector("c")
     assert _states(herder, "c") == (State.PAUSED, [State.PAUSED, State.PAUSED])
@@ -74,14 +63,14 @@ def test_failed_connector_can_be_stopped_fixed_and_resumed(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
     herder.create_connector(
-        "c", _config(tmp_path, **{"test.fail.connector.start": "true"}), TargetState.STARTED
+        "c", source_config(tmp_path, **{"test.fail.connector.start": "true"}), TargetState.STARTED
     )
     state, tasks = _states(herder, "c")
     assert (state, tasks) == (State.FAILED, [])
     assert "start failed on purpose" in herder.connector_status("c").connector.trace
     herder.stop_connector("c")
     assert _states(herder, "c") == (State.STOPPED, [])
-    result = herder.put_connector_config("c", _config(tmp_path))
+    result = herder.put_connector_config("c", source_config(tmp_path))
     assert not result.created
     assert _states(herder, "c") == (State.STOPPED, [])
     herder.resume_connector("c")
@@ -92,24 +81,24 @@ def test_connector_whose_stop_throws_still_ends_stopped(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
     herder.create_connector(
-        "c", _config(tmp_path, **{"test.fail.connector.stop": "true"}), TargetState.STARTED
+        "c", source_config(tmp_path, **{"test.fail.connector.stop": "true"}), TargetState.STARTED
     )
     herder.stop_connector("c")
     assert _states(herder, "c") == (State.STOPPED, [])
 
 
 def test_changing_tasks_max_changes_task_set(herder: StandaloneHerder, tmp_path: Path) -> None:
-    herder.create_connector("c", _config(tmp_path, 3), TargetState.STARTED)
-    herder.put_connector_config("c", _config(tmp_path, 1))
+    herder.create_connector("c", source_config(tmp_path, 3), TargetState.STARTED)
+    herder.put_connector_config("c", source_config(tmp_path, 1))
     assert [t.id for t in herder.task_configs("c")] == [TaskId("c", 0)]
-    herder.put_connector_config("c", _config(tmp_path, 4))
+    herder.put_connector_config("c", source_config(tmp_path, 4))
     assert len(herder.connector_status("c").tasks) == 4
 
 
 def test_delete_stops_tasks_and_connector_with_deleted_flag(
     herder: StandaloneHerder, tmp_path: Path, worker_holder: dict[str, FakeWorker]
 ) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
     herder.stop_connector("c")
     herder.resume_connector("c")
     worker = worker_holder["worker"]
@@ -124,9 +113,9 @@ def test_delete_stops_tasks_and_connector_with_deleted_flag(
 
 
 def test_duplicate_create_is_already_exists(herder: StandaloneHerder, tmp_path: Path) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
     with pytest.raises(AlreadyExistsError):
-        herder.create_connector("c", _config(tmp_path), TargetState.PAUSED)
+        herder.create_connector("c", source_config(tmp_path), TargetState.PAUSED)
     assert _states(herder, "c")[0] is State.RUNNING
 
 
@@ -150,16 +139,16 @@ def test_unknown_connector_is_not_found(herder: StandaloneHerder, call: object) 
 
 
 def test_name_is_trimmed_and_empty_name_rejected(herder: StandaloneHerder, tmp_path: Path) -> None:
-    herder.create_connector("  spaced  ", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("  spaced  ", source_config(tmp_path), TargetState.STARTED)
     assert herder.connectors() == ["spaced"]
     with pytest.raises(InvalidArgumentError) as excinfo:
-        herder.create_connector("   ", _config(tmp_path), TargetState.STARTED)
+        herder.create_connector("   ", source_config(tmp_path), TargetState.STARTED)
     assert excinfo.value.violations[0].field == "name"
 
 
 def test_config_name_mismatch_is_rejected(herder: StandaloneHerder, tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError) as excinfo:
-        herder.create_connector("a", _config(tmp_path, name="b"), TargetState.STARTED)
+        herder.create_connector("a", source_config(tmp_path, name="b"), TargetState.STARTED)
     assert excinfo.value.violations[0].field == "config.name"
     assert herder.connectors() == []
 
@@ -167,7 +156,9 @@ def test_config_name_mismatch_is_rejected(herder: StandaloneHerder, tmp_path: Pa
 def test_invalid_config_lists_every_error_and_creates_nothing(
     herder: StandaloneHerder, tmp_path: Path
 ) -> None:
-    config = _config(tmp_path, 0, **{"test.source.records": "-1", "test.fail.task.start": "x"})
+    config = source_config(
+        tmp_path, 0, **{"test.source.records": "-1", "test.fail.task.start": "x"}
+    )
     with pytest.raises(InvalidArgumentError) as excinfo:
         herder.create_connector("c", config, TargetState.STARTED)
     fields = [v.field for v in excinfo.value.violations]
@@ -185,14 +176,14 @@ def test_unknown_plugin_is_invalid_argument(herder: StandaloneHerder, tmp_path: 
 
 
 def test_put_config_says_created(herder: StandaloneHerder, tmp_path: Path) -> None:
-    assert herder.put_connector_config("c", _config(tmp_path)).created
-    assert not herder.put_connector_config("c", _config(tmp_path)).created
+    assert herder.put_connector_config("c", source_config(tmp_path)).created
+    assert not herder.put_connector_config("c", source_config(tmp_path)).created
 
 
 def test_pause_keeps_target_across_config_update(herder: StandaloneHerder, tmp_path: Path) -> None:
-    herder.create_connector("c", _config(tmp_path), TargetState.STARTED)
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
     herder.pause_connector("c")
-    herder.put_connector_config("c", _config(tmp_path, 1))
+    herder.put_connector_config("c", source_config(tmp_path, 1))
     state, tasks = _states(herder, "c")
     assert state is State.PAUSED
     assert all(t is State.PAUSED for t in tasks)

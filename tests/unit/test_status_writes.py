@@ -6,15 +6,17 @@ it matters (a status written after a connector's tombstone survives it)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import pytest
 
 from connect_grpc.domain import InstanceStatus, State, TaskId
-from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.errors import UnavailableError
 from connect_grpc.storage import kafka_status
-from connect_grpc.storage.kafka_log import LogRecord
-from connect_grpc.storage.kafka_status import KafkaStatusStore, decode_status
+from connect_grpc.storage.kafka_status import KafkaStatusStore
+from connect_grpc.storage.log_records import LogRecord
+from connect_grpc.storage.status_codec import encode_status, task_key
+from tests.unit.status_stores import StatusLog, started_store, status_log
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -22,62 +24,19 @@ RUNNING = InstanceStatus(State.RUNNING, "w1")
 RETRYING = InstanceStatus(State.RETRYING, "w1", "Kafka unreachable")
 
 
-class OutageLog:
-    """The store's KafkaBasedLog, with a switch for Kafka being away: a write then fails as
-    a real one does when the broker is down (after its delivery timeout)."""
-
-    topic = "connect-status"
-
-    def __init__(self) -> None:
-        self.down = threading.Event()
-        self.written: list[tuple[bytes, bytes | None]] = []
-        self.attempts = 0
-        self._offset = 0
-
-    def start(self) -> None:
-        return None
-
-    def stop(self) -> None:
-        return None
-
-    def send_all(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[LogRecord]:
-        self.attempts += 1
-        if self.down.is_set():
-            raise ConnectError("write to connect-status failed: Local: Message timed out")
-        result = []
-        for key, value in records:
-            self.written.append((key, value))
-            result.append(LogRecord(key, value, 0, self._offset))
-            self._offset += 1
-        return result
-
-    def states(self) -> list[tuple[str, str | None]]:
-        out = []
-        for key, value in self.written:
-            decoded = None if value is None else decode_status(value)
-            out.append((key.decode(), None if decoded is None else decoded[0].state.value))
-        return out
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> StatusLog:
+    return status_log(monkeypatch)
 
 
 @pytest.fixture
-def log(monkeypatch: pytest.MonkeyPatch) -> OutageLog:
-    monkeypatch.setattr(kafka_status, "WRITE_RETRY_INITIAL_S", 0.01)
-    monkeypatch.setattr(kafka_status, "WRITE_RETRY_MAX_S", 0.02)
-    return OutageLog()
-
-
-@pytest.fixture
-def store(log: OutageLog) -> Iterator[KafkaStatusStore]:
-    store = KafkaStatusStore({"bootstrap.servers": "127.0.0.1:1"}, "connect-status")
-    store._log = log  # type: ignore[assignment]
-    store.start()
-    yield store
-    log.down.clear()
-    store.stop()
+def store(log: StatusLog) -> Iterator[KafkaStatusStore]:
+    with started_store(log) as store:
+        yield store
 
 
 def test_a_put_while_kafka_is_away_returns_at_once_and_is_written_when_it_is_back(
-    store: KafkaStatusStore, log: OutageLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     task = TaskId("c", 0)
     log.down.set()
@@ -96,7 +55,7 @@ def test_a_put_while_kafka_is_away_returns_at_once_and_is_written_when_it_is_bac
 
 
 def test_a_status_written_after_a_tombstone_outlives_it(
-    store: KafkaStatusStore, log: OutageLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     store.put_connector("c", RUNNING)
     store.put_task(TaskId("c", 0), RUNNING)
@@ -120,7 +79,7 @@ def test_a_status_written_after_a_tombstone_outlives_it(
 
 
 def test_a_failed_batch_is_written_before_what_was_queued_after_it(
-    store: KafkaStatusStore, log: OutageLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     log.down.set()
     store.delete_task(TaskId("c", 1))
@@ -136,7 +95,7 @@ def test_a_failed_batch_is_written_before_what_was_queued_after_it(
 
 
 def test_a_pending_status_superseded_by_a_newer_generation_is_dropped(
-    store: KafkaStatusStore, log: OutageLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     task = TaskId("c", 0)
     store.set_generation(3)
@@ -153,7 +112,7 @@ def test_a_pending_status_superseded_by_a_newer_generation_is_dropped(
 
 
 def test_stop_gives_up_on_writes_kafka_never_takes(
-    store: KafkaStatusStore, log: OutageLog, monkeypatch: pytest.MonkeyPatch
+    store: KafkaStatusStore, log: StatusLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(kafka_status, "STOP_FLUSH_S", 0.2)
     log.down.set()
@@ -163,7 +122,7 @@ def test_stop_gives_up_on_writes_kafka_never_takes(
 
 
 def test_a_status_the_topic_has_already_in_this_generation_is_not_written_again(
-    store: KafkaStatusStore, log: OutageLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     stopped = InstanceStatus(State.STOPPED, "w1")
     store.set_generation(3)
@@ -204,7 +163,7 @@ RESTARTING_ELSEWHERE = InstanceStatus(State.RESTARTING, "w2")
 
 def _read(store: KafkaStatusStore, key: bytes, status: InstanceStatus, offset: int) -> None:
     """Another worker's status record, as the tailing thread applies it."""
-    store._apply(LogRecord(key, kafka_status.encode_status(status, 1), 0, offset))
+    store._apply(LogRecord(key, encode_status(status, 1), 0, offset))
 
 
 def test_a_restart_that_fails_as_before_shows_a_higher_revision_on_another_worker(
@@ -213,7 +172,7 @@ def test_a_restart_that_fails_as_before_shows_a_higher_revision_on_another_worke
     """The case of a cluster's follower that reads RESTARTING and the new FAILED in one
     batch: its view ends equal to the status before the restart, but a later revision."""
     task = TaskId("c", 0)
-    key = kafka_status.task_key(task)
+    key = task_key(task)
     _read(store, key, FAILED_ELSEWHERE, 1000)
     before = store.get_task(task)
     assert before is not None and before.revision > 0
@@ -228,7 +187,7 @@ def test_a_restart_that_fails_as_before_shows_a_higher_revision_on_another_worke
 
 
 def test_a_status_shown_again_keeps_its_revision(
-    store: KafkaStatusStore, log: OutageLog
+    store: KafkaStatusStore, log: StatusLog
 ) -> None:
     """This worker's write read back, and an equal status in a new generation, are no new
     report: the revision a reader saw stays."""

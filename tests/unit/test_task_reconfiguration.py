@@ -8,23 +8,13 @@ from typing import ClassVar
 import pytest
 
 from connect_grpc.configdef import ConfigDef
-from connect_grpc.connectors.api import SourceConnector, SourceRecord, SourceTask, Task
+from connect_grpc.connectors.api import SourceConnector, Task
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import TargetState
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.testing.cluster import wait_until
+from tests.task_fakes import IdleSource
 from tests.unit.fake_worker import FakeWorker
-
-
-class _IdleTask(SourceTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        return None
-
-    def poll(self, max_records: int) -> list[SourceRecord]:
-        return []
-
-    def stop(self, connector_deleted: bool = False) -> None:
-        return None
 
 
 class GrowingConnector(SourceConnector):
@@ -39,7 +29,7 @@ class GrowingConnector(SourceConnector):
         return None
 
     def task_class(self) -> type[Task]:
-        return _IdleTask
+        return IdleSource
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         return [{"table": str(i)} for i in range(min(max_tasks, GrowingConnector.tables))]

@@ -23,14 +23,14 @@ from connect_grpc.domain import State, TargetState, TaskId
 from connect_grpc.errors import ConnectError, StorageError, UnavailableError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.kafka_clients import ClientLog, is_retriable
-from connect_grpc.runtime.kafka_io import (
+from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage
+from connect_grpc.runtime.kafka_results import (
     KafkaFailure,
     KafkaIoError,
     ProduceResult,
     RangeResult,
     raise_read_failure,
 )
-from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage
 from connect_grpc.runtime.retry import (
     RetriableError,
     RetryPolicy,
@@ -44,7 +44,7 @@ from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.storage.kafka_admin import AdminCallError
 from connect_grpc.worker_config import Resilience, WorkerConfig
-from tests.task_fakes import NoopTask, PollOnceSource, StatusRecorder
+from tests.task_fakes import FakeSpark, NoopTask, PollOnceSource, StatusRecorder
 from tests.unit.fake_worker import FakeWorker
 
 pytestmark = pytest.mark.timeout(20)
@@ -212,19 +212,6 @@ def test_policy_from_worker_properties() -> None:
 
 
 # ---- the task loop -------------------------------------------------------------------------
-
-
-class FakeSpark:
-    """What TaskRunner needs of SparkRuntime, without Spark."""
-
-    def new_thread(self, target: Callable[[], None], name: str) -> threading.Thread:
-        return threading.Thread(target=target, name=name, daemon=True)
-
-    def bind_thread(self, connector: str, task: int) -> None:
-        return None
-
-    def cancel(self, connector: str, task: int) -> None:
-        return None
 
 
 class ScriptedRunner(TaskRunner):

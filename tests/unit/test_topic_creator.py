@@ -3,9 +3,8 @@ topic, existing topics untouched, a lost race accepted, Kafka Connect's failures
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any, cast
 
@@ -27,7 +26,7 @@ from connect_grpc.runtime.topic_creation import (
     topic_creation_spec,
 )
 from connect_grpc.worker_config import WorkerConfig
-from tests.task_fakes import PollOnceSource, StatusRecorder
+from tests.task_fakes import FakeSpark, PollOnceSource, StatusRecorder
 
 TASK = TaskId("src", 0)
 CONFIG = {
@@ -158,17 +157,6 @@ def test_the_spec_follows_the_worker_and_the_connector() -> None:
 # ---- in a source task: after the transformations, before the produce ----------------------
 
 
-class _FakeSpark:
-    def new_thread(self, target: Callable[[], None], name: str) -> threading.Thread:
-        return threading.Thread(target=target, name=name, daemon=True)
-
-    def bind_thread(self, connector: str, task: int) -> None:
-        return None
-
-    def cancel(self, connector: str, task: int) -> None:
-        return None
-
-
 class _Store:
     def __init__(self) -> None:
         self.writes: list[Any] = []
@@ -220,7 +208,7 @@ def _run_routed_source(
     records = [SourceRecord({"f": "a"}, {"line": i}, "raw-orders", value=b"x") for i in range(2)]
     recorder, store = StatusRecorder(), _Store()
     runner = _RecordingRunner(
-        TASK, PollOnceSource(records), "w1", recorder, cast(SparkRuntime, _FakeSpark()),
+        TASK, PollOnceSource(records), "w1", recorder, cast(SparkRuntime, FakeSpark()),
         worker_config=worker, connector_config=connector, offset_store=cast(Any, store),
         pipeline=ConnectorPipeline(connector, worker, Plugins(), is_sink=False),
         retry_policy=RetryPolicy(timeout_s=5.0, backoff_max_s=0.02, backoff_initial_s=0.01),

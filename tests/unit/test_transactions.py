@@ -9,7 +9,7 @@ import pytest
 from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.domain import TaskId
 from connect_grpc.runtime import transactions
-from connect_grpc.runtime.kafka_io import KafkaIoError
+from connect_grpc.runtime.kafka_results import KafkaIoError
 from connect_grpc.runtime.transactions import (
     ExactlyOnceSource,
     TransactionalProducer,

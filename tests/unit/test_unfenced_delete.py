@@ -1,14 +1,15 @@
 """DeleteConnector and StopConnector written without a transaction (issue 25), on the leader's
-side, without a broker: DistributedHerder's delete, stop, create and leader-loop cleanups on a
-stand-in for the
-herder's state, with a real KafkaConfigStore (term stamps, refusals, carried answers) over a
-log that applies each record as it is sent and can let a new term's marker in mid-write."""
+side, without a broker: the DistributedHerder's delete, stop, create and leader-loop cleanups
+(its mutations, its leader's writer and its finishing of writes cut short, over a leader's
+writer in office for a given term), with a real KafkaConfigStore (term stamps, refusals,
+carried answers) over a log that applies each record as it is sent and can let a new term's
+marker in mid-write."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import pytest
 import structlog
@@ -16,18 +17,23 @@ import structlog
 from connect_grpc import request_answer
 from connect_grpc.domain import TargetState
 from connect_grpc.errors import NotLeaderError
-from connect_grpc.herder import distributed
+from connect_grpc.herder import cut_short_writes, leader_writer
+from connect_grpc.herder.cut_short_writes import CutShortWrites
 from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.distributed_etags import ClusterEtags
+from connect_grpc.herder.distributed_mutations import DistributedMutations
+from connect_grpc.herder.distributed_view import ClusterView
+from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.locks import ConnectorLocks
-from connect_grpc.storage.kafka_config import (
-    ConfigSnapshot,
-    KafkaConfigStore,
+from connect_grpc.storage.config_codec import (
     connector_config_records,
     extension_record,
     task_config_records,
     term_marker_record,
 )
-from connect_grpc.storage.kafka_log import LogRecord
+from connect_grpc.storage.config_snapshot import ConfigSnapshot
+from connect_grpc.storage.kafka_config import KafkaConfigStore
+from connect_grpc.storage.log_records import LogRecord
 from tests.unit.config_log_fakes import AppliedLog, WholeWriter, applied_store
 
 TERM = 3
@@ -47,47 +53,67 @@ def _store() -> tuple[KafkaConfigStore, AppliedLog]:
     return store, log
 
 
-@dataclass
-class _Leader:
-    """The state the leader's writes use; the herder's methods run on it."""
+class _InTerm(LeaderWriter):
+    """The leader's writer in office for term ``term``, its fenced writer ``whole``; a
+    refused write tells it it was deposed."""
 
-    _configs: KafkaConfigStore
-    _writer: WholeWriter
-    _election: _Election = field(default_factory=_Election)
-    _connector_locks: ConnectorLocks = field(default_factory=ConnectorLocks)
-    _leader_wake: threading.Event = field(default_factory=threading.Event)
-    _log: Any = field(default_factory=structlog.get_logger)
-    _owed_config_position: int = 0
-    _owed_lock: threading.Lock = field(default_factory=threading.Lock)
-    term: int = TERM
-    _no_stops_in: Any = None
+    def __init__(self, view: ClusterView, whole: WholeWriter, wake: threading.Event) -> None:
+        super().__init__(
+            view, cast(Any, _Election()), wake, structlog.get_logger(), client={},
+            cluster=cast(Any, None), worker_id="w1", refuse_while_kafka_unreachable=lambda: None,
+        )
+        self.whole = whole
+        self.term = TERM
 
-    delete_connector = DistributedHerder.delete_connector
-    stop_connector = DistributedHerder.stop_connector
-    _write_target_state = DistributedHerder._write_target_state
-    _finish_stops = DistributedHerder._finish_stops
-    put_task_configs = DistributedHerder.put_task_configs
-    _finish_removals = DistributedHerder._finish_removals
-    _write_new_connector = DistributedHerder._write_new_connector
-    _write_in_term = DistributedHerder._write_in_term
-    _owe_config_position = DistributedHerder._owe_config_position
-    _write = DistributedHerder._write
-    _require_etag = DistributedHerder._require_etag
-    _etag_in = DistributedHerder._etag_in
-    _snapshot = DistributedHerder._snapshot
-    _config_of = staticmethod(DistributedHerder._config_of)
-    _removal_leftovers = staticmethod(DistributedHerder._removal_leftovers)
-    _answer_record = staticmethod(DistributedHerder._answer_record)
-    _with_answer = staticmethod(DistributedHerder._with_answer)
+    def for_write(self) -> Any:
+        return self.whole
 
-    def _leader_writer(self) -> WholeWriter:
-        return self._writer
-
-    def _office_term(self) -> int:
+    def office_term(self) -> int:
         return self.term
 
-    def _not_leader(self) -> NotLeaderError:
+    def not_leader(self) -> NotLeaderError:
         return NotLeaderError("deposed")
+
+
+class _Leader:
+    """The herder's parts the leader's writes use (built as it builds them) over one view
+    of the applied log, under the names the tests use."""
+
+    def __init__(self, store: KafkaConfigStore, writer: WholeWriter) -> None:
+        self._configs = store
+        self._writer = writer
+        self._leader_wake = threading.Event()
+        self._view = ClusterView(store, cast(Any, None))
+        self._office = _InTerm(self._view, writer, self._leader_wake)
+        etags = ClusterEtags(self._view, self._office)
+        locks, log, unused = ConnectorLocks(), structlog.get_logger(), cast(Any, None)
+        mutations = DistributedMutations(
+            self._view, self._office, etags, unused, locks, config=unused, validator=unused,
+            offset_manager=unused, reconciler=unused, board=unused, normalised=unused,
+            validated_for_create=unused, worker_id="w1", log=log,
+        )
+        cut_short = CutShortWrites(self._view, self._office, locks, log)
+        self.delete_connector = mutations.delete_connector
+        self.stop_connector = mutations.stop_connector
+        self.put_task_configs = mutations.put_task_configs
+        self._write_target_state = mutations._write_target_state
+        self._write_new_connector = mutations._write_new_connector
+        self._finish_stops = cut_short.finish_stops
+        self._finish_removals = cut_short.finish_removals
+        self._snapshot = self._view.snapshot
+        self._etag_in = etags.etag_in
+
+    @property
+    def term(self) -> int:
+        return self._office.term
+
+    @term.setter
+    def term(self, term: int) -> None:
+        self._office.term = term
+
+    @property
+    def _owed_config_position(self) -> int:
+        return self._view.owed_position
 
 
 @pytest.fixture
@@ -245,13 +271,13 @@ def test_a_view_without_a_stop_to_finish_is_not_walked_again_until_it_changes(
     """The leader's loop runs on every config record; at a thousand connectors walking
     them all for stops cut short cost milliseconds each time (issue 25)."""
     walks: list[ConfigSnapshot] = []
-    real = distributed._stops_cut_short
+    real = cut_short_writes._stops_cut_short
 
     def counted(snapshot: ConfigSnapshot) -> list[str]:
         walks.append(snapshot)
         return real(snapshot)
 
-    monkeypatch.setattr(distributed, "_stops_cut_short", counted)
+    monkeypatch.setattr(cut_short_writes, "_stops_cut_short", counted)
     leader._finish_stops(leader._writer)
     assert len(walks) == 1
     leader._writer.send_all([extension_record("connect-grpc-x", 1)], 1.0)
@@ -295,7 +321,7 @@ def _at(*offsets: int) -> list[LogRecord]:
 def test_a_write_is_known_to_have_taken_effect_only_when_nothing_can_have_come_before_it(
     mark: tuple[int, int], offsets: tuple[int, ...], change_index: int, known: bool
 ) -> None:
-    assert distributed.landed_next(mark, TERM, _at(*offsets), change_index) is known
+    assert leader_writer.landed_next(mark, TERM, _at(*offsets), change_index) is known
 
 
 def test_a_write_right_after_the_view_is_answered_before_it_is_read_back_and_reads_wait(

@@ -24,6 +24,7 @@ from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.domain import InstanceStatus, TargetState, TaskId
 from connect_grpc.runtime import worker as worker_module
 from connect_grpc.runtime.hosting import (
+    HostedPlugin,
     HostedTaskError,
     HostJob,
     HostLink,
@@ -32,10 +33,13 @@ from connect_grpc.runtime.hosting import (
     HostSlots,
     WarmHosts,
 )
+from connect_grpc.runtime.placement import executor_placement
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.worker_config import WorkerConfig
 
+#: The Spark executor id the fake hosts say they run in.
+EXECUTOR_ID = "3"
 #: What the hosts of this module did, in order: (label, event, detail).
 EVENTS: list[tuple[str, str, Any]] = []
 
@@ -86,7 +90,7 @@ class InProcessJobs:
 
         def serve() -> None:
             try:
-                serve_tasks(host_end, "executor-1", pid, masked)
+                serve_tasks(host_end, "node-7", pid, masked, executor=EXECUTOR_ID)
             finally:
                 host_end.close()
 
@@ -94,10 +98,11 @@ class InProcessJobs:
         thread = threading.Thread(target=serve, name=f"fake-host-{pid}", daemon=True)
         thread.start()
         assert driver_end.poll(5)
-        _, hostname, said_pid = driver_end.recv()
+        _, hostname, said_pid, executor = driver_end.recv()
         index = len(self.jobs)
         job = HostJob(driver_end, hostname, said_pid, f"job-{pid}", thread,
                       lambda: self.kill(index))
+        job.executor = executor
         self.jobs.append(job)
         self.host_ends.append(host_end)
         self.masked.append(masked)
@@ -261,6 +266,45 @@ def test_a_lost_host_is_never_parked_and_a_task_that_never_stopped_ends_its_host
     started.call("start", {})
     started.close()  # closed without a stop (its start failed, say): not known clean
     assert hosts.parked() == 0 and not launched.jobs[1].alive()
+
+
+def test_a_hosted_tasks_placement_names_its_executor_and_none_from_the_hosts_loss_on(
+    launched: InProcessJobs,
+) -> None:
+    """The status never claims an executor the host is known to have left: from the
+    moment a call finds the host lost until a new host connected, the task is not placed."""
+    hosts, _ = _hosts(launched)
+    link = _link(hosts, TaskId("a", 0), "a-0", {})
+    plugin = HostedPlugin(link)
+    assert plugin.placement() is None  # not connected yet
+    link.open()
+    plugin.start({})
+    assert plugin.placement() == executor_placement(EXECUTOR_ID, "node-7")
+    assert plugin.placement().host == f"executor {EXECUTOR_ID} on node-7"  # type: ignore[union-attr]
+
+    launched.kill(0)  # the executor died: its Python worker with it
+    with pytest.raises(HostLostError):
+        link.call("stopping")
+    assert plugin.placement() is None  # at once, not when the new host connects
+
+    assert plugin.rehost_if_lost()
+    assert len(launched.jobs) == 2
+    assert plugin.placement() == executor_placement(EXECUTOR_ID, "node-7")
+
+
+def test_a_hosted_task_whose_job_ended_is_not_placed_before_any_call_finds_it_lost(
+    launched: InProcessJobs,
+) -> None:
+    """A paused task calls its host no more: its job's end (the Spark job failed, the
+    executor was lost) is enough to stop placing it there (the watchdog reports it)."""
+    hosts, _ = _hosts(launched)
+    link = _link(hosts, TaskId("a", 0), "a-0", {})
+    plugin = HostedPlugin(link)
+    link.open()
+    launched.kill(0)
+    launched.jobs[0]._thread.join(5)  # the host's serving ends with its connection
+    assert not launched.jobs[0].alive()
+    assert plugin.placement() is None
 
 
 def test_a_parked_host_unused_for_the_idle_time_is_ended(launched: InProcessJobs) -> None:
