@@ -4,9 +4,9 @@ librdkafka reports the broker's refusal of a record with no key in a compacted t
 ``INVALID_RECORD`` "Broker failed to validate record", without the broker's own reason
 ("Compacted topic cannot accept message without key"). FileStreamSource writes keyless
 records, so a user who points it at a compacted topic (``topic.creation.*.cleanup.policy=
-compact``, as the topic creation example of docs/connectors.md does) saw only that text in the task's
-failure or skip. Of the broker's checks, only compaction refuses a record for having no key
-with INVALID_RECORD, so the context of such a failure says so, and what to do.
+compact``, as the topic creation example of docs/connectors.md does) saw only that text in
+the task's failure or skip. Of the broker's checks, only compaction refuses a record for
+having no key with INVALID_RECORD, so the context of such a failure says so, and what to do.
 """
 
 from __future__ import annotations
