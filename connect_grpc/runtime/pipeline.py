@@ -41,11 +41,9 @@ from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
 from connect_grpc.data.record import ConnectRecord
 from connect_grpc.data.transforms._support import (
-    FieldPlan,
-    SideStep,
+    CompiledChain,
     SideTransformation,
-    plan_step,
-    then_plan,
+    compile_chain,
 )
 from connect_grpc.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts
@@ -219,8 +217,8 @@ class TaskPipeline:
             and not self._side_is_key
         )
         #: The chain's compiled steps per input schema (``_compiled_chain``).
-        self._chains: dict[Any, tuple[Any, list[SideStep]] | None] = {}
-        self._last_chain: tuple[Any, tuple[Any, list[SideStep]] | None] = (_NO_SCHEMA, None)
+        self._chains: dict[Any, CompiledChain | None] = {}
+        self._last_chain: tuple[Any, CompiledChain | None] = (_NO_SCHEMA, None)
         #: The batch's delivered sink records → the raw records they came from, for an
         #: errant record's report (id → (delivered, raw): the id alone could be reused).
         self._originals: dict[int, tuple[SinkRecord, SinkRecord]] = {}
@@ -626,53 +624,20 @@ class TaskPipeline:
                 )
         return schema, value
 
-    def _compiled_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
+    def _compiled_chain(self, schema: Any) -> CompiledChain | None:
         """The output schema and the compiled steps of the chain for values of ``schema``
-        (each stage's ``compile_side`` on what the stage before gives), or None when a stage
-        has none; worked out once per schema."""
-        if schema is None:
-            return None
+        (``compile_chain``), or None (then each stage's ``apply_side`` runs); worked out
+        once per schema, a schema the chain cannot be compiled for included."""
         if schema in self._chains:
             chain = self._chains[schema]
         else:
-            chain = self._compile_chain(schema)
+            transformations: Any = [stage.transformation for stage in self._stages]
+            chain = compile_chain(transformations, schema)
             if len(self._chains) >= CHAINS_CACHE_SIZE:
                 self._chains.clear()  # a stream of ever-new schemas: start afresh
             self._chains[schema] = chain
         self._last_chain = (schema, chain)
         return chain
-
-    def _compile_chain(self, schema: Any) -> tuple[Any, list[SideStep]] | None:
-        """The chain's steps for values of ``schema``: the plans of consecutive stages that
-        have one composed into one step (no Struct made between them), each other stage's
-        ``compile_side``; None when a stage has neither."""
-        steps: list[SideStep] = []
-        planned: tuple[Any, Any, FieldPlan] | None = None  # (input schema, output, plan)
-        for stage in self._stages:
-            transformation: Any = stage.transformation
-            stage_plan = transformation.compile_plan(schema)
-            if stage_plan is not None:
-                output, plan = stage_plan
-                if planned is None:
-                    planned = (schema, output, plan)
-                else:
-                    composed = then_plan(planned[2], plan)
-                    if composed is None:
-                        return None
-                    planned = (planned[0], output, composed)
-                schema = output
-                continue
-            if planned is not None:
-                steps.append(plan_step(*planned))
-                planned = None
-            compiled = transformation.compile_side(schema)
-            if compiled is None:
-                return None
-            schema, step = compiled
-            steps.append(step)
-        if planned is not None:
-            steps.append(plan_step(*planned))
-        return schema, steps
 
     @staticmethod
     def _with_side(

@@ -263,7 +263,14 @@ FieldPlan = tuple[FromField | Fixed, ...]
 def then_plan(first: FieldPlan, second: FieldPlan) -> FieldPlan | None:
     """The plan of ``second`` applied to what ``first`` gives, worked out once: a function
     of a fixed value is called now. None when such a call raises or gives a value that is
-    null or that records may not share (the chain is then not compiled)."""
+    null or that records may not share, or when ``second`` does not read a field that
+    ``first`` makes through functions: those may raise (MaskField refuses a value it cannot
+    mask), and the record must fail at the first stage, as its ``apply`` would make it,
+    before the second stage drops the field. The plans then run one after the other."""
+    read = {source.index for source in second if source.__class__ is FromField}
+    for index, base in enumerate(first):
+        if index not in read and isinstance(base, FromField) and base.functions:
+            return None
     composed: list[FromField | Fixed] = []
     for source in second:
         if source.__class__ is Fixed:
@@ -322,6 +329,61 @@ def plan_step(schema: Schema, output: Schema, plan: Sequence[FromField | Fixed])
     exec(compile(text, "<field plan>", "exec"), namespace)
     step: SideStep = namespace["plan_step"]
     return step
+
+
+#: A chain compiled for one input schema: the schema it gives and its steps in turn.
+CompiledChain = tuple[Schema, list[SideStep]]
+
+
+def compile_chain(
+    transformations: Sequence[SideTransformation], schema: Schema | None
+) -> CompiledChain | None:
+    """The steps of a chain of SideTransformations of one side for values of ``schema``:
+    the plans of consecutive stages composed into one step where they compose
+    (``then_plan``: no Struct made between them), a new step begun where they do not, each
+    other stage's ``compile_side``. None when a stage has neither for its input, or when
+    compiling raises: a stage that refuses the schema itself (InsertField adding a field
+    the schema has, a SchemaBuilder error) refuses it in ``apply_side`` too, but only for
+    values it does not pass on unchanged (a null): each stage's ``apply_side``, through
+    error handling, then decides for each record, as each stage's ``apply`` would."""
+    if schema is None:
+        return None
+    try:
+        return _compiled_steps(transformations, schema)
+    except Exception:
+        return None
+
+
+def _compiled_steps(
+    transformations: Sequence[SideTransformation], schema: Schema
+) -> CompiledChain | None:
+    steps: list[SideStep] = []
+    planned: tuple[Schema, Schema, FieldPlan] | None = None  # (input schema, output, plan)
+    for transformation in transformations:
+        stage_plan = transformation.compile_plan(schema)
+        if stage_plan is not None:
+            output, plan = stage_plan
+            composed = None if planned is None else then_plan(planned[2], plan)
+            if composed is not None:
+                assert planned is not None
+                planned = (planned[0], output, composed)
+            else:
+                if planned is not None:
+                    steps.append(plan_step(*planned))
+                planned = (schema, output, plan)
+            schema = output
+            continue
+        if planned is not None:
+            steps.append(plan_step(*planned))
+            planned = None
+        compiled = transformation.compile_side(schema)
+        if compiled is None:
+            return None
+        schema, step = compiled
+        steps.append(step)
+    if planned is not None:
+        steps.append(plan_step(*planned))
+    return schema, steps
 
 
 class SideTransformation(KeyOrValueTransformation):
