@@ -14,7 +14,7 @@ transaction commits the offsets of the whole batch; a skipped sink record still 
 its partition's committed offset (the ranges read are committed whole).
 
 When the pipeline has no converter and no transformation (``is_pass_through``), the task's
-runner never runs records through it: records move as bytes by today's code, at today's
+runner never runs records through it: records move as bytes on the bytes path, at its
 speed (a source task keeps it to skip refused records with, under ``errors.tolerance=all``).
 """
 
@@ -79,8 +79,8 @@ PipelineFactory = Callable[[], PipelinePlugins]
 
 
 class PassThroughConverter(Converter):
-    """The converter of a connector that sets none (today's behaviour): bytes go out as they
-    are and str as UTF-8; bytes read are handed on as bytes, without a schema."""
+    """The converter of a side that neither the connector nor the worker sets: bytes go out
+    as they are and str as UTF-8; bytes read are handed on as bytes, without a schema."""
 
     def from_connect_data(self, topic: str, headers: Any, schema: Any, value: Any) -> bytes | None:
         if value is None or isinstance(value, bytes):
