@@ -6,8 +6,8 @@ herder raises :class:`~connect_grpc.errors.NotLeaderError`, and :func:`forwardab
 under ``@mapped`` on each mutating RPC) re-issues the *same request message* to the leader
 through a :class:`Forwarder`, then answers the caller with the leader's answer, unchanged.
 
-On a worker that does not lead, the eight writes only the leader carries out never reach
-the servicer: :class:`~connect_grpc.api.leader_relay.LeaderWritesRelay`, a server
+On a worker that does not lead, the writes only the leader carries out (``LEADER_WRITES``)
+never reach the servicer: :class:`~connect_grpc.api.leader_relay.LeaderWritesRelay`, a server
 interceptor, hands their bytes to the same :class:`Forwarder` and answers with the leader's
 bytes, so the leader alone parses and judges them. ``forwardable`` still covers the rest:
 the plain restarts (sent to the worker that runs the instance) and a write that reached the
