@@ -12,31 +12,14 @@ import pytest
 
 from connect_grpc import configdef
 from connect_grpc.connectors.plugins import Plugins
+from tests.unit.test_plugins import PLUGIN_MODULE
 
-OLD_STYLE_PLUGIN = """
-from connect_grpc.connectors.api import SinkConnector
-from connect_grpc.connectors.config import ConfigDef, ConfigType, Importance, define_all
-
-
-class OldStyleSinkConnector(SinkConnector):
-    def version(self):
-        return "1.0"
-
-    def config_def(self):
-        return ConfigDef()
-
-    def start(self, config):
-        pass
-
-    def task_class(self):
-        raise NotImplementedError
-
-    def task_configs(self, max_tasks):
-        return []
-
-    def stop(self, connector_deleted=False):
-        pass
-"""
+#: test_plugins' plugin module, importing ConfigDef from the deprecated module.
+OLD_STYLE_PLUGIN = PLUGIN_MODULE.replace(
+    "from connect_grpc.configdef import ConfigDef",
+    "from connect_grpc.connectors.config import ConfigDef, ConfigType, Importance, define_all",
+).format(name="OldStyleSinkConnector")
+assert "connectors.config" in OLD_STYLE_PLUGIN
 
 
 @pytest.fixture
