@@ -423,6 +423,9 @@ def test_readme_standalone_command(kafka_bootstrap: str, tmp_path: Path) -> None
         assert f'"{RUNNING_TOPIC}"' in text or f"={RUNNING_TOPIC}\n" in text, path
         copy.write_text(text.replace(RUNNING_TOPIC, topic), encoding="utf-8")
         copies.append(copy)
+    # the files' directory (/tmp/connect-local, renamed with the topic) exists before the
+    # worker starts, as the guide's mkdir makes it: FileStreamSink never creates it
+    Path("/tmp", topic).mkdir(exist_ok=True)
     worker = WorkerProcess(
         tmp_path / "worker", kafka_bootstrap,
         extra_properties={
