@@ -46,7 +46,7 @@ from source_throughput import versions
 
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.kafka.jars import KAFKA_VERSION
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs.output import configure_logging
 from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 

@@ -43,11 +43,11 @@ from cluster import percentile  # the sibling bench's
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from connect_grpc.app import StandaloneProcess
-from connect_grpc.domain import TargetState
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.kafka.broker import LocalKafka
-from connect_grpc.logs import configure_logging
+from connect_grpc.kernel.domain import TargetState
+from connect_grpc.logs.output import configure_logging
 from connect_grpc.runtime.spark import host_job_tag, job_tag
-from connect_grpc.worker_config import WorkerConfig
 
 ARRIVAL_TIMEOUT_S = 30.0
 WATCH_INTERVAL_S = 0.002

@@ -49,9 +49,9 @@ from kafka_connect import LINE_BYTES  # the sibling modules: the script's direct
 from kafka_connect import line as bench_line
 from pipelines import PIPELINES
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SinkRecord, SourceRecord
 from connect_grpc.connectors.file import FileStreamSinkTask
-from connect_grpc.connectors.pipeline_config import PipelinePlugins, build_pipeline
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.logical import Timestamp
@@ -71,10 +71,10 @@ from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
 from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
-from connect_grpc.domain import TaskId
-from connect_grpc.runtime.gc_tuning import tune_for_batches
-from connect_grpc.runtime.pipeline import TaskPipeline
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.kernel.gc_tuning import tune_for_batches
+from connect_grpc.pipeline.build import PipelinePlugins, build_pipeline
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
 
 TOPIC = "bench"
 EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)

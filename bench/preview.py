@@ -42,17 +42,17 @@ from cluster import EchoServer, Latencies, interleaved  # the sibling bench's
 
 from connect_grpc.api.server import ApiServer
 from connect_grpc.client import ConnectClient
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.kafka.ports import free_port
-from connect_grpc.logs import configure_logging
-from connect_grpc.preview import PreviewRequest, SampleRecord
-from connect_grpc.preview_convert import request_to_pb
-from connect_grpc.runtime.gc_tuning import tune_for_batches
+from connect_grpc.kernel.gc_tuning import tune_for_batches
+from connect_grpc.logs.output import configure_logging
+from connect_grpc.pipeline.preview_convert import request_to_pb
+from connect_grpc.pipeline.preview_model import PreviewRequest, SampleRecord
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-from connect_grpc.worker_config import WorkerConfig
 
 CALL_TIMEOUT_S = 30.0
 TRANSFORMS = "org.apache.kafka.connect.transforms."

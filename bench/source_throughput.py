@@ -38,11 +38,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from connect_grpc.app import StandaloneProcess
-from connect_grpc.domain import TargetState
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.kafka.jars import KAFKA_VERSION
-from connect_grpc.logs import configure_logging
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.kernel.domain import TargetState
+from connect_grpc.logs.output import configure_logging
 
 ANCHOR = "anchor: confluent-kafka Producer (1 process)"
 POLL_INTERVAL_S = 0.01

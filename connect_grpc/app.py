@@ -18,10 +18,15 @@ from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.server import ApiServer
 from connect_grpc.api.tls import PeerCredentials
 from connect_grpc.cluster.config import DistributedConfig
-from connect_grpc.connector_files import ConnectorRequest
-from connect_grpc.connectors.pipeline_config import PipelineConfigError, check_worker_converters
+from connect_grpc.config.connector_files import ConnectorRequest
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.errors import (
+from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.herder.interface import Herder
+from connect_grpc.herder.recorded_answers import ANSWER_TTL_S
+from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.herder.validation import check_config_size, config_with_name, validate_name
+from connect_grpc.kernel.errors import (
     AlreadyExistsError,
     ConnectError,
     FailedPreconditionError,
@@ -29,16 +34,12 @@ from connect_grpc.errors import (
     NotFoundError,
     StartupError,
 )
-from connect_grpc.herder.base import Herder
-from connect_grpc.herder.distributed import DistributedHerder
-from connect_grpc.herder.recorded_answers import ANSWER_TTL_S
-from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.herder.validation import check_config_size, config_with_name, validate_name
 from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
+from connect_grpc.pipeline.build import check_worker_converters
+from connect_grpc.pipeline.config import PipelineConfigError
 from connect_grpc.security.session_key import RequestSigner, RequestVerifier
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
@@ -196,7 +197,8 @@ class StandaloneProcess(_ServingProcess):
         self.herder.start()
         if self._handle_signals:
             self.install_signal_handlers()
-        self.server.start()
+        # not ready before its files' connectors exist (KIP-1017's standalone start-up)
+        self.server.start(started=not connector_files)
         for path, request in connector_files:
             try:
                 self.herder.create_connector(
@@ -205,6 +207,7 @@ class StandaloneProcess(_ServingProcess):
             except ConnectError as exc:
                 raise _connector_file_error(path, exc) from None
             log.info("connector_file_loaded", path=str(path), connector=request.name)
+        self.server.mark_started()
 
     def _check_connector_files(
         self, connector_files: Sequence[tuple[Path, ConnectorRequest]]

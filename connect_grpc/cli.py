@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, TypeVar
 import structlog
 
 from connect_grpc.cluster.config import DistributedConfig
-from connect_grpc.connector_files import ConnectorRequest, load_connector_file
+from connect_grpc.config.connector_files import ConnectorRequest, load_connector_file
+from connect_grpc.config.worker import WorkerConfig, read_properties
 from connect_grpc.ctl import COMPLETE_VAR as CTL_COMPLETE_VAR
 from connect_grpc.ctl import complete as complete_ctl
 from connect_grpc.ctl import run_ctl
-from connect_grpc.errors import InvalidArgumentError, StartupError
 from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
-from connect_grpc.logs import capture_output, configure_logging
-from connect_grpc.worker_config import WorkerConfig, read_properties
+from connect_grpc.kernel.errors import InvalidArgumentError, StartupError
+from connect_grpc.logs.output import capture_output, configure_logging
 
 log = structlog.get_logger(__name__)
 

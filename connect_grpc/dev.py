@@ -19,12 +19,12 @@ from typing import Any, TextIO
 import structlog
 
 from connect_grpc.app import StandaloneProcess
-from connect_grpc.domain import ConnectorStatus, TargetState
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.kafka import broker, processes
-from connect_grpc.kafka_clients import is_retriable
-from connect_grpc.logs import capture_output, restore_output
+from connect_grpc.kernel.domain import ConnectorStatus, TargetState
+from connect_grpc.kernel.kafka_clients import is_retriable
+from connect_grpc.logs.output import capture_output, restore_output
 from connect_grpc.runtime.client_settings import sink_group_id
-from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from connect_grpc.connectors.api import SourceRecord, SourceTask, Task
-from connect_grpc.domain import InstanceStatus, State, TaskId
+from connect_grpc.kernel.domain import InstanceStatus, State, TaskId
 
 
 class StatusRecorder:

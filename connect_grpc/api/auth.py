@@ -36,7 +36,7 @@ from connect_grpc.api.caller import acting_for
 from connect_grpc.api.errors import abort
 from connect_grpc.api.forwarding import FORWARDED_BY
 from connect_grpc.api.handler_cache import WrappedHandlers
-from connect_grpc.errors import ConnectError, PermissionDeniedError, UnauthenticatedError
+from connect_grpc.kernel.errors import ConnectError, PermissionDeniedError, UnauthenticatedError
 from connect_grpc.security.config import (
     AUTH_PRINCIPALS_FILE,
     AUTH_TOKENS_FILE,

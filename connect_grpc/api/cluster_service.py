@@ -21,8 +21,8 @@ from google.protobuf.message import Message
 from connect_grpc.api.errors import mapped
 from connect_grpc.api.peer_channels import ChannelPool
 from connect_grpc.api.tls import PeerCredentials
-from connect_grpc.errors import FailedPreconditionError, UnavailableError
 from connect_grpc.herder.validation import validate_name
+from connect_grpc.kernel.errors import FailedPreconditionError, UnavailableError
 from connect_grpc.security.roles import worker_credential
 from connect_grpc.security.session_key import RequestSigner, SignedCall
 from connect_grpc.v1 import connect_pb2 as pb

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from google.protobuf import struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from connect_grpc.domain import ClusterInfo as DomainClusterInfo
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import ClusterInfo as DomainClusterInfo
+from connect_grpc.kernel.domain import (
     ConfigInfos,
     ConfigKeyInfo,
     ConnectorInfo,
@@ -27,8 +27,8 @@ from connect_grpc.domain import (
     TaskPlacement,
     TaskStatus,
 )
-from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.loggers import LoggerLevel, LogLevelScope
+from connect_grpc.kernel.errors import InvalidArgumentError
+from connect_grpc.logs.levels import LoggerLevel, LogLevelScope
 from connect_grpc.v1 import connect_pb2 as pb
 
 _STATE_TO_PB = {

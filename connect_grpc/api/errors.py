@@ -12,8 +12,8 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from connect_grpc import deadline
-from connect_grpc.errors import (
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import (
     AbortedError,
     AlreadyExistsError,
     ConnectError,
@@ -112,7 +112,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def mapped(method: F) -> F:
     """Wraps a unary servicer method: runs it within the caller's deadline (see
-    ``connect_grpc.deadline``); domain errors → status; timeouts → UNAVAILABLE; anything
+    ``connect_grpc.kernel.deadline``); domain errors → status; timeouts → UNAVAILABLE; anything
     else → INTERNAL."""
 
     @functools.wraps(method)

@@ -17,7 +17,7 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from connect_grpc.errors import NotLeaderError, UnavailableError
+from connect_grpc.kernel.errors import NotLeaderError, UnavailableError
 from connect_grpc.security.session_key import SESSION_KEY_UNKNOWN
 
 #: The ErrorInfo reason of a forward that found no leader before the caller's deadline.

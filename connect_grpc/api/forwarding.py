@@ -2,7 +2,7 @@
 
 Kafka Connect forwards at its REST layer: the herder throws ``NotLeaderException`` and the
 REST resource re-sends the request to the leader's URL. We do the same one layer down: the
-herder raises :class:`~connect_grpc.errors.NotLeaderError`, and :func:`forwardable` (applied
+herder raises :class:`~connect_grpc.kernel.errors.NotLeaderError`, and :func:`forwardable` (applied
 under ``@mapped`` on each mutating RPC) re-issues the *same request message* to the leader
 through a :class:`Forwarder`, then answers the caller with the leader's answer, unchanged.
 
@@ -64,7 +64,6 @@ import grpc
 import structlog
 from google.protobuf.message import Message
 
-from connect_grpc import deadline
 from connect_grpc.api.caller import current_caller
 from connect_grpc.api.forward_retry import (
     MIN_ATTEMPT_S,
@@ -77,7 +76,8 @@ from connect_grpc.api.forward_retry import (
 )
 from connect_grpc.api.peer_channels import CHANNEL_OPTIONS, ChannelPool, MethodCall
 from connect_grpc.api.tls import PeerCredentials
-from connect_grpc.errors import NotLeaderError, UnavailableError
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import NotLeaderError, UnavailableError
 from connect_grpc.security.roles import NO_CREDENTIAL
 from connect_grpc.security.session_key import NoSessionKeyError, RequestSigner, SignedCall
 
@@ -157,7 +157,7 @@ class Forwarder:
     ) -> M:
         """Sends ``request`` to the leader ``error`` names (or, later, the one
         ``leader_lookup`` names) and returns its response, retrying while no leader takes
-        it, until the caller's deadline (the ambient :mod:`connect_grpc.deadline` scope).
+        it, until the caller's deadline (the ambient :mod:`connect_grpc.kernel.deadline` scope).
 
         Args:
             method: the full method name, e.g. ``/connect.v1.ConnectService/CreateConnector``.

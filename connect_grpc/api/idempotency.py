@@ -10,8 +10,9 @@ Only successful answers are remembered; a failed call changed nothing and may be
 Where answers live: in this process (standalone), or, in distributed mode, in the config
 topic through a :class:`SharedAnswers` store (the herder's), so that a retry that reaches
 another worker or a new leader after a failover gets the same answer. A herder that
-writes a change as one transaction takes the answer into it (``connect_grpc.request_answer``),
-so that change and answer are written together or not at all; other answers are stored
+writes a change as one transaction takes the answer into it
+(``connect_grpc.kernel.request_answer``), so that change and answer are written together or
+not at all; other answers are stored
 right after the change. The in-process log stays in front of it: concurrent retries to one
 worker wait for the first to finish.
 """
@@ -29,8 +30,8 @@ from typing import Protocol, TypeVar
 import structlog
 from google.protobuf.message import Message
 
-from connect_grpc import request_answer
-from connect_grpc.errors import ConnectError, InvalidArgumentError
+from connect_grpc.kernel import request_answer
+from connect_grpc.kernel.errors import ConnectError, InvalidArgumentError
 
 log = structlog.get_logger(__name__)
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import grpc
 
-from connect_grpc import deadline
 from connect_grpc.api.errors import abort
 from connect_grpc.api.forward_retry import LeaderAnswered, LeaderUnavailableError, ServeHere
 from connect_grpc.api.forwarding import FORWARDED_BY, SERVICE, Forwarder, answer_with
+from connect_grpc.kernel import deadline
 
 #: The writes only the leader carries out, whatever they name: a follower relays them whole.
 #: (Plain restarts are not among them: they go to the worker that runs the instance, which

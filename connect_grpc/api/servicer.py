@@ -13,13 +13,14 @@ from typing import TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from connect_grpc import preview_convert
 from connect_grpc.api import convert
 from connect_grpc.api.errors import mapped, mapped_stream
 from connect_grpc.api.forwarding import Forwarder, forwardable, settled
 from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.paging import PageRequest, answer_budget
-from connect_grpc.domain import (
+from connect_grpc.herder.interface import Herder
+from connect_grpc.herder.validation import validate_name
+from connect_grpc.kernel.domain import (
     ConnectorStatus,
     CreateResult,
     OffsetsChange,
@@ -27,10 +28,9 @@ from connect_grpc.domain import (
     RestartRequest,
     TaskId,
 )
-from connect_grpc.errors import NotFoundError
-from connect_grpc.herder.base import Herder
-from connect_grpc.herder.validation import validate_name
-from connect_grpc.loggers import LogLevelScope, parse_level, parse_logger_name
+from connect_grpc.kernel.errors import NotFoundError
+from connect_grpc.logs.levels import LogLevelScope, parse_level, parse_logger_name
+from connect_grpc.pipeline import preview_convert
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 

@@ -1,8 +1,8 @@
 """A typed Python client of ``connect.v1.ConnectService``.
 
 Every RPC has one method here (a unit test checks that none is missing and none is extra).
-Methods take and return the domain types of :mod:`connect_grpc.domain` and raise the
-domain exceptions of :mod:`connect_grpc.errors`, read back from the server's rich gRPC
+Methods take and return the domain types of :mod:`connect_grpc.kernel.domain` and raise the
+domain exceptions of :mod:`connect_grpc.kernel.errors`, read back from the server's rich gRPC
 status; the original ``grpc.RpcError`` is kept as the exception's ``__cause__``.
 
 Example::
@@ -30,29 +30,29 @@ from __future__ import annotations
 from connect_grpc.client._cluster import ClusterCalls
 from connect_grpc.client._connectors import ConnectorCalls
 from connect_grpc.client._offsets import OffsetCalls
-from connect_grpc.client_convert import ConnectorListing
-from connect_grpc.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.convert import ConnectorListing
 
 # The types of the client's signatures stay importable from here, as before the client was
 # a package (``__all__`` names the client's own API).
-from connect_grpc.domain import ClusterInfo as ClusterInfo
-from connect_grpc.domain import ConfigInfos as ConfigInfos
-from connect_grpc.domain import ConnectorInfo as ConnectorInfo
-from connect_grpc.domain import ConnectorOffset as ConnectorOffset
-from connect_grpc.domain import ConnectorStatus as ConnectorStatus
-from connect_grpc.domain import CreateResult as CreateResult
-from connect_grpc.domain import OffsetsChange as OffsetsChange
-from connect_grpc.domain import PluginDesc as PluginDesc
-from connect_grpc.domain import PutConfigResult as PutConfigResult
-from connect_grpc.domain import TargetState as TargetState
-from connect_grpc.domain import TaskInfo as TaskInfo
-from connect_grpc.domain import TaskStatus as TaskStatus
-from connect_grpc.loggers import LoggerLevel as LoggerLevel
-from connect_grpc.loggers import LogLevelScope as LogLevelScope
-from connect_grpc.preview import PipelinePreview as PipelinePreview
-from connect_grpc.preview import PreviewRequest as PreviewRequest
-from connect_grpc.preview import SampleRecord as SampleRecord
-from connect_grpc.preview import TopicTail as TopicTail
+from connect_grpc.kernel.domain import ClusterInfo as ClusterInfo
+from connect_grpc.kernel.domain import ConfigInfos as ConfigInfos
+from connect_grpc.kernel.domain import ConnectorInfo as ConnectorInfo
+from connect_grpc.kernel.domain import ConnectorOffset as ConnectorOffset
+from connect_grpc.kernel.domain import ConnectorStatus as ConnectorStatus
+from connect_grpc.kernel.domain import CreateResult as CreateResult
+from connect_grpc.kernel.domain import OffsetsChange as OffsetsChange
+from connect_grpc.kernel.domain import PluginDesc as PluginDesc
+from connect_grpc.kernel.domain import PutConfigResult as PutConfigResult
+from connect_grpc.kernel.domain import TargetState as TargetState
+from connect_grpc.kernel.domain import TaskInfo as TaskInfo
+from connect_grpc.kernel.domain import TaskStatus as TaskStatus
+from connect_grpc.logs.levels import LoggerLevel as LoggerLevel
+from connect_grpc.logs.levels import LogLevelScope as LogLevelScope
+from connect_grpc.pipeline.preview_model import PipelinePreview as PipelinePreview
+from connect_grpc.pipeline.preview_model import PreviewRequest as PreviewRequest
+from connect_grpc.pipeline.preview_model import SampleRecord as SampleRecord
+from connect_grpc.pipeline.preview_model import TopicTail as TopicTail
 
 __all__ = ["ConnectClient", "ConnectionSettings", "ConnectorListing", "TlsOptions"]
 
@@ -61,17 +61,18 @@ class ConnectClient(ConnectorCalls, OffsetCalls, ClusterCalls):
     """A client of one worker.
 
     Every method raises the domain exception of the gRPC status it gets back (see
-    ``client_convert.error_from_status``). Besides those each method lists, any call may raise
-    :class:`~connect_grpc.errors.InvalidArgumentError` for a bad connector name (empty, control
-    characters, longer than 255 characters) or a ``request_id`` reused with another request,
-    :class:`~connect_grpc.errors.UnavailableError` (with ``retry_after_seconds``) when the
+    ``client.convert.error_from_status``). Besides those each method lists, any call may raise
+    :class:`~connect_grpc.kernel.errors.InvalidArgumentError` for a bad connector name (empty,
+    control characters, longer than 255 characters) or a ``request_id`` reused with another
+    request,
+    :class:`~connect_grpc.kernel.errors.UnavailableError` (with ``retry_after_seconds``) when the
     worker cannot answer in time (Kafka unreachable, a busy connector), and a plain
-    :class:`~connect_grpc.errors.ConnectError` for INTERNAL and other codes.
+    :class:`~connect_grpc.kernel.errors.ConnectError` for INTERNAL and other codes.
 
     A worker that authenticates its callers answers UNAUTHENTICATED
-    (:class:`~connect_grpc.errors.UnauthenticatedError`) to a call without a valid token or
+    (:class:`~connect_grpc.kernel.errors.UnauthenticatedError`) to a call without a valid token or
     client certificate, and PERMISSION_DENIED
-    (:class:`~connect_grpc.errors.PermissionDeniedError`) to a call the caller's role does
+    (:class:`~connect_grpc.kernel.errors.PermissionDeniedError`) to a call the caller's role does
     not allow (a viewer's mutation); neither changes anything.
 
     When the client made the channel from settings and a call fails the way a plaintext
@@ -80,7 +81,7 @@ class ConnectClient(ConnectorCalls, OffsetCalls, ClusterCalls):
 
     Args:
         target: A ``host:port`` address (a plaintext channel is created and closed with the
-            client), :class:`~connect_grpc.connection.ConnectionSettings` (address, TLS,
+            client), :class:`~connect_grpc.client.connection.ConnectionSettings` (address, TLS,
             bearer token; the channel is created and closed with the client), or an
             existing ``grpc.Channel`` (left open; its owner closes it).
         timeout: Deadline in seconds of each unary call (retries included).

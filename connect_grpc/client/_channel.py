@@ -17,8 +17,8 @@ from typing import Any, Self, TypeVar
 
 import grpc
 
-from connect_grpc import client_convert as cc
-from connect_grpc.connection import ConnectionSettings
+from connect_grpc.client import convert as cc
+from connect_grpc.client.connection import ConnectionSettings
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 
 R = TypeVar("R")

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from connect_grpc import client_convert as cc
-from connect_grpc import preview_convert
+from connect_grpc.client import convert as cc
 from connect_grpc.client._channel import ChannelClient
-from connect_grpc.domain import ClusterInfo, ConfigInfos, PluginDesc
-from connect_grpc.loggers import LoggerLevel, LogLevelScope
-from connect_grpc.preview import PipelinePreview, PreviewRequest, SampleRecord, TopicTail
+from connect_grpc.kernel.domain import ClusterInfo, ConfigInfos, PluginDesc
+from connect_grpc.logs.levels import LoggerLevel, LogLevelScope
+from connect_grpc.pipeline import preview_convert
+from connect_grpc.pipeline.preview_model import (
+    PipelinePreview,
+    PreviewRequest,
+    SampleRecord,
+    TopicTail,
+)
 from connect_grpc.v1 import connect_pb2 as pb
 
 

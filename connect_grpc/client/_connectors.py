@@ -14,10 +14,10 @@ from collections.abc import Generator, Iterable, Mapping
 import grpc
 from google.protobuf import struct_pb2
 
-from connect_grpc import client_convert as cc
+from connect_grpc.client import convert as cc
 from connect_grpc.client._channel import ChannelClient
-from connect_grpc.client_convert import ConnectorListing
-from connect_grpc.domain import (
+from connect_grpc.client.convert import ConnectorListing
+from connect_grpc.kernel.domain import (
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStatus,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from connect_grpc import client_convert as cc
+from connect_grpc.client import convert as cc
 from connect_grpc.client._channel import ChannelClient
-from connect_grpc.domain import ConnectorOffset, OffsetsChange
+from connect_grpc.kernel.domain import ConnectorOffset, OffsetsChange
 from connect_grpc.v1 import connect_pb2 as pb
 
 

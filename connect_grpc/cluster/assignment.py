@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
 
 #: An instance id: a connector name or a task id.
 InstanceT = TypeVar("InstanceT", str, TaskId)

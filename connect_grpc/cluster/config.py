@@ -2,14 +2,14 @@
 
 ``connect-grpc distributed`` reads the same properties file as the standalone worker; the
 settings every worker has (``bootstrap.servers``, ``listeners``, ``spark.*``, …) stay in
-:class:`~connect_grpc.worker_config.WorkerConfig`, and :class:`DistributedConfig` adds what
+:class:`~connect_grpc.config.worker.WorkerConfig`, and :class:`DistributedConfig` adds what
 only a cluster member needs: its group, the three internal topics and how they are created,
 the group timeouts, and the address other workers forward writes to.
 
 Parsing follows Kafka's ``ConfigDef`` (values trimmed as Java's ``String.trim``, integers
 as ``Integer.parseInt``), so a worker.properties written for Apache Kafka Connect means the
 same here. Every bad or missing property raises
-:class:`~connect_grpc.errors.InvalidArgumentError` naming it, which the command reports as
+:class:`~connect_grpc.kernel.errors.InvalidArgumentError` naming it, which the command reports as
 one ``worker_start_failed`` line with exit code 2.
 
 One property is our own: ``leader.election.topic``, the one-partition topic whose consumer
@@ -23,10 +23,10 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from connect_grpc.configdef import INT_MAX, LONG_MAX, java_trim, topic_name_error
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.config.worker import DEFAULT_LISTENER, int_property, parse_grpc_listener
+from connect_grpc.kernel.configdef import INT_MAX, LONG_MAX, java_trim, topic_name_error
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.security.session_key import DEFAULT_TTL_MS as DEFAULT_KEY_TTL_MS
-from connect_grpc.worker_config import DEFAULT_LISTENER, int_property, parse_grpc_listener
 
 GROUP_ID = "group.id"
 CONFIG_TOPIC = "config.storage.topic"

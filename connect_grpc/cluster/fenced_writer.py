@@ -32,8 +32,8 @@ from typing import Any
 import structlog
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from connect_grpc.errors import NotLeaderError, UnavailableError
-from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
+from connect_grpc.kernel.errors import NotLeaderError, UnavailableError
+from connect_grpc.kernel.kafka_clients import is_retriable, kafka_error_of, with_client_log
 from connect_grpc.storage.log_records import LogRecord, delivery_reporter
 
 log = structlog.get_logger(__name__)

@@ -44,7 +44,7 @@ from typing import Any, Protocol
 import structlog
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from connect_grpc.kafka_clients import kafka_error_of, leave_group_and_close, with_client_log
+from connect_grpc.kernel.kafka_clients import kafka_error_of, leave_group_and_close, with_client_log
 
 log = structlog.get_logger(__name__)
 

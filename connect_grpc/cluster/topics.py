@@ -41,8 +41,8 @@ from connect_grpc.cluster.config import (
     STATUS_TOPIC,
     DistributedConfig,
 )
-from connect_grpc.errors import ConnectError, StartupError, UnavailableError
-from connect_grpc.kafka_clients import kafka_error_of, with_client_log
+from connect_grpc.kernel.errors import ConnectError, StartupError, UnavailableError
+from connect_grpc.kernel.kafka_clients import kafka_error_of, with_client_log
 from connect_grpc.storage.log_topic import TopicSpec, _partition_count, ensure_topic
 
 log = structlog.get_logger(__name__)

@@ -20,8 +20,8 @@ import structlog
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from connect_grpc.cluster.fenced_writer import Failure, classify
-from connect_grpc.errors import ConnectError, FailedPreconditionError, UnavailableError
-from connect_grpc.kafka_clients import kafka_error_of, with_client_log
+from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError, UnavailableError
+from connect_grpc.kernel.kafka_clients import kafka_error_of, with_client_log
 
 log = structlog.get_logger(__name__)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from connect_grpc.config_providers.specs import DIRECTORY, ENV, FILE, ProviderSpec
-from connect_grpc.properties import read_properties
+from connect_grpc.kernel.properties import read_properties
 
 __all__ = [
     "ConfigProvider",

@@ -21,7 +21,7 @@ from connect_grpc.config_providers.providers import (
 )
 from connect_grpc.config_providers.redaction import MIN_MASKED_LENGTH, SECRETS
 from connect_grpc.config_providers.specs import CONFIG_PROVIDERS, ProviderSpec
-from connect_grpc.errors import FailedPreconditionError, PreconditionViolation
+from connect_grpc.kernel.errors import FailedPreconditionError, PreconditionViolation
 
 __all__ = [
     "ConfigReferenceError",

@@ -35,10 +35,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from connect_grpc.configdef import ConfigDef
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.record import KEEP, RawHeaders
-from connect_grpc.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.kernel.configdef import ConfigDef
+from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive
 
 if TYPE_CHECKING:
     from connect_grpc.data.headers import ConnectHeaders

@@ -1,6 +1,6 @@
-"""Deprecated home of the config definitions: use :mod:`connect_grpc.configdef`.
+"""Deprecated home of the config definitions: use :mod:`connect_grpc.kernel.configdef`.
 
-``ConfigDef`` and its helpers moved to ``connect_grpc.configdef`` so that the data model
+``ConfigDef`` and its helpers moved to ``connect_grpc.kernel.configdef`` so that the data model
 (which defines the converters' and transformations' configs) does not import the plugin
 package. Plugins written against this module keep loading: every name it had is still
 here (the very objects of the new module), and importing it warns once
@@ -14,7 +14,7 @@ import warnings
 
 import structlog
 
-from connect_grpc.configdef import (
+from connect_grpc.kernel.configdef import (
     ConfigDef,
     ConfigKey,
     ConfigType,
@@ -48,10 +48,10 @@ __all__ = [
 # operator, whose worker hides DeprecationWarning by default.
 warnings.warn(
     "connect_grpc.connectors.config is deprecated: import ConfigDef and its helpers from "
-    "connect_grpc.configdef",
+    "connect_grpc.kernel.configdef",
     DeprecationWarning,
     stacklevel=2,
 )
 structlog.get_logger(__name__).warning(
-    "plugin_api_deprecated", module=__name__, use="connect_grpc.configdef"
+    "plugin_api_deprecated", module=__name__, use="connect_grpc.kernel.configdef"
 )

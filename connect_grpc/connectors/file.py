@@ -27,15 +27,6 @@ from typing import IO, Any, TypeVar, cast
 
 import structlog
 
-from connect_grpc.configdef import (
-    ConfigDef,
-    ConfigKey,
-    ConfigType,
-    Importance,
-    at_least,
-    define_all,
-    single_topic,
-)
 from connect_grpc.connectors.api import (
     ExactlyOnceSupport,
     SinkConnector,
@@ -49,7 +40,16 @@ from connect_grpc.connectors.api import (
 from connect_grpc.data.javatext import java_string
 from connect_grpc.data.schema import STRING_SCHEMA
 from connect_grpc.data.struct import Struct, struct_text, value_texts
-from connect_grpc.domain import OffsetMap
+from connect_grpc.kernel.configdef import (
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    Importance,
+    at_least,
+    define_all,
+    single_topic,
+)
+from connect_grpc.kernel.domain import OffsetMap
 
 __all__ = [
     "FILENAME_FIELD",

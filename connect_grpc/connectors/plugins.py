@@ -55,8 +55,8 @@ from connect_grpc.connectors.plugin_loading import (
     import_object,
     qualified_name,
 )
-from connect_grpc.domain import ConnectorType, PluginDesc
-from connect_grpc.errors import NotFoundError
+from connect_grpc.kernel.domain import ConnectorType, PluginDesc
+from connect_grpc.kernel.errors import NotFoundError
 
 __all__ = [
     "BUILTIN_CONNECTORS",

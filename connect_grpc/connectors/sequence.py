@@ -35,7 +35,16 @@ from dataclasses import dataclass
 
 import structlog
 
-from connect_grpc.configdef import (
+from connect_grpc.connectors.api import (
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+    TransactionContext,
+)
+from connect_grpc.kernel.configdef import (
     ConfigDef,
     ConfigKey,
     ConfigType,
@@ -46,16 +55,7 @@ from connect_grpc.configdef import (
     finite,
     single_topic,
 )
-from connect_grpc.connectors.api import (
-    ConnectorTransactionBoundaries,
-    ExactlyOnceSupport,
-    SourceConnector,
-    SourceRecord,
-    SourceTask,
-    Task,
-    TransactionContext,
-)
-from connect_grpc.domain import OffsetMap
+from connect_grpc.kernel.domain import OffsetMap
 
 __all__ = ["SequenceSourceConnector", "SequenceSourceTask", "next_index"]
 

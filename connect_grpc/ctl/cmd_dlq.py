@@ -26,9 +26,9 @@ from connect_grpc.ctl.session import (
     output_option,
     pass_session,
 )
-from connect_grpc.dead_letter_headers import HEADER_PREFIX
-from connect_grpc.errors import FailedPreconditionError, UnavailableError
 from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
+from connect_grpc.kernel.errors import FailedPreconditionError, UnavailableError
+from connect_grpc.pipeline.dead_letter_headers import HEADER_PREFIX
 
 DLQ_TOPIC_KEY = "errors.deadletterqueue.topic.name"
 PRODUCER_BOOTSTRAP_KEY = "producer.override.bootstrap.servers"

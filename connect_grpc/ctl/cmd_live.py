@@ -20,8 +20,8 @@ from connect_grpc.ctl.exit_codes import ExitCode, failure_of, timed_out
 from connect_grpc.ctl.follow import Change, RestartFollower, WatchBoard, instances, label
 from connect_grpc.ctl.render import Output, build_table, state_text, trace_summary
 from connect_grpc.ctl.session import Session, complete_connector_names, pass_session
-from connect_grpc.domain import ConnectorStatus, State
-from connect_grpc.errors import ConnectError, NotFoundError
+from connect_grpc.kernel.domain import ConnectorStatus, State
+from connect_grpc.kernel.errors import ConnectError, NotFoundError
 
 #: How often the command wakes to check its deadline and Ctrl-C while a stream is quiet.
 TICK_SECONDS = 0.25

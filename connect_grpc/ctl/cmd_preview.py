@@ -16,9 +16,9 @@ from rich.text import Text
 from connect_grpc.ctl import documents
 from connect_grpc.ctl.cmd_change import FILE, read_connector_file
 from connect_grpc.ctl.session import Session, output_option, pass_session
-from connect_grpc.dead_letter_headers import ERROR_HEADER_EXCEPTION_STACK_TRACE
-from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.preview import (
+from connect_grpc.kernel.errors import InvalidArgumentError
+from connect_grpc.pipeline.dead_letter_headers import ERROR_HEADER_EXCEPTION_STACK_TRACE
+from connect_grpc.pipeline.preview_model import (
     ConnectData,
     Data,
     FailureAction,

@@ -20,8 +20,8 @@ from connect_grpc.ctl.session import (
     pass_session,
     regex_option,
 )
-from connect_grpc.domain import ConnectorInfo, ConnectorOffset, ConnectorStatus
-from connect_grpc.errors import ConnectError
+from connect_grpc.kernel.domain import ConnectorInfo, ConnectorOffset, ConnectorStatus
+from connect_grpc.kernel.errors import ConnectError
 
 
 @click.group()

@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from connect_grpc.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.connection import ConnectionSettings, TlsOptions
 from connect_grpc.ctl.contexts import (
     DEFAULT_TARGET,
     Context,

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connect_grpc.errors import InvalidArgumentError, NotFoundError
+from connect_grpc.kernel.errors import InvalidArgumentError, NotFoundError
 
 CONFIG_DIR_ENV = "CONNECT_GRPC_CONFIG_DIR"
 CONTEXTS_FILE = "contexts.json"

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from connect_grpc.client_convert import ConnectorListing
+from connect_grpc.client.convert import ConnectorListing
 from connect_grpc.ctl.contexts import Context
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import (
     ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
@@ -29,8 +29,8 @@ from connect_grpc.domain import (
     State,
     TaskPlacement,
 )
-from connect_grpc.loggers import LoggerLevel
-from connect_grpc.preview import PipelinePreview
+from connect_grpc.logs.levels import LoggerLevel
+from connect_grpc.pipeline.preview_model import PipelinePreview
 
 Document = dict[str, Any]
 

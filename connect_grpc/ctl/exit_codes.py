@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import grpc
 
-from connect_grpc.client_convert import call_failure_of, server_retry_delay
-from connect_grpc.errors import (
+from connect_grpc.client.convert import call_failure_of, server_retry_delay
+from connect_grpc.kernel.errors import (
     AbortedError,
     ConnectError,
     FailedPreconditionError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from connect_grpc.domain import ConnectorStatus, InstanceStatus, State
+from connect_grpc.kernel.domain import ConnectorStatus, InstanceStatus, State
 
 #: An instance of a connector: None for the connector itself, else the task's id.
 InstanceKey = int | None

@@ -20,7 +20,7 @@ from rich.text import Text
 from connect_grpc.ctl import documents
 from connect_grpc.ctl.exit_codes import Failure
 from connect_grpc.ctl.follow import Change, label
-from connect_grpc.domain import State
+from connect_grpc.kernel.domain import State
 
 #: Width of output that goes to a pipe or a file: wide enough that no row is ever wrapped.
 UNWRAPPED_WIDTH = 4096

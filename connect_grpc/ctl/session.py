@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.connection import ConnectionSettings
+from connect_grpc.client.connection import ConnectionSettings
 from connect_grpc.ctl.connecting import (
     CONNECTION_FIELDS,
     SECURITY_FLAGS,
@@ -22,7 +22,7 @@ from connect_grpc.ctl.connecting import (
 )
 from connect_grpc.ctl.exit_codes import ExitCode, Failure, failure_of
 from connect_grpc.ctl.render import Output
-from connect_grpc.errors import ConnectError, NotFoundError
+from connect_grpc.kernel.errors import ConnectError, NotFoundError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,7 +13,7 @@ import abc
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-from connect_grpc.configdef import ConfigDef
+from connect_grpc.kernel.configdef import ConfigDef
 
 if TYPE_CHECKING:
     from connect_grpc.data.headers import ConnectHeaders

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, all_of, define_all
 from connect_grpc.data.plugins import Predicate
 from connect_grpc.data.transforms._config import key, non_empty_string, parse_config
 from connect_grpc.data.transforms._regex import compile_java, regex_error
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, all_of, define_all
 
 NAME = "name"
 PATTERN = "pattern"

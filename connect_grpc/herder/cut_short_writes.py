@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from connect_grpc.cluster.fenced_writer import FencedWriter
-from connect_grpc.domain import TargetState
 from connect_grpc.herder.distributed_view import ClusterView
 from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.kernel.domain import TargetState
 from connect_grpc.storage.config_codec import (
     RawRecord,
     removal_cleanup_records,

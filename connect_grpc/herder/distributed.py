@@ -37,18 +37,39 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
-from connect_grpc import deadline
 from connect_grpc.cluster.config import DistributedConfig
-from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
-from connect_grpc.cluster.records import (
+from connect_grpc.cluster.extension_records import (
+    ASSIGNMENT_KEY,
     WORKER_KEY_PREFIX,
     WorkerRecord,
+    assignment_in,
     worker_key,
 )
+from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
 from connect_grpc.cluster.topics import ensure_internal_topics
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import (
+from connect_grpc.herder.abstract_herder import HerderCommon
+from connect_grpc.herder.cut_short_writes import CutShortWrites
+from connect_grpc.herder.distributed_etags import ClusterEtags
+from connect_grpc.herder.distributed_mutations import DistributedMutations
+from connect_grpc.herder.distributed_reads import DistributedReads
+from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
+from connect_grpc.herder.health_checks import LoopHeartbeats, group_readiness, live_and_ready
+from connect_grpc.herder.interface import WorkerRuntime
+from connect_grpc.herder.leader_assignment import AssignmentPublisher
+from connect_grpc.herder.leader_loop import LeaderLoop
+from connect_grpc.herder.leader_writer import LeaderWriter
+from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.herder.offset_manager import OffsetManager
+from connect_grpc.herder.reconciler import Reconciler
+from connect_grpc.herder.recorded_answers import RecordedAnswers
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.task_fencing import FencingRequester, TaskFencing
+from connect_grpc.herder.validation import ConfigValidator
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import (
     ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
@@ -63,25 +84,8 @@ from connect_grpc.domain import (
     TaskInfo,
     TaskStatus,
 )
-from connect_grpc.errors import InvalidArgumentError, NotLeaderError, UnavailableError
-from connect_grpc.herder.base import WorkerRuntime
-from connect_grpc.herder.common import HerderCommon
-from connect_grpc.herder.cut_short_writes import CutShortWrites
-from connect_grpc.herder.distributed_etags import ClusterEtags
-from connect_grpc.herder.distributed_mutations import DistributedMutations
-from connect_grpc.herder.distributed_reads import DistributedReads
-from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
-from connect_grpc.herder.leader_assignment import AssignmentPublisher
-from connect_grpc.herder.leader_loop import LeaderLoop
-from connect_grpc.herder.leader_writer import LeaderWriter
-from connect_grpc.herder.locks import ConnectorLocks
-from connect_grpc.herder.offset_manager import OffsetManager
-from connect_grpc.herder.reconciler import Reconciler
-from connect_grpc.herder.recorded_answers import RecordedAnswers
-from connect_grpc.herder.status import StatusBoard
-from connect_grpc.herder.task_fencing import FencingRequester, TaskFencing
-from connect_grpc.herder.validation import ConfigValidator
-from connect_grpc.loggers import LoggerLevels, parse_level
+from connect_grpc.kernel.errors import InvalidArgumentError, NotLeaderError, UnavailableError
+from connect_grpc.logs.levels import LoggerLevels, parse_level
 from connect_grpc.metrics.worker_metrics import RebalanceState, WorkerMetrics
 from connect_grpc.runtime.client_settings import lookup_conf
 from connect_grpc.runtime.record_times import RecordTimes
@@ -94,7 +98,6 @@ from connect_grpc.storage.kafka_admin import IsolatedAdmin
 from connect_grpc.storage.kafka_config import KafkaConfigStore
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
 from connect_grpc.storage.kafka_status import KafkaStatusStore
-from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
@@ -161,6 +164,7 @@ class DistributedHerder(HerderCommon):
             worker_group_id=cluster.group_id,
             topic_creation_enabled=config.topic_creation_enabled,
             worker_converters=config.converters,
+            override_policy=config.client_override_policy,
         )
         self._connector_offsets = ConnectorOffsetStores(self._offsets, self._open_offsets)
         self._election = LeaderElection(
@@ -183,6 +187,8 @@ class DistributedHerder(HerderCommon):
         self._stopping = threading.Event()
         self._leader_wake = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._heartbeats = LoopHeartbeats(config.resilience.liveness_timeout_ms)
+        self._started = False
         self._writer = LeaderWriter(
             self._view, self._election, self._leader_wake, self._log,
             client=self._client, cluster=cluster, worker_id=self._id,
@@ -278,9 +284,11 @@ class DistributedHerder(HerderCommon):
         self._election.start()
         for target, name in ((self._leader.run, "cluster-leader"),
                              (self._reconciler.run, "cluster-reconciler")):
-            thread = threading.Thread(target=target, name=name, daemon=True)
+            beat = self._heartbeats.loop(name).beat
+            thread = threading.Thread(target=target, args=(beat,), name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+        self._started = True
         self._log.info("herder_started", mode="distributed", group_id=self._cluster.group_id)
 
     def stop(self) -> None:
@@ -303,13 +311,22 @@ class DistributedHerder(HerderCommon):
         self._log.info("herder_stopped")
 
     def health(self) -> HealthReport:
-        kafka_problem = self._kafka_unhealthy()
-        if kafka_problem is not None:
-            return HealthReport(False, kafka_problem)
-        error = self._election.leadership().error
-        if error is not None:
-            return HealthReport(False, f"this worker left the cluster: {error}")
-        return HealthReport(True, "")
+        return live_and_ready(self.liveness, self.readiness)
+
+    def liveness(self) -> HealthReport:
+        """The leader and reconciler threads have gone round within the bound."""
+        return self._heartbeats.report()
+
+    def readiness(self) -> HealthReport:
+        """Started, Kafka reachable, a member of the group, named by the assignment it read
+        (the store's view as read: no wait for Kafka)."""
+        return self._kafka_report() or group_readiness(
+            started=self._started,
+            left_with=self._election.leadership().error,
+            member=self._election.is_member(),
+            assigned=assignment_in(self._configs.snapshot()).workers,
+            worker_id=self._id,
+        )
 
     # LeadershipListener (on the election's thread: only wakes the leader thread)
 
@@ -534,7 +551,10 @@ class DistributedHerder(HerderCommon):
         if kind == "logger":
             self._apply_cluster_log_level(connector)
             return
-        self._reconciler.wake()
+        if kind == "extension" and connector == ASSIGNMENT_KEY:
+            self._reconciler.wake_for_assignment()
+        else:
+            self._reconciler.wake()
         if kind in ASSIGNMENT_CHANGES and self._election.is_leader():
             self._leader_wake.set()
 

@@ -12,7 +12,6 @@ its own.
 
 from __future__ import annotations
 
-from connect_grpc.domain import TargetState
 from connect_grpc.herder.distributed_view import ClusterView
 from connect_grpc.herder.etags import (
     connector_etag,
@@ -21,6 +20,7 @@ from connect_grpc.herder.etags import (
     require_etag,
 )
 from connect_grpc.herder.leader_writer import LeaderWriter
+from connect_grpc.kernel.domain import TargetState
 from connect_grpc.storage.config_codec import RawRecord, extension_record
 from connect_grpc.storage.config_snapshot import ConfigSnapshot
 

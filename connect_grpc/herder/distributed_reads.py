@@ -17,18 +17,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from connect_grpc import __version__, deadline
+from connect_grpc import __version__
 from connect_grpc.cluster.config import DistributedConfig
-from connect_grpc.cluster.membership import LeaderElection
-from connect_grpc.cluster.records import (
+from connect_grpc.cluster.extension_records import (
     LEADER_KEY,
     AssignmentRecord,
     LeaderRecord,
     assignment_in,
     worker_records,
 )
+from connect_grpc.cluster.membership import LeaderElection
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import (
+from connect_grpc.herder.distributed_etags import ClusterEtags
+from connect_grpc.herder.distributed_view import ClusterView
+from connect_grpc.herder.instance_rules import connector_type
+from connect_grpc.herder.offset_manager import OffsetManager
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import (
     ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
@@ -39,15 +46,9 @@ from connect_grpc.domain import (
     TaskStatus,
     WorkerDesc,
 )
-from connect_grpc.errors import NotFoundError
-from connect_grpc.herder.distributed_etags import ClusterEtags
-from connect_grpc.herder.distributed_view import ClusterView
-from connect_grpc.herder.offset_manager import OffsetManager
-from connect_grpc.herder.rules import connector_type
-from connect_grpc.herder.status import StatusBoard
+from connect_grpc.kernel.errors import NotFoundError
 from connect_grpc.runtime.transactions import task_transactional_id
 from connect_grpc.storage.connector_offsets import ConnectorOffsetStores
-from connect_grpc.worker_config import WorkerConfig
 
 
 class DistributedReads:

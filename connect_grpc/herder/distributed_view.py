@@ -19,9 +19,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc import deadline
-from connect_grpc.cluster.records import LEADER_KEY, LeaderRecord
-from connect_grpc.errors import NotFoundError, UnavailableError
+from connect_grpc.cluster.extension_records import LEADER_KEY, LeaderRecord
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import NotFoundError, UnavailableError
 from connect_grpc.security.session_key import KeyRing, SessionKey
 from connect_grpc.storage.config_codec import SESSION_KEY_KEY
 from connect_grpc.storage.config_snapshot import ConfigSnapshot

@@ -21,8 +21,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.domain import TargetState
-from connect_grpc.errors import AbortedError, NotFoundError
+from connect_grpc.kernel.domain import TargetState
+from connect_grpc.kernel.errors import AbortedError, NotFoundError
 
 #: Hex digits of the etag: 64 bits of SHA-256, ample for telling one version from another.
 ETAG_LENGTH = 16

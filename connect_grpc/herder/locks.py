@@ -13,8 +13,8 @@ import threading
 import weakref
 from collections.abc import Iterator
 
-from connect_grpc import deadline
-from connect_grpc.errors import UnavailableError
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import UnavailableError
 
 #: The retry hint given to a caller that found its connector busy.
 BUSY_RETRY_S = 1.0

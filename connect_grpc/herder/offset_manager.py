@@ -27,14 +27,14 @@ from connect_grpc.connectors.api import (
     SourceConnector,
 )
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import ConnectorOffset, OffsetsChange
-from connect_grpc.errors import (
+from connect_grpc.herder import offsets as rules
+from connect_grpc.kernel.domain import ConnectorOffset, OffsetsChange
+from connect_grpc.kernel.errors import (
     ConnectError,
     FailedPreconditionError,
     InvalidArgumentError,
     PreconditionViolation,
 )
-from connect_grpc.herder import offsets as rules
 from connect_grpc.runtime.client_settings import sink_group_id
 from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.sink_task import subscription

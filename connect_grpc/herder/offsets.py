@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from connect_grpc.configdef import INT_MAX, LONG_MAX, parse_java_integer
-from connect_grpc.domain import ConnectorOffset, OffsetMap, OffsetPrimitive
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.configdef import INT_MAX, LONG_MAX, parse_java_integer
+from connect_grpc.kernel.domain import ConnectorOffset, OffsetMap, OffsetPrimitive
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 KAFKA_TOPIC = "kafka_topic"
 KAFKA_PARTITION = "kafka_partition"

@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from connect_grpc import deadline, request_answer
+from connect_grpc.cluster.extension_records import REQUEST_KEY_PREFIX, AnswerRecord, request_key
 from connect_grpc.cluster.fenced_writer import FencedWriter
-from connect_grpc.cluster.records import REQUEST_KEY_PREFIX, AnswerRecord, request_key
 from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
 from connect_grpc.herder.leader_writer import LeaderWriter
+from connect_grpc.kernel import deadline, request_answer
 from connect_grpc.storage.config_codec import RawRecord, extension_record
 
 #: How long an answer to a request id is replayed (as the standalone RequestLog's default).

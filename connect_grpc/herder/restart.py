@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import (
     ConnectorStatus,
     InstanceStatus,
     RestartRequest,

@@ -22,14 +22,34 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
 from connect_grpc import __version__
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import (
+from connect_grpc.herder.abstract_herder import HerderCommon
+from connect_grpc.herder.etags import no_connector_for_etag
+from connect_grpc.herder.health_checks import Clock, LoopHeartbeats, live_and_ready
+from connect_grpc.herder.instance_rules import (
+    connector_type,
+    not_stopped,
+    require_topic_tracking,
+    restart_task_instance,
+    task_target,
+)
+from connect_grpc.herder.interface import WorkerRuntime
+from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.herder.offset_manager import OffsetManager
+from connect_grpc.herder.restart import build_restart_plan
+from connect_grpc.herder.standalone_instances import StandaloneInstances
+from connect_grpc.herder.standalone_table import ConnectorState, ConnectorTable
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.validation import ConfigValidator, patched_config, validate_name
+from connect_grpc.kernel.domain import (
     ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
@@ -46,40 +66,26 @@ from connect_grpc.domain import (
     TaskStatus,
     WorkerDesc,
 )
-from connect_grpc.errors import (
+from connect_grpc.kernel.errors import (
     AlreadyExistsError,
     NotFoundError,
 )
-from connect_grpc.herder.base import WorkerRuntime
-from connect_grpc.herder.common import HerderCommon
-from connect_grpc.herder.etags import no_connector_for_etag
-from connect_grpc.herder.locks import ConnectorLocks
-from connect_grpc.herder.offset_manager import OffsetManager
-from connect_grpc.herder.restart import build_restart_plan
-from connect_grpc.herder.rules import (
-    connector_type,
-    not_stopped,
-    require_topic_tracking,
-    restart_task_instance,
-    task_target,
-)
-from connect_grpc.herder.standalone_instances import StandaloneInstances
-from connect_grpc.herder.standalone_table import ConnectorState, ConnectorTable
-from connect_grpc.herder.status import StatusBoard
-from connect_grpc.herder.validation import ConfigValidator, patched_config, validate_name
-from connect_grpc.loggers import LoggerLevels
+from connect_grpc.logs.levels import LoggerLevels
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.client_settings import lookup_conf
 from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.base import OffsetStore
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
-from connect_grpc.worker_config import WorkerConfig
 
 log = structlog.get_logger(__name__)
 
-#: How long ``health`` waits for the herder lock before calling the control plane stuck.
+#: How long ``liveness`` waits for the herder lock at each look; the worker is not live once
+#: the lock has not been free for ``health.liveness.timeout.ms``.
 RESPONSIVE_TIMEOUT_S = 2.0
+#: The name of the standalone control plane's heartbeat: it has no loop of its own, its
+#: calls take the herder lock as Kafka's StandaloneHerder's take its monitor.
+CONTROL_PLANE = "control-plane"
 
 
 class StandaloneHerder(HerderCommon):
@@ -96,9 +102,13 @@ class StandaloneHerder(HerderCommon):
         offset_store: OffsetStore,
         runtime_factory: Callable[[StatusBoard], WorkerRuntime] | None = None,
         metrics: WorkerMetrics | None = None,
+        clock: Clock = time.monotonic,
     ) -> None:
-        """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``)."""
+        """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``);
+        ``clock``: the seconds liveness is measured in."""
         self._config = config
+        self._heartbeats = LoopHeartbeats(config.resilience.liveness_timeout_ms, clock)
+        self._started = False
         self._plugins = plugins
         self._offsets = offset_store
         transformer = ConfigTransformer.from_specs(config.config_providers)
@@ -108,6 +118,7 @@ class StandaloneHerder(HerderCommon):
             transformer=transformer,
             topic_creation_enabled=config.topic_creation_enabled,
             worker_converters=config.converters,
+            override_policy=config.client_override_policy,
         )
         # a connector's offsets.storage.topic has no effect in standalone mode (as in
         # Kafka Connect): every connector's offsets are in the worker's file
@@ -146,6 +157,8 @@ class StandaloneHerder(HerderCommon):
     def start(self) -> None:
         self._offsets.start()
         self._worker.start()
+        self._heartbeats.loop(CONTROL_PLANE).beat()
+        self._started = True
         self._log.info("herder_started", mode="standalone")
 
     def stop(self) -> None:
@@ -157,15 +170,23 @@ class StandaloneHerder(HerderCommon):
         self._log.info("herder_stopped")
 
     def health(self) -> HealthReport:
-        """NOT serving while the control plane is stuck (its lock not free within 2 s), or
-        while Kafka has been unreachable for longer than ``health.kafka.unreachable.grace.ms``."""
-        if not self._lock.acquire(timeout=RESPONSIVE_TIMEOUT_S):
-            return HealthReport(False, "the control plane has been busy for over 2 s")
-        self._lock.release()
-        kafka_problem = self._kafka_unhealthy()
-        if kafka_problem is not None:
-            return HealthReport(False, kafka_problem)
-        return HealthReport(True, "")
+        return live_and_ready(self.liveness, self.readiness)
+
+    def liveness(self) -> HealthReport:
+        """NOT_SERVING once the control plane's lock has not been free for
+        ``health.liveness.timeout.ms`` (each look waits for it at most 2 s)."""
+        if self._lock.acquire(timeout=RESPONSIVE_TIMEOUT_S):
+            self._lock.release()
+            if self._started:
+                self._heartbeats.loop(CONTROL_PLANE).beat()
+        return self._heartbeats.report()
+
+    def readiness(self) -> HealthReport:
+        """Started (the offsets file read, the runtime up), and Kafka not unreachable for
+        longer than ``health.kafka.unreachable.grace.ms``."""
+        if not self._started:
+            return HealthReport(False, "the worker is still starting", "starting")
+        return self._kafka_report() or HealthReport(True)
 
     # reads
 

@@ -19,9 +19,9 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
-from connect_grpc.domain import ConnectorType, TargetState, TaskId
-from connect_grpc.errors import NotFoundError
 from connect_grpc.herder.etags import connector_etag, require_etag
+from connect_grpc.kernel.domain import ConnectorType, TargetState, TaskId
+from connect_grpc.kernel.errors import NotFoundError
 
 
 @dataclass(slots=True)

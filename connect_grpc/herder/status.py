@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Iterable
 
 import structlog
 
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import (
     ActiveTopic,
     ConnectorStatus,
     ConnectorType,

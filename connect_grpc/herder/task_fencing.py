@@ -22,15 +22,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from connect_grpc import deadline
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.cluster.fenced_writer import FencedWriter
 from connect_grpc.cluster.membership import LeaderElection
 from connect_grpc.cluster.zombie_fencing import fence_producers
-from connect_grpc.errors import NotLeaderError, UnavailableError
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
 from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import NotLeaderError, UnavailableError
 from connect_grpc.runtime.transactions import (
     ExactlyOnceSource,
     connector_transactional_id,
@@ -40,7 +41,6 @@ from connect_grpc.storage.base import OffsetEntry
 from connect_grpc.storage.config_codec import task_count_records
 from connect_grpc.storage.connector_offsets import ConnectorOffsetStores, put_fallback
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore, encode_records
-from connect_grpc.worker_config import WorkerConfig
 
 #: How long a worker waits for the leader to fence a connector's previous task generation
 #: before a task of the new one fails to start (exactly-once source support).

@@ -7,9 +7,29 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
+from connect_grpc.config.override_policy import ClientOverridePolicy
+from connect_grpc.config.worker import (
+    EXACTLY_ONCE_SOURCE_DISABLED,
+    EXACTLY_ONCE_SOURCE_ENABLED,
+    EXACTLY_ONCE_SOURCE_PROPERTY,
+)
 from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer, has_references
-from connect_grpc.configdef import (
+from connect_grpc.connectors.api import (
+    Connector,
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SinkConnector,
+    SourceConnector,
+    TransactionBoundary,
+)
+from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.connectors.topic_creation_config import (
+    GROUPS_KEY,
+    topic_creation_config_def,
+    validate_topic_creation,
+)
+from connect_grpc.kernel.configdef import (
     ConfigDef,
     ConfigKey,
     ConfigType,
@@ -24,35 +44,12 @@ from connect_grpc.configdef import (
     topic_name_error,
     valid_regex,
 )
-from connect_grpc.connectors.api import (
-    Connector,
-    ConnectorTransactionBoundaries,
-    ExactlyOnceSupport,
-    SinkConnector,
-    SourceConnector,
-    TransactionBoundary,
-)
-from connect_grpc.connectors.pipeline_keys import (
-    DLQ_TOPIC_NAME,
-    PIPELINE_FRAMEWORK,
-    PipelineValidation,
-    validate_pipeline,
-)
-from connect_grpc.connectors.pipeline_output import unwritable_output_errors
-from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.connectors.topic_creation import (
-    GROUPS_KEY,
-    topic_creation_config_def,
-    validate_topic_creation,
-)
-from connect_grpc.domain import ConfigInfo, ConfigInfos, ConfigValueInfo
-from connect_grpc.errors import FieldViolation, InvalidArgumentError, NotFoundError
+from connect_grpc.kernel.domain import ConfigInfo, ConfigInfos, ConfigValueInfo
+from connect_grpc.kernel.errors import FieldViolation, InvalidArgumentError, NotFoundError
+from connect_grpc.pipeline.keys import DLQ_TOPIC_NAME, PIPELINE_FRAMEWORK
+from connect_grpc.pipeline.output_check import unwritable_output_errors
+from connect_grpc.pipeline.validation import PipelineValidation, validate_pipeline
 from connect_grpc.runtime.batching import BATCH_MAX_RECORDS_KEY, DEFAULT_MAX_RECORDS
-from connect_grpc.worker_config import (
-    EXACTLY_ONCE_SOURCE_DISABLED,
-    EXACTLY_ONCE_SOURCE_ENABLED,
-    EXACTLY_ONCE_SOURCE_PROPERTY,
-)
 
 CONNECTOR_CLASS = "connector.class"
 TASKS_MAX = "tasks.max"
@@ -210,6 +207,11 @@ def patched_config(current: Mapping[str, str], patch: Mapping[str, str | None]) 
     return merged
 
 
+#: Kafka's messages for a sink's ``topics`` list with a repeated or an empty entry.
+TOPICS_DUPLICATED = "Configuration 'topics' values must not be duplicated."
+TOPICS_EMPTY_ENTRY = "Configuration 'topics' values must not be empty."
+
+
 def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     has_topics = bool(config.get("topics", "").strip())
     has_regex = bool(config.get("topics.regex", "").strip())
@@ -221,6 +223,12 @@ def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
         return {"topics": [message], "topics.regex": [message]}
     if has_topics:
         topics = [java_trim(topic) for topic in config["topics"].split(",")]
+        # Kafka Connect 4.2 and later (KIP-1161) refuse a repeated and an empty entry, the
+        # repeat looked for first, with these messages.
+        if len(set(topics)) != len(topics):
+            return _with_dlq_errors(config, {"topics": [TOPICS_DUPLICATED]})
+        if "" in topics:
+            return _with_dlq_errors(config, {"topics": [TOPICS_EMPTY_ENTRY]})
         illegal = [error for topic in topics if (error := topic_name_error(topic))]
         if illegal:
             return _with_dlq_errors(config, {"topics": illegal})
@@ -288,6 +296,7 @@ class ConfigValidator:
         worker_group_id: str | None = None,
         topic_creation_enabled: bool = True,
         worker_converters: Mapping[str, str | None] | None = None,
+        override_policy: ClientOverridePolicy | None = None,
     ) -> None:
         """``worker_group_id``: the distributed worker cluster's ``group.id`` (None in
         standalone mode), which no sink connector's consumer group may take.
@@ -296,7 +305,11 @@ class ConfigValidator:
         are ignored, as Kafka Connect ignores them). ``worker_converters``: the worker's
         ``key.converter`` / ``value.converter`` classes, which take the sides a connector
         sets no converter for (a source whose transformations make data they cannot write is
-        refused)."""
+        refused). ``override_policy``: the worker's
+        ``connector.client.config.override.policy`` (``All`` when None), which refuses the
+        ``*.override.*`` keys it does not allow."""
+        self._override_policy = override_policy or ClientOverridePolicy()
+        self._override_policy.log_setup()
         self._topic_creation_enabled = topic_creation_enabled
         self._worker_converters = {
             key: value for key, value in (worker_converters or {}).items() if value is not None
@@ -384,6 +397,9 @@ class ConfigValidator:
                 config, self._plugins, self._worker_converters
             ).items():
                 errors[key] = [*errors.get(key, []), *key_errors]
+        overrides = self._override_policy.errors(config, sink=isinstance(connector, SinkConnector))
+        for key, key_errors in overrides.items():
+            errors[key] = [*errors.get(key, []), *key_errors]
         for key, key_errors in connector.validate(config).items():
             errors[key] = [*errors.get(key, []), *key_errors]
         return errors

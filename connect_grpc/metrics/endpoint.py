@@ -9,8 +9,8 @@ from wsgiref.simple_server import WSGIServer
 import structlog
 from prometheus_client import CollectorRegistry, start_http_server
 
-from connect_grpc.errors import StartupError
-from connect_grpc.worker_config import METRICS_LISTENER_PROPERTY
+from connect_grpc.config.worker import METRICS_LISTENER_PROPERTY
+from connect_grpc.kernel.errors import StartupError
 
 log = structlog.get_logger(__name__)
 

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from connect_grpc.domain import PlacementKind, State, TaskId
+from connect_grpc.kernel.domain import PlacementKind, State, TaskId
 
 TASK_LABELS = ("connector", "task")
 #: Records in a batch: a task's batches grow from one record to ``batch.max.records``.

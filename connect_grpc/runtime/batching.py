@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from connect_grpc.configdef import INT_MAX, java_trim, parse_java_integer
+from connect_grpc.kernel.configdef import INT_MAX, java_trim, parse_java_integer
 
 DEFAULT_INITIAL_RECORDS = 10_000
 DEFAULT_MAX_RECORDS = 100_000

@@ -22,7 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
-from connect_grpc.runtime.gc_tuning import tune_for_batches
+from connect_grpc.kernel.gc_tuning import tune_for_batches
 
 #: Seconds an executor's cached client may go unused before it is dropped.
 CLIENT_IDLE_S = 300.0
@@ -32,10 +32,10 @@ MAX_CACHED_CLIENTS = 16
 
 def prepare_executor() -> None:
     """Executor Python workers log (rate-limited client lines) in the worker's format and
-    collect garbage in large steps, as the worker does (see ``gc_tuning``)."""
+    collect garbage in large steps, as the worker does (see ``kernel.gc_tuning``)."""
     import os
 
-    from connect_grpc.logs import configure_logging
+    from connect_grpc.logs.output import configure_logging
 
     tune_for_batches()
     if not structlog.is_configured():

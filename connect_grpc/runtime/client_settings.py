@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.config.worker import WorkerConfig
 
 #: A reader's ``fetch.wait.max.ms`` unless the worker's or connector's consumer settings
 #: say otherwise (see :func:`reader_conf`).

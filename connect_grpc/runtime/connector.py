@@ -13,9 +13,9 @@ from typing import Protocol
 import structlog
 
 from connect_grpc.connectors.api import Connector
-from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
-from connect_grpc.logs import plugin_context
-from connect_grpc.runtime.traces import status_trace
+from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.kernel.traces import status_trace
+from connect_grpc.logs.output import plugin_context
 
 log = structlog.get_logger(__name__)
 

@@ -13,8 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
-from connect_grpc.kafka_clients import with_client_log
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.kernel.kafka_clients import with_client_log
 
 log = structlog.get_logger(__name__)
 

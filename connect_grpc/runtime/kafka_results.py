@@ -7,8 +7,9 @@ transient outage from a fatal error without parsing an executor's stack trace; t
 raises ``KafkaIoError`` from it. Producing and reading both look at whether the task is
 stopping between waits of ``FLUSH_SLICE_S``.
 
-A module of its own, below producing and reading: the task loops, the retry policy, the
-dead-letter queue and topic creation name these results and errors without importing either.
+A module of its own, below producing and reading: the task loops, the retry policy and
+topic creation name these results without importing either; ``KafkaIoError``, which the
+dead-letter queue raises too, is the kernel's (``kernel.kafka_clients``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from confluent_kafka import KafkaError
 
-from connect_grpc.kafka_clients import is_retriable
+from connect_grpc.kernel.kafka_clients import KafkaIoError, is_retriable
 
 #: How many delivery errors a slice reports in full (the count is always exact).
 MAX_REPORTED_ERRORS = 5
@@ -38,14 +39,6 @@ class KafkaFailure(NamedTuple):
     def of(cls, error: KafkaError, context: str = "") -> KafkaFailure:
         prefix = f"{context}: " if context else ""
         return cls(error.code(), error.name(), is_retriable(error), f"{prefix}{error.str()}")
-
-
-class KafkaIoError(Exception):
-    """A batch's Kafka I/O failed; ``retriable`` says whether a retry may succeed."""
-
-    def __init__(self, message: str, retriable: bool) -> None:
-        super().__init__(message)
-        self.retriable = retriable
 
 
 class RecordRefusedError(Exception):

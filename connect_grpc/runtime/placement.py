@@ -15,7 +15,7 @@ import os
 import socket
 from pathlib import Path
 
-from connect_grpc.domain import PlacementKind, TaskPlacement
+from connect_grpc.kernel.domain import PlacementKind, TaskPlacement
 
 __all__ = [
     "DRIVER_HOST",

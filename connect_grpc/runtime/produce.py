@@ -21,7 +21,7 @@ import structlog
 from confluent_kafka import KafkaError
 
 from connect_grpc.connectors.api import SourceRecord
-from connect_grpc.kafka_clients import kafka_error_of, with_client_log
+from connect_grpc.kernel.kafka_clients import kafka_error_of, with_client_log
 from connect_grpc.runtime.client_cache import CLIENTS, DriverClient, prepare_executor
 from connect_grpc.runtime.client_settings import ONE_RECORD_PER_REQUEST, ONLY_ERROR_REPORTS
 from connect_grpc.runtime.kafka_results import (
@@ -32,7 +32,7 @@ from connect_grpc.runtime.kafka_results import (
     never,
 )
 from connect_grpc.runtime.produce_refusal import delivery_context
-from connect_grpc.runtime.records import ProduceRow, to_produce_row
+from connect_grpc.runtime.spark_rows import ProduceRow, to_produce_row
 
 log = structlog.get_logger(__name__)
 

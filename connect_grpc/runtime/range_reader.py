@@ -26,12 +26,12 @@ from typing import Any, Generic, NamedTuple
 from confluent_kafka import KafkaError, Message
 
 from connect_grpc.connectors.api import TIMESTAMP_TYPES, SinkRecord
-from connect_grpc.kafka_clients import kafka_error_of, with_client_log
+from connect_grpc.kernel.gc_tuning import collector_paused
+from connect_grpc.kernel.kafka_clients import kafka_error_of, with_client_log
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.client_cache import CLIENTS, DriverClient, prepare_executor
-from connect_grpc.runtime.gc_tuning import collector_paused
 from connect_grpc.runtime.kafka_results import FLUSH_SLICE_S, KafkaFailure, R, RangeResult, never
-from connect_grpc.runtime.records import ConsumedRow
+from connect_grpc.runtime.spark_rows import ConsumedRow
 
 #: Seconds a reader may go without progress before the batch fails (retriable).
 READ_STALL_TIMEOUT_S = 30.0
@@ -514,7 +514,7 @@ class DriverReader(DriverClient[_CachedConsumer]):
         self, ranges: Iterable[OffsetRange], stopping: Callable[[], bool]
     ) -> list[RangeResult[SinkRecord]]:
         """Reads each range as SinkRecords; stops at the first failed one (and drops the
-        consumer). The cyclic collector is paused meanwhile (``gc_tuning``)."""
+        consumer). The cyclic collector is paused meanwhile (``kernel.gc_tuning``)."""
         with collector_paused():
             results, fit = _read_each(self._client(), ranges, sink_record_builder, stopping)
         if not fit:

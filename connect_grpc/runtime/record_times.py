@@ -20,14 +20,14 @@ from typing import Any, Protocol
 import structlog
 from confluent_kafka import KafkaException, TopicPartition
 
-from connect_grpc import deadline
-from connect_grpc.errors import (
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import (
     ConnectError,
     FailedPreconditionError,
     PreconditionViolation,
     UnavailableError,
 )
-from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
+from connect_grpc.kernel.kafka_clients import is_retriable, kafka_error_of, with_client_log
 
 log = structlog.get_logger(__name__)
 

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
+from connect_grpc.config.worker import Resilience
 from connect_grpc.connectors.api import RetriableError
-from connect_grpc.errors import UnavailableError
-from connect_grpc.kafka_clients import is_retriable, kafka_error_of
-from connect_grpc.runtime.kafka_results import KafkaIoError
+from connect_grpc.kernel.errors import UnavailableError
+from connect_grpc.kernel.kafka_clients import KafkaIoError, is_retriable, kafka_error_of
 from connect_grpc.runtime.spark import is_python_worker_crash
-from connect_grpc.worker_config import Resilience
 
 #: The first delay after a failure; then twice, four times... as long, up to the policy's maximum.
 INITIAL_BACKOFF_S = 0.2

@@ -12,58 +12,44 @@ duplicates short of a rebalance.
 
 A member that stays outside its group while Kafka answers is replaced by a new one (see
 ``REJOIN_TIMEOUT_S``): a task must not show RUNNING for ever while nobody reads its partitions.
+
+This module: what a sink's batch is, wherever its plugin runs, and the runner of a task
+whose plugin runs on the driver (``DriverHost``); a plugin hosted in an executor:
+``sink_hosted``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, Unpack
+from typing import Any, Unpack
 
 import structlog
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
-from connect_grpc.domain import TaskId
-from connect_grpc.kafka_clients import leave_group_and_close, with_client_log
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.kernel.gc_tuning import collector_paused
+from connect_grpc.kernel.kafka_clients import leave_group_and_close, with_client_log
 from connect_grpc.metrics.worker_metrics import (
     ON_DRIVER,
     ON_SPARK_JOB,
-    ON_SPARK_TASK,
-    ErrorCounts,
 )
+from connect_grpc.pipeline.errant import ErrantRecordReporter
+from connect_grpc.pipeline.spec import PipelineSpec
+from connect_grpc.pipeline.task_pipeline import TaskPipeline, start_pipeline
+from connect_grpc.pipeline.tolerance import event_sleep
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
-from connect_grpc.runtime.client_settings import member_conf, producer_conf, reader_conf
-from connect_grpc.runtime.connector import StatusListener
-from connect_grpc.runtime.gc_tuning import collector_paused
-from connect_grpc.runtime.hosting import (
-    HostedSinkPlugin,
-    HostLink,
-    HostSession,
-    PluginHost,
-    WarmHosts,
-    build,
-    plugin_sys_path,
-)
+from connect_grpc.runtime.client_settings import member_conf, reader_conf
 from connect_grpc.runtime.kafka_results import RangeResult, raise_read_failure
 from connect_grpc.runtime.partition_ends import partition_ends
-from connect_grpc.runtime.pipeline import (
-    ErrantRecordReporter,
-    PipelineFactory,
-    PipelineSpec,
-    TaskPipeline,
-    pipeline_spec,
-    start_pipeline,
-)
 from connect_grpc.runtime.range_reader import DriverReader, read_ranges
-from connect_grpc.runtime.records import ConsumedRow, to_sink_records
-from connect_grpc.runtime.spark import SparkRuntime
+from connect_grpc.runtime.spark_rows import ConsumedRow, to_sink_records
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
-from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.runtime.task_host import TaskHost
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 
 log = structlog.get_logger(__name__)
 
@@ -100,7 +86,7 @@ def incremental_rebalancing(conf: Mapping[str, str]) -> bool:
     return "cooperative" in strategy or conf.get("group.protocol", "classic") == "consumer"
 
 
-class _SinkTaskContext:
+class SinkTaskContext:
     def __init__(self, task_id: TaskId, errant: ErrantRecordReporter | None = None) -> None:
         self._id = task_id
         self._errant = errant
@@ -333,33 +319,26 @@ class SinkTaskRunner(TaskRunner):
 
     def __init__(
         self,
-        task_id: TaskId,
-        plugin: SinkTask,
-        worker_id: str,
-        listener: StatusListener,
-        spark: SparkRuntime,
-        *,
-        worker_config: WorkerConfig,
-        connector_config: Mapping[str, str],
-        task_config: Mapping[str, str],
-        pipeline: PipelineFactory | None = None,
+        setup: TaskSetup,
+        host: TaskHost,
+        clients: TaskClients,
+        pipeline: PipelineSpec | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
         """``pipeline`` builds the connector's converters, transformations and error
         handling (None: records go to the task as read, the bytes path)."""
-        client_id = f"connect-{task_id.connector}-{task_id.task}"
+        task_id = setup.id
+        worker_config, connector_config = setup.worker_config, setup.connector_config
         self._member_conf = member_conf(
-            worker_config, connector_config, task_id.connector, client_id
+            worker_config, connector_config, task_id.connector, setup.client_id
         )
         #: The dead-letter queue's producer starts from the task's producer settings.
-        self._dlq_base_conf = producer_conf(worker_config, connector_config, client_id)
-        self._pipeline_spec = pipeline_spec(
-            pipeline, task_id, self._dlq_base_conf, connector_config
-        )
+        self._dlq_base_conf = setup.producer_conf()
+        self._pipeline_spec = pipeline
         self._pipeline: TaskPipeline | None = None
         options = for_cluster(options, self._member_conf, worker_config)
-        super().__init__(task_id, plugin, worker_id, listener, spark, **options)
-        self._subscription_config = {**task_config, **connector_config}
+        super().__init__(setup, host, clients, **options)
+        self._subscription_config = {**setup.task_config, **connector_config}
         self._sizer = BatchSizer.from_config(connector_config)
         self._reader_conf = reader_conf(worker_config, connector_config, task_id.connector)
         self._local_max = worker_config.local_batch_max_records
@@ -376,7 +355,7 @@ class SinkTaskRunner(TaskRunner):
             stopping=self._stopping.is_set,
         )
         errant = None if self._pipeline is None else self._pipeline.errant
-        self.plugin.initialize(_SinkTaskContext(self.id, errant))
+        self.plugin.initialize(SinkTaskContext(self.id, errant))
         self._member = self._new_member()
 
     def _new_member(self) -> _Member:
@@ -492,164 +471,3 @@ class SinkTaskRunner(TaskRunner):
             pipeline.close()
 
 
-class HostedSinkBatch(NamedTuple):
-    """What a hosted sink's ``move`` answers the driver (picklable)."""
-
-    offsets: dict[TopicPartitionKey, int]
-    records: int
-    errors: ErrorCounts
-
-
-class SinkHost(PluginHost):
-    """A sink task in its Spark task (``hosting.serve_host``): reads the ranges the driver
-    plans with a consumer it keeps until the task stops, then puts and flushes them."""
-
-    def __init__(
-        self,
-        session: HostSession,
-        task_class: str,
-        task_id: TaskId,
-        conf: Mapping[str, str],
-        dlq_base_conf: Mapping[str, str] | None = None,
-        pipeline: PipelineSpec | None = None,
-    ) -> None:
-        self._session = session
-        self._id = task_id
-        self._plugin: SinkTask = build(task_class)
-        self._reader = DriverReader(conf)
-        self._dlq_base_conf = dlq_base_conf or {}
-        self._pipeline_spec = pipeline
-        self._pipeline: TaskPipeline | None = None
-        super().__init__(self._plugin, self._reader)
-
-    def start(self, config: Mapping[str, str]) -> None:
-        if self._pipeline is None:
-            self._pipeline = start_pipeline(
-                self._pipeline_spec,
-                self._id,
-                is_sink=True,
-                producer_conf=self._dlq_base_conf,
-                sleep=StopAwareSleep(self._session.stopping),
-                stopping=self._session.stopping,
-            )
-        errant = None if self._pipeline is None else self._pipeline.errant
-        self._plugin.initialize(_SinkTaskContext(self._id, errant))
-        self._plugin.start(config)
-
-    def move(self, ranges: list[OffsetRange]) -> HostedSinkBatch:
-        """As ``SinkTaskRunner._move``, in the host; with the record errors counted since
-        the last answer that carried them."""
-        offsets, count = read_and_put(
-            self._reader, ranges, self._session.stopping, self._plugin, self._pipeline
-        )
-        return HostedSinkBatch(offsets, count, self.take_errors())
-
-    def take_errors(self) -> ErrorCounts:
-        """The record errors counted since they were last taken."""
-        return ErrorCounts() if self._pipeline is None else self._pipeline.take_counts()
-
-    def forget_dead_letters(self, partitions: list[TopicPartitionKey]) -> None:
-        """The driver's member lost ``partitions`` (see ``SinkTaskRunner._revoked``)."""
-        if self._pipeline is not None:
-            self._pipeline.forget_dead_letters(partitions)
-
-    def stop(self, connector_deleted: bool) -> None:
-        try:
-            super().stop(connector_deleted)
-        finally:
-            pipeline, self._pipeline = self._pipeline, None
-            if pipeline is not None:
-                pipeline.close()
-
-
-#: The factory ``hosting.serve_host`` builds a sink task's host with.
-SINK_HOST = f"{__name__}:{SinkHost.__qualname__}"
-
-
-class HostedSinkTaskRunner(SinkTaskRunner):
-    """A sink task whose plugin reads and puts in a Spark task of its own; the driver keeps
-    the group membership, plans the ranges and commits them."""
-
-    def __init__(
-        self,
-        task_id: TaskId,
-        task_class: str,
-        worker_id: str,
-        listener: StatusListener,
-        spark: SparkRuntime,
-        *,
-        hosts: WarmHosts,
-        worker_config: WorkerConfig,
-        connector_config: Mapping[str, str],
-        task_config: Mapping[str, str],
-        pipeline: PipelineFactory | None = None,
-        **options: Unpack[RunnerOptions],
-    ) -> None:
-        """``pipeline`` as for SinkTaskRunner: it must pickle, the host builds its own; the
-        task's host comes from ``hosts``."""
-        conf = reader_conf(worker_config, connector_config, task_id.connector)
-        client_id = f"connect-{task_id.connector}-{task_id.task}"
-        dlq_base_conf = producer_conf(worker_config, connector_config, client_id)
-        spec = pipeline_spec(pipeline, task_id, dlq_base_conf, connector_config)
-        self._link = HostLink(
-            hosts,
-            task_id,
-            SINK_HOST,
-            (task_class, task_id, conf, dlq_base_conf, spec),
-            _no_questions,
-            plugin_sys_path(worker_config.plugin_path),
-        )
-        self._hosted = HostedSinkPlugin(self._link)
-        super().__init__(
-            task_id,
-            self._hosted,
-            worker_id,
-            listener,
-            spark,
-            worker_config=worker_config,
-            connector_config=connector_config,
-            task_config=task_config,
-            pipeline=pipeline,
-            **options,
-        )
-
-    def prepare(self) -> None:
-        self._link.open()
-        self._member = self._new_member()
-
-    def _revoked(self, partitions: list[TopicPartitionKey]) -> None:
-        """Tells the host (when it may have a dead-letter queue, is reachable and the task
-        is not stopping); a host that is not told lets go of those writes when it stops."""
-        if self._pipeline_spec is None or self._link.broken or self._stopping.is_set():
-            return
-        with contextlib.suppress(Exception):
-            self._link.call("forget_dead_letters", partitions)
-
-    def _move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
-        if self._hosted.rehost_if_lost():
-            self.log.warning("task_rehosted")
-        began = time.monotonic()
-        try:
-            moved: HostedSinkBatch = self._link.call("move", ranges)
-        except Exception:
-            if self._pipeline_spec is not None and not self._link.broken:
-                with contextlib.suppress(Exception):
-                    self.metrics.add_errors(self._link.call("take_errors"))
-            raise
-        self.metrics.add_errors(moved.errors)
-        self.metrics.put(moved.records, time.monotonic() - began, ON_SPARK_TASK)
-        return moved.offsets, moved.records
-
-    def request_stop(self) -> None:
-        super().request_stop()
-        self._link.interrupt()
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._link.close()
-
-
-def _no_questions(name: str, args: tuple[Any, ...]) -> Any:
-    raise ValueError(f"a sink task's host asks nothing, got {name!r}")

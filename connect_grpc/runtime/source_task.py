@@ -1,5 +1,7 @@
 """Source tasks: poll a batch on the driver, produce it to Kafka from executors, then commit
 the batch's source offsets (at-least-once: offsets are written after every record is acked).
+What a source's batch is, wherever its plugin runs, and the runner of a task whose plugin
+runs on the driver (``DriverHost``); a plugin hosted in an executor: ``source_hosted``.
 
 A batch whose produce fails on a retriable error (Kafka unreachable, a leader moving) is
 kept and produced again by the next attempt, before the task is polled for more: records
@@ -8,11 +10,10 @@ the plugin returned are never dropped (some may be written twice).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Unpack
 
@@ -24,55 +25,30 @@ from connect_grpc.connectors.api import (
     SourceTask,
     TransactionContext,
 )
-from connect_grpc.domain import OffsetMap, OffsetPrimitive, TaskId
-from connect_grpc.metrics.worker_metrics import (
-    ON_DRIVER,
-    ON_SPARK_JOB,
-    ON_SPARK_TASK,
-    CommitTally,
-    ErrorCounts,
-)
+from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive, TaskId
+from connect_grpc.kernel.kafka_clients import KafkaIoError
+from connect_grpc.metrics.worker_metrics import ON_DRIVER, ON_SPARK_JOB
+from connect_grpc.pipeline.spec import PipelineSpec
+from connect_grpc.pipeline.task_pipeline import TaskPipeline, start_pipeline
+from connect_grpc.pipeline.tolerance import event_sleep
 from connect_grpc.runtime.batching import BatchSizer, slice_count
-from connect_grpc.runtime.client_settings import producer_conf
-from connect_grpc.runtime.connector import StatusListener
-from connect_grpc.runtime.hosting import (
-    REFRESH_OFFSETS,
-    HostedPlugin,
-    HostLink,
-    HostSession,
-    PluginHost,
-    WarmHosts,
-    build,
-    offset_answerer,
-    plugin_sys_path,
-)
 from connect_grpc.runtime.kafka_results import (
     KafkaFailure,
-    KafkaIoError,
     ProduceResult,
     RecordRefusedError,
 )
-from connect_grpc.runtime.pipeline import (
-    PipelineFactory,
-    PipelineSpec,
-    TaskPipeline,
-    pipeline_spec,
-    start_pipeline,
-)
 from connect_grpc.runtime.produce import DriverProducer, produce_slices
-from connect_grpc.runtime.records import group_for_slices, latest_offsets, slice_indexes
-from connect_grpc.runtime.spark import SparkRuntime
+from connect_grpc.runtime.spark_rows import group_for_slices, latest_offsets, slice_indexes
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
-from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
-from connect_grpc.runtime.topic_creation import (
-    TopicCreationSpec,
+from connect_grpc.runtime.task_host import TaskHost
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+from connect_grpc.runtime.topic_creator import (
     TopicCreator,
     start_topic_creation,
     topic_creation_spec,
 )
-from connect_grpc.runtime.transactions import TransactionalProducer, Transactions
-from connect_grpc.storage.base import OffsetEntry, OffsetStore
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.runtime.transactions import TransactionalProducer
+from connect_grpc.storage.base import OffsetStore
 
 log = structlog.get_logger(__name__)
 
@@ -87,7 +63,7 @@ class DeliveryError(KafkaIoError):
 
 
 @dataclass(slots=True)
-class _Batch:
+class Batch:
     """Records polled from the plugin and not yet committed (kept across retries)."""
 
     records: Sequence[SourceRecord]
@@ -103,7 +79,7 @@ class _Batch:
     #: on a successful send only).
     delivered: frozenset[str] = frozenset()
 
-    def through(self, pipeline: TaskPipeline | None) -> _Batch:
+    def through(self, pipeline: TaskPipeline | None) -> Batch:
         """The batch after the task's pipeline (dropped records' offsets are then not
         committed, except by an exactly-once transaction, which commits the batch's)."""
         if pipeline is None or pipeline.pass_through:
@@ -130,23 +106,6 @@ class _Batch:
         return [self.records[kept[index]] for index in outgoing]
 
 
-@dataclass(frozen=True, slots=True)
-class HostedBatch:
-    """What a hosted source's ``move`` answers the driver (picklable)."""
-
-    #: Records polled and written (0: the plugin had nothing to poll).
-    records: int
-    #: Their latest offsets, for the driver to commit (none with exactly-once: the
-    #: batch's transaction holds them).
-    offsets: list[OffsetEntry]
-    #: The exactly-once transactions committed (or failed) since the last answer.
-    commits: CommitTally
-    #: The record errors counted since the last answer.
-    errors: ErrorCounts = field(default_factory=ErrorCounts)
-    #: The topics the batch's records were written to (KIP-558's active topics).
-    topics: frozenset[str] = frozenset()
-
-
 class _OffsetReader:
     def __init__(self, store: OffsetStore, connector: str) -> None:
         self._store = store
@@ -156,18 +115,7 @@ class _OffsetReader:
         return self._store.get(self._connector, partition)
 
 
-class _AskingOffsetReader:
-    """A hosted task's offset reader: asks the driver, which reads its offset store."""
-
-    def __init__(self, session: HostSession) -> None:
-        self._session = session
-
-    def offset(self, partition: OffsetMap) -> dict[str, OffsetPrimitive] | None:
-        answer: dict[str, OffsetPrimitive] | None = self._session.ask("offset", dict(partition))
-        return answer
-
-
-class _SourceTaskContext:
+class SourceTaskContext:
     def __init__(
         self,
         task_id: TaskId,
@@ -230,7 +178,7 @@ def commit_dropped(plugin: SourceTask, records: Sequence[SourceRecord], logger: 
 
 
 def skip_refused(
-    batch: _Batch,
+    batch: Batch,
     refused: Sequence[tuple[int, KafkaFailure]],
     pipeline: TaskPipeline | None,
     plugin: SourceTask,
@@ -249,7 +197,7 @@ def skip_refused(
     commit_dropped(plugin, originals, logger)
 
 
-def delivered_topics(batch: _Batch, refused: Sequence[tuple[int, KafkaFailure]]) -> frozenset[str]:
+def delivered_topics(batch: Batch, refused: Sequence[tuple[int, KafkaFailure]]) -> frozenset[str]:
     """The batch's topics less those whose every record the broker refused (by index)."""
     if not refused:
         return batch.topics
@@ -257,7 +205,7 @@ def delivered_topics(batch: _Batch, refused: Sequence[tuple[int, KafkaFailure]])
     return frozenset(r.topic for i, r in enumerate(batch.outgoing) if i not in skipped)
 
 
-def create_topics(creator: TopicCreator | None, batch: _Batch) -> None:
+def create_topics(creator: TopicCreator | None, batch: Batch) -> None:
     """Creates the missing topics the batch's records go to, after the transformations
     (KIP-158), before any of them is produced; with exactly-once, outside the batch's
     transaction, as Kafka Connect creates them."""
@@ -274,7 +222,7 @@ def notify_commit(plugin: SourceTask, logger: Any) -> None:
         logger.warning("source_task_commit_failed", exc_info=True)
 
 
-def poll_batch(plugin: SourceTask, wanted: int, stopping: Callable[[], bool]) -> _Batch | None:
+def poll_batch(plugin: SourceTask, wanted: int, stopping: Callable[[], bool]) -> Batch | None:
     """Polls until the batch is full, the plugin has nothing more for now, or the batch
     has been filling for POLL_LINGER_S. A plugin's own cap per poll (FileStreamSource's
     ``batch.size``) does not cap the batch: each batch costs a Spark job or a round trip."""
@@ -287,7 +235,7 @@ def poll_batch(plugin: SourceTask, wanted: int, stopping: Callable[[], bool]) ->
         if not more:
             break
         records.extend(more)
-    return _Batch(records)
+    return Batch(records)
 
 
 class SourceTaskRunner(TaskRunner):
@@ -297,48 +245,36 @@ class SourceTaskRunner(TaskRunner):
 
     def __init__(
         self,
-        task_id: TaskId,
-        plugin: SourceTask,
-        worker_id: str,
-        listener: StatusListener,
-        spark: SparkRuntime,
-        *,
-        worker_config: WorkerConfig,
-        connector_config: Mapping[str, str],
-        offset_store: OffsetStore,
-        transactions: Transactions | None = None,
-        await_fencing: Callable[[], None] = lambda: None,
-        pipeline: PipelineFactory | None = None,
+        setup: TaskSetup,
+        host: TaskHost,
+        clients: TaskClients,
+        pipeline: PipelineSpec | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
-        """With ``transactions`` (exactly-once), ``await_fencing`` returns once the
-        previous task generation of the connector is fenced (the herder's
-        ``await_fenced_generation``); the task starts only then. ``pipeline`` builds the
-        connector's converters, transformations and error handling (None: records go out
-        as polled, the bytes path)."""
-        self._await_fencing = await_fencing
-        self._producer_conf = producer_conf(
-            worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
-        )
-        options = for_cluster(options, self._producer_conf, worker_config)
-        super().__init__(task_id, plugin, worker_id, listener, spark, **options)
-        self._offsets = offset_store
-        self._sizer = BatchSizer.from_config(connector_config)
-        self._local_max = worker_config.local_batch_max_records
+        """``pipeline`` builds the connector's converters, transformations and error
+        handling (None: records go out as polled, the bytes path); with
+        ``clients.transactions`` (exactly-once) the task starts once
+        ``clients.await_fencing`` returned."""
+        self._await_fencing = clients.await_fencing
+        self._producer_conf = setup.producer_conf()
+        options = for_cluster(options, self._producer_conf, setup.worker_config)
+        super().__init__(setup, host, clients, **options)
+        self._offsets = clients.offsets()
+        self._sizer = BatchSizer.from_config(setup.connector_config)
+        self._local_max = setup.worker_config.local_batch_max_records
         self._driver_producer = DriverProducer(self._producer_conf)
+        transactions = clients.transactions
         #: Exactly-once: every batch one transaction with its offsets, on the driver.
         self._transactional = (
             None if transactions is None
             else TransactionalProducer(self._producer_conf, transactions)
         )
         #: The batch being moved (kept across retries until its offsets are committed).
-        self._pending: _Batch | None = None
-        self._pipeline_spec = pipeline_spec(
-            pipeline, task_id, self._producer_conf, connector_config
-        )
+        self._pending: Batch | None = None
+        self._pipeline_spec = pipeline
         self._pipeline: TaskPipeline | None = None
         self._topic_creation_spec = topic_creation_spec(
-            worker_config, connector_config, self._producer_conf, task_id
+            setup.worker_config, setup.connector_config, self._producer_conf, setup.id
         )
         self._topics: TopicCreator | None = None
 
@@ -359,7 +295,7 @@ class SourceTaskRunner(TaskRunner):
             self._offsets.refresh()
         reader = _OffsetReader(self._offsets, self.id.connector)
         context = None if transactional is None else transactional.boundary.context
-        self.plugin.initialize(_SourceTaskContext(self.id, reader, context))
+        self.plugin.initialize(SourceTaskContext(self.id, reader, context))
 
     def run_batch(self) -> bool:
         try:
@@ -422,7 +358,7 @@ class SourceTaskRunner(TaskRunner):
         if self._transactional is not None:
             self.metrics.add_commits(self._transactional.commits.take())
 
-    def _poll(self) -> _Batch | None:
+    def _poll(self) -> Batch | None:
         batch = poll_batch(self.plugin, self._sizer.size, self._stopping.is_set)
         if batch is None:
             self._sizer.observe(0)
@@ -490,253 +426,3 @@ class SourceTaskRunner(TaskRunner):
             pipeline.close()
 
 
-class SourceHost(PluginHost):
-    """A source task in its Spark task (``hosting.serve_host``): polls its plugin and
-    produces each batch with a producer it keeps until the task stops."""
-
-    def __init__(
-        self,
-        session: HostSession,
-        task_class: str,
-        task_id: TaskId,
-        conf: Mapping[str, str],
-        transactions: Transactions | None = None,
-        pipeline: PipelineSpec | None = None,
-        topic_creation: TopicCreationSpec | None = None,
-    ) -> None:
-        self._session = session
-        self._topic_creation_spec = topic_creation
-        self._topics: TopicCreator | None = None
-        self._id = task_id
-        self._conf = conf
-        self._pipeline_spec = pipeline
-        self._pipeline: TaskPipeline | None = None
-        self._plugin: SourceTask = build(task_class)
-        #: At-least-once: the driver commits the offsets after the records are acked.
-        self._producer = DriverProducer(conf)
-        #: Exactly-once: each batch one transaction with its offsets (see ``transactions``).
-        self._transactional = (
-            None if transactions is None else TransactionalProducer(conf, transactions)
-        )
-        super().__init__(self._plugin, self._transactional or self._producer)
-        self._pending: _Batch | None = None
-
-    def start(self, config: Mapping[str, str]) -> None:
-        if self._topics is None:
-            self._topics = start_topic_creation(self._topic_creation_spec, self._id)
-        if self._pipeline is None:
-            self._pipeline = start_pipeline(
-                self._pipeline_spec,
-                self._id,
-                is_sink=False,
-                producer_conf=self._conf,
-                sleep=StopAwareSleep(self._session.stopping),
-                stopping=self._session.stopping,
-            )
-        transactional = self._transactional
-        if transactional is not None:
-            transactional.claim()  # before reading offsets: see TransactionalProducer
-            self._session.ask(REFRESH_OFFSETS)
-        reader = _AskingOffsetReader(self._session)
-        context = None if transactional is None else transactional.boundary.context
-        self._plugin.initialize(_SourceTaskContext(self._id, reader, context))
-        self._plugin.start(config)
-
-    def move(self, wanted: int) -> HostedBatch:
-        """Polls a batch (or takes the one a failure left) and writes it: the number of
-        records (0 if idle) and their latest offsets, to be committed by the driver
-        (exactly-once: committed by the task's transactions, and the plugin told here)."""
-        transactional = self._transactional
-        batch = self._pending or self._poll(wanted)
-        if batch is None:
-            if transactional is not None and transactional.idle(self._session.stopping):
-                notify_commit(self._plugin, log)
-            return HostedBatch(0, [], self.take_commits(), self.take_errors())
-        self._pending = batch
-        if self._pipeline is not None:
-            self._pipeline.await_dead_letters()
-        create_topics(self._topics, batch)
-        stopping = self._session.stopping
-        if transactional is not None:  # the offsets are written by the transaction
-            if transactional.write(batch.records, stopping, batch.converted):
-                notify_commit(self._plugin, log)
-            self._pending = None
-            return HostedBatch(
-                len(batch.records), [], self.take_commits(), self.take_errors(), batch.topics
-            )
-        if not batch.produced:
-            if batch.outgoing:
-                pipeline = self._pipeline
-                tolerate = pipeline is not None and pipeline.tolerates_all
-                result = self._producer.produce(batch.outgoing, stopping, tolerate)
-                refusals = check_delivery([result], len(batch.outgoing))
-                refused = [(index, why) for _, index, why in refusals]
-                batch.delivered = delivered_topics(batch, refused)
-                skip_refused(batch, refused, pipeline, self._plugin, log)
-            batch.produced = True
-            if self._pipeline is not None:  # the refused records' queue writes
-                self._pipeline.await_dead_letters()
-        offsets = latest_offsets(batch.outgoing)
-        return HostedBatch(
-            len(batch.records), offsets, CommitTally(), self.take_errors(), batch.delivered
-        )
-
-    def _poll(self, wanted: int) -> _Batch | None:
-        batch = poll_batch(self._plugin, wanted, self._session.stopping)
-        if batch is None:
-            return None
-        batch.through(self._pipeline)
-        if self._transactional is None:
-            commit_dropped(self._plugin, batch.dropped(), log)
-        return batch
-
-    def take_errors(self) -> ErrorCounts:
-        """The record errors counted since they were last taken."""
-        return ErrorCounts() if self._pipeline is None else self._pipeline.take_counts()
-
-    def stop(self, connector_deleted: bool) -> None:
-        try:
-            super().stop(connector_deleted)
-        finally:
-            pipeline, self._pipeline = self._pipeline, None
-            if pipeline is not None:
-                pipeline.close()
-            if self._topics is not None:
-                self._topics.close()
-
-    def take_commits(self) -> CommitTally:
-        """The exactly-once transaction commits since the last answer that carried them."""
-        if self._transactional is None:
-            return CommitTally()
-        return self._transactional.commits.take()
-
-    def committed(self) -> None:
-        """The driver committed the batch's offsets: tells the plugin (a failure is logged)."""
-        if self._transactional is None:
-            self._pending = None
-            notify_commit(self._plugin, log)
-
-    def wind_down(self) -> CommitTally:
-        """The task pauses or stops normally: ends its open transaction as its boundary
-        says. Returns the transaction commits since the last answer."""
-        if self._transactional is not None and self._transactional.wind_down(
-            self._session.stopping
-        ):
-            notify_commit(self._plugin, log)
-        return self.take_commits()
-
-
-class HostedSourceTaskRunner(TaskRunner):
-    """A source task whose plugin polls and produces in a Spark task of its own; the driver
-    commits each batch's offsets (after every record was acknowledged) and keeps the
-    task's state machine."""
-
-    def __init__(
-        self,
-        task_id: TaskId,
-        task_class: str,
-        worker_id: str,
-        listener: StatusListener,
-        spark: SparkRuntime,
-        *,
-        hosts: WarmHosts,
-        worker_config: WorkerConfig,
-        connector_config: Mapping[str, str],
-        offset_store: OffsetStore,
-        transactions: Transactions | None = None,
-        await_fencing: Callable[[], None] = lambda: None,
-        pipeline: PipelineFactory | None = None,
-        **options: Unpack[RunnerOptions],
-    ) -> None:
-        """``transactions``, ``await_fencing`` and ``pipeline`` as for SourceTaskRunner
-        (``pipeline`` must pickle: the host builds its own); the task's host comes from
-        ``hosts``."""
-        self._await_fencing = await_fencing
-        conf = producer_conf(
-            worker_config, connector_config, f"connect-{task_id.connector}-{task_id.task}"
-        )
-        options = for_cluster(options, conf, worker_config)
-        self._link = HostLink(
-            hosts,
-            task_id,
-            SOURCE_HOST,
-            (
-                task_class,
-                task_id,
-                conf,
-                transactions,
-                pipeline_spec(pipeline, task_id, conf, connector_config),
-                topic_creation_spec(worker_config, connector_config, conf, task_id),
-            ),
-            offset_answerer(
-                functools.partial(offset_store.get, task_id.connector), offset_store.refresh
-            ),
-            plugin_sys_path(worker_config.plugin_path),
-        )
-        self._hosted = HostedPlugin(self._link)
-        super().__init__(task_id, self._hosted, worker_id, listener, spark, **options)
-        self._offsets = offset_store
-        self._sizer = BatchSizer.from_config(connector_config)
-        self._transactional = transactions is not None
-        #: Whether the host may hold an open transaction (a batch moved since the last
-        #: wind-down): paused turns then skip the round trip.
-        self._moved_since_wind_down = False
-
-    def prepare(self) -> None:
-        if self._transactional:
-            self._await_fencing()
-        self._link.open()
-
-    def run_batch(self) -> bool:
-        if self._hosted.rehost_if_lost():
-            self.log.warning("task_rehosted")
-        began = time.monotonic()
-        moved = self._move()
-        self.metrics.add_commits(moved.commits)
-        self.metrics.add_errors(moved.errors)
-        if not moved.records:
-            self._sizer.observe(0)
-            return False
-        self.metrics.polled(moved.records)
-        self.metrics.written(moved.records, time.monotonic() - began, ON_SPARK_TASK)
-        self.kafka_ok()
-        self.record_topics(moved.topics)
-        self._moved_since_wind_down = True
-        if not self._transactional:  # else committed by the task's transactions
-            if moved.offsets:
-                with self.metrics.offset_commit():
-                    self._offsets.put(self.id.connector, moved.offsets)
-            self._link.call("committed")
-        self._sizer.observe(moved.records)
-        return True
-
-    def _move(self) -> HostedBatch:
-        """The host's next batch. When it fails, the transaction commits the host counted
-        before the failure are still counted (one more round trip, after failures only)."""
-        try:
-            moved: HostedBatch = self._link.call("move", self._sizer.size)
-        except Exception:
-            if not self._link.broken:
-                with contextlib.suppress(Exception):
-                    if self._transactional:
-                        self.metrics.add_commits(self._link.call("take_commits"))
-                    self.metrics.add_errors(self._link.call("take_errors"))
-            raise
-        return moved
-
-    def wind_down(self) -> None:
-        if self._transactional and self._moved_since_wind_down and not self._link.broken:
-            commits: CommitTally = self._link.call("wind_down")
-            self.metrics.add_commits(commits)
-            self._moved_since_wind_down = False
-
-    def request_stop(self) -> None:
-        super().request_stop()
-        self._link.interrupt()
-
-    def close(self) -> None:
-        self._link.close()
-
-
-#: The factory ``hosting.serve_host`` builds a source task's host with.
-SOURCE_HOST = f"{__name__}:{SourceHost.__qualname__}"

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.config.worker import WorkerConfig
 
 log = structlog.get_logger(__name__)
 

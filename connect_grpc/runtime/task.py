@@ -28,24 +28,21 @@ from typing import Protocol, TypedDict, Unpack
 
 import structlog
 
-from connect_grpc.connectors.api import Task
-from connect_grpc.domain import (
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.kernel.domain import (
     InstanceStatus,
     State,
     TargetState,
     TaskId,
     TaskPlacement,
 )
-from connect_grpc.logs import plugin_context
+from connect_grpc.kernel.traces import status_trace
+from connect_grpc.logs.output import plugin_context
 from connect_grpc.metrics.worker_metrics import TaskMetrics
-from connect_grpc.runtime.connector import StatusListener
-from connect_grpc.runtime.hosting import HostedPlugin
 from connect_grpc.runtime.kafka_monitor import KafkaOutage
-from connect_grpc.runtime.placement import driver_placement
 from connect_grpc.runtime.retry import RetriableError, RetryPolicy, RetryTracker, is_retriable_error
-from connect_grpc.runtime.spark import SparkRuntime
-from connect_grpc.runtime.traces import status_trace
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.runtime.task_host import TaskHost
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 
 log = structlog.get_logger(__name__)
 
@@ -113,23 +110,31 @@ def for_cluster(
 
 
 class TaskRunner(abc.ABC):
-    """Runs one task instance: start, the batch loop with its retries, pause/resume, stop."""
+    """Runs one task instance: start, the batch loop with its retries, pause/resume, stop.
+
+    The one state machine of every task: a source's or a sink's runner supplies what a
+    batch is (``prepare``, ``run_batch`` and the optional hooks), and ``host`` says where
+    the plugin runs (``task_host``); start, stop, interrupts, statuses, retries and
+    placement are this class's, the same for every host."""
 
     def __init__(
         self,
-        task_id: TaskId,
-        plugin: Task,
-        worker_id: str,
-        listener: StatusListener,
-        spark: SparkRuntime,
+        setup: TaskSetup,
+        host: TaskHost,
+        clients: TaskClients,
         **options: Unpack[RunnerOptions],
     ) -> None:
+        task_id = setup.id
+        self.setup = setup
         self.id = task_id
-        self.plugin = plugin
-        self.log = log.bind(connector=task_id.connector, task=task_id.task, worker_id=worker_id)
-        self._worker_id = worker_id
-        self._listener = listener
-        self._spark = spark
+        self.host = host
+        self.plugin = host.plugin
+        self.log = log.bind(
+            connector=task_id.connector, task=task_id.task, worker_id=setup.worker_id
+        )
+        self._worker_id = setup.worker_id
+        self._listener = clients.listener
+        self._spark = clients.spark
         self._clock = options.get("clock", time.monotonic)
         self._retry = RetryTracker(options.get("retry_policy", RetryPolicy()), self._clock)
         self._kafka_outage = options.get("kafka_outage", _no_outage)
@@ -178,7 +183,14 @@ class TaskRunner(abc.ABC):
         batch's; at the end it is logged."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
-        """Closes the task's Kafka clients, after ``Task.stop``."""
+        """Closes the task's Kafka clients, after ``Task.stop`` (the host is let go of
+        after it)."""
+
+    def recover_host(self) -> None:
+        """Subclasses call it before a batch: a host that was lost is replaced, the plugin
+        started there again (raises HostLostError, retriable, if the new one is lost too)."""
+        if self.host.recover():
+            self.log.warning("task_rehosted")
 
     def kafka_ok(self) -> None:
         """Subclasses call it after a successful exchange with Kafka."""
@@ -258,10 +270,12 @@ class TaskRunner(abc.ABC):
         self._wake.set()
 
     def request_stop(self) -> None:
-        """Stops scheduling batches and cancels the running job. Returns at once."""
+        """Stops scheduling batches, cancels the running job and interrupts the host's
+        current wait. Returns at once."""
         self._stopping.set()
         self._wake.set()
         self._cancel_jobs()
+        self.host.interrupt()
 
     def _cancel_jobs(self) -> None:
         if self._spark_jobs:
@@ -451,11 +465,9 @@ class TaskRunner(abc.ABC):
         return State.RUNNING, ""
 
     def placement(self) -> TaskPlacement | None:
-        """Where the task's plugin lives: on the driver, unless it is hosted by an executor
-        (None while its host is lost and it is being hosted again)."""
-        if isinstance(self.plugin, HostedPlugin):
-            return self.plugin.placement()
-        return driver_placement()
+        """Where the task's plugin lives (None while its host is lost and it is being
+        hosted again)."""
+        return self.host.placement()
 
     def _publish(self) -> None:
         """Reports the current state if it (or its trace, or where the task runs) changed
@@ -484,7 +496,11 @@ class TaskRunner(abc.ABC):
         self._log_quietly(logging.ERROR, "task_failed", trace=trace)
 
     def _close_quietly(self) -> None:
+        """Closes the task's clients, then lets go of its host."""
         try:
-            self.close()
+            try:
+                self.close()
+            finally:
+                self.host.close()
         except Exception:
             self.log.warning("task_close_failed", exc_info=True)

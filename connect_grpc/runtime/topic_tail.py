@@ -1,7 +1,7 @@
 """The last records of a topic, for a pipeline preview: read by a plain assigned consumer of
 the connector's own settings (the worker's ``consumer.*``, the connector's
 ``consumer.override.*``) that joins no group and commits nothing, within the caller's
-deadline (``connect_grpc.deadline``)."""
+deadline (``connect_grpc.kernel.deadline``)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from connect_grpc import deadline
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SinkRecord
-from connect_grpc.errors import NotFoundError, UnavailableError
-from connect_grpc.kafka_clients import with_client_log
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import NotFoundError, UnavailableError
+from connect_grpc.kernel.kafka_clients import with_client_log
 from connect_grpc.runtime.client_settings import reader_conf
 from connect_grpc.runtime.partition_ends import partition_ends
 from connect_grpc.runtime.range_reader import sink_record_builder
-from connect_grpc.worker_config import WorkerConfig
 
 #: Seconds a caller is told to wait before it asks again when Kafka did not answer.
 RETRY_AFTER_S = 1.0

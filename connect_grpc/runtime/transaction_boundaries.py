@@ -23,8 +23,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from connect_grpc.configdef import java_trim, parse_java_integer
 from connect_grpc.connectors.api import SourceRecord, TransactionBoundary
+from connect_grpc.kernel.configdef import java_trim, parse_java_integer
 
 __all__ = [
     "DEFAULT_INTERVAL_MS",

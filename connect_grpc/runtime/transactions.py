@@ -34,12 +34,11 @@ from confluent_kafka import KafkaError, KafkaException
 
 from connect_grpc.cluster.fenced_writer import Failure, classify
 from connect_grpc.connectors.api import SourceRecord, TransactionBoundary
-from connect_grpc.domain import TaskId
-from connect_grpc.kafka_clients import kafka_error_of
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.kernel.kafka_clients import KafkaIoError, kafka_error_of
 from connect_grpc.metrics.worker_metrics import CommitTally
-from connect_grpc.runtime.kafka_results import KafkaIoError
 from connect_grpc.runtime.produce import CachedProducer, ProduceErrors, hand_records
-from connect_grpc.runtime.records import latest_offsets
+from connect_grpc.runtime.spark_rows import latest_offsets
 from connect_grpc.runtime.transaction_boundaries import (
     DEFAULT_INTERVAL_MS,
     Decision,

@@ -22,7 +22,7 @@ def _import_task_hosts(rows: Iterator[object]) -> Iterator[object]:
     """Loads what a hosted task needs into an executor Python worker (kept for reuse)."""
     for _ in rows:
         pass
-    from connect_grpc.runtime import sink_task, source_task  # noqa: F401 - for their cost
+    from connect_grpc.runtime.hosting import sink_host, source_host  # noqa: F401 - for their cost
 
     time.sleep(WARM_UP_HOLD_S)
     yield from ()

@@ -16,7 +16,7 @@ in the statuses it reports have the resolved values masked.
 
 With ``task.hosting=executor``, a task that finds no free Spark task slot when it starts
 runs on the driver, and the worker moves it into a host of its own once a slot is free
-(``hosting.SlotWatcher``): it is stopped and started again, as a restart would, while
+(``hosting.slots.SlotWatcher``): it is stopped and started again, as a restart would, while
 ``task_ids`` keeps showing it and the herder's calls for it wait for the move to end.
 """
 
@@ -28,41 +28,43 @@ import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Protocol, TypedDict
+from typing import Protocol
 
 import structlog
 
+from connect_grpc.config.worker import TASK_HOSTING_EXECUTOR, WorkerConfig
 from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import InstanceStatus, PlacementKind, State, TargetState, TaskId
-from connect_grpc.errors import ConnectError
-from connect_grpc.logs import plugin_context
+from connect_grpc.kernel.domain import InstanceStatus, PlacementKind, State, TargetState, TaskId
+from connect_grpc.kernel.errors import ConnectError
+from connect_grpc.kernel.gc_tuning import tune_for_batches
+from connect_grpc.kernel.traces import status_trace
+from connect_grpc.logs.output import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
+from connect_grpc.pipeline.build import ConnectorPipeline
+from connect_grpc.pipeline.spec import PipelineSpec, pipeline_spec
+from connect_grpc.runtime import executor_hosts
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
 from connect_grpc.runtime.futex_hash import use_global_futex_hash
-from connect_grpc.runtime.gc_tuning import tune_for_batches
-from connect_grpc.runtime.hosting import (
-    HostedPlugin,
-    HostSlots,
-    SlotWatcher,
-    WarmHosts,
-    importable_name,
-    launch_host_job,
-)
+from connect_grpc.runtime.hosting.jobs import WarmHosts, launch_host_job
+from connect_grpc.runtime.hosting.link import ExecutorHost
+from connect_grpc.runtime.hosting.serving import importable_name
+from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
-from connect_grpc.runtime.pipeline import ConnectorPipeline
 from connect_grpc.runtime.retry import RetryPolicy
-from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
-from connect_grpc.runtime.source_task import HostedSourceTaskRunner, SourceTaskRunner
+from connect_grpc.runtime.sink_hosted import HostedSinkTaskRunner
+from connect_grpc.runtime.sink_task import SinkTaskRunner
+from connect_grpc.runtime.source_hosted import HostedSourceTaskRunner
+from connect_grpc.runtime.source_task import SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, TopicRecorder
-from connect_grpc.runtime.traces import status_trace
-from connect_grpc.runtime.transactions import ExactlyOnceSource, Transactions
+from connect_grpc.runtime.task_host import DriverHost
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+from connect_grpc.runtime.transactions import ExactlyOnceSource
 from connect_grpc.runtime.warm_up import warm_python_workers
 from connect_grpc.storage.base import OffsetStore
-from connect_grpc.worker_config import TASK_HOSTING_EXECUTOR, WorkerConfig
 
 __all__ = ["PluginLoader", "StatusListener", "Worker"]
 
@@ -75,11 +77,6 @@ IN_PROCESS = 2**62
 TASK_STOP_TIMEOUT_S = 10.0
 #: Seconds between two looks of the task watchdog (``TaskRunner.watch``).
 WATCHDOG_INTERVAL_S = 5.0
-
-
-class _ExactlyOnceOptions(TypedDict, total=False):
-    transactions: Transactions
-    await_fencing: Callable[[], None]
 
 
 @dataclass(slots=True)
@@ -365,14 +362,15 @@ class Worker:
         that a task adopted keeps its job, so its tag)."""
         with self._lock:
             runners = list(self._tasks.values())
-        return {
-            runner.id: runner.plugin.job_tag()
-            for runner in runners
-            if isinstance(runner.plugin, HostedPlugin) and runner.plugin.job_tag()
-        }
+        tags = {}
+        for runner in runners:
+            host = runner.host
+            if isinstance(host, ExecutorHost) and host.job_tag():
+                tags[runner.id] = host.job_tag()
+        return tags
 
     def parked_hosts(self) -> int:
-        """How many hosts wait for a task to adopt them (``hosting.WarmHosts``)."""
+        """How many hosts wait for a task to adopt them (``hosting.jobs.WarmHosts``)."""
         return self._warm_hosts.parked()
 
     def instance_states(self) -> tuple[dict[str, State], dict[TaskId, State]]:
@@ -474,119 +472,78 @@ class Worker:
     def _new_runner(
         self, task: TaskId, connector_config: Mapping[str, str], task_config: Mapping[str, str]
     ) -> TaskRunner:
+        """The task's runner: its setup, clients and pipeline spec, and its host (an
+        executor's when ``task.hosting=executor`` and a slot is free, else the driver)."""
         class_name = connector_config.get("connector.class", "")
         task_class = self._plugins.new_connector(class_name).task_class()
+        is_sink = _is_sink(task_class)
+        _check_client_overrides(self._config, connector_config, is_sink)
+        setup = TaskSetup(task, self.worker_id, self._config, connector_config, task_config)
+        clients = self._task_clients(task, connector_config, is_sink)
+        pipeline = self._pipeline_spec(setup, is_sink)
         hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
         hosted_name = importable_name(task_class) if hosting else None
         if hosted_name is not None and self._host_slots.try_acquire(task):
             self._log.info("task_hosted", connector=task.connector, task=task.task)
             try:
-                return self._hosted_runner(
-                    task, task_class, hosted_name, connector_config, task_config
+                if is_sink:
+                    host = executor_hosts.sink_host(
+                        setup, hosted_name, clients, pipeline, self._warm_hosts
+                    )
+                    return HostedSinkTaskRunner(
+                        setup, host, clients, pipeline, **self._runner_options(task)
+                    )
+                host = executor_hosts.source_host(
+                    setup, hosted_name, clients, pipeline, self._warm_hosts
                 )
+                return HostedSourceTaskRunner(setup, host, clients, **self._runner_options(task))
             except BaseException:
                 self._host_slots.release(task)
                 raise
         if hosted_name is not None:
             self._log.info("task_waiting_for_slot", connector=task.connector, task=task.task)
             self._slot_watcher.wait_for_slot(task)
-        # a task that could not get a slot of its own moves its batches in-process: the
-        # slots are held by hosted tasks, and a batch job would wait for one
-        config = self._config
         options = self._runner_options(task)
         if hosting:
-            config = replace(config, local_batch_max_records=IN_PROCESS)
+            # a task that could not get a slot of its own moves its batches in-process: the
+            # slots are held by hosted tasks, and a batch job would wait for one
+            in_process = replace(self._config, local_batch_max_records=IN_PROCESS)
+            setup = replace(setup, worker_config=in_process)
             options["spark_jobs"] = False
-        plugin: Task = task_class()
-        if isinstance(plugin, SourceTask):
-            return SourceTaskRunner(
-                task,
-                plugin,
-                self.worker_id,
-                self._listener,
-                self._spark,
-                worker_config=config,
-                connector_config=connector_config,
-                offset_store=self._offsets_for(connector_config),
-                pipeline=self._pipeline(connector_config, is_sink=False),
-                **self._exactly_once_options(task, connector_config),
-                **options,
-            )
-        if isinstance(plugin, SinkTask):
-            return SinkTaskRunner(
-                task,
-                plugin,
-                self.worker_id,
-                self._listener,
-                self._spark,
-                worker_config=config,
-                connector_config=connector_config,
-                task_config=task_config,
-                pipeline=self._pipeline(connector_config, is_sink=True),
-                **options,
-            )
-        raise TypeError(f"{type(plugin).__name__} is neither a SourceTask nor a SinkTask")
+        runner = SinkTaskRunner if is_sink else SourceTaskRunner
+        return runner(setup, DriverHost(task_class()), clients, pipeline, **options)
 
-    def _hosted_runner(
-        self,
-        task: TaskId,
-        task_class: type[Task],
-        hosted_name: str,
-        connector_config: Mapping[str, str],
-        task_config: Mapping[str, str],
-    ) -> TaskRunner:
-        if issubclass(task_class, SourceTask):
-            return HostedSourceTaskRunner(
-                task,
-                hosted_name,
-                self.worker_id,
-                self._listener,
-                self._spark,
-                hosts=self._warm_hosts,
-                worker_config=self._config,
-                connector_config=connector_config,
-                offset_store=self._offsets_for(connector_config),
-                pipeline=self._pipeline(connector_config, is_sink=False),
-                **self._exactly_once_options(task, connector_config),
-                **self._runner_options(task),
-            )
-        if issubclass(task_class, SinkTask):
-            return HostedSinkTaskRunner(
-                task,
-                hosted_name,
-                self.worker_id,
-                self._listener,
-                self._spark,
-                hosts=self._warm_hosts,
-                worker_config=self._config,
-                connector_config=connector_config,
-                task_config=task_config,
-                pipeline=self._pipeline(connector_config, is_sink=True),
-                **self._runner_options(task),
-            )
-        raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")
-
-    def _pipeline(
-        self, connector_config: Mapping[str, str], *, is_sink: bool
-    ) -> ConnectorPipeline | None:
-        """The factory of the task's record pipeline (built where the task runs, when it
-        starts: a pass-through pipeline leaves the task on the bytes path). None with a
-        plugin loader that is not a ``Plugins`` (one that knows connectors only)."""
-        if not isinstance(self._plugins, Plugins):
-            return None
-        return ConnectorPipeline(dict(connector_config), self._config, self._plugins, is_sink)
-
-    def _exactly_once_options(
-        self, task: TaskId, connector_config: Mapping[str, str]
-    ) -> _ExactlyOnceOptions:
-        """A source runner's exactly-once arguments (none without exactly-once support)."""
+    def _task_clients(
+        self, task: TaskId, connector_config: Mapping[str, str], is_sink: bool
+    ) -> TaskClients:
+        """What the task reports to and moves data with: a source also its offsets and,
+        with exactly-once support, its transactions."""
+        if is_sink:
+            return TaskClients(self._listener, self._spark)
         eos = self._exactly_once
         if eos is None:
-            return {}
-        return {
-            "transactions": eos.for_task(task, connector_config),
-            "await_fencing": functools.partial(eos.await_fenced_generation, task.connector),
-        }
+            return TaskClients(
+                self._listener,
+                self._spark,
+                offset_store=self._offsets_for(connector_config),
+            )
+        return TaskClients(
+            self._listener,
+            self._spark,
+            offset_store=self._offsets_for(connector_config),
+            transactions=eos.for_task(task, connector_config),
+            await_fencing=functools.partial(eos.await_fenced_generation, task.connector),
+        )
+
+    def _pipeline_spec(self, setup: TaskSetup, is_sink: bool) -> PipelineSpec | None:
+        """The task's record pipeline spec: built where the task runs, when it starts (a
+        pass-through pipeline leaves the task on the bytes path). None with a plugin loader
+        that is not a ``Plugins`` (one that knows connectors only)."""
+        if not isinstance(self._plugins, Plugins):
+            return None
+        connector_config = setup.connector_config
+        factory = ConnectorPipeline(dict(connector_config), self._config, self._plugins, is_sink)
+        return pipeline_spec(factory, setup.id, setup.producer_conf(), connector_config)
 
     def _report_connector(self, name: str, state: State, trace: str = "") -> None:
         self._log.error("connector_failed", connector=name, trace=trace)
@@ -595,3 +552,24 @@ class Worker:
     def _report_task(self, task: TaskId, state: State, trace: str = "") -> None:
         self._log.error("task_failed", connector=task.connector, task=task.task, trace=trace)
         self._listener.on_task_status(task, InstanceStatus(state, self.worker_id, trace))
+
+
+def _check_client_overrides(
+    config: WorkerConfig, connector_config: Mapping[str, str], is_sink: bool
+) -> None:
+    """Fails the task when the worker's override policy refuses one of the connector's
+    client overrides, as Kafka Connect checks again at each task's start: a connector
+    stored before the policy was tightened must not run with what the policy now refuses."""
+    errors = config.client_override_policy.errors(connector_config, sink=is_sink)
+    if errors:
+        details = "; ".join(f"{key}: {' '.join(msgs)}" for key, msgs in sorted(errors.items()))
+        raise ConnectError(f"Client config overrides not allowed: {details}")
+
+
+def _is_sink(task_class: type[Task]) -> bool:
+    """Whether the task class is a sink's (a source's, else TypeError)."""
+    if issubclass(task_class, SourceTask):
+        return False
+    if issubclass(task_class, SinkTask):
+        return True
+    raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")

@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connect_grpc.configdef import java_trim
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.configdef import java_trim
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.security.credential_files import read_principals, read_tokens
 from connect_grpc.security.tls_files import TlsFiles, load_tls_material
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.security.roles import CLIENT_ROLES, Role
 
 HASH_PREFIX = "sha256:"

@@ -11,7 +11,7 @@ from typing import Generic, TypeVar
 
 import structlog
 
-from connect_grpc.errors import ConnectError
+from connect_grpc.kernel.errors import ConnectError
 
 log = structlog.get_logger(__name__)
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_grpc.errors import UnauthenticatedError, UnavailableError
+from connect_grpc.kernel.errors import UnauthenticatedError, UnavailableError
 
 ALGORITHM = "HmacSHA256"
 KEY_BYTES = 32

@@ -8,7 +8,7 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 CERTIFICATE_MARK = b"-----BEGIN CERTIFICATE-----"
 ENCRYPTED_KEY_MARKS = (b"ENCRYPTED PRIVATE KEY", b"Proc-Type: 4,ENCRYPTED")

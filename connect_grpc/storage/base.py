@@ -11,7 +11,13 @@ import itertools
 from collections.abc import Sequence
 from typing import Protocol
 
-from connect_grpc.domain import ActiveTopic, InstanceStatus, OffsetMap, OffsetPrimitive, TaskId
+from connect_grpc.kernel.domain import (
+    ActiveTopic,
+    InstanceStatus,
+    OffsetMap,
+    OffsetPrimitive,
+    TaskId,
+)
 
 #: A stored source offset: (partition, offset); offset None is a tombstone (reset).
 OffsetEntry = tuple[OffsetMap, OffsetMap | None]

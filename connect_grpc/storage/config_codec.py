@@ -34,7 +34,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.kernel.domain import RestartRequest, TargetState
 from connect_grpc.storage.log_records import LogRecord
 
 CONNECTOR_PREFIX = "connector-"
@@ -42,7 +42,7 @@ TASK_PREFIX = "task-"
 COMMIT_PREFIX = "commit-"
 TARGET_STATE_PREFIX = "target-state-"
 TASK_COUNT_PREFIX = "tasks-fencing-"
-#: Keys of the records the cluster layer adds (``connect_grpc.cluster.records``).
+#: Keys of the records the cluster layer adds (``connect_grpc.cluster.extension_records``).
 EXTENSION_PREFIX = "connect-grpc-"
 #: Kafka Connect's session key record (``connect_grpc.security.session_key``).
 SESSION_KEY_KEY = "session-key"

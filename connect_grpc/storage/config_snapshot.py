@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar, cast
 
-from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.kernel.domain import RestartRequest, TargetState
 from connect_grpc.storage.config_codec import (
     COMMIT_PREFIX,
     CONNECTOR_PREFIX,

@@ -18,9 +18,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import structlog
 
-from connect_grpc import deadline
-from connect_grpc.domain import OffsetMap, OffsetPrimitive
-from connect_grpc.errors import UnavailableError
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.kernel.errors import UnavailableError
 from connect_grpc.storage.base import OffsetEntry, OffsetStore, StoredOffset
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
 

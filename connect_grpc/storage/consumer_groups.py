@@ -17,8 +17,8 @@ from typing import Any, Protocol, TypeVar
 import structlog
 from confluent_kafka import KafkaError
 
-from connect_grpc import deadline
-from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import ConnectError, UnavailableError
 from connect_grpc.storage.kafka_admin import AdminCallError, IsolatedAdmin
 
 log = structlog.get_logger(__name__)

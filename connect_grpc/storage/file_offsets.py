@@ -22,8 +22,8 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.domain import OffsetMap, OffsetPrimitive
-from connect_grpc.errors import StartupError, StorageError
+from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.kernel.errors import StartupError, StorageError
 from connect_grpc.storage import offsets_codec
 from connect_grpc.storage.base import OffsetEntry, StoredOffset
 

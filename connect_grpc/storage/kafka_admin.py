@@ -23,9 +23,9 @@ from typing import Any
 
 import structlog
 
-from connect_grpc import deadline
-from connect_grpc.errors import UnavailableError
-from connect_grpc.kafka_clients import is_retriable, kafka_error_of, with_client_log
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import UnavailableError
+from connect_grpc.kernel.kafka_clients import is_retriable, kafka_error_of, with_client_log
 
 log = structlog.get_logger(__name__)
 
@@ -168,7 +168,7 @@ def _serve(conn: Connection, conf: dict[str, str], log_format: str) -> None:
     """The child's loop: one AdminClient, one call at a time, until the parent goes away."""
     from confluent_kafka.admin import AdminClient
 
-    from connect_grpc.logs import configure_logging
+    from connect_grpc.logs.output import configure_logging
 
     configure_logging(log_format)
     admin = AdminClient(with_client_log(conf, conf.get("client.id", "admin")))

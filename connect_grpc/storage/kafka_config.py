@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import structlog
 
-from connect_grpc.domain import RestartRequest, TargetState
-from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.kernel.domain import RestartRequest, TargetState
+from connect_grpc.kernel.errors import ConnectError, UnavailableError
 from connect_grpc.storage.config_codec import (
     CARRIED_HEADER,
     TERM_HEADER,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from connect_grpc.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive
 from connect_grpc.storage import offsets_codec
 from connect_grpc.storage.base import OffsetEntry, StoredOffset
 from connect_grpc.storage.kafka_log import KafkaBasedLog

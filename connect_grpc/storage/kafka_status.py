@@ -21,8 +21,8 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.domain import ActiveTopic, InstanceStatus, TaskId
-from connect_grpc.errors import UnavailableError
+from connect_grpc.kernel.domain import ActiveTopic, InstanceStatus, TaskId
+from connect_grpc.kernel.errors import UnavailableError
 from connect_grpc.storage.base import StatusRevisions
 from connect_grpc.storage.kafka_log import KafkaBasedLog
 from connect_grpc.storage.log_records import Freshness, LogRecord

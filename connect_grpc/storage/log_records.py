@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, Message
 
-from connect_grpc.errors import UnavailableError
+from connect_grpc.kernel.errors import UnavailableError
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from connect_grpc.errors import ConnectError, UnavailableError
-from connect_grpc.kafka_clients import is_retriable, kafka_error_of
+from connect_grpc.kernel.errors import ConnectError, UnavailableError
+from connect_grpc.kernel.kafka_clients import is_retriable, kafka_error_of
 from connect_grpc.storage.log_settings import DEFAULT_TIMEOUT_S, METADATA_RETRY_S
 
 log = structlog.get_logger(__name__)

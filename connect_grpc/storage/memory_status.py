@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from connect_grpc.domain import ActiveTopic, InstanceStatus, TaskId
+from connect_grpc.kernel.domain import ActiveTopic, InstanceStatus, TaskId
 from connect_grpc.storage.base import StatusRevisions
 
 

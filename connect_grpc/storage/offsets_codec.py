@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from connect_grpc.domain import OffsetMap
+from connect_grpc.kernel.domain import OffsetMap
 
 #: Made once: ``json.dumps`` with options builds an encoder per call.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))

@@ -15,7 +15,7 @@ skips when it reads (it reads the keys it knows from a JSON map)::
 
 A tombstone (null value) deletes: a connector's tombstone forgets the connector and all
 its tasks, a task's the task. Keys starting ``connect-grpc-`` are the cluster layer's own
-records (each worker's address, ``connect_grpc.cluster.records``), any JSON value, which
+records (each worker's address, ``connect_grpc.cluster.extension_records``), any JSON value, which
 Kafka Connect skips.
 
 Active topics (KIP-558) are ``status-topic-<topic>:connector-<connector>`` records (a topic
@@ -37,7 +37,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import (
     ActiveTopic,
     InstanceStatus,
     PlacementKind,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from connect_grpc.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.connection import ConnectionSettings, TlsOptions
 
 OPENSSL_TIMEOUT_S = 30
 _KEY_OPTIONS = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")

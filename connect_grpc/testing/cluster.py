@@ -19,7 +19,7 @@ from typing import TypeVar
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from connect_grpc.connection import ConnectionSettings
+from connect_grpc.client.connection import ConnectionSettings
 from connect_grpc.kafka.ports import free_port
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc

@@ -29,6 +29,9 @@ Load them by dotted path: ``connect_grpc.testing.plugins.InstrumentedSourceConne
 The source task ``t`` emits ``test.source.records`` records with values ``"<t>-<i>"``
 (``i`` from 0), key ``"<t>"``, partition ``{"task": t}`` and offset ``{"seq": i}`` (the index
 of the last record emitted; a restarted task resumes with ``i + 1``).
+
+``test.hold.connector.start`` names a file ``Connector.start`` waits for (after recording
+``connector_start``): a start that hangs, holding the worker's loop that runs it.
 """
 
 from __future__ import annotations
@@ -47,14 +50,6 @@ from typing import Any
 
 import structlog
 
-from connect_grpc.configdef import (
-    ConfigDef,
-    ConfigKey,
-    ConfigType,
-    Importance,
-    at_least,
-    define_all,
-)
 from connect_grpc.connectors.api import (
     AlterOffsetsUnsupportedError,
     SinkConnector,
@@ -65,7 +60,15 @@ from connect_grpc.connectors.api import (
     SourceTask,
     Task,
 )
-from connect_grpc.domain import OffsetMap, OffsetPrimitive
+from connect_grpc.kernel.configdef import (
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    Importance,
+    at_least,
+    define_all,
+)
+from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive
 
 __all__ = [
     "FakeSourceTaskContext",
@@ -89,6 +92,10 @@ SOURCE_RECORDS = "test.source.records"
 ALTER_OFFSETS = "test.alter.offsets"
 RECORD_CONFIG = "test.record.config"
 PRINT_CONFIG = "test.print.config"
+HOLD_CONNECTOR_START = "test.hold.connector.start"
+#: The longest a held ``Connector.start`` waits: a test that forgot to release it must not
+#: wedge the worker's loop for good.
+HOLD_LIMIT_S = 300.0
 SECRET = "test.secret"
 TOPIC = "topic"
 TASK_ID = "task.id"
@@ -165,6 +172,13 @@ def _alter_mode_error(value: Any) -> str | None:
     return None
 
 
+def _hold_until(release_file: str) -> None:
+    """Waits until ``release_file`` exists (at most HOLD_LIMIT_S); empty: returns at once."""
+    deadline = time.monotonic() + HOLD_LIMIT_S
+    while release_file and not os.path.exists(release_file) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def _task_fails(spec: str, task_id: int) -> bool:
     ids = parse_task_set(spec)
     return ids is None or task_id in ids
@@ -205,6 +219,11 @@ def _common_keys(task_fail_doc: str) -> list[ConfigKey]:
                   "Whether Connector.start and Task.start print() the config they were given "
                   "to stdout and stderr.", default=False, importance=Importance.LOW,
                   group=_GROUP, order_in_group=9),
+        ConfigKey(HOLD_CONNECTOR_START, ConfigType.STRING,
+                  "A file: Connector.start (after recording connector_start) waits until it "
+                  "exists, as a plugin whose start hangs holds the worker's loop that "
+                  "started it; empty: no wait.", default="", importance=Importance.LOW,
+                  group=_GROUP, order_in_group=10),
     ]
 
 
@@ -327,6 +346,7 @@ class _ConnectorProbe:
         _log.info("instrumented_connector_started", connector=config.get("name"),
                   **_config_field(parsed, config))
         _print_config(parsed, f"connector {config.get('name')}", config)
+        _hold_until(parsed[HOLD_CONNECTOR_START])
         if parsed[FAIL_CONNECTOR_START]:
             raise InjectedFailureError(
                 f"connector start failed on purpose (instance {self.instance})"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import (
     ConnectorOffset,
     ConnectorStatus,
     ConnectorType,
@@ -20,7 +20,7 @@ from connect_grpc.domain import (
     TargetState,
     TaskId,
 )
-from connect_grpc.errors import (
+from connect_grpc.kernel.errors import (
     AlreadyExistsError,
     FailedPreconditionError,
     InvalidArgumentError,

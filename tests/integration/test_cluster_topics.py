@@ -14,8 +14,8 @@ from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.cluster.topics import ensure_internal_topics
-from connect_grpc.errors import StartupError
 from connect_grpc.kafka.ports import free_port
+from connect_grpc.kernel.errors import StartupError
 from connect_grpc.storage.log_topic import describe_topic_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

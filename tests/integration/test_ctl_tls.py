@@ -32,7 +32,7 @@ from connect_grpc.client import ConnectClient
 from connect_grpc.ctl.connecting import TOKEN_ENV
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.exit_codes import ExitCode
-from connect_grpc.domain import State, TargetState
+from connect_grpc.kernel.domain import State, TargetState
 from connect_grpc.testing.certs import Pki
 from connect_grpc.testing.cluster import WorkerProcess
 from tests.documents import CTL, Command, section_commands

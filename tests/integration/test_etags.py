@@ -19,7 +19,7 @@ from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from connect_grpc.cluster.records import AnswerRecord, request_key
+from connect_grpc.cluster.extension_records import AnswerRecord, request_key
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc

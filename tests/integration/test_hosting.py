@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from connect_grpc.connectors.api import Task
 from connect_grpc.connectors.sequence import SequenceSourceConnector
-from connect_grpc.domain import PlacementKind, State, TargetState, TaskId
+from connect_grpc.kernel.domain import PlacementKind, State, TargetState, TaskId
 from connect_grpc.runtime.placement import (
     DRIVER_HOST,
     LOCAL_EXECUTOR_ID,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.kernel.domain import RestartRequest, TargetState
 from connect_grpc.storage.config_codec import (
     REMOVAL_CHANGE_INDEX,
     extension_record,

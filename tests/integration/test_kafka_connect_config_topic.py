@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.kernel.domain import RestartRequest, TargetState
 from connect_grpc.storage.config_snapshot import ChangeKind
 from connect_grpc.storage.kafka_config import KafkaConfigStore
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from connect_grpc.domain import InstanceStatus, State, TaskId
+from connect_grpc.kernel.domain import InstanceStatus, State, TaskId
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore
 from connect_grpc.storage.kafka_status import KafkaStatusStore
 from connect_grpc.storage.log_topic import describe_topic_config

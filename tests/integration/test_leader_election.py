@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect_grpc.cluster.fenced_writer import FencedWriter, leader_transactional_id
 from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
-from connect_grpc.errors import NotLeaderError
+from connect_grpc.kernel.errors import NotLeaderError
 from connect_grpc.storage.kafka_log import KafkaBasedLog
 from connect_grpc.storage.log_records import LogRecord
 from connect_grpc.storage.log_topic import TopicSpec
@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 #: A member in a child process: prints LEADER once elected, then waits to be killed.
 CHILD = """
 import sys, time
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs.output import configure_logging
 from connect_grpc.cluster.membership import ElectionConfig, LeaderElection
 configure_logging()
 bootstrap, group, topic = sys.argv[1:4]

@@ -12,10 +12,11 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from connect_grpc.connectors.api import SourceRecord
-from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
-from connect_grpc.dead_letter_headers import ERROR_HEADER_ORIG_TOPIC
-from connect_grpc.domain import TaskId
-from connect_grpc.runtime.pipeline import TaskPipeline
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.pipeline.build import PipelinePlugins, TransformStage
+from connect_grpc.pipeline.config import ErrorHandling
+from connect_grpc.pipeline.dead_letter_headers import ERROR_HEADER_ORIG_TOPIC
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.runtime.transactions import (
     TransactionalProducer,
     Transactions,

@@ -128,7 +128,7 @@ def test_kafkas_smt_example_without_converters_is_refused_on_value_converter(
     without converters (the shared one): each line would become a Struct that no converter
     writes, so ValidateConfig reports it and CreateConnector refuses it on value.converter;
     with the connector's own JsonConverter it is valid."""
-    from connect_grpc.worker_config import read_properties
+    from connect_grpc.config.worker import read_properties
 
     shipped = Path(__file__).resolve().parents[2] / "config" / "smt-file-source.properties"
     config = {**read_properties(shipped), "name": f"smt-{tmp_path.name}"[:60],

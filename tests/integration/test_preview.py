@@ -17,8 +17,8 @@ from confluent_kafka import Producer
 
 from connect_grpc.client import ConnectClient
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
-from connect_grpc.errors import NotFoundError
-from connect_grpc.preview import ConnectData, Outcome, TopicTail
+from connect_grpc.kernel.errors import NotFoundError
+from connect_grpc.pipeline.preview_model import ConnectData, Outcome, TopicTail
 from connect_grpc.testing.cluster import WorkerProcess
 from tests.integration.helpers import create_topic
 

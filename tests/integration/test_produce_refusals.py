@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from connect_grpc.dead_letter_headers import (
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.pipeline.dead_letter_headers import (
     ERROR_HEADER_EXCEPTION_MESSAGE,
     ERROR_HEADER_EXECUTING_CLASS,
     ERROR_HEADER_ORIG_TOPIC,
     ERROR_HEADER_STAGE,
 )
-from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing import pipeline_plugins
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb

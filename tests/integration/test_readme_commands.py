@@ -49,17 +49,17 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.dead_letter_headers import (
+from connect_grpc.config.worker import read_properties
+from connect_grpc.dev import DEMO_DIR, DEMO_TOPIC, _demo_connectors, reset_demo_topic
+from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, default_state_dir
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.pipeline.dead_letter_headers import (
     ERROR_HEADER_CONNECTOR_NAME,
     ERROR_HEADER_ORIG_OFFSET,
     ERROR_HEADER_STAGE,
 )
-from connect_grpc.dev import DEMO_DIR, DEMO_TOPIC, _demo_connectors, reset_demo_topic
-from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT, default_state_dir
-from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
-from connect_grpc.worker_config import read_properties
 from tests.documents import (
     CLIENTS,
     PIPELINE,

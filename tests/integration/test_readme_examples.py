@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
 
+from connect_grpc.config.worker import read_properties
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
-from connect_grpc.worker_config import read_properties
 from tests.documents import (
     CONNECTORS,
     OPERATIONS,

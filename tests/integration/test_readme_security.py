@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from connect_grpc.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.connection import ConnectionSettings, TlsOptions
+from connect_grpc.config.worker import read_properties
 from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing.cluster import WorkerProcess
-from connect_grpc.worker_config import read_properties
 from tests.documents import SECURITY, Command, section_commands
 from tests.integration.test_readme_commands import (
     Outcome,

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from connect_grpc.config.worker import read_properties
 from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
 from connect_grpc.kafka.ports import free_port
-from connect_grpc.worker_config import read_properties
 from tests.documents import ROOT, RUNNING, Command, section_commands
 from tests.integration.test_readme_commands import Outcome, run_in_one_shell
 

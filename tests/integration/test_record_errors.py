@@ -20,7 +20,8 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from connect_grpc.dead_letter_headers import (
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.pipeline.dead_letter_headers import (
     CONTEXT_HEADERS,
     ERROR_HEADER_CONNECTOR_NAME,
     ERROR_HEADER_EXCEPTION,
@@ -33,7 +34,6 @@ from connect_grpc.dead_letter_headers import (
     ERROR_HEADER_STAGE,
     ERROR_HEADER_TASK_ID,
 )
-from connect_grpc.kafka.ports import free_port
 from connect_grpc.testing import pipeline_plugins
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb

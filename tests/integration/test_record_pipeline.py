@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.dead_letter_headers import (
+from connect_grpc.pipeline.dead_letter_headers import (
     CONTEXT_HEADERS,
     ERROR_HEADER_CONNECTOR_NAME,
     ERROR_HEADER_EXCEPTION_MESSAGE,

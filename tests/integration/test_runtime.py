@@ -23,7 +23,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from connect_grpc.configdef import ConfigDef
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import (
     Connector,
     SourceConnector,
@@ -32,7 +32,8 @@ from connect_grpc.connectors.api import (
     Task,
 )
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import (
+from connect_grpc.kernel.configdef import ConfigDef
+from connect_grpc.kernel.domain import (
     InstanceStatus,
     State,
     TargetState,
@@ -42,7 +43,6 @@ from connect_grpc.runtime.placement import driver_placement
 from connect_grpc.runtime.spark import job_tag
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.worker_config import WorkerConfig
 from tests.integration.helpers import create_topic, produce, read_all
 
 pytestmark = [pytest.mark.integration]

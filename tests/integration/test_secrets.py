@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 
 from connect_grpc.client import ConnectClient
+from connect_grpc.config.worker import read_properties
 from connect_grpc.config_providers.redaction import HIDDEN
-from connect_grpc.domain import State
-from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.kafka.ports import free_port
+from connect_grpc.kernel.domain import State
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.testing.plugins import read_events
-from connect_grpc.worker_config import read_properties
 from tests.documents import SECURITY, section_text
 from tests.integration.helpers import INSTRUMENTED_SOURCE, create_topic, produce
 

@@ -31,10 +31,10 @@ from google.protobuf import struct_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.client_convert import PLAINTEXT_AT_TLS_HINT
-from connect_grpc.connection import ConnectionSettings, TlsOptions
-from connect_grpc.domain import ConnectorOffset, TargetState
-from connect_grpc.errors import PermissionDeniedError, UnavailableError
+from connect_grpc.client.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.convert import PLAINTEXT_AT_TLS_HINT
+from connect_grpc.kernel.domain import ConnectorOffset, TargetState
+from connect_grpc.kernel.errors import PermissionDeniedError, UnavailableError
 from connect_grpc.security.roles import certificate_credential
 from connect_grpc.security.session_key import CREDENTIAL_HEADER, SIGNATURE_HEADER, SessionKey
 from connect_grpc.testing.certs import Pki

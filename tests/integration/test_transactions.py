@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from connect_grpc.connectors.api import SourceRecord, TransactionBoundary
-from connect_grpc.runtime.kafka_results import KafkaIoError
+from connect_grpc.kernel.kafka_clients import KafkaIoError
 from connect_grpc.runtime.transactions import (
     TaskFencedError,
     TransactionalProducer,

@@ -16,29 +16,29 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SinkRecord, SourceRecord, TimestampType
-from connect_grpc.connectors.pipeline_config import PipelinePlugins, TransformStage, build_pipeline
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.schema import Schema
 from connect_grpc.data.struct import Struct
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts
-from connect_grpc.runtime.dead_letter import (
+from connect_grpc.pipeline.build import PipelinePlugins, TransformStage, build_pipeline
+from connect_grpc.pipeline.dead_letter import (
     DeadLetterQueueReporter,
     SourceRecordSerializer,
     dlq_producer_conf,
 )
-from connect_grpc.runtime.pipeline import TaskPipeline
-from connect_grpc.runtime.tolerance import (
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
+from connect_grpc.pipeline.tolerance import (
     ErrorReporter,
     LogReporter,
     ProcessingContext,
     RetryWithToleranceOperator,
     Stage,
 )
-from connect_grpc.worker_config import WorkerConfig
 from tests.unit._differential_cases import Case
 
 TASK = TaskId("diff", 0)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.worker_config import WorkerConfig
 from tests.unit.fake_worker import FakeWorker
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from connect_grpc.connectors.api import Connector
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
-from connect_grpc.errors import ConnectError
+from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.runtime.worker import StatusListener
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.errors import ConnectError
+from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.storage import kafka_status
 from connect_grpc.storage.kafka_status import KafkaStatusStore
 from connect_grpc.storage.log_records import LogRecord

@@ -14,14 +14,15 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from connect_grpc.api.servicer import ConnectServicer
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import ActiveTopic, TaskId
-from connect_grpc.errors import ConnectError, FailedPreconditionError, InvalidArgumentError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.status import StatusBoard
+from connect_grpc.kernel.domain import ActiveTopic, TaskId
+from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError, InvalidArgumentError
 from connect_grpc.runtime.kafka_results import KafkaFailure
-from connect_grpc.runtime.source_task import _Batch, delivered_topics
+from connect_grpc.runtime.source_task import Batch, delivered_topics
 from connect_grpc.runtime.task import TaskRunner
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.storage.kafka_status import KafkaStatusStore
@@ -35,7 +36,6 @@ from connect_grpc.storage.status_codec import (
 )
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-from connect_grpc.worker_config import WorkerConfig
 from tests.unit.fake_worker import FakeWorker
 from tests.unit.grpc_stubs import connect_stub
 from tests.unit.status_stores import StatusLog, started_store, status_log
@@ -334,7 +334,7 @@ def _records(*topics: str) -> list[SourceRecord]:
 
 
 def test_a_batch_gathers_its_topics_once_and_records_only_those_a_send_succeeded_for() -> None:
-    batch = _Batch(_records("a", "b", "a", "c")).through(None)
+    batch = Batch(_records("a", "b", "a", "c")).through(None)
     assert batch.topics == {"a", "b", "c"}
     refused = KafkaFailure(10, "MSG_SIZE_TOO_LARGE", False, "too large")
     assert delivered_topics(batch, []) == {"a", "b", "c"}

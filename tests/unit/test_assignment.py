@@ -22,7 +22,7 @@ from connect_grpc.cluster.assignment import (
     rebalance,
     safe_step,
 )
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,12 +15,12 @@ from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 from grpc_status import rpc_status
 
-from connect_grpc import client_convert as cc
 from connect_grpc.api import convert
 from connect_grpc.api.errors import to_status
 from connect_grpc.client import ConnectClient
+from connect_grpc.client import convert as cc
 from connect_grpc.ctl.exit_codes import failure_of
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import (
     ClusterInfo,
     ConfigInfo,
     ConfigInfos,
@@ -41,7 +41,7 @@ from connect_grpc.domain import (
     TaskStatus,
     WorkerDesc,
 )
-from connect_grpc.errors import (
+from connect_grpc.kernel.errors import (
     AlreadyExistsError,
     ConnectError,
     FailedPreconditionError,

@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.errors import UnimplementedError
+from connect_grpc.kernel.errors import UnimplementedError
 from connect_grpc.v1 import connect_pb2 as pb
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ConnectService"]

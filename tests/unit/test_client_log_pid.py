@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from connect_grpc.kafka_clients import PID_RETRY_GRACE_S, ClientLog
+from connect_grpc.kernel.kafka_clients import PID_RETRY_GRACE_S, ClientLog
 
 #: As confluent-kafka hands librdkafka's line to the logger (format, facility, name, text).
 FORMAT = "%s [%s] %s"

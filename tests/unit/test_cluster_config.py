@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connect_grpc.cluster.config import DistributedConfig
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 BASE = {
     "bootstrap.servers": "127.0.0.1:9092",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from connect_grpc.cluster.records import AssignmentRecord, WorkerAssignment
+from connect_grpc.cluster.extension_records import AssignmentRecord, WorkerAssignment
 from connect_grpc.herder.distributed_reads import DistributedReads
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from connect_grpc.cluster.assignment import WorkerAssignment, rebalance, safe_step
-from connect_grpc.cluster.records import (
+from connect_grpc.cluster.extension_records import (
     ASSIGNMENT_KEY,
     AssignmentRecord,
     LeaderRecord,
@@ -17,7 +17,7 @@ from connect_grpc.cluster.records import (
     worker_key,
     worker_records,
 )
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
 
 
 def test_leader_record_round_trips() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connect_grpc.configdef import (
+from connect_grpc.kernel.configdef import (
     ConfigDef,
     ConfigKey,
     ConfigType,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.providers import (
     ConfigProviderError,
     DirectoryConfigProvider,
@@ -28,8 +29,7 @@ from connect_grpc.config_providers.transformer import (
     has_references,
     references,
 )
-from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 KAFKA = "org.apache.kafka.common.config.provider"
 

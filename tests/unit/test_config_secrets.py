@@ -12,23 +12,29 @@ from typing import ClassVar
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.providers import EnvVarConfigProvider, FileConfigProvider
 from connect_grpc.config_providers.redaction import HIDDEN
 from connect_grpc.config_providers.transformer import ConfigReferenceError, ConfigTransformer
-from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, define_all
 from connect_grpc.connectors.api import SourceConnector, Task
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import ConfigInfos, ConnectorOffset, InstanceStatus, TargetState, TaskId
-from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import ConfigValidator
+from connect_grpc.kernel.configdef import ConfigDef, ConfigKey, ConfigType, define_all
+from connect_grpc.kernel.domain import (
+    ConfigInfos,
+    ConnectorOffset,
+    InstanceStatus,
+    TargetState,
+    TaskId,
+)
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.testing.plugins import read_events
-from connect_grpc.worker_config import WorkerConfig
 from tests.task_fakes import IdleSource
 from tests.unit.fake_worker import FakeWorker
 

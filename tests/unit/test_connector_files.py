@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from connect_grpc.connector_files import load_connector_file
-from connect_grpc.domain import ConnectorOffset, TargetState
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.config.connector_files import load_connector_file
+from connect_grpc.kernel.domain import ConnectorOffset, TargetState
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 
 def test_properties_file(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from typing import cast
 
 import pytest
 
-from connect_grpc import deadline
-from connect_grpc.errors import UnavailableError
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import UnavailableError
 from connect_grpc.storage.base import OffsetEntry
 from connect_grpc.storage.connector_offsets import (
     ConnectorOffsetStores,

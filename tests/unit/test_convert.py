@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connect_grpc.api import convert
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import (
     ConnectorOffset,
     ConnectorStatus,
     ConnectorType,
@@ -14,7 +14,7 @@ from connect_grpc.domain import (
     TargetState,
     TaskStatus,
 )
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.v1 import connect_pb2 as pb
 
 MAX_LONG = 2**63 - 1

@@ -11,11 +11,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from connect_grpc.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.connection import ConnectionSettings, TlsOptions
 from connect_grpc.ctl.connecting import TOKEN_ENV, ConnectionOptions, connection_settings
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV, ContextsFile, Credentials
 from connect_grpc.ctl.root import ctl
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 TOKEN = "t0ken-" + "x" * 20
 OTHER_TOKEN = "other-" + "y" * 20

@@ -16,7 +16,7 @@ from connect_grpc.ctl.contexts import (
     config_dir,
     resolve_target,
 )
-from connect_grpc.errors import InvalidArgumentError, NotFoundError
+from connect_grpc.kernel.errors import InvalidArgumentError, NotFoundError
 
 
 @pytest.fixture

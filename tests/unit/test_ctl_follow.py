@@ -5,7 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 from connect_grpc.ctl.follow import Change, RestartFollower, WatchBoard, changes, instances
-from connect_grpc.domain import ConnectorStatus, ConnectorType, InstanceStatus, State, TaskStatus
+from connect_grpc.kernel.domain import (
+    ConnectorStatus,
+    ConnectorType,
+    InstanceStatus,
+    State,
+    TaskStatus,
+)
 
 R, F, X = State.RUNNING, State.FAILED, State.RESTARTING
 

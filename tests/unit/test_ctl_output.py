@@ -10,8 +10,8 @@ import grpc
 import pytest
 import yaml
 
-from connect_grpc.client_convert import ConnectorListing
-from connect_grpc.connector_files import load_offsets_file, parse_offsets
+from connect_grpc.client.convert import ConnectorListing
+from connect_grpc.config.connector_files import load_offsets_file, parse_offsets
 from connect_grpc.ctl import documents
 from connect_grpc.ctl.cmd_read import answered_by
 from connect_grpc.ctl.exit_codes import (
@@ -22,7 +22,7 @@ from connect_grpc.ctl.exit_codes import (
     timed_out,
 )
 from connect_grpc.ctl.render import plain_table, trace_summary
-from connect_grpc.domain import (
+from connect_grpc.kernel.domain import (
     ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
@@ -35,7 +35,7 @@ from connect_grpc.domain import (
     TaskStatus,
     WorkerDesc,
 )
-from connect_grpc.errors import (
+from connect_grpc.kernel.errors import (
     AlreadyExistsError,
     ConnectError,
     FailedPreconditionError,

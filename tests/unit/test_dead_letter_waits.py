@@ -13,14 +13,16 @@ from typing import Any
 import pytest
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
-from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.kernel.kafka_clients import KafkaIoError
 from connect_grpc.metrics.worker_metrics import ErrorCounts
-from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
-from connect_grpc.runtime.kafka_results import KafkaIoError, RangeResult
-from connect_grpc.runtime.pipeline import TaskPipeline
+from connect_grpc.pipeline.build import PipelinePlugins
+from connect_grpc.pipeline.config import ErrorHandling
+from connect_grpc.pipeline.dead_letter import DeadLetterQueueReporter
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
+from connect_grpc.pipeline.tolerance import ProcessingContext
+from connect_grpc.runtime.kafka_results import RangeResult
 from connect_grpc.runtime.sink_task import _Member, put_all
-from connect_grpc.runtime.tolerance import ProcessingContext
 from connect_grpc.testing.pipeline_plugins import Utf8Converter
 
 pytestmark = pytest.mark.timeout(10)
@@ -132,7 +134,7 @@ def test_writes_of_lost_partitions_are_let_go_of_and_their_late_answer_is_harmle
 def test_close_waits_a_bounded_time_then_ends_every_write_without_counting_failures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from connect_grpc.runtime import dead_letter
+    from connect_grpc.pipeline import dead_letter
 
     monkeypatch.setattr(dead_letter, "CLOSE_FLUSH_S", 0.01)
     producer = HeldProducer()

@@ -16,9 +16,7 @@ from grpc_status import rpc_status
 from connect_grpc.api.errors import to_status
 from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.client import ConnectClient
-from connect_grpc.client_convert import error_from_status
-from connect_grpc.domain import ConnectorOffset, TargetState
-from connect_grpc.errors import AbortedError, NotFoundError
+from connect_grpc.client.convert import error_from_status
 from connect_grpc.herder.etags import (
     ETAG_LENGTH,
     connector_etag,
@@ -27,6 +25,8 @@ from connect_grpc.herder.etags import (
     require_etag,
 )
 from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.domain import ConnectorOffset, TargetState
+from connect_grpc.kernel.errors import AbortedError, NotFoundError
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.unit.grpc_stubs import connect_channel

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.connectors.sequence import SequenceSourceConnector
-from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.validation import ConfigValidator
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 WORKER = {"bootstrap.servers": "localhost:9092"}
 

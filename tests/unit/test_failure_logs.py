@@ -20,11 +20,11 @@ _FAILED_RECORD = f"""
 import logging, sys
 from dataclasses import replace
 from connect_grpc.connectors.api import SinkRecord
-from connect_grpc.connectors.pipeline_config import ErrorHandling
-from connect_grpc.domain import TaskId
-from connect_grpc.logs import configure_logging
+from connect_grpc.pipeline.config import ErrorHandling
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.logs.output import configure_logging
 from connect_grpc.metrics.worker_metrics import ErrorCounts
-from connect_grpc.runtime.tolerance import (
+from connect_grpc.pipeline.tolerance import (
     LogReporter, ProcessingContext, RetryWithToleranceOperator, Stage,
 )
 from connect_grpc.testing.pipeline_plugins import PickyBytesConverter
@@ -32,7 +32,7 @@ from connect_grpc.testing.pipeline_plugins import PickyBytesConverter
 log_format, include_messages, debug = sys.argv[1], sys.argv[2] == "true", sys.argv[3] == "true"
 configure_logging(log_format)
 if debug:
-    logging.getLogger("connect_grpc.runtime.tolerance").setLevel(logging.DEBUG)
+    logging.getLogger("connect_grpc.pipeline.tolerance").setLevel(logging.DEBUG)
 errors = ErrorHandling(
     retry_timeout_ms=0, retry_delay_max_ms=60000, tolerate_all=True, log_enable=True,
     log_include_messages=include_messages, dlq_topic="", dlq_replication_factor=3,
@@ -109,7 +109,7 @@ def test_the_traceback_is_a_debug_event_and_shows_no_local_variables(log_format:
 
 _PLUGIN_EXCEPTION = f"""
 import structlog
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs.output import configure_logging
 
 configure_logging("console")
 
@@ -132,7 +132,7 @@ def test_no_renderer_prints_local_variables_of_any_exception() -> None:
 
 _PY4J_DEBUG = f"""
 import logging, sys
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs.output import configure_logging
 
 configure_logging(sys.argv[1])
 for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):

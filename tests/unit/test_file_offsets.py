@@ -16,12 +16,12 @@ import pytest
 from google.rpc import code_pb2
 
 from connect_grpc.api.errors import to_status
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import ConnectorOffset, TargetState
-from connect_grpc.errors import StartupError, StorageError
 from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.domain import ConnectorOffset, TargetState
+from connect_grpc.kernel.errors import StartupError, StorageError
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.worker_config import WorkerConfig
 from tests.unit.fake_worker import FakeWorker
 
 SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
@@ -238,7 +238,7 @@ def test_a_journal_replayed_over_a_snapshot_that_holds_it_changes_nothing(
 _COMMIT_LOOP = """
 import sys
 from pathlib import Path
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs.output import configure_logging
 from connect_grpc.storage import file_offsets
 configure_logging()  # logs to stderr: stdout carries the acknowledged commits
 file_offsets.MIN_JOURNAL_BYTES = 4096  # compactions happen during the loop too

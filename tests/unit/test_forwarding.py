@@ -17,22 +17,22 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from connect_grpc import deadline
 from connect_grpc.api.errors import mapped
 from connect_grpc.api.forward_retry import LEADER_UNAVAILABLE, Backoff, LeaderUnavailableError
 from connect_grpc.api.forwarding import FORWARDED_BY, Forwarder, forwardable, forwarded_by
 from connect_grpc.api.idempotency import RequestLog
 from connect_grpc.api.leader_relay import LeaderWritesRelay
 from connect_grpc.api.servicer import ConnectServicer
-from connect_grpc.errors import (
+from connect_grpc.herder.interface import Herder
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import (
     InvalidArgumentError,
     NotFoundError,
     NotLeaderError,
     StorageError,
     UnavailableError,
 )
-from connect_grpc.herder.base import Herder
-from connect_grpc.kafka.ports import free_port
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.unit.grpc_stubs import start_server

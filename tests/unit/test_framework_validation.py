@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from connect_grpc.configdef import topic_name_error
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.validation import ConfigValidator, tasks_max
+from connect_grpc.kernel.configdef import topic_name_error
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 LIMIT = 8
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from connect_grpc.domain import ConnectorOffset, TargetState
-from connect_grpc.errors import (
+from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.domain import ConnectorOffset, TargetState
+from connect_grpc.kernel.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     StorageError,
 )
-from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.testing.plugins import read_events
 
 SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"

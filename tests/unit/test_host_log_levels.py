@@ -15,9 +15,12 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.domain import TaskId
-from connect_grpc.loggers import LEVELS_SET, LevelTable, LoggerLevels, apply_levels
-from connect_grpc.runtime.hosting import HostJob, HostLink, HostSession, HostSlots, WarmHosts
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.logs.levels import LEVELS_SET, LevelTable, LoggerLevels, apply_levels
+from connect_grpc.runtime.hosting.jobs import HostJob, WarmHosts
+from connect_grpc.runtime.hosting.link import HostLink
+from connect_grpc.runtime.hosting.serving import HostSession
+from connect_grpc.runtime.hosting.slots import HostSlots
 
 
 @pytest.fixture

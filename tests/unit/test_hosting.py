@@ -15,23 +15,20 @@ from typing import Any
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import RetriableError
 from connect_grpc.connectors.plugin_loading import import_object
-from connect_grpc.domain import TaskId
-from connect_grpc.errors import InvalidArgumentError
-from connect_grpc.runtime.hosting import (
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.kernel.errors import InvalidArgumentError
+from connect_grpc.runtime.hosting.jobs import (
     HostedTaskError,
-    HostSession,
-    HostSlots,
     RetriableHostedTaskError,
-    SlotWatcher,
     hosted_error,
-    importable_name,
-    send_at_once,
 )
+from connect_grpc.runtime.hosting.serving import HostSession, importable_name, send_at_once
+from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
 from connect_grpc.runtime.retry import is_retriable_error
 from connect_grpc.runtime.spark import local_slots
-from connect_grpc.worker_config import WorkerConfig
 
 
 class _Host:

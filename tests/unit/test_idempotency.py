@@ -9,9 +9,9 @@ from typing import TypeVar
 import pytest
 from google.protobuf.message import Message
 
-from connect_grpc import request_answer
 from connect_grpc.api.idempotency import RequestLog
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel import request_answer
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.v1 import connect_pb2 as pb
 
 M = TypeVar("M", bound=Message)

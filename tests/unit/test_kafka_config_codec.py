@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from connect_grpc.domain import RestartRequest, TargetState
+from connect_grpc.kernel.domain import RestartRequest, TargetState
 from connect_grpc.storage.config_codec import (
     REMOVAL_CHANGE_INDEX,
     RawRecord,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from connect_grpc.kafka_clients import FINAL_NAMES, RETRIABLE_NAMES, is_retriable
+from connect_grpc.kernel.kafka_clients import FINAL_NAMES, RETRIABLE_NAMES, is_retriable
 from connect_grpc.runtime.retry import is_retriable_error
 
 pytestmark = pytest.mark.timeout(20)

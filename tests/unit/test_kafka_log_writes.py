@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from connect_grpc.errors import ConnectError, UnavailableError
+from connect_grpc.kernel.errors import ConnectError, UnavailableError
 from connect_grpc.storage.kafka_log import KafkaBasedLog
 from connect_grpc.storage.log_records import LogRecord
 from connect_grpc.storage.log_topic import TopicSpec

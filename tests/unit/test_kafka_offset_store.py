@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from connect_grpc.errors import ConnectError
+from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.storage import kafka_offsets
 from connect_grpc.storage.kafka_offsets import KafkaOffsetStore, encode_records
 from connect_grpc.storage.log_records import Freshness, LogRecord

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.domain import InstanceStatus, PlacementKind, State, TaskId, TaskPlacement
+from connect_grpc.kernel.domain import InstanceStatus, PlacementKind, State, TaskId, TaskPlacement
 from connect_grpc.storage.kafka_offsets import decode_record
 from connect_grpc.storage.log_records import Freshness, LogRecord
 from connect_grpc.storage.offsets_codec import encode_key, encode_value

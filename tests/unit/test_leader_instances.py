@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from connect_grpc.domain import TargetState, TaskId
 from connect_grpc.herder.leader_assignment import AssignmentPublisher
+from connect_grpc.kernel.domain import TargetState, TaskId
 from connect_grpc.storage.config_codec import (
     RawRecord,
     connector_config_records,

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from connect_grpc.cluster.records import worker_key
+from connect_grpc.cluster.extension_records import worker_key
 from connect_grpc.herder.distributed import DistributedHerder
 
 

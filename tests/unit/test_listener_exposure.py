@@ -9,7 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from connect_grpc.api.server import is_loopback, warn_if_exposed, warn_if_tokens_in_clear
-from connect_grpc.worker_config import DEFAULT_LISTENER, parse_listener, read_properties
+from connect_grpc.config.worker import DEFAULT_LISTENER, parse_listener, read_properties
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 

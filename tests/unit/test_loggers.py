@@ -23,9 +23,9 @@ from grpc_status import rpc_status
 from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.root import ctl as ctl_root
-from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.loggers import (
+from connect_grpc.kernel.errors import InvalidArgumentError
+from connect_grpc.logs.levels import (
     KAFKA_LEVELS,
     OFF,
     TRACE,

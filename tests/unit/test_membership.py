@@ -21,7 +21,7 @@ from connect_grpc.cluster.fenced_writer import (
     leader_transactional_id,
 )
 from connect_grpc.cluster.membership import ElectionConfig, LeaderElection, Leadership
-from connect_grpc.errors import NotLeaderError, UnavailableError
+from connect_grpc.kernel.errors import NotLeaderError, UnavailableError
 from tests.task_fakes import DeliveredMessage
 
 TOPIC = "cluster-leader"

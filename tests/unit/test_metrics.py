@@ -19,8 +19,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from connect_grpc.api.metrics import ServerMetricsInterceptor
-from connect_grpc.domain import PlacementKind, State, TaskId
-from connect_grpc.errors import InvalidArgumentError, StartupError
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.kernel.domain import PlacementKind, State, TaskId
+from connect_grpc.kernel.errors import InvalidArgumentError, StartupError
 from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics
 from connect_grpc.metrics.worker_metrics import (
     ON_DRIVER,
@@ -29,7 +30,6 @@ from connect_grpc.metrics.worker_metrics import (
     RebalanceState,
     WorkerMetrics,
 )
-from connect_grpc.worker_config import WorkerConfig
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from connect_grpc.domain import ConnectorOffset, OffsetPrimitive
-from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder import offsets as rules
+from connect_grpc.kernel.domain import ConnectorOffset, OffsetPrimitive
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 
 def _sink(partition: dict[str, OffsetPrimitive] | None,

@@ -10,14 +10,16 @@ import threading
 
 import structlog
 
-from connect_grpc.logs import _LoggingStream
+from connect_grpc.logs.output import _LoggingStream
 
 SECRET = "s3cret-value-1234"
 
 _CAPTURED_RUN = f"""
 import os, sys, warnings
 from connect_grpc.config_providers.redaction import SECRETS
-from connect_grpc.logs import capture_output, configure_logging, plugin_context, restore_output
+from connect_grpc.logs.output import (
+    capture_output, configure_logging, plugin_context, restore_output
+)
 configure_logging("json")
 SECRETS.register([{SECRET!r}])
 console = capture_output()

@@ -10,7 +10,7 @@ from connect_grpc.api.paging import (
     PageRequest,
     answer_budget,
 )
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 NAMES = ["a", "b", "c", "d"]
 

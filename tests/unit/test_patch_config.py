@@ -13,10 +13,10 @@ from google.protobuf import json_format, struct_pb2
 
 from connect_grpc.api.convert import config_patch_from_pb
 from connect_grpc.api.servicer import ConnectServicer
-from connect_grpc.domain import State, TargetState
-from connect_grpc.errors import InvalidArgumentError, NotFoundError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import patched_config
+from connect_grpc.kernel.domain import State, TargetState
+from connect_grpc.kernel.errors import InvalidArgumentError, NotFoundError
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.unit.grpc_stubs import connect_stub

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceRecord
-from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins, TransformStage
 from connect_grpc.data.converters.json import JsonConverter
 from connect_grpc.data.converters.simple_header import SimpleHeaderConverter
 from connect_grpc.data.errors import DataError, RetriableError
@@ -31,7 +30,12 @@ from connect_grpc.data.transforms.hoist_field import HoistFieldValue
 from connect_grpc.data.transforms.insert_field import InsertFieldValue
 from connect_grpc.data.transforms.mask_field import MaskFieldValue
 from connect_grpc.data.transforms.replace_field import ReplaceFieldValue
-from connect_grpc.dead_letter_headers import (
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.kernel.kafka_clients import KafkaIoError
+from connect_grpc.pipeline.build import PipelinePlugins, TransformStage
+from connect_grpc.pipeline.config import ErrorHandling
+from connect_grpc.pipeline.dead_letter import DeadLetterQueueReporter
+from connect_grpc.pipeline.dead_letter_headers import (
     ERROR_HEADER_CONNECTOR_NAME,
     ERROR_HEADER_EXCEPTION,
     ERROR_HEADER_EXCEPTION_MESSAGE,
@@ -44,15 +48,13 @@ from connect_grpc.dead_letter_headers import (
     ERROR_HEADER_TASK_ID,
     HEADER_PREFIX,
 )
-from connect_grpc.domain import TaskId
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
+from connect_grpc.pipeline.tolerance import ErrorHandlerError
 from connect_grpc.runtime.batching import OffsetRange
-from connect_grpc.runtime.dead_letter import DeadLetterQueueReporter
-from connect_grpc.runtime.kafka_results import KafkaIoError, RangeResult
-from connect_grpc.runtime.pipeline import TaskPipeline
-from connect_grpc.runtime.records import latest_offsets
+from connect_grpc.runtime.kafka_results import RangeResult
 from connect_grpc.runtime.sink_task import put_all, read_and_put
-from connect_grpc.runtime.source_task import _Batch
-from connect_grpc.runtime.tolerance import ErrorHandlerError
+from connect_grpc.runtime.source_task import Batch
+from connect_grpc.runtime.spark_rows import latest_offsets
 from connect_grpc.testing.pipeline_plugins import (
     DropTransformation,
     PoisonTransformation,
@@ -240,7 +242,7 @@ def test_sink_dlq_gets_the_original_bytes_headers_and_ten_context_headers() -> N
     assert written["timestamp"] == 1_700_000_000_000
     assert written["headers"][0] == ("h", b"1")  # the original headers first
     headers = dlq_headers(written)
-    # Kafka Connect's names, spelled out once: the contract connect_grpc.dead_letter_headers keeps
+    # Kafka Connect's names, spelled out once: the contract pipeline.dead_letter_headers keeps
     assert list(headers) == [
         "__connect.errors.topic",
         "__connect.errors.partition",
@@ -324,7 +326,7 @@ def test_unacknowledged_dlq_writes_fail_the_wait_retriably() -> None:
     counts_producer = FakeProducer({})
     counts_producer.deliver = False
     from connect_grpc.metrics.worker_metrics import ErrorCounts
-    from connect_grpc.runtime.tolerance import ProcessingContext
+    from connect_grpc.pipeline.tolerance import ProcessingContext
 
     reporter = DeadLetterQueueReporter(
         TASK,
@@ -444,19 +446,20 @@ def test_put_all_fails_after_put_when_the_task_swallowed_a_tolerance_error() -> 
 def test_a_source_batch_through_the_pipeline_commits_only_what_goes_out() -> None:
     built, _ = pipeline(stage("drop", DropTransformation()))
     polled = [source("a", 0), source("b", 1), source("drop", 2)]
-    batch = _Batch(polled).through(built)
+    batch = Batch(polled).through(built)
     assert [r.value for r in batch.outgoing] == [b"a", b"b"]
     assert latest_offsets(batch.outgoing) == [({"p": 0}, {"o": 1})]
     assert batch.converted is not None and batch.converted[2] is None
-    untouched = _Batch(polled).through(None)
+    untouched = Batch(polled).through(None)
     assert untouched.outgoing is polled and untouched.converted is None
 
 
 def test_a_hosted_task_s_pipeline_factory_is_searched_for_values_to_mask() -> None:
+    from connect_grpc.config.worker import WorkerConfig
     from connect_grpc.connectors.plugins import Plugins
-    from connect_grpc.runtime.hosting import _strings_in
-    from connect_grpc.runtime.pipeline import ConnectorPipeline, PipelineSpec
-    from connect_grpc.worker_config import WorkerConfig
+    from connect_grpc.pipeline.build import ConnectorPipeline
+    from connect_grpc.pipeline.spec import PipelineSpec
+    from connect_grpc.runtime.hosting.link import _strings_in
 
     worker = WorkerConfig.from_properties(
         {"bootstrap.servers": "b:1", "listeners": "grpc://127.0.0.1:0", "worker.id": "w"}

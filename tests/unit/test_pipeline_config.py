@@ -15,13 +15,7 @@ from typing import Any
 import pytest
 
 from connect_grpc.app import StandaloneProcess
-from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, non_empty_list, one_of
-from connect_grpc.connectors.pipeline_config import (
-    ErrorHandling,
-    PipelineConfigError,
-    build_pipeline,
-    check_worker_converters,
-)
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.pipeline_plugins import PluginClassError, PluginKind
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.plugins import (
@@ -33,11 +27,13 @@ from connect_grpc.data.plugins import (
 )
 from connect_grpc.data.predicates import BUILTIN_PREDICATES
 from connect_grpc.data.transforms import BUILTIN_TRANSFORMS
-from connect_grpc.errors import InvalidArgumentError, StartupError
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import ConfigValidator
+from connect_grpc.kernel.configdef import ConfigDef, ConfigKey, ConfigType, non_empty_list, one_of
+from connect_grpc.kernel.errors import InvalidArgumentError, StartupError
+from connect_grpc.pipeline.build import build_pipeline, check_worker_converters
+from connect_grpc.pipeline.config import ErrorHandling, PipelineConfigError
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.worker_config import WorkerConfig
 
 CLOSED: list[str] = []
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.validation import ConfigValidator
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 T = "org.apache.kafka.connect.transforms."
 JSON = "org.apache.kafka.connect.json.JsonConverter"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.ctl.documents import placement_text
-from connect_grpc.domain import PlacementKind, TaskPlacement
+from connect_grpc.kernel.domain import PlacementKind, TaskPlacement
 from connect_grpc.runtime.placement import (
     LOCAL_EXECUTOR_ID,
     driver_placement,

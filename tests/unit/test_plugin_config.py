@@ -11,9 +11,9 @@ import grpc
 import pytest
 
 from connect_grpc.api.servicer import ConnectServicer
-from connect_grpc.domain import PluginDesc
-from connect_grpc.errors import InvalidArgumentError, NotFoundError
 from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.domain import PluginDesc
+from connect_grpc.kernel.errors import InvalidArgumentError, NotFoundError
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.unit.grpc_stubs import connect_stub

@@ -11,15 +11,15 @@ import pytest
 from connect_grpc.connectors.file import FileStreamSinkConnector, FileStreamSourceConnector
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.connectors.sequence import SequenceSourceConnector
-from connect_grpc.domain import ConnectorType
-from connect_grpc.errors import NotFoundError
+from connect_grpc.kernel.domain import ConnectorType
+from connect_grpc.kernel.errors import NotFoundError
 from connect_grpc.testing.plugins import InstrumentedSinkConnector, InstrumentedSourceConnector
 
 FILE_SOURCE = "connect_grpc.connectors.file.FileStreamSourceConnector"
 
 PLUGIN_MODULE = """
 from connect_grpc.connectors.api import SinkConnector
-from connect_grpc.configdef import ConfigDef
+from connect_grpc.kernel.configdef import ConfigDef
 
 
 class {name}(SinkConnector):

@@ -22,7 +22,10 @@ from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.root import ctl
 from connect_grpc.data.plugins import Transformation
-from connect_grpc.dead_letter_headers import (
+from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.domain import ConnectorType, TargetState
+from connect_grpc.kernel.errors import InvalidArgumentError, NotFoundError, UnavailableError
+from connect_grpc.pipeline.dead_letter_headers import (
     ERROR_HEADER_CONNECTOR_NAME,
     ERROR_HEADER_EXCEPTION,
     ERROR_HEADER_EXCEPTION_MESSAGE,
@@ -34,10 +37,7 @@ from connect_grpc.dead_letter_headers import (
     ERROR_HEADER_STAGE,
     ERROR_HEADER_TASK_ID,
 )
-from connect_grpc.domain import ConnectorType, TargetState
-from connect_grpc.errors import InvalidArgumentError, NotFoundError, UnavailableError
-from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.preview import (
+from connect_grpc.pipeline.preview_model import (
     ConnectData,
     FailureAction,
     Outcome,

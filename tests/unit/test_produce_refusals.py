@@ -17,22 +17,24 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from connect_grpc.connectors.api import SourceRecord, SourceTask
-from connect_grpc.connectors.pipeline_config import ErrorHandling, PipelinePlugins
-from connect_grpc.dead_letter_headers import ERROR_HEADER_ORIG_TOPIC, ERROR_HEADER_STAGE
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.pipeline.build import PipelinePlugins
+from connect_grpc.pipeline.config import ErrorHandling
+from connect_grpc.pipeline.dead_letter_headers import ERROR_HEADER_ORIG_TOPIC, ERROR_HEADER_STAGE
+from connect_grpc.pipeline.spec import PipelineSpec
+from connect_grpc.pipeline.task_pipeline import TaskPipeline, start_pipeline
+from connect_grpc.pipeline.tolerance import LogReporter, ProcessingContext
 from connect_grpc.runtime import client_cache, produce
 from connect_grpc.runtime.kafka_results import KafkaFailure, ProduceResult, RecordRefusedError
-from connect_grpc.runtime.pipeline import PipelineSpec, TaskPipeline, start_pipeline
 from connect_grpc.runtime.produce import DriverProducer, ProduceErrors, produce_slices
-from connect_grpc.runtime.records import group_for_slices, slice_indexes, to_produce_row
 from connect_grpc.runtime.source_task import (
+    Batch,
     DeliveryError,
-    _Batch,
     check_delivery,
     commit_dropped,
     skip_refused,
 )
-from connect_grpc.runtime.tolerance import LogReporter, ProcessingContext
+from connect_grpc.runtime.spark_rows import group_for_slices, slice_indexes, to_produce_row
 from connect_grpc.testing.pipeline_plugins import DropTransformation
 
 pytestmark = pytest.mark.timeout(10)
@@ -260,11 +262,11 @@ def source_pipeline(*stages: Any, errors: ErrorHandling = ALL) -> tuple[TaskPipe
 
 
 def test_a_refused_record_is_reported_counted_and_committed_as_dropped() -> None:
-    from connect_grpc.runtime.pipeline import TransformStage
+    from connect_grpc.pipeline.build import TransformStage
 
     built, recorder = source_pipeline(TransformStage("drop", DropTransformation(), None, False))
     polled = [record(b"drop me", 0), record(b"ok", 1), record(BIG, 2)]
-    batch = _Batch(polled).through(built)
+    batch = Batch(polled).through(built)
     assert [r.value for r in batch.outgoing] == [b"ok", BIG]
     why = KafkaFailure(10, "MSG_SIZE_TOO_LARGE", False, "out[0]: Broker: Message size too large")
     task = ListeningTask()
@@ -286,7 +288,7 @@ def test_the_log_line_names_the_produce_stage_and_kafkas_class() -> None:
     built, recorder = source_pipeline()
     [log_reporter] = [r for r in built.operator.reporters if isinstance(r, LogReporter)]
     why = KafkaFailure(10, "MSG_SIZE_TOO_LARGE", False, "too large")
-    skip_refused(_Batch([record(BIG, 0)]).through(built), [(0, why)], built, NotListening(),
+    skip_refused(Batch([record(BIG, 0)]).through(built), [(0, why)], built, NotListening(),
                  structlog_logger())
     assert log_reporter.message(recorder.contexts[0]) == (
         "Error encountered in task src-0. Executing stage 'KAFKA_PRODUCE' with class "
@@ -322,7 +324,7 @@ def test_a_refused_record_goes_to_the_source_dead_letter_queue() -> None:
     )
     why = KafkaFailure(10, "MSG_SIZE_TOO_LARGE", False, "too large")
     polled = record(BIG, 0)
-    skip_refused(_Batch([polled]).through(built), [(0, why)], built, NotListening(),
+    skip_refused(Batch([polled]).through(built), [(0, why)], built, NotListening(),
                  structlog_logger())
     [dead] = produced
     headers = dict(dead["headers"])
@@ -351,7 +353,7 @@ def test_a_pass_through_source_keeps_its_pipeline_only_to_tolerate_refusals() ->
     )
     kept = start(spec(ALL))
     assert kept is not None and kept.pass_through and kept.tolerates_all
-    batch = _Batch([record(b"a", 0)]).through(kept)
+    batch = Batch([record(b"a", 0)]).through(kept)
     assert batch.outgoing is batch.records and batch.converted is None  # not run through it
     assert start(spec(NONE)) is None
 

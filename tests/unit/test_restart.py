@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from connect_grpc.domain import (
+from connect_grpc.herder.restart import build_restart_plan
+from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.domain import (
     ConnectorStatus,
     ConnectorType,
     InstanceStatus,
@@ -20,9 +22,7 @@ from connect_grpc.domain import (
     TaskId,
     TaskStatus,
 )
-from connect_grpc.errors import ConnectError, InstanceFailedError, NotFoundError
-from connect_grpc.herder.restart import build_restart_plan
-from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.errors import ConnectError, InstanceFailedError, NotFoundError
 from connect_grpc.storage.config_codec import (
     parse_restart_record,
     restart_key,

@@ -14,19 +14,19 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from connect_grpc import deadline
 from connect_grpc.api import convert
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.ctl.cmd_change import parse_time
-from connect_grpc.domain import ConnectorOffset, OffsetsChange
-from connect_grpc.errors import (
+from connect_grpc.herder import offsets as rules
+from connect_grpc.herder.offset_manager import OffsetManager
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import ConnectorOffset, OffsetsChange
+from connect_grpc.kernel.errors import (
     ConnectError,
     FailedPreconditionError,
     InvalidArgumentError,
     UnavailableError,
 )
-from connect_grpc.herder import offsets as rules
-from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.runtime.record_times import RecordTimes, ResolvedOffset
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.file_offsets import FileOffsetStore

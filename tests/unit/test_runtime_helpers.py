@@ -10,8 +10,14 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SourceRecord, TimestampType
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.errors import InvalidArgumentError
+from connect_grpc.kernel.gc_tuning import (
+    BATCH_GC_THRESHOLDS,
+    collector_paused,
+    tune_for_batches,
+)
 from connect_grpc.runtime import range_reader
 from connect_grpc.runtime.batching import (
     DEFAULT_INITIAL_RECORDS,
@@ -26,23 +32,17 @@ from connect_grpc.runtime.client_settings import (
     reader_conf,
     sink_group_id,
 )
-from connect_grpc.runtime.gc_tuning import (
-    BATCH_GC_THRESHOLDS,
-    collector_paused,
-    tune_for_batches,
-)
 from connect_grpc.runtime.kafka_results import ProduceResult
-from connect_grpc.runtime.records import (
+from connect_grpc.runtime.sink_task import incremental_rebalancing, subscription
+from connect_grpc.runtime.source_task import DeliveryError, check_delivery
+from connect_grpc.runtime.spark import job_tag, spark_conf
+from connect_grpc.runtime.spark_rows import (
     group_for_slices,
     latest_offsets,
     next_offsets,
     to_produce_row,
     to_sink_records,
 )
-from connect_grpc.runtime.sink_task import incremental_rebalancing, subscription
-from connect_grpc.runtime.source_task import DeliveryError, check_delivery
-from connect_grpc.runtime.spark import job_tag, spark_conf
-from connect_grpc.worker_config import WorkerConfig
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.cluster.config import DistributedConfig
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.security.cli import run_auth_command
 from connect_grpc.security.config import (
     AUTH_OPEN_SERVICES,
@@ -35,7 +36,6 @@ from connect_grpc.security.credential_files import (
 from connect_grpc.security.roles import Role
 from connect_grpc.security.session_key import KeyRing, SessionKey
 from connect_grpc.testing.certs import CertificateAuthority, Identity
-from connect_grpc.worker_config import WorkerConfig
 
 pytestmark = pytest.mark.timeout(60)
 

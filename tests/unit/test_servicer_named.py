@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from connect_grpc.api.servicer import _named
-from connect_grpc.errors import InvalidArgumentError
+from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.v1 import connect_pb2 as pb
 
 

@@ -12,12 +12,14 @@ from typing import Any, cast
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SinkRecord, SinkTask
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
 from connect_grpc.runtime import sink_task
 from connect_grpc.runtime.sink_task import REJOIN_TIMEOUT_S, SinkTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.runtime.task_host import DriverHost
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from tests.task_fakes import FakeSpark, StatusRecorder
 from tests.unit.test_task_retry import FakeClock
 
@@ -83,8 +85,10 @@ def consumers(monkeypatch: pytest.MonkeyPatch) -> list[GroupConsumer]:
 def sink_runner(clock: FakeClock) -> SinkTaskRunner:
     worker = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:1"})
     runner = SinkTaskRunner(
-        TaskId("sink", 0), _Sink(), "w1", StatusRecorder(), cast(SparkRuntime, FakeSpark()),
-        worker_config=worker, connector_config={"topics": "t"}, task_config={}, clock=clock,
+        TaskSetup(TaskId("sink", 0), "w1", worker, {"topics": "t"}, {}),
+        DriverHost(_Sink()),
+        TaskClients(StatusRecorder(), cast(SparkRuntime, FakeSpark())),
+        clock=clock,
     )
     runner.prepare()
     return runner

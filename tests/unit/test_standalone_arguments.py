@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.cli import STANDALONE_USAGE, swapped_arguments_error
-from connect_grpc.worker_config import read_properties
+from connect_grpc.config.worker import read_properties
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 WORKER = CONFIG / "worker-standalone.properties"

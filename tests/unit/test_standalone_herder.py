@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from connect_grpc.domain import State, TargetState, TaskId
-from connect_grpc.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
 from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.domain import State, TargetState, TaskId
+from connect_grpc.kernel.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
 from tests.unit.fake_worker import FakeWorker
 from tests.unit.source_configs import source_config
 

@@ -10,8 +10,10 @@ import threading
 import pytest
 
 from connect_grpc.api.convert import connector_status_to_pb
-from connect_grpc.client_convert import connector_status_from_pb
-from connect_grpc.domain import (
+from connect_grpc.client.convert import connector_status_from_pb
+from connect_grpc.herder.abstract_herder import HerderCommon
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.kernel.domain import (
     ConnectorStatus,
     ConnectorType,
     InstanceStatus,
@@ -19,8 +21,6 @@ from connect_grpc.domain import (
     TaskId,
     TaskStatus,
 )
-from connect_grpc.herder.common import HerderCommon
-from connect_grpc.herder.status import StatusBoard
 from connect_grpc.storage.base import StatusRevisions
 from connect_grpc.storage.memory_status import MemoryStatusStore
 

@@ -10,16 +10,16 @@ from dataclasses import replace
 from typing import Any
 
 from connect_grpc.connectors.api import SinkRecord
-from connect_grpc.connectors.pipeline_config import ErrorHandling
-from connect_grpc.domain import State
-from connect_grpc.runtime.hosting import hosted_error
-from connect_grpc.runtime.tolerance import (
+from connect_grpc.kernel.domain import State
+from connect_grpc.kernel.traces import MAX_FRAMES, headline, root_cause, status_trace, summary
+from connect_grpc.pipeline.config import ErrorHandling
+from connect_grpc.pipeline.tolerance import (
     ErrorHandlerError,
     ProcessingContext,
     RetryWithToleranceOperator,
     Stage,
 )
-from connect_grpc.runtime.traces import MAX_FRAMES, headline, root_cause, status_trace, summary
+from connect_grpc.runtime.hosting.jobs import hosted_error
 from connect_grpc.testing.pipeline_plugins import PickyBytesConverter
 from tests.unit.test_task_retry import (  # noqa: F401 (the fixture)
     FAST,
@@ -70,7 +70,7 @@ def test_the_first_line_names_the_wrapper_and_its_root_cause() -> None:
     assert rest.index(ROOT) < rest.index("ErrorHandlerError: Tolerance exceeded")
     assert RECORD_BYTES.decode() not in trace
     assert summary(error) == (
-        f"connect_grpc.runtime.tolerance.ErrorHandlerError: {TOLERANCE_LINE}"
+        f"connect_grpc.pipeline.tolerance.ErrorHandlerError: {TOLERANCE_LINE}"
     )
 
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from connect_grpc.domain import InstanceStatus, State, TaskId
-from connect_grpc.errors import UnavailableError
+from connect_grpc.kernel.domain import InstanceStatus, State, TaskId
+from connect_grpc.kernel.errors import UnavailableError
 from connect_grpc.storage import kafka_status
 from connect_grpc.storage.kafka_status import KafkaStatusStore
 from connect_grpc.storage.log_records import LogRecord

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
-from connect_grpc.errors import ConnectError
+from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.runtime.retry import RetryPolicy
 from tests.unit.test_task_retry import (
     FAST,

@@ -7,11 +7,11 @@ from typing import ClassVar
 
 import pytest
 
-from connect_grpc.configdef import ConfigDef
 from connect_grpc.connectors.api import SourceConnector, Task
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import TargetState
 from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kernel.configdef import ConfigDef
+from connect_grpc.kernel.domain import TargetState
 from connect_grpc.testing.cluster import wait_until
 from tests.task_fakes import IdleSource
 from tests.unit.fake_worker import FakeWorker

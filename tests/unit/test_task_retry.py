@@ -16,17 +16,17 @@ from typing import Any, cast
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from connect_grpc import deadline
+from connect_grpc.config.worker import Resilience, WorkerConfig
 from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import State, TargetState, TaskId
-from connect_grpc.errors import ConnectError, StorageError, UnavailableError
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.kafka_clients import ClientLog, is_retriable
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import State, TargetState, TaskId
+from connect_grpc.kernel.errors import ConnectError, StorageError, UnavailableError
+from connect_grpc.kernel.kafka_clients import ClientLog, KafkaIoError, is_retriable
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage
 from connect_grpc.runtime.kafka_results import (
     KafkaFailure,
-    KafkaIoError,
     ProduceResult,
     RangeResult,
     raise_read_failure,
@@ -40,10 +40,11 @@ from connect_grpc.runtime.retry import (
 from connect_grpc.runtime.source_task import SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime, is_python_worker_crash
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
+from connect_grpc.runtime.task_host import DriverHost
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.storage.kafka_admin import AdminCallError
-from connect_grpc.worker_config import Resilience, WorkerConfig
 from tests.task_fakes import FakeSpark, NoopTask, PollOnceSource, StatusRecorder
 from tests.unit.fake_worker import FakeWorker
 
@@ -214,13 +215,19 @@ def test_policy_from_worker_properties() -> None:
 # ---- the task loop -------------------------------------------------------------------------
 
 
+#: The worker config of the scripted runners (they make no Kafka client).
+_WORKER = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
+
+
 class ScriptedRunner(TaskRunner):
     """Each batch pops the next outcome: an exception to raise, or True/False (moved)."""
 
     def __init__(self, outcomes: list[BaseException | bool], **options: Any) -> None:
         self.recorder = StatusRecorder()
         super().__init__(
-            TaskId("c", 0), NoopTask(), "w1", self.recorder, cast(SparkRuntime, FakeSpark()),
+            TaskSetup(TaskId("c", 0), "w1", _WORKER, {}, {}),
+            DriverHost(NoopTask()),
+            TaskClients(self.recorder, cast(SparkRuntime, FakeSpark())),
             **cast(RunnerOptions, options),
         )
         self.outcomes = outcomes
@@ -462,9 +469,10 @@ def test_a_source_batch_whose_offsets_cannot_be_written_is_kept_not_produced_aga
     plugin, store, recorder = _PollOnce(records), _FailingOnceStore(), StatusRecorder()
     config = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
     runner = _CountingSourceRunner(
-        TaskId("src", 0), plugin, "w1", recorder, cast(SparkRuntime, FakeSpark()),
-        worker_config=config, connector_config={"topic": "t"},
-        offset_store=cast(Any, store), retry_policy=FAST,
+        TaskSetup(TaskId("src", 0), "w1", config, {"topic": "t"}, {}),
+        DriverHost(plugin),
+        TaskClients(recorder, cast(SparkRuntime, FakeSpark()), offset_store=cast(Any, store)),
+        retry_policy=FAST,
     )
     assert runner.start({}, TargetState.STARTED)
     try:
@@ -571,12 +579,16 @@ def test_health_is_not_serving_once_kafka_is_away_longer_than_the_grace(tmp_path
     herder, holder = herder_with_unreachable_worker(
         tmp_path, **{"health.kafka.unreachable.grace.ms": "5000"}
     )
+    herder.start()
     assert herder.health().serving
     holder["w"].away = 4.0
     assert herder.health().serving
     holder["w"].away = 6.0
     report = herder.health()
     assert not report.serving and "unreachable for 6 s" in report.reason
+    assert report.cause == "kafka_unreachable"
+    # Kafka's absence makes the worker not ready, never not live
+    assert herder.liveness().serving
     holder["w"].away = None
     assert herder.health().serving
 

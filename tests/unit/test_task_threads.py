@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.runtime import worker as worker_module
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.worker_config import WorkerConfig
 
 pytestmark = pytest.mark.timeout(20)
 

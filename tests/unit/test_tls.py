@@ -23,18 +23,18 @@ from connect_grpc.api.leader_relay import LeaderWritesRelay
 from connect_grpc.api.server import ApiServer
 from connect_grpc.api.tls import PeerCredentials, server_credentials
 from connect_grpc.client import ConnectClient
-from connect_grpc.client_convert import PLAINTEXT_AT_TLS_HINT, TLS_AT_PLAINTEXT_HINT
-from connect_grpc.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.connection import ConnectionSettings, TlsOptions
+from connect_grpc.client.convert import PLAINTEXT_AT_TLS_HINT, TLS_AT_PLAINTEXT_HINT
 from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
 from connect_grpc.ctl.exit_codes import ExitCode
 from connect_grpc.ctl.root import ctl
-from connect_grpc.errors import (
+from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.kernel.errors import (
     InvalidArgumentError,
     PermissionDeniedError,
     UnavailableError,
 )
-from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.kafka.ports import free_port
 from connect_grpc.security.config import (
     AuthConfig,
     ClientAuth,

@@ -10,11 +10,11 @@ import pytest
 import structlog
 
 from connect_grpc.connectors.api import SinkRecord, SourceRecord, TimestampType
-from connect_grpc.connectors.pipeline_config import ErrorHandling
 from connect_grpc.data.errors import DataError, RetriableError
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
 from connect_grpc.metrics.worker_metrics import ErrorCounts, WorkerMetrics
-from connect_grpc.runtime.tolerance import (
+from connect_grpc.pipeline.config import ErrorHandling
+from connect_grpc.pipeline.tolerance import (
     ErrorHandlerError,
     LogReporter,
     ProcessingContext,
@@ -300,7 +300,7 @@ def test_error_counts_reach_the_task_error_metrics() -> None:
 
 
 def test_exception_class_names_are_kafka_s_for_the_data_room_s_errors() -> None:
-    from connect_grpc.runtime.tolerance import exception_class_name
+    from connect_grpc.pipeline.tolerance import exception_class_name
 
     assert exception_class_name(DataError("x")) == "org.apache.kafka.connect.errors.DataException"
     assert exception_class_name(RetriableError("x")) == (
@@ -316,7 +316,7 @@ def test_back_off_sleeps_end_early_on_a_stop_request() -> None:
     import threading
     import time
 
-    from connect_grpc.runtime.tolerance import StopAwareSleep, event_sleep
+    from connect_grpc.pipeline.tolerance import StopAwareSleep, event_sleep
 
     stop = threading.Event()
     assert event_sleep(stop)(1) is False

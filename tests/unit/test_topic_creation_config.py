@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.connectors.topic_creation import (
+from connect_grpc.connectors.topic_creation_config import (
     TopicCreationSettings,
     ignored_keys,
     uses_topic_creation,
 )
-from connect_grpc.errors import InvalidArgumentError
 from connect_grpc.herder.validation import ConfigValidator
-from connect_grpc.worker_config import WorkerConfig
+from connect_grpc.kernel.errors import InvalidArgumentError
 
 RF = "topic.creation.default.replication.factor"
 PARTITIONS = "topic.creation.default.partitions"

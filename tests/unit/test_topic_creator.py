@@ -11,21 +11,24 @@ from typing import Any, cast
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import State, TargetState, TaskId
-from connect_grpc.runtime import topic_creation
-from connect_grpc.runtime.pipeline import ConnectorPipeline
+from connect_grpc.kernel.domain import State, TargetState, TaskId
+from connect_grpc.pipeline.build import ConnectorPipeline
+from connect_grpc.pipeline.spec import pipeline_spec
+from connect_grpc.runtime import topic_creator
 from connect_grpc.runtime.retry import RetryPolicy, is_retriable_error
 from connect_grpc.runtime.source_task import SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
-from connect_grpc.runtime.topic_creation import (
+from connect_grpc.runtime.task_host import DriverHost
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+from connect_grpc.runtime.topic_creator import (
     TopicCreationError,
     TopicCreationSpec,
     TopicCreator,
     topic_creation_spec,
 )
-from connect_grpc.worker_config import WorkerConfig
 from tests.task_fakes import FakeSpark, PollOnceSource, StatusRecorder
 
 TASK = TaskId("src", 0)
@@ -195,7 +198,7 @@ def _run_routed_source(
 ) -> tuple[list[tuple[str, str]], StatusRecorder]:
     events: list[tuple[str, str]] = []
     admin = _SharedAdmin(events, create_errors)
-    monkeypatch.setattr(topic_creation, "_admin_client", lambda conf: admin)
+    monkeypatch.setattr(topic_creator, "_admin_client", lambda conf: admin)
     connector = {
         "topic": "raw-orders",
         "transforms": "route",
@@ -207,10 +210,17 @@ def _run_routed_source(
     worker = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
     records = [SourceRecord({"f": "a"}, {"line": i}, "raw-orders", value=b"x") for i in range(2)]
     recorder, store = StatusRecorder(), _Store()
+    setup = TaskSetup(TASK, "w1", worker, connector, {})
     runner = _RecordingRunner(
-        TASK, PollOnceSource(records), "w1", recorder, cast(SparkRuntime, FakeSpark()),
-        worker_config=worker, connector_config=connector, offset_store=cast(Any, store),
-        pipeline=ConnectorPipeline(connector, worker, Plugins(), is_sink=False),
+        setup,
+        DriverHost(PollOnceSource(records)),
+        TaskClients(recorder, cast(SparkRuntime, FakeSpark()), offset_store=cast(Any, store)),
+        pipeline_spec(
+            ConnectorPipeline(connector, worker, Plugins(), is_sink=False),
+            TASK,
+            setup.producer_conf(),
+            connector,
+        ),
         retry_policy=RetryPolicy(timeout_s=5.0, backoff_max_s=0.02, backoff_initial_s=0.01),
     )
     runner.events = events

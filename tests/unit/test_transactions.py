@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from connect_grpc.connectors.api import SourceRecord
-from connect_grpc.domain import TaskId
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.kernel.kafka_clients import KafkaIoError
 from connect_grpc.runtime import transactions
-from connect_grpc.runtime.kafka_results import KafkaIoError
 from connect_grpc.runtime.transactions import (
     ExactlyOnceSource,
     TransactionalProducer,

@@ -14,9 +14,6 @@ from typing import Any, cast
 import pytest
 import structlog
 
-from connect_grpc import request_answer
-from connect_grpc.domain import TargetState
-from connect_grpc.errors import NotLeaderError
 from connect_grpc.herder import cut_short_writes, leader_writer
 from connect_grpc.herder.cut_short_writes import CutShortWrites
 from connect_grpc.herder.distributed import DistributedHerder
@@ -25,6 +22,9 @@ from connect_grpc.herder.distributed_mutations import DistributedMutations
 from connect_grpc.herder.distributed_view import ClusterView
 from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.kernel import request_answer
+from connect_grpc.kernel.domain import TargetState
+from connect_grpc.kernel.errors import NotLeaderError
 from connect_grpc.storage.config_codec import (
     connector_config_records,
     extension_record,

@@ -1,6 +1,6 @@
-"""Warm hosts (``hosting.WarmHosts``): a task whose plugin stopped cleanly parks its host,
+"""Warm hosts (``hosting.jobs.WarmHosts``): a task whose plugin stopped cleanly parks its host,
 and the next task adopts it instead of launching a Spark job. The Spark side is faked: each
-"job" is a thread of this process serving ``hosting.serve_tasks`` over a pipe, as an
+"job" is a thread of this process serving ``hosting.serving.serve_tasks`` over a pipe, as an
 executor's Python worker does over its socket. The real Spark job: tests/integration/
 test_hosting.py."""
 
@@ -19,24 +19,18 @@ from typing import Any
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.redaction import SECRETS, SecretRegistry
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import InstanceStatus, TargetState, TaskId
+from connect_grpc.kernel.domain import InstanceStatus, TargetState, TaskId
 from connect_grpc.runtime import worker as worker_module
-from connect_grpc.runtime.hosting import (
-    HostedPlugin,
-    HostedTaskError,
-    HostJob,
-    HostLink,
-    HostLostError,
-    HostSession,
-    HostSlots,
-    WarmHosts,
-)
+from connect_grpc.runtime.hosting.jobs import HostedTaskError, HostJob, HostLostError, WarmHosts
+from connect_grpc.runtime.hosting.link import HostedPlugin, HostLink
+from connect_grpc.runtime.hosting.serving import HostSession
+from connect_grpc.runtime.hosting.slots import HostSlots
 from connect_grpc.runtime.placement import executor_placement
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.worker_config import WorkerConfig
 
 #: The Spark executor id the fake hosts say they run in.
 EXECUTOR_ID = "3"
@@ -45,7 +39,7 @@ EVENTS: list[tuple[str, str, Any]] = []
 
 
 class RecordingHost:
-    """A task's host (the factory ``hosting.serve_tasks`` builds): records its calls."""
+    """A task's host (the factory ``hosting.serving.serve_tasks`` builds): records its calls."""
 
     def __init__(self, session: HostSession, label: str, config: dict[str, str],
                  fail_stop: bool = False) -> None:
@@ -83,7 +77,7 @@ class InProcessJobs:
         self._pids = itertools.count(1000)
 
     def __call__(self, task: TaskId, timeout: float) -> HostJob:
-        from connect_grpc.runtime.hosting import serve_tasks
+        from connect_grpc.runtime.hosting.serving import serve_tasks
 
         driver_end, host_end = Pipe()
         masked = SecretRegistry()

@@ -6,13 +6,13 @@ import codecs
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, Importance
 from connect_grpc.data.converters.base import BuiltinConverter, converter_config_def
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.javatext import java_float_str, java_string
 from connect_grpc.data.plugins import SchemaAndValue
 from connect_grpc.data.schema import OPTIONAL_STRING_SCHEMA, Schema, Type
+from connect_grpc.kernel.configdef import ConfigDef, ConfigKey, ConfigType, Importance
 
 ENCODING_CONFIG = "converter.encoding"
 ENCODING_DEFAULT = "UTF-8"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import (
+from connect_grpc.kernel.configdef import (
     ConfigDef,
     ConfigKey,
     ConfigType,

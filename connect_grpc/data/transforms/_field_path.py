@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from connect_grpc.configdef import ConfigKey, ConfigType, Importance, one_of_ignoring_case
 from connect_grpc.data.schema import Field, Schema
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._support import require_map_or_null, require_struct_or_null
+from connect_grpc.kernel.configdef import ConfigKey, ConfigType, Importance, one_of_ignoring_case
 
 FIELD_SYNTAX_VERSION = "field.syntax.version"
 _DOC = (

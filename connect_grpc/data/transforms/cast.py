@@ -11,20 +11,6 @@ import struct as binary
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import (
-    INT_MAX,
-    INT_MIN,
-    LONG_MAX,
-    LONG_MIN,
-    ConfigDef,
-    ConfigType,
-    ExactMessage,
-    Importance,
-    define_all,
-    java_list,
-    parse_java_double,
-    parse_java_integer,
-)
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.javatext import java_double_str, wrap_signed
 from connect_grpc.data.logical import Date, Time, Timestamp
@@ -54,6 +40,20 @@ from connect_grpc.data.transforms._support import (
     struct_value,
 )
 from connect_grpc.data.values import format_temporal
+from connect_grpc.kernel.configdef import (
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    ConfigDef,
+    ConfigType,
+    ExactMessage,
+    Importance,
+    define_all,
+    java_list,
+    parse_java_double,
+    parse_java_integer,
+)
 
 SPEC = "spec"
 PURPOSE = "cast types"

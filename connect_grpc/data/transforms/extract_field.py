@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, define_all
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
     key,
@@ -23,6 +22,7 @@ from connect_grpc.data.transforms._support import (
     require_map_or_null,
     require_struct_or_null,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, define_all
 
 FIELD = "field"
 PURPOSE = "field extraction"

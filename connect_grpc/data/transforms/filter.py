@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef
 from connect_grpc.data.plugins import Transformation
+from connect_grpc.kernel.configdef import ConfigDef
 
 
 class Filter(Transformation[Any]):

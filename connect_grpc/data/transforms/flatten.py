@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, define_all
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.schema import Schema, SchemaBuilder, Type, python_class_name
 from connect_grpc.data.struct import Struct
@@ -19,6 +18,7 @@ from connect_grpc.data.transforms._support import (
     require_map,
     require_struct_or_null,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, define_all
 
 DELIMITER = "delimiter"
 PURPOSE = "flattening"

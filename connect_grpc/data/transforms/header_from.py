@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.schema import Schema, SchemaBuilder
 from connect_grpc.data.struct import Struct
@@ -28,6 +27,7 @@ from connect_grpc.data.transforms._support import (
     require_struct,
     struct_value,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, Importance, define_all
 
 FIELDS = "fields"
 HEADERS = "headers"

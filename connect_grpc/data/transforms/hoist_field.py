@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, define_all
 from connect_grpc.data.schema import Schema, SchemaBuilder, validate_value
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import key, parse_config
@@ -15,6 +14,7 @@ from connect_grpc.data.transforms._support import (
     SideStep,
     SideTransformation,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, define_all
 
 FIELD = "field"
 

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, define_all
 from connect_grpc.data.logical import Timestamp, timestamp_of_millis
 from connect_grpc.data.schema import (
     INT32_SCHEMA,
@@ -40,6 +39,7 @@ from connect_grpc.data.transforms._support import (
     require_struct,
     struct_of_checked_values,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, define_all
 
 TOPIC_FIELD = "topic.field"
 PARTITION_FIELD = "partition.field"

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data.plugins import Transformation
 from connect_grpc.data.transforms._config import key, non_null, parse_config
 from connect_grpc.data.transforms._support import connect_headers
 from connect_grpc.data.values import parse_string
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, Importance, define_all
 
 HEADER = "header"
 VALUE_LITERAL = "value.literal"

@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data import values
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.schema import Field, Schema, Type, python_class_name, validate_value
@@ -34,6 +33,7 @@ from connect_grpc.data.transforms._support import (
     require_struct,
     struct_of_checked_values,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, Importance, define_all
 
 FIELDS = "fields"
 REPLACEMENT = "replacement"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data.plugins import Transformation
 from connect_grpc.data.transforms._config import key, parse_config
 from connect_grpc.data.transforms._regex import JavaReplacement, compile_java, regex_error
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, Importance, define_all
 
 REGEX = "regex"
 REPLACEMENT = "replacement"

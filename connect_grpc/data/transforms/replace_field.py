@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, ExactMessage, define_all, java_list
 from connect_grpc.data.schema import Schema, SchemaBuilder, Type
 from connect_grpc.data.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT,
@@ -25,6 +24,7 @@ from connect_grpc.data.transforms._support import (
     require_struct,
     struct_of_checked_values,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, ExactMessage, define_all, java_list
 
 EXCLUDE = "exclude"
 INCLUDE = "include"

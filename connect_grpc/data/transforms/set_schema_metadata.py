@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data.schema import Schema, Type
 from connect_grpc.data.struct import Struct
 from connect_grpc.data.transforms._config import (
@@ -23,6 +22,7 @@ from connect_grpc.data.transforms._support import (
     struct_of_checked_values,
     struct_value,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, Importance, define_all
 
 SCHEMA_NAME = "schema.name"
 SCHEMA_VERSION = "schema.version"

@@ -15,7 +15,6 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.logical import Date, Time, Timestamp
 from connect_grpc.data.schema import (
@@ -54,6 +53,7 @@ from connect_grpc.data.transforms._support import (
     struct_of_checked_values,
     struct_value,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, Importance, define_all
 
 FIELD = "field"
 TARGET_TYPE = "target.type"

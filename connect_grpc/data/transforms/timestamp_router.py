@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, Importance, define_all
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.plugins import Transformation
 from connect_grpc.data.transforms._config import key, parse_config
 from connect_grpc.data.transforms._dateformat import JavaDateFormat, PatternError
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, Importance, define_all
 
 TOPIC_FORMAT = "topic.format"
 TIMESTAMP_FORMAT = "timestamp.format"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigType, define_all
 from connect_grpc.data.errors import DataError
 from connect_grpc.data.plugins import Transformation
 from connect_grpc.data.schema import Schema, SchemaBuilder
@@ -23,6 +22,7 @@ from connect_grpc.data.transforms._support import (
     require_struct,
     struct_value,
 )
+from connect_grpc.kernel.configdef import ConfigDef, ConfigType, define_all
 
 FIELDS = "fields"
 PURPOSE = "copying fields from value to key"
