@@ -13,14 +13,16 @@ import pytest
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceConnector, SourceTask
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import ConnectorType
+from connect_grpc.kernel.domain import ConnectorType
 from connect_grpc.testing.plugins import FakeSourceTaskContext
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "plugin-api.md"
 #: A ```python block whose first line names the file it is: ``# plugin.path/x.py`` or
 #: ``# test_x.py``.
 _BLOCK = re.compile(r"```python\n# (?P<name>[\w./]+\.py)\n(?P<body>.*?)```", re.DOTALL)
-_MODULES = ("greetings", "greeting_log", "test_greetings")
+_MODULES = ("greetings", "greeting_log", "test_greetings", "test_greeting_pipeline")
+#: The page's own test files.
+_PAGE_TESTS = ("test_greetings", "test_greeting_pipeline")
 
 
 def guide_files() -> dict[str, str]:
@@ -41,7 +43,7 @@ def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 def test_every_python_block_of_the_page_is_a_named_file() -> None:
     blocks = GUIDE.read_text().count("```python")
-    assert blocks == len(guide_files()) == 3
+    assert blocks == len(guide_files()) == 4
 
 
 def test_the_source_runs_and_resumes_after_its_offset(plugin_dir: Path) -> None:
@@ -91,9 +93,10 @@ def test_the_sink_writes_what_it_is_put_and_flushes(plugin_dir: Path) -> None:
     task.stop()
 
 
-def test_the_pages_own_test_passes(plugin_dir: Path) -> None:
+@pytest.mark.parametrize("module", _PAGE_TESTS)
+def test_the_pages_own_tests_pass(plugin_dir: Path, module: str) -> None:
     sys.path.insert(0, str(plugin_dir))  # as pytest run in the plugin's directory has it
-    page_tests = importlib.import_module("test_greetings")
+    page_tests = importlib.import_module(module)
     tests = [getattr(page_tests, name) for name in dir(page_tests) if name.startswith("test_")]
     assert tests
     for test in tests:
