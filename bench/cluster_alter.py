@@ -1,7 +1,7 @@
 """AlterOffsets of many source partitions on a 3-worker cluster, against Kafka Connect's.
 
 Imported by ``bench/cluster.py`` (``--alter-partitions N``; ``--alter-only`` runs it alone).
-On the bench's broker it starts Kafka Connect 4.1.1's own 3-worker cluster (as
+On the bench's broker it starts Kafka Connect 4.4.0's own 3-worker cluster (as
 ``bench/cluster_anchor.py`` does) and, on each of four targets (connect-grpc's leader, a
 connect-grpc follower, Kafka Connect's leader, a Kafka Connect follower), a STOPPED
 ``FileStreamSource`` connector of its own. Then, in rounds whose target order rotates, each
@@ -120,8 +120,8 @@ class RestOffsets(_RestTarget):
         return self._offsets_call("DELETE", name, None)
 
     def _offsets_call(self, method: str, name: str, body: Any) -> float:
-        """Kafka Connect 4.1.1 may fail a call sent right after a big alter or reset with
-        HTTP 500 (a ConcurrentModificationException in
+        """Kafka Connect (seen with 4.1.1) may fail a call sent right after a big alter or
+        reset with HTTP 500 (a ConcurrentModificationException in
         ConnectorOffsetBackingStore.connectorPartitions while its offsets topic reader
         still applies the records): it is sent again after a second, as a user would; only
         the successful attempt is timed and the retries are counted."""

@@ -9,8 +9,9 @@ deterministic lines of 100 bytes (99 characters and a newline). Then, for each o
 the anchor and connect-grpc take turns (the order alternating from round to round), each
 as a worker process of its own started before timing (its start is not timed):
 
-* **Kafka Connect 4.1.1** standalone (``bench/kafka_connect.py``: jars from Maven Central
-  through ``mvn``, connectors created through its REST API);
+* **Kafka Connect 4.4.0** standalone (``bench/kafka_connect.py``: jars from Maven Central
+  through ``mvn``, the FileStream connectors from ``connect-file`` 4.3.1, the newest release
+  of it Maven Central serves, installed as a plugin; connectors created through its REST API);
 * **connect-grpc** standalone (``connect-grpc standalone``, ``spark.master=local[2]``,
   connectors created through gRPC).
 
@@ -71,6 +72,7 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
     KafkaConnectStandalone,
     Timing,
     _consumer,
+    connect_file_version,
     create_topic,
     ensure_connect_libs,
     measure_sink,
@@ -85,7 +87,7 @@ from pipelines import PIPELINES  # the sibling module: the configs of --pipeline
 
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.kafka.jars import KAFKA_VERSION
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs.output import configure_logging
 from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.v1 import connect_pb2 as pb
 
@@ -296,7 +298,8 @@ def headline_entries(
              f"{'partition' if partitions == 1 else 'partitions'}, {lines:,} lines")
     common = {
         "bench": "filestream",
-        "anchor": f"Kafka Connect {KAFKA_VERSION} standalone, started by the bench (jars from "
+        "anchor": f"Kafka Connect {KAFKA_VERSION} standalone (connect-file "
+                  f"{connect_file_version()}), started by the bench (jars from "
                   f"Maven Central, bench/kafka_connect.py); the same connector configs, the "
                   f"same run",
         "date": date,
@@ -420,7 +423,10 @@ def run(args: argparse.Namespace, root: Path) -> int:
         broker.stop()
     out = sys.stdout
     out.write("\n")
-    report_lines = {**machine(load_before), "Kafka Connect": f"{KAFKA_VERSION} (standalone)"}
+    report_lines = {
+        **machine(load_before),
+        "Kafka Connect": f"{KAFKA_VERSION} (standalone; connect-file {connect_file_version()})",
+    }
     for key, value in report_lines.items():
         out.write(f"- {key}: {value}\n")
     for text in reports:

@@ -3,10 +3,18 @@
 Library (import as ``bench.kafka_connect`` from the repository root)
 --------------------------------------------------------------------
 ``ensure_connect_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -> Path``
-    Fetches ``org.apache.kafka:connect-runtime``, ``connect-file`` and ``connect-json`` of
+    Fetches ``org.apache.kafka:connect-runtime``, ``connect-json`` and ``connect-file`` of
     ``version`` with their runtime dependencies (plus a log4j2 binding for slf4j) through
     ``mvn`` into ``<cache_root()>/kafka-connect/<version>/libs``, once, the way
     ``connect_grpc.kafka.jars.ensure_kafka_libs`` fetches the broker; returns that dir.
+    Where Maven Central does not serve ``connect-file`` of ``version``, the FileStream
+    connectors are an older release's, installed as a plugin instead (see
+    :data:`CONNECT_FILE_FALLBACK` and :func:`plugin_path`).
+``connect_file_version(version: str = KAFKA_VERSION) -> str``
+    The ``connect-file`` release used beside Kafka Connect ``version`` (4.3.1 beside 4.4.0).
+``plugin_path(libs: Path) -> Path | None``
+    The ``plugins`` directory beside ``libs``, when the fetch made one: every worker started
+    from ``libs`` gets it as its ``plugin.path``.
 ``KafkaConnectStandalone(work_dir, bootstrap_servers, *, libs_dir=None, rest_port=0,
 heap_opts=DEFAULT_HEAP_OPTS, offset_flush_interval_ms=None, worker_overrides=None,
 log_level="INFO", die_with_parent=False)``
@@ -74,7 +82,20 @@ from connect_grpc.runtime.partition_ends import partition_ends
 
 log = structlog.get_logger(__name__)
 
-CONNECT_ARTIFACTS = ("connect-runtime", "connect-file", "connect-json")
+#: Put on the worker's classpath at the Kafka Connect version itself.
+CONNECT_ARTIFACTS = ("connect-runtime", "connect-json")
+#: The FileStream connectors' artifact: on the classpath too when served at that version.
+CONNECT_FILE_ARTIFACT = "connect-file"
+#: Kafka releases whose ``connect-file`` Maven Central refuses, and the newest release of it
+#: that it serves. Such an older ``connect-file`` cannot go on a 4.4 classpath: its
+#: connectors' ``version()`` calls ``org.apache.kafka.common.utils.AppInfoParser``, which
+#: kafka-clients 4.4 moved to ``...common.utils.internals`` (NoClassDefFoundError, HTTP 500 on
+#: create). So it is installed the way Kafka Connect runs a plugin built for an older Kafka:
+#: in a ``plugin.path`` directory of its own with the kafka-clients jar of its release, whose
+#: classes the plugin's loader finds only where the runtime (asked first) has none.
+CONNECT_FILE_FALLBACK = {"4.4.0": "4.3.1"}
+#: The ``plugin.path`` directory beside ``libs``, and the FileStream plugin's directory in it.
+PLUGINS_DIR = "plugins"
 CONNECT_MAIN = "org.apache.kafka.connect.cli.ConnectStandalone"
 CONNECT_DISTRIBUTED_MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 #: How a distributed worker logs its assignment after a rebalance (``leaderUrl='...'``).
@@ -129,6 +150,26 @@ _POM = """\
 </project>
 """
 
+_PLUGIN_POM = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by bench/kafka_connect.py: resolves the FileStream connectors of an older Kafka
+     release as a Kafka Connect plugin. Used only as: mvn -B -q -f pom.xml
+     {plugin}:copy-dependencies -DincludeScope=runtime -DoutputDirectory=<libs> -->
+<project xmlns="http://maven.apache.org/POM/4.0.0"
+         xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.connect-grpc</groupId>
+  <artifactId>kafka-connect-file-plugin</artifactId>
+  <version>{version}</version>
+  <packaging>pom</packaging>
+
+  <dependencies>
+{dependencies}
+  </dependencies>
+</project>
+"""
+
 _LOG4J2 = """\
 # log4j2 configuration of a Kafka Connect worker started by bench/kafka_connect.py.
 # Everything goes to ${{sys:kafka.logs.dir}}/connect.log, never to the console.
@@ -164,15 +205,33 @@ class KafkaConnectError(RuntimeError):
 # jars
 
 
+def connect_file_version(version: str = KAFKA_VERSION) -> str:
+    """The ``connect-file`` release fetched beside Kafka Connect ``version``."""
+    return CONNECT_FILE_FALLBACK.get(version, version)
+
+
+def _classpath_artifacts(version: str) -> tuple[str, ...]:
+    if connect_file_version(version) != version:
+        return CONNECT_ARTIFACTS
+    return (*CONNECT_ARTIFACTS, CONNECT_FILE_ARTIFACT)
+
+
+def plugin_path(libs: Path) -> Path | None:
+    """The ``plugins`` directory beside ``libs`` (the worker's ``plugin.path``), or None."""
+    plugins = libs.parent / PLUGINS_DIR
+    return plugins if plugins.is_dir() else None
+
+
 def render_pom(version: str = KAFKA_VERSION, log4j_version: str = LOG4J_VERSION) -> str:
-    """The pom that resolves Kafka Connect's runtime jars (runtime, file and json)."""
+    """The pom that resolves Kafka Connect's runtime jars (runtime, json and, where served
+    at ``version``, file)."""
     dependencies = "\n".join(
         "    <dependency>\n"
         "      <groupId>org.apache.kafka</groupId>\n"
         f"      <artifactId>{artifact}</artifactId>\n"
         f"      <version>{version}</version>\n"
         "    </dependency>"
-        for artifact in CONNECT_ARTIFACTS
+        for artifact in _classpath_artifacts(version)
     )
     return _POM.format(
         plugin=MAVEN_DEPENDENCY_PLUGIN,
@@ -187,15 +246,46 @@ def ensure_connect_libs(version: str = KAFKA_VERSION, cache: Path | None = None)
 
     Safe to call concurrently from several processes (a file lock serialises the fetch).
     """
+    home = (cache or cache_root()) / "kafka-connect" / version
+    file_version = connect_file_version(version)
     try:
-        return fetch_maven_libs(
-            (cache or cache_root()) / "kafka-connect" / version,
+        libs = fetch_maven_libs(
+            home,
             render_pom(version),
-            [f"{artifact}-{version}.jar" for artifact in CONNECT_ARTIFACTS],
+            [f"{artifact}-{version}.jar" for artifact in _classpath_artifacts(version)],
             f"Kafka Connect {version}",
         )
+        if file_version != version:
+            fetch_maven_libs(
+                home / PLUGINS_DIR / CONNECT_FILE_ARTIFACT,
+                render_file_plugin_pom(file_version),
+                [
+                    f"{CONNECT_FILE_ARTIFACT}-{file_version}.jar",
+                    f"kafka-clients-{file_version}.jar",
+                ],
+                f"Kafka Connect's FileStream connectors {file_version} (a plugin)",
+            )
     except KafkaBrokerError as exc:
         raise KafkaConnectError(str(exc)) from exc
+    return libs
+
+
+def render_file_plugin_pom(file_version: str) -> str:
+    """The pom of the FileStream plugin of an older release: its ``connect-file`` and
+    ``kafka-clients`` jars alone (the runtime provides everything else)."""
+    dependencies = "\n".join(
+        "    <dependency>\n"
+        "      <groupId>org.apache.kafka</groupId>\n"
+        f"      <artifactId>{artifact}</artifactId>\n"
+        f"      <version>{file_version}</version>\n"
+        "      <exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion>"
+        "</exclusions>\n"
+        "    </dependency>"
+        for artifact in (CONNECT_FILE_ARTIFACT, "kafka-clients")
+    )
+    return _PLUGIN_POM.format(
+        plugin=MAVEN_DEPENDENCY_PLUGIN, version=file_version, dependencies=dependencies
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,10 +465,14 @@ class KafkaConnectStandalone:
         except KafkaBrokerError as exc:
             raise KafkaConnectError(str(exc)) from exc
         self.logs_dir.mkdir(parents=True, exist_ok=True)
+        worker_properties = self.worker_properties()
+        plugins = plugin_path(libs)
+        if plugins is not None:
+            worker_properties.setdefault("plugin.path", str(plugins))
         properties = self.work_dir / "worker.properties"
         properties.write_text(
             "# written by bench/kafka_connect.py\n"
-            + "".join(f"{key}={value}\n" for key, value in self.worker_properties().items()),
+            + "".join(f"{key}={value}\n" for key, value in worker_properties.items()),
             "utf-8",
         )
         log4j = self.work_dir / "log4j2.properties"

@@ -15,7 +15,7 @@ It starts the project's own broker (``LocalKafka``) in a temporary directory and
 3-worker connect-grpc cluster (bench/cluster.py's ``Cluster``: real ``connect-grpc
 distributed`` processes, ``heartbeat.interval.ms=1000``, test plugins off, ``local[2]``
 Spark each). Then, one system after the other (connect-grpc first, then, unless
-``--no-anchor``, Kafka Connect 4.1.1's 3-worker cluster as bench/cluster_anchor.py starts
+``--no-anchor``, Kafka Connect 4.4.0's 3-worker cluster as bench/cluster_anchor.py starts
 it, on the same broker once connect-grpc's workers are stopped):
 
 1. **Create.** N ``FileStreamSource`` connectors (an empty file each, ``tasks.max=1``, so
@@ -96,7 +96,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from kafka_connect import FILE_SOURCE_CLASS, KafkaConnectDistributed
 
 from connect_grpc.kafka.broker import LocalKafka
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs.output import configure_logging
 from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc

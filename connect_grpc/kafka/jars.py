@@ -11,7 +11,7 @@ benchmarks, the interop tests) fetch their jars with the same :func:`fetch_maven
 Public API
 ----------
 ``KAFKA_VERSION: str``
-    The Kafka release used (``"4.1.1"``).
+    The Kafka release used (``"4.4.0"``).
 ``cache_root() -> Path``
     ``$CONNECT_GRPC_CACHE`` or ``~/.cache/connect-grpc``.
 ``ensure_kafka_libs(version: str = KAFKA_VERSION, cache: Path | None = None) -> Path``
@@ -41,10 +41,10 @@ from connect_grpc.kafka.processes import KafkaBrokerError, output_tail
 
 log = structlog.get_logger(__name__)
 
-KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = "4.4.0"
 #: How long the first fetch of the broker's jars (about 45 MB) usually takes.
 KAFKA_FETCH_USUAL_S = 60
-LOG4J_VERSION = "2.24.3"  # the log4j-core version kafka-server 4.1.1 depends on
+LOG4J_VERSION = "2.25.5"  # the log4j-core version kafka-server 4.4.0 depends on
 MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 LIBS_MARKER = ".complete"
 

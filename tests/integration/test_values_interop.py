@@ -1,5 +1,5 @@
 """Our Values (what SimpleHeaderConverter reads a header's text as, and writes back) against
-Apache Kafka Connect 4.1.1's own ``Values.parseString`` / ``convertToString`` (no broker).
+Apache Kafka Connect 4.4.0's own ``Values.parseString`` / ``convertToString`` (no broker).
 
 tests/interop/JsonInterop.java ("values" mode) parses each text with Kafka's Values and
 prints the canonical description of the schema and value it got and the text Kafka writes
