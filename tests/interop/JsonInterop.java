@@ -6,14 +6,17 @@
 // "ERROR\t<exception class>: <message>".
 //
 // Mode "read": each stdin line is "<configs>\t<base64 bytes, or - for null>", where <configs>
-// is "key=value" pairs joined by "," (or "-" for none). For each line the program configures a
-// fresh JsonConverter (as a value converter), reads the bytes with toConnectData, and prints
+// is "key=value" pairs joined by "," (or "-" for none), each value URL-encoded (UTF-8). For each
+// line the program configures a fresh JsonConverter (as a value converter), reads the bytes with
+// toConnectData, and prints
 //   <schema description>\t<value description>\t<base64 of fromConnectData(schema, value) or ->
 // (the last column "!<exception class>: <message>" when Kafka cannot write back what it read),
-// or "ERROR\t<exception class>: <message>" when Kafka refuses to read. The descriptions are the
+// or "ERROR\t<exception class>: <message>" when Kafka refuses to read (or to be configured:
+// "CONFIGURE\t<exception class>: <message>"). The descriptions are the
 // canonical text that the Python test computes for its own data (describe_schema and
 // describe_value there): the same data gives the same text.
 import java.math.BigDecimal;
+import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -57,12 +60,18 @@ public class JsonInterop {
         if (!parts[0].equals("-")) {
             for (String pair : parts[0].split(",")) {
                 int eq = pair.indexOf('=');
-                configs.put(pair.substring(0, eq), pair.substring(eq + 1));
+                configs.put(pair.substring(0, eq),
+                    URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
             }
         }
         byte[] bytes = parts[1].equals("-") ? null : Base64.getDecoder().decode(parts[1]);
         JsonConverter converter = new JsonConverter();
-        converter.configure(configs, false);
+        try {
+            converter.configure(configs, false);
+        } catch (RuntimeException e) {
+            converter.close();
+            return "CONFIGURE\t" + e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
         SchemaAndValue read;
         try {
             read = converter.toConnectData("topic", bytes);

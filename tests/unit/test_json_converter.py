@@ -354,9 +354,10 @@ def test_writing_values_of_the_wrong_type() -> None:
 def test_config_def_has_kafkas_keys_and_defaults() -> None:
     keys = JsonConverter().config_def().keys
     assert [k for k in keys] == [
-        "converter.type", "schemas.enable", "schemas.cache.size", "decimal.format",
-        "replace.null.with.default",
+        "converter.type", "schemas.enable", "schemas.cache.size", "schema.content",
+        "decimal.format", "replace.null.with.default",
     ]
+    assert keys["schema.content"].default is None
     assert keys["schemas.enable"].default is True
     assert keys["schemas.cache.size"].default == 1000
     assert keys["decimal.format"].default == "BASE64"
@@ -584,3 +585,183 @@ def test_the_schema_cache_finds_an_equal_schema_built_again() -> None:
         written.append(json_converter.from_connect_data(T, None, schema, value))
     assert written[0] == written[1] is not None
     assert json_converter.cached_schemas == (1, 0)
+
+
+# --- schema.content (KIP-1054): Kafka's JsonConverterTest cases, then ours ----------------------
+
+ENVELOPE = b'{ "schema": { "type": "string" }, "payload": "foo-bar-baz" }'
+
+
+def test_schema_content_null_reads_the_envelope() -> None:
+    # Kafka's testSchemaContentIsNull (a Java null is a missing key here)
+    assert read(ENVELOPE) == (STRING_SCHEMA, "foo-bar-baz")
+
+
+def test_schema_content_empty_string_reads_the_envelope() -> None:
+    # Kafka's testSchemaContentIsEmptyString
+    assert read(ENVELOPE, schema_content="") == (STRING_SCHEMA, "foo-bar-baz")
+
+
+def test_schema_content_valid_schema_reads_the_bare_value() -> None:
+    # Kafka's testSchemaContentValidSchema
+    assert read(b'"foo-bar-baz"', schema_content='{ "type": "string" }') == (
+        STRING_SCHEMA, "foo-bar-baz"
+    )
+
+
+def test_schema_content_invalid_schema_fails_configure() -> None:
+    # Kafka's testSchemaContentInValidSchema: a DataException from configure
+    with pytest.raises(DataError, match=r"^Failed to parse schema in converter config due to "
+                                        r"serialization error: "):
+        converter(schema_content='{ "string" }')
+
+
+def test_schema_content_that_looks_like_an_envelope_reads_the_message_as_its_value() -> None:
+    # Kafka's testSchemaContentLooksLikeSchema: the envelope is not unwrapped
+    content = (
+        '{ "type": "struct", "fields": [{"field": "schema", "type": "struct","fields": '
+        '[{"field": "type", "type": "string" }]}, {"field": "payload", "type": "string"}]}'
+    )
+    schema, value = read(ENVELOPE, schema_content=content)
+    assert isinstance(value, Struct)
+    assert value.get("payload") == "foo-bar-baz"
+    assert value.get("schema").get("type") == "string"
+    assert schema is not None and [f.name for f in schema.fields] == ["schema", "payload"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"{ }",
+        b'{ "wrong": "schema" }',
+        b'{ "schema": { "type": "string" } }',
+        b'{ "payload": "foo-bar-baz" }',
+        b'{ "schema": { "type": "string" }, "payload": "foo-bar-baz", "extra": "field" }',
+    ],
+)
+def test_without_schema_content_a_message_that_is_no_envelope_is_refused(data: bytes) -> None:
+    # Kafka's testNullSchemaContentWithWrongConnectDataValue
+    with pytest.raises(DataError, match=r"schemas.enable requires"):
+        read(data)
+
+
+def test_schema_content_envelope_under_a_string_schema_is_a_null_string() -> None:
+    # the envelope is a JSON object, read as a string as Kafka reads one (its text value)
+    assert read(ENVELOPE, schema_content='{"type":"string","optional":true}') == (
+        OPTIONAL_STRING_SCHEMA, None
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"type":"uint8"}', "Unknown schema type: uint8"),
+        ('{"optional":true}', "Schema must contain 'type' field"),
+        ("[1]", "Schema must contain 'type' field"),
+        ('{"type":"struct","fields":5}', 'Struct schema\'s "fields" argument is not an array.'),
+        ("{not json", "Failed to parse schema in converter config due to serialization error: "),
+    ],
+)
+def test_a_bad_schema_content_fails_configure_with_kafkas_message(
+    content: str, message: str
+) -> None:
+    with pytest.raises(DataError) as raised:
+        converter(schema_content=content)
+    assert str(raised.value).startswith(message)
+    # validation reports the same message on the key itself
+    errors = JsonConverter().config_def().validate(
+        {"converter.type": "value", "schema.content": content}
+    )
+    assert len(errors["schema.content"]) == 1
+    assert errors["schema.content"][0].startswith(message)
+
+
+def test_a_refused_schema_content_leaves_the_converter_as_it_was() -> None:
+    json_converter = converter(schema_content='{"type":"int32"}')
+    with pytest.raises(DataError):
+        json_converter.configure({"schema.content": '{"type":"nope"}'}, False)
+    assert json_converter.to_connect_data(T, None, b"7") == (INT32_SCHEMA, 7)
+
+
+def test_schema_content_blank_or_json_null_means_no_schema() -> None:
+    for content in ("   ", "null"):
+        assert read(ENVELOPE, schema_content=content) == (STRING_SCHEMA, "foo-bar-baz")
+
+
+def test_schema_content_reads_every_bare_value_with_its_schema() -> None:
+    content = json.dumps(json.loads(write(id_name_schema(), Struct(id_name_schema()).put(
+        "id", 1)) or b"")["schema"])
+    json_converter = converter(schema_content=content)
+    schema, value = json_converter.to_connect_data(T, None, b'{"id": 7, "name": "x"}')
+    assert schema == id_name_schema()
+    assert value == Struct(id_name_schema()).put("id", 7).put("name", "x")
+    schema, value = json_converter.to_connect_data(T, None, b'{"id": 8}')
+    assert value == Struct(id_name_schema()).put("id", 8)
+    with pytest.raises(DataError, match=r"Invalid null value for required INT32 field"):
+        json_converter.to_connect_data(T, None, b'{"name": "no id"}')
+    # a tombstone is still a tombstone
+    assert json_converter.to_connect_data(T, None, None) == (None, None)
+
+
+def test_schema_content_keeps_decimals_exact_and_reads_defaults() -> None:
+    decimal_content = (
+        '{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","version":1,'
+        '"parameters":{"scale":"2"},"optional":true}'
+    )
+    schema, value = read(b"12.34", schema_content=decimal_content)
+    assert value == decimal.Decimal("12.34") and schema is not None
+    assert read(b"null", schema_content='{"type":"double","default":1.5}') == (
+        SchemaBuilder.float64().default_value(1.5).build(), 1.5
+    )
+
+
+def test_schema_content_is_ignored_with_schemas_disabled_but_still_checked() -> None:
+    assert read(b'{"a": 1}', schemas_enable="false", schema_content='{"type":"string"}') == (
+        None, {"a": 1}
+    )
+    with pytest.raises(DataError, match=r"Unknown schema type"):
+        converter(schemas_enable="false", schema_content='{"type":"text"}')
+
+
+def test_schema_content_does_not_change_writing() -> None:
+    plain = write(INT32_SCHEMA, 42)
+    assert write(INT32_SCHEMA, 42, schema_content='{"type":"int32"}') == plain
+    assert write(INT32_SCHEMA, 42, schema_content='{"type":"string"}') == plain
+
+
+def test_schema_content_for_keys_headers_and_a_pickled_copy() -> None:
+    import pickle
+
+    key_converter = JsonConverter()
+    key_converter.configure({"schema.content": '{"type":"int64"}'}, True)
+    assert key_converter.to_connect_data(T, None, b"5") == (INT64_SCHEMA, 5)
+    header_converter = JsonConverter()
+    header_converter.configure({"schema.content": '{"type":"boolean"}'})
+    assert header_converter.to_connect_header(T, "h", b"true") == (BOOLEAN_SCHEMA, True)
+    copy = pickle.loads(pickle.dumps(key_converter))
+    assert copy.to_connect_data(T, None, b"6") == (INT64_SCHEMA, 6)
+
+
+def test_schema_content_reads_empty_bytes_as_kafka_reads_a_missing_node() -> None:
+    # not null: the type's own conversion, whatever the schema's optionality or default
+    assert read(b"", schema_content='{"type":"int32"}') == (INT32_SCHEMA, 0)
+    assert read(b"", schema_content='{"type":"string"}') == (STRING_SCHEMA, None)
+    with pytest.raises(DataError, match=r"Structs should be encoded as JSON objects, but found "
+                                        r"MISSING"):
+        read(b"", schema_content='{"type":"struct","fields":[]}')
+
+
+@pytest.mark.parametrize("side", ["key", "value"])
+def test_validation_refuses_a_bad_schema_content_on_its_own_key(side: str) -> None:
+    from connect_grpc.connectors.plugins import Plugins
+    from connect_grpc.herder.validation import ConfigValidator
+
+    config = {
+        "connector.class": "SequenceSource", "topic": "t",
+        f"{side}.converter": "org.apache.kafka.connect.json.JsonConverter",
+        f"{side}.converter.schema.content": '{"type":"int33"}',
+    }
+    errors = ConfigValidator(Plugins(), max_tasks=8).validate(config).all_errors()
+    assert errors == [(f"{side}.converter.schema.content", "Unknown schema type: int33")]
+    config[f"{side}.converter.schema.content"] = '{"type":"int32"}'
+    assert ConfigValidator(Plugins(), max_tasks=8).validate(config).all_errors() == []

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc.configdef import ConfigDef, ConfigKey, ConfigType, Importance
 from connect_grpc.data.plugins import Converter, HeaderConverter, SchemaAndValue
 from connect_grpc.data.schema import Schema
+from connect_grpc.kernel.configdef import ConfigDef, ConfigKey, ConfigType, Importance
 
 CONVERTER_TYPE_CONFIG = "converter.type"
 CONVERTER_TYPES = ("key", "value", "header")
@@ -42,7 +42,7 @@ class BuiltinConverter(Converter, HeaderConverter):
             settings[CONVERTER_TYPE_CONFIG] = "key" if is_key else "value"
         else:
             settings.setdefault(CONVERTER_TYPE_CONFIG, "header")
-        parsed = self.config_def().parse(settings)
+        parsed = self.configure_def().parse(settings)
         self.converter_type = parsed[CONVERTER_TYPE_CONFIG]
         self.apply_config(parsed)
 
@@ -51,6 +51,12 @@ class BuiltinConverter(Converter, HeaderConverter):
 
     def config_def(self) -> ConfigDef:
         return converter_config_def()
+
+    def configure_def(self) -> ConfigDef:
+        """The keys ``configure`` parses with: ``config_def``'s, unless a converter checks a
+        key in ``apply_config`` itself, to fail there with the error Kafka's configure raises
+        rather than the validator's (which validation reports on the key)."""
+        return self.config_def()
 
     def from_connect_header(
         self, topic: str, header_key: str, schema: Schema | None, value: Any

@@ -19,6 +19,10 @@ INT64 field is read through a float (orjson's reading; Jackson keeps its low 64 
 numbers are written in Python's shortest form (``1e+20`` where Java writes ``1.0E20``; the
 same number). Numbers with leading zeros (``0012``) are read, as Kafka's Jackson is told to.
 
+``schema.content`` (KIP-1054) gives one schema in the config: with schemas enabled, every
+message is then read whole as a value of it (an envelope is not unwrapped, as in Kafka
+4.4.0); writing does not use it.
+
 This module holds the converter, its config and its caches; what it compiles per schema,
 and the JSON parsing under that, are modules of their own: :mod:`.json_schema` (a schema's
 envelope JSON, both ways, and the compiler that combines the others),
@@ -31,6 +35,7 @@ names.
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -38,16 +43,10 @@ from typing import Any, Final
 
 import orjson
 
-from connect_grpc.configdef import (
-    ConfigDef,
-    ConfigKey,
-    ConfigType,
-    Importance,
-    one_of_ignoring_case,
-)
 from connect_grpc.data.converters.base import BuiltinConverter, converter_config_def
 from connect_grpc.data.converters.json_codegen import Reader, Writer
 from connect_grpc.data.converters.json_parsing import (
+    _MISSING,
     _ExactNumbersNeeded,
     _loads,
     _loads_payload,
@@ -59,9 +58,18 @@ from connect_grpc.data.errors import DataError
 from connect_grpc.data.headers import ConnectHeaders
 from connect_grpc.data.plugins import NULL_SCHEMA_AND_VALUE, SchemaAndValue
 from connect_grpc.data.schema import Schema
+from connect_grpc.kernel.configdef import (
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    ExactMessage,
+    Importance,
+    one_of_ignoring_case,
+)
 
 SCHEMAS_ENABLE_CONFIG: Final = "schemas.enable"
 SCHEMAS_CACHE_SIZE_CONFIG: Final = "schemas.cache.size"
+SCHEMA_CONTENT_CONFIG: Final = "schema.content"
 DECIMAL_FORMAT_CONFIG: Final = "decimal.format"
 REPLACE_NULL_WITH_DEFAULT_CONFIG: Final = "replace.null.with.default"
 
@@ -71,6 +79,9 @@ _ENVELOPE_MESSAGE: Final = (
     "schemas.enable=false in your converter configuration."
 )
 _WRITE_FAILED: Final = "Converting Kafka Connect data to byte[] failed due to serialization error: "
+_SCHEMA_CONTENT_FAILED: Final = (
+    "Failed to parse schema in converter config due to serialization error: "
+)
 
 
 def json_converter_config_def() -> ConfigDef:
@@ -86,6 +97,14 @@ def json_converter_config_def() -> ConfigDef:
         default=1000, importance=Importance.HIGH, group="Schemas", order_in_group=1,
         display_name="Schema Cache Size",
     )).define(ConfigKey(
+        SCHEMA_CONTENT_CONFIG, ConfigType.STRING,
+        "A schema in the envelope's JSON form, given once here rather than in every message: "
+        "with schemas.enable=true, every message is read as a bare value of this schema, an "
+        "envelope included (its schema is not looked at). No effect on writing, nor with "
+        "schemas.enable=false. Unset or empty: the schema is read from each message.",
+        default=None, importance=Importance.HIGH, validator=_schema_content_problem,
+        group="Schemas", order_in_group=2, display_name="Schema Content",
+    )).define(ConfigKey(
         DECIMAL_FORMAT_CONFIG, ConfigType.STRING,
         "Controls which format this converter will serialize decimals in. This value is case "
         "insensitive and can be either 'BASE64' (default) or 'NUMERIC'",
@@ -99,6 +118,41 @@ def json_converter_config_def() -> ConfigDef:
         default=True, importance=Importance.LOW, group="Serialization", order_in_group=1,
         display_name="Replace null with default",
     ))
+
+
+def _configured_schema(compiler: _Compiler, text: str | None) -> Schema | None:
+    """The schema ``schema.content`` gives (None when unset, empty or JSON null), or a
+    DataError with the message Kafka's configure fails with."""
+    if not text:
+        return None
+    try:
+        schema_json = _loads(text.encode("utf-8"))
+    except DataError as exc:
+        # Kafka words a parse failure of the config apart from one of a record
+        raise DataError(f"{_SCHEMA_CONTENT_FAILED}{exc.__cause__ or exc}") from exc
+    try:
+        return compiler.connect_schema(schema_json)
+    except _ExactNumbersNeeded:
+        return compiler.connect_schema(_floats_as_decimals(schema_json))
+
+
+def _schema_content_problem(value: Any) -> str | None:
+    """Validation's check of ``schema.content``: what configure would fail with, on the key."""
+    compiler = _Compiler(numeric_decimals=False, replace_null=True, memo_size=0)
+    try:
+        _configured_schema(compiler, value)
+    except DataError as exc:
+        return ExactMessage(str(exc))
+    return None
+
+
+def _configure_config_def() -> ConfigDef:
+    """JsonConverter's keys without ``schema.content``'s validator: configure checks the
+    schema itself, to fail as Kafka's does (a DataError, not a config error)."""
+    config_def = json_converter_config_def()
+    key = config_def.keys[SCHEMA_CONTENT_CONFIG]
+    config_def.keys[SCHEMA_CONTENT_CONFIG] = dataclasses.replace(key, validator=None)
+    return config_def
 
 
 class _LruCache:
@@ -141,24 +195,39 @@ class JsonConverter(BuiltinConverter):
     def config_def(self) -> ConfigDef:
         return json_converter_config_def()
 
+    def configure_def(self) -> ConfigDef:
+        return _CONFIGURE_CONFIG_DEF
+
     def apply_config(self, parsed: Mapping[str, Any]) -> None:
         self._apply(
             schemas_enabled=parsed[SCHEMAS_ENABLE_CONFIG],
             cache_size=parsed[SCHEMAS_CACHE_SIZE_CONFIG],
             numeric=str(parsed[DECIMAL_FORMAT_CONFIG]).upper() == "NUMERIC",
             replace_null=parsed[REPLACE_NULL_WITH_DEFAULT_CONFIG],
+            schema_content=parsed[SCHEMA_CONTENT_CONFIG],
         )
 
     def _apply(self, *, schemas_enabled: bool, cache_size: int, numeric: bool,
-               replace_null: bool) -> None:
-        self._settings = {
-            "schemas_enabled": schemas_enabled, "cache_size": cache_size, "numeric": numeric,
-            "replace_null": replace_null,
-        }
-        self.schemas_enabled = schemas_enabled
-        self._compiler = _Compiler(
+               replace_null: bool, schema_content: str | None = None) -> None:
+        compiler = _Compiler(
             numeric_decimals=numeric, replace_null=replace_null, memo_size=4 * cache_size
         )
+        # Checked whatever schemas.enable says, as Kafka's configure does, and before
+        # anything changes: a converter refused its config keeps the one it had.
+        configured = _configured_schema(compiler, schema_content)
+        self._settings = {
+            "schemas_enabled": schemas_enabled, "cache_size": cache_size, "numeric": numeric,
+            "replace_null": replace_null, "schema_content": schema_content,
+        }
+        self.schemas_enabled = schemas_enabled
+        self._compiler = compiler
+        #: ``schema.content``'s schema, its reader, and its reader of a value known to be
+        #: there: every message read (with schemas enabled) is a value of it.
+        self._configured: tuple[Schema, Reader, Reader] | None = None
+        if configured is not None:
+            self._configured = (
+                configured, compiler.reader(configured), compiler.present_reader(configured)
+            )
         self._write_cache = _LruCache(cache_size)
         self._read_cache = _LruCache(cache_size)
         self._last_written: tuple[Schema, _WriteEntry] | None = None
@@ -223,6 +292,8 @@ class JsonConverter(BuiltinConverter):
         data = value if value.__class__ is bytes else bytes(value)
         if not self.schemas_enabled:
             return SchemaAndValue(None, _read_plain_json(data))
+        if self._configured is not None:
+            return self._read_with_configured_schema(data)
         last = self._last_read
         if last is not None and data.startswith(last.prefix) and data.endswith(b"}"):
             payload_json = data[last.payload_start:-1]
@@ -241,6 +312,26 @@ class JsonConverter(BuiltinConverter):
             return self._read_envelope(data, exact=False)
         except _ExactNumbersNeeded:
             return self._read_envelope(data, exact=True)
+
+    def _read_with_configured_schema(self, data: bytes) -> SchemaAndValue:
+        """The whole message as a value of ``schema.content``'s schema. An envelope is not
+        unwrapped: as in Kafka, its ``schema`` and ``payload`` are read as the value (fields
+        of a struct schema, say), so a topic holds one form or the other."""
+        assert self._configured is not None
+        schema = self._configured[0]
+        try:
+            return SchemaAndValue(schema, self._configured_value(data, exact=False))
+        except _ExactNumbersNeeded:
+            return SchemaAndValue(schema, self._configured_value(data, exact=True))
+
+    def _configured_value(self, data: bytes, *, exact: bool) -> Any:
+        assert self._configured is not None
+        _, reader, present_reader = self._configured
+        document = _loads(data, exact=exact)
+        # Empty bytes are Jackson's missing node, which Kafka hands to the schema type's
+        # own conversion (not null: an INT32 reads 0, a STRING null), whatever the
+        # schema's optionality or default.
+        return present_reader(document) if document is _MISSING else reader(document)
 
     def _read_envelope(self, data: bytes, *, exact: bool) -> SchemaAndValue:
         document = _loads(data, exact=exact)
@@ -302,6 +393,7 @@ _schema_and_value = tuple.__new__
 
 
 _SCHEMALESS_WRITE_ENTRY: Final = _WriteEntry(b'{"schema":null,"payload":', _write_schemaless)
+_CONFIGURE_CONFIG_DEF: Final = _configure_config_def()
 
 
 def _floats_as_decimals(value: Any) -> Any:
