@@ -24,15 +24,24 @@ GO_PLUGINS_STAMP := .tools/.go-plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_proto.sh
+# The JVM side (jvm/, a Maven project; docs/development.md). Rebuilt when its pom or main
+# sources change; Maven needs Maven Central the first time only, then its local repository.
+# Its output is shown only when it fails: Debian's mvn 3.8 prints colour codes even with -B -q.
+MVN := mvn -B -q
+JVM_STAMP := jvm/target/.build-stamp
+JVM_SOURCES := $(shell find jvm/src/main -type f 2>/dev/null)
+JVM_TEST_LOG := .jvm-test.log
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint ruff mypy import-contracts proto-check buf-lint hadolint \
-	go-lint docs unit integration proto bench-table clean distclean
+.PHONY: help install java-plugins demo test jvm-test lint ruff mypy import-contracts proto-check \
+	buf-lint hadolint go-lint docs unit integration proto bench-table clean distclean
 
 help:
 	@echo "make demo         install, then run the local broker + a worker + a file->topic->file demo"
 	@echo "make test         install everything, run all linters and all tests (what CI runs)"
-	@echo "make install      create $(VENV) with $(PYTHON) and install the package with [dev]"
+	@echo "make install      create $(VENV) with $(PYTHON) and install the package with [dev];" \
+		"fetch the Kafka Connect plugins tests use; build jvm/"
+	@echo "make jvm-test     the JVM side's unit tests (jvm/, Maven)"
 	@echo "make lint         ruff check, mypy, import contracts, generated-code drift, buf lint," \
 		"hadolint, gofmt/go vet, docs"
 	@echo "make import-contracts  the package's layering (pyproject.toml [tool.importlinter]," \
@@ -46,7 +55,7 @@ help:
 	@echo "make bench-table  regenerate BENCHMARKS.md's headline table from bench/results/headline.json"
 	@echo "make clean        remove caches and build output; distclean also removes $(VENV) and .tools"
 
-install: $(INSTALL_STAMP)
+install: $(INSTALL_STAMP) java-plugins $(JVM_STAMP)
 
 # pip is quiet (its progress output would be thousands of lines): say what happens and how
 # long it usually takes before, and how long it took after.
@@ -59,6 +68,36 @@ $(INSTALL_STAMP): pyproject.toml
 		&& echo "==> installed into $(VENV) in $$(( $$(date +%s) - start )) s"
 	@touch $@
 
+# The Kafka Connect plugins the tests and the demo use (connect-file, Debezium PostgreSQL),
+# fetched from Maven Central into the cache once, as the broker's jars are
+# (connect_grpc/java/plugin_jars.py); once they are there this only checks, in about a second.
+java-plugins: $(INSTALL_STAMP)
+	@$(BIN)/python -m connect_grpc.java.plugin_jars
+
+$(JVM_STAMP): jvm/pom.xml $(JVM_SOURCES)
+	@echo "==> building jvm/ with Maven (the first time about 2 min: Kafka's connect-runtime" \
+		"and its dependencies from Maven Central; mvn -q prints nothing until it is done)"
+	@start=$$(date +%s); \
+		if out=$$($(MVN) -f jvm/pom.xml -DskipTests package 2>&1); then \
+			echo "==> built jvm/ in $$(( $$(date +%s) - start )) s"; \
+		else printf '%s\n' "$$out" >&2; exit 1; fi
+	@touch $@
+
+# Surefire's reports summed into one line, since mvn -q prints nothing when the tests pass
+# (the tests' own output is in jvm/target/surefire-reports/*-output.txt).
+jvm-test: install
+	@rm -rf jvm/target/surefire-reports; start=$$(date +%s); \
+		out=$$($(MVN) -f jvm/pom.xml test 2>&1); status=$$?; \
+		if [ $$status -ne 0 ]; then printf '%s\n' "$$out"; fi; \
+		cat jvm/target/surefire-reports/TEST-*.xml 2>/dev/null | awk -v took=$$(( $$(date +%s) - start )) \
+			'/<testsuite / { for (i = 1; i <= NF; i++) if (split($$i, kv, "=") == 2) { \
+				gsub(/[">]/, "", kv[2]); n[kv[1]] += kv[2] } } \
+			END { printf "==> jvm/ unit tests: Tests run: %d, Failures: %d, Errors: %d, Skipped: %d, %d s\n", \
+				n["tests"], n["failures"], n["errors"], n["skipped"], took }'; \
+		grep -ho 'Assumption failed: [^]<]*' jvm/target/surefire-reports/TEST-*.xml 2>/dev/null \
+			| sort -u | sed 's/^/    skipped: /'; \
+		exit $$status
+
 demo: install
 	$(BIN)/connect-grpc dev
 
@@ -69,11 +108,15 @@ LINT_LOG := .lint.log
 
 test: install
 	@$(MAKE) --no-print-directory lint >$(LINT_LOG) 2>&1 & lint=$$!; \
+		$(MAKE) --no-print-directory jvm-test >$(JVM_TEST_LOG) 2>&1 & jvm=$$!; \
 		$(BIN)/pytest -q $(PYTEST_PARALLEL) tests; tests=$$?; \
+		wait $$jvm; jvm_tested=$$?; \
+		echo "==> make jvm-test (ran beside the tests):"; cat $(JVM_TEST_LOG); \
+		if [ $$jvm_tested -ne 0 ]; then echo "==> make jvm-test failed" >&2; fi; \
 		wait $$lint; linted=$$?; \
 		echo "==> make lint (ran beside the tests):"; cat $(LINT_LOG); \
 		if [ $$linted -ne 0 ]; then echo "==> make lint failed" >&2; fi; \
-		[ $$tests -eq 0 ] && [ $$linted -eq 0 ]
+		[ $$tests -eq 0 ] && [ $$jvm_tested -eq 0 ] && [ $$linted -eq 0 ]
 
 lint: ruff mypy import-contracts proto-check buf-lint hadolint go-lint docs
 
@@ -133,7 +176,7 @@ bench-table:
 
 clean:
 	rm -rf build dist site .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db \
-		derby.log $(LINT_LOG)
+		derby.log $(LINT_LOG) $(JVM_TEST_LOG) jvm/target
 	find . -path ./$(VENV) -prune -o -path ./.tools -prune -o -name __pycache__ -type d \
 		-exec rm -rf {} +
 

@@ -1,0 +1,78 @@
+package io.connectgrpc.jvm.plugins;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The entry point for Python, through py4j (PySpark's driver JVM gateway) or the command line
+ * ({@link Main}): plain strings in and JSON strings out, so that nothing but {@code String}
+ * crosses the gateway.
+ *
+ * <pre>
+ *   host = jvm.io.connectgrpc.jvm.plugins.JavaPluginHost.open(json.dumps(worker_properties))
+ *   catalogue = json.loads(host.listPlugins())
+ *   result = json.loads(host.validate(json.dumps(connector_config)))
+ *   host.close()
+ * </pre>
+ *
+ * <p>{@link #listPlugins()} answers {@code {"plugin_path": ..., "plugin_discovery": ...,
+ * "plugins": [...]}} (see {@link PluginDescription}); {@link #validate(String)} answers Kafka's
+ * {@code ConfigInfos} JSON as its REST API returns it, or {@code {"error": {"class": ...,
+ * "message": ...}}} when Kafka's validation fails outright (its REST API's 400 or 500).
+ */
+public final class JavaPluginHost implements AutoCloseable {
+
+    private final PluginCatalogue catalogue;
+
+    private JavaPluginHost(PluginCatalogue catalogue) {
+        this.catalogue = catalogue;
+    }
+
+    /**
+     * Scans a plugin path.
+     *
+     * @param workerPropertiesJson a JSON object of Kafka Connect worker properties, at least
+     *     {@code plugin.path}; {@code plugin.discovery} defaults to Kafka's
+     *     ({@code hybrid_warn})
+     */
+    public static JavaPluginHost open(String workerPropertiesJson) {
+        return new JavaPluginHost(PluginCatalogue.open(Json.readStringMap(workerPropertiesJson)));
+    }
+
+    /** The catalogue: every plugin found, with its type, version and config definition. */
+    public String listPlugins() {
+        return Json.write(listing(catalogue));
+    }
+
+    /** Kafka Connect's validation of a connector config (a JSON object of strings). */
+    public String validate(String connectorConfigJson) {
+        try {
+            return Json.write(catalogue.validate(Json.readStringMap(connectorConfigJson)));
+        } catch (Exception | LinkageError e) {
+            // A plugin that needs a missing class fails with a LinkageError: an answer, like
+            // any failed validation, not a broken gateway.
+            return Json.write(Json.error(e));
+        }
+    }
+
+    /** The catalogue behind this entry point, for JVM callers. */
+    public PluginCatalogue catalogue() {
+        return catalogue;
+    }
+
+    @Override
+    public void close() {
+        catalogue.close();
+    }
+
+    static Map<String, Object> listing(PluginCatalogue catalogue) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        Map<String, String> props = catalogue.workerProperties();
+        body.put("plugin_path", props.get("plugin.path"));
+        body.put("plugin_discovery", props.getOrDefault("plugin.discovery", "hybrid_warn"));
+        List<PluginDescription> plugins = catalogue.describe();
+        body.put("plugins", plugins);
+        return body;
+    }
+}
