@@ -58,6 +58,7 @@ SHARED_WORKER_MODULES = (
     "tests/integration/test_bad_inputs.py",
     "tests/integration/test_client.py",
     "tests/integration/test_ctl.py",
+    "tests/integration/test_ctl_apply.py",
     "tests/integration/test_etags.py",
     "tests/integration/test_go_client.py",
     "tests/integration/test_kill_pipeline.py",

@@ -4,14 +4,20 @@ name or regular expression), ``offsets get|alter|reset``."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import click
 
-from connect_grpc.connector_files import ConnectorRequest, load_connector_file, load_offsets_file
+from connect_grpc.config.connector_files import (
+    ConnectorRequest,
+    load_connector_file,
+    load_offsets_file,
+)
 from connect_grpc.ctl import documents
+from connect_grpc.ctl.apply_specs import MARKER_KEY, load_spec
+from connect_grpc.ctl.apply_state import Report, apply_specs, is_marked, read_specs
 from connect_grpc.ctl.exit_codes import ExitCode, failure_of
 from connect_grpc.ctl.render import compact_json
 from connect_grpc.ctl.session import (
@@ -22,10 +28,17 @@ from connect_grpc.ctl.session import (
     pass_session,
     regex_option,
 )
-from connect_grpc.domain import TargetState
-from connect_grpc.errors import ConnectError, FieldViolation, InvalidArgumentError, NotFoundError
+from connect_grpc.kernel.domain import TargetState
+from connect_grpc.kernel.errors import (
+    ConnectError,
+    FieldViolation,
+    InvalidArgumentError,
+    NotFoundError,
+)
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+#: A spec file, or a directory of them.
+SPECS = click.Path(exists=True, path_type=Path)
 
 
 def if_match_option(what: str) -> Callable[[click.decorators.FC], click.decorators.FC]:
@@ -48,43 +61,86 @@ def _with_new_etag(line: str, if_match: str, etag: str) -> str:
 
 
 @click.command()
-@click.option("-f", "--file", "files", type=FILE, multiple=True, required=True,
-              help="A connector file, as `connect-grpc standalone` reads them: a flat "
-                   "config or a create request, in JSON (.json), YAML (.yaml, .yml) or "
-                   "Java properties (.properties). Several: -f a.json b.yaml, or -f "
-                   "repeated (-f a.json -f b.yaml), as kubectl takes them.")
-@click.argument("more_files", metavar="[FILE]...", nargs=-1, type=FILE)
+@click.option("-f", "--file", "files", type=SPECS, multiple=True, required=True,
+              help="A connector file or spec, or a directory of them (its .json, .yaml, .yml "
+                   "and .properties files): a flat config or a create request, as "
+                   "`connect-grpc standalone` reads them, a spec with a target state, or "
+                   "Strimzi's KafkaConnector. Several: -f a.json b.yaml, or -f repeated "
+                   "(-f a.json -f b.yaml), as kubectl takes them.")
+@click.argument("more_files", metavar="[FILE]...", nargs=-1, type=SPECS)
 @click.option("--dry-run", is_flag=True,
-              help="Only validate: show every error, create or change nothing.")
+              help="Change nothing: validate, and show what apply would do (with a desired "
+                   "state: the config keys added, changed and removed, secrets hidden, and the "
+                   "state change).")
+@click.option("--prune", is_flag=True,
+              help="Also delete the connectors an earlier apply created that no spec given "
+                   "names any longer (never a connector apply did not create).")
 @if_match_option("replace the config (one -f, an existing connector)")
 @pass_session
 def apply(
     session: Session, files: tuple[Path, ...], more_files: tuple[Path, ...], dry_run: bool,
-    if_match: str,
+    prune: bool, if_match: str,
 ) -> None:
-    """Create each file's connector, or replace its config if it exists.
+    """Create each file's connector, or replace its config if it exists; or, with a desired
+    state, bring each connector to its spec.
 
     The files are JSON, YAML or Java properties, each a flat connector config (name=...,
     connector.class=...) or a create request ({"name", "config", "initial_state",
     "initial_offsets"}), read as `connect-grpc standalone` reads them. A new connector
     starts in the file's initial_state with its initial_offsets; for an existing one only
     the config changes (PutConnectorConfig).
+
+    A directory, --prune, or a spec with a target state (state: RUNNING|PAUSED|STOPPED
+    beside config; connect-grpc.state= in properties; a KafkaConnector) applies desired
+    state: each connector is created (in its state, from its initial offsets), or its
+    config and state are changed, only where they differ, each write conditional on the
+    etag read with the connector; each line says created, config changed, state changed,
+    unchanged or pruned.
     """
     files = (*files, *more_files)
     if if_match and len(files) != 1:
         raise click.UsageError("--if-match: an etag is one connector's: give exactly one -f")
+    if prune or any(path.is_dir() for path in files) or any(map(_holds_a_state, files)):
+        _apply_desired_state(session, files, dry_run, prune, if_match)
+        return
     _for_each(session, list(files), lambda path: _apply_file(session, path, dry_run, if_match))
+
+
+def _holds_a_state(path: Path) -> bool:
+    """Whether the file is a spec with a target state (a file that cannot be read is said
+    to be by the apply that reads it)."""
+    try:
+        return load_spec(path).state is not None
+    except ConnectError:
+        return False
+
+
+def _apply_desired_state(
+    session: Session, files: tuple[Path, ...], dry_run: bool, prune: bool, if_match: str,
+) -> None:
+    if if_match:
+        raise click.UsageError(
+            "--if-match: applying a desired state uses the etag of each connector it reads"
+        )
+    report = Report()
+    specs = read_specs(files, session.output, report)
+    apply_specs(session.client, session.output, specs, prune=prune, dry_run=dry_run,
+                report=report)
+    if report.exit_code is not ExitCode.OK:
+        raise click.exceptions.Exit(report.exit_code)
 
 
 def _apply_file(session: Session, path: Path, dry_run: bool, if_match: str = "") -> None:
     request = read_connector_file(path)
-    exists = connector_exists(session, request.name)
+    current = _current_config(session, request.name)
+    exists = current is not None
     if dry_run:
         _dry_run(session, path, request, exists)
     elif exists or if_match:
-        result = session.client.put_connector_config(
-            request.name, request.config, etag=if_match
-        )
+        config = dict(request.config)
+        if current is not None and is_marked(current):  # still one an apply created
+            config[MARKER_KEY] = current[MARKER_KEY]
+        result = session.client.put_connector_config(request.name, config, etag=if_match)
         verb = "created" if result.created else "configured"
         session.output.line(
             _with_new_etag(f"connector {request.name} {verb}", if_match, result.info.etag)
@@ -120,11 +176,14 @@ def read_connector_file(path: Path) -> ConnectorRequest:
 
 
 def connector_exists(session: Session, name: str) -> bool:
+    return _current_config(session, name) is not None
+
+
+def _current_config(session: Session, name: str) -> Mapping[str, str] | None:
     try:
-        session.client.get_connector(name)
+        return session.client.get_connector(name).config
     except NotFoundError:
-        return False
-    return True
+        return None
 
 
 def _has_creation_settings(request: ConnectorRequest) -> bool:

@@ -114,15 +114,17 @@ def table_rows(run: Run) -> dict[str, list[str]]:
 
 # ---------------------------------------------------------------------------- docs/ctl.md
 
-#: docs/ctl.md: the page's own section (its example), and the TLS one
-#: (tests/integration/test_ctl_tls.py).
+#: docs/ctl.md: the page's own section (its example), the TLS one
+#: (tests/integration/test_ctl_tls.py) and the desired-state one
+#: (tests/integration/test_ctl_apply.py).
 CTL_SECTION = "# Command line: `connect-grpc ctl`"
 CTL_TLS_SECTION = "## ctl over TLS and with tokens"
+CTL_APPLY_SECTION = "## Desired state from a directory"
 
 
 def _readme_ctl_block() -> list[Command]:
-    tls = section_lines(CTL, CTL_TLS_SECTION)
-    found = [c for c in section_commands(CTL, CTL_SECTION) if c.line not in tls]
+    elsewhere = {*section_lines(CTL, CTL_TLS_SECTION), *section_lines(CTL, CTL_APPLY_SECTION)}
+    found = [c for c in section_commands(CTL, CTL_SECTION) if c.line not in elsewhere]
     blocks = {c.block for c in found}
     assert len(blocks) == 1, "docs/ctl.md shows its example in one ```sh block"
     return found

@@ -84,6 +84,10 @@ CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("docs/ctl.md", "## ctl over TLS and with tokens"): (
         "tests/integration/test_ctl_tls.py::test_readme_examples_run_as_written",
     ),
+    ("docs/ctl.md", "## Desired state from a directory"): (
+        "tests/integration/test_ctl_apply.py"
+        "::test_the_worked_example_of_the_docs_runs_as_written_twice",
+    ),
     ("docs/clients.md", "## gRPC API"): (f"{READMES}::test_readme_grpcurl_commands",),
     ("docs/clients.md", "## Go client"): (
         "tests/integration/test_go_client.py::test_readme_go_example_commands",
