@@ -25,12 +25,13 @@ from connect_grpc.api.leader_relay import LeaderWritesRelay
 from connect_grpc.api.metrics import ServerMetricsInterceptor
 from connect_grpc.api.servicer import ConnectServicer
 from connect_grpc.api.tls import server_credentials
-from connect_grpc.herder.base import Herder
+from connect_grpc.config.worker import Limits
+from connect_grpc.herder.interface import Herder
+from connect_grpc.metrics.health_metrics import HealthGauges
 from connect_grpc.security.config import SecurityConfig
 from connect_grpc.security.session_key import RequestVerifier
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-from connect_grpc.worker_config import Limits
 
 log = structlog.get_logger(__name__)
 
@@ -96,7 +97,13 @@ class ApiServer:
             services.append(CLUSTER_SERVICE_NAME)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
-        self._health_reporter = HealthReporter(herder, self._health, (SERVICE_NAME,))
+        self._health_reporter = HealthReporter(
+            herder,
+            self._health,
+            (SERVICE_NAME,),
+            gauges=HealthGauges(metrics) if metrics is not None else None,
+            started=False,
+        )
         reflection.enable_server_reflection(
             (*services, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
@@ -114,12 +121,21 @@ class ApiServer:
             raise OSError(f"could not bind the gRPC listener on {host}:{port}")
         self.host = host
 
-    def start(self) -> None:
+    def start(self, *, started: bool = True) -> None:
+        """Serves. ``started=False``: the worker's start-up goes on after this (it creates
+        the connectors of its files), so its readiness is NOT_SERVING until
+        ``mark_started``."""
+        if started:
+            self._health_reporter.mark_started()
         self._server.start()
         self._health_reporter.start()
         log.info("grpc_server_started", host=self.host, port=self.port, tls=self.tls)
         warn_if_exposed(self.host, self.port, tls=self.tls)
         warn_if_tokens_in_clear(self._tokens_file, tls=self.tls)
+
+    def mark_started(self) -> None:
+        """The worker's start-up is over: its readiness is the herder's from now on."""
+        self._health_reporter.mark_started()
 
     def stop(self, grace_seconds: float = 5.0) -> None:
         self._health_reporter.stop()

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from connect_grpc import deadline
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.cluster.fenced_writer import FencedWriter
 from connect_grpc.cluster.membership import LeaderElection
@@ -29,6 +29,7 @@ from connect_grpc.herder.leader_assignment import AssignmentPublisher
 from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.recorded_answers import ANSWER_EXPIRY_INTERVAL_S, RecordedAnswers
 from connect_grpc.herder.ticker import run_ticks
+from connect_grpc.kernel import deadline
 from connect_grpc.security.session_key import SessionKey
 from connect_grpc.storage.config_codec import session_key_record
 
@@ -65,7 +66,8 @@ class LeaderLoop:
         self._log = log
         self._next_expiry = 0.0
 
-    def run(self) -> None:
+    def run(self, beat: Callable[[], None] | None = None) -> None:
+        """``beat`` is called at each turn of the loop (its liveness heartbeat)."""
         run_ticks(
             self._lead_or_step_down,
             wake=self._leader_wake,
@@ -73,6 +75,7 @@ class LeaderLoop:
             tick_s=TICK_S,
             log=self._log,
             failure_event="leader_duties_failed",
+            beat=beat,
         )
 
     def _lead_or_step_down(self) -> None:

@@ -32,20 +32,22 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from connect_grpc import deadline
-from connect_grpc.domain import State, TargetState, TaskId
-from connect_grpc.errors import UnavailableError
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.kafka.ports import free_port
-from connect_grpc.kafka_clients import with_client_log
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import State, TargetState, TaskId
+from connect_grpc.kernel.errors import UnavailableError
+from connect_grpc.kernel.kafka_clients import with_client_log
 from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import TaskRunner
+from connect_grpc.runtime.task_host import DriverHost
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from connect_grpc.storage.kafka_admin import AdminCallError, IsolatedAdmin
 from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-from connect_grpc.worker_config import WorkerConfig
 from tests.integration.conftest import BOOTSTRAP_ENV
 from tests.integration.helpers import RUNNING, create_topic
 from tests.task_fakes import NoopTask, StatusRecorder
@@ -56,6 +58,8 @@ RETRYING = pb.INSTANCE_STATE_RETRYING
 FAILED = pb.INSTANCE_STATE_FAILED
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+LIVE = "connect.v1.live"
+READY = "connect.v1.ready"
 OUTAGE_S = 12.0
 GRACE_MS = 3000
 LINES = 400
@@ -138,11 +142,35 @@ class Pipeline:
         ]
 
 
-def health(channel: grpc.Channel) -> int:
+def health(channel: grpc.Channel, service: str = "") -> int:
     reply = health_pb2_grpc.HealthStub(channel).Check(
-        health_pb2.HealthCheckRequest(service=""), timeout=2
+        health_pb2.HealthCheckRequest(service=service), timeout=2
     )
     return int(reply.status)
+
+
+class Watched:
+    """The statuses a health ``Watch`` on ``service`` streams, gathered on a thread until
+    ``close``."""
+
+    def __init__(self, channel: grpc.Channel, service: str) -> None:
+        self.statuses: list[int] = []
+        self._call = health_pb2_grpc.HealthStub(channel).Watch(
+            health_pb2.HealthCheckRequest(service=service))
+        self._thread = threading.Thread(target=self._gather, daemon=True)
+        self._thread.start()
+
+    def _gather(self) -> None:
+        try:
+            for reply in self._call:
+                self.statuses.append(int(reply.status))
+        except grpc.RpcError:
+            pass  # cancelled by close
+
+    def close(self) -> list[int]:
+        self._call.cancel()
+        self._thread.join(5)
+        return self.statuses
 
 
 def timed(call: Callable[[], object]) -> float:
@@ -246,11 +274,18 @@ def test_a_distributed_worker_shows_retrying_and_refuses_writes_at_once_during_a
             return [task.state for task in status.tasks]
 
         wait_until(lambda: task_states() == [RUNNING], timeout=60)
+        # ready (KIP-1017): started, a member of the group named by the assignment it read
+        assert health(channel, LIVE) == SERVING and health(channel, READY) == SERVING
+        assert worker.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5).joined
+        live, ready = Watched(channel, LIVE), Watched(channel, READY)
 
         broker.stop()
         # RETRYING shows while Kafka is away: reporting it does not wait for the status topic
         wait_until(lambda: task_states() == [RETRYING], timeout=OUTAGE_S)
         wait_until(lambda: health(channel) == NOT_SERVING, timeout=GRACE_MS / 1000 + 8)
+        # not ready, but live: a liveness probe must not restart a worker because Kafka is down
+        assert health(channel, READY) == NOT_SERVING
+        assert health(channel, LIVE) == SERVING
         started = time.monotonic()
         with pytest.raises(grpc.RpcError) as refused:
             worker.stub.PauseConnector(pb.PauseConnectorRequest(name=name), timeout=20)
@@ -264,13 +299,26 @@ def test_a_distributed_worker_shows_retrying_and_refuses_writes_at_once_during_a
             d.Is(error_details_pb2.RetryInfo.DESCRIPTOR) for d in details.details
         )
         assert task_states() == [RETRYING]
+        assert health(channel, LIVE) == SERVING
 
         broker.start(timeout=90)
         wait_until(lambda: health(channel) == SERVING, timeout=30)
+        assert health(channel, READY) == SERVING
+        # each check's Watch streamed its transitions: ready went and came back (a session
+        # the group expired during the outage may make it go once more), live never went
+        wait_until(lambda: ready.statuses[-1:] == [SERVING], timeout=10)
+        went = _transitions(ready.close())
+        assert went[:2] == [SERVING, NOT_SERVING] and went[-1] == SERVING, went
+        assert _transitions(live.close()) == [SERVING]
         wait_until(lambda: worker.stub.PauseConnector(
             pb.PauseConnectorRequest(name=name), timeout=10), timeout=60)
         wait_until(lambda: task_states() == [pb.INSTANCE_STATE_PAUSED], timeout=30)
         assert worker.returncode is None
+
+
+def _transitions(statuses: list[int]) -> list[int]:
+    """The statuses without repeats (a Watch may send the current one again)."""
+    return [s for i, s in enumerate(statuses) if i == 0 or statuses[i - 1] != s]
 
 
 def _admin(bootstrap: str) -> Any:
@@ -292,8 +340,11 @@ class _CrashingRunner(TaskRunner):
 
     def __init__(self, spark: SparkRuntime, crashes: list[str]) -> None:
         self.listener = StatusRecorder()
+        worker = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
         super().__init__(
-            TaskId("crash", 0), NoopTask(), "w", self.listener, spark,
+            TaskSetup(TaskId("crash", 0), "w", worker, {}, {}),
+            DriverHost(NoopTask()),
+            TaskClients(self.listener, spark),
             retry_policy=RetryPolicy(timeout_s=60, backoff_max_s=0.5),
         )
         self._crashes = crashes

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from connect_grpc import deadline
-from connect_grpc.domain import ConnectorOffset, OffsetsChange, State, TargetState
-from connect_grpc.errors import UnavailableError
-from connect_grpc.herder.standalone import StandaloneHerder
+from connect_grpc.herder.health_checks import LoopHeartbeats
+from connect_grpc.herder.standalone import CONTROL_PLANE, StandaloneHerder
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import ConnectorOffset, OffsetsChange, State, TargetState
+from connect_grpc.kernel.errors import UnavailableError
 
 SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
 
@@ -79,6 +80,11 @@ def test_a_change_to_the_busy_connector_is_unavailable_within_the_deadline(
 
 
 def test_health_is_not_serving_while_the_herder_lock_is_stuck(herder: StandaloneHerder) -> None:
+    """Not live once the lock has not been free for ``health.liveness.timeout.ms`` (60 s by
+    default: seconds of an injected clock, not slept)."""
+    now = [0.0]
+    herder._heartbeats = LoopHeartbeats(60_000, lambda: now[0])
+    herder._heartbeats.loop(CONTROL_PLANE).beat()
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -90,8 +96,10 @@ def test_health_is_not_serving_while_the_herder_lock_is_stuck(herder: Standalone
     thread.start()
     assert holding.wait(5)
     try:
+        now[0] = 61.0
         report = herder.health()
-        assert not report.serving and "control plane" in report.reason
+        assert not report.serving and "control-plane for 61 s" in report.reason
+        assert report.cause == "loop_stuck"
     finally:
         release.set()
         thread.join(5)
