@@ -44,7 +44,7 @@ the cluster cannot be started. In the same run it measures, over long-lived gRPC
    ``heartbeat.interval.ms=1000``; measurements 1 and 2 run on the first one.
 
 4. **The write path against Apache Kafka Connect** (``--anchor-samples N``, default 10; 0
-   leaves it out): on the first cluster, Kafka Connect 4.1.1's own 3-worker distributed
+   leaves it out): on the first cluster, Kafka Connect 4.4.0's own 3-worker distributed
    cluster is started on the same broker and every control-plane write is timed on both
    systems, via the leader and via a follower, interleaved, with the floor (one bare
    transaction and its read_committed read-back) and one bare grpcio relay hop; see
@@ -98,7 +98,7 @@ import headline
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.kafka.jars import KAFKA_VERSION
 from connect_grpc.kafka.ports import free_port
-from connect_grpc.logs import configure_logging
+from connect_grpc.logs.output import configure_logging
 from connect_grpc.testing.cluster import (
     WorkerProcess,
     agreed_view,
@@ -743,8 +743,8 @@ def _anchor_entries(run: cluster_anchor.AnchorRun, common: dict[str, str]) -> li
     entries = [headline.Entry(
         id="cluster.writes", bench="cluster",
         measure="Every control-plane write (create STOPPED, put config, alter and reset offsets, "
-                "resume from stopped, pause, resume from paused, stop, delete), p50: the worst "
-                "ratio, via the leader / via a follower",
+                "resume from stopped, pause, resume from paused, restart with tasks, stop, "
+                "delete, delete running), p50: the worst ratio, via the leader / via a follower",
         anchor=KC_CLUSTER, ratio=worst, better="lower",
         spread=", ".join(
             f"via {'the leader' if role == 'leader' else 'a follower'} "
@@ -781,6 +781,8 @@ def _anchor_entries(run: cluster_anchor.AnchorRun, common: dict[str, str]) -> li
         spread=f"{elsewhere_spread}; {own_spread}", **common,
     ))
     for key, label, what in (
+        ("cluster.create_stopped", cluster_anchor.CREATE_STOPPED,
+         "Create STOPPED → STOPPED on the called worker"),
         ("cluster.resume_running", cluster_anchor.RESUME_RUNNING,
          "Resume from STOPPED → every task RUNNING"),
         ("cluster.create_running", cluster_anchor.CREATE_RUNNING,

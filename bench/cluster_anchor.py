@@ -14,9 +14,12 @@ STOPPED (the call, and until the status shows the connector and every task RUNNI
 resume from PAUSED, restart (the connector only; also reported by where the connector ran,
 read from its status just before: a plain restart is carried out by the worker that runs
 it, so one sent to another worker is forwarded there, by both systems; then, once RUNNING
-again, the same restart sent to the worker that runs the connector), stop, delete; then a
-second connector
-created RUNNING, timed until every task is RUNNING, and deleted (untimed). Between the timed
+again, the same restart sent to the worker that runs the connector), restart with its tasks
+(KIP-745's ``include_tasks``: both systems answer with the plan once the request is
+written, and the workers carry it out as they read it), stop, delete; then a second
+connector created RUNNING, timed until every task is RUNNING, and deleted while it runs.
+The create STOPPED is also timed until the called worker's status shows it STOPPED (the
+call, then polling as for the states below). Between the timed
 writes the cycle waits, untimed, for the state the next write starts from (PAUSED before
 resume from paused, RUNNING after a resume or restart), polling the same worker's status.
 
@@ -66,8 +69,10 @@ WRITES = (
     "pause",
     "resume from paused",
     "restart",
+    "restart with tasks",
     "stop",
     "delete",
+    "delete running",
 )
 #: A restart, by where the connector ran: a plain restart is carried out by that worker, so
 #: one sent elsewhere is forwarded there (by both systems), and the cell mixes the two.
@@ -76,6 +81,7 @@ RESTART_ELSEWHERE = "restart, the connector on another worker"
 #: The same restart sent, a moment later, to the worker that runs the connector.
 RESTART_OWN = "restart sent to the connector's own worker"
 RESUME_RUNNING = "resume from STOPPED → every task RUNNING"
+CREATE_STOPPED = "create STOPPED → STOPPED on the called worker"
 CREATE_RUNNING = "create RUNNING → every task RUNNING"
 ROLES = ("leader", "follower")
 SYSTEMS = ("connect-grpc", "Kafka Connect")
@@ -118,7 +124,7 @@ class Target(Protocol):
     def reset_offsets(self, name: str) -> None: ...
     def pause(self, name: str) -> None: ...
     def resume(self, name: str) -> None: ...
-    def restart(self, name: str) -> None: ...
+    def restart(self, name: str, include_tasks: bool = False) -> None: ...
     def stop(self, name: str) -> None: ...
     def delete(self, name: str) -> None: ...
     def states(self, name: str) -> tuple[str, list[str]]:
@@ -183,8 +189,11 @@ class GrpcTarget:
     def resume(self, name: str) -> None:
         self.stub.ResumeConnector(pb.ResumeConnectorRequest(name=name), timeout=CALL_TIMEOUT_S)
 
-    def restart(self, name: str) -> None:
-        self.stub.RestartConnector(pb.RestartConnectorRequest(name=name), timeout=CALL_TIMEOUT_S)
+    def restart(self, name: str, include_tasks: bool = False) -> None:
+        self.stub.RestartConnector(
+            pb.RestartConnectorRequest(name=name, include_tasks=include_tasks),
+            timeout=CALL_TIMEOUT_S,
+        )
 
     def stop(self, name: str) -> None:
         self.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=CALL_TIMEOUT_S)
@@ -246,8 +255,12 @@ class RestTarget:
     def resume(self, name: str) -> None:
         self.worker.request("PUT", f"/connectors/{name}/resume", expect=(202,))
 
-    def restart(self, name: str) -> None:
-        self.worker.request("POST", f"/connectors/{name}/restart", expect=(200, 202, 204))
+    def restart(self, name: str, include_tasks: bool = False) -> None:
+        # with includeTasks Kafka Connect answers 202 and the plan (restartConnectorAndTasks)
+        query = "?includeTasks=true" if include_tasks else ""
+        self.worker.request(
+            "POST", f"/connectors/{name}/restart{query}", expect=(200, 202, 204)
+        )
 
     def stop(self, name: str) -> None:
         self.worker.request("PUT", f"/connectors/{name}/stop", expect=(204,))
@@ -311,8 +324,11 @@ def cycle(
         results.setdefault(label, Samples()).seconds.append(time.perf_counter() - started)
         return started
 
-    timed("create STOPPED", lambda: target.create(name, source_config(file, 100), stopped=True))
+    started = timed(
+        "create STOPPED", lambda: target.create(name, source_config(file, 100), stopped=True)
+    )
     wait_until_stopped(target, name)
+    results.setdefault(CREATE_STOPPED, Samples()).seconds.append(time.perf_counter() - started)
     timed("put config", lambda: target.put_config(name, source_config(file, 200)))
     timed("alter offsets", lambda: target.alter_offsets(name, file, 0))
     timed("reset offsets", lambda: target.reset_offsets(name))
@@ -333,6 +349,8 @@ def cycle(
     if own is not None:
         timed(RESTART_OWN, lambda: own.restart(name))
         wait_for_state(target, name, "RUNNING")
+    timed("restart with tasks", lambda: target.restart(name, include_tasks=True))
+    wait_for_state(target, name, "RUNNING")
     timed("stop", lambda: target.stop(name))
     wait_until_stopped(target, name)
     timed("delete", lambda: target.delete(name))
@@ -343,7 +361,7 @@ def cycle(
     )
     wait_for_state(target, running, "RUNNING")
     results.setdefault(CREATE_RUNNING, Samples()).seconds.append(time.perf_counter() - started)
-    target.delete(running)
+    timed("delete running", lambda: target.delete(running))
 
 
 # --- Kafka Connect's cluster ---------------------------------------------------------------
@@ -562,7 +580,7 @@ def report(run: AnchorRun) -> str:
         "| forwarding: ours | forwarding: KC | ours (leader) / floor |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for label in (*WRITES, RESUME_RUNNING, CREATE_RUNNING):
+    for label in (*WRITES, CREATE_STOPPED, RESUME_RUNNING, CREATE_RUNNING):
         a, b, c, d = (r[label].p50_ms() for r in (ours_l, kc_l, ours_f, kc_f))
         lines.append(
             f"| {label} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {c:.1f} | {d:.1f} | {c / d:.2f}x "

@@ -20,10 +20,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from connect_grpc import deadline
+from connect_grpc.cluster.extension_records import assignment_in, worker_records
 from connect_grpc.cluster.fenced_writer import FencedWriter
-from connect_grpc.cluster.records import assignment_in, worker_records
-from connect_grpc.domain import (
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.herder.cut_short_writes import removal_leftovers
+from connect_grpc.herder.distributed_etags import ClusterEtags
+from connect_grpc.herder.distributed_reads import DistributedReads
+from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
+from connect_grpc.herder.etags import connector_etag, no_connector_for_etag, offsets_version_in
+from connect_grpc.herder.instance_rules import not_stopped, require_topic_tracking
+from connect_grpc.herder.leader_writer import LeaderWriter
+from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.herder.offset_manager import OffsetManager
+from connect_grpc.herder.reconciler import Reconciler
+from connect_grpc.herder.recorded_answers import answer_record, with_answer
+from connect_grpc.herder.restart import build_restart_plan
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.validation import ConfigValidator, patched_config, validate_name
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import (
     ConnectorOffset,
     ConnectorStatus,
     CreateResult,
@@ -33,26 +48,12 @@ from connect_grpc.domain import (
     TargetState,
     TaskId,
 )
-from connect_grpc.errors import (
+from connect_grpc.kernel.errors import (
     AlreadyExistsError,
     NotFoundError,
     NotLeaderError,
     UnavailableError,
 )
-from connect_grpc.herder.cut_short_writes import removal_leftovers
-from connect_grpc.herder.distributed_etags import ClusterEtags
-from connect_grpc.herder.distributed_reads import DistributedReads
-from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
-from connect_grpc.herder.etags import connector_etag, no_connector_for_etag, offsets_version_in
-from connect_grpc.herder.leader_writer import LeaderWriter
-from connect_grpc.herder.locks import ConnectorLocks
-from connect_grpc.herder.offset_manager import OffsetManager
-from connect_grpc.herder.reconciler import Reconciler
-from connect_grpc.herder.recorded_answers import answer_record, with_answer
-from connect_grpc.herder.restart import build_restart_plan
-from connect_grpc.herder.rules import not_stopped, require_topic_tracking
-from connect_grpc.herder.status import StatusBoard
-from connect_grpc.herder.validation import ConfigValidator, patched_config, validate_name
 from connect_grpc.storage.config_codec import (
     REMOVAL_CHANGE_INDEX,
     RawRecord,
@@ -64,7 +65,6 @@ from connect_grpc.storage.config_codec import (
     task_config_records,
 )
 from connect_grpc.storage.config_snapshot import ConfigSnapshot
-from connect_grpc.worker_config import WorkerConfig
 
 #: The trimmed, checked name and the config with it (``HerderCommon._normalised``).
 Normaliser = Callable[[str, Mapping[str, str]], tuple[str, dict[str, str]]]
@@ -282,15 +282,15 @@ class DistributedMutations:
             self._reconciler.restart_connector(name)
             return None
         with self._connector_locks.hold(name):
-            writer = self._writer.for_write()
+            self._writer.for_write()
             self._view.config_of(self._view.snapshot(), name)
             # the answer's plan by every status written before the call (another worker's
             # report of a failure that the caller saw, say), not by this view's lag
             self._statuses.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
             plan = build_restart_plan(request, self._reads.connector_status(name))
-            # no assignment changes with it: the leader's loop is not woken
-            self._writer.write(
-                writer, with_answer(restart_records(request), plan.status), wake_leader=False
+            # one record, the change, carrying the answer; no assignment changes with it
+            self._writer.write_in_term(
+                restart_records(request), answer_record(plan.status), change_index=0
             )
             self._log.info("connector_restart_requested", connector=name,
                            include_tasks=request.include_tasks, only_failed=request.only_failed)

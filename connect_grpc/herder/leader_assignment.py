@@ -21,21 +21,21 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from connect_grpc import deadline
 from connect_grpc.cluster.assignment import rebalance, safe_step
 from connect_grpc.cluster.config import DistributedConfig
-from connect_grpc.cluster.membership import LeaderElection
-from connect_grpc.cluster.records import (
+from connect_grpc.cluster.extension_records import (
     ASSIGNMENT_KEY,
     AssignmentRecord,
     WorkerRecord,
     assignment_in,
     worker_records,
 )
-from connect_grpc.domain import InstanceStatus, State, TaskId
+from connect_grpc.cluster.membership import LeaderElection
 from connect_grpc.herder.distributed_view import ClusterView
 from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.status import StatusBoard
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import InstanceStatus, State, TaskId
 from connect_grpc.storage.config_codec import extension_record
 from connect_grpc.storage.config_snapshot import ConfigSnapshot
 from connect_grpc.storage.kafka_admin import IsolatedAdmin
@@ -100,23 +100,43 @@ class AssignmentPublisher:
 
     def _group_members(self) -> frozenset[str]:
         """The group's members, this worker included. Asked of the group coordinator (an
-        admin call) only after a rebalance, and at least every MEMBERS_REFRESH_S: the
-        members change only in a rebalance, which every member takes part in, and the
-        leader runs after every config change that may move instances (at a thousand
-        connectors, twice a create)."""
-        now, told = time.monotonic(), self._rebalances
+        admin call) only after a rebalance, else the last answer: the members change only
+        in a rebalance, which every member takes part in, and the leader runs after every
+        config change that may move instances (at a thousand connectors, twice a create).
+        The last answer is checked again at least every MEMBERS_REFRESH_S, after a step
+        (``_recheck_members``)."""
         known = self._members
-        if known is None or known[0] != told or now - known[1] >= MEMBERS_REFRESH_S:
-            with deadline.scope(MEMBERS_CALL_TIMEOUT_S):
-                asked = self._admin.call("group_members", self._cluster.group_id)
-            known = (told, now, frozenset([*asked, self._id]))
-            self._members = known
+        if known is None or known[0] != self._rebalances:
+            known = self._ask_members()
         return known[2]
+
+    def _ask_members(self) -> tuple[int, float, frozenset[str]]:
+        told, now = self._rebalances, time.monotonic()
+        with deadline.scope(MEMBERS_CALL_TIMEOUT_S):
+            asked = self._admin.call("group_members", self._cluster.group_id)
+        known = (told, now, frozenset([*asked, self._id]))
+        self._members = known
+        return known
+
+    def _recheck_members(self, used: frozenset[str]) -> None:
+        """Asks for the members again when the last answer is MEMBERS_REFRESH_S old, after
+        the step rather than before it: a run woken by a write (a new connector to place)
+        does not wait for the admin call; a change it finds wakes the loop for a step
+        with the new members."""
+        known = self._members
+        if known is None or time.monotonic() - known[1] < MEMBERS_REFRESH_S:
+            return
+        if self._ask_members()[2] != used:
+            self._leader_wake.set()
 
     def publish(self) -> None:
         """Publishes the next assignment step when the live members or the connectors and
         tasks changed and every live worker has carried out the current one."""
         members = self._group_members()
+        self._publish(members)
+        self._recheck_members(members)
+
+    def _publish(self, members: frozenset[str]) -> None:
         snapshot = self._view.snapshot()
         current = assignment_in(snapshot)
         live_current = {w: a for w, a in current.workers.items() if w in members}

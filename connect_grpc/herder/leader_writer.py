@@ -22,13 +22,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from connect_grpc import deadline
 from connect_grpc.cluster.config import DistributedConfig
+from connect_grpc.cluster.extension_records import LEADER_KEY, LeaderRecord
 from connect_grpc.cluster.fenced_writer import FencedWriter, leader_transactional_id
 from connect_grpc.cluster.membership import LeaderElection
-from connect_grpc.cluster.records import LEADER_KEY, LeaderRecord
-from connect_grpc.errors import NotLeaderError
 from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView, now_ms
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.errors import NotLeaderError
 from connect_grpc.security.session_key import SessionKey
 from connect_grpc.storage.config_codec import (
     RawRecord,
@@ -151,9 +151,9 @@ class LeaderWriter:
         unconditional config of an existing connector, a new connector (the config is the
         change, last), a stop (the target state, first), a deletion (the connector
         tombstone, first), task configs (held back until their commit record, the last)
-        while exactly-once source support is off, as Kafka Connect writes them then, and
-        an assignment (one record). Conditional (etag) writes and the other changes keep
-        the transaction.
+        while exactly-once source support is off, as Kafka Connect writes them then, an
+        assignment and a flagged restart's request (one record each). Conditional (etag)
+        writes and the other changes keep the transaction.
 
         Fencing moves to the readers: every worker ignores such a record when a later
         leader's term marker came before it, this one included, which is how a deposed

@@ -33,10 +33,21 @@ from typing import TypeVar
 
 import structlog
 
-from connect_grpc import deadline
 from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment
-from connect_grpc.cluster.records import AssignmentRecord, assignment_in
-from connect_grpc.domain import (
+from connect_grpc.cluster.extension_records import AssignmentRecord, assignment_in
+from connect_grpc.herder.instance_rules import (
+    ask_task_configs,
+    restart_connector_instance,
+    restart_task_instance,
+    task_target,
+)
+from connect_grpc.herder.interface import WorkerRuntime
+from connect_grpc.herder.restart import build_restart_plan
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.herder.ticker import run_ticks
+from connect_grpc.herder.validation import tasks_max
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import (
     ConnectorStatus,
     InstanceStatus,
     RestartRequest,
@@ -44,18 +55,7 @@ from connect_grpc.domain import (
     TargetState,
     TaskId,
 )
-from connect_grpc.errors import ConnectError, UnavailableError
-from connect_grpc.herder.base import WorkerRuntime
-from connect_grpc.herder.restart import build_restart_plan
-from connect_grpc.herder.rules import (
-    ask_task_configs,
-    restart_connector_instance,
-    restart_task_instance,
-    task_target,
-)
-from connect_grpc.herder.status import StatusBoard
-from connect_grpc.herder.ticker import run_ticks
-from connect_grpc.herder.validation import tasks_max
+from connect_grpc.kernel.errors import ConnectError, UnavailableError
 from connect_grpc.storage.config_snapshot import ConfigSnapshot
 from connect_grpc.storage.kafka_status import KafkaStatusStore
 
@@ -149,6 +149,20 @@ class Reconciler:
         """Runs a round soon (something in the view changed: the round looks at what did)."""
         self._wake.set()
 
+    def wake_for_assignment(self) -> None:
+        """A new assignment was read: a round at once, without the settling wait, when it
+        gives this worker an instance it does not hold (one record, written alone: nothing
+        to gather, and a new connector's worker starts it, and shows its status, that much
+        sooner); else a round soon, as for any change (an assignment that only takes
+        instances away follows a deletion or a move whose answer goes out first)."""
+        mine = assignment_in(self._snapshot()).of(self._id) or EMPTY
+        held = self._settled_mine  # replaced by the rounds' thread: read as it stands
+        if not set(mine.connectors) <= set(held.connectors) or not set(mine.tasks) <= set(
+            held.tasks
+        ):
+            self._hurry.set()
+        self._wake.set()
+
     def wake_in_full(self) -> None:
         """Runs a round soon that looks at every instance (something was asked of it)."""
         self._unsettle()
@@ -232,8 +246,9 @@ class Reconciler:
             raise UnavailableError(f"{what} is not running on this worker yet; retry", 1.0)
         return running
 
-    def run(self) -> None:
-        """The reconciler thread: a round when woken, and every TICK_S anyway."""
+    def run(self, beat: Callable[[], None] | None = None) -> None:
+        """The reconciler thread: a round when woken, and every TICK_S anyway; ``beat`` at
+        each turn (its liveness heartbeat)."""
         run_ticks(
             self.reconcile,
             wake=self._wake,
@@ -243,6 +258,7 @@ class Reconciler:
             failure_event="reconcile_failed",
             settle_s=SETTLE_S,
             hurry=self._hurry,
+            beat=beat,
         )
         self._refuse_plain_restarts()
 

@@ -24,7 +24,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from confluent_kafka import (
@@ -44,8 +46,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     OffsetSpec,
 )
 
-from connect_grpc.errors import ConnectError, UnavailableError
-from connect_grpc.kafka_clients import with_client_log
+from connect_grpc.kernel.errors import ConnectError, UnavailableError
+from connect_grpc.kernel.kafka_clients import with_client_log
 from connect_grpc.storage.log_records import (
     LogRecord,
     _as_bytes,
@@ -298,9 +300,14 @@ class KafkaBasedLog:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                # OffsetSpec's factory methods are unannotated in confluent-kafka 2.16.
-                latest = self._list_offsets(admin, OffsetSpec.latest(), timeout)  # type: ignore[no-untyped-call]
-                earliest = self._list_offsets(admin, OffsetSpec.earliest(), timeout)  # type: ignore[no-untyped-call]
+                # both asked before either answer is awaited: one round trip to the broker,
+                # not two, for every read to the end (OffsetSpec's factory methods are
+                # unannotated in confluent-kafka 2.16)
+                asked = [
+                    self._ask_offsets(admin, spec, timeout)
+                    for spec in (OffsetSpec.latest(), OffsetSpec.earliest())  # type: ignore[no-untyped-call]
+                ]
+                latest, earliest = (_offsets(futures, timeout) for futures in asked)
                 return {p: end for p, end in latest.items() if end > earliest.get(p, 0)}
             except KafkaException as exc:
                 if not _retriable(exc) or time.monotonic() >= deadline:
@@ -313,12 +320,15 @@ class KafkaBasedLog:
                 ) from exc
             time.sleep(METADATA_RETRY_S)
 
-    def _list_offsets(self, admin: AdminClient, spec: OffsetSpec, timeout: float) -> dict[int, int]:
+    def _ask_offsets(
+        self, admin: AdminClient, spec: OffsetSpec, timeout: float
+    ) -> dict[TopicPartition, Future[Any]]:
+        """Asks the broker for the partitions' ``spec`` offsets; the answers are futures."""
         request = {TopicPartition(tp.topic, tp.partition): spec for tp in self._partitions}
-        futures = admin.list_offsets(
+        futures: dict[TopicPartition, Future[Any]] = admin.list_offsets(
             request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
         )
-        return {tp.partition: f.result(timeout=timeout).offset for tp, f in futures.items()}
+        return futures
 
     def _check_running(self) -> None:
         if self._failure is not None:
@@ -417,3 +427,8 @@ def _next_messages(consumer: Consumer) -> list[Message]:
     if first is None:
         return []
     return [first, *consumer.consume(num_messages=POLL_BATCH - 1, timeout=0)]
+
+
+def _offsets(futures: Mapping[TopicPartition, Future[Any]], timeout: float) -> dict[int, int]:
+    """Each partition's offset, from the answers of an offsets request."""
+    return {tp.partition: f.result(timeout=timeout).offset for tp, f in futures.items()}

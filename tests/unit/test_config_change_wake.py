@@ -10,14 +10,19 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from connect_grpc.domain import RestartRequest
+from connect_grpc.cluster.extension_records import ASSIGNMENT_KEY
 from connect_grpc.herder.distributed import DistributedHerder
+from connect_grpc.kernel.domain import RestartRequest
 
 
 @dataclass
 class _Reconciler:
     restarts: list[RestartRequest] = field(default_factory=list)
     wakes: int = 0
+    for_assignment: int = 0
+
+    def wake_for_assignment(self) -> None:
+        self.for_assignment += 1
 
     def queue_restart(self, request: RestartRequest) -> None:
         self.restarts.append(request)
@@ -77,3 +82,12 @@ def test_a_follower_is_never_woken_as_leader() -> None:
     herder = _Herder(_election=_Election(leader=False))
     herder._on_config_change("connector", "c", None)
     assert not herder._leader_wake.is_set() and herder._reconciler.wakes == 1
+
+
+def test_a_new_assignment_wakes_the_reconciler_as_an_assignment() -> None:
+    """The reconciler then runs its round at once when the assignment gives this worker an
+    instance (``Reconciler.wake_for_assignment``); the leader stays asleep."""
+    herder = _Herder()
+    herder._on_config_change("extension", ASSIGNMENT_KEY, None)
+    assert herder._reconciler.for_assignment == 1 and herder._reconciler.wakes == 0
+    assert not herder._leader_wake.is_set()

@@ -1,5 +1,7 @@
 """The leader's view of the group's members (AssignmentPublisher._group_members): asked of the
-group coordinator only after a rebalance it was told of, or once it is MEMBERS_REFRESH_S old."""
+group coordinator only after a rebalance it was told of; once it is MEMBERS_REFRESH_S old, asked
+again after the step (``_recheck_members``), so that a run woken by a write does not wait for
+the admin call before it places a new connector."""
 
 from __future__ import annotations
 
@@ -49,6 +51,8 @@ class _Leader:
     _leader_wake: threading.Event = field(default_factory=threading.Event)
 
     _group_members = AssignmentPublisher._group_members
+    _ask_members = AssignmentPublisher._ask_members
+    _recheck_members = AssignmentPublisher._recheck_members
     _on_group_rebalanced = AssignmentPublisher.on_group_rebalanced
 
 
@@ -71,13 +75,29 @@ def test_members_are_asked_once_until_a_rebalance(clock: list[float]) -> None:
     assert leader._admin.calls == 2
 
 
-def test_members_are_asked_again_once_old(clock: list[float]) -> None:
+def test_old_members_serve_the_step_and_are_asked_again_after_it(clock: list[float]) -> None:
     leader = _Leader(_Admin(["w2"]))
     leader._group_members()
     clock[0] += leader_assignment.MEMBERS_REFRESH_S
     leader._admin.members = ["w2", "w3"]
+    used = leader._group_members()
+    assert used == {"w1", "w2"} and leader._admin.calls == 1  # no admin call before the step
+    leader._recheck_members(used)
+    assert leader._admin.calls == 2
+    assert leader._leader_wake.is_set()  # they changed: another step, with the new members
     assert leader._group_members() == {"w1", "w2", "w3"}
     assert leader._admin.calls == 2
+
+
+def test_members_asked_again_unchanged_do_not_wake_the_loop(clock: list[float]) -> None:
+    leader = _Leader(_Admin(["w2"]))
+    used = leader._group_members()
+    leader._recheck_members(used)
+    assert leader._admin.calls == 1  # not old yet
+    clock[0] += leader_assignment.MEMBERS_REFRESH_S
+    leader._recheck_members(used)
+    assert leader._admin.calls == 2
+    assert not leader._leader_wake.is_set()
 
 
 def test_a_failed_ask_after_a_rebalance_is_asked_again(clock: list[float]) -> None:

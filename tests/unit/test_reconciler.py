@@ -11,11 +11,14 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from connect_grpc import deadline
 from connect_grpc.cluster.assignment import WorkerAssignment
-from connect_grpc.cluster.records import ASSIGNMENT_KEY, AssignmentRecord, assignment_in
+from connect_grpc.cluster.extension_records import ASSIGNMENT_KEY, AssignmentRecord, assignment_in
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import (
+from connect_grpc.herder import reconciler as reconciler_module
+from connect_grpc.herder.reconciler import Reconciler
+from connect_grpc.herder.status import StatusBoard
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.domain import (
     ConnectorStatus,
     ConnectorType,
     RestartRequest,
@@ -23,10 +26,7 @@ from connect_grpc.domain import (
     TargetState,
     TaskId,
 )
-from connect_grpc.errors import UnavailableError
-from connect_grpc.herder import reconciler as reconciler_module
-from connect_grpc.herder.reconciler import Reconciler
-from connect_grpc.herder.status import StatusBoard
+from connect_grpc.kernel.errors import UnavailableError
 from connect_grpc.storage.config_codec import (
     RawRecord,
     connector_config_records,
@@ -566,3 +566,27 @@ def test_a_round_after_a_change_looks_at_the_changed_connector_alone(h: Harness)
     h.reconciler.reconcile()
     assert set(looked_at) == {NAME}
     assert h.worker.tasks == {T0: TargetState.PAUSED, T1: TargetState.PAUSED}
+
+
+def test_an_assignment_that_gives_an_instance_wakes_a_round_that_does_not_settle(
+    h: Harness,
+) -> None:
+    """One record, written alone: the round need not wait for more, so a worker given a new
+    connector starts it (and shows its status) that much sooner."""
+    h.view.write(connector_config_records(NAME, CONFIG, TargetState.STOPPED))
+    h.view.assign(1, **{ME: WorkerAssignment.of([NAME])})
+    h.reconciler.wake_for_assignment()
+    assert h.reconciler._wake.is_set() and h.reconciler._hurry.is_set()
+
+
+def test_an_assignment_that_only_takes_instances_away_settles_as_any_change(
+    h: Harness,
+) -> None:
+    """It follows a deletion or a move, whose caller's answer goes out first."""
+    h.view.write(connector_config_records(NAME, CONFIG, TargetState.STOPPED))
+    h.view.assign(1, **{ME: WorkerAssignment.of([NAME])})
+    h.reconciler.reconcile()
+    h.reconciler._wake.clear()
+    h.view.assign(2, **{ME: WorkerAssignment.of()})
+    h.reconciler.wake_for_assignment()
+    assert h.reconciler._wake.is_set() and not h.reconciler._hurry.is_set()

@@ -1,7 +1,9 @@
 """A flagged restart on a cluster (KIP-745), without a broker: the leader's side
-(DistributedMutations.restart_connector over a leader's writer that holds a fenced writer, with
-a real KafkaConfigStore over a log that applies each record as it is sent) hands the request to
-every worker's reconciler, which restarts what its own view of the statuses chooses.
+(DistributedMutations.restart_connector over a leader's writer in office, with a real
+KafkaConfigStore over a log that applies each record as it is sent) hands the request to
+every worker's reconciler, which restarts what its own view of the statuses chooses. The
+request is written as Kafka Connect writes it, without a transaction: one record, stamped with
+the leader's term, carrying the answer (a deposed leader's is refused by every reader).
 
 The leader's view of another worker's statuses may lag that worker's own: the request must
 reach the workers even when the leader's view shows nothing to restart, as Kafka Connect
@@ -10,6 +12,7 @@ writes it, or an only-failed restart just after a failure is lost."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,7 +21,13 @@ import structlog
 
 from connect_grpc.cluster.assignment import WorkerAssignment
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.domain import (
+from connect_grpc.herder.distributed_etags import ClusterEtags
+from connect_grpc.herder.distributed_mutations import DistributedMutations
+from connect_grpc.herder.distributed_view import ClusterView
+from connect_grpc.herder.leader_writer import LeaderWriter
+from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.kernel import request_answer
+from connect_grpc.kernel.domain import (
     ConnectorStatus,
     ConnectorType,
     InstanceStatus,
@@ -26,15 +35,11 @@ from connect_grpc.domain import (
     State,
     TargetState,
 )
-from connect_grpc.herder.distributed_etags import ClusterEtags
-from connect_grpc.herder.distributed_mutations import DistributedMutations
-from connect_grpc.herder.distributed_view import ClusterView
-from connect_grpc.herder.leader_writer import LeaderWriter
-from connect_grpc.herder.locks import ConnectorLocks
+from connect_grpc.kernel.errors import NotLeaderError
 from connect_grpc.storage.config_codec import connector_config_records
 from connect_grpc.storage.kafka_config import KafkaConfigStore
 from connect_grpc.testing.plugins import count, read_events
-from tests.unit.config_log_fakes import WholeWriter, applied_store
+from tests.unit.config_log_fakes import AppliedLog, WholeWriter, applied_store
 from tests.unit.test_reconciler import ME, NAME, Harness
 
 INSTRUMENTED_SOURCE = "connect_grpc.testing.plugins.InstrumentedSourceConnector"
@@ -55,18 +60,30 @@ class _Statuses:
             self.view = self._caught_up
 
 
+@dataclass
+class _Election:
+    def is_leader(self) -> bool:
+        return True
+
+
 class _Holding(LeaderWriter):
-    """The leader's writer, holding the fenced writer ``whole``."""
+    """The leader's writer in office for term 0, holding the fenced writer ``whole``."""
 
     def __init__(self, view: ClusterView, whole: WholeWriter, wake: threading.Event) -> None:
         super().__init__(
-            view, cast(Any, None), wake, structlog.get_logger(), client={},
+            view, cast(Any, _Election()), wake, structlog.get_logger(), client={},
             cluster=cast(Any, None), worker_id="w1", refuse_while_kafka_unreachable=lambda: None,
         )
         self.whole = whole
 
     def for_write(self) -> Any:
         return self.whole
+
+    def office_term(self) -> int:
+        return 0
+
+    def not_leader(self) -> NotLeaderError:
+        return NotLeaderError("deposed")
 
 
 class _Reads:
@@ -84,6 +101,8 @@ class _Leader:
     ``statuses`` is the leader's view of the connector's status."""
 
     def __init__(self, store: KafkaConfigStore, writer: WholeWriter, statuses: _Statuses) -> None:
+        self.log: AppliedLog = writer._log
+        self.snapshot = store.snapshot
         self._leader_wake = threading.Event()
         view = ClusterView(store, cast(Any, statuses))
         office = _Holding(view, writer, self._leader_wake)
@@ -191,3 +210,47 @@ def test_the_answer_plans_by_every_status_written_before_the_call(
     leader = _leader(State.UNASSIGNED, worker, caught_up=State.FAILED)
     answer = leader.restart_connector(ONLY_FAILED)
     assert answer is not None and answer.connector.state is State.RESTARTING
+
+
+def _pending_answer() -> request_answer.PendingAnswer:
+    return request_answer.PendingAnswer("r-1", b"fingerprint", 1.0, lambda _: b"restarting")
+
+
+def test_a_flagged_restart_is_one_record_stamped_with_the_term_carrying_its_answer(
+    h: Harness, tmp_path: Path
+) -> None:
+    """No transaction: the request alone, written in the leader's term, with the answer to
+    its request id in a header (applied with it), and carried out by the worker."""
+    events = tmp_path / "events.jsonl"
+    worker = _runs_it(h, events, failing=True)
+    leader = _leader(State.FAILED, worker)
+    before = len(leader.log.records)
+    with request_answer.scope(_pending_answer()):
+        answer = leader.restart_connector(ONLY_FAILED)
+    assert answer is not None and answer.connector.state is State.RESTARTING
+    written = leader.log.records[before:]
+    assert [record.key for record in written] == [f"restart-connector-{NAME}".encode()]
+    headers = dict(written[0].headers or ())
+    assert headers["connect-grpc-term"] == b"0"
+    assert "connect-grpc-carried" in headers
+    assert "connect-grpc-request-r-1" in leader.snapshot().extensions
+    worker.reconciler.reconcile()
+    worker.reconciler.reconcile()
+    assert _starts(events) == 2
+
+
+def test_a_flagged_restart_refused_as_a_deposed_leaders_is_not_carried_out(
+    h: Harness, tmp_path: Path
+) -> None:
+    """A successor's term marker came before the request: no reader applies it, so no
+    worker restarts anything, no answer is kept, and the caller is sent to the new leader."""
+    events = tmp_path / "events.jsonl"
+    worker = _runs_it(h, events, failing=True)
+    leader = _leader(State.FAILED, worker)
+    leader.log.next_term, leader.log.marker_before = 1, 0
+    with request_answer.scope(_pending_answer()), pytest.raises(NotLeaderError):
+        leader.restart_connector(ONLY_FAILED)
+    assert "connect-grpc-request-r-1" not in leader.snapshot().extensions
+    worker.reconciler.reconcile()
+    worker.reconciler.reconcile()
+    assert _starts(events) == 1
