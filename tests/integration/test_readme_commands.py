@@ -198,6 +198,12 @@ def assert_as_documented(outcomes: list[Outcome], worker: WorkerProcess) -> None
                         + f"\n\nworker log (tail):\n{worker.logs()[-5000:]}")
 
 
+def assert_ran(outcomes: list[Outcome]) -> None:
+    """The commands a block runs before its worker starts did as documented."""
+    failed = [outcome.describe() for outcome in outcomes if outcome.problem() is not None]
+    assert not failed, f"{len(failed)} command(s) not as documented:\n\n" + "\n\n".join(failed)
+
+
 # --------------------------------------------------------------------------------------------
 # fixtures
 
@@ -541,9 +547,12 @@ def test_readme_record_pipeline_block(kafka_bootstrap: str, tmp_path: Path) -> N
     connector files are copies with their directory and topics made the test's own."""
     chosen = section_commands(PIPELINE, PIPELINE_SECTION)
     [start] = [c for c in chosen if _is_cli(c, "standalone")]
+    # what the block does before it starts the worker (the sink's directory) runs first
+    before = chosen[: chosen.index(start)]
     # ctl dlq reads the dead letters: it runs once they are there (its output is checked)
     dlq = [c for c in chosen if c.words[1:2] == ["ctl"] and "dlq" in c.words]
-    shell = [c for c in chosen if c is not start and c not in dlq]
+    shell = [c for c in chosen[chosen.index(start) + 1 :] if c not in dlq]
+    assert before and all(not _is_cli(c, "standalone") for c in before)
     assert len(dlq) == 1
     words = shlex.split(start.text.replace("\\\n", " "), comments=True)
     worker_file, *connector_files = (ROOT / word for word in words[2:])
@@ -561,6 +570,8 @@ def test_readme_record_pipeline_block(kafka_bootstrap: str, tmp_path: Path) -> N
     extra = {"test.plugins.enabled": "false",
              **{key: value for key, value in properties.items() if key not in replaced}}
     for round_ in (1, 2):
+        assert_ran(run_in_one_shell(before, DOCUMENTED_ADDRESS, [Path(sys.executable).parent],
+                                    tmp_path / f"before-{round_}", 60, replacements))
         worker = WorkerProcess(tmp_path / "worker", kafka_bootstrap, extra_properties=extra,
                                connector_files=copies)
         with worker:

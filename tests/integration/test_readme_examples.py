@@ -40,8 +40,10 @@ from tests.documents import (
 )
 from tests.integration.helpers import FAILED, RUNNING, create, read_all, wait_for_states
 from tests.integration.test_readme_commands import (
+    DOCUMENTED_ADDRESS,
     _is_cli,
     assert_as_documented,
+    assert_ran,
     run_in_one_shell,
 )
 
@@ -112,7 +114,11 @@ def _lines(path: Path) -> list[str]:
 
 
 def test_readme_kafka_smt_example_and_its_preview(kafka_bootstrap: str, tmp_path: Path) -> None:
-    shell = [c for c in _section(SMT_SECTION) if not _is_cli(c, "standalone")]
+    chosen = _section(SMT_SECTION)
+    [start] = [c for c in chosen if _is_cli(c, "standalone")]
+    # what the block does before it starts the worker (the sink's directory) runs first
+    before, shell = chosen[: chosen.index(start)], chosen[chosen.index(start) + 1 :]
+    assert before
     previews = _section(PREVIEW_SECTION)
     assert any("preview -f config/smt-file-source.properties" in c.text for c in previews)
     _, connector_files, extra = _worker_extra(SMT_SECTION)
@@ -123,6 +129,8 @@ def test_readme_kafka_smt_example_and_its_preview(kafka_bootstrap: str, tmp_path
     copies = _copies(connector_files, {SMT_DIR: str(files_dir), SMT_TOPIC: topic}, tmp_path)
     replacements = {SMT_DIR: str(files_dir)}
     for round_ in (1, 2):
+        assert_ran(run_in_one_shell(before, DOCUMENTED_ADDRESS, [Path(sys.executable).parent],
+                                    tmp_path / f"before-{round_}", 60, replacements))
         worker = WorkerProcess(tmp_path / "worker", kafka_bootstrap, extra_properties=extra,
                                connector_files=copies)
         with worker:
