@@ -23,6 +23,7 @@ from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.distributed import DistributedHerder
 from connect_grpc.herder.interface import Herder
+from connect_grpc.herder.java_plugins import JavaPlugins
 from connect_grpc.herder.recorded_answers import ANSWER_TTL_S
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import check_config_size, config_with_name, validate_name
@@ -38,6 +39,7 @@ from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.pipeline.build import check_worker_converters
 from connect_grpc.pipeline.config import PipelineConfigError
+from connect_grpc.runtime.java_plugins import java_catalogue_for
 from connect_grpc.security.session_key import RequestSigner, RequestVerifier
 from connect_grpc.storage.file_offsets import FileOffsetStore
 
@@ -121,13 +123,15 @@ class DistributedProcess(_ServingProcess):
         peers = PeerCredentials(tls) if tls is not None else None
         signer = RequestSigner(lambda: self.distributed.session_key())
         self._sender = TaskConfigSender(config.worker_id, signer, peers)
+        plugins = _worker_plugins(config)
         self.herder = self.distributed = DistributedHerder(
             config,
             cluster,
-            _worker_plugins(config),
+            plugins,
             task_config_sender=self._sender,
             fencing_requester=self._sender.request_fencing,
             metrics=self.metrics,
+            java_plugins=_java_plugins(config, plugins),
         )
         self.metrics.watch_cluster(self.distributed)
         self._forwarder = Forwarder(
@@ -172,11 +176,13 @@ class StandaloneProcess(_ServingProcess):
         super().__init__()
         offset_file = config.standalone_offset_file()
         self.config = config
+        plugins = _worker_plugins(config)
         self.herder = StandaloneHerder(
             config,
-            _worker_plugins(config),
+            plugins,
             FileOffsetStore(offset_file),
             metrics=self.metrics,
+            java_plugins=_java_plugins(config, plugins),
         )
         self.server = ApiServer(
             self.herder,
@@ -246,6 +252,13 @@ def _worker_plugins(config: WorkerConfig) -> Plugins:
                 "plugin.path or an entry point), or leave them out",
         ) from exc
     return plugins
+
+
+def _java_plugins(config: WorkerConfig, plugins: Plugins) -> JavaPlugins | None:
+    """The Java plugins of ``plugin.path`` beside the Python ones; None when it holds none
+    (then nothing of the JVM side runs). Their scan waits for the first call needing it."""
+    catalogue = java_catalogue_for(config)
+    return None if catalogue is None else JavaPlugins(catalogue, plugins)
 
 
 _CONFIG_ERRORS = (InvalidArgumentError, AlreadyExistsError, NotFoundError, FailedPreconditionError)

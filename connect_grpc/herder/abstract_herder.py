@@ -11,6 +11,7 @@ from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins, closest_name
 from connect_grpc.herder.instance_rules import require_topic_tracking
 from connect_grpc.herder.interface import WorkerRuntime
+from connect_grpc.herder.java_plugins import JavaAwareValidator, JavaPlugins, merge_listing
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.preview import run_preview
 from connect_grpc.herder.status import StatusBoard
@@ -41,9 +42,6 @@ from connect_grpc.pipeline.preview_input import TopicTailReader
 from connect_grpc.pipeline.preview_model import PipelinePreview, PreviewRequest
 from connect_grpc.runtime.kafka_monitor import PROBE_INTERVAL_S, KafkaReachability
 from connect_grpc.runtime.topic_tail import read_topic_tail
-
-#: Kafka Connect's order of the connectors in ``GET /connector-plugins``: sinks, then sources.
-_CONNECTOR_TYPE_ORDER = {ConnectorType.SINK: 0, ConnectorType.SOURCE: 1, ConnectorType.UNKNOWN: 2}
 
 
 class HerderCommon(abc.ABC):
@@ -87,23 +85,37 @@ class HerderCommon(abc.ABC):
     def validate_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
         return self._validator.validate(config, plugin)
 
+    @property
+    def _java_plugins(self) -> JavaPlugins | None:
+        """The Java plugins of ``plugin.path``; None when it holds none."""
+        validator = self._validator
+        return validator.java_plugins if isinstance(validator, JavaAwareValidator) else None
+
     def plugins(
         self, include_config_definitions: bool = False, all_plugin_types: bool = False
     ) -> list[PluginDesc]:
-        connectors = sorted(  # stable: each type stays sorted by class name
-            self._plugins.describe(include_config_definitions),
-            key=lambda plugin: _CONNECTOR_TYPE_ORDER[plugin.type],
+        java = self._java_plugins
+        java_connectors, java_others = (
+            ([], [])
+            if java is None
+            else java.describe(include_config_definitions, all_plugin_types)
+        )
+        connectors = merge_listing(
+            self._plugins.describe(include_config_definitions), java_connectors, connectors=True
         )
         if not all_plugin_types:
             return connectors
-        return [*connectors, *self._plugins.describe_pipeline(include_config_definitions)]
+        pipeline = self._plugins.describe_pipeline(include_config_definitions)
+        return [*connectors, *merge_listing(pipeline, java_others, connectors=False)]
 
     def plugin_config(self, name: str) -> PluginDesc:
         wanted = name.strip()
         if not wanted:
             raise InvalidArgumentError.for_field("name", "required: a plugin's class or alias")
         described = self.plugins(include_config_definitions=True, all_plugin_types=True)
-        for plugin in described:
+        # A class name before an alias: a Java class of plugin.path that shares Kafka's name
+        # with a Python built-in's alias is that class.
+        for plugin in sorted(described, key=lambda p: wanted != p.class_name):
             if wanted == plugin.class_name or wanted in plugin.aliases:
                 return self._with_framework_keys(plugin)
         closest = closest_name(wanted, (n for p in described for n in (p.class_name, *p.aliases)))
@@ -112,8 +124,10 @@ class HerderCommon(abc.ABC):
 
     def _with_framework_keys(self, plugin: PluginDesc) -> PluginDesc:
         """A connector's description with the framework's keys it does not define after its
-        own (Kafka Connect's order); any other plugin's as it is."""
-        if plugin.type is ConnectorType.UNKNOWN:
+        own (Kafka Connect's order); any other plugin's as it is (a Java connector's has
+        them: Kafka's definition merges its framework's)."""
+        java = self._java_plugins
+        if plugin.type is ConnectorType.UNKNOWN or (java is not None and java.describes(plugin)):
             return plugin
         connector = self._plugins.new_connector(plugin.class_name)
         definitions = connector.config_def().merged(framework_config_def(connector))

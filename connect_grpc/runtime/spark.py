@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.runtime.java_plugins import java_spark_jars
 
 log = structlog.get_logger(__name__)
 
@@ -39,13 +40,18 @@ SPARK_DEFAULTS: Mapping[str, str] = {
 
 
 def spark_conf(config: WorkerConfig) -> dict[str, str]:
-    """Every ``spark.*`` worker property over the defaults; FAIR scheduling always."""
+    """Every ``spark.*`` worker property over the defaults; FAIR scheduling always; and,
+    when ``plugin.path`` holds Java plugins, the jars that host them (``spark.jars``)."""
     conf = dict(SPARK_DEFAULTS)
     conf["spark.app.name"] = f"connect-grpc-{config.worker_id}"
     conf["spark.pyspark.python"] = sys.executable
     conf["spark.pyspark.driver.python"] = sys.executable
     conf.update(config.spark_conf)
     conf["spark.scheduler.mode"] = "FAIR"
+    java_jars = java_spark_jars(config)
+    if java_jars:
+        # The Java plugins' host joins the jars the worker's properties name, if any.
+        conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars", ""), *java_jars) if j)
     return conf
 
 

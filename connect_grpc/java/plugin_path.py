@@ -1,0 +1,109 @@
+"""Which ``plugin.path`` entries hold Kafka Connect's Java plugins, and what a JVM that scans
+them is given: the worker properties it reads and the jars of the built ``jvm/`` project.
+
+Python and Java plugins share the worker's one ``plugin.path`` (Kafka Connect's key: a
+comma-separated list of directories). Python imports from each entry (it is put on
+``sys.path``); Kafka's ``Plugins`` reads each entry as a directory of plugin locations: a jar
+or zip file (an uber jar), or a directory of jars or of classes. An entry holds Java plugins
+when one of its locations holds a jar or a class file. Finding that out costs a few directory
+listings, so a worker without Java plugins on its path starts no JVM side for them at all.
+
+Public API
+----------
+``java_plugin_entries(plugin_path: Sequence[Path]) -> tuple[Path, ...]``
+    The entries of ``plugin_path`` that hold Java plugins.
+``host_worker_properties(props, entries) -> dict[str, str]``
+    The worker properties the JVM's plugin host is opened with.
+``driver_jars(repository: Path | None = None) -> tuple[Path, ...]``
+    The jars a Spark driver is given (``spark.jars``) to host the plugin catalogue.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from connect_grpc.java.jvm_build import JAR_NAME, JvmNotBuiltError, jvm_target
+
+#: Kafka Connect's worker properties the plugin host reads: where and how plugins are found
+#: (KIP-898's discovery modes) and the client-override policy its validation applies. Every
+#: other worker property is the Python worker's business (its converters may be Python
+#: classes, which Kafka's worker config would refuse to load).
+HOST_PROPERTIES = (
+    "plugin.discovery",
+    "connector.client.config.override.policy",
+    "connector.client.config.override.allowlist",
+)
+
+#: How deep below a plugin location the search for a jar or a class file goes: plugin
+#: directories keep their jars at the top, class directories a few packages down.
+_MAX_DEPTH = 4
+_JAVA_SUFFIXES = (".jar", ".class")
+
+
+def java_plugin_entries(plugin_path: Sequence[Path]) -> tuple[Path, ...]:
+    """The entries of ``plugin_path`` that hold at least one Java plugin location."""
+    return tuple(entry for entry in plugin_path if _holds_java(entry.expanduser()))
+
+
+def _holds_java(entry: Path) -> bool:
+    if entry.is_file():
+        return entry.suffix == ".jar"
+    try:
+        children = list(os.scandir(entry))
+    except OSError:
+        return False
+    for child in children:
+        if child.is_file() and child.name.endswith(".jar"):
+            return True
+        if child.is_dir() and _tree_holds_java(Path(child.path), _MAX_DEPTH):
+            return True
+    return False
+
+
+def _tree_holds_java(directory: Path, depth: int) -> bool:
+    """Whether ``directory`` holds a jar or a class file, at most ``depth`` levels down.
+
+    A Python package (a directory with ``__init__.py``) or a distribution's metadata is no
+    place for Java plugins: skipped, so that a large Python plugin tree costs little."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return False
+    if any(e.name == "__init__.py" for e in entries) or directory.name.endswith(".dist-info"):
+        return False
+    if any(e.is_file() and e.name.endswith(_JAVA_SUFFIXES) for e in entries):
+        return True
+    return depth > 1 and any(
+        e.is_dir() and _tree_holds_java(Path(e.path), depth - 1) for e in entries
+    )
+
+
+def host_worker_properties(props: Mapping[str, str], entries: Sequence[Path]) -> dict[str, str]:
+    """The worker properties the JVM's plugin host is opened with: ``plugin.path`` made of
+    the entries holding Java plugins (the others are Python's), and :data:`HOST_PROPERTIES`
+    where the worker sets them."""
+    host = {"plugin.path": ",".join(str(entry.expanduser()) for entry in entries)}
+    host.update({key: props[key] for key in HOST_PROPERTIES if key in props})
+    return host
+
+
+def _is_logging_binding(jar: Path) -> bool:
+    # slf4j's API and binding would shadow Spark's own (log4j 2): a driver given them loses
+    # every log line of its own.
+    return jar.name.startswith("slf4j-")
+
+
+def driver_jars(repository: Path | None = None) -> tuple[Path, ...]:
+    """The project's jar, then the runtime jars of ``jvm/target/lib`` but slf4j's: what a
+    Spark driver is given through ``spark.jars`` to host the plugin catalogue.
+
+    Raises:
+        JvmNotBuiltError: ``jvm/`` has not been built.
+    """
+    target = jvm_target(repository)
+    jar, libs = target / JAR_NAME, target / "lib"
+    if not jar.is_file() or not libs.is_dir():
+        raise JvmNotBuiltError(f"{jar} or {libs} is missing: `make install` builds jvm/")
+    return (jar, *(lib for lib in sorted(libs.glob("*.jar")) if not _is_logging_binding(lib)))

@@ -1,0 +1,211 @@
+"""The Java plugins of ``plugin.path`` in the worker's Spark driver JVM, through py4j.
+
+``jvm/``'s ``JavaPluginHost`` (Kafka Connect 4.4.0's ``Plugins`` and herder validation) runs in
+the JVM PySpark already started for the worker's one SparkSession: the driver is given the
+project's jar and its runtime jars through ``spark.jars`` (:func:`java_spark_jars`, which
+:func:`~connect_grpc.runtime.spark.spark_conf` adds), and nothing else of the JVM side starts
+until a call needs the catalogue. Then one scan of the path runs in the background; calls
+wait for it, and for a validation, no longer than the time they are given (UnavailableError
+past it: the JVM's work goes on, and its result serves the retry).
+
+Only strings cross the gateway (JSON in and out), so that nothing here depends on Kafka's
+classes. The driver's JVM is found through PySpark's active context (the worker's one
+SparkSession, ``runtime.spark``), so that the herder, which owns this catalogue, needs no
+handle on the worker's Spark runtime.
+
+Public API
+----------
+``java_spark_jars(config: WorkerConfig) -> tuple[str, ...]``
+    The jars the driver needs when ``plugin.path`` holds Java plugins; none otherwise.
+``JvmPluginCatalogue``
+    The catalogue (``herder.java_plugins.JavaCatalogue``), opened lazily.
+``java_catalogue_for(config: WorkerConfig) -> JvmPluginCatalogue | None``
+    The worker's catalogue; None when ``plugin.path`` holds no Java plugins.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, TypeVar
+
+import structlog
+
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.java.jvm_build import JvmNotBuiltError
+from connect_grpc.java.plugin_path import driver_jars, host_worker_properties, java_plugin_entries
+from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError, UnavailableError
+
+log = structlog.get_logger(__name__)
+
+#: The py4j path of ``jvm/``'s entry point.
+HOST_CLASS = "io.connectgrpc.jvm.plugins.JavaPluginHost"
+#: How long a caller is told to wait before retrying a call that outlived its deadline.
+RETRY_AFTER_S = 2.0
+
+T = TypeVar("T")
+
+
+def java_spark_jars(config: WorkerConfig) -> tuple[str, ...]:
+    """The jars the Spark driver needs to host the plugin catalogue: ``jvm/``'s jar and its
+    runtime jars (slf4j's left out), when ``plugin.path`` holds Java plugins; none otherwise
+    (a worker without them pays nothing). An unbuilt ``jvm/`` is logged, and the catalogue's
+    calls then say so."""
+    entries = java_plugin_entries(config.plugin_path)
+    if not entries:
+        return ()
+    try:
+        return tuple(str(jar) for jar in driver_jars())
+    except JvmNotBuiltError as exc:
+        log.warning("java_plugins_unavailable", plugin_path=[str(e) for e in entries],
+                    reason=str(exc))
+        return ()
+
+
+def _driver_jvm() -> Any:
+    """The JVM view of the worker's SparkContext; UnavailableError before it has started."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or context._jvm is None:
+        raise UnavailableError(
+            "the worker's Spark driver, which hosts the Java plugins of plugin.path, is not "
+            "started yet: retry once the worker is ready", retry_after_seconds=RETRY_AFTER_S,
+        )
+    return context._jvm
+
+
+def _run_in_thread(work: Callable[[], T], name: str) -> Future[T]:
+    """``work`` on a thread of its own: a py4j call cannot be interrupted, so its caller
+    waits on the future for as long as it may and leaves the call to finish."""
+    from pyspark import InheritableThread  # its JVM side is released when it ends
+
+    future: Future[T] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(work())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    thread = InheritableThread(run)
+    thread.name = name
+    thread.daemon = True
+    thread.start()
+    return future
+
+
+def _wait(future: Future[T], timeout_s: float, what: str) -> T:
+    try:
+        return future.result(timeout=max(0.0, timeout_s))
+    except FutureTimeout:
+        raise UnavailableError(
+            f"{what} has not finished within the call's deadline; it goes on in the worker's "
+            f"JVM: retry in a few seconds", retry_after_seconds=RETRY_AFTER_S,
+        ) from None
+
+
+class JvmPluginCatalogue:
+    """Kafka Connect's catalogue of the Java plugins of ``plugin.path``, in the driver's JVM.
+
+    Args:
+        host_properties: the worker properties the JVM's host is opened with
+            (``java.plugin_path.host_worker_properties``).
+        jvm: the JVM view to reach the host through (the driver's by default).
+    """
+
+    def __init__(
+        self, host_properties: Mapping[str, str], jvm: Callable[[], Any] = _driver_jvm
+    ) -> None:
+        self._properties = dict(host_properties)
+        self._jvm = jvm
+        self._lock = threading.Lock()
+        self._opened: Future[tuple[Any, Mapping[str, Any]]] | None = None
+
+    def _open(self) -> Future[tuple[Any, Mapping[str, Any]]]:
+        """The scan, started by the first call that needs it."""
+        with self._lock:
+            if self._opened is None:
+                jvm = self._jvm()  # not started yet: no scan to remember, the caller retries
+                self._opened = _run_in_thread(lambda: self._scan(jvm), "java-plugin-scan")
+            return self._opened
+
+    def _scan(self, jvm: Any) -> tuple[Any, Mapping[str, Any]]:
+        started = time.monotonic()
+        log.info("java_plugins_scanning", plugin_path=self._properties["plugin.path"],
+                 plugin_discovery=self._properties.get("plugin.discovery", "hybrid_warn"))
+        try:
+            entry = jvm
+            for part in HOST_CLASS.split("."):
+                entry = getattr(entry, part)
+            if not callable(getattr(entry, "open", None)) or type(entry).__name__ != "JavaClass":
+                raise FailedPreconditionError(
+                    f"{HOST_CLASS} is not on the Spark driver's classpath: jvm/ was not built "
+                    f"when the worker started (`make install` builds it), so the Java plugins "
+                    f"of plugin.path ({self._properties['plugin.path']}) cannot be read"
+                )
+            host = entry.open(json.dumps(self._properties))
+            listing = json.loads(str(host.listPlugins()))
+        except ConnectError as exc:
+            log.error("java_plugins_scan_failed", error=exc.message)
+            raise
+        except Exception as exc:
+            message = (
+                f"the Java plugins of plugin.path ({self._properties['plugin.path']}) could not "
+                f"be read by Kafka Connect's plugin scan: {_java_message(exc)}"
+            )
+            log.error("java_plugins_scan_failed", error=message)
+            raise FailedPreconditionError(message) from exc
+        plugins = listing.get("plugins") or []
+        log.info("java_plugins_scanned", plugins=len(plugins),
+                 seconds=round(time.monotonic() - started, 1))
+        return host, listing
+
+    def listing(self, timeout_s: float) -> Mapping[str, Any]:
+        return _wait(self._open(), timeout_s, "the scan of plugin.path's Java plugins")[1]
+
+    def listing_if_ready(self) -> Mapping[str, Any] | None:
+        future = self._open()
+        return future.result()[1] if future.done() else None
+
+    def validate(self, config: Mapping[str, str], timeout_s: float) -> Mapping[str, Any]:
+        until = time.monotonic() + timeout_s
+        host, _ = _wait(self._open(), timeout_s, "the scan of plugin.path's Java plugins")
+        request = json.dumps(dict(config))
+        answer = _run_in_thread(lambda: str(host.validate(request)), "java-plugin-validate")
+        try:
+            body = _wait(answer, until - time.monotonic(), "Kafka Connect's validation")
+        except ConnectError:
+            raise
+        except Exception as exc:  # the gateway's own failure: the host answers its errors
+            raise ConnectError(
+                f"Kafka Connect's validation in the worker's JVM failed: {_java_message(exc)}"
+            ) from exc
+        parsed: Mapping[str, Any] = json.loads(body)
+        return parsed
+
+
+def _java_message(exc: BaseException) -> str:
+    """A py4j error's Java exception (class and message), else the Python one's text."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return f"{java.getClass().getName()}: {java.getMessage()}"
+        except Exception:  # the JVM is going away: the Python text is all there is
+            pass
+    return f"{type(exc).__name__}: {exc}"
+
+
+def java_catalogue_for(config: WorkerConfig) -> JvmPluginCatalogue | None:
+    """The worker's Java plugin catalogue, or None when ``plugin.path`` holds no Java
+    plugins. Builds nothing in the JVM: the first call that needs it does."""
+    entries = java_plugin_entries(config.plugin_path)
+    if not entries:
+        return None
+    return JvmPluginCatalogue(host_worker_properties(config.raw, entries))
