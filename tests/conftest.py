@@ -55,6 +55,7 @@ SHARED_NAMES = {
 #: (``tests/integration/conftest.py``): on one xdist worker, so that each starts once per
 #: session. The integration conftest refuses a session whose modules use them unlisted.
 SHARED_WORKER_MODULES = (
+    "tests/integration/test_auto_restart.py",
     "tests/integration/test_bad_inputs.py",
     "tests/integration/test_client.py",
     "tests/integration/test_ctl.py",

@@ -41,6 +41,8 @@ LEADER_KEY = "connect-grpc-leader"
 ASSIGNMENT_KEY = "connect-grpc-assignment"
 WORKER_KEY_PREFIX = "connect-grpc-worker-"
 REQUEST_KEY_PREFIX = "connect-grpc-request-"
+#: Status topic, written by the leader: a connector's auto-restart progress.
+AUTO_RESTART_KEY_PREFIX = "connect-grpc-auto-restart-"
 
 
 def worker_key(worker_id: str) -> str:
@@ -49,6 +51,10 @@ def worker_key(worker_id: str) -> str:
 
 def request_key(request_id: str) -> str:
     return f"{REQUEST_KEY_PREFIX}{request_id}"
+
+
+def auto_restart_key(connector: str) -> str:
+    return f"{AUTO_RESTART_KEY_PREFIX}{connector}"
 
 
 @dataclass(frozen=True, slots=True)

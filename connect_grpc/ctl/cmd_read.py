@@ -20,7 +20,12 @@ from connect_grpc.ctl.session import (
     pass_session,
     regex_option,
 )
-from connect_grpc.kernel.domain import ConnectorInfo, ConnectorOffset, ConnectorStatus
+from connect_grpc.kernel.domain import (
+    AutoRestartStatus,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStatus,
+)
 from connect_grpc.kernel.errors import ConnectError
 
 
@@ -130,6 +135,8 @@ def _show_description(
     out.line(Text(f"Class:      {info.config.get('connector.class', '')}"))
     out.line(Text("State:      ").append_text(state_text(status.connector.state)))
     out.line(Text(f"Worker:     {status.connector.worker_id}"))
+    if status.auto_restart is not None:
+        out.line(Text(f"Restarts:   {auto_restart_text(status.auto_restart)}"))
     out.line(Text(f"Etag:       {info.etag}"))
     out.line(Text("Config:"))
     width = max((len(key) for key in info.config), default=0)
@@ -153,6 +160,16 @@ def _show_description(
         out.table(["PARTITION", "OFFSET"],
                   [[compact_json(o.partition), compact_json(o.offset)] for o in offsets],
                   indent=2)
+
+
+def auto_restart_text(progress: AutoRestartStatus) -> str:
+    """``2 automatic, next at 2026-…Z`` (or ``gave up``): the auto-restart policy's say."""
+    text = f"{progress.count} automatic"
+    if progress.gave_up:
+        return f"{text}, gave up (auto.restart.max.attempts): restart it by hand"
+    if progress.next_attempt_ms:
+        return f"{text}, next at {documents.rfc3339_ms(progress.next_attempt_ms)}"
+    return text
 
 
 def _show_traces(out: Output, status: ConnectorStatus) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime
 import enum
 import json
 from collections.abc import Iterable, Mapping
@@ -20,6 +21,7 @@ import yaml
 from connect_grpc.client.convert import ConnectorListing
 from connect_grpc.ctl.contexts import Context
 from connect_grpc.kernel.domain import (
+    AutoRestartStatus,
     ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
@@ -73,7 +75,27 @@ def status(connector: ConnectorStatus) -> Document:
              **({"transactional_id": task.transactional_id} if task.transactional_id else {})}
             for task in connector.tasks
         ],
+        **({"auto_restart": auto_restart(connector.auto_restart)}
+           if connector.auto_restart is not None else {}),
     }
+
+
+def auto_restart(progress: AutoRestartStatus) -> Document:
+    """The auto-restart policy's progress; times in RFC 3339 (UTC), null when unset."""
+    return {
+        "count": progress.count,
+        "next_attempt": rfc3339_ms(progress.next_attempt_ms),
+        "last_restart": rfc3339_ms(progress.last_restart_ms),
+        "gave_up": progress.gave_up,
+    }
+
+
+def rfc3339_ms(epoch_ms: int) -> str | None:
+    """``2026-11-29T11:02:03.456Z``; None for 0 (no time)."""
+    if not epoch_ms:
+        return None
+    moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def running_tasks(connector: ConnectorStatus) -> int:

@@ -32,6 +32,7 @@ from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.distributed_etags import ClusterEtags
 from connect_grpc.herder.distributed_view import ClusterView
 from connect_grpc.herder.instance_rules import connector_type
+from connect_grpc.herder.leader_auto_restart import shown_progress
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.kernel import deadline
@@ -119,6 +120,9 @@ class DistributedReads:
         config = self._view.config_of(snapshot, name)
         kind = connector_type(self._plugins, config)
         status = self._board.connector_status(name, len(snapshot.task_configs(name)), kind)
+        progress = shown_progress(self._view.statuses, name, config)
+        if progress is not None:
+            status = replace(status, auto_restart=progress)
         if not self._transactional(kind):
             return status
         tasks = tuple(self._with_transactional_id(name, task) for task in status.tasks)

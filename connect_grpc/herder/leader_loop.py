@@ -3,8 +3,9 @@ down.
 
 Woken by a change that may call for a new assignment (and every ``TICK_S`` anyway), it takes
 office while this worker leads (``LeaderWriter.take_office``), finishes the removals and
-stops cut short, rotates the session key when it is old, publishes the next assignment step
-and now and then tombstones expired answers; on any other worker it closes the writer.
+stops cut short, rotates the session key when it is old, publishes the next assignment step,
+now and then tombstones expired answers, and carries out the connectors' auto-restart
+policies (``leader_auto_restart``); on any other worker it closes the writer.
 Separate from its duties, each in its own module, so that the order of a leader's run reads
 in one place.
 
@@ -23,6 +24,7 @@ from typing import Any
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.cluster.fenced_writer import FencedWriter
 from connect_grpc.cluster.membership import LeaderElection
+from connect_grpc.herder.auto_restart import AutoRestarter
 from connect_grpc.herder.cut_short_writes import CutShortWrites
 from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView, now_ms
 from connect_grpc.herder.leader_assignment import AssignmentPublisher
@@ -49,6 +51,7 @@ class LeaderLoop:
         cut_short: CutShortWrites,
         assignment: AssignmentPublisher,
         answers: RecordedAnswers,
+        auto_restart: AutoRestarter | None = None,
         cluster: DistributedConfig,
         wake: threading.Event,
         stopping: threading.Event,
@@ -60,6 +63,7 @@ class LeaderLoop:
         self._cut_short = cut_short
         self._assignment = assignment
         self._answers = answers
+        self._auto_restart = auto_restart
         self._cluster = cluster
         self._leader_wake = wake
         self._stopping = stopping
@@ -83,6 +87,9 @@ class LeaderLoop:
             self._lead()
         else:
             self._writer.close()
+            if self._auto_restart is not None:
+                # the next leader continues from what the status topic holds
+                self._auto_restart.forget_all()
 
     def _lead(self) -> None:
         with deadline.scope(LEADER_CALL_TIMEOUT_S):
@@ -94,6 +101,8 @@ class LeaderLoop:
             if time.monotonic() >= self._next_expiry:
                 self._next_expiry = time.monotonic() + ANSWER_EXPIRY_INTERVAL_S
                 self._answers.expire(writer)
+            if self._auto_restart is not None:
+                self._auto_restart.tick()
 
     def _rotate_session_key(self, writer: FencedWriter) -> None:
         """Writes a new session key once the current one is ``inter.worker.key.ttl.ms``

@@ -30,6 +30,8 @@ The source task ``t`` emits ``test.source.records`` records with values ``"<t>-<
 (``i`` from 0), key ``"<t>"``, partition ``{"task": t}`` and offset ``{"seq": i}`` (the index
 of the last record emitted; a restarted task resumes with ``i + 1``).
 
+``test.fail.task.start.times`` N: only the first N starts of each failing task fail.
+
 ``test.hold.connector.start`` names a file ``Connector.start`` waits for (after recording
 ``connector_start``): a start that hangs, holding the worker's loop that runs it.
 """
@@ -88,6 +90,7 @@ FAIL_CONNECTOR_START = "test.fail.connector.start"
 FAIL_CONNECTOR_STOP = "test.fail.connector.stop"
 FAIL_TASK_START = "test.fail.task.start"
 FAIL_TASK_POLL = "test.fail.task.poll"
+FAIL_TASK_START_TIMES = "test.fail.task.start.times"
 SOURCE_RECORDS = "test.source.records"
 ALTER_OFFSETS = "test.alter.offsets"
 RECORD_CONFIG = "test.record.config"
@@ -224,6 +227,12 @@ def _common_keys(task_fail_doc: str) -> list[ConfigKey]:
                   "exists, as a plugin whose start hangs holds the worker's loop that "
                   "started it; empty: no wait.", default="", importance=Importance.LOW,
                   group=_GROUP, order_in_group=10),
+        ConfigKey(FAIL_TASK_START_TIMES, ConfigType.INT,
+                  f"Only the first N starts of each task in {FAIL_TASK_START} fail (counted "
+                  f"in {EVENTS_FILE}, which it needs), later ones succeed: a plugin that "
+                  "recovers after some restarts; -1: every start fails.", default=-1,
+                  importance=Importance.LOW, validator=at_least(-1), group=_GROUP,
+                  order_in_group=12),
     ]
 
 
@@ -480,9 +489,19 @@ class _TaskProbe:
         _log.info("instrumented_task_started", connector=self.connector, task=self.task_id,
                   **_config_field(parsed, config))
         _print_config(parsed, f"task {self.connector}-{self.task_id}", config)
-        if _task_fails(parsed[FAIL_TASK_START], self.task_id):
+        if _task_fails(parsed[FAIL_TASK_START], self.task_id) and self._start_fails(parsed):
             raise InjectedFailureError(f"task {self.task_id} start failed on purpose")
         return parsed
+
+    def _start_fails(self, parsed: Mapping[str, Any]) -> bool:
+        """Whether this start is among the task's first ``test.fail.task.start.times`` (the
+        events file counts them across processes, this one included)."""
+        times = int(parsed[FAIL_TASK_START_TIMES])
+        if times < 0:
+            return True
+        starts = count(read_events(parsed[EVENTS_FILE]), "task_start", self.task_id,
+                       self.connector) if parsed[EVENTS_FILE] else 0
+        return starts <= times
 
     def check_poll(self) -> None:
         if _task_fails(self.config.get(FAIL_TASK_POLL, ""), self.task_id):
