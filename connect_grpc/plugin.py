@@ -37,6 +37,7 @@ from connect_grpc.connectors.api import (
     TransactionBoundary,
     TransactionContext,
 )
+from connect_grpc.connectors.plugin_metrics import MetricName, Monitorable, PluginMetrics
 from connect_grpc.data.errors import DataError, RetriableError, SchemaBuilderError
 from connect_grpc.data.headers import ConnectHeaders, Header
 from connect_grpc.data.logical import Date, Decimal, Time, Timestamp
@@ -93,8 +94,11 @@ __all__ = [
     "Header",
     "HeaderConverter",
     "Importance",
+    "MetricName",
+    "Monitorable",
     "OffsetMap",
     "OffsetPrimitive",
+    "PluginMetrics",
     "Predicate",
     "RecordMetadata",
     "RetriableError",

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from google.protobuf import struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from connect_grpc.kernel.domain import ClusterInfo as DomainClusterInfo
 from connect_grpc.kernel.domain import (
+    AutoRestartStatus,
     ConfigInfos,
     ConfigKeyInfo,
     ConnectorInfo,
@@ -27,6 +27,7 @@ from connect_grpc.kernel.domain import (
     TaskPlacement,
     TaskStatus,
 )
+from connect_grpc.kernel.domain import ClusterInfo as DomainClusterInfo
 from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.logs.levels import LoggerLevel, LogLevelScope
 from connect_grpc.v1 import connect_pb2 as pb
@@ -101,6 +102,7 @@ def instance_status_to_pb(status: InstanceStatus) -> pb.ConnectorInstanceStatus:
         worker_id=status.worker_id,
         trace=status.trace,
         revision=status.revision,
+        version=status.version,
     )
 
 
@@ -125,6 +127,7 @@ def task_status_to_pb(task: TaskStatus) -> pb.TaskStatus:
         transactional_id=task.transactional_id,
         placement=placement_to_pb(task.status.placement),
         revision=task.status.revision,
+        version=task.status.version,
     )
 
 
@@ -134,7 +137,19 @@ def connector_status_to_pb(status: ConnectorStatus) -> pb.ConnectorStatus:
         connector=instance_status_to_pb(status.connector),
         tasks=[task_status_to_pb(task) for task in status.tasks],
         type=type_to_pb(status.type),
+        auto_restart=auto_restart_to_pb(status.auto_restart),
     )
+
+
+def auto_restart_to_pb(progress: AutoRestartStatus | None) -> pb.AutoRestartStatus | None:
+    if progress is None:
+        return None
+    message = pb.AutoRestartStatus(count=progress.count, gave_up=progress.gave_up)
+    if progress.next_attempt_ms:
+        message.next_attempt_time.FromMilliseconds(progress.next_attempt_ms)
+    if progress.last_restart_ms:
+        message.last_restart_time.FromMilliseconds(progress.last_restart_ms)
+    return message
 
 
 def config_key_to_pb(key: ConfigKeyInfo) -> pb.ConfigKeyInfo:

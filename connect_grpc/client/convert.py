@@ -24,6 +24,7 @@ from connect_grpc.api.convert import (
     state_from_pb,
 )
 from connect_grpc.kernel.domain import (
+    AutoRestartStatus,
     ClusterInfo,
     ConfigInfo,
     ConfigInfos,
@@ -143,6 +144,7 @@ def instance_status_from_pb(message: pb.ConnectorInstanceStatus) -> InstanceStat
         worker_id=message.worker_id,
         trace=message.trace,
         revision=message.revision,
+        version=message.version,
     )
 
 
@@ -167,6 +169,7 @@ def task_status_from_pb(message: pb.TaskStatus) -> TaskStatus:
             trace=message.trace,
             placement=placement_from_pb(message.placement),
             revision=message.revision,
+            version=message.version,
         ),
         transactional_id=message.transactional_id,
     )
@@ -178,6 +181,22 @@ def connector_status_from_pb(message: pb.ConnectorStatus) -> ConnectorStatus:
         connector=instance_status_from_pb(message.connector),
         tasks=tuple(task_status_from_pb(task) for task in message.tasks),
         type=type_from_pb(message.type),
+        auto_restart=(
+            auto_restart_from_pb(message.auto_restart)
+            if message.HasField("auto_restart") else None
+        ),
+    )
+
+
+def auto_restart_from_pb(message: pb.AutoRestartStatus) -> AutoRestartStatus:
+    def millis(field: str) -> int:
+        return message.__getattribute__(field).ToMilliseconds() if message.HasField(field) else 0
+
+    return AutoRestartStatus(
+        count=message.count,
+        next_attempt_ms=millis("next_attempt_time"),
+        last_restart_ms=millis("last_restart_time"),
+        gave_up=message.gave_up,
     )
 
 

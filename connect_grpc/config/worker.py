@@ -186,12 +186,14 @@ CONVERTER_PROPERTIES = ("key.converter", "value.converter", "header.converter")
 
 def _converter_property(props: Mapping[str, str], name: str) -> str | None:
     """A worker converter class, trimmed; None when unset. A blank one, and Kafka Connect
-    4.1's ``<name>.plugin.version`` (KIP-891, not implemented), are refused."""
+    4.1's ``<name>.plugin.version`` (KIP-891: a connector's own converter key has it, the
+    worker's converters have one version), are refused."""
     version_key = f"{name}.plugin.version"
     if version_key in props:
         raise InvalidArgumentError.for_field(
-            version_key, "is not supported: connect-grpc has a single installed version of "
-            "each plugin (Kafka Connect's multi-version plugins, KIP-891, are not implemented)",
+            version_key, "is not supported: the worker's converters are checked once at start "
+            "and have one version (a connector chooses the version of its own converter with "
+            f"its {version_key})",
         )
     raw = props.get(name)
     if raw is None:

@@ -35,6 +35,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from connect_grpc.connectors.plugin_metrics import PluginMetrics
 from connect_grpc.data.errors import DataError, RetriableError
 from connect_grpc.data.record import KEEP, RawHeaders
 from connect_grpc.kernel.configdef import ConfigDef
@@ -108,6 +109,12 @@ class ConnectorContext(Protocol):
     def raise_error(self, error: BaseException) -> None:
         """Marks the connector FAILED with this error."""
 
+    @property
+    def plugin_metrics(self) -> PluginMetrics:
+        """The connector's own metrics (KIP-877), exported with the worker's under the
+        tags connector, config=connector, class and version; removed when it stops."""
+        ...
+
 
 class OffsetReader(Protocol):
     """Reads the committed source offsets of the task's connector."""
@@ -124,6 +131,12 @@ class TaskContext(Protocol):
 
     @property
     def connector_name(self) -> str: ...
+
+    @property
+    def plugin_metrics(self) -> PluginMetrics:
+        """The task's own metrics (KIP-877), exported with the worker's under the tags
+        connector, task, config=task, class and version; removed when it stops."""
+        ...
 
 
 class TransactionContext(Protocol):

@@ -16,14 +16,21 @@ import importlib.metadata
 import importlib.util
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import structlog
 
 from connect_grpc.connectors.plugin_loading import (
     ImportFailedError,
+    copies_elsewhere,
     defining_file,
     import_object,
     qualified_name,
+)
+from connect_grpc.connectors.plugin_versions import (
+    instance_version,
+    select_version,
+    version_requirement,
 )
 from connect_grpc.data.plugins import Converter, HeaderConverter, Predicate, Transformation
 
@@ -87,6 +94,15 @@ def builtin_pipeline_plugins() -> dict[str, type]:
     return {**BUILTIN_CONVERTERS, **BUILTIN_TRANSFORMS, **BUILTIN_PREDICATES}
 
 
+def _class_version(cls: type) -> str:
+    """A pipeline plugin class's version (its ``version()``); "unknown" when it cannot be
+    instantiated, which the use of the class reports."""
+    try:
+        return instance_version(cls())
+    except Exception:
+        return "unknown"
+
+
 def plugin_kinds(cls: type) -> tuple[PluginKind, ...]:
     """The pipeline plugin kinds a class is (StringConverter is a Converter and a
     HeaderConverter, as in Kafka Connect)."""
@@ -141,11 +157,14 @@ class PipelinePluginRegistry:
         registered: Sequence[type],
         in_plugin_path: Callable[[str], bool],
         has_plugin_path: bool,
+        plugin_dirs: Sequence[Path] = (),
     ) -> None:
         self._builtins = builtins
         self._registered = tuple(registered)
         self._in_plugin_path = in_plugin_path
         self._has_plugin_path = has_plugin_path
+        self._plugin_dirs = tuple(plugin_dirs)
+        self._versions: dict[str, list[type]] = {}
         self._table: tuple[dict[str, type], dict[str, str]] | None = None
 
     def _tables(self) -> tuple[dict[str, type], dict[str, str]]:
@@ -200,15 +219,28 @@ class PipelinePluginRegistry:
         key = name.strip()
         return aliases.get(key) or aliases.get(key.replace(":", "."))
 
-    def plugin_class(self, kind: PluginKind, name: str) -> type:
-        """The concrete class of ``kind`` that ``name`` designates.
+    def plugin_class(self, kind: PluginKind, name: str, version: str | None = None) -> type:
+        """The concrete class of ``kind`` that ``name`` designates, in the version
+        ``version`` (a ``*.plugin.version`` value: a Maven version range; the latest
+        installed version without one) asks for.
 
         Raises:
             PluginClassError: with Kafka Connect's message for an unknown class, a class of
                 another kind, or an abstract one.
+            VersionSpecError: ``version`` is not a version range.
+            NoMatchingVersionError: no installed version is in the range.
         """
+        wanted = version_requirement(version)
         canonical = self.canonical_name(name)
-        cls = self._tables()[0][canonical] if canonical else self._load(name.strip())
+        path = canonical or name.strip()
+        versions = self._versions.get(path)
+        if versions is None:
+            versions = self._installed_versions(canonical, path)
+            self._versions[path] = versions
+        cls: type = (
+            versions[0] if wanted is None and len(versions) == 1
+            else select_version(path, [(_class_version(c), c) for c in versions], wanted)[1]
+        )
         if not issubclass(cls, kind.base):
             raise PluginClassError(
                 f"Class class {qualified_name(cls)} does not implement the {kind.interface} "
@@ -218,6 +250,19 @@ class PipelinePluginRegistry:
         if inspect.isabstract(cls):
             raise PluginClassError(self._abstract_message(cls, kind), about_value=False)
         return cls
+
+    def _installed_versions(self, canonical: str | None, path: str) -> list[type]:
+        """A known class, or a plugin.path class and its copies in the other plugin.path
+        directories (one version each). Their versions are read only to choose among
+        several, or for a version range: reading one makes an instance."""
+        if canonical:
+            return [self._tables()[0][canonical]]
+        cls = self._load(path)
+        versions = [cls]
+        for _, copy in copies_elsewhere(path, defining_file(cls), self._plugin_dirs):
+            if isinstance(copy, type) and plugin_kinds(copy):
+                versions.append(copy)
+        return versions
 
     def _abstract_message(self, cls: type, kind: PluginKind) -> str:
         concrete = sorted(

@@ -51,9 +51,16 @@ from connect_grpc.connectors.pipeline_plugins import (
 )
 from connect_grpc.connectors.plugin_loading import (
     ImportFailedError,
+    copies_elsewhere,
     defining_file,
     import_object,
     qualified_name,
+)
+from connect_grpc.connectors.plugin_versions import (
+    PluginVersion,
+    instance_version,
+    select_version,
+    version_requirement,
 )
 from connect_grpc.kernel.domain import ConnectorType, PluginDesc
 from connect_grpc.kernel.errors import NotFoundError
@@ -141,6 +148,7 @@ class Plugins:
         self._add_to_sys_path(self._plugin_path)
         self._known: dict[str, set[str]] = {}
         self._aliases: dict[str, str] = {}
+        self._versions: dict[str, list[type[Connector]]] = {}
         self._classes: dict[str, type[Connector]] = {
             qualified_name(cls): cls for cls in registered if issubclass(cls, Connector)
         }
@@ -150,6 +158,7 @@ class Plugins:
             [cls for cls in registered if plugin_kinds(cls)],
             self._in_plugin_path,
             has_plugin_path=bool(self._plugin_dirs),
+            plugin_dirs=self._plugin_dirs,
         )
 
     @staticmethod
@@ -199,20 +208,77 @@ class Plugins:
         target = self._aliases.get(key) or self._aliases.get(key.replace(":", "."))
         return target or key
 
-    def connector_class(self, name: str) -> type[Connector]:
+    def connector_class(self, name: str, version: str | None = None) -> type[Connector]:
         """The connector class ``name`` designates (alias, ``pkg.mod.Class`` or ``pkg.mod:Class``).
+
+        ``version``: a ``connector.plugin.version`` value, the Maven version range the
+        class's ``version()`` must be in (KIP-891); the latest installed version without
+        one. A plugin.path class found in several directories has one version each.
 
         Raises:
             NotFoundError: nothing by that name, not a concrete Connector subclass, or its
                 import failed (the message includes the cause).
+            VersionSpecError: ``version`` is not a version range.
+            NoMatchingVersionError: no installed version is in the range.
         """
+        wanted = version_requirement(version)
         path = self._resolve(name)
-        cached = self._classes.get(path)
-        if cached is not None:
-            return cached
-        cls = self._load(name, path)
-        self._classes[path] = cls
-        return cls
+        versions = self._versions.get(path)
+        if versions is None:
+            versions = self._installed_versions(name, path)
+            self._versions[path] = versions
+        if wanted is None and len(versions) == 1:
+            return versions[0]
+        return select_version(path, self._with_versions(name, versions), wanted)[1]
+
+    def connector_versions(self, name: str) -> list[str]:
+        """The installed versions of the connector class ``name`` designates, oldest first.
+
+        Raises:
+            NotFoundError: as ``connector_class``.
+        """
+        self.connector_class(name)
+        versions = self._with_versions(name, self._versions[self._resolve(name)])
+        return sorted((version for version, _ in versions), key=PluginVersion)
+
+    def _with_versions(
+        self, name: str, classes: Sequence[type[Connector]]
+    ) -> list[tuple[str, type[Connector]]]:
+        """(version, class) of each; a copy that cannot be instantiated is logged and is
+        no version (the class imported from ``sys.path`` raises, as it always did)."""
+        versions = [(self._class_version(name, classes[0]), classes[0])]
+        for copy in classes[1:]:
+            try:
+                versions.append((self._class_version(name, copy), copy))
+            except NotFoundError as exc:
+                _log.warning("plugin_load_failed", plugin=name, error=exc.message)
+        return versions
+
+    def _installed_versions(self, name: str, path: str) -> list[type[Connector]]:
+        """The class imported from ``sys.path`` and, for a plugin.path class, its copies
+        in the other plugin.path directories. Their versions are read only to choose among
+        several, or for a version range: reading one makes an instance."""
+        cls = self._classes.get(path)
+        if cls is None:
+            cls = self._load(name, path)
+            self._classes[path] = cls
+        versions = [cls]
+        if path in self._known or not self._plugin_dirs:
+            return versions
+        for _, copy in copies_elsewhere(path, defining_file(cls), self._plugin_dirs):
+            if (isinstance(copy, type) and issubclass(copy, Connector)
+                    and not inspect.isabstract(copy)):
+                versions.append(copy)
+        return versions
+
+    @staticmethod
+    def _class_version(name: str, cls: type[Connector]) -> str:
+        try:
+            return instance_version(cls())
+        except Exception as exc:
+            raise NotFoundError(
+                f"Failed to instantiate connector class {qualified_name(cls)}: {exc!r}"
+            ) from exc
 
     def _load(self, name: str, path: str) -> type[Connector]:
         if not path or ("." not in path and ":" not in path):
@@ -288,13 +354,15 @@ class Plugins:
     def _closest(self, name: str) -> str | None:
         return closest_name(name, self._aliases)
 
-    def new_connector(self, name: str) -> Connector:
-        """A new, uninitialized instance of the connector class ``name`` designates.
+    def new_connector(self, name: str, version: str | None = None) -> Connector:
+        """A new, uninitialized instance of the connector class ``name`` designates, in the
+        version ``version`` asks for (see ``connector_class``).
 
         Raises:
             NotFoundError: as ``connector_class``, or when the constructor raised.
+            VersionSpecError, NoMatchingVersionError: as ``connector_class``.
         """
-        cls = self.connector_class(name)
+        cls = self.connector_class(name, version)
         try:
             return cls()
         except Exception as exc:

@@ -58,7 +58,9 @@ from connect_grpc.herder.distributed_reads import DistributedReads
 from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
 from connect_grpc.herder.health_checks import LoopHeartbeats, group_readiness, live_and_ready
 from connect_grpc.herder.interface import WorkerRuntime
+from connect_grpc.herder.java_plugins import JavaPlugins, config_validator
 from connect_grpc.herder.leader_assignment import AssignmentPublisher
+from connect_grpc.herder.leader_auto_restart import leader_auto_restarter
 from connect_grpc.herder.leader_loop import LeaderLoop
 from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.locks import ConnectorLocks
@@ -67,7 +69,6 @@ from connect_grpc.herder.reconciler import Reconciler
 from connect_grpc.herder.recorded_answers import RecordedAnswers
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.task_fencing import FencingRequester, TaskFencing
-from connect_grpc.herder.validation import ConfigValidator
 from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import (
     ClusterInfo,
@@ -126,8 +127,10 @@ class DistributedHerder(HerderCommon):
         fencing_requester: FencingRequester | None = None,
         runtime_factory: Callable[[StatusBoard, KafkaOffsetStore], WorkerRuntime] | None = None,
         metrics: WorkerMetrics | None = None,
+        java_plugins: JavaPlugins | None = None,
     ) -> None:
-        """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``)."""
+        """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``);
+        ``java_plugins``: the Java plugins of ``plugin.path`` (None: it holds none)."""
         self._config = config
         self._cluster = cluster
         self._plugins = plugins
@@ -156,7 +159,8 @@ class DistributedHerder(HerderCommon):
         )
         self._view = ClusterView(self._configs, self._statuses)
         transformer = ConfigTransformer.from_specs(config.config_providers)
-        self._validator = ConfigValidator(
+        self._validator = config_validator(
+            java_plugins,
             plugins,
             config.limits.tasks_max,
             config.exactly_once_source,
@@ -264,6 +268,9 @@ class DistributedHerder(HerderCommon):
             self._view, self._writer, self._election,
             cut_short=CutShortWrites(self._view, self._writer, self._connector_locks, self._log),
             assignment=self._assignment, answers=self._answers, cluster=cluster,
+            auto_restart=leader_auto_restarter(
+                self._view, self._reads.connector_status, self._mutations.restart_connector,
+                self._log),
             wake=self._leader_wake, stopping=self._stopping, log=self._log,
         )
 

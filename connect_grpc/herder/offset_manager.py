@@ -26,6 +26,7 @@ from connect_grpc.connectors.api import (
     SinkConnector,
     SourceConnector,
 )
+from connect_grpc.connectors.plugin_versions import CONNECTOR_VERSION
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder import offsets as rules
 from connect_grpc.kernel.domain import ConnectorOffset, OffsetsChange
@@ -100,7 +101,9 @@ class OffsetManager:
         self._stores(config).put(name, entries)
 
     def read(self, name: str, config: Mapping[str, str]) -> list[ConnectorOffset]:
-        connector = self._plugins.new_connector(config["connector.class"])
+        connector = self._plugins.new_connector(
+            config["connector.class"], config.get(CONNECTOR_VERSION)
+        )
         if isinstance(connector, SinkConnector):
             committed = self._groups.committed(sink_group_id(name, config))
             return rules.sink_offsets_to_connector_offsets(committed)
@@ -118,7 +121,9 @@ class OffsetManager:
         fields = ("offsets", rules.ALL_PARTITIONS_RECORD_TIME)
         rules.require_offsets_or_time(offsets, all_partitions_time_ms, *fields)
         config = self._transformer.resolve(config)
-        connector = self._plugins.new_connector(config["connector.class"])
+        connector = self._plugins.new_connector(
+            config["connector.class"], config.get(CONNECTOR_VERSION)
+        )
         change = self._parse(name, connector, offsets, all_partitions_time_ms, fields)
         self._check_topics(change, offsets, "offsets")
         change = self._resolve_times(name, config, change, all_partitions_time_ms)
@@ -131,7 +136,9 @@ class OffsetManager:
 
     def reset(self, name: str, config: Mapping[str, str]) -> str:
         config = self._transformer.resolve(config)
-        connector = self._plugins.new_connector(config["connector.class"])
+        connector = self._plugins.new_connector(
+            config["connector.class"], config.get(CONNECTOR_VERSION)
+        )
         if isinstance(connector, SinkConnector):
             group = sink_group_id(name, config)
             committed = self._groups.committed(group)
@@ -159,7 +166,9 @@ class OffsetManager:
         try:
             rules.require_offsets_or_time(offsets, all_partitions_time_ms, *fields)
             config = self._transformer.resolve(config)
-            connector = self._plugins.new_connector(config["connector.class"])
+            connector = self._plugins.new_connector(
+                config["connector.class"], config.get(CONNECTOR_VERSION)
+            )
             change = self._parse(name, connector, offsets, all_partitions_time_ms, fields)
             self._check_topics(change, offsets, "initial_offsets.offsets")
             step = "resolve record times"

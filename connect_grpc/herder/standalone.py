@@ -32,6 +32,8 @@ from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.abstract_herder import HerderCommon
+from connect_grpc.herder.auto_restart import AutoRestarter, run_looks
+from connect_grpc.herder.auto_restart_policy import AutoRestartPolicy
 from connect_grpc.herder.etags import no_connector_for_etag
 from connect_grpc.herder.health_checks import Clock, LoopHeartbeats, live_and_ready
 from connect_grpc.herder.instance_rules import (
@@ -42,14 +44,17 @@ from connect_grpc.herder.instance_rules import (
     task_target,
 )
 from connect_grpc.herder.interface import WorkerRuntime
+from connect_grpc.herder.java_plugins import JavaPlugins, config_validator
 from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.restart import build_restart_plan
 from connect_grpc.herder.standalone_instances import StandaloneInstances
 from connect_grpc.herder.standalone_table import ConnectorState, ConnectorTable
 from connect_grpc.herder.status import StatusBoard
-from connect_grpc.herder.validation import ConfigValidator, patched_config, validate_name
+from connect_grpc.herder.validation import patched_config, validate_name
+from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import (
+    AutoRestartStatus,
     ClusterInfo,
     ConnectorInfo,
     ConnectorOffset,
@@ -86,6 +91,9 @@ RESPONSIVE_TIMEOUT_S = 2.0
 #: The name of the standalone control plane's heartbeat: it has no loop of its own, its
 #: calls take the herder lock as Kafka's StandaloneHerder's take its monitor.
 CONTROL_PLANE = "control-plane"
+#: The longest the auto-restart policy's restart waits for its connector's lock (a slow
+#: change of that connector): the next look tries again.
+AUTO_RESTART_CALL_S = 5.0
 
 
 class StandaloneHerder(HerderCommon):
@@ -103,16 +111,19 @@ class StandaloneHerder(HerderCommon):
         runtime_factory: Callable[[StatusBoard], WorkerRuntime] | None = None,
         metrics: WorkerMetrics | None = None,
         clock: Clock = time.monotonic,
+        java_plugins: JavaPlugins | None = None,
     ) -> None:
         """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``);
-        ``clock``: the seconds liveness is measured in."""
+        ``clock``: the seconds liveness is measured in; ``java_plugins``: the Java plugins of
+        ``plugin.path`` (None: it holds none)."""
         self._config = config
         self._heartbeats = LoopHeartbeats(config.resilience.liveness_timeout_ms, clock)
         self._started = False
         self._plugins = plugins
         self._offsets = offset_store
         transformer = ConfigTransformer.from_specs(config.config_providers)
-        self._validator = ConfigValidator(
+        self._validator = config_validator(
+            java_plugins,
             plugins,
             config.limits.tasks_max,
             transformer=transformer,
@@ -151,6 +162,14 @@ class StandaloneHerder(HerderCommon):
             worker_id=config.worker_id, log=self._log,
         )
         self._board.set_reconfiguration_handler(self._instances.request_reconfiguration)
+        self._stopping = threading.Event()
+        self._status_version = -1
+        self._auto_restart = AutoRestarter(
+            configs=self._configs_by_name,
+            status=self._reported_status,
+            restart=self._restart_failed,
+            log=self._log,
+        )
 
     # lifecycle
 
@@ -159,9 +178,16 @@ class StandaloneHerder(HerderCommon):
         self._worker.start()
         self._heartbeats.loop(CONTROL_PLANE).beat()
         self._started = True
+        threading.Thread(
+            target=run_looks, args=(self._auto_restart,),
+            kwargs={"wait": self._wait_for_status_change, "stopping": self._stopping,
+                    "log": self._log},
+            name="connect-auto-restart", daemon=True,
+        ).start()
         self._log.info("herder_started", mode="standalone")
 
     def stop(self) -> None:
+        self._stopping.set()
         with self._lock:
             self._table.stopped = True
         self._worker.stop()
@@ -219,9 +245,34 @@ class StandaloneHerder(HerderCommon):
 
     def connector_status(self, name: str) -> ConnectorStatus:
         with self._lock:
+            enabled = AutoRestartPolicy.of(self._table.state(name).config).enabled
+        status = self._reported_status(name)
+        if not enabled:
+            return status
+        shown = self._auto_restart.status_of(name) or AutoRestartStatus()
+        return dataclasses.replace(status, auto_restart=shown)
+
+    def _reported_status(self, name: str) -> ConnectorStatus:
+        """The statuses the instances reported, without the auto-restart policy's."""
+        with self._lock:
             state = self._table.state(name)
             task_count, connector_type = len(state.task_configs), state.type
         return self._board.connector_status(name, task_count, connector_type)
+
+    # the auto-restart policy (auto_restart: a thread of its own looks, no lock held)
+
+    def _configs_by_name(self) -> dict[str, dict[str, str]]:
+        with self._lock:
+            return {name: state.config for name, state in self._table.connectors.items()}
+
+    def _restart_failed(self, name: str) -> None:
+        """The policy's restart: the connector's failed instances, as a user's KIP-745
+        restart with include_tasks and only_failed (it returns once they are RESTARTING)."""
+        with deadline.scope(AUTO_RESTART_CALL_S):
+            self.restart_connector(RestartRequest(name, include_tasks=True, only_failed=True))
+
+    def _wait_for_status_change(self, timeout: float) -> None:
+        self._status_version = self._board.wait_for_change(self._status_version, timeout)
 
     def task_status(self, task: TaskId) -> TaskStatus:
         with self._lock:

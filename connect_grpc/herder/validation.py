@@ -23,11 +23,18 @@ from connect_grpc.connectors.api import (
     SourceConnector,
     TransactionBoundary,
 )
+from connect_grpc.connectors.plugin_loading import qualified_name
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.connectors.topic_creation_config import (
     GROUPS_KEY,
     topic_creation_config_def,
     validate_topic_creation,
+)
+from connect_grpc.herder.auto_restart_policy import AUTO_RESTART_CONFIG, auto_restart_errors
+from connect_grpc.herder.connector_version import (
+    CONNECTOR_VERSION,
+    CONNECTOR_VERSION_KEY,
+    versioned_connector,
 )
 from connect_grpc.kernel.configdef import (
     ConfigDef,
@@ -64,6 +71,7 @@ COMMON_CONFIG = define_all(
                   "The connector plugin: a fully qualified class name or an alias.",
                   importance=Importance.HIGH, group=COMMON_GROUP, order_in_group=2,
                   display_name="Connector class"),
+        CONNECTOR_VERSION_KEY,
         ConfigKey(TASKS_MAX, ConfigType.INT, "Maximum number of tasks to use for this connector.",
                   default=1, importance=Importance.HIGH, validator=at_least(1),
                   group=COMMON_GROUP, order_in_group=3, display_name="Tasks max"),
@@ -187,7 +195,7 @@ def framework_config_def(
 ) -> ConfigDef:
     """The framework's keys of a connector's config, in Kafka Connect's order: the common
     ones, the pipeline's, then the sink's or the source's."""
-    framework = COMMON_CONFIG.merged(pipeline_framework)
+    framework = COMMON_CONFIG.merged(pipeline_framework).merged(AUTO_RESTART_CONFIG)
     if isinstance(connector, SinkConnector):
         return framework.merged(SINK_CONFIG)
     if isinstance(connector, SourceConnector):
@@ -320,7 +328,12 @@ class ConfigValidator:
         self._transformer = transformer or ConfigTransformer()
         self._worker_group_id = worker_group_id
 
-    def plugin_for(self, config: Mapping[str, str], plugin: str | None = None) -> Connector:
+    def plugin_for(
+        self,
+        config: Mapping[str, str],
+        plugin: str | None = None,
+        version_errors: list[str] | None = None,
+    ) -> Connector:
         class_name = (plugin or config.get(CONNECTOR_CLASS) or "").strip()
         if not class_name:
             raise InvalidArgumentError.for_field(
@@ -331,7 +344,9 @@ class ConfigValidator:
                 f"config.{CONNECTOR_CLASS}", _literal_key_error(CONNECTOR_CLASS)
             )
         try:
-            return self._plugins.new_connector(class_name)
+            return versioned_connector(
+                self._plugins, class_name, config, [] if version_errors is None else version_errors
+            )
         except NotFoundError as exc:
             raise InvalidArgumentError(
                 exc.message, [FieldViolation(f"config.{CONNECTOR_CLASS}", exc.message)]
@@ -342,20 +357,20 @@ class ConfigValidator:
         return self._transformer.resolve(config)
 
     def validate(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
-        connector = self.plugin_for(config, plugin)
+        version_errors: list[str] = []
+        connector = self.plugin_for(config, plugin, version_errors)
         resolution = self._transformer.resolve_all(config)
         pipeline = validate_pipeline(resolution.config, self._plugins)
         errors = self._resolved_errors(connector, resolution.config)
-        for key, key_errors in pipeline.errors.items():
+        for key, key_errors in [*pipeline.errors.items(), (CONNECTOR_VERSION, version_errors)]:
             errors[key] = [*errors.get(key, []), *key_errors]
         for key, problems in resolution.problems.items():
             errors[key] = problems  # its other errors would be about the unresolved text
         for key in LITERAL_KEYS:
             if has_references(config.get(key)):
                 errors[key] = [_literal_key_error(key)]
-        connector_class = type(connector)
         return _config_infos(
-            f"{connector_class.__module__}.{connector_class.__qualname__}",
+            qualified_name(type(connector)),
             self._config_def(connector, pipeline, resolution.config),
             config,
             _without_resolved_values(errors, config, resolution.config),
@@ -384,6 +399,7 @@ class ConfigValidator:
         """Every key's errors, the framework's and the plugin's, of a resolved config."""
         errors = COMMON_CONFIG.validate(config)
         errors[TASKS_MAX].extend(self._tasks_limit_errors(config, errors[TASKS_MAX]))
+        errors.update(auto_restart_errors(config))
         if isinstance(connector, SinkConnector):
             errors.update(SINK_CONFIG.validate(config))
             errors.update(_sink_topic_errors(config))

@@ -120,6 +120,9 @@ class InstanceStatus:
     #: Tasks only, once started: where the task's plugin lives. None for connectors and
     #: for statuses written before a task started (or by Kafka Connect).
     placement: TaskPlacement | None = None
+    #: The version of the plugin the instance runs (its ``version()``, KIP-891); empty when
+    #: not known (a status written before the instance started, or by an older worker).
+    version: str = ""
     #: This worker's count of the status changes its view has shown (the status store
     #: stamps it): a higher revision of the same instance on the same worker is a later
     #: status, even when it reads as the earlier one (a restarted task that failed as
@@ -136,11 +139,33 @@ class TaskStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class AutoRestartStatus:
+    """Where a connector's auto-restart policy (``auto.restart.*``) stands.
+
+    Attributes:
+        count: automatic restarts since the policy last reset (a healthy period, a user's
+            restart, a config change).
+        next_attempt_ms: when the next automatic restart is due (epoch milliseconds); 0
+            when none is scheduled.
+        last_restart_ms: when the last automatic restart was made (epoch ms); 0: none.
+        gave_up: the policy made ``auto.restart.max.attempts`` restarts and the connector
+            failed again: it stays FAILED until a user restarts it or changes its config.
+    """
+
+    count: int = 0
+    next_attempt_ms: int = 0
+    last_restart_ms: int = 0
+    gave_up: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectorStatus:
     name: str
     connector: InstanceStatus
     tasks: tuple[TaskStatus, ...]
     type: ConnectorType
+    #: The auto-restart policy's progress; None when the connector's policy is off.
+    auto_restart: AutoRestartStatus | None = None
 
     def revisions(self) -> tuple[int, ...]:
         """The connector's and each task's revision: two equal statuses whose revisions

@@ -19,7 +19,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from connect_grpc.connectors.plugin_metrics import PluginMetrics, PluginMetricsStore
 from connect_grpc.kernel.domain import PlacementKind, State, TaskId
+from connect_grpc.metrics.plugin_metrics import PluginMetricsCollector
 
 TASK_LABELS = ("connector", "task")
 #: Records in a batch: a task's batches grow from one record to ``batch.max.records``.
@@ -240,9 +242,20 @@ class TaskMetrics:
     """One task's series, reported by its loop once per batch or commit (never per
     record: the hot path stays a few dictionary look-ups per batch)."""
 
-    def __init__(self, families: _TaskFamilies, task: TaskId) -> None:
+    def __init__(
+        self, families: _TaskFamilies, task: TaskId, plugins: PluginMetricsStore | None = None
+    ) -> None:
         self._families = families
+        self._task = task
+        self._plugins = plugins
         self._labels = (task.connector, str(task.task))
+
+    def plugin_metrics(self, tags: Mapping[str, str]) -> PluginMetrics:
+        """A new PluginMetrics of one of the task's plugins (KIP-877), exported with the
+        worker's metrics until the task stops (``WorkerMetrics.forget_task``)."""
+        if self._plugins is None:
+            return PluginMetrics(tags)
+        return self._plugins.open(tags, self._task.connector, self._task.task)
 
     @classmethod
     def unexported(cls, task: TaskId) -> TaskMetrics:
@@ -310,13 +323,17 @@ class WorkerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._tasks = _TaskFamilies(self.registry)
+        #: The metrics the worker's plugins register (KIP-877), exported at each scrape.
+        self.plugins = PluginMetricsStore()
+        self.registry.register(PluginMetricsCollector(self.plugins))
 
     def task(self, task: TaskId) -> TaskMetrics:
-        return TaskMetrics(self._tasks, task)
+        return TaskMetrics(self._tasks, task, self.plugins)
 
     def forget_task(self, task: TaskId) -> None:
         """Drops the task's series (it stopped on this worker, as Kafka Connect removes a
         stopped task's metric group): a task started again counts from zero."""
+        self.plugins.close_owner(task.connector, task.task)
         labels = (task.connector, str(task.task))
         for family in self._tasks.labelled:
             with contextlib.suppress(KeyError):

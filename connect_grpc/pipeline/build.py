@@ -27,6 +27,7 @@ import structlog
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.pipeline_plugins import PluginClassError, PluginKind
+from connect_grpc.connectors.plugin_versions import NoMatchingVersionError, VersionSpecError
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.plugins import Converter, HeaderConverter, Predicate, Transformation
 from connect_grpc.pipeline.config import (
@@ -42,6 +43,7 @@ from connect_grpc.pipeline.keys import (
     CONVERTER_KEYS,
     HEADER_CONVERTER,
     KEY_CONVERTER,
+    PLUGIN_VERSION_SUFFIX,
     PREDICATES,
     TRANSFORMS,
     VALUE_CONVERTER,
@@ -216,14 +218,16 @@ def _converter(
 ) -> Converter | HeaderConverter | None:
     kind, _ = CONVERTER_KEYS[class_key]
     prefix = class_key + "."
+    version = None
     if class_key in connector_config:
         class_name, origin = connector_config[class_key], "connector config"
         sub = sub_config(connector_config, prefix)
+        version = connector_config.get(prefix + PLUGIN_VERSION_SUFFIX)
     elif (worker_class := worker_config.converter_class(class_key) or default) is not None:
         class_name, origin, sub = worker_class, "worker config", worker_config.prefixed(prefix)
     else:
         return None
-    converter = _new_converter(plugins, kind, class_key, class_name, sub)
+    converter = _new_converter(plugins, kind, class_key, class_name, sub, version)
     created.append(converter)
     _log.info(
         "converter_set_up",
@@ -236,9 +240,14 @@ def _converter(
 
 
 def _new_converter(
-    plugins: Plugins, kind: PluginKind, class_key: str, class_name: str, sub: Mapping[str, str]
+    plugins: Plugins,
+    kind: PluginKind,
+    class_key: str,
+    class_name: str,
+    sub: Mapping[str, str],
+    version: str | None = None,
 ) -> Converter | HeaderConverter:
-    cls = _plugin_class(plugins, kind, class_name)
+    cls = _plugin_class(plugins, kind, class_name, version)
     try:
         converter: Converter | HeaderConverter = cls()
         configure_converter(converter, kind, sub, class_key == KEY_CONVERTER)
@@ -249,9 +258,13 @@ def _new_converter(
     return converter
 
 
-def _plugin_class(plugins: Plugins, kind: PluginKind, name: str) -> type:
+def _plugin_class(
+    plugins: Plugins, kind: PluginKind, name: str, version: str | None = None
+) -> type:
     try:
-        return plugins.pipeline.plugin_class(kind, name)
+        return plugins.pipeline.plugin_class(kind, name, version)
+    except (VersionSpecError, NoMatchingVersionError) as exc:
+        raise PipelineConfigError(str(exc)) from None
     except PluginClassError as exc:
         if not exc.about_value:
             raise PipelineConfigError(exc.message) from None
@@ -316,7 +329,8 @@ def _configured(
         raise PipelineConfigError(
             f'Missing required configuration "{type_key}" which has no default value.'
         )
-    cls = _plugin_class(plugins, kind, class_name)
+    version = config.get(f"{type_key.removesuffix('.type')}.{PLUGIN_VERSION_SUFFIX}")
+    cls = _plugin_class(plugins, kind, class_name, version)
     try:
         plugin = cls()
     except Exception as exc:

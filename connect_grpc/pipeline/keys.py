@@ -11,8 +11,8 @@ transformation's own keys prefixed with ``transforms.a.``, all in the group
 ``Transforms: a``; the same for ``predicates``; and, when the connector config sets a
 converter class, that converter's keys prefixed with ``key.converter.`` (etc.).
 
-Kafka Connect 4.1's ``*.plugin.version`` keys (KIP-891) are refused: this worker has one
-version of each plugin.
+Kafka Connect 4.1's ``*.plugin.version`` keys (KIP-891) choose a version of a plugin among
+those installed (:mod:`connect_grpc.connectors.plugin_versions`).
 """
 
 from __future__ import annotations
@@ -221,18 +221,16 @@ DLQ_CONFIG = define_all(
     ]
 )
 
-#: Kafka Connect 4.1's multi-version plugin keys (KIP-891), which this worker refuses.
+#: What a plugin's class key gains to name its version (KIP-891): ``key.converter`` →
+#: ``key.converter.plugin.version``, ``transforms.<alias>`` → ``transforms.<alias>.plugin.version``.
+PLUGIN_VERSION_SUFFIX = "plugin.version"
+
+#: The pipeline's version keys; group 1 is the plugin's key (the class key, or the alias's
+#: prefix without ``.type``).
 PLUGIN_VERSION = re.compile(
-    r"(?:connector|key\.converter|value\.converter|header\.converter"
+    r"(key\.converter|value\.converter|header\.converter"
     r"|transforms\.[^.]+|predicates\.[^.]+)\.plugin\.version"
 )
-
-
-def plugin_version_error(key: str) -> str:
-    return (
-        f"{key} is not supported: connect-grpc has a single installed version of each plugin "
-        "(Kafka Connect's multi-version plugins, KIP-891, are not implemented); remove it"
-    )
 
 
 #: The fixed pipeline keys of every connector config (converters, transformations,

@@ -18,6 +18,11 @@ from typing import Any
 import structlog
 
 from connect_grpc.connectors.pipeline_plugins import PluginClassError, PluginKind
+from connect_grpc.connectors.plugin_versions import (
+    NoMatchingVersionError,
+    VersionSpecError,
+    version_requirement,
+)
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.data.plugins import Converter, HeaderConverter, Predicate, Transformation
 from connect_grpc.kernel.configdef import ConfigDef, ConfigKey, ConfigType, Importance, java_trim
@@ -35,12 +40,12 @@ from connect_grpc.pipeline.keys import (
     NEGATE,
     PIPELINE_FRAMEWORK,
     PLUGIN_VERSION,
+    PLUGIN_VERSION_SUFFIX,
     PREDICATE,
     PREDICATES,
     PREDICATES_GROUP,
     TRANSFORMS,
     TRANSFORMS_GROUP,
-    plugin_version_error,
 )
 
 __all__ = ["PipelineValidation", "validate_pipeline"]
@@ -72,9 +77,7 @@ def validate_pipeline(config: Mapping[str, str], plugins: Plugins) -> PipelineVa
     """Defines and validates the pipeline keys of a (resolved) connector config."""
     framework = PIPELINE_FRAMEWORK
     result = PipelineValidation(framework, errors=framework.validate(config))
-    for key in config:
-        if PLUGIN_VERSION.fullmatch(key):
-            result.add(key, plugin_version_error(key))
+    _version_errors(config, plugins, result)
     for list_key in (TRANSFORMS, PREDICATES):
         if not result.errors[list_key]:
             _duplicate_alias_errors(config, list_key, result)
@@ -88,6 +91,53 @@ def validate_pipeline(config: Mapping[str, str], plugins: Plugins) -> PipelineVa
     for alias in predicate_aliases:
         _AliasCheck(config, plugins, PluginKind.PREDICATE, alias, result).run()
     return result
+
+
+def _version_errors(
+    config: Mapping[str, str], plugins: Plugins, result: PipelineValidation
+) -> None:
+    """Each ``*.plugin.version`` key (KIP-891): a Maven version range, which an installed
+    version of the plugin its class key names must be in (Kafka Connect's messages, on the
+    version key). An unusable class is its class key's error, not this key's."""
+    for key in config:
+        if not (match := PLUGIN_VERSION.fullmatch(key)):
+            continue
+        plugin_key = match.group(1)
+        if plugin_key in CONVERTER_KEYS:
+            kind, class_key = CONVERTER_KEYS[plugin_key][0], plugin_key
+            described, defs = f"the {plugin_key.replace('.', ' ')}", result.converters
+        else:
+            is_transform = plugin_key.startswith(TRANSFORMS + ".")
+            kind = PluginKind.TRANSFORMATION if is_transform else PluginKind.PREDICATE
+            class_key, defs = f"{plugin_key}.type", result.aliases
+            alias = plugin_key.split(".", 1)[1]
+            described = f"the '{alias}' {kind.interface.lower()}"
+        defs.define(ConfigKey(key, ConfigType.STRING, f"Version of {described}.",
+                              default=None, importance=Importance.LOW))
+        result.errors.setdefault(key, [])
+        try:
+            version_requirement(config[key])
+        except VersionSpecError as exc:
+            result.add(key, str(exc))
+            continue
+        raw = config.get(class_key)
+        if raw is None:
+            continue
+        try:
+            plugins.pipeline.plugin_class(kind, raw, config[key])
+        except NoMatchingVersionError as exc:
+            result.add(key, exc.message)
+        except PluginClassError:
+            pass
+
+
+def _checked_version(
+    config: Mapping[str, str], prefix: str, result: PipelineValidation
+) -> str | None:
+    """The version a plugin's ``<prefix>plugin.version`` asks for, when that key has no
+    error (the latest otherwise, to check the plugin's own keys against)."""
+    key = prefix + PLUGIN_VERSION_SUFFIX
+    return None if result.errors.get(key) else config.get(key)
 
 
 def _duplicate_alias_errors(
@@ -192,7 +242,9 @@ class _AliasCheck:
             )
         else:
             try:
-                cls = self._plugins.pipeline.plugin_class(self._kind, raw)
+                cls = self._plugins.pipeline.plugin_class(
+                    self._kind, raw, _checked_version(self._config, self._prefix, self._result)
+                )
             except PluginClassError as exc:
                 if exc.about_value:
                     self._result.add(self._type_key, exc.for_key(self._type_key, raw))
@@ -319,7 +371,9 @@ class _ConverterCheck:
         if raw is None or self._result.errors.get(self._class_key):
             return  # the worker's converter: its keys are the worker's business
         try:
-            cls = self._plugins.pipeline.plugin_class(self._kind, raw)
+            cls = self._plugins.pipeline.plugin_class(
+                self._kind, raw, _checked_version(self._config, self._prefix, self._result)
+            )
         except PluginClassError as exc:
             self._result.add(self._class_key, exc.for_key(self._class_key, raw))
             return

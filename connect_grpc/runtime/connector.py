@@ -13,6 +13,8 @@ from typing import Protocol
 import structlog
 
 from connect_grpc.connectors.api import Connector
+from connect_grpc.connectors.plugin_metrics import PluginMetrics
+from connect_grpc.connectors.plugin_versions import instance_version
 from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.kernel.traces import status_trace
 from connect_grpc.logs.output import plugin_context
@@ -44,6 +46,10 @@ class _Context:
     def raise_error(self, error: BaseException) -> None:
         self._instance.fail(status_trace(error))
 
+    @property
+    def plugin_metrics(self) -> PluginMetrics:
+        return self._instance.plugin_metrics
+
 
 class ConnectorInstance:
     """A plugin connector, started or not, and the state last reported for it."""
@@ -57,10 +63,13 @@ class ConnectorInstance:
         listener: StatusListener,
         *,
         raw_config: Mapping[str, str] | None = None,
+        plugin_metrics: PluginMetrics | None = None,
     ) -> None:
         """``config`` is what the plugin starts with (references resolved); ``raw_config``
-        the stored config it came from (by default ``config``)."""
+        the stored config it came from (by default ``config``); ``plugin_metrics`` the
+        plugin's own metrics (unexported by default), closed by ``shutdown``."""
         self.name = name
+        self.plugin_metrics = plugin_metrics or PluginMetrics({"connector": name})
         self.plugin = plugin
         self.config = dict(config)
         self.raw_config = dict(config if raw_config is None else raw_config)
@@ -94,7 +103,10 @@ class ConnectorInstance:
     def shutdown(self, connector_deleted: bool) -> None:
         """Stops the plugin if it is started. Reports nothing."""
         with self._lock, plugin_context(self.name):
-            self._stop_plugin(connector_deleted)
+            try:
+                self._stop_plugin(connector_deleted)
+            finally:
+                self.plugin_metrics.close()
 
     def fail(self, trace: str) -> None:
         with self._lock:
@@ -129,4 +141,13 @@ class ConnectorInstance:
 
     def _report(self, state: State, trace: str = "") -> None:
         self._state = state
-        self.listener.on_connector_status(self.name, InstanceStatus(state, self._worker_id, trace))
+        self.listener.on_connector_status(
+            self.name, InstanceStatus(state, self._worker_id, trace, version=self._version())
+        )
+
+    def _version(self) -> str:
+        """The plugin's version for its status; empty when its ``version()`` fails."""
+        try:
+            return instance_version(self.plugin)
+        except Exception:
+            return ""

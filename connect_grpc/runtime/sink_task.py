@@ -30,6 +30,7 @@ from typing import Any, Unpack
 import structlog
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask
+from connect_grpc.connectors.plugin_metrics import PluginMetrics
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.kernel.gc_tuning import collector_paused
 from connect_grpc.kernel.kafka_clients import leave_group_and_close, with_client_log
@@ -87,9 +88,19 @@ def incremental_rebalancing(conf: Mapping[str, str]) -> bool:
 
 
 class SinkTaskContext:
-    def __init__(self, task_id: TaskId, errant: ErrantRecordReporter | None = None) -> None:
+    def __init__(
+        self,
+        task_id: TaskId,
+        errant: ErrantRecordReporter | None = None,
+        plugin_metrics: PluginMetrics | None = None,
+    ) -> None:
         self._id = task_id
         self._errant = errant
+        self._plugin_metrics = plugin_metrics or PluginMetrics({})
+
+    @property
+    def plugin_metrics(self) -> PluginMetrics:
+        return self._plugin_metrics
 
     def errant_record_reporter(self) -> ErrantRecordReporter | None:
         """KIP-610: reports records the task cannot write to the connector's dead-letter
@@ -355,7 +366,9 @@ class SinkTaskRunner(TaskRunner):
             stopping=self._stopping.is_set,
         )
         errant = None if self._pipeline is None else self._pipeline.errant
-        self.plugin.initialize(SinkTaskContext(self.id, errant))
+        self.plugin.initialize(
+            SinkTaskContext(self.id, errant, self._open_plugin_metrics(self._pipeline))
+        )
         self._member = self._new_member()
 
     def _new_member(self) -> _Member:

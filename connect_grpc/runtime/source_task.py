@@ -25,6 +25,7 @@ from connect_grpc.connectors.api import (
     SourceTask,
     TransactionContext,
 )
+from connect_grpc.connectors.plugin_metrics import PluginMetrics
 from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive, TaskId
 from connect_grpc.kernel.kafka_clients import KafkaIoError
 from connect_grpc.metrics.worker_metrics import ON_DRIVER, ON_SPARK_JOB
@@ -121,10 +122,16 @@ class SourceTaskContext:
         task_id: TaskId,
         reader: OffsetReader,
         transaction_context: TransactionContext | None = None,
+        plugin_metrics: PluginMetrics | None = None,
     ) -> None:
         self._id = task_id
         self._reader = reader
         self._transaction_context = transaction_context
+        self._plugin_metrics = plugin_metrics or PluginMetrics({})
+
+    @property
+    def plugin_metrics(self) -> PluginMetrics:
+        return self._plugin_metrics
 
     @property
     def task_id(self) -> int:
@@ -295,7 +302,11 @@ class SourceTaskRunner(TaskRunner):
             self._offsets.refresh()
         reader = _OffsetReader(self._offsets, self.id.connector)
         context = None if transactional is None else transactional.boundary.context
-        self.plugin.initialize(SourceTaskContext(self.id, reader, context))
+        self.plugin.initialize(
+            SourceTaskContext(
+                self.id, reader, context, self._open_plugin_metrics(self._pipeline)
+            )
+        )
 
     def run_batch(self) -> bool:
         try:

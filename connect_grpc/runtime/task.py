@@ -29,6 +29,7 @@ from typing import Protocol, TypedDict, Unpack
 import structlog
 
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.connectors.plugin_metrics import PluginMetrics
 from connect_grpc.kernel.domain import (
     InstanceStatus,
     State,
@@ -39,6 +40,8 @@ from connect_grpc.kernel.domain import (
 from connect_grpc.kernel.traces import status_trace
 from connect_grpc.logs.output import plugin_context
 from connect_grpc.metrics.worker_metrics import TaskMetrics
+from connect_grpc.pipeline.monitoring import monitor_pipeline, plugin_tags
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.runtime.kafka_monitor import KafkaOutage
 from connect_grpc.runtime.retry import RetriableError, RetryPolicy, RetryTracker, is_retriable_error
 from connect_grpc.runtime.task_host import TaskHost
@@ -133,6 +136,7 @@ class TaskRunner(abc.ABC):
             connector=task_id.connector, task=task_id.task, worker_id=setup.worker_id
         )
         self._worker_id = setup.worker_id
+        self._plugin_version = setup.plugin_version
         self._listener = clients.listener
         self._spark = clients.spark
         self._clock = options.get("clock", time.monotonic)
@@ -158,6 +162,15 @@ class TaskRunner(abc.ABC):
         self._thread: threading.Thread | None = None
         self._loop_done = False
         self._close_on_exit = False
+
+    def _open_plugin_metrics(self, pipeline: TaskPipeline | None) -> PluginMetrics:
+        """The task plugin's PluginMetrics (KIP-877), once the Monitorable plugins of its
+        pipeline have theirs; all are exported until the task stops."""
+        if pipeline is not None:
+            monitor_pipeline(pipeline.plugins, self.id, self.metrics.plugin_metrics)
+        return self.metrics.plugin_metrics(
+            plugin_tags(self.id, self.id.connector, self.plugin, "task")
+        )
 
     # hooks for source and sink tasks
 
@@ -478,7 +491,9 @@ class TaskRunner(abc.ABC):
         current = (state, trace, placement)
         if current == self._reported:
             return
-        status = InstanceStatus(state, self._worker_id, trace, placement)
+        status = InstanceStatus(
+            state, self._worker_id, trace, placement, version=self._plugin_version
+        )
         try:
             self._listener.on_task_status(self.id, status)
         except Exception as exc:

@@ -29,6 +29,8 @@ class TaskSetup:
     worker_config: WorkerConfig
     connector_config: Mapping[str, str]
     task_config: Mapping[str, str]
+    #: The version of the task's plugin (its ``version()``), which its statuses show.
+    plugin_version: str = ""
 
     @property
     def client_id(self) -> str:

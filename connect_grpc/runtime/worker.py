@@ -36,6 +36,7 @@ from connect_grpc.config.worker import TASK_HOSTING_EXECUTOR, WorkerConfig
 from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
+from connect_grpc.connectors.plugin_versions import CONNECTOR_VERSION, instance_version
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.kernel.domain import InstanceStatus, PlacementKind, State, TargetState, TaskId
 from connect_grpc.kernel.errors import ConnectError
@@ -44,6 +45,7 @@ from connect_grpc.kernel.traces import status_trace
 from connect_grpc.logs.output import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.pipeline.build import ConnectorPipeline
+from connect_grpc.pipeline.monitoring import plugin_tags
 from connect_grpc.pipeline.spec import PipelineSpec, pipeline_spec
 from connect_grpc.runtime import executor_hosts
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
@@ -92,7 +94,7 @@ class _Placement:
 class PluginLoader(Protocol):
     """What the worker needs of ``connectors.plugins.Plugins``."""
 
-    def new_connector(self, name: str, /) -> Connector: ...
+    def new_connector(self, name: str, version: str | None = None, /) -> Connector: ...
 
 
 class _MaskingListener:
@@ -226,11 +228,18 @@ class Worker:
             self.stop_connector(name, connector_deleted=False)
         try:
             resolved = self._transformer.resolve(config)
-            plugin = self._plugins.new_connector(config.get("connector.class", ""))
+            plugin = self._plugins.new_connector(
+                config.get("connector.class", ""), config.get(CONNECTOR_VERSION)
+            )
+            metrics = self._metrics.plugins.open(
+                plugin_tags(None, name, plugin, "connector"), name, None
+            )
             instance = ConnectorInstance(
-                name, plugin, resolved, self.worker_id, self._listener, raw_config=config
+                name, plugin, resolved, self.worker_id, self._listener, raw_config=config,
+                plugin_metrics=metrics,
             )
         except Exception as exc:
+            self._metrics.plugins.close_owner(name, None)
             self._report_connector(name, State.FAILED, status_trace(exc))
             return False
         with self._lock:
@@ -475,10 +484,15 @@ class Worker:
         """The task's runner: its setup, clients and pipeline spec, and its host (an
         executor's when ``task.hosting=executor`` and a slot is free, else the driver)."""
         class_name = connector_config.get("connector.class", "")
-        task_class = self._plugins.new_connector(class_name).task_class()
+        task_class = self._plugins.new_connector(
+            class_name, connector_config.get(CONNECTOR_VERSION)
+        ).task_class()
         is_sink = _is_sink(task_class)
         _check_client_overrides(self._config, connector_config, is_sink)
-        setup = TaskSetup(task, self.worker_id, self._config, connector_config, task_config)
+        setup = TaskSetup(
+            task, self.worker_id, self._config, connector_config, task_config,
+            plugin_version=_task_version(task_class),
+        )
         clients = self._task_clients(task, connector_config, is_sink)
         pipeline = self._pipeline_spec(setup, is_sink)
         hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
@@ -564,6 +578,15 @@ def _check_client_overrides(
     if errors:
         details = "; ".join(f"{key}: {' '.join(msgs)}" for key, msgs in sorted(errors.items()))
         raise ConnectError(f"Client config overrides not allowed: {details}")
+
+
+def _task_version(task_class: type[Task]) -> str:
+    """The task plugin's ``version()`` for its statuses (an instance made for it: a hosted
+    task's own lives in its executor); empty when that fails, which starting it reports."""
+    try:
+        return instance_version(task_class())
+    except Exception:
+        return ""
 
 
 def _is_sink(task_class: type[Task]) -> bool:

@@ -165,6 +165,8 @@ def encode_status(status: InstanceStatus, generation: int) -> bytes:
     }
     if status.placement is not None:
         value["placement"] = {"kind": status.placement.kind.value, "host": status.placement.host}
+    if status.version:
+        value["version"] = status.version  # Kafka Connect's key since KIP-891
     return json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -197,4 +199,8 @@ def decode_status(raw: bytes) -> tuple[InstanceStatus, int] | None:
     ):
         return None
     placement = _decode_placement(value.get("placement"))
-    return InstanceStatus(State(state), worker_id, trace or "", placement), generation
+    version = value.get("version")
+    return InstanceStatus(
+        State(state), worker_id, trace or "", placement,
+        version=version if isinstance(version, str) else "",
+    ), generation

@@ -182,19 +182,21 @@ class TaskInfo(_message.Message):
     def __init__(self, id: _Optional[_Union[TaskId, _Mapping]] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ConnectorInstanceStatus(_message.Message):
-    __slots__ = ("state", "worker_id", "trace", "revision")
+    __slots__ = ("state", "worker_id", "trace", "revision", "version")
     STATE_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     state: InstanceState
     worker_id: str
     trace: str
     revision: int
-    def __init__(self, state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...
+    version: str
+    def __init__(self, state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., revision: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
 
 class TaskStatus(_message.Message):
-    __slots__ = ("id", "state", "worker_id", "trace", "transactional_id", "placement", "revision")
+    __slots__ = ("id", "state", "worker_id", "trace", "transactional_id", "placement", "revision", "version")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -202,6 +204,7 @@ class TaskStatus(_message.Message):
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: InstanceState
     worker_id: str
@@ -209,7 +212,8 @@ class TaskStatus(_message.Message):
     transactional_id: str
     placement: TaskPlacement
     revision: int
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., transactional_id: _Optional[str] = ..., placement: _Optional[_Union[TaskPlacement, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
+    version: str
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[InstanceState, str]] = ..., worker_id: _Optional[str] = ..., trace: _Optional[str] = ..., transactional_id: _Optional[str] = ..., placement: _Optional[_Union[TaskPlacement, _Mapping]] = ..., revision: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
 
 class TaskPlacement(_message.Message):
     __slots__ = ("kind", "host")
@@ -228,16 +232,30 @@ class TaskPlacement(_message.Message):
     def __init__(self, kind: _Optional[_Union[TaskPlacement.Kind, str]] = ..., host: _Optional[str] = ...) -> None: ...
 
 class ConnectorStatus(_message.Message):
-    __slots__ = ("name", "connector", "tasks", "type")
+    __slots__ = ("name", "connector", "tasks", "type", "auto_restart")
     NAME_FIELD_NUMBER: _ClassVar[int]
     CONNECTOR_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
+    AUTO_RESTART_FIELD_NUMBER: _ClassVar[int]
     name: str
     connector: ConnectorInstanceStatus
     tasks: _containers.RepeatedCompositeFieldContainer[TaskStatus]
     type: ConnectorType
-    def __init__(self, name: _Optional[str] = ..., connector: _Optional[_Union[ConnectorInstanceStatus, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[TaskStatus, _Mapping]]] = ..., type: _Optional[_Union[ConnectorType, str]] = ...) -> None: ...
+    auto_restart: AutoRestartStatus
+    def __init__(self, name: _Optional[str] = ..., connector: _Optional[_Union[ConnectorInstanceStatus, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[TaskStatus, _Mapping]]] = ..., type: _Optional[_Union[ConnectorType, str]] = ..., auto_restart: _Optional[_Union[AutoRestartStatus, _Mapping]] = ...) -> None: ...
+
+class AutoRestartStatus(_message.Message):
+    __slots__ = ("count", "next_attempt_time", "last_restart_time", "gave_up")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_RESTART_TIME_FIELD_NUMBER: _ClassVar[int]
+    GAVE_UP_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    next_attempt_time: _timestamp_pb2.Timestamp
+    last_restart_time: _timestamp_pb2.Timestamp
+    gave_up: bool
+    def __init__(self, count: _Optional[int] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_restart_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., gave_up: _Optional[bool] = ...) -> None: ...
 
 class ConnectorListing(_message.Message):
     __slots__ = ("name", "info", "status")

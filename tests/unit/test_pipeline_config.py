@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from connect_grpc import __version__
 from connect_grpc.app import StandaloneProcess
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.pipeline_plugins import PluginClassError, PluginKind
@@ -487,18 +488,28 @@ def test_each_refusal_is_on_its_key_with_kafkas_message(
 
 
 @pytest.mark.parametrize(
-    "key",
+    ("key", "extra", "plugin", "available"),
     [
-        "connector.plugin.version", "key.converter.plugin.version",
-        "value.converter.plugin.version", "header.converter.plugin.version",
-        "transforms.t.plugin.version", "predicates.p.plugin.version",
+        ("connector.plugin.version", {}, "connect_grpc.connectors.file.FileStreamSourceConnector",
+         "0.1.0"),
+        ("key.converter.plugin.version", {"key.converter": "StringConverter"},
+         "org.apache.kafka.connect.storage.StringConverter", __version__),
+        ("transforms.t.plugin.version",
+         {"transforms": "t", "transforms.t.type": "org.apache.kafka.connect.transforms.Filter"},
+         "org.apache.kafka.connect.transforms.Filter", __version__),
     ],
 )
-def test_kip_891_plugin_version_keys_are_refused(validator: ConfigValidator, key: str) -> None:
-    errors = _errors(validator, _source(**{key: "[1.0,2.0)"}))
+def test_kip_891_a_version_range_matching_nothing_is_refused_on_its_key(
+    validator: ConfigValidator, key: str, extra: dict[str, str], plugin: str, available: str
+) -> None:
+    errors = _errors(validator, _source(**{key: "[1000.0,2000.0)", **extra}))
     assert errors[key] == [
-        f"{key} is not supported: connect-grpc has a single installed version of each plugin "
-        "(Kafka Connect's multi-version plugins, KIP-891, are not implemented); remove it"
+        f"Plugin {plugin} not found that matches the version range [1000.0,2000.0), "
+        f"available versions: [{available}]"
+    ]
+    assert not _errors(validator, _source(**{key: f"[{available}]", **extra}))
+    assert _errors(validator, _source(**{key: "[1.0", **extra}))[key] == [
+        "Unbounded range: [1.0"
     ]
 
 

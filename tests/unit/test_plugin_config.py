@@ -42,7 +42,7 @@ def test_a_connector_has_its_own_keys_then_the_frameworks_it_does_not_define(
     keys = _keys(plugin)
     assert keys[: len(own)] == own
     framework = keys[len(own):]
-    assert framework[:3] == ["name", "connector.class", "tasks.max"]
+    assert framework[:4] == ["name", "connector.class", "connector.plugin.version", "tasks.max"]
     assert {"transforms", "errors.tolerance", "exactly.once.support"} <= set(framework)
     assert "topics" not in framework  # a sink's key
     assert len(keys) == len(set(keys))

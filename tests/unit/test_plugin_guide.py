@@ -10,17 +10,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from connect_grpc.connectors.api import SinkRecord, SinkTask, SourceConnector, SourceTask
+from connect_grpc.connectors.pipeline_plugins import PluginKind
+from connect_grpc.connectors.plugin_metrics import Monitorable
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.kernel.domain import ConnectorType
+from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.testing.plugins import FakeSourceTaskContext
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "plugin-api.md"
 #: A ```python block whose first line names the file it is: ``# plugin.path/x.py`` or
 #: ``# test_x.py``.
 _BLOCK = re.compile(r"```python\n# (?P<name>[\w./]+\.py)\n(?P<body>.*?)```", re.DOTALL)
-_MODULES = ("greetings", "greeting_log", "test_greetings", "test_greeting_pipeline")
+_MODULES = (
+    "greetings", "greeting_log", "counting", "test_greetings", "test_greeting_pipeline"
+)
 #: The page's own test files.
 _PAGE_TESTS = ("test_greetings", "test_greeting_pipeline")
 
@@ -43,7 +49,22 @@ def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 def test_every_python_block_of_the_page_is_a_named_file() -> None:
     blocks = GUIDE.read_text().count("```python")
-    assert blocks == len(guide_files()) == 4
+    assert blocks == len(guide_files()) == 5
+
+
+def test_the_counting_transformation_exports_what_it_saw(plugin_dir: Path) -> None:
+    plugins = Plugins(plugin_path=(plugin_dir,))
+    cls = plugins.pipeline.plugin_class(
+        PluginKind.TRANSFORMATION, "counting.CountingTransformation"
+    )
+    counting = cls()
+    assert isinstance(counting, Monitorable)
+    metrics = WorkerMetrics()
+    counting.with_plugin_metrics(metrics.plugins.open({"connector": "c"}, "c", None))
+    counting.apply(object())
+    counting.apply(object())
+    scraped = generate_latest(metrics.registry).decode()
+    assert 'connect_grpc_plugin_records_seen{connector="c"} 2.0' in scraped
 
 
 def test_the_source_runs_and_resumes_after_its_offset(plugin_dir: Path) -> None:

@@ -19,6 +19,7 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "plugin-api.md"
 #: Where each group of the surface is defined (its home keeps the same promise).
 HOMES = (
     "connect_grpc.connectors.api",
+    "connect_grpc.connectors.plugin_metrics",
     "connect_grpc.kernel.configdef",
     "connect_grpc.kernel.domain",
     "connect_grpc.data.errors",

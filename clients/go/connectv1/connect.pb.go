@@ -1019,7 +1019,10 @@ type ConnectorInstanceStatus struct {
 	// shows for the instance changes, so a status that reads as the earlier one (a restart
 	// that failed as before) still tells itself apart. Compare revisions of the same instance
 	// read from the same worker only; 0 when not known.
-	Revision      int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The version of the plugin the instance runs (its version(); KIP-891's
+	// connector.plugin.version chooses it); empty when not known.
+	Version       string `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1082,6 +1085,13 @@ func (x *ConnectorInstanceStatus) GetRevision() int64 {
 	return 0
 }
 
+func (x *ConnectorInstanceStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 // The state of a task.
 type TaskStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1103,7 +1113,9 @@ type TaskStatus struct {
 	// shows for the instance changes, so a status that reads as the earlier one (a restart
 	// that failed as before) still tells itself apart. Compare revisions of the same instance
 	// read from the same worker only; 0 when not known.
-	Revision      int64 `protobuf:"varint,7,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision int64 `protobuf:"varint,7,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The version of the task's plugin (its version()); empty when not known.
+	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1187,6 +1199,13 @@ func (x *TaskStatus) GetRevision() int64 {
 	return 0
 }
 
+func (x *TaskStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 // Where a task runs on its worker.
 type TaskPlacement struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1253,7 +1272,10 @@ type ConnectorStatus struct {
 	// The tasks, by task number.
 	Tasks []*TaskStatus `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// Source or sink.
-	Type          ConnectorType `protobuf:"varint,4,opt,name=type,proto3,enum=connect.v1.ConnectorType" json:"type,omitempty"`
+	Type ConnectorType `protobuf:"varint,4,opt,name=type,proto3,enum=connect.v1.ConnectorType" json:"type,omitempty"`
+	// Where the connector's auto-restart policy stands (auto.restart.enabled=true); absent
+	// when the policy is off, and from workers that have none.
+	AutoRestart   *AutoRestartStatus `protobuf:"bytes,5,opt,name=auto_restart,json=autoRestart,proto3" json:"auto_restart,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1316,6 +1338,90 @@ func (x *ConnectorStatus) GetType() ConnectorType {
 	return ConnectorType_CONNECTOR_TYPE_UNSPECIFIED
 }
 
+func (x *ConnectorStatus) GetAutoRestart() *AutoRestartStatus {
+	if x != nil {
+		return x.AutoRestart
+	}
+	return nil
+}
+
+// The progress of a connector's auto-restart policy: failed instances are restarted after
+// a back-off that grows with each automatic restart, at most auto.restart.max.attempts
+// times.
+type AutoRestartStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Automatic restarts since the policy last reset (after a healthy period, a user's
+	// restart or a config change).
+	Count int32 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// When the next automatic restart is due; absent when none is scheduled.
+	NextAttemptTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=next_attempt_time,json=nextAttemptTime,proto3" json:"next_attempt_time,omitempty"`
+	// When the last automatic restart was made; absent before the first.
+	LastRestartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_restart_time,json=lastRestartTime,proto3" json:"last_restart_time,omitempty"`
+	// The policy made auto.restart.max.attempts restarts and the connector failed again: it
+	// stays FAILED until a user restarts it or changes its config.
+	GaveUp        bool `protobuf:"varint,4,opt,name=gave_up,json=gaveUp,proto3" json:"gave_up,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutoRestartStatus) Reset() {
+	*x = AutoRestartStatus{}
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoRestartStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoRestartStatus) ProtoMessage() {}
+
+func (x *AutoRestartStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoRestartStatus.ProtoReflect.Descriptor instead.
+func (*AutoRestartStatus) Descriptor() ([]byte, []int) {
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AutoRestartStatus) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *AutoRestartStatus) GetNextAttemptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptTime
+	}
+	return nil
+}
+
+func (x *AutoRestartStatus) GetLastRestartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastRestartTime
+	}
+	return nil
+}
+
+func (x *AutoRestartStatus) GetGaveUp() bool {
+	if x != nil {
+		return x.GaveUp
+	}
+	return false
+}
+
 // One connector in a listing.
 type ConnectorListing struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1331,7 +1437,7 @@ type ConnectorListing struct {
 
 func (x *ConnectorListing) Reset() {
 	*x = ConnectorListing{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[11]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1449,7 @@ func (x *ConnectorListing) String() string {
 func (*ConnectorListing) ProtoMessage() {}
 
 func (x *ConnectorListing) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[11]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1462,7 @@ func (x *ConnectorListing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectorListing.ProtoReflect.Descriptor instead.
 func (*ConnectorListing) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{11}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ConnectorListing) GetName() string {
@@ -1399,7 +1505,7 @@ type ListConnectorsRequest struct {
 
 func (x *ListConnectorsRequest) Reset() {
 	*x = ListConnectorsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[12]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1517,7 @@ func (x *ListConnectorsRequest) String() string {
 func (*ListConnectorsRequest) ProtoMessage() {}
 
 func (x *ListConnectorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[12]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1530,7 @@ func (x *ListConnectorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectorsRequest.ProtoReflect.Descriptor instead.
 func (*ListConnectorsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{12}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListConnectorsRequest) GetExpandStatus() bool {
@@ -1468,7 +1574,7 @@ type ListConnectorsResponse struct {
 
 func (x *ListConnectorsResponse) Reset() {
 	*x = ListConnectorsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[13]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1586,7 @@ func (x *ListConnectorsResponse) String() string {
 func (*ListConnectorsResponse) ProtoMessage() {}
 
 func (x *ListConnectorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[13]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1599,7 @@ func (x *ListConnectorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectorsResponse.ProtoReflect.Descriptor instead.
 func (*ListConnectorsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{13}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListConnectorsResponse) GetConnectors() []*ConnectorListing {
@@ -1521,7 +1627,7 @@ type GetConnectorRequest struct {
 
 func (x *GetConnectorRequest) Reset() {
 	*x = GetConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[14]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1639,7 @@ func (x *GetConnectorRequest) String() string {
 func (*GetConnectorRequest) ProtoMessage() {}
 
 func (x *GetConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[14]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1652,7 @@ func (x *GetConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{14}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetConnectorRequest) GetName() string {
@@ -1567,7 +1673,7 @@ type GetConnectorResponse struct {
 
 func (x *GetConnectorResponse) Reset() {
 	*x = GetConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[15]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1685,7 @@ func (x *GetConnectorResponse) String() string {
 func (*GetConnectorResponse) ProtoMessage() {}
 
 func (x *GetConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[15]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1698,7 @@ func (x *GetConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{15}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetConnectorResponse) GetConnector() *ConnectorInfo {
@@ -1621,7 +1727,7 @@ type CreateConnectorRequest struct {
 
 func (x *CreateConnectorRequest) Reset() {
 	*x = CreateConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[16]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1739,7 @@ func (x *CreateConnectorRequest) String() string {
 func (*CreateConnectorRequest) ProtoMessage() {}
 
 func (x *CreateConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[16]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1752,7 @@ func (x *CreateConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConnectorRequest.ProtoReflect.Descriptor instead.
 func (*CreateConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{16}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateConnectorRequest) GetName() string {
@@ -1700,7 +1806,7 @@ type CreateConnectorResponse struct {
 
 func (x *CreateConnectorResponse) Reset() {
 	*x = CreateConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[17]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +1818,7 @@ func (x *CreateConnectorResponse) String() string {
 func (*CreateConnectorResponse) ProtoMessage() {}
 
 func (x *CreateConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[17]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +1831,7 @@ func (x *CreateConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConnectorResponse.ProtoReflect.Descriptor instead.
 func (*CreateConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{17}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateConnectorResponse) GetConnector() *ConnectorInfo {
@@ -1769,7 +1875,7 @@ type PutConnectorConfigRequest struct {
 
 func (x *PutConnectorConfigRequest) Reset() {
 	*x = PutConnectorConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[18]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1887,7 @@ func (x *PutConnectorConfigRequest) String() string {
 func (*PutConnectorConfigRequest) ProtoMessage() {}
 
 func (x *PutConnectorConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[18]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1900,7 @@ func (x *PutConnectorConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutConnectorConfigRequest.ProtoReflect.Descriptor instead.
 func (*PutConnectorConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{18}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PutConnectorConfigRequest) GetName() string {
@@ -1838,7 +1944,7 @@ type PutConnectorConfigResponse struct {
 
 func (x *PutConnectorConfigResponse) Reset() {
 	*x = PutConnectorConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1956,7 @@ func (x *PutConnectorConfigResponse) String() string {
 func (*PutConnectorConfigResponse) ProtoMessage() {}
 
 func (x *PutConnectorConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[19]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1969,7 @@ func (x *PutConnectorConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutConnectorConfigResponse.ProtoReflect.Descriptor instead.
 func (*PutConnectorConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{19}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PutConnectorConfigResponse) GetConnector() *ConnectorInfo {
@@ -1904,7 +2010,7 @@ type PatchConnectorConfigRequest struct {
 
 func (x *PatchConnectorConfigRequest) Reset() {
 	*x = PatchConnectorConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2022,7 @@ func (x *PatchConnectorConfigRequest) String() string {
 func (*PatchConnectorConfigRequest) ProtoMessage() {}
 
 func (x *PatchConnectorConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[20]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2035,7 @@ func (x *PatchConnectorConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchConnectorConfigRequest.ProtoReflect.Descriptor instead.
 func (*PatchConnectorConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{20}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PatchConnectorConfigRequest) GetName() string {
@@ -1971,7 +2077,7 @@ type PatchConnectorConfigResponse struct {
 
 func (x *PatchConnectorConfigResponse) Reset() {
 	*x = PatchConnectorConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2089,7 @@ func (x *PatchConnectorConfigResponse) String() string {
 func (*PatchConnectorConfigResponse) ProtoMessage() {}
 
 func (x *PatchConnectorConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[21]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2102,7 @@ func (x *PatchConnectorConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchConnectorConfigResponse.ProtoReflect.Descriptor instead.
 func (*PatchConnectorConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{21}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PatchConnectorConfigResponse) GetConnector() *ConnectorInfo {
@@ -2017,7 +2123,7 @@ type GetConnectorConfigRequest struct {
 
 func (x *GetConnectorConfigRequest) Reset() {
 	*x = GetConnectorConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2135,7 @@ func (x *GetConnectorConfigRequest) String() string {
 func (*GetConnectorConfigRequest) ProtoMessage() {}
 
 func (x *GetConnectorConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[22]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2148,7 @@ func (x *GetConnectorConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{22}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetConnectorConfigRequest) GetName() string {
@@ -2063,7 +2169,7 @@ type GetConnectorConfigResponse struct {
 
 func (x *GetConnectorConfigResponse) Reset() {
 	*x = GetConnectorConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2181,7 @@ func (x *GetConnectorConfigResponse) String() string {
 func (*GetConnectorConfigResponse) ProtoMessage() {}
 
 func (x *GetConnectorConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[23]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2194,7 @@ func (x *GetConnectorConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{23}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetConnectorConfigResponse) GetConfig() map[string]string {
@@ -2115,7 +2221,7 @@ type DeleteConnectorRequest struct {
 
 func (x *DeleteConnectorRequest) Reset() {
 	*x = DeleteConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2127,7 +2233,7 @@ func (x *DeleteConnectorRequest) String() string {
 func (*DeleteConnectorRequest) ProtoMessage() {}
 
 func (x *DeleteConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[24]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2140,7 +2246,7 @@ func (x *DeleteConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConnectorRequest.ProtoReflect.Descriptor instead.
 func (*DeleteConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{24}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteConnectorRequest) GetName() string {
@@ -2173,7 +2279,7 @@ type DeleteConnectorResponse struct {
 
 func (x *DeleteConnectorResponse) Reset() {
 	*x = DeleteConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2291,7 @@ func (x *DeleteConnectorResponse) String() string {
 func (*DeleteConnectorResponse) ProtoMessage() {}
 
 func (x *DeleteConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[25]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2304,7 @@ func (x *DeleteConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConnectorResponse.ProtoReflect.Descriptor instead.
 func (*DeleteConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{25}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{26}
 }
 
 // Request for GetConnectorStatus.
@@ -2212,7 +2318,7 @@ type GetConnectorStatusRequest struct {
 
 func (x *GetConnectorStatusRequest) Reset() {
 	*x = GetConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2224,7 +2330,7 @@ func (x *GetConnectorStatusRequest) String() string {
 func (*GetConnectorStatusRequest) ProtoMessage() {}
 
 func (x *GetConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[26]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2237,7 +2343,7 @@ func (x *GetConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{26}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetConnectorStatusRequest) GetName() string {
@@ -2258,7 +2364,7 @@ type GetConnectorStatusResponse struct {
 
 func (x *GetConnectorStatusResponse) Reset() {
 	*x = GetConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2376,7 @@ func (x *GetConnectorStatusResponse) String() string {
 func (*GetConnectorStatusResponse) ProtoMessage() {}
 
 func (x *GetConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[27]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2389,7 @@ func (x *GetConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{27}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -2306,7 +2412,7 @@ type GetTaskStatusRequest struct {
 
 func (x *GetTaskStatusRequest) Reset() {
 	*x = GetTaskStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2424,7 @@ func (x *GetTaskStatusRequest) String() string {
 func (*GetTaskStatusRequest) ProtoMessage() {}
 
 func (x *GetTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[28]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2437,7 @@ func (x *GetTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{28}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetTaskStatusRequest) GetName() string {
@@ -2359,7 +2465,7 @@ type GetTaskStatusResponse struct {
 
 func (x *GetTaskStatusResponse) Reset() {
 	*x = GetTaskStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2371,7 +2477,7 @@ func (x *GetTaskStatusResponse) String() string {
 func (*GetTaskStatusResponse) ProtoMessage() {}
 
 func (x *GetTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[29]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +2490,7 @@ func (x *GetTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{29}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetTaskStatusResponse) GetTask() *TaskStatus {
@@ -2405,7 +2511,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2523,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[30]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2536,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{30}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListTasksRequest) GetName() string {
@@ -2451,7 +2557,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2569,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[31]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2582,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{31}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListTasksResponse) GetTasks() []*TaskInfo {
@@ -2503,7 +2609,7 @@ type PauseConnectorRequest struct {
 
 func (x *PauseConnectorRequest) Reset() {
 	*x = PauseConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2621,7 @@ func (x *PauseConnectorRequest) String() string {
 func (*PauseConnectorRequest) ProtoMessage() {}
 
 func (x *PauseConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[32]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2634,7 @@ func (x *PauseConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseConnectorRequest.ProtoReflect.Descriptor instead.
 func (*PauseConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{32}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PauseConnectorRequest) GetName() string {
@@ -2563,7 +2669,7 @@ type PauseConnectorResponse struct {
 
 func (x *PauseConnectorResponse) Reset() {
 	*x = PauseConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2681,7 @@ func (x *PauseConnectorResponse) String() string {
 func (*PauseConnectorResponse) ProtoMessage() {}
 
 func (x *PauseConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[33]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2694,7 @@ func (x *PauseConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseConnectorResponse.ProtoReflect.Descriptor instead.
 func (*PauseConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{33}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PauseConnectorResponse) GetEtag() string {
@@ -2615,7 +2721,7 @@ type ResumeConnectorRequest struct {
 
 func (x *ResumeConnectorRequest) Reset() {
 	*x = ResumeConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2733,7 @@ func (x *ResumeConnectorRequest) String() string {
 func (*ResumeConnectorRequest) ProtoMessage() {}
 
 func (x *ResumeConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[34]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2746,7 @@ func (x *ResumeConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeConnectorRequest.ProtoReflect.Descriptor instead.
 func (*ResumeConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{34}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ResumeConnectorRequest) GetName() string {
@@ -2675,7 +2781,7 @@ type ResumeConnectorResponse struct {
 
 func (x *ResumeConnectorResponse) Reset() {
 	*x = ResumeConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2687,7 +2793,7 @@ func (x *ResumeConnectorResponse) String() string {
 func (*ResumeConnectorResponse) ProtoMessage() {}
 
 func (x *ResumeConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[35]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2700,7 +2806,7 @@ func (x *ResumeConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeConnectorResponse.ProtoReflect.Descriptor instead.
 func (*ResumeConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{35}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ResumeConnectorResponse) GetEtag() string {
@@ -2727,7 +2833,7 @@ type StopConnectorRequest struct {
 
 func (x *StopConnectorRequest) Reset() {
 	*x = StopConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2739,7 +2845,7 @@ func (x *StopConnectorRequest) String() string {
 func (*StopConnectorRequest) ProtoMessage() {}
 
 func (x *StopConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[36]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2752,7 +2858,7 @@ func (x *StopConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopConnectorRequest.ProtoReflect.Descriptor instead.
 func (*StopConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{36}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *StopConnectorRequest) GetName() string {
@@ -2787,7 +2893,7 @@ type StopConnectorResponse struct {
 
 func (x *StopConnectorResponse) Reset() {
 	*x = StopConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +2905,7 @@ func (x *StopConnectorResponse) String() string {
 func (*StopConnectorResponse) ProtoMessage() {}
 
 func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[37]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +2918,7 @@ func (x *StopConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopConnectorResponse.ProtoReflect.Descriptor instead.
 func (*StopConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{37}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *StopConnectorResponse) GetEtag() string {
@@ -2839,7 +2945,7 @@ type RestartConnectorRequest struct {
 
 func (x *RestartConnectorRequest) Reset() {
 	*x = RestartConnectorRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +2957,7 @@ func (x *RestartConnectorRequest) String() string {
 func (*RestartConnectorRequest) ProtoMessage() {}
 
 func (x *RestartConnectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[38]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +2970,7 @@ func (x *RestartConnectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartConnectorRequest.ProtoReflect.Descriptor instead.
 func (*RestartConnectorRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{38}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RestartConnectorRequest) GetName() string {
@@ -2907,7 +3013,7 @@ type RestartConnectorResponse struct {
 
 func (x *RestartConnectorResponse) Reset() {
 	*x = RestartConnectorResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2919,7 +3025,7 @@ func (x *RestartConnectorResponse) String() string {
 func (*RestartConnectorResponse) ProtoMessage() {}
 
 func (x *RestartConnectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[39]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2932,7 +3038,7 @@ func (x *RestartConnectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartConnectorResponse.ProtoReflect.Descriptor instead.
 func (*RestartConnectorResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{39}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RestartConnectorResponse) GetStatus() *ConnectorStatus {
@@ -2957,7 +3063,7 @@ type RestartTaskRequest struct {
 
 func (x *RestartTaskRequest) Reset() {
 	*x = RestartTaskRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3075,7 @@ func (x *RestartTaskRequest) String() string {
 func (*RestartTaskRequest) ProtoMessage() {}
 
 func (x *RestartTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[40]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3088,7 @@ func (x *RestartTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartTaskRequest.ProtoReflect.Descriptor instead.
 func (*RestartTaskRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{40}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RestartTaskRequest) GetName() string {
@@ -3015,7 +3121,7 @@ type RestartTaskResponse struct {
 
 func (x *RestartTaskResponse) Reset() {
 	*x = RestartTaskResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3027,7 +3133,7 @@ func (x *RestartTaskResponse) String() string {
 func (*RestartTaskResponse) ProtoMessage() {}
 
 func (x *RestartTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[41]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3040,7 +3146,7 @@ func (x *RestartTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartTaskResponse.ProtoReflect.Descriptor instead.
 func (*RestartTaskResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{41}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{42}
 }
 
 // Request for GetOffsets.
@@ -3054,7 +3160,7 @@ type GetOffsetsRequest struct {
 
 func (x *GetOffsetsRequest) Reset() {
 	*x = GetOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3172,7 @@ func (x *GetOffsetsRequest) String() string {
 func (*GetOffsetsRequest) ProtoMessage() {}
 
 func (x *GetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[42]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3185,7 @@ func (x *GetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*GetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{42}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetOffsetsRequest) GetName() string {
@@ -3100,7 +3206,7 @@ type GetOffsetsResponse struct {
 
 func (x *GetOffsetsResponse) Reset() {
 	*x = GetOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3218,7 @@ func (x *GetOffsetsResponse) String() string {
 func (*GetOffsetsResponse) ProtoMessage() {}
 
 func (x *GetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[43]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3231,7 @@ func (x *GetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*GetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{43}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetOffsetsResponse) GetOffsets() []*ConnectorOffset {
@@ -3158,7 +3264,7 @@ type AlterOffsetsRequest struct {
 
 func (x *AlterOffsetsRequest) Reset() {
 	*x = AlterOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3170,7 +3276,7 @@ func (x *AlterOffsetsRequest) String() string {
 func (*AlterOffsetsRequest) ProtoMessage() {}
 
 func (x *AlterOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[44]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3183,7 +3289,7 @@ func (x *AlterOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*AlterOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{44}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AlterOffsetsRequest) GetName() string {
@@ -3237,7 +3343,7 @@ type AlterOffsetsResponse struct {
 
 func (x *AlterOffsetsResponse) Reset() {
 	*x = AlterOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3249,7 +3355,7 @@ func (x *AlterOffsetsResponse) String() string {
 func (*AlterOffsetsResponse) ProtoMessage() {}
 
 func (x *AlterOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[45]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3262,7 +3368,7 @@ func (x *AlterOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*AlterOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{45}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AlterOffsetsResponse) GetMessage() string {
@@ -3303,7 +3409,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3315,7 +3421,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[46]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3328,7 +3434,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{46}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ResetOffsetsRequest) GetName() string {
@@ -3365,7 +3471,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3483,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[47]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3496,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{47}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ResetOffsetsResponse) GetMessage() string {
@@ -3438,7 +3544,7 @@ type ConfigKeyInfo struct {
 
 func (x *ConfigKeyInfo) Reset() {
 	*x = ConfigKeyInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3450,7 +3556,7 @@ func (x *ConfigKeyInfo) String() string {
 func (*ConfigKeyInfo) ProtoMessage() {}
 
 func (x *ConfigKeyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[48]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3463,7 +3569,7 @@ func (x *ConfigKeyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigKeyInfo.ProtoReflect.Descriptor instead.
 func (*ConfigKeyInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{48}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ConfigKeyInfo) GetName() string {
@@ -3562,7 +3668,7 @@ type ConfigValueInfo struct {
 
 func (x *ConfigValueInfo) Reset() {
 	*x = ConfigValueInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3574,7 +3680,7 @@ func (x *ConfigValueInfo) String() string {
 func (*ConfigValueInfo) ProtoMessage() {}
 
 func (x *ConfigValueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[49]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3587,7 +3693,7 @@ func (x *ConfigValueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigValueInfo.ProtoReflect.Descriptor instead.
 func (*ConfigValueInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{49}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ConfigValueInfo) GetName() string {
@@ -3638,7 +3744,7 @@ type ConfigInfo struct {
 
 func (x *ConfigInfo) Reset() {
 	*x = ConfigInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3650,7 +3756,7 @@ func (x *ConfigInfo) String() string {
 func (*ConfigInfo) ProtoMessage() {}
 
 func (x *ConfigInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[50]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3663,7 +3769,7 @@ func (x *ConfigInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigInfo.ProtoReflect.Descriptor instead.
 func (*ConfigInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{50}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ConfigInfo) GetDefinition() *ConfigKeyInfo {
@@ -3693,7 +3799,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3705,7 +3811,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[51]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3718,7 +3824,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{51}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ValidateConfigRequest) GetPlugin() string {
@@ -3752,7 +3858,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3764,7 +3870,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[52]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3777,7 +3883,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{52}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ValidateConfigResponse) GetName() string {
@@ -3832,7 +3938,7 @@ type PluginInfo struct {
 
 func (x *PluginInfo) Reset() {
 	*x = PluginInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3844,7 +3950,7 @@ func (x *PluginInfo) String() string {
 func (*PluginInfo) ProtoMessage() {}
 
 func (x *PluginInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[53]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3857,7 +3963,7 @@ func (x *PluginInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginInfo.ProtoReflect.Descriptor instead.
 func (*PluginInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{53}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PluginInfo) GetClassName() string {
@@ -3916,7 +4022,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3928,7 +4034,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[54]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3941,7 +4047,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{54}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListPluginsRequest) GetIncludeConfigDefinitions() bool {
@@ -3971,7 +4077,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3983,7 +4089,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[55]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3996,7 +4102,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{55}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*PluginInfo {
@@ -4019,7 +4125,7 @@ type GetPluginConfigRequest struct {
 
 func (x *GetPluginConfigRequest) Reset() {
 	*x = GetPluginConfigRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +4137,7 @@ func (x *GetPluginConfigRequest) String() string {
 func (*GetPluginConfigRequest) ProtoMessage() {}
 
 func (x *GetPluginConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[56]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +4150,7 @@ func (x *GetPluginConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetPluginConfigRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{56}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetPluginConfigRequest) GetName() string {
@@ -4068,7 +4174,7 @@ type GetPluginConfigResponse struct {
 
 func (x *GetPluginConfigResponse) Reset() {
 	*x = GetPluginConfigResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4080,7 +4186,7 @@ func (x *GetPluginConfigResponse) String() string {
 func (*GetPluginConfigResponse) ProtoMessage() {}
 
 func (x *GetPluginConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[57]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4093,7 +4199,7 @@ func (x *GetPluginConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetPluginConfigResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{57}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetPluginConfigResponse) GetPlugin() *PluginInfo {
@@ -4114,7 +4220,7 @@ type WatchConnectorStatusRequest struct {
 
 func (x *WatchConnectorStatusRequest) Reset() {
 	*x = WatchConnectorStatusRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4126,7 +4232,7 @@ func (x *WatchConnectorStatusRequest) String() string {
 func (*WatchConnectorStatusRequest) ProtoMessage() {}
 
 func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[58]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4139,7 +4245,7 @@ func (x *WatchConnectorStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{58}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *WatchConnectorStatusRequest) GetName() string {
@@ -4162,7 +4268,7 @@ type WatchConnectorStatusResponse struct {
 
 func (x *WatchConnectorStatusResponse) Reset() {
 	*x = WatchConnectorStatusResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4174,7 +4280,7 @@ func (x *WatchConnectorStatusResponse) String() string {
 func (*WatchConnectorStatusResponse) ProtoMessage() {}
 
 func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[59]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4187,7 +4293,7 @@ func (x *WatchConnectorStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchConnectorStatusResponse.ProtoReflect.Descriptor instead.
 func (*WatchConnectorStatusResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{59}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WatchConnectorStatusResponse) GetStatus() *ConnectorStatus {
@@ -4213,7 +4319,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4225,7 +4331,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[60]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4238,7 +4344,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{60}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
 }
 
 // A worker of the cluster.
@@ -4260,7 +4366,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4272,7 +4378,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[61]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4285,7 +4391,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{61}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -4336,7 +4442,7 @@ type PlacedTask struct {
 
 func (x *PlacedTask) Reset() {
 	*x = PlacedTask{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4348,7 +4454,7 @@ func (x *PlacedTask) String() string {
 func (*PlacedTask) ProtoMessage() {}
 
 func (x *PlacedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[62]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4361,7 +4467,7 @@ func (x *PlacedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedTask.ProtoReflect.Descriptor instead.
 func (*PlacedTask) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{62}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PlacedTask) GetTask() *TaskId {
@@ -4408,7 +4514,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4526,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[63]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4539,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{63}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetClusterInfoResponse) GetVersion() string {
@@ -4516,7 +4622,7 @@ type Logger struct {
 
 func (x *Logger) Reset() {
 	*x = Logger{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4528,7 +4634,7 @@ func (x *Logger) String() string {
 func (*Logger) ProtoMessage() {}
 
 func (x *Logger) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[64]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4541,7 +4647,7 @@ func (x *Logger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Logger.ProtoReflect.Descriptor instead.
 func (*Logger) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{64}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Logger) GetName() string {
@@ -4574,7 +4680,7 @@ type ListLoggersRequest struct {
 
 func (x *ListLoggersRequest) Reset() {
 	*x = ListLoggersRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4586,7 +4692,7 @@ func (x *ListLoggersRequest) String() string {
 func (*ListLoggersRequest) ProtoMessage() {}
 
 func (x *ListLoggersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[65]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4599,7 +4705,7 @@ func (x *ListLoggersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLoggersRequest.ProtoReflect.Descriptor instead.
 func (*ListLoggersRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{65}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{66}
 }
 
 // Response of ListLoggers.
@@ -4613,7 +4719,7 @@ type ListLoggersResponse struct {
 
 func (x *ListLoggersResponse) Reset() {
 	*x = ListLoggersResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4625,7 +4731,7 @@ func (x *ListLoggersResponse) String() string {
 func (*ListLoggersResponse) ProtoMessage() {}
 
 func (x *ListLoggersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[66]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4638,7 +4744,7 @@ func (x *ListLoggersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLoggersResponse.ProtoReflect.Descriptor instead.
 func (*ListLoggersResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{66}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListLoggersResponse) GetLoggers() []*Logger {
@@ -4659,7 +4765,7 @@ type GetLoggerRequest struct {
 
 func (x *GetLoggerRequest) Reset() {
 	*x = GetLoggerRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4671,7 +4777,7 @@ func (x *GetLoggerRequest) String() string {
 func (*GetLoggerRequest) ProtoMessage() {}
 
 func (x *GetLoggerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[67]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4684,7 +4790,7 @@ func (x *GetLoggerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoggerRequest.ProtoReflect.Descriptor instead.
 func (*GetLoggerRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{67}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetLoggerRequest) GetName() string {
@@ -4705,7 +4811,7 @@ type GetLoggerResponse struct {
 
 func (x *GetLoggerResponse) Reset() {
 	*x = GetLoggerResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4717,7 +4823,7 @@ func (x *GetLoggerResponse) String() string {
 func (*GetLoggerResponse) ProtoMessage() {}
 
 func (x *GetLoggerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[68]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4730,7 +4836,7 @@ func (x *GetLoggerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoggerResponse.ProtoReflect.Descriptor instead.
 func (*GetLoggerResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{68}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetLoggerResponse) GetLogger() *Logger {
@@ -4756,7 +4862,7 @@ type SetLogLevelRequest struct {
 
 func (x *SetLogLevelRequest) Reset() {
 	*x = SetLogLevelRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4768,7 +4874,7 @@ func (x *SetLogLevelRequest) String() string {
 func (*SetLogLevelRequest) ProtoMessage() {}
 
 func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[69]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4781,7 +4887,7 @@ func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelRequest.ProtoReflect.Descriptor instead.
 func (*SetLogLevelRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{69}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SetLogLevelRequest) GetName() string {
@@ -4817,7 +4923,7 @@ type SetLogLevelResponse struct {
 
 func (x *SetLogLevelResponse) Reset() {
 	*x = SetLogLevelResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4829,7 +4935,7 @@ func (x *SetLogLevelResponse) String() string {
 func (*SetLogLevelResponse) ProtoMessage() {}
 
 func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[70]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4842,7 +4948,7 @@ func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelResponse.ProtoReflect.Descriptor instead.
 func (*SetLogLevelResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{70}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SetLogLevelResponse) GetChangedLoggers() []string {
@@ -4863,7 +4969,7 @@ type GetConnectorTopicsRequest struct {
 
 func (x *GetConnectorTopicsRequest) Reset() {
 	*x = GetConnectorTopicsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4875,7 +4981,7 @@ func (x *GetConnectorTopicsRequest) String() string {
 func (*GetConnectorTopicsRequest) ProtoMessage() {}
 
 func (x *GetConnectorTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[71]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4888,7 +4994,7 @@ func (x *GetConnectorTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorTopicsRequest.ProtoReflect.Descriptor instead.
 func (*GetConnectorTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{71}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GetConnectorTopicsRequest) GetName() string {
@@ -4909,7 +5015,7 @@ type GetConnectorTopicsResponse struct {
 
 func (x *GetConnectorTopicsResponse) Reset() {
 	*x = GetConnectorTopicsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4921,7 +5027,7 @@ func (x *GetConnectorTopicsResponse) String() string {
 func (*GetConnectorTopicsResponse) ProtoMessage() {}
 
 func (x *GetConnectorTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[72]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4934,7 +5040,7 @@ func (x *GetConnectorTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConnectorTopicsResponse.ProtoReflect.Descriptor instead.
 func (*GetConnectorTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{72}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetConnectorTopicsResponse) GetTopics() []string {
@@ -4955,7 +5061,7 @@ type ResetConnectorTopicsRequest struct {
 
 func (x *ResetConnectorTopicsRequest) Reset() {
 	*x = ResetConnectorTopicsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4967,7 +5073,7 @@ func (x *ResetConnectorTopicsRequest) String() string {
 func (*ResetConnectorTopicsRequest) ProtoMessage() {}
 
 func (x *ResetConnectorTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[73]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4980,7 +5086,7 @@ func (x *ResetConnectorTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetConnectorTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ResetConnectorTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{73}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ResetConnectorTopicsRequest) GetName() string {
@@ -4999,7 +5105,7 @@ type ResetConnectorTopicsResponse struct {
 
 func (x *ResetConnectorTopicsResponse) Reset() {
 	*x = ResetConnectorTopicsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5011,7 +5117,7 @@ func (x *ResetConnectorTopicsResponse) String() string {
 func (*ResetConnectorTopicsResponse) ProtoMessage() {}
 
 func (x *ResetConnectorTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[74]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5024,7 +5130,7 @@ func (x *ResetConnectorTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetConnectorTopicsResponse.ProtoReflect.Descriptor instead.
 func (*ResetConnectorTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{74}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{75}
 }
 
 // Request for PreviewPipeline: a connector (its config, or an existing connector's name)
@@ -5052,7 +5158,7 @@ type PreviewPipelineRequest struct {
 
 func (x *PreviewPipelineRequest) Reset() {
 	*x = PreviewPipelineRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5064,7 +5170,7 @@ func (x *PreviewPipelineRequest) String() string {
 func (*PreviewPipelineRequest) ProtoMessage() {}
 
 func (x *PreviewPipelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[75]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5077,7 +5183,7 @@ func (x *PreviewPipelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewPipelineRequest.ProtoReflect.Descriptor instead.
 func (*PreviewPipelineRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{75}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *PreviewPipelineRequest) GetName() string {
@@ -5148,7 +5254,7 @@ type PreviewSamples struct {
 
 func (x *PreviewSamples) Reset() {
 	*x = PreviewSamples{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5160,7 +5266,7 @@ func (x *PreviewSamples) String() string {
 func (*PreviewSamples) ProtoMessage() {}
 
 func (x *PreviewSamples) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[76]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5173,7 +5279,7 @@ func (x *PreviewSamples) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSamples.ProtoReflect.Descriptor instead.
 func (*PreviewSamples) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{76}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *PreviewSamples) GetRecords() []*PreviewSampleRecord {
@@ -5213,7 +5319,7 @@ type PreviewSampleRecord struct {
 
 func (x *PreviewSampleRecord) Reset() {
 	*x = PreviewSampleRecord{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5225,7 +5331,7 @@ func (x *PreviewSampleRecord) String() string {
 func (*PreviewSampleRecord) ProtoMessage() {}
 
 func (x *PreviewSampleRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[77]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5238,7 +5344,7 @@ func (x *PreviewSampleRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSampleRecord.ProtoReflect.Descriptor instead.
 func (*PreviewSampleRecord) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{77}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *PreviewSampleRecord) GetTopic() string {
@@ -5306,7 +5412,7 @@ type PreviewSampleData struct {
 
 func (x *PreviewSampleData) Reset() {
 	*x = PreviewSampleData{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5318,7 +5424,7 @@ func (x *PreviewSampleData) String() string {
 func (*PreviewSampleData) ProtoMessage() {}
 
 func (x *PreviewSampleData) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[78]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5331,7 +5437,7 @@ func (x *PreviewSampleData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSampleData.ProtoReflect.Descriptor instead.
 func (*PreviewSampleData) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{78}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *PreviewSampleData) GetData() isPreviewSampleData_Data {
@@ -5390,7 +5496,7 @@ type PreviewSampleHeader struct {
 
 func (x *PreviewSampleHeader) Reset() {
 	*x = PreviewSampleHeader{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5402,7 +5508,7 @@ func (x *PreviewSampleHeader) String() string {
 func (*PreviewSampleHeader) ProtoMessage() {}
 
 func (x *PreviewSampleHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[79]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5415,7 +5521,7 @@ func (x *PreviewSampleHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSampleHeader.ProtoReflect.Descriptor instead.
 func (*PreviewSampleHeader) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{79}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *PreviewSampleHeader) GetKey() string {
@@ -5448,7 +5554,7 @@ type PreviewTopicTail struct {
 
 func (x *PreviewTopicTail) Reset() {
 	*x = PreviewTopicTail{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[80]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5460,7 +5566,7 @@ func (x *PreviewTopicTail) String() string {
 func (*PreviewTopicTail) ProtoMessage() {}
 
 func (x *PreviewTopicTail) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[80]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5473,7 +5579,7 @@ func (x *PreviewTopicTail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewTopicTail.ProtoReflect.Descriptor instead.
 func (*PreviewTopicTail) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{80}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *PreviewTopicTail) GetTopic() string {
@@ -5505,7 +5611,7 @@ type PreviewPipelineResponse struct {
 
 func (x *PreviewPipelineResponse) Reset() {
 	*x = PreviewPipelineResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[81]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5517,7 +5623,7 @@ func (x *PreviewPipelineResponse) String() string {
 func (*PreviewPipelineResponse) ProtoMessage() {}
 
 func (x *PreviewPipelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[81]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5530,7 +5636,7 @@ func (x *PreviewPipelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewPipelineResponse.ProtoReflect.Descriptor instead.
 func (*PreviewPipelineResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{81}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *PreviewPipelineResponse) GetType() ConnectorType {
@@ -5569,7 +5675,7 @@ type RecordPreview struct {
 
 func (x *RecordPreview) Reset() {
 	*x = RecordPreview{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[82]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5581,7 +5687,7 @@ func (x *RecordPreview) String() string {
 func (*RecordPreview) ProtoMessage() {}
 
 func (x *RecordPreview) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[82]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5594,7 +5700,7 @@ func (x *RecordPreview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordPreview.ProtoReflect.Descriptor instead.
 func (*RecordPreview) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{82}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *RecordPreview) GetInput() *PreviewRecord {
@@ -5657,7 +5763,7 @@ type StagePreview struct {
 
 func (x *StagePreview) Reset() {
 	*x = StagePreview{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[83]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5669,7 +5775,7 @@ func (x *StagePreview) String() string {
 func (*StagePreview) ProtoMessage() {}
 
 func (x *StagePreview) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[83]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5682,7 +5788,7 @@ func (x *StagePreview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePreview.ProtoReflect.Descriptor instead.
 func (*StagePreview) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{83}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *StagePreview) GetStage() string {
@@ -5758,7 +5864,7 @@ type PreviewRecord struct {
 
 func (x *PreviewRecord) Reset() {
 	*x = PreviewRecord{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[84]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5770,7 +5876,7 @@ func (x *PreviewRecord) String() string {
 func (*PreviewRecord) ProtoMessage() {}
 
 func (x *PreviewRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[84]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5783,7 +5889,7 @@ func (x *PreviewRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewRecord.ProtoReflect.Descriptor instead.
 func (*PreviewRecord) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{84}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *PreviewRecord) GetTopic() string {
@@ -5851,7 +5957,7 @@ type PreviewData struct {
 
 func (x *PreviewData) Reset() {
 	*x = PreviewData{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[85]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5863,7 +5969,7 @@ func (x *PreviewData) String() string {
 func (*PreviewData) ProtoMessage() {}
 
 func (x *PreviewData) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[85]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5876,7 +5982,7 @@ func (x *PreviewData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewData.ProtoReflect.Descriptor instead.
 func (*PreviewData) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{85}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *PreviewData) GetData() isPreviewData_Data {
@@ -5937,7 +6043,7 @@ type ConnectData struct {
 
 func (x *ConnectData) Reset() {
 	*x = ConnectData{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[86]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5949,7 +6055,7 @@ func (x *ConnectData) String() string {
 func (*ConnectData) ProtoMessage() {}
 
 func (x *ConnectData) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[86]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5962,7 +6068,7 @@ func (x *ConnectData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectData.ProtoReflect.Descriptor instead.
 func (*ConnectData) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{86}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ConnectData) GetJson() string {
@@ -5992,7 +6098,7 @@ type PreviewHeader struct {
 
 func (x *PreviewHeader) Reset() {
 	*x = PreviewHeader{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[87]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6004,7 +6110,7 @@ func (x *PreviewHeader) String() string {
 func (*PreviewHeader) ProtoMessage() {}
 
 func (x *PreviewHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[87]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6017,7 +6123,7 @@ func (x *PreviewHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewHeader.ProtoReflect.Descriptor instead.
 func (*PreviewHeader) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{87}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PreviewHeader) GetKey() string {
@@ -6061,7 +6167,7 @@ type PreviewStageFailure struct {
 
 func (x *PreviewStageFailure) Reset() {
 	*x = PreviewStageFailure{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[88]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6073,7 +6179,7 @@ func (x *PreviewStageFailure) String() string {
 func (*PreviewStageFailure) ProtoMessage() {}
 
 func (x *PreviewStageFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[88]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6086,7 +6192,7 @@ func (x *PreviewStageFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewStageFailure.ProtoReflect.Descriptor instead.
 func (*PreviewStageFailure) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{88}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *PreviewStageFailure) GetStage() string {
@@ -6149,7 +6255,7 @@ type TaskConfig struct {
 
 func (x *TaskConfig) Reset() {
 	*x = TaskConfig{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[89]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6161,7 +6267,7 @@ func (x *TaskConfig) String() string {
 func (*TaskConfig) ProtoMessage() {}
 
 func (x *TaskConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[89]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6174,7 +6280,7 @@ func (x *TaskConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskConfig.ProtoReflect.Descriptor instead.
 func (*TaskConfig) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{89}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *TaskConfig) GetConfig() map[string]string {
@@ -6199,7 +6305,7 @@ type PutTaskConfigsRequest struct {
 
 func (x *PutTaskConfigsRequest) Reset() {
 	*x = PutTaskConfigsRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[90]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6211,7 +6317,7 @@ func (x *PutTaskConfigsRequest) String() string {
 func (*PutTaskConfigsRequest) ProtoMessage() {}
 
 func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[90]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6224,7 +6330,7 @@ func (x *PutTaskConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsRequest.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{90}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *PutTaskConfigsRequest) GetName() string {
@@ -6257,7 +6363,7 @@ type PutTaskConfigsResponse struct {
 
 func (x *PutTaskConfigsResponse) Reset() {
 	*x = PutTaskConfigsResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[91]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6269,7 +6375,7 @@ func (x *PutTaskConfigsResponse) String() string {
 func (*PutTaskConfigsResponse) ProtoMessage() {}
 
 func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[91]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6282,7 +6388,7 @@ func (x *PutTaskConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTaskConfigsResponse.ProtoReflect.Descriptor instead.
 func (*PutTaskConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{91}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{92}
 }
 
 // Request for FenceZombies.
@@ -6298,7 +6404,7 @@ type FenceZombiesRequest struct {
 
 func (x *FenceZombiesRequest) Reset() {
 	*x = FenceZombiesRequest{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[92]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6310,7 +6416,7 @@ func (x *FenceZombiesRequest) String() string {
 func (*FenceZombiesRequest) ProtoMessage() {}
 
 func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[92]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6323,7 +6429,7 @@ func (x *FenceZombiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesRequest.ProtoReflect.Descriptor instead.
 func (*FenceZombiesRequest) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{92}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *FenceZombiesRequest) GetName() string {
@@ -6352,7 +6458,7 @@ type FenceZombiesResponse struct {
 
 func (x *FenceZombiesResponse) Reset() {
 	*x = FenceZombiesResponse{}
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[93]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6364,7 +6470,7 @@ func (x *FenceZombiesResponse) String() string {
 func (*FenceZombiesResponse) ProtoMessage() {}
 
 func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_connect_grpc_v1_connect_proto_msgTypes[93]
+	mi := &file_connect_grpc_v1_connect_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6377,7 +6483,7 @@ func (x *FenceZombiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceZombiesResponse.ProtoReflect.Descriptor instead.
 func (*FenceZombiesResponse) Descriptor() ([]byte, []int) {
-	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{93}
+	return file_connect_grpc_v1_connect_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *FenceZombiesResponse) GetConfigPosition() int64 {
@@ -6432,12 +6538,13 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x06config\x18\x02 \x03(\v2 .connect.v1.TaskInfo.ConfigEntryR\x06config\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb3\x01\n" +
 	"\x17ConnectorInstanceStatus\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.connect.v1.InstanceStateR\x05state\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05trace\x18\x03 \x01(\tR\x05trace\x12\x1a\n" +
-	"\brevision\x18\x04 \x01(\x03R\brevision\"\x80\x02\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\tR\aversion\"\x9a\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12/\n" +
@@ -6446,19 +6553,26 @@ const file_connect_grpc_v1_connect_proto_rawDesc = "" +
 	"\x05trace\x18\x04 \x01(\tR\x05trace\x12)\n" +
 	"\x10transactional_id\x18\x05 \x01(\tR\x0ftransactionalId\x127\n" +
 	"\tplacement\x18\x06 \x01(\v2\x19.connect.v1.TaskPlacementR\tplacement\x12\x1a\n" +
-	"\brevision\x18\a \x01(\x03R\brevision\"\x9f\x01\n" +
+	"\brevision\x18\a \x01(\x03R\brevision\x12\x18\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"\x9f\x01\n" +
 	"\rTaskPlacement\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.connect.v1.TaskPlacement.KindR\x04kind\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\"F\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_DRIVER\x10\x01\x12\x17\n" +
-	"\x13KIND_SPARK_EXECUTOR\x10\x02\"\xc5\x01\n" +
+	"\x13KIND_SPARK_EXECUTOR\x10\x02\"\x87\x02\n" +
 	"\x0fConnectorStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\tconnector\x18\x02 \x01(\v2#.connect.v1.ConnectorInstanceStatusR\tconnector\x12,\n" +
 	"\x05tasks\x18\x03 \x03(\v2\x16.connect.v1.TaskStatusR\x05tasks\x12-\n" +
-	"\x04type\x18\x04 \x01(\x0e2\x19.connect.v1.ConnectorTypeR\x04type\"\x8a\x01\n" +
+	"\x04type\x18\x04 \x01(\x0e2\x19.connect.v1.ConnectorTypeR\x04type\x12@\n" +
+	"\fauto_restart\x18\x05 \x01(\v2\x1d.connect.v1.AutoRestartStatusR\vautoRestart\"\xd2\x01\n" +
+	"\x11AutoRestartStatus\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\x12F\n" +
+	"\x11next_attempt_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x12F\n" +
+	"\x11last_restart_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastRestartTime\x12\x17\n" +
+	"\agave_up\x18\x04 \x01(\bR\x06gaveUp\"\x8a\x01\n" +
 	"\x10ConnectorListing\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\x04info\x18\x02 \x01(\v2\x19.connect.v1.ConnectorInfoR\x04info\x123\n" +
@@ -6904,7 +7018,7 @@ func file_connect_grpc_v1_connect_proto_rawDescGZIP() []byte {
 }
 
 var file_connect_grpc_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 104)
+var file_connect_grpc_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
 var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(InitialState)(0),                    // 0: connect.v1.InitialState
 	(InstanceState)(0),                   // 1: connect.v1.InstanceState
@@ -6925,116 +7039,117 @@ var file_connect_grpc_v1_connect_proto_goTypes = []any{
 	(*TaskStatus)(nil),                   // 16: connect.v1.TaskStatus
 	(*TaskPlacement)(nil),                // 17: connect.v1.TaskPlacement
 	(*ConnectorStatus)(nil),              // 18: connect.v1.ConnectorStatus
-	(*ConnectorListing)(nil),             // 19: connect.v1.ConnectorListing
-	(*ListConnectorsRequest)(nil),        // 20: connect.v1.ListConnectorsRequest
-	(*ListConnectorsResponse)(nil),       // 21: connect.v1.ListConnectorsResponse
-	(*GetConnectorRequest)(nil),          // 22: connect.v1.GetConnectorRequest
-	(*GetConnectorResponse)(nil),         // 23: connect.v1.GetConnectorResponse
-	(*CreateConnectorRequest)(nil),       // 24: connect.v1.CreateConnectorRequest
-	(*CreateConnectorResponse)(nil),      // 25: connect.v1.CreateConnectorResponse
-	(*PutConnectorConfigRequest)(nil),    // 26: connect.v1.PutConnectorConfigRequest
-	(*PutConnectorConfigResponse)(nil),   // 27: connect.v1.PutConnectorConfigResponse
-	(*PatchConnectorConfigRequest)(nil),  // 28: connect.v1.PatchConnectorConfigRequest
-	(*PatchConnectorConfigResponse)(nil), // 29: connect.v1.PatchConnectorConfigResponse
-	(*GetConnectorConfigRequest)(nil),    // 30: connect.v1.GetConnectorConfigRequest
-	(*GetConnectorConfigResponse)(nil),   // 31: connect.v1.GetConnectorConfigResponse
-	(*DeleteConnectorRequest)(nil),       // 32: connect.v1.DeleteConnectorRequest
-	(*DeleteConnectorResponse)(nil),      // 33: connect.v1.DeleteConnectorResponse
-	(*GetConnectorStatusRequest)(nil),    // 34: connect.v1.GetConnectorStatusRequest
-	(*GetConnectorStatusResponse)(nil),   // 35: connect.v1.GetConnectorStatusResponse
-	(*GetTaskStatusRequest)(nil),         // 36: connect.v1.GetTaskStatusRequest
-	(*GetTaskStatusResponse)(nil),        // 37: connect.v1.GetTaskStatusResponse
-	(*ListTasksRequest)(nil),             // 38: connect.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),            // 39: connect.v1.ListTasksResponse
-	(*PauseConnectorRequest)(nil),        // 40: connect.v1.PauseConnectorRequest
-	(*PauseConnectorResponse)(nil),       // 41: connect.v1.PauseConnectorResponse
-	(*ResumeConnectorRequest)(nil),       // 42: connect.v1.ResumeConnectorRequest
-	(*ResumeConnectorResponse)(nil),      // 43: connect.v1.ResumeConnectorResponse
-	(*StopConnectorRequest)(nil),         // 44: connect.v1.StopConnectorRequest
-	(*StopConnectorResponse)(nil),        // 45: connect.v1.StopConnectorResponse
-	(*RestartConnectorRequest)(nil),      // 46: connect.v1.RestartConnectorRequest
-	(*RestartConnectorResponse)(nil),     // 47: connect.v1.RestartConnectorResponse
-	(*RestartTaskRequest)(nil),           // 48: connect.v1.RestartTaskRequest
-	(*RestartTaskResponse)(nil),          // 49: connect.v1.RestartTaskResponse
-	(*GetOffsetsRequest)(nil),            // 50: connect.v1.GetOffsetsRequest
-	(*GetOffsetsResponse)(nil),           // 51: connect.v1.GetOffsetsResponse
-	(*AlterOffsetsRequest)(nil),          // 52: connect.v1.AlterOffsetsRequest
-	(*AlterOffsetsResponse)(nil),         // 53: connect.v1.AlterOffsetsResponse
-	(*ResetOffsetsRequest)(nil),          // 54: connect.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),         // 55: connect.v1.ResetOffsetsResponse
-	(*ConfigKeyInfo)(nil),                // 56: connect.v1.ConfigKeyInfo
-	(*ConfigValueInfo)(nil),              // 57: connect.v1.ConfigValueInfo
-	(*ConfigInfo)(nil),                   // 58: connect.v1.ConfigInfo
-	(*ValidateConfigRequest)(nil),        // 59: connect.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil),       // 60: connect.v1.ValidateConfigResponse
-	(*PluginInfo)(nil),                   // 61: connect.v1.PluginInfo
-	(*ListPluginsRequest)(nil),           // 62: connect.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),          // 63: connect.v1.ListPluginsResponse
-	(*GetPluginConfigRequest)(nil),       // 64: connect.v1.GetPluginConfigRequest
-	(*GetPluginConfigResponse)(nil),      // 65: connect.v1.GetPluginConfigResponse
-	(*WatchConnectorStatusRequest)(nil),  // 66: connect.v1.WatchConnectorStatusRequest
-	(*WatchConnectorStatusResponse)(nil), // 67: connect.v1.WatchConnectorStatusResponse
-	(*GetClusterInfoRequest)(nil),        // 68: connect.v1.GetClusterInfoRequest
-	(*WorkerInfo)(nil),                   // 69: connect.v1.WorkerInfo
-	(*PlacedTask)(nil),                   // 70: connect.v1.PlacedTask
-	(*GetClusterInfoResponse)(nil),       // 71: connect.v1.GetClusterInfoResponse
-	(*Logger)(nil),                       // 72: connect.v1.Logger
-	(*ListLoggersRequest)(nil),           // 73: connect.v1.ListLoggersRequest
-	(*ListLoggersResponse)(nil),          // 74: connect.v1.ListLoggersResponse
-	(*GetLoggerRequest)(nil),             // 75: connect.v1.GetLoggerRequest
-	(*GetLoggerResponse)(nil),            // 76: connect.v1.GetLoggerResponse
-	(*SetLogLevelRequest)(nil),           // 77: connect.v1.SetLogLevelRequest
-	(*SetLogLevelResponse)(nil),          // 78: connect.v1.SetLogLevelResponse
-	(*GetConnectorTopicsRequest)(nil),    // 79: connect.v1.GetConnectorTopicsRequest
-	(*GetConnectorTopicsResponse)(nil),   // 80: connect.v1.GetConnectorTopicsResponse
-	(*ResetConnectorTopicsRequest)(nil),  // 81: connect.v1.ResetConnectorTopicsRequest
-	(*ResetConnectorTopicsResponse)(nil), // 82: connect.v1.ResetConnectorTopicsResponse
-	(*PreviewPipelineRequest)(nil),       // 83: connect.v1.PreviewPipelineRequest
-	(*PreviewSamples)(nil),               // 84: connect.v1.PreviewSamples
-	(*PreviewSampleRecord)(nil),          // 85: connect.v1.PreviewSampleRecord
-	(*PreviewSampleData)(nil),            // 86: connect.v1.PreviewSampleData
-	(*PreviewSampleHeader)(nil),          // 87: connect.v1.PreviewSampleHeader
-	(*PreviewTopicTail)(nil),             // 88: connect.v1.PreviewTopicTail
-	(*PreviewPipelineResponse)(nil),      // 89: connect.v1.PreviewPipelineResponse
-	(*RecordPreview)(nil),                // 90: connect.v1.RecordPreview
-	(*StagePreview)(nil),                 // 91: connect.v1.StagePreview
-	(*PreviewRecord)(nil),                // 92: connect.v1.PreviewRecord
-	(*PreviewData)(nil),                  // 93: connect.v1.PreviewData
-	(*ConnectData)(nil),                  // 94: connect.v1.ConnectData
-	(*PreviewHeader)(nil),                // 95: connect.v1.PreviewHeader
-	(*PreviewStageFailure)(nil),          // 96: connect.v1.PreviewStageFailure
-	(*TaskConfig)(nil),                   // 97: connect.v1.TaskConfig
-	(*PutTaskConfigsRequest)(nil),        // 98: connect.v1.PutTaskConfigsRequest
-	(*PutTaskConfigsResponse)(nil),       // 99: connect.v1.PutTaskConfigsResponse
-	(*FenceZombiesRequest)(nil),          // 100: connect.v1.FenceZombiesRequest
-	(*FenceZombiesResponse)(nil),         // 101: connect.v1.FenceZombiesResponse
-	nil,                                  // 102: connect.v1.OffsetFields.FieldsEntry
-	nil,                                  // 103: connect.v1.ConnectorInfo.ConfigEntry
-	nil,                                  // 104: connect.v1.TaskInfo.ConfigEntry
-	nil,                                  // 105: connect.v1.CreateConnectorRequest.ConfigEntry
-	nil,                                  // 106: connect.v1.PutConnectorConfigRequest.ConfigEntry
-	nil,                                  // 107: connect.v1.PatchConnectorConfigRequest.ConfigEntry
-	nil,                                  // 108: connect.v1.GetConnectorConfigResponse.ConfigEntry
-	nil,                                  // 109: connect.v1.ValidateConfigRequest.ConfigEntry
-	nil,                                  // 110: connect.v1.PreviewPipelineRequest.ConfigEntry
-	nil,                                  // 111: connect.v1.TaskConfig.ConfigEntry
-	(structpb.NullValue)(0),              // 112: google.protobuf.NullValue
-	(*timestamppb.Timestamp)(nil),        // 113: google.protobuf.Timestamp
-	(*structpb.Value)(nil),               // 114: google.protobuf.Value
+	(*AutoRestartStatus)(nil),            // 19: connect.v1.AutoRestartStatus
+	(*ConnectorListing)(nil),             // 20: connect.v1.ConnectorListing
+	(*ListConnectorsRequest)(nil),        // 21: connect.v1.ListConnectorsRequest
+	(*ListConnectorsResponse)(nil),       // 22: connect.v1.ListConnectorsResponse
+	(*GetConnectorRequest)(nil),          // 23: connect.v1.GetConnectorRequest
+	(*GetConnectorResponse)(nil),         // 24: connect.v1.GetConnectorResponse
+	(*CreateConnectorRequest)(nil),       // 25: connect.v1.CreateConnectorRequest
+	(*CreateConnectorResponse)(nil),      // 26: connect.v1.CreateConnectorResponse
+	(*PutConnectorConfigRequest)(nil),    // 27: connect.v1.PutConnectorConfigRequest
+	(*PutConnectorConfigResponse)(nil),   // 28: connect.v1.PutConnectorConfigResponse
+	(*PatchConnectorConfigRequest)(nil),  // 29: connect.v1.PatchConnectorConfigRequest
+	(*PatchConnectorConfigResponse)(nil), // 30: connect.v1.PatchConnectorConfigResponse
+	(*GetConnectorConfigRequest)(nil),    // 31: connect.v1.GetConnectorConfigRequest
+	(*GetConnectorConfigResponse)(nil),   // 32: connect.v1.GetConnectorConfigResponse
+	(*DeleteConnectorRequest)(nil),       // 33: connect.v1.DeleteConnectorRequest
+	(*DeleteConnectorResponse)(nil),      // 34: connect.v1.DeleteConnectorResponse
+	(*GetConnectorStatusRequest)(nil),    // 35: connect.v1.GetConnectorStatusRequest
+	(*GetConnectorStatusResponse)(nil),   // 36: connect.v1.GetConnectorStatusResponse
+	(*GetTaskStatusRequest)(nil),         // 37: connect.v1.GetTaskStatusRequest
+	(*GetTaskStatusResponse)(nil),        // 38: connect.v1.GetTaskStatusResponse
+	(*ListTasksRequest)(nil),             // 39: connect.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 40: connect.v1.ListTasksResponse
+	(*PauseConnectorRequest)(nil),        // 41: connect.v1.PauseConnectorRequest
+	(*PauseConnectorResponse)(nil),       // 42: connect.v1.PauseConnectorResponse
+	(*ResumeConnectorRequest)(nil),       // 43: connect.v1.ResumeConnectorRequest
+	(*ResumeConnectorResponse)(nil),      // 44: connect.v1.ResumeConnectorResponse
+	(*StopConnectorRequest)(nil),         // 45: connect.v1.StopConnectorRequest
+	(*StopConnectorResponse)(nil),        // 46: connect.v1.StopConnectorResponse
+	(*RestartConnectorRequest)(nil),      // 47: connect.v1.RestartConnectorRequest
+	(*RestartConnectorResponse)(nil),     // 48: connect.v1.RestartConnectorResponse
+	(*RestartTaskRequest)(nil),           // 49: connect.v1.RestartTaskRequest
+	(*RestartTaskResponse)(nil),          // 50: connect.v1.RestartTaskResponse
+	(*GetOffsetsRequest)(nil),            // 51: connect.v1.GetOffsetsRequest
+	(*GetOffsetsResponse)(nil),           // 52: connect.v1.GetOffsetsResponse
+	(*AlterOffsetsRequest)(nil),          // 53: connect.v1.AlterOffsetsRequest
+	(*AlterOffsetsResponse)(nil),         // 54: connect.v1.AlterOffsetsResponse
+	(*ResetOffsetsRequest)(nil),          // 55: connect.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),         // 56: connect.v1.ResetOffsetsResponse
+	(*ConfigKeyInfo)(nil),                // 57: connect.v1.ConfigKeyInfo
+	(*ConfigValueInfo)(nil),              // 58: connect.v1.ConfigValueInfo
+	(*ConfigInfo)(nil),                   // 59: connect.v1.ConfigInfo
+	(*ValidateConfigRequest)(nil),        // 60: connect.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil),       // 61: connect.v1.ValidateConfigResponse
+	(*PluginInfo)(nil),                   // 62: connect.v1.PluginInfo
+	(*ListPluginsRequest)(nil),           // 63: connect.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),          // 64: connect.v1.ListPluginsResponse
+	(*GetPluginConfigRequest)(nil),       // 65: connect.v1.GetPluginConfigRequest
+	(*GetPluginConfigResponse)(nil),      // 66: connect.v1.GetPluginConfigResponse
+	(*WatchConnectorStatusRequest)(nil),  // 67: connect.v1.WatchConnectorStatusRequest
+	(*WatchConnectorStatusResponse)(nil), // 68: connect.v1.WatchConnectorStatusResponse
+	(*GetClusterInfoRequest)(nil),        // 69: connect.v1.GetClusterInfoRequest
+	(*WorkerInfo)(nil),                   // 70: connect.v1.WorkerInfo
+	(*PlacedTask)(nil),                   // 71: connect.v1.PlacedTask
+	(*GetClusterInfoResponse)(nil),       // 72: connect.v1.GetClusterInfoResponse
+	(*Logger)(nil),                       // 73: connect.v1.Logger
+	(*ListLoggersRequest)(nil),           // 74: connect.v1.ListLoggersRequest
+	(*ListLoggersResponse)(nil),          // 75: connect.v1.ListLoggersResponse
+	(*GetLoggerRequest)(nil),             // 76: connect.v1.GetLoggerRequest
+	(*GetLoggerResponse)(nil),            // 77: connect.v1.GetLoggerResponse
+	(*SetLogLevelRequest)(nil),           // 78: connect.v1.SetLogLevelRequest
+	(*SetLogLevelResponse)(nil),          // 79: connect.v1.SetLogLevelResponse
+	(*GetConnectorTopicsRequest)(nil),    // 80: connect.v1.GetConnectorTopicsRequest
+	(*GetConnectorTopicsResponse)(nil),   // 81: connect.v1.GetConnectorTopicsResponse
+	(*ResetConnectorTopicsRequest)(nil),  // 82: connect.v1.ResetConnectorTopicsRequest
+	(*ResetConnectorTopicsResponse)(nil), // 83: connect.v1.ResetConnectorTopicsResponse
+	(*PreviewPipelineRequest)(nil),       // 84: connect.v1.PreviewPipelineRequest
+	(*PreviewSamples)(nil),               // 85: connect.v1.PreviewSamples
+	(*PreviewSampleRecord)(nil),          // 86: connect.v1.PreviewSampleRecord
+	(*PreviewSampleData)(nil),            // 87: connect.v1.PreviewSampleData
+	(*PreviewSampleHeader)(nil),          // 88: connect.v1.PreviewSampleHeader
+	(*PreviewTopicTail)(nil),             // 89: connect.v1.PreviewTopicTail
+	(*PreviewPipelineResponse)(nil),      // 90: connect.v1.PreviewPipelineResponse
+	(*RecordPreview)(nil),                // 91: connect.v1.RecordPreview
+	(*StagePreview)(nil),                 // 92: connect.v1.StagePreview
+	(*PreviewRecord)(nil),                // 93: connect.v1.PreviewRecord
+	(*PreviewData)(nil),                  // 94: connect.v1.PreviewData
+	(*ConnectData)(nil),                  // 95: connect.v1.ConnectData
+	(*PreviewHeader)(nil),                // 96: connect.v1.PreviewHeader
+	(*PreviewStageFailure)(nil),          // 97: connect.v1.PreviewStageFailure
+	(*TaskConfig)(nil),                   // 98: connect.v1.TaskConfig
+	(*PutTaskConfigsRequest)(nil),        // 99: connect.v1.PutTaskConfigsRequest
+	(*PutTaskConfigsResponse)(nil),       // 100: connect.v1.PutTaskConfigsResponse
+	(*FenceZombiesRequest)(nil),          // 101: connect.v1.FenceZombiesRequest
+	(*FenceZombiesResponse)(nil),         // 102: connect.v1.FenceZombiesResponse
+	nil,                                  // 103: connect.v1.OffsetFields.FieldsEntry
+	nil,                                  // 104: connect.v1.ConnectorInfo.ConfigEntry
+	nil,                                  // 105: connect.v1.TaskInfo.ConfigEntry
+	nil,                                  // 106: connect.v1.CreateConnectorRequest.ConfigEntry
+	nil,                                  // 107: connect.v1.PutConnectorConfigRequest.ConfigEntry
+	nil,                                  // 108: connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	nil,                                  // 109: connect.v1.GetConnectorConfigResponse.ConfigEntry
+	nil,                                  // 110: connect.v1.ValidateConfigRequest.ConfigEntry
+	nil,                                  // 111: connect.v1.PreviewPipelineRequest.ConfigEntry
+	nil,                                  // 112: connect.v1.TaskConfig.ConfigEntry
+	(structpb.NullValue)(0),              // 113: google.protobuf.NullValue
+	(*timestamppb.Timestamp)(nil),        // 114: google.protobuf.Timestamp
+	(*structpb.Value)(nil),               // 115: google.protobuf.Value
 }
 var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
-	112, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
-	102, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
+	113, // 0: connect.v1.OffsetValue.null_value:type_name -> google.protobuf.NullValue
+	103, // 1: connect.v1.OffsetFields.fields:type_name -> connect.v1.OffsetFields.FieldsEntry
 	9,   // 2: connect.v1.ConnectorOffset.partition:type_name -> connect.v1.OffsetFields
 	9,   // 3: connect.v1.ConnectorOffset.offset:type_name -> connect.v1.OffsetFields
-	113, // 4: connect.v1.ConnectorOffset.record_time:type_name -> google.protobuf.Timestamp
+	114, // 4: connect.v1.ConnectorOffset.record_time:type_name -> google.protobuf.Timestamp
 	10,  // 5: connect.v1.ConnectorOffsets.offsets:type_name -> connect.v1.ConnectorOffset
-	113, // 6: connect.v1.ConnectorOffsets.all_partitions_record_time:type_name -> google.protobuf.Timestamp
-	103, // 7: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
+	114, // 6: connect.v1.ConnectorOffsets.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	104, // 7: connect.v1.ConnectorInfo.config:type_name -> connect.v1.ConnectorInfo.ConfigEntry
 	12,  // 8: connect.v1.ConnectorInfo.tasks:type_name -> connect.v1.TaskId
 	2,   // 9: connect.v1.ConnectorInfo.type:type_name -> connect.v1.ConnectorType
 	12,  // 10: connect.v1.TaskInfo.id:type_name -> connect.v1.TaskId
-	104, // 11: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
+	105, // 11: connect.v1.TaskInfo.config:type_name -> connect.v1.TaskInfo.ConfigEntry
 	1,   // 12: connect.v1.ConnectorInstanceStatus.state:type_name -> connect.v1.InstanceState
 	1,   // 13: connect.v1.TaskStatus.state:type_name -> connect.v1.InstanceState
 	17,  // 14: connect.v1.TaskStatus.placement:type_name -> connect.v1.TaskPlacement
@@ -7042,141 +7157,144 @@ var file_connect_grpc_v1_connect_proto_depIdxs = []int32{
 	15,  // 16: connect.v1.ConnectorStatus.connector:type_name -> connect.v1.ConnectorInstanceStatus
 	16,  // 17: connect.v1.ConnectorStatus.tasks:type_name -> connect.v1.TaskStatus
 	2,   // 18: connect.v1.ConnectorStatus.type:type_name -> connect.v1.ConnectorType
-	13,  // 19: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
-	18,  // 20: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
-	19,  // 21: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
-	13,  // 22: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	105, // 23: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
-	0,   // 24: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
-	11,  // 25: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
-	13,  // 26: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
-	10,  // 27: connect.v1.CreateConnectorResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
-	106, // 28: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
-	13,  // 29: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	107, // 30: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
-	13,  // 31: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
-	108, // 32: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
-	18,  // 33: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	16,  // 34: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
-	14,  // 35: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
-	18,  // 36: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
-	10,  // 37: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
-	10,  // 38: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
-	113, // 39: connect.v1.AlterOffsetsRequest.all_partitions_record_time:type_name -> google.protobuf.Timestamp
-	10,  // 40: connect.v1.AlterOffsetsResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
-	56,  // 41: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
-	57,  // 42: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
-	109, // 43: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
-	58,  // 44: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
-	2,   // 45: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
-	56,  // 46: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
-	61,  // 47: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
-	61,  // 48: connect.v1.GetPluginConfigResponse.plugin:type_name -> connect.v1.PluginInfo
-	18,  // 49: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
-	12,  // 50: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
-	70,  // 51: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
-	12,  // 52: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
-	17,  // 53: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
-	69,  // 54: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
-	113, // 55: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
-	72,  // 56: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
-	72,  // 57: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
-	3,   // 58: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
-	110, // 59: connect.v1.PreviewPipelineRequest.config:type_name -> connect.v1.PreviewPipelineRequest.ConfigEntry
-	84,  // 60: connect.v1.PreviewPipelineRequest.samples:type_name -> connect.v1.PreviewSamples
-	88,  // 61: connect.v1.PreviewPipelineRequest.from_topic:type_name -> connect.v1.PreviewTopicTail
-	85,  // 62: connect.v1.PreviewSamples.records:type_name -> connect.v1.PreviewSampleRecord
-	86,  // 63: connect.v1.PreviewSampleRecord.key:type_name -> connect.v1.PreviewSampleData
-	86,  // 64: connect.v1.PreviewSampleRecord.value:type_name -> connect.v1.PreviewSampleData
-	87,  // 65: connect.v1.PreviewSampleRecord.headers:type_name -> connect.v1.PreviewSampleHeader
-	86,  // 66: connect.v1.PreviewSampleHeader.value:type_name -> connect.v1.PreviewSampleData
-	2,   // 67: connect.v1.PreviewPipelineResponse.type:type_name -> connect.v1.ConnectorType
-	90,  // 68: connect.v1.PreviewPipelineResponse.records:type_name -> connect.v1.RecordPreview
-	92,  // 69: connect.v1.RecordPreview.input:type_name -> connect.v1.PreviewRecord
-	91,  // 70: connect.v1.RecordPreview.stages:type_name -> connect.v1.StagePreview
-	4,   // 71: connect.v1.RecordPreview.outcome:type_name -> connect.v1.PreviewOutcome
-	92,  // 72: connect.v1.RecordPreview.output:type_name -> connect.v1.PreviewRecord
-	96,  // 73: connect.v1.RecordPreview.failure:type_name -> connect.v1.PreviewStageFailure
-	5,   // 74: connect.v1.StagePreview.verdict:type_name -> connect.v1.PreviewStageVerdict
-	92,  // 75: connect.v1.StagePreview.record:type_name -> connect.v1.PreviewRecord
-	93,  // 76: connect.v1.PreviewRecord.key:type_name -> connect.v1.PreviewData
-	93,  // 77: connect.v1.PreviewRecord.value:type_name -> connect.v1.PreviewData
-	95,  // 78: connect.v1.PreviewRecord.headers:type_name -> connect.v1.PreviewHeader
-	94,  // 79: connect.v1.PreviewData.connect:type_name -> connect.v1.ConnectData
-	93,  // 80: connect.v1.PreviewHeader.value:type_name -> connect.v1.PreviewData
-	6,   // 81: connect.v1.PreviewStageFailure.action:type_name -> connect.v1.PreviewFailureAction
-	95,  // 82: connect.v1.PreviewStageFailure.dead_letter_headers:type_name -> connect.v1.PreviewHeader
-	111, // 83: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
-	97,  // 84: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
-	8,   // 85: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
-	114, // 86: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
-	20,  // 87: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
-	22,  // 88: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
-	24,  // 89: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
-	26,  // 90: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
-	30,  // 91: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
-	32,  // 92: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
-	34,  // 93: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
-	36,  // 94: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
-	38,  // 95: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
-	40,  // 96: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
-	42,  // 97: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
-	44,  // 98: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
-	46,  // 99: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
-	48,  // 100: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
-	50,  // 101: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
-	52,  // 102: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
-	54,  // 103: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
-	59,  // 104: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
-	62,  // 105: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
-	66,  // 106: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
-	68,  // 107: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
-	73,  // 108: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
-	75,  // 109: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
-	77,  // 110: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
-	28,  // 111: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
-	64,  // 112: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
-	79,  // 113: connect.v1.ConnectService.GetConnectorTopics:input_type -> connect.v1.GetConnectorTopicsRequest
-	81,  // 114: connect.v1.ConnectService.ResetConnectorTopics:input_type -> connect.v1.ResetConnectorTopicsRequest
-	83,  // 115: connect.v1.ConnectService.PreviewPipeline:input_type -> connect.v1.PreviewPipelineRequest
-	98,  // 116: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
-	100, // 117: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
-	21,  // 118: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
-	23,  // 119: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
-	25,  // 120: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
-	27,  // 121: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
-	31,  // 122: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
-	33,  // 123: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
-	35,  // 124: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
-	37,  // 125: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
-	39,  // 126: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
-	41,  // 127: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
-	43,  // 128: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
-	45,  // 129: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
-	47,  // 130: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
-	49,  // 131: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
-	51,  // 132: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
-	53,  // 133: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
-	55,  // 134: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
-	60,  // 135: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
-	63,  // 136: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
-	67,  // 137: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
-	71,  // 138: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
-	74,  // 139: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
-	76,  // 140: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
-	78,  // 141: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
-	29,  // 142: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
-	65,  // 143: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
-	80,  // 144: connect.v1.ConnectService.GetConnectorTopics:output_type -> connect.v1.GetConnectorTopicsResponse
-	82,  // 145: connect.v1.ConnectService.ResetConnectorTopics:output_type -> connect.v1.ResetConnectorTopicsResponse
-	89,  // 146: connect.v1.ConnectService.PreviewPipeline:output_type -> connect.v1.PreviewPipelineResponse
-	99,  // 147: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
-	101, // 148: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
-	118, // [118:149] is the sub-list for method output_type
-	87,  // [87:118] is the sub-list for method input_type
-	87,  // [87:87] is the sub-list for extension type_name
-	87,  // [87:87] is the sub-list for extension extendee
-	0,   // [0:87] is the sub-list for field type_name
+	19,  // 19: connect.v1.ConnectorStatus.auto_restart:type_name -> connect.v1.AutoRestartStatus
+	114, // 20: connect.v1.AutoRestartStatus.next_attempt_time:type_name -> google.protobuf.Timestamp
+	114, // 21: connect.v1.AutoRestartStatus.last_restart_time:type_name -> google.protobuf.Timestamp
+	13,  // 22: connect.v1.ConnectorListing.info:type_name -> connect.v1.ConnectorInfo
+	18,  // 23: connect.v1.ConnectorListing.status:type_name -> connect.v1.ConnectorStatus
+	20,  // 24: connect.v1.ListConnectorsResponse.connectors:type_name -> connect.v1.ConnectorListing
+	13,  // 25: connect.v1.GetConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	106, // 26: connect.v1.CreateConnectorRequest.config:type_name -> connect.v1.CreateConnectorRequest.ConfigEntry
+	0,   // 27: connect.v1.CreateConnectorRequest.initial_state:type_name -> connect.v1.InitialState
+	11,  // 28: connect.v1.CreateConnectorRequest.initial_offsets:type_name -> connect.v1.ConnectorOffsets
+	13,  // 29: connect.v1.CreateConnectorResponse.connector:type_name -> connect.v1.ConnectorInfo
+	10,  // 30: connect.v1.CreateConnectorResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
+	107, // 31: connect.v1.PutConnectorConfigRequest.config:type_name -> connect.v1.PutConnectorConfigRequest.ConfigEntry
+	13,  // 32: connect.v1.PutConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	108, // 33: connect.v1.PatchConnectorConfigRequest.config:type_name -> connect.v1.PatchConnectorConfigRequest.ConfigEntry
+	13,  // 34: connect.v1.PatchConnectorConfigResponse.connector:type_name -> connect.v1.ConnectorInfo
+	109, // 35: connect.v1.GetConnectorConfigResponse.config:type_name -> connect.v1.GetConnectorConfigResponse.ConfigEntry
+	18,  // 36: connect.v1.GetConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	16,  // 37: connect.v1.GetTaskStatusResponse.task:type_name -> connect.v1.TaskStatus
+	14,  // 38: connect.v1.ListTasksResponse.tasks:type_name -> connect.v1.TaskInfo
+	18,  // 39: connect.v1.RestartConnectorResponse.status:type_name -> connect.v1.ConnectorStatus
+	10,  // 40: connect.v1.GetOffsetsResponse.offsets:type_name -> connect.v1.ConnectorOffset
+	10,  // 41: connect.v1.AlterOffsetsRequest.offsets:type_name -> connect.v1.ConnectorOffset
+	114, // 42: connect.v1.AlterOffsetsRequest.all_partitions_record_time:type_name -> google.protobuf.Timestamp
+	10,  // 43: connect.v1.AlterOffsetsResponse.resolved_offsets:type_name -> connect.v1.ConnectorOffset
+	57,  // 44: connect.v1.ConfigInfo.definition:type_name -> connect.v1.ConfigKeyInfo
+	58,  // 45: connect.v1.ConfigInfo.value:type_name -> connect.v1.ConfigValueInfo
+	110, // 46: connect.v1.ValidateConfigRequest.config:type_name -> connect.v1.ValidateConfigRequest.ConfigEntry
+	59,  // 47: connect.v1.ValidateConfigResponse.configs:type_name -> connect.v1.ConfigInfo
+	2,   // 48: connect.v1.PluginInfo.type:type_name -> connect.v1.ConnectorType
+	57,  // 49: connect.v1.PluginInfo.config_definitions:type_name -> connect.v1.ConfigKeyInfo
+	62,  // 50: connect.v1.ListPluginsResponse.plugins:type_name -> connect.v1.PluginInfo
+	62,  // 51: connect.v1.GetPluginConfigResponse.plugin:type_name -> connect.v1.PluginInfo
+	18,  // 52: connect.v1.WatchConnectorStatusResponse.status:type_name -> connect.v1.ConnectorStatus
+	12,  // 53: connect.v1.WorkerInfo.tasks:type_name -> connect.v1.TaskId
+	71,  // 54: connect.v1.WorkerInfo.placements:type_name -> connect.v1.PlacedTask
+	12,  // 55: connect.v1.PlacedTask.task:type_name -> connect.v1.TaskId
+	17,  // 56: connect.v1.PlacedTask.placement:type_name -> connect.v1.TaskPlacement
+	70,  // 57: connect.v1.GetClusterInfoResponse.workers:type_name -> connect.v1.WorkerInfo
+	114, // 58: connect.v1.Logger.last_modified:type_name -> google.protobuf.Timestamp
+	73,  // 59: connect.v1.ListLoggersResponse.loggers:type_name -> connect.v1.Logger
+	73,  // 60: connect.v1.GetLoggerResponse.logger:type_name -> connect.v1.Logger
+	3,   // 61: connect.v1.SetLogLevelRequest.scope:type_name -> connect.v1.LogLevelScope
+	111, // 62: connect.v1.PreviewPipelineRequest.config:type_name -> connect.v1.PreviewPipelineRequest.ConfigEntry
+	85,  // 63: connect.v1.PreviewPipelineRequest.samples:type_name -> connect.v1.PreviewSamples
+	89,  // 64: connect.v1.PreviewPipelineRequest.from_topic:type_name -> connect.v1.PreviewTopicTail
+	86,  // 65: connect.v1.PreviewSamples.records:type_name -> connect.v1.PreviewSampleRecord
+	87,  // 66: connect.v1.PreviewSampleRecord.key:type_name -> connect.v1.PreviewSampleData
+	87,  // 67: connect.v1.PreviewSampleRecord.value:type_name -> connect.v1.PreviewSampleData
+	88,  // 68: connect.v1.PreviewSampleRecord.headers:type_name -> connect.v1.PreviewSampleHeader
+	87,  // 69: connect.v1.PreviewSampleHeader.value:type_name -> connect.v1.PreviewSampleData
+	2,   // 70: connect.v1.PreviewPipelineResponse.type:type_name -> connect.v1.ConnectorType
+	91,  // 71: connect.v1.PreviewPipelineResponse.records:type_name -> connect.v1.RecordPreview
+	93,  // 72: connect.v1.RecordPreview.input:type_name -> connect.v1.PreviewRecord
+	92,  // 73: connect.v1.RecordPreview.stages:type_name -> connect.v1.StagePreview
+	4,   // 74: connect.v1.RecordPreview.outcome:type_name -> connect.v1.PreviewOutcome
+	93,  // 75: connect.v1.RecordPreview.output:type_name -> connect.v1.PreviewRecord
+	97,  // 76: connect.v1.RecordPreview.failure:type_name -> connect.v1.PreviewStageFailure
+	5,   // 77: connect.v1.StagePreview.verdict:type_name -> connect.v1.PreviewStageVerdict
+	93,  // 78: connect.v1.StagePreview.record:type_name -> connect.v1.PreviewRecord
+	94,  // 79: connect.v1.PreviewRecord.key:type_name -> connect.v1.PreviewData
+	94,  // 80: connect.v1.PreviewRecord.value:type_name -> connect.v1.PreviewData
+	96,  // 81: connect.v1.PreviewRecord.headers:type_name -> connect.v1.PreviewHeader
+	95,  // 82: connect.v1.PreviewData.connect:type_name -> connect.v1.ConnectData
+	94,  // 83: connect.v1.PreviewHeader.value:type_name -> connect.v1.PreviewData
+	6,   // 84: connect.v1.PreviewStageFailure.action:type_name -> connect.v1.PreviewFailureAction
+	96,  // 85: connect.v1.PreviewStageFailure.dead_letter_headers:type_name -> connect.v1.PreviewHeader
+	112, // 86: connect.v1.TaskConfig.config:type_name -> connect.v1.TaskConfig.ConfigEntry
+	98,  // 87: connect.v1.PutTaskConfigsRequest.tasks:type_name -> connect.v1.TaskConfig
+	8,   // 88: connect.v1.OffsetFields.FieldsEntry.value:type_name -> connect.v1.OffsetValue
+	115, // 89: connect.v1.PatchConnectorConfigRequest.ConfigEntry.value:type_name -> google.protobuf.Value
+	21,  // 90: connect.v1.ConnectService.ListConnectors:input_type -> connect.v1.ListConnectorsRequest
+	23,  // 91: connect.v1.ConnectService.GetConnector:input_type -> connect.v1.GetConnectorRequest
+	25,  // 92: connect.v1.ConnectService.CreateConnector:input_type -> connect.v1.CreateConnectorRequest
+	27,  // 93: connect.v1.ConnectService.PutConnectorConfig:input_type -> connect.v1.PutConnectorConfigRequest
+	31,  // 94: connect.v1.ConnectService.GetConnectorConfig:input_type -> connect.v1.GetConnectorConfigRequest
+	33,  // 95: connect.v1.ConnectService.DeleteConnector:input_type -> connect.v1.DeleteConnectorRequest
+	35,  // 96: connect.v1.ConnectService.GetConnectorStatus:input_type -> connect.v1.GetConnectorStatusRequest
+	37,  // 97: connect.v1.ConnectService.GetTaskStatus:input_type -> connect.v1.GetTaskStatusRequest
+	39,  // 98: connect.v1.ConnectService.ListTasks:input_type -> connect.v1.ListTasksRequest
+	41,  // 99: connect.v1.ConnectService.PauseConnector:input_type -> connect.v1.PauseConnectorRequest
+	43,  // 100: connect.v1.ConnectService.ResumeConnector:input_type -> connect.v1.ResumeConnectorRequest
+	45,  // 101: connect.v1.ConnectService.StopConnector:input_type -> connect.v1.StopConnectorRequest
+	47,  // 102: connect.v1.ConnectService.RestartConnector:input_type -> connect.v1.RestartConnectorRequest
+	49,  // 103: connect.v1.ConnectService.RestartTask:input_type -> connect.v1.RestartTaskRequest
+	51,  // 104: connect.v1.ConnectService.GetOffsets:input_type -> connect.v1.GetOffsetsRequest
+	53,  // 105: connect.v1.ConnectService.AlterOffsets:input_type -> connect.v1.AlterOffsetsRequest
+	55,  // 106: connect.v1.ConnectService.ResetOffsets:input_type -> connect.v1.ResetOffsetsRequest
+	60,  // 107: connect.v1.ConnectService.ValidateConfig:input_type -> connect.v1.ValidateConfigRequest
+	63,  // 108: connect.v1.ConnectService.ListPlugins:input_type -> connect.v1.ListPluginsRequest
+	67,  // 109: connect.v1.ConnectService.WatchConnectorStatus:input_type -> connect.v1.WatchConnectorStatusRequest
+	69,  // 110: connect.v1.ConnectService.GetClusterInfo:input_type -> connect.v1.GetClusterInfoRequest
+	74,  // 111: connect.v1.ConnectService.ListLoggers:input_type -> connect.v1.ListLoggersRequest
+	76,  // 112: connect.v1.ConnectService.GetLogger:input_type -> connect.v1.GetLoggerRequest
+	78,  // 113: connect.v1.ConnectService.SetLogLevel:input_type -> connect.v1.SetLogLevelRequest
+	29,  // 114: connect.v1.ConnectService.PatchConnectorConfig:input_type -> connect.v1.PatchConnectorConfigRequest
+	65,  // 115: connect.v1.ConnectService.GetPluginConfig:input_type -> connect.v1.GetPluginConfigRequest
+	80,  // 116: connect.v1.ConnectService.GetConnectorTopics:input_type -> connect.v1.GetConnectorTopicsRequest
+	82,  // 117: connect.v1.ConnectService.ResetConnectorTopics:input_type -> connect.v1.ResetConnectorTopicsRequest
+	84,  // 118: connect.v1.ConnectService.PreviewPipeline:input_type -> connect.v1.PreviewPipelineRequest
+	99,  // 119: connect.v1.ClusterService.PutTaskConfigs:input_type -> connect.v1.PutTaskConfigsRequest
+	101, // 120: connect.v1.ClusterService.FenceZombies:input_type -> connect.v1.FenceZombiesRequest
+	22,  // 121: connect.v1.ConnectService.ListConnectors:output_type -> connect.v1.ListConnectorsResponse
+	24,  // 122: connect.v1.ConnectService.GetConnector:output_type -> connect.v1.GetConnectorResponse
+	26,  // 123: connect.v1.ConnectService.CreateConnector:output_type -> connect.v1.CreateConnectorResponse
+	28,  // 124: connect.v1.ConnectService.PutConnectorConfig:output_type -> connect.v1.PutConnectorConfigResponse
+	32,  // 125: connect.v1.ConnectService.GetConnectorConfig:output_type -> connect.v1.GetConnectorConfigResponse
+	34,  // 126: connect.v1.ConnectService.DeleteConnector:output_type -> connect.v1.DeleteConnectorResponse
+	36,  // 127: connect.v1.ConnectService.GetConnectorStatus:output_type -> connect.v1.GetConnectorStatusResponse
+	38,  // 128: connect.v1.ConnectService.GetTaskStatus:output_type -> connect.v1.GetTaskStatusResponse
+	40,  // 129: connect.v1.ConnectService.ListTasks:output_type -> connect.v1.ListTasksResponse
+	42,  // 130: connect.v1.ConnectService.PauseConnector:output_type -> connect.v1.PauseConnectorResponse
+	44,  // 131: connect.v1.ConnectService.ResumeConnector:output_type -> connect.v1.ResumeConnectorResponse
+	46,  // 132: connect.v1.ConnectService.StopConnector:output_type -> connect.v1.StopConnectorResponse
+	48,  // 133: connect.v1.ConnectService.RestartConnector:output_type -> connect.v1.RestartConnectorResponse
+	50,  // 134: connect.v1.ConnectService.RestartTask:output_type -> connect.v1.RestartTaskResponse
+	52,  // 135: connect.v1.ConnectService.GetOffsets:output_type -> connect.v1.GetOffsetsResponse
+	54,  // 136: connect.v1.ConnectService.AlterOffsets:output_type -> connect.v1.AlterOffsetsResponse
+	56,  // 137: connect.v1.ConnectService.ResetOffsets:output_type -> connect.v1.ResetOffsetsResponse
+	61,  // 138: connect.v1.ConnectService.ValidateConfig:output_type -> connect.v1.ValidateConfigResponse
+	64,  // 139: connect.v1.ConnectService.ListPlugins:output_type -> connect.v1.ListPluginsResponse
+	68,  // 140: connect.v1.ConnectService.WatchConnectorStatus:output_type -> connect.v1.WatchConnectorStatusResponse
+	72,  // 141: connect.v1.ConnectService.GetClusterInfo:output_type -> connect.v1.GetClusterInfoResponse
+	75,  // 142: connect.v1.ConnectService.ListLoggers:output_type -> connect.v1.ListLoggersResponse
+	77,  // 143: connect.v1.ConnectService.GetLogger:output_type -> connect.v1.GetLoggerResponse
+	79,  // 144: connect.v1.ConnectService.SetLogLevel:output_type -> connect.v1.SetLogLevelResponse
+	30,  // 145: connect.v1.ConnectService.PatchConnectorConfig:output_type -> connect.v1.PatchConnectorConfigResponse
+	66,  // 146: connect.v1.ConnectService.GetPluginConfig:output_type -> connect.v1.GetPluginConfigResponse
+	81,  // 147: connect.v1.ConnectService.GetConnectorTopics:output_type -> connect.v1.GetConnectorTopicsResponse
+	83,  // 148: connect.v1.ConnectService.ResetConnectorTopics:output_type -> connect.v1.ResetConnectorTopicsResponse
+	90,  // 149: connect.v1.ConnectService.PreviewPipeline:output_type -> connect.v1.PreviewPipelineResponse
+	100, // 150: connect.v1.ClusterService.PutTaskConfigs:output_type -> connect.v1.PutTaskConfigsResponse
+	102, // 151: connect.v1.ClusterService.FenceZombies:output_type -> connect.v1.FenceZombiesResponse
+	121, // [121:152] is the sub-list for method output_type
+	90,  // [90:121] is the sub-list for method input_type
+	90,  // [90:90] is the sub-list for extension type_name
+	90,  // [90:90] is the sub-list for extension extendee
+	0,   // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_connect_grpc_v1_connect_proto_init() }
@@ -7191,19 +7309,19 @@ func file_connect_grpc_v1_connect_proto_init() {
 		(*OffsetValue_NumberValue)(nil),
 		(*OffsetValue_BoolValue)(nil),
 	}
-	file_connect_grpc_v1_connect_proto_msgTypes[48].OneofWrappers = []any{}
 	file_connect_grpc_v1_connect_proto_msgTypes[49].OneofWrappers = []any{}
-	file_connect_grpc_v1_connect_proto_msgTypes[75].OneofWrappers = []any{
+	file_connect_grpc_v1_connect_proto_msgTypes[50].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[76].OneofWrappers = []any{
 		(*PreviewPipelineRequest_Samples)(nil),
 		(*PreviewPipelineRequest_FromTopic)(nil),
 	}
-	file_connect_grpc_v1_connect_proto_msgTypes[77].OneofWrappers = []any{}
-	file_connect_grpc_v1_connect_proto_msgTypes[78].OneofWrappers = []any{
+	file_connect_grpc_v1_connect_proto_msgTypes[78].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[79].OneofWrappers = []any{
 		(*PreviewSampleData_Json)(nil),
 		(*PreviewSampleData_Raw)(nil),
 	}
-	file_connect_grpc_v1_connect_proto_msgTypes[84].OneofWrappers = []any{}
-	file_connect_grpc_v1_connect_proto_msgTypes[85].OneofWrappers = []any{
+	file_connect_grpc_v1_connect_proto_msgTypes[85].OneofWrappers = []any{}
+	file_connect_grpc_v1_connect_proto_msgTypes[86].OneofWrappers = []any{
 		(*PreviewData_Raw)(nil),
 		(*PreviewData_Connect)(nil),
 	}
@@ -7213,7 +7331,7 @@ func file_connect_grpc_v1_connect_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_connect_grpc_v1_connect_proto_rawDesc), len(file_connect_grpc_v1_connect_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   104,
+			NumMessages:   105,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -14,6 +14,7 @@ from connect_grpc.pipeline.spec import PipelineSpec
 from connect_grpc.pipeline.task_pipeline import TaskPipeline, start_pipeline
 from connect_grpc.pipeline.tolerance import StopAwareSleep
 from connect_grpc.runtime.batching import OffsetRange
+from connect_grpc.runtime.hosting.plugin_metrics import monitor_hosted
 from connect_grpc.runtime.hosting.serving import HostSession, PluginHost, build
 from connect_grpc.runtime.range_reader import DriverReader
 from connect_grpc.runtime.sink_task import SinkTaskContext, TopicPartitionKey, read_and_put
@@ -59,6 +60,7 @@ class SinkHost(PluginHost):
                 sleep=StopAwareSleep(self._session.stopping),
                 stopping=self._session.stopping,
             )
+            monitor_hosted(self._pipeline, self._id)
         errant = None if self._pipeline is None else self._pipeline.errant
         self._plugin.initialize(SinkTaskContext(self._id, errant))
         self._plugin.start(config)

@@ -16,6 +16,7 @@ from connect_grpc.pipeline.spec import PipelineSpec
 from connect_grpc.pipeline.task_pipeline import TaskPipeline, start_pipeline
 from connect_grpc.pipeline.tolerance import StopAwareSleep
 from connect_grpc.runtime.hosting.link import REFRESH_OFFSETS
+from connect_grpc.runtime.hosting.plugin_metrics import monitor_hosted
 from connect_grpc.runtime.hosting.serving import HostSession, PluginHost, build
 from connect_grpc.runtime.produce import DriverProducer
 from connect_grpc.runtime.source_task import (
@@ -112,6 +113,7 @@ class SourceHost(PluginHost):
                 sleep=StopAwareSleep(self._session.stopping),
                 stopping=self._session.stopping,
             )
+            monitor_hosted(self._pipeline, self._id)
         transactional = self._transactional
         if transactional is not None:
             transactional.claim()  # before reading offsets: see TransactionalProducer
