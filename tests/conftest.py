@@ -66,6 +66,7 @@ SHARED_WORKER_MODULES = (
     "tests/integration/test_lifecycle.py",
     "tests/integration/test_loggers.py",
     "tests/integration/test_offsets.py",
+    "tests/integration/test_override_policy_and_schema_content.py",
     "tests/integration/test_patch_config.py",
     "tests/integration/test_pipeline_validation.py",
     "tests/integration/test_preview.py",

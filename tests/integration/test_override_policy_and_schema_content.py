@@ -162,3 +162,33 @@ def test_a_policy_the_worker_does_not_have_stops_it_naming_the_key(
     assert result.returncode == 2, result.stderr + result.stdout
     output = result.stdout + result.stderr
     assert POLICY in output and "com.example.MyPolicy" in output
+
+
+def test_bare_json_values_read_with_the_schema_content_on_the_cluster_through_a_follower(
+    cluster: list[WorkerProcess], tmp_path: Path, kafka_bootstrap: str,
+    kafka_admin: AdminClient,
+) -> None:
+    """On the 3-worker cluster, the create forwarded by a follower: the task, wherever the
+    leader assigns it, reads bare payloads with the schema the converter's config gives, as
+    Kafka's JsonConverter does (a field the payload lacks reads as null)."""
+    leader_id = cluster[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=30).leader_id
+    follower = next(w for w in cluster if f"worker-{w.port}" != leader_id)
+    topic = create_topic(kafka_admin, f"content-cluster-{uuid.uuid4().hex[:8]}")
+    produce(kafka_bootstrap, topic, ['{"id": 7, "name": "x"}', '{"id": 8}', 'null'])
+    out = tmp_path / "out.txt"
+    name = f"content-cluster-{uuid.uuid4().hex[:8]}"
+    create(follower.stub, name, {
+        "connector.class": "FileStreamSink", "file": str(out), "topics": topic,
+        "value.converter": JSON_CONVERTER,
+        "value.converter.schema.content": (
+            '{"type":"struct","optional":true,"fields":[{"type":"int32","optional":false,'
+            '"field":"id"},{"type":"string","optional":true,"field":"name"}]}'
+        ),
+    })
+    try:
+        wait_until(lambda: out.exists() and len(out.read_text().splitlines()) >= 3,
+                   timeout=180, interval=0.5)
+        assert out.read_text().splitlines() == [
+            "Struct{id=7,name=x}", "Struct{id=8}", "null"]
+    finally:
+        follower.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
