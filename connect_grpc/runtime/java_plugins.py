@@ -82,7 +82,7 @@ def _driver_jvm() -> Any:
 def _run_in_thread(work: Callable[[], T], name: str) -> Future[T]:
     """``work`` on a thread of its own: a py4j call cannot be interrupted, so its caller
     waits on the future for as long as it may and leaves the call to finish."""
-    from pyspark import InheritableThread  # its JVM side is released when it ends
+    from pyspark import InheritableThread, SparkContext
 
     future: Future[T] = Future()
 
@@ -94,7 +94,10 @@ def _run_in_thread(work: Callable[[], T], name: str) -> Future[T]:
         except BaseException as exc:
             future.set_exception(exc)
 
-    thread = InheritableThread(run)
+    # with a live driver, its JVM side is released when it ends; without one (stopped, or a
+    # stand-in JVM) PySpark's thread refuses to start and a plain one has nothing to release
+    active = SparkContext._active_spark_context is not None
+    thread = InheritableThread(run) if active else threading.Thread(target=run)
     thread.name = name
     thread.daemon = True
     thread.start()
