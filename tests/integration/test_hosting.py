@@ -214,6 +214,8 @@ def test_a_late_cancellation_of_the_task_a_host_was_launched_for_spares_its_adop
     starter.join(120)
     [task] = started
     assert isinstance(task, TaskId), task
+    # Spark's status tracker learns of a job from its listener bus, which may lag behind
+    wait_for(lambda: job_ids(env, host_tag(task)), timeout=30, what="the host's Spark job")
     [job] = job_ids(env, host_tag(task))
     assert stop_deleted(env, [task], events) == [True]
     env.worker.stop_connector(deleted, connector_deleted=True)
