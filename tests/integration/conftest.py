@@ -16,6 +16,9 @@
 - ``pki``: the session's test certificates; ``token_worker`` and ``mtls_worker``: the TLS
   workers of :mod:`tls_workers`, shared in the same way by the modules of
   ``SHARED_TLS_WORKER_MODULES``.
+- ``postgres``: a private PostgreSQL server (``wal_level=logical``, TCP clients need
+  :data:`POSTGRES_PASSWORD`), started once per pytest process by its first user;
+  ``postgres_database``: a fresh database on it per test, dropped with its replication slots.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from connect_grpc.testing.cluster import (
     start_together,
     wait_until,
 )
+from connect_grpc.testing.postgres import PostgresServer
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.conftest import (
@@ -186,6 +190,33 @@ def cluster(
     them; every connector a module leaves on them is deleted when the module ends."""
     with _lent(_shared_cluster, request, _uses_cluster) as workers:
         yield workers
+
+
+#: The password of the session's PostgreSQL server over TCP (its unix socket needs none).
+POSTGRES_PASSWORD = "connect-grpc-test"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """The session's private PostgreSQL server: one per pytest process (an xdist worker's
+    own), started by its first user, stopped when the session ends. Tests make databases of
+    their own on it (``create_database``) and drop the replication slots they leave. Its
+    directory is the harness's own temp directory, not ``tmp_path_factory``'s: as root the
+    server runs as ``postgres``, which cannot reach pytest's root-only base directory."""
+    with PostgresServer(password=POSTGRES_PASSWORD) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_database(postgres: PostgresServer) -> Iterator[str]:
+    """A fresh database on the session's server for one test, dropped after it with its
+    replication slots (a deleted Debezium connector leaves its slot behind, and a slot
+    keeps its database from being dropped) and publications."""
+    database = postgres.create_database(f"test_{uuid.uuid4().hex[:12]}")
+    try:
+        yield database
+    finally:
+        postgres.drop_database(database)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,147 @@
+"""Debezium PostgreSQL 3.6.1.Final's validation against a live private PostgreSQL, on a real
+distributed worker whose ``plugin.path`` holds the plugin directory ``make install`` fetched:
+ListPlugins lists the connector with its version; ValidateConfig of a correct config (pgoutput)
+has no error and changes nothing in the database; a wrong password, port or database gives
+Debezium's own error on ``database.hostname``, as Kafka Connect's REST validation answers it
+(Debezium reports every connection failure on that key). No task runs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from connect_grpc.client import ConnectClient
+from connect_grpc.java.plugin_jars import DEBEZIUM_POSTGRES, ensure_plugin
+from connect_grpc.kafka.ports import free_port
+from connect_grpc.kernel.domain import ConfigInfos, ConnectorType
+from connect_grpc.testing.cluster import WorkerProcess, cluster_properties
+from connect_grpc.testing.postgres import PostgresServer
+from tests.integration.conftest import POSTGRES_PASSWORD, one_start_at_a_time
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+
+POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+#: The first call scans plugin.path in the driver's JVM: seconds alone, much longer while
+#: other tests load the machine. The client retries the UNAVAILABLE of a call that outlives
+#: its deadline, until this timeout.
+CALL_TIMEOUT_S = 240
+#: How Debezium 3.6.1 prefixes a failed connection check (PostgresConnector.validateConnection).
+DEBEZIUM_CONNECTION_ERROR = "Error while validating connector config: "
+
+
+@pytest.fixture(scope="module")
+def worker(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ConnectClient]:
+    plugin_dir = ensure_plugin(DEBEZIUM_POSTGRES)  # already there after `make install`
+    properties = {
+        **cluster_properties(f"debezium-validation-{uuid.uuid4().hex[:8]}"),
+        # The directory of plugin directories, as a Kafka Connect worker is given it.
+        "plugin.path": str(plugin_dir.parent),
+        # Debezium ships ServiceLoader manifests: no reflective scan of Spark's classpath.
+        "plugin.discovery": "service_load",
+    }
+    process = WorkerProcess(tmp_path_factory.mktemp("debezium-validation"), kafka_bootstrap,
+                            properties, mode="distributed")
+    with one_start_at_a_time():
+        process.start()
+    try:
+        with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
+                           retry_unavailable=True) as client:
+            yield client
+    finally:
+        process.stop()
+
+
+def _config(postgres: PostgresServer, database: str, **overrides: str) -> dict[str, str]:
+    config = {
+        "name": "inventory",
+        "connector.class": POSTGRES_CONNECTOR,
+        "tasks.max": "1",
+        **postgres.debezium_connection(database),
+        "plugin.name": "pgoutput",
+        "topic.prefix": "inventory",
+        "slot.name": "inventory_slot",
+        "publication.name": "inventory_publication",
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": "public.orders",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+    config.update(overrides)
+    return config
+
+
+def _errors(infos: ConfigInfos) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for key, message in infos.all_errors():
+        errors.setdefault(key, []).append(message)
+    return errors
+
+
+def test_list_plugins_shows_the_postgres_connector_and_its_version(
+    worker: ConnectClient,
+) -> None:
+    listed = {p.class_name: p for p in worker.list_plugins()}
+    postgres = listed[POSTGRES_CONNECTOR]
+    assert postgres.type is ConnectorType.SOURCE
+    assert postgres.version == "3.6.1.Final"
+
+
+def test_a_correct_config_validates_with_no_error_and_changes_nothing(
+    worker: ConnectClient, postgres: PostgresServer, postgres_database: str
+) -> None:
+    postgres.execute("CREATE TABLE orders (id int PRIMARY KEY, item text)", postgres_database)
+    infos = worker.validate_config(config=_config(postgres, postgres_database))
+    assert infos.name == POSTGRES_CONNECTOR
+    assert infos.error_count == 0, infos.all_errors()
+    values = {info.value.name: info.value.value for info in infos.configs}
+    assert values["database.port"] == str(postgres.port)
+    assert values["plugin.name"] == "pgoutput"
+    assert values["database.password"] == "[hidden]"
+    # Validation only connects: no slot and no publication are made.
+    assert postgres.replication_slots(postgres_database) == []
+    assert postgres.query("SELECT pubname FROM pg_publication", postgres_database) == []
+
+
+def test_a_wrong_password_is_debeziums_error_on_the_hostname(
+    worker: ConnectClient, postgres: PostgresServer, postgres_database: str
+) -> None:
+    infos = worker.validate_config(config=_config(
+        postgres, postgres_database, **{"database.password": "not-the-password"}))
+    errors = _errors(infos)
+    assert set(errors) == {"database.hostname"}, errors
+    [message] = errors["database.hostname"]
+    assert message.startswith(DEBEZIUM_CONNECTION_ERROR), message
+    assert 'password authentication failed for user "postgres"' in message
+    assert infos.error_count == 1
+    assert "not-the-password" not in repr(infos)
+    assert POSTGRES_PASSWORD not in repr(infos)
+
+
+def test_a_wrong_port_is_debeziums_error_on_the_hostname(
+    worker: ConnectClient, postgres: PostgresServer, postgres_database: str
+) -> None:
+    nothing_there = free_port()
+    infos = worker.validate_config(config=_config(
+        postgres, postgres_database, **{"database.port": str(nothing_there)}))
+    errors = _errors(infos)
+    assert set(errors) == {"database.hostname"}, errors
+    [message] = errors["database.hostname"]
+    assert message.startswith(DEBEZIUM_CONNECTION_ERROR), message
+    assert f"127.0.0.1:{nothing_there}" in message
+    assert "refused" in message
+
+
+def test_a_missing_database_is_debeziums_error_on_the_hostname(
+    worker: ConnectClient, postgres: PostgresServer, postgres_database: str
+) -> None:
+    infos = worker.validate_config(config=_config(
+        postgres, postgres_database, **{"database.dbname": f"{postgres_database}_missing"}))
+    errors = _errors(infos)
+    assert set(errors) == {"database.hostname"}, errors
+    assert f'database "{postgres_database}_missing" does not exist' in (
+        errors["database.hostname"][0])
