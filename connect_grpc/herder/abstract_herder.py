@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins, closest_name
+from connect_grpc.herder.framework_keys import framework_config_def
 from connect_grpc.herder.instance_rules import require_topic_tracking
 from connect_grpc.herder.interface import WorkerRuntime
 from connect_grpc.herder.java_plugins import JavaAwareValidator, JavaPlugins, merge_listing
@@ -19,7 +20,6 @@ from connect_grpc.herder.validation import (
     ConfigValidator,
     check_config_size,
     config_with_name,
-    framework_config_def,
     validate_name,
 )
 from connect_grpc.kernel.domain import (

@@ -18,8 +18,9 @@ delegates to: ``distributed_view`` (the view of the topics they share), ``distri
 ``distributed_mutations``, ``distributed_etags``, ``recorded_answers`` (request ids),
 ``leader_writer`` (office, fenced and unfenced writes), ``leader_loop`` (with
 ``cut_short_writes`` and ``leader_assignment``) and ``task_fencing`` (exactly-once source
-support). It keeps the lifecycle, the election's and the stores' listeners, and the public
-interface (the ``Herder`` protocol and what the cluster's gRPC services call).
+support). It keeps the lifecycle, and the election's and the stores' listeners; the public
+interface (the ``Herder`` protocol and what the cluster's gRPC services call), each call
+handed to the collaborator that carries it out, is ``distributed_calls``'s.
 
 Locks: a connector lock (``ConnectorLocks``, shared by the mutations, the finishing of
 cut-short writes and the fencing of task generations) serialises the leader's changes of one
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 
 import structlog
 
@@ -50,8 +51,8 @@ from connect_grpc.cluster.topics import ensure_internal_topics
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.transformer import ConfigTransformer
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.herder.abstract_herder import HerderCommon
 from connect_grpc.herder.cut_short_writes import CutShortWrites
+from connect_grpc.herder.distributed_calls import DistributedCalls
 from connect_grpc.herder.distributed_etags import ClusterEtags
 from connect_grpc.herder.distributed_mutations import DistributedMutations
 from connect_grpc.herder.distributed_reads import DistributedReads
@@ -70,28 +71,13 @@ from connect_grpc.herder.recorded_answers import RecordedAnswers
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.task_fencing import FencingRequester, TaskFencing
 from connect_grpc.kernel import deadline
-from connect_grpc.kernel.domain import (
-    ClusterInfo,
-    ConnectorInfo,
-    ConnectorOffset,
-    ConnectorStatus,
-    CreateResult,
-    HealthReport,
-    OffsetsChange,
-    PutConfigResult,
-    RestartRequest,
-    TargetState,
-    TaskId,
-    TaskInfo,
-    TaskStatus,
-)
+from connect_grpc.kernel.domain import HealthReport, RestartRequest
 from connect_grpc.kernel.errors import InvalidArgumentError, NotLeaderError, UnavailableError
 from connect_grpc.logs.levels import LoggerLevels, parse_level
-from connect_grpc.metrics.worker_metrics import RebalanceState, WorkerMetrics
+from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.client_settings import lookup_conf
 from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.worker import Worker
-from connect_grpc.security.session_key import SessionKey
 from connect_grpc.storage.config_codec import SESSION_KEY_KEY
 from connect_grpc.storage.connector_offsets import ConnectorOffsetStores
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
@@ -114,7 +100,7 @@ def client_config(config: WorkerConfig) -> dict[str, str]:
     return {"bootstrap.servers": config.bootstrap_servers, **config.prefixed("admin.")}
 
 
-class DistributedHerder(HerderCommon):
+class DistributedHerder(DistributedCalls):
     """The Herder of a worker in distributed mode (``connect-grpc distributed``)."""
 
     def __init__(
@@ -349,162 +335,11 @@ class DistributedHerder(HerderCommon):
         self._log.info("leadership_lost", changes=leadership.changes, error=leadership.error)
         self._leader_wake.set()
 
-    # reads (from this worker's view of the topics: distributed_reads)
-
-    def connectors(self) -> list[str]:
-        return self._reads.connectors()
-
-    def connector_info(self, name: str) -> ConnectorInfo:
-        return self._reads.connector_info(name)
-
-    def connector_config(self, name: str) -> dict[str, str]:
-        return self._reads.connector_config(name)
-
-    def task_configs(self, name: str) -> list[TaskInfo]:
-        return self._reads.task_configs(name)
-
-    def connector_status(self, name: str) -> ConnectorStatus:
-        return self._reads.connector_status(name)
-
-    def task_status(self, task: TaskId) -> TaskStatus:
-        return self._reads.task_status(task)
-
-    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
-        return self._reads.connector_offsets(name)
-
-    def cluster_info(self) -> ClusterInfo:
-        return self._reads.cluster_info(self._kafka_cluster_id)
-
-    def rebalance_state(self) -> RebalanceState:
-        """This worker's view of the group, for its rebalance metrics."""
-        leader = self.leader_address()
-        return RebalanceState(
-            generation=self._reconciler.applied_generation,
-            leader_id=leader[0] if leader else "",
-            is_leader=self.leads(),
-            completed_rebalances=self._reconciler.completed_rebalances,
-        )
-
-    def leader_address(self) -> tuple[str, str] | None:
-        """(id, address) of the leader as the config topic names it; None before any."""
-        return self._view.leader_address()
-
-    def session_key(self) -> SessionKey | None:
-        """The cluster's current inter-worker session key (KIP-507) as this worker read
-        it; None before the first leader wrote one. Signs this worker's calls to others."""
-        return self._view.session_key()
-
-    def session_keys(self) -> tuple[SessionKey, ...]:
-        """The session keys a call from another worker may be signed with: the current
-        one and the one it replaced."""
-        return self._view.session_keys()
-
-    def config_position(self) -> int:
-        """How far this worker's reads see the config topic (for read-your-writes
-        elsewhere): what it has read, or the end of a write it answered before reading it
-        back, which its reads wait for."""
-        return self._view.config_position()
-
-    def wait_for_config_position(self, position: int, timeout: float) -> None:
-        """Blocks until this worker has read the config topic up to ``position``."""
-        self._view.wait_for_config_position(position, timeout)
-
-    # mutations (the leader carries them out; any other worker raises NotLeaderError:
-    # distributed_mutations)
-
-    def create_connector(
-        self,
-        name: str,
-        config: Mapping[str, str],
-        initial_state: TargetState,
-        initial_offsets: Sequence[ConnectorOffset] | None = None,
-        initial_offsets_time_ms: int | None = None,
-    ) -> CreateResult:
-        return self._mutations.create_connector(
-            name, config, initial_state, initial_offsets, initial_offsets_time_ms
-        )
-
-    def put_connector_config(
-        self, name: str, config: Mapping[str, str], etag: str = ""
-    ) -> PutConfigResult:
-        return self._mutations.put_connector_config(name, config, etag)
-
-    def patch_connector_config(
-        self, name: str, patch: Mapping[str, str | None], etag: str = ""
-    ) -> PutConfigResult:
-        return self._mutations.patch_connector_config(name, patch, etag)
-
-    def delete_connector(self, name: str, etag: str = "") -> None:
-        self._mutations.delete_connector(name, etag)
-
-    def pause_connector(self, name: str, etag: str = "") -> str:
-        return self._mutations.pause_connector(name, etag)
-
-    def resume_connector(self, name: str, etag: str = "") -> str:
-        return self._mutations.resume_connector(name, etag)
-
-    def stop_connector(self, name: str, etag: str = "") -> str:
-        """STOPPED, and no task configs: the tasks stop everywhere (KIP-875)."""
-        return self._mutations.stop_connector(name, etag)
-
-    def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
-        """KIP-745 on a cluster: the leader writes the request, each worker restarts its
-        instances it chooses; a plain restart runs synchronously on the connector's worker."""
-        return self._mutations.restart_connector(request)
-
-    def restart_task(self, task: TaskId) -> None:
-        """Restarts one task on the worker that runs it, synchronously (forwarded there)."""
-        self._mutations.restart_task(task)
-
-    def alter_offsets(
-        self,
-        name: str,
-        offsets: Sequence[ConnectorOffset],
-        all_partitions_time_ms: int | None = None,
-        etag: str = "",
-    ) -> OffsetsChange:
-        return self._mutations.alter_offsets(name, offsets, all_partitions_time_ms, etag)
-
-    def reset_offsets(self, name: str, etag: str = "") -> OffsetsChange:
-        return self._mutations.reset_offsets(name, etag)
-
-    def reset_connector_topics(self, name: str) -> None:
-        """The leader writes the tombstones, and answers once they are in the status topic."""
-        self._mutations.reset_connector_topics(name)
-
-    def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        """Writes the task configs the connector's worker generated (leader only)."""
-        self._mutations.put_task_configs(name, configs)
-
-    def set_cluster_log_level(self, namespace: str, level: str) -> None:
-        """KIP-976: the leader writes the level to the config topic; every worker applies it
-        when it reads it (``_on_config_change``), this one before the call returns."""
-        self._mutations.set_cluster_log_level(namespace, level)
-
-    # request ids (api.idempotency.SharedAnswers): answers in the config topic
-
-    def answer_for(self, request_id: str) -> tuple[float, bytes, bytes] | None:
-        """The answer in the config topic, read to its end first."""
-        return self._answers.answer_for(request_id)
-
-    def remember_answer(
-        self, request_id: str, stored_at: float, fingerprint: bytes, payload: bytes
-    ) -> None:
-        self._answers.remember(request_id, stored_at, fingerprint, payload)
-
-    # the leader's writer
-
-    def leads(self) -> bool:
-        """Whether this worker carries out the leader's writes now."""
-        return self._writer.leads()
-
-    def answers_writes(self) -> bool:
-        """Whether this worker's servicer answers the leader's writes rather than relaying
-        them: it leads, or it knows Kafka is unreachable (then it refuses them at once,
-        where a relay would hold the caller to its deadline looking for a leader)."""
-        return self.leads() or self._kafka_away_for() is not None
+    # the parts' callbacks
 
     def _submit_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """(The reconciler's) Sends the task configs a connector of this worker generated
+        to the leader: this worker's own mutations when it leads, else a call to it."""
         if self._election.is_leader():
             with deadline.scope(LEADER_CALL_TIMEOUT_S):
                 try:
@@ -516,18 +351,6 @@ class DistributedHerder(HerderCommon):
         if leader is None or leader[0] == self._id or self._send_task_configs is None:
             raise UnavailableError("no leader to send task configs to", 1.0)
         self._send_task_configs(leader[1], name, configs, LEADER_CALL_TIMEOUT_S)
-
-    # exactly-once source support: fencing task generations (task_fencing)
-
-    def fence_zombies(self, name: str) -> int:
-        """(Leader) Fences the connector's previous task generation if its latest task
-        configs were not fenced yet; returns the config position that has the task count."""
-        return self._fencing.fence_zombies(name)
-
-    def await_fenced_generation(self, name: str) -> None:
-        """(Any worker, before it starts a task of an exactly-once source) Returns once the
-        connector's latest task configs are fenced in this worker's view."""
-        self._fencing.await_fenced_generation(name)
 
     def _open_offsets(self, topic: str) -> KafkaOffsetStore:
         """The started store of a connector's own offsets topic (created like the worker's

@@ -1,8 +1,8 @@
 """The Herder interface: the control plane the gRPC API is a thin adapter over.
 
-Two implementations: StandaloneHerder (one process, file offsets) and, later, the
-DistributedHerder (Kafka-topic stores, leader election, forwarding). Every method is
-thread-safe and raises only ``connect_grpc.kernel.errors`` exceptions for caller mistakes.
+Two implementations: StandaloneHerder (one process, file offsets) and DistributedHerder
+(Kafka-topic stores, leader election, forwarding). Every method is thread-safe and raises
+only ``connect_grpc.kernel.errors`` exceptions for caller mistakes.
 """
 
 from __future__ import annotations

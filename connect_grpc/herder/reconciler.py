@@ -35,6 +35,7 @@ import structlog
 
 from connect_grpc.cluster.assignment import EMPTY, WorkerAssignment
 from connect_grpc.cluster.extension_records import AssignmentRecord, assignment_in
+from connect_grpc.herder.framework_keys import tasks_max
 from connect_grpc.herder.instance_rules import (
     ask_task_configs,
     restart_connector_instance,
@@ -45,7 +46,6 @@ from connect_grpc.herder.interface import WorkerRuntime
 from connect_grpc.herder.restart import build_restart_plan
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.ticker import run_ticks
-from connect_grpc.herder.validation import tasks_max
 from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import (
     ConnectorStatus,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from connect_grpc.herder.framework_keys import tasks_max
 from connect_grpc.herder.instance_rules import (
     ask_task_configs,
     restart_connector_instance,
@@ -29,7 +30,6 @@ from connect_grpc.herder.locks import ConnectorLocks
 from connect_grpc.herder.restart import RestartPlan
 from connect_grpc.herder.standalone_table import ConnectorTable
 from connect_grpc.herder.status import StatusBoard
-from connect_grpc.herder.validation import tasks_max
 from connect_grpc.kernel.domain import InstanceStatus, State, TargetState
 
 

@@ -1,5 +1,6 @@
-"""Request validation shared by every herder: names, the framework's connector config keys,
-and the merge of the framework's and the plugin's validation into ConfigInfos."""
+"""Request validation shared by every herder: names, config size and patches, and the
+validation of a connector config (the framework's keys, ``herder.framework_keys``, checked
+with the worker's settings, the pipeline's and the plugin's) merged into ConfigInfos."""
 
 from __future__ import annotations
 
@@ -26,123 +27,32 @@ from connect_grpc.connectors.api import (
 from connect_grpc.connectors.plugin_loading import qualified_name
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.connectors.topic_creation_config import (
-    GROUPS_KEY,
     topic_creation_config_def,
     validate_topic_creation,
 )
-from connect_grpc.herder.auto_restart_policy import AUTO_RESTART_CONFIG, auto_restart_errors
-from connect_grpc.herder.connector_version import (
-    CONNECTOR_VERSION,
-    CONNECTOR_VERSION_KEY,
-    versioned_connector,
+from connect_grpc.herder.auto_restart_policy import auto_restart_errors
+from connect_grpc.herder.connector_version import CONNECTOR_VERSION, versioned_connector
+from connect_grpc.herder.framework_keys import (
+    COMMON_CONFIG,
+    CONNECTOR_CLASS,
+    EXACTLY_ONCE_SUPPORT,
+    OFFSETS_STORAGE_TOPIC,
+    REQUESTED,
+    REQUIRED,
+    SINK_CONFIG,
+    SOURCE_CONFIG,
+    TASKS_MAX,
+    TRANSACTION_BOUNDARY,
+    framework_config_def,
+    sink_topic_errors,
+    source_choice,
+    tasks_max,
 )
-from connect_grpc.kernel.configdef import (
-    ConfigDef,
-    ConfigKey,
-    ConfigType,
-    Importance,
-    all_of,
-    at_least,
-    define_all,
-    java_trim,
-    non_empty_string,
-    one_of_ignoring_case,
-    parse_value,
-    topic_name_error,
-    valid_regex,
-)
+from connect_grpc.kernel.configdef import ConfigDef, ConfigKey, ConfigType
 from connect_grpc.kernel.domain import ConfigInfo, ConfigInfos, ConfigValueInfo
 from connect_grpc.kernel.errors import FieldViolation, InvalidArgumentError, NotFoundError
-from connect_grpc.pipeline.keys import DLQ_TOPIC_NAME, PIPELINE_FRAMEWORK
 from connect_grpc.pipeline.output_check import unwritable_output_errors
 from connect_grpc.pipeline.validation import PipelineValidation, validate_pipeline
-from connect_grpc.runtime.batching import BATCH_MAX_RECORDS_KEY, DEFAULT_MAX_RECORDS
-
-CONNECTOR_CLASS = "connector.class"
-TASKS_MAX = "tasks.max"
-COMMON_GROUP = "Common"
-
-COMMON_CONFIG = define_all(
-    [
-        ConfigKey("name", ConfigType.STRING, "Globally unique name of the connector.",
-                  default=None, importance=Importance.HIGH, group=COMMON_GROUP,
-                  order_in_group=1, display_name="Connector name"),
-        ConfigKey(CONNECTOR_CLASS, ConfigType.STRING,
-                  "The connector plugin: a fully qualified class name or an alias.",
-                  importance=Importance.HIGH, group=COMMON_GROUP, order_in_group=2,
-                  display_name="Connector class"),
-        CONNECTOR_VERSION_KEY,
-        ConfigKey(TASKS_MAX, ConfigType.INT, "Maximum number of tasks to use for this connector.",
-                  default=1, importance=Importance.HIGH, validator=at_least(1),
-                  group=COMMON_GROUP, order_in_group=3, display_name="Tasks max"),
-        ConfigKey(BATCH_MAX_RECORDS_KEY, ConfigType.INT,
-                  "The most records one micro-batch (one Spark job) of a task moves; batches "
-                  f"grow up to it while the backlog keeps them full (default "
-                  f"{DEFAULT_MAX_RECORDS}).", default=None, importance=Importance.LOW,
-                  validator=at_least(1), group=COMMON_GROUP, order_in_group=4,
-                  display_name="Batch max records"),
-    ]
-)
-
-SINK_CONFIG = define_all(
-    [
-        ConfigKey("topics", ConfigType.LIST, "Topics to consume (or use topics.regex).",
-                  default=None, importance=Importance.HIGH, group=COMMON_GROUP,
-                  order_in_group=5, display_name="Topics"),
-        ConfigKey("topics.regex", ConfigType.STRING,
-                  "Regular expression of topics to consume (or use topics).",
-                  default=None, importance=Importance.HIGH, validator=valid_regex,
-                  group=COMMON_GROUP, order_in_group=6, display_name="Topics regex"),
-    ]
-)
-
-EXACTLY_ONCE_SUPPORT = "exactly.once.support"
-REQUESTED = "requested"
-REQUIRED = "required"
-TRANSACTION_BOUNDARY = "transaction.boundary"
-TRANSACTION_BOUNDARY_INTERVAL_MS = "transaction.boundary.interval.ms"
-OFFSETS_STORAGE_TOPIC = "offsets.storage.topic"
-EXACTLY_ONCE_GROUP = "Exactly Once Support"
-OFFSETS_TOPIC_GROUP = "offsets.topic"
-
-
-def _topic_name(value: object) -> str | None:
-    return None if value is None else topic_name_error(str(value))
-
-
-SOURCE_CONFIG = define_all(
-    [
-        GROUPS_KEY,
-        ConfigKey(EXACTLY_ONCE_SUPPORT, ConfigType.STRING,
-                  f"{REQUESTED} or {REQUIRED}. {REQUIRED} makes validation check that the "
-                  "connector declares exactly-once support with this config, and fails on a "
-                  "worker without exactly.once.source.support=enabled.", default=REQUESTED,
-                  validator=one_of_ignoring_case(REQUESTED, REQUIRED),
-                  group=EXACTLY_ONCE_GROUP, order_in_group=1,
-                  display_name="Exactly once support"),
-        ConfigKey(TRANSACTION_BOUNDARY, ConfigType.STRING,
-                  "poll: one transaction per batch the worker moves; interval: one per "
-                  f"{TRANSACTION_BOUNDARY_INTERVAL_MS}; connector: where the connector's "
-                  "tasks say (only for connectors that can define them).",
-                  default=TransactionBoundary.POLL.value,
-                  validator=one_of_ignoring_case(*(b.value for b in TransactionBoundary)),
-                  group=EXACTLY_ONCE_GROUP, order_in_group=2,
-                  display_name="Transaction Boundary"),
-        ConfigKey(TRANSACTION_BOUNDARY_INTERVAL_MS, ConfigType.LONG,
-                  f"With {TRANSACTION_BOUNDARY}=interval, how often a task commits its "
-                  "transaction; unset means 60000 (Kafka Connect's offset.flush.interval.ms "
-                  "default). No effect "
-                  "with other boundaries.", default=None, importance=Importance.LOW,
-                  validator=at_least(0), group=EXACTLY_ONCE_GROUP, order_in_group=3,
-                  display_name="Transaction boundary interval"),
-        ConfigKey(OFFSETS_STORAGE_TOPIC, ConfigType.STRING,
-                  "A separate offsets topic for this connector (distributed mode); unset "
-                  "means the worker's offset.storage.topic.", default=None,
-                  importance=Importance.LOW, validator=all_of(non_empty_string, _topic_name),
-                  group=OFFSETS_TOPIC_GROUP, order_in_group=1, display_name="Offsets topic"),
-    ]
-)
-
 
 #: The longest connector name, in characters (it becomes part of Kafka record keys,
 #: consumer group ids and transactional ids).
@@ -190,19 +100,6 @@ def config_with_name(name: str, config: Mapping[str, str]) -> dict[str, str]:
     return {**config, "name": name}
 
 
-def framework_config_def(
-    connector: Connector, pipeline_framework: ConfigDef = PIPELINE_FRAMEWORK
-) -> ConfigDef:
-    """The framework's keys of a connector's config, in Kafka Connect's order: the common
-    ones, the pipeline's, then the sink's or the source's."""
-    framework = COMMON_CONFIG.merged(pipeline_framework).merged(AUTO_RESTART_CONFIG)
-    if isinstance(connector, SinkConnector):
-        return framework.merged(SINK_CONFIG)
-    if isinstance(connector, SourceConnector):
-        return framework.merged(SOURCE_CONFIG)
-    return framework
-
-
 def patched_config(current: Mapping[str, str], patch: Mapping[str, str | None]) -> dict[str, str]:
     """``current`` with ``patch`` laid over it (KIP-477): a None value removes its key (a key
     that is not there is no error), any other value sets it."""
@@ -213,60 +110,6 @@ def patched_config(current: Mapping[str, str], patch: Mapping[str, str | None]) 
         else:
             merged[key] = value
     return merged
-
-
-#: Kafka's messages for a sink's ``topics`` list with a repeated or an empty entry.
-TOPICS_DUPLICATED = "Configuration 'topics' values must not be duplicated."
-TOPICS_EMPTY_ENTRY = "Configuration 'topics' values must not be empty."
-
-
-def _sink_topic_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
-    has_topics = bool(config.get("topics", "").strip())
-    has_regex = bool(config.get("topics.regex", "").strip())
-    if has_topics and has_regex:
-        message = "topics and topics.regex are mutually exclusive options, but both are set."
-        return _with_dlq_errors(config, {"topics": [message], "topics.regex": [message]})
-    if not has_topics and not has_regex:
-        message = "Must configure one of topics or topics.regex"
-        return {"topics": [message], "topics.regex": [message]}
-    if has_topics:
-        topics = [java_trim(topic) for topic in config["topics"].split(",")]
-        # Kafka Connect 4.2 and later (KIP-1161) refuse a repeated and an empty entry, the
-        # repeat looked for first, with these messages.
-        if len(set(topics)) != len(topics):
-            return _with_dlq_errors(config, {"topics": [TOPICS_DUPLICATED]})
-        if "" in topics:
-            return _with_dlq_errors(config, {"topics": [TOPICS_EMPTY_ENTRY]})
-        illegal = [error for topic in topics if (error := topic_name_error(topic))]
-        if illegal:
-            return _with_dlq_errors(config, {"topics": illegal})
-    return _with_dlq_errors(config, {})
-
-
-def _with_dlq_errors(
-    config: Mapping[str, str], errors: dict[str, list[str]]
-) -> dict[str, list[str]]:
-    """Adds Kafka Connect's errors for a dead-letter-queue topic the sink itself consumes:
-    one of its ``topics`` (on ``topics``), or one its ``topics.regex`` matches (on
-    ``topics.regex``)."""
-    dlq = config.get(DLQ_TOPIC_NAME, "").strip()
-    if not dlq:
-        return errors
-    topics = list(dict.fromkeys(
-        java_trim(t) for t in config.get("topics", "").split(",") if java_trim(t)
-    ))
-    if dlq in topics:
-        errors.setdefault("topics", []).append(
-            f"The DLQ topic '{dlq}' may not be included in the list of topics "
-            f"('topics=[{', '.join(topics)}]') consumed by the connector"
-        )
-    regex = config.get("topics.regex", "").strip()
-    if regex and valid_regex(regex) is None and re.fullmatch(regex, dlq):
-        errors.setdefault("topics.regex", []).append(
-            f"The DLQ topic '{dlq}' may not be matched by the regex for the topics "
-            f"('topics.regex={config['topics.regex']}') consumed by the connector"
-        )
-    return errors
 
 
 #: Keys the control plane itself reads from the stored config (to name, find, size and
@@ -402,7 +245,7 @@ class ConfigValidator:
         errors.update(auto_restart_errors(config))
         if isinstance(connector, SinkConnector):
             errors.update(SINK_CONFIG.validate(config))
-            errors.update(_sink_topic_errors(config))
+            errors.update(sink_topic_errors(config))
             self._sink_group_errors(config, errors)
         elif isinstance(connector, SourceConnector):
             errors.update(SOURCE_CONFIG.validate(config))
@@ -425,11 +268,14 @@ class ConfigValidator:
     ) -> None:
         """Adds the errors of a source's exactly-once settings that passed their own checks:
         what the worker's exactly.once.source.support and the plugin's declarations allow."""
-        if not errors[EXACTLY_ONCE_SUPPORT] and _choice(config, EXACTLY_ONCE_SUPPORT) == REQUIRED:
+        if (
+            not errors[EXACTLY_ONCE_SUPPORT]
+            and source_choice(config, EXACTLY_ONCE_SUPPORT) == REQUIRED
+        ):
             if self._exactly_once_source != EXACTLY_ONCE_SOURCE_ENABLED:
                 errors[EXACTLY_ONCE_SUPPORT].append(_WORKER_WITHOUT_EXACTLY_ONCE)
             errors[EXACTLY_ONCE_SUPPORT].extend(_declared_support_errors(connector, config))
-        boundary = _choice(config, TRANSACTION_BOUNDARY)
+        boundary = source_choice(config, TRANSACTION_BOUNDARY)
         if not errors[TRANSACTION_BOUNDARY] and boundary != TransactionBoundary.POLL.value:
             if self._exactly_once_source == EXACTLY_ONCE_SOURCE_DISABLED:
                 errors[TRANSACTION_BOUNDARY].append(
@@ -495,13 +341,6 @@ _WORKER_WITHOUT_EXACTLY_ONCE = (
     f"This worker does not have exactly-once source support enabled "
     f"({EXACTLY_ONCE_SOURCE_PROPERTY}={EXACTLY_ONCE_SOURCE_ENABLED})."
 )
-
-
-def _choice(config: Mapping[str, str], key: str) -> str:
-    """A valid case-insensitive STRING setting, lowercased (its default when absent)."""
-    raw = config.get(key)
-    default = SOURCE_CONFIG.keys[key].default
-    return str(default if raw is None else parse_value(SOURCE_CONFIG.keys[key], raw)).lower()
 
 
 def _declared_support_errors(connector: SourceConnector, config: Mapping[str, str]) -> list[str]:
@@ -589,10 +428,3 @@ def _config_infos(
         groups=tuple(config_def.groups()),
         configs=tuple(infos),
     )
-
-
-def tasks_max(config: Mapping[str, str]) -> int:
-    """The parsed ``tasks.max`` of a config that passed validation."""
-    raw = config.get(TASKS_MAX)
-    key = COMMON_CONFIG.keys[TASKS_MAX]
-    return key.default if raw is None else int(parse_value(key, raw))

@@ -3,12 +3,14 @@ fast path: a chain of SideTransformations of one side, without predicates, runs 
 side's (schema, value) pairs, compiled once per input schema where it can be, and makes one
 record at the end instead of one a stage.
 
-A stage that raises is handed to the task's error handling (``TaskPipeline._recover``, the
-RetryWithToleranceOperator); the stages after it then run one by one.
+A stage that raises is handed to the task's error handling (``_recover``, which
+``record_stages.RecordStages`` gives to the RetryWithToleranceOperator); the stages after it
+then run one by one.
 """
 
 from __future__ import annotations
 
+import abc
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -43,8 +45,8 @@ def _apply_stage(stage: TransformStage, record: ConnectRecord) -> ConnectRecord 
     return record
 
 
-class TransformChain:
-    """A task's transformation stages; the base of its TaskPipeline, which gives it its
+class TransformChain(abc.ABC):
+    """A task's transformation stages; the base of its RecordStages, which gives it its
     error handling (``_recover``) and runs its records through ``_transform``."""
 
     def __init__(self, stages: Sequence[TransformStage]) -> None:
@@ -77,6 +79,7 @@ class TransformChain:
         self._chains: dict[Any, CompiledChain | None] = {}
         self._last_chain: tuple[Any, CompiledChain | None] = (_NO_SCHEMA, None)
 
+    @abc.abstractmethod
     def _recover(
         self,
         original: Any,
@@ -86,9 +89,8 @@ class TransformChain:
         error: Exception,
         target_topic: str | None = None,
     ) -> Any:
-        """The stage's result after its first failure; None if the record failed (the
-        task pipeline's error handling)."""
-        raise NotImplementedError
+        """The stage's result after its first failure (retried, tolerated or raised, as the
+        task's error handling decides); None if the record failed."""
 
     def _transform(self, record: Any, original: Any = None) -> Any:
         """The record through every stage (None once one drops it or fails); ``original``

@@ -62,38 +62,28 @@ CONVERTER_KEYS: dict[str, tuple[PluginKind, str]] = {
 }
 
 
-def _converter_doc(side: str) -> str:
-    return (
+def _converter_key(side: str, order_in_group: int) -> ConfigKey:
+    """``key.converter`` or ``value.converter``: the same definition but for the side."""
+    return ConfigKey(
+        f"{side}.converter",
+        ConfigType.CLASS,
         f"The converter of record {side}s between Connect data and the bytes in Kafka: a Kafka "
         "Connect class name, an alias, a Python path or an entry point. When unset, the "
         "worker's; when neither sets one, the bytes pass through unchanged. With it set, "
         f"only this config's {side}.converter.* keys configure it (the worker's are not "
-        "merged)."
+        "merged).",
+        default=None,
+        importance=Importance.LOW,
+        group=COMMON_GROUP,
+        order_in_group=order_in_group,
+        display_name=f"{side.capitalize()} converter class",
     )
 
 
 PIPELINE_CONFIG = define_all(
     [
-        ConfigKey(
-            KEY_CONVERTER,
-            ConfigType.CLASS,
-            _converter_doc("key"),
-            default=None,
-            importance=Importance.LOW,
-            group=COMMON_GROUP,
-            order_in_group=5,
-            display_name="Key converter class",
-        ),
-        ConfigKey(
-            VALUE_CONVERTER,
-            ConfigType.CLASS,
-            _converter_doc("value"),
-            default=None,
-            importance=Importance.LOW,
-            group=COMMON_GROUP,
-            order_in_group=6,
-            display_name="Value converter class",
-        ),
+        _converter_key("key", 5),
+        _converter_key("value", 6),
         ConfigKey(
             HEADER_CONVERTER,
             ConfigType.CLASS,

@@ -34,20 +34,19 @@ of the last record emitted; a restarted task resumes with ``i + 1``).
 
 ``test.hold.connector.start`` names a file ``Connector.start`` waits for (after recording
 ``connector_start``): a start that hangs, holding the worker's loop that runs it.
+
+The keys are defined in ``plugin_keys``, the events file written and read in
+``plugin_events``; their names are importable from here as well.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -62,15 +61,31 @@ from connect_grpc.connectors.api import (
     SourceTask,
     Task,
 )
-from connect_grpc.kernel.configdef import (
-    ConfigDef,
-    ConfigKey,
-    ConfigType,
-    Importance,
-    at_least,
-    define_all,
-)
+from connect_grpc.kernel.configdef import ConfigDef
 from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive
+
+# Re-exported: tests and plugin authors import these names from here.
+from connect_grpc.testing.plugin_events import count as count
+from connect_grpc.testing.plugin_events import read_events as read_events
+from connect_grpc.testing.plugin_events import record_event as record_event
+from connect_grpc.testing.plugin_keys import ALTER_OFFSETS as ALTER_OFFSETS
+from connect_grpc.testing.plugin_keys import ALTER_OFFSETS_MODES as ALTER_OFFSETS_MODES
+from connect_grpc.testing.plugin_keys import EVENTS_FILE as EVENTS_FILE
+from connect_grpc.testing.plugin_keys import FAIL_CONNECTOR_START as FAIL_CONNECTOR_START
+from connect_grpc.testing.plugin_keys import FAIL_CONNECTOR_STOP as FAIL_CONNECTOR_STOP
+from connect_grpc.testing.plugin_keys import FAIL_TASK_POLL as FAIL_TASK_POLL
+from connect_grpc.testing.plugin_keys import FAIL_TASK_START as FAIL_TASK_START
+from connect_grpc.testing.plugin_keys import FAIL_TASK_START_TIMES as FAIL_TASK_START_TIMES
+from connect_grpc.testing.plugin_keys import HOLD_CONNECTOR_START as HOLD_CONNECTOR_START
+from connect_grpc.testing.plugin_keys import PRINT_CONFIG as PRINT_CONFIG
+from connect_grpc.testing.plugin_keys import RECORD_CONFIG as RECORD_CONFIG
+from connect_grpc.testing.plugin_keys import SECRET as SECRET
+from connect_grpc.testing.plugin_keys import SINK_CONFIG as SINK_CONFIG
+from connect_grpc.testing.plugin_keys import SOURCE_CONFIG as SOURCE_CONFIG
+from connect_grpc.testing.plugin_keys import SOURCE_RECORDS as SOURCE_RECORDS
+from connect_grpc.testing.plugin_keys import TASK_ID as TASK_ID
+from connect_grpc.testing.plugin_keys import TOPIC as TOPIC
+from connect_grpc.testing.plugin_keys import parse_task_set as parse_task_set
 
 __all__ = [
     "FakeSourceTaskContext",
@@ -85,28 +100,9 @@ __all__ = [
 
 _log = structlog.get_logger(__name__)
 
-EVENTS_FILE = "test.events.file"
-FAIL_CONNECTOR_START = "test.fail.connector.start"
-FAIL_CONNECTOR_STOP = "test.fail.connector.stop"
-FAIL_TASK_START = "test.fail.task.start"
-FAIL_TASK_POLL = "test.fail.task.poll"
-FAIL_TASK_START_TIMES = "test.fail.task.start.times"
-SOURCE_RECORDS = "test.source.records"
-ALTER_OFFSETS = "test.alter.offsets"
-RECORD_CONFIG = "test.record.config"
-PRINT_CONFIG = "test.print.config"
-HOLD_CONNECTOR_START = "test.hold.connector.start"
 #: The longest a held ``Connector.start`` waits: a test that forgot to release it must not
 #: wedge the worker's loop for good.
 HOLD_LIMIT_S = 300.0
-SECRET = "test.secret"
-TOPIC = "topic"
-TASK_ID = "task.id"
-
-ALTER_OFFSETS_MODES = ("true", "false", "unsupported", "invalid")
-_GROUP = "Test instrumentation"
-
-_write_lock = threading.Lock()
 
 
 class InjectedFailureError(RuntimeError):
@@ -141,40 +137,6 @@ class FakeSourceTaskContext:
         return self.offsets.get(tuple(sorted(partition.items())))
 
 
-# ---------------------------------------------------------------------------- config
-
-
-def parse_task_set(spec: str) -> frozenset[int] | None:
-    """Parses a ``test.fail.task.*`` value: None for "all", else the listed task ids.
-
-    Raises:
-        ValueError: an item is not a non-negative integer.
-    """
-    text = spec.strip()
-    if text.lower() == "all":
-        return None
-    ids: set[int] = set()
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        if not item.isdigit():
-            raise ValueError(f"Expected 'all' or a comma-separated list of task ids, got {item!r}")
-        ids.add(int(item))
-    return frozenset(ids)
-
-
-def _task_set_error(value: Any) -> str | None:
-    try:
-        parse_task_set(str(value or ""))
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def _alter_mode_error(value: Any) -> str | None:
-    if str(value).strip().lower() not in ALTER_OFFSETS_MODES:
-        return f"Must be one of {', '.join(ALTER_OFFSETS_MODES)}"
-    return None
-
-
 def _hold_until(release_file: str) -> None:
     """Waits until ``release_file`` exists (at most HOLD_LIMIT_S); empty: returns at once."""
     deadline = time.monotonic() + HOLD_LIMIT_S
@@ -185,140 +147,6 @@ def _hold_until(release_file: str) -> None:
 def _task_fails(spec: str, task_id: int) -> bool:
     ids = parse_task_set(spec)
     return ids is None or task_id in ids
-
-
-def _common_keys(task_fail_doc: str) -> list[ConfigKey]:
-    return [
-        ConfigKey(EVENTS_FILE, ConfigType.STRING,
-                  "File the plugin appends its JSON-lines events to; empty: no events.",
-                  default="", importance=Importance.HIGH, group=_GROUP, order_in_group=1),
-        ConfigKey(FAIL_CONNECTOR_START, ConfigType.BOOLEAN,
-                  "Whether Connector.start raises (after recording connector_start).",
-                  default=False, importance=Importance.LOW, group=_GROUP, order_in_group=2),
-        ConfigKey(FAIL_CONNECTOR_STOP, ConfigType.BOOLEAN,
-                  "Whether Connector.stop raises (after recording connector_stop).",
-                  default=False, importance=Importance.LOW, group=_GROUP, order_in_group=3),
-        ConfigKey(FAIL_TASK_START, ConfigType.STRING,
-                  "Task ids whose start raises: 'all' or a comma-separated list of ids.",
-                  default="", importance=Importance.LOW, validator=_task_set_error,
-                  group=_GROUP, order_in_group=4),
-        ConfigKey(FAIL_TASK_POLL, ConfigType.STRING, task_fail_doc, default="",
-                  importance=Importance.LOW, validator=_task_set_error, group=_GROUP,
-                  order_in_group=5),
-        ConfigKey(ALTER_OFFSETS, ConfigType.STRING,
-                  "What alter_offsets does: 'true'/'false' (returns it), 'unsupported' (refuses "
-                  "any change) or 'invalid' (rejects the offsets as malformed).",
-                  default="true", importance=Importance.LOW, validator=_alter_mode_error,
-                  group=_GROUP, order_in_group=6),
-        ConfigKey(RECORD_CONFIG, ConfigType.BOOLEAN,
-                  "Whether connector_start and task_start events carry the config the plugin "
-                  "was given.", default=False, importance=Importance.LOW, group=_GROUP,
-                  order_in_group=7),
-        ConfigKey(SECRET, ConfigType.PASSWORD,
-                  "A password the plugin takes and never uses (ValidateConfig shows it "
-                  "[hidden]).", default=None, importance=Importance.LOW, group=_GROUP,
-                  order_in_group=8),
-        ConfigKey(PRINT_CONFIG, ConfigType.BOOLEAN,
-                  "Whether Connector.start and Task.start print() the config they were given "
-                  "to stdout and stderr.", default=False, importance=Importance.LOW,
-                  group=_GROUP, order_in_group=9),
-        ConfigKey(HOLD_CONNECTOR_START, ConfigType.STRING,
-                  "A file: Connector.start (after recording connector_start) waits until it "
-                  "exists, as a plugin whose start hangs holds the worker's loop that "
-                  "started it; empty: no wait.", default="", importance=Importance.LOW,
-                  group=_GROUP, order_in_group=10),
-        ConfigKey(FAIL_TASK_START_TIMES, ConfigType.INT,
-                  f"Only the first N starts of each task in {FAIL_TASK_START} fail (counted "
-                  f"in {EVENTS_FILE}, which it needs), later ones succeed: a plugin that "
-                  "recovers after some restarts; -1: every start fails.", default=-1,
-                  importance=Importance.LOW, validator=at_least(-1), group=_GROUP,
-                  order_in_group=12),
-    ]
-
-
-SOURCE_CONFIG = define_all(
-    [
-        *_common_keys("Task ids whose poll raises: 'all' or a comma-separated list of ids."),
-        ConfigKey(TOPIC, ConfigType.STRING,
-                  "Topic of the records; required when test.source.records > 0.",
-                  default="", importance=Importance.HIGH, group=_GROUP, order_in_group=10),
-        ConfigKey(SOURCE_RECORDS, ConfigType.INT,
-                  "Number of records each task produces, then nothing (0: none).",
-                  default=0, importance=Importance.MEDIUM, validator=at_least(0),
-                  group=_GROUP, order_in_group=11),
-    ]
-)
-
-SINK_CONFIG = define_all(
-    _common_keys("Task ids whose put raises: 'all' or a comma-separated list of ids.")
-)
-
-
-# ---------------------------------------------------------------------------- events
-
-
-def _append_line(path: str, line: str) -> None:
-    """Appends one line with a single O_APPEND write under an exclusive file lock."""
-    data = (line + "\n").encode("utf-8")
-    with _write_lock:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, data)
-        finally:
-            os.close(fd)  # closing releases the flock
-
-
-def record_event(
-    path: str,
-    event: str,
-    connector: str,
-    instance: str,
-    *,
-    task: int | None = None,
-    connector_deleted: bool | None = None,
-    **extra: Any,
-) -> None:
-    """Appends one event to ``path`` (nothing when ``path`` is empty)."""
-    if not path:
-        return
-    payload: dict[str, Any] = {
-        "event": event,
-        "connector": connector,
-        "task": task,
-        "connector_deleted": connector_deleted,
-        "instance": instance,
-        "pid": os.getpid(),
-        "time": time.time(),
-        **extra,
-    }
-    _append_line(path, json.dumps(payload, default=str))
-
-
-def read_events(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete event in the file, in write order ([] when it does not exist yet)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    lines = text.split("\n")[:-1]  # the last item is "" or a line still being written
-    return [json.loads(line) for line in lines if line]
-
-
-def count(
-    events: Iterable[Mapping[str, Any]],
-    event: str,
-    task: int | None = None,
-    connector: str | None = None,
-) -> int:
-    """How many ``event`` events there are, optionally only of one task and/or connector."""
-    return sum(
-        1
-        for item in events
-        if item.get("event") == event
-        and (task is None or item.get("task") == task)
-        and (connector is None or item.get("connector") == connector)
-    )
 
 
 def _config_field(parsed: Mapping[str, Any], config: Mapping[str, str]) -> dict[str, Any]:

@@ -28,9 +28,9 @@ from connect_grpc.herder.auto_restart_policy import (
     auto_restart_errors,
     decide,
 )
+from connect_grpc.herder.framework_keys import framework_config_def
 from connect_grpc.herder.leader_auto_restart import leader_auto_restarter, shown_progress
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.herder.validation import framework_config_def
 from connect_grpc.kernel.domain import (
     AutoRestartStatus,
     ConnectorStatus,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.herder.validation import ConfigValidator, tasks_max
+from connect_grpc.herder.framework_keys import tasks_max
+from connect_grpc.herder.validation import ConfigValidator
 from connect_grpc.kernel.configdef import topic_name_error
 from connect_grpc.kernel.errors import InvalidArgumentError
 
