@@ -24,12 +24,13 @@ GO_PLUGINS_STAMP := .tools/.go-plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_proto.sh
-# The JVM side (jvm/, a Maven project; docs/development.md). Rebuilt when its pom or main
-# sources change; Maven needs Maven Central the first time only, then its local repository.
+# The JVM side (jvm/, a Maven project; docs/development.md). Rebuilt when its pom, its main
+# sources or the task-host protocol's proto (its Java classes are generated from it at build
+# time) change; Maven needs Maven Central the first time only, then its local repository.
 # Its output is shown only when it fails: Debian's mvn 3.8 prints colour codes even with -B -q.
 MVN := mvn -B -q
 JVM_STAMP := jvm/target/.build-stamp
-JVM_SOURCES := $(shell find jvm/src/main -type f 2>/dev/null)
+JVM_SOURCES := $(shell find jvm/src/main proto/connect_grpc/host -type f 2>/dev/null)
 JVM_TEST_LOG := .jvm-test.log
 
 .DEFAULT_GOAL := help
@@ -50,8 +51,8 @@ help:
 		"docs/reference/api.md up to date with proto/"
 	@echo "make unit         unit tests (no broker)"
 	@echo "make integration  integration tests (real broker, Spark, gRPC)"
-	@echo "make proto        regenerate connect_grpc/v1, clients/go/connectv1 and" \
-		"docs/reference/api.md from proto/"
+	@echo "make proto        regenerate connect_grpc/v1, connect_grpc/host, clients/go/connectv1" \
+		"and docs/reference/api.md from proto/"
 	@echo "make bench-table  regenerate BENCHMARKS.md's headline table from bench/results/headline.json"
 	@echo "make clean        remove caches and build output; distclean also removes $(VENV) and .tools"
 

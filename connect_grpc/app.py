@@ -39,6 +39,7 @@ from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.pipeline.build import check_worker_converters
 from connect_grpc.pipeline.config import PipelineConfigError
+from connect_grpc.runtime.java_connectors import JvmConnectors
 from connect_grpc.runtime.java_plugins import java_catalogue_for
 from connect_grpc.security.session_key import RequestSigner, RequestVerifier
 from connect_grpc.storage.file_offsets import FileOffsetStore
@@ -124,6 +125,13 @@ class DistributedProcess(_ServingProcess):
         signer = RequestSigner(lambda: self.distributed.session_key())
         self._sender = TaskConfigSender(config.worker_id, signer, peers)
         plugins = _worker_plugins(config)
+        # a distributed worker runs Java connectors (in its Spark driver's JVM)
+        self._java_connectors = JvmConnectors.for_worker(config, {
+            "offset.storage.topic": cluster.offset_topic,
+            "offset.storage.partitions": str(cluster.offset_partitions),
+            "offset.storage.replication.factor": str(cluster.offset_replication_factor),
+            "group.id": cluster.group_id,
+        })
         self.herder = self.distributed = DistributedHerder(
             config,
             cluster,
@@ -131,7 +139,7 @@ class DistributedProcess(_ServingProcess):
             task_config_sender=self._sender,
             fencing_requester=self._sender.request_fencing,
             metrics=self.metrics,
-            java_plugins=_java_plugins(config, plugins),
+            java_plugins=_java_plugins(config, plugins, self._java_connectors),
         )
         self.metrics.watch_cluster(self.distributed)
         self._forwarder = Forwarder(
@@ -167,6 +175,8 @@ class DistributedProcess(_ServingProcess):
     def _close(self) -> None:
         self._forwarder.close()
         self._sender.close()
+        if self._java_connectors is not None:
+            self._java_connectors.close()
 
 
 class StandaloneProcess(_ServingProcess):
@@ -254,11 +264,15 @@ def _worker_plugins(config: WorkerConfig) -> Plugins:
     return plugins
 
 
-def _java_plugins(config: WorkerConfig, plugins: Plugins) -> JavaPlugins | None:
+def _java_plugins(
+    config: WorkerConfig, plugins: Plugins, connectors: JvmConnectors | None = None
+) -> JavaPlugins | None:
     """The Java plugins of ``plugin.path`` beside the Python ones; None when it holds none
-    (then nothing of the JVM side runs). Their scan waits for the first call needing it."""
+    (then nothing of the JVM side runs). Their scan waits for the first call needing it.
+    With ``connectors`` (a distributed worker's), Java connectors run; without (a
+    standalone worker), creating one is refused."""
     catalogue = java_catalogue_for(config)
-    return None if catalogue is None else JavaPlugins(catalogue, plugins)
+    return None if catalogue is None else JavaPlugins(catalogue, plugins, connectors)
 
 
 _CONFIG_ERRORS = (InvalidArgumentError, AlreadyExistsError, NotFoundError, FailedPreconditionError)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Generates the code built from proto/: the Python protobuf/gRPC modules in connect_grpc/v1/
-# (grpc_tools) and the Go client's package in clients/go/connectv1/ (buf, with the pinned
-# protoc-gen-go and protoc-gen-go-grpc; `make proto` installs them). The only way those files
-# are made: never edit them by hand.
+# Generates the code built from proto/: the Python protobuf/gRPC modules of the API in
+# connect_grpc/v1/ and of the task-host protocol in connect_grpc/host/ (grpc_tools), and the
+# Go client's package in clients/go/connectv1/ from the API's proto only (buf, with the
+# pinned protoc-gen-go and protoc-gen-go-grpc; `make proto` installs them). The only way those
+# files are made: never edit them by hand. (jvm/'s Maven build generates the task-host
+# protocol's Java classes from the same proto at build time; they are never committed.)
 # `scripts/gen_proto.sh --check` fails if the committed files drift from proto/.
 # Environment: PYTHON (with grpc_tools), BUF (the buf binary), GO_BIN (the absolute path of
 # the directory holding protoc-gen-go and protoc-gen-go-grpc).
@@ -26,12 +28,20 @@ trap 'rm -rf "$out"' EXIT
   proto/connect_grpc/v1/connect.proto
 printf '"""Generated from proto/connect_grpc/v1 by scripts/gen_proto.sh; do not edit."""\n' \
   >"$out/connect_grpc/v1/__init__.py"
-# buf finds local plugins on PATH, and Go's exec refuses relative PATH entries.
-PATH="$go_bin:$PATH" "$buf" generate proto --template clients/go/buf.gen.yaml --output "$out/go"
+"$python" -m grpc_tools.protoc -I proto --python_out="$out" --pyi_out="$out" \
+  proto/connect_grpc/host/v1/host.proto
+printf '"""Generated from proto/connect_grpc/host by scripts/gen_proto.sh; do not edit."""\n' \
+  >"$out/connect_grpc/host/__init__.py"
+printf '"""Generated from proto/connect_grpc/host/v1 by scripts/gen_proto.sh; do not edit."""\n' \
+  >"$out/connect_grpc/host/v1/__init__.py"
+# buf finds local plugins on PATH, and Go's exec refuses relative PATH entries. The Go client
+# is the API's: the task-host protocol is left out of it.
+PATH="$go_bin:$PATH" "$buf" generate proto --template clients/go/buf.gen.yaml --output "$out/go" \
+  --path proto/connect_grpc/v1
 
 # generated directory, committed directory
-generated=("$out/connect_grpc/v1" "$out/go/connectv1")
-committed=(connect_grpc/v1 clients/go/connectv1)
+generated=("$out/connect_grpc/v1" "$out/connect_grpc/host" "$out/go/connectv1")
+committed=(connect_grpc/v1 connect_grpc/host clients/go/connectv1)
 if [ "${1:-}" = "--check" ]; then
   drifted=0
   for i in "${!generated[@]}"; do

@@ -1,4 +1,4 @@
-"""Writes docs/reference/api.md, the API reference, from the .proto files under proto/.
+"""Writes docs/reference/api.md, the API reference, from the API's .proto files under proto/.
 
 protoc (grpc_tools, a dependency of the package) compiles the files into descriptors with
 their source info, so every service, RPC, message, field, enum and value comes with the
@@ -53,9 +53,18 @@ SCALARS = {
 }
 
 
+#: The API's protos, under PROTO_DIR. The task-host protocol beside them
+#: (``connect_grpc/host/v1``), which a worker speaks with its own JVM hosts, is no part of
+#: the API: its proto's comments document it.
+API_DIR = Path("connect_grpc") / "v1"
+
+
 def descriptors(proto_dir: Path = PROTO_DIR) -> list[d.FileDescriptorProto]:
-    """The descriptors of every .proto file under ``proto_dir``, with their comments."""
-    files = sorted(str(path.relative_to(proto_dir)) for path in proto_dir.rglob("*.proto"))
+    """The descriptors of every .proto file of the API under ``proto_dir``, with their
+    comments."""
+    files = sorted(
+        str(path.relative_to(proto_dir)) for path in (proto_dir / API_DIR).rglob("*.proto")
+    )
     if not files:
         raise SystemExit(f"no .proto file under {proto_dir}")
     well_known = resources.files("grpc_tools") / "_proto"

@@ -10,6 +10,10 @@ A connector class is found by any of these names, like Kafka Connect's plugin al
 * Kafka Connect's class names of the FileStream connectors
   (``org.apache.kafka.connect.file.FileStreamSourceConnector``, ``…FileStreamSinkConnector``).
 
+A worker that hosts connectors outside Python (Kafka Connect's Java connectors of its
+``plugin.path``) routes their names to them (:meth:`Plugins.route_connectors`): the router is
+asked first, and a name it does not claim is the Python registry's.
+
 Only two kinds of class are loaded: a known plugin, and a class whose module lives under a
 ``plugin.path`` directory. Any other name is refused before anything is imported, so a
 connector config cannot make the worker import an arbitrary module.
@@ -38,6 +42,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import structlog
 
@@ -70,6 +75,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "KAFKA_CLASS_ALIASES",
     "TESTING_CONNECTORS",
+    "ConnectorRouter",
     "Plugins",
 ]
 
@@ -117,6 +123,22 @@ def _simple_aliases(full_name: str) -> set[str]:
     return aliases
 
 
+class ConnectorRouter(Protocol):
+    """Connectors hosted outside Python, asked before the Python registry: each answers
+    None for a name that is not one of theirs."""
+
+    def connector_class(self, name: str) -> type[Connector] | None:
+        """The class standing for the connector ``name`` designates; never waits (a name
+        it cannot tell yet is None: the Python registry answers it)."""
+        ...
+
+    def new_connector(self, name: str, version: str | None) -> Connector | None:
+        """A new, uninitialized instance of the connector ``name`` designates, in the
+        version ``version`` asks for (KIP-891); may wait, within the caller's deadline, to
+        tell whose name it is."""
+        ...
+
+
 class Plugins:
     """Finds connector classes by name and describes the known ones.
 
@@ -145,6 +167,7 @@ class Plugins:
             Path(os.path.realpath(directory.expanduser())) for directory in self._plugin_path
         )
         self._builtins = BUILTIN_CONNECTORS + (TESTING_CONNECTORS if include_testing else ())
+        self._router: ConnectorRouter | None = None
         self._add_to_sys_path(self._plugin_path)
         self._known: dict[str, set[str]] = {}
         self._aliases: dict[str, str] = {}
@@ -208,8 +231,23 @@ class Plugins:
         target = self._aliases.get(key) or self._aliases.get(key.replace(":", "."))
         return target or key
 
+    def route_connectors(self, router: ConnectorRouter) -> None:
+        """Asks ``router`` first, from now on, which connector a name designates (once, as
+        the worker is built: lookups read it without a lock)."""
+        self._router = router
+
     def connector_class(self, name: str, version: str | None = None) -> type[Connector]:
-        """The connector class ``name`` designates (alias, ``pkg.mod.Class`` or ``pkg.mod:Class``).
+        """The connector class ``name`` designates: the routed connectors' (see
+        ``route_connectors``), else the Python registry's (``python_connector_class``)."""
+        if self._router is not None:
+            routed = self._router.connector_class(name)
+            if routed is not None:
+                return routed
+        return self.python_connector_class(name, version)
+
+    def python_connector_class(self, name: str, version: str | None = None) -> type[Connector]:
+        """The Python connector class ``name`` designates (alias, ``pkg.mod.Class`` or
+        ``pkg.mod:Class``).
 
         ``version``: a ``connector.plugin.version`` value, the Maven version range the
         class's ``version()`` must be in (KIP-891); the latest installed version without
@@ -232,12 +270,13 @@ class Plugins:
         return select_version(path, self._with_versions(name, versions), wanted)[1]
 
     def connector_versions(self, name: str) -> list[str]:
-        """The installed versions of the connector class ``name`` designates, oldest first.
+        """The installed versions of the Python connector class ``name`` designates, oldest
+        first.
 
         Raises:
             NotFoundError: as ``connector_class``.
         """
-        self.connector_class(name)
+        self.python_connector_class(name)
         versions = self._with_versions(name, self._versions[self._resolve(name)])
         return sorted((version for version, _ in versions), key=PluginVersion)
 
@@ -356,13 +395,22 @@ class Plugins:
 
     def new_connector(self, name: str, version: str | None = None) -> Connector:
         """A new, uninitialized instance of the connector class ``name`` designates, in the
-        version ``version`` asks for (see ``connector_class``).
+        version ``version`` asks for (see ``connector_class``): a routed connector's (see
+        ``route_connectors``), else a Python plugin's.
 
         Raises:
             NotFoundError: as ``connector_class``, or when the constructor raised.
             VersionSpecError, NoMatchingVersionError: as ``connector_class``.
+            UnavailableError: the router could not tell within the caller's deadline.
         """
-        cls = self.connector_class(name, version)
+        if self._router is not None:
+            routed = self._router.new_connector(name, version)
+            if routed is not None:
+                return routed
+        return self._new_python_connector(name, version)
+
+    def _new_python_connector(self, name: str, version: str | None = None) -> Connector:
+        cls = self.python_connector_class(name, version)
         try:
             return cls()
         except Exception as exc:
@@ -380,12 +428,12 @@ class Plugins:
         return ConnectorType.UNKNOWN
 
     def canonical_name(self, name: str) -> str:
-        """The fully qualified ``module.Class`` name of the class ``name`` designates.
+        """The fully qualified ``module.Class`` name of the Python class ``name`` designates.
 
         Raises:
             NotFoundError: as ``connector_class``.
         """
-        return qualified_name(self.connector_class(name))
+        return qualified_name(self.python_connector_class(name))
 
     def describe(self, include_config_definitions: bool = False) -> list[PluginDesc]:
         """The known plugins (built-ins and entry points), sorted by class name.
@@ -395,7 +443,7 @@ class Plugins:
         descriptions: dict[str, PluginDesc] = {}
         for full_name in self._known:
             try:
-                connector = self.new_connector(full_name)
+                connector = self._new_python_connector(full_name)
             except NotFoundError as exc:
                 _log.warning("plugin_load_failed", plugin=full_name, error=exc.message)
                 continue

@@ -33,6 +33,17 @@ def task_target(connector_target: TargetState) -> TargetState:
     return TargetState.PAUSED if connector_target is TargetState.PAUSED else TargetState.STARTED
 
 
+#: Kafka Connect's KIP-1004 escape hatch (deprecated there): false lets a connector's task
+#: configs beyond ``tasks.max`` run, with a warning.
+TASKS_MAX_ENFORCE = "tasks.max.enforce"
+
+
+def tasks_max_enforced(config: Mapping[str, str]) -> bool:
+    """Whether ``tasks.max`` is enforced: anything but ``false`` (Kafka's BOOLEAN: case
+    and surrounding spaces aside) enforces it."""
+    return (config.get(TASKS_MAX_ENFORCE) or "").strip().lower() != "false"
+
+
 def too_many_tasks(name: str, generated: int, max_tasks: int) -> str | None:
     """Why a connector that generated ``generated`` task configs is FAILED, or None if that
     is within its ``tasks.max`` (KIP-1004: its tasks are then left as they were)."""
@@ -114,11 +125,17 @@ def restart_task_instance(
 
 
 def ask_task_configs(
-    worker: WorkerRuntime, board: StatusBoard, name: str, max_tasks: int, log: Any
+    worker: WorkerRuntime,
+    board: StatusBoard,
+    name: str,
+    max_tasks: int,
+    log: Any,
+    enforce: bool = True,
 ) -> list[dict[str, str]] | None:
     """The running connector's task configs, or None when it gave none: it could not (logged;
     the runtime reports a raising plugin FAILED) or it gave more than ``tasks.max``, which
-    makes the connector FAILED and leaves its tasks as they were (KIP-1004)."""
+    makes the connector FAILED and leaves its tasks as they were (KIP-1004), unless
+    ``enforce`` is False (``tasks.max.enforce=false``: they all run, with a warning)."""
     try:
         configs = worker.connector_task_configs(name, max_tasks)
     except ConnectError as exc:
@@ -126,6 +143,10 @@ def ask_task_configs(
         return None
     reason = too_many_tasks(name, len(configs), max_tasks)
     if reason is None:
+        return configs
+    if not enforce:
+        log.warning("task_configs_beyond_tasks_max", connector=name, generated=len(configs),
+                    tasks_max=max_tasks, setting=f"{TASKS_MAX_ENFORCE}=false")
         return configs
     log.error("connector_failed", connector=name, reason=reason)
     board.on_connector_status(name, InstanceStatus(State.FAILED, board.worker_id, reason))

@@ -13,18 +13,26 @@ connectors are the exception, since with Kafka's ``connect-file`` jar on ``plugi
 user put those very classes there: Kafka's class name and Kafka's aliases (the simple name,
 and without ``Connector``) of a Java connector designate it wherever no Python plugin has them.
 
-Java connectors are listed and validated, and cannot run yet: creating one (or updating a
-connector to one) is refused with :func:`java_connector_refused`, before anything is written.
+A distributed worker runs Java connectors: it hands :class:`JavaPlugins` the factory of their
+Python stand-ins (:class:`JavaConnectorFactory`; the worker's is
+``runtime.java_connectors.JvmConnectors``, whose instances live in the Spark driver's JVM), and
+the Python registry then routes their names to it (``Plugins.route_connectors``), so that
+everything that makes a connector instance (the worker, the offsets' KIP-875 hook, the
+validator's type checks) gets the stand-in. A standalone worker is given no factory: creating a
+Java connector there (or updating a connector to one) is refused with
+:func:`java_connector_refused`, before anything is written. PreviewPipeline of a Java
+connector is refused everywhere (:func:`java_preview_refused`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer, has_references
+from connect_grpc.connectors.api import Connector
 from connect_grpc.connectors.pipeline_plugins import PluginKind
 from connect_grpc.connectors.plugins import KAFKA_CLASS_ALIASES, Plugins
 from connect_grpc.herder.validation import ConfigValidator, _without_resolved_values
@@ -81,13 +89,42 @@ class JavaCatalogue(Protocol):
     def validate(self, config: Mapping[str, str], timeout_s: float) -> Mapping[str, Any]: ...
 
 
+class JavaConnectorFactory(Protocol):
+    """Makes the Python stand-ins of Java connectors (``connectors.api.Connector``
+    subclasses that call the Java instance), by the Java class and its kind."""
+
+    def connector_class(self, java_class: str, kind: ConnectorType) -> type[Connector]: ...
+
+    def new_connector(
+        self, java_class: str, kind: ConnectorType, version: str | None
+    ) -> Connector: ...
+
+
+def _given(name: str, java_class: str) -> str:
+    return name if name == java_class else f"{name} (the Java class {java_class})"
+
+
 def java_connector_refused(name: str, java_class: str) -> FailedPreconditionError:
-    """The answer to creating a connector of a Java class (or updating one to it)."""
-    given = name if name == java_class else f"{name} (the Java class {java_class})"
+    """The answer of a standalone worker to creating a connector of a Java class (or
+    updating one to it)."""
     message = (
-        f"connector.class {given} is a Java connector found on plugin.path: Java connectors "
-        f"cannot run yet in this worker (they are listed by ListPlugins and validated by "
-        f"ValidateConfig, and nothing was created)"
+        f"connector.class {_given(name, java_class)} is a Java connector found on "
+        f"plugin.path: Java connectors need a distributed worker (connect-grpc distributed), "
+        f"since their tasks' source offsets live in Kafka's offsets topic, which a standalone "
+        f"worker does not have; it is listed by ListPlugins and validated by ValidateConfig "
+        f"here, and nothing was created"
+    )
+    return FailedPreconditionError(
+        message, [PreconditionViolation("JAVA_CONNECTOR", f"config.{CONNECTOR_CLASS}", message)]
+    )
+
+
+def java_preview_refused(name: str, java_class: str) -> FailedPreconditionError:
+    """The answer to PreviewPipeline of a Java connector's config."""
+    message = (
+        f"connector.class {_given(name, java_class)} is a Java connector: its records go "
+        f"through Kafka's Java converters, transformations and predicates in its task's JVM, "
+        f"and PreviewPipeline runs the Python record pipeline only, so it cannot preview them"
     )
     return FailedPreconditionError(
         message, [PreconditionViolation("JAVA_CONNECTOR", f"config.{CONNECTOR_CLASS}", message)]
@@ -97,11 +134,26 @@ def java_connector_refused(name: str, java_class: str) -> FailedPreconditionErro
 class JavaPlugins:
     """The Java side of a worker's plugins: routing, listing and validation.
 
-    ``python``: the worker's Python plugins, which keep every name they answer to."""
+    ``python``: the worker's Python plugins, which keep every name they answer to.
+    ``connectors``: the factory of Java connectors' stand-ins, on a worker that runs them
+    (a distributed one): ``python`` then routes their names to it."""
 
-    def __init__(self, catalogue: JavaCatalogue, python: Plugins) -> None:
+    def __init__(
+        self,
+        catalogue: JavaCatalogue,
+        python: Plugins,
+        connectors: JavaConnectorFactory | None = None,
+    ) -> None:
         self._catalogue = catalogue
         self._python = python
+        self._connectors = connectors
+        if connectors is not None:
+            python.route_connectors(_JavaConnectorRouter(self, connectors))
+
+    @property
+    def runs_connectors(self) -> bool:
+        """Whether the worker runs Java connectors (else creating one is refused)."""
+        return self._connectors is not None
 
     # which plugin a name designates
 
@@ -129,20 +181,45 @@ class JavaPlugins:
 
     def _python_knows(self, name: str) -> bool:
         try:
-            self._python.connector_class(name)
+            self._python.python_connector_class(name)
         except ConnectError:
             return False
         return True
 
+    def connector_kind(self, java_class: str) -> ConnectorType:
+        """SOURCE or SINK: the kind of a Java connector ``java_connector`` named (a listing
+        already made); UNKNOWN for any other class."""
+        listing = self._catalogue.listing_if_ready() or {}
+        for plugin in _plugin_path_entries(listing):
+            if plugin["class"] == java_class and plugin["type"] in _CONNECTOR_TYPES:
+                return _CONNECTOR_TYPES[plugin["type"]]
+        return ConnectorType.UNKNOWN
+
     def refuse_to_run(self, config: Mapping[str, str]) -> None:
-        """Raises :func:`java_connector_refused` for a config of a Java connector. Never
-        waits for the JVM: the caller may hold a herder lock."""
+        """Raises :func:`java_connector_refused` for a config of a Java connector on a
+        worker that does not run them. Never waits for the JVM: the caller may hold a
+        herder lock."""
+        if self.runs_connectors:
+            return
+        self._refuse_java(config, java_connector_refused)
+
+    def refuse_preview(self, config: Mapping[str, str]) -> None:
+        """Raises :func:`java_preview_refused` for a config of a Java connector (waits for
+        the scan within the caller's deadline)."""
+        self._refuse_java(config, java_preview_refused, wait=True)
+
+    def _refuse_java(
+        self,
+        config: Mapping[str, str],
+        refusal: Callable[[str, str], FailedPreconditionError],
+        wait: bool = False,
+    ) -> None:
         name = (config.get(CONNECTOR_CLASS) or "").strip()
         if has_references(name):
             return  # the Python validator's error: connector.class must be literal
-        java_class = self.java_connector(name, wait=False)
+        java_class = self.java_connector(name, wait=wait)
         if java_class is not None:
-            raise java_connector_refused(name, java_class)
+            raise refusal(name, java_class)
 
     # listing
 
@@ -223,8 +300,9 @@ class JavaPlugins:
 
 class JavaAwareValidator(ConfigValidator):
     """The validator of a worker with Java plugins on ``plugin.path``: ValidateConfig of a
-    Java connector is Kafka Connect's, and a Java connector is refused where a config is to
-    run (create, update, preview), as :func:`java_connector_refused` says."""
+    Java connector is Kafka Connect's (never the Python validation's too), and on a worker
+    that does not run Java connectors one is refused where a config is to run (create,
+    update, preview), as :func:`java_connector_refused` says."""
 
     def __init__(self, java_plugins: JavaPlugins, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -244,6 +322,32 @@ class JavaAwareValidator(ConfigValidator):
         # Its callers hold the connector's lock: the refusal never waits for the JVM.
         self.java_plugins.refuse_to_run(config)
         return super().ensure_valid(config)
+
+
+class _JavaConnectorRouter:
+    """``connectors.plugins.ConnectorRouter`` of a worker that runs Java connectors: a name
+    :meth:`JavaPlugins.java_connector` gives a Java class is made by the factory."""
+
+    def __init__(self, java: JavaPlugins, factory: JavaConnectorFactory) -> None:
+        self._java = java
+        self._factory = factory
+
+    def connector_class(self, name: str) -> type[Connector] | None:
+        try:
+            java_class = self._java.java_connector(name, wait=False)
+        except UnavailableError:
+            return None  # the scan is under way: the Python registry's answer stands
+        if java_class is None:
+            return None
+        return self._factory.connector_class(java_class, self._java.connector_kind(java_class))
+
+    def new_connector(self, name: str, version: str | None) -> Connector | None:
+        java_class = self._java.java_connector(name, wait=True)
+        if java_class is None:
+            return None
+        return self._factory.new_connector(
+            java_class, self._java.connector_kind(java_class), version
+        )
 
 
 def config_validator(

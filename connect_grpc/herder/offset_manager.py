@@ -36,6 +36,7 @@ from connect_grpc.kernel.errors import (
     InvalidArgumentError,
     PreconditionViolation,
 )
+from connect_grpc.kernel.traces import CarriesTrace, first_line
 from connect_grpc.runtime.client_settings import sink_group_id
 from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.sink_task import subscription
@@ -266,9 +267,12 @@ class OffsetManager:
             raise InvalidArgumentError.for_field("offsets", str(exc)) from None
         except Exception as exc:
             log.exception("alter_offsets_hook_failed", connector=config.get("name"))
-            raise ConnectError(
-                f"The connector's alter_offsets failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            # a failure that carries its own trace (a Java connector's) is named by its
+            # first line: the trace is in the log, not in the answer
+            detail = first_line(exc) if isinstance(exc, CarriesTrace) else (
+                f"{type(exc).__name__}: {exc}"
+            )
+            raise ConnectError(f"The connector's alter_offsets failed: {detail}") from exc
         return False
 
     def _replacing(

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SinkConnector
 from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.herder.java_plugins import JavaAwareValidator
 from connect_grpc.herder.validation import ConfigValidator
 from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.pipeline.config import PipelineConfigError
@@ -36,8 +37,12 @@ def run_preview(
             field violations of a create).
         NotFoundError: no connector of that name.
         UnavailableError: Kafka did not answer in time (``from_topic``).
+        FailedPreconditionError: the config is a Java connector's, whose records only its
+            task's JVM can run through Kafka's Java pipeline.
     """
     config = _config_of(request, connector_config)
+    if isinstance(validator, JavaAwareValidator):
+        validator.java_plugins.refuse_preview(config)
     validator.ensure_valid(config)
     is_sink = isinstance(validator.plugin_for(config), SinkConnector)
     resolved = validator.resolved(config)

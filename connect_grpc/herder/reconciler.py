@@ -41,6 +41,7 @@ from connect_grpc.herder.instance_rules import (
     restart_connector_instance,
     restart_task_instance,
     task_target,
+    tasks_max_enforced,
 )
 from connect_grpc.herder.interface import WorkerRuntime
 from connect_grpc.herder.restart import build_restart_plan
@@ -424,8 +425,11 @@ class Reconciler:
         they differ from the committed ones. On failure, tries again next round."""
         if not self._worker.connector_running(name):
             return
-        max_tasks = tasks_max(snapshot.connectors[name])
-        configs = ask_task_configs(self._worker, self._board, name, max_tasks, self._log)
+        config = snapshot.connectors[name]
+        configs = ask_task_configs(
+            self._worker, self._board, name, tasks_max(config), self._log,
+            enforce=tasks_max_enforced(config),
+        )
         if configs is None:
             return
         if [dict(c) for c in snapshot.task_configs(name)] == configs:

@@ -115,7 +115,12 @@ class StandaloneHerder(HerderCommon):
     ) -> None:
         """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``);
         ``clock``: the seconds liveness is measured in; ``java_plugins``: the Java plugins of
-        ``plugin.path`` (None: it holds none)."""
+        ``plugin.path`` (None: it holds none), listed and validated; a standalone worker
+        runs no Java connector (their tasks' offsets live in Kafka's offsets topic), so they
+        must come without the Java connectors' factory, and creating one is refused."""
+        if java_plugins is not None and java_plugins.runs_connectors:
+            raise ValueError("a standalone worker runs no Java connectors: give it the Java "
+                             "plugins without their connectors' factory")
         self._config = config
         self._heartbeats = LoopHeartbeats(config.resilience.liveness_timeout_ms, clock)
         self._started = False

@@ -24,6 +24,7 @@ from connect_grpc.herder.instance_rules import (
     ask_task_configs,
     restart_connector_instance,
     task_target,
+    tasks_max_enforced,
 )
 from connect_grpc.herder.interface import WorkerRuntime
 from connect_grpc.herder.locks import ConnectorLocks
@@ -95,8 +96,11 @@ class StandaloneInstances:
         with self._lock:
             state = self._table.connectors[name]
             max_tasks, current = tasks_max(state.config), list(state.task_configs)
+            enforce = tasks_max_enforced(state.config)
             task_ids = state.task_ids(name)
-        new_configs = ask_task_configs(self._worker, self._board, name, max_tasks, self._log)
+        new_configs = ask_task_configs(
+            self._worker, self._board, name, max_tasks, self._log, enforce=enforce
+        )
         if new_configs is None:
             return
         running = self._worker.task_ids()

@@ -147,13 +147,14 @@ class JvmPluginCatalogue:
             entry = jvm
             for part in HOST_CLASS.split("."):
                 entry = getattr(entry, part)
-            if not callable(getattr(entry, "open", None)) or type(entry).__name__ != "JavaClass":
+            if not callable(getattr(entry, "shared", None)) or type(entry).__name__ != "JavaClass":
                 raise FailedPreconditionError(
                     f"{HOST_CLASS} is not on the Spark driver's classpath: jvm/ was not built "
                     f"when the worker started (`make install` builds it), so the Java plugins "
                     f"of plugin.path ({self._properties['plugin.path']}) cannot be read"
                 )
-            host = entry.open(json.dumps(self._properties))
+            # the JVM's one scan of this path, which its connector instances share
+            host = entry.shared(json.dumps(self._properties))
             listing = json.loads(str(host.listPlugins()))
         except ConnectError as exc:
             log.error("java_plugins_scan_failed", error=exc.message)

@@ -54,6 +54,7 @@ from connect_grpc.runtime.hosting.jobs import WarmHosts, launch_host_job
 from connect_grpc.runtime.hosting.link import ExecutorHost
 from connect_grpc.runtime.hosting.serving import importable_name
 from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
+from connect_grpc.runtime.java_tasks import JavaTasks, JvmTaskHost, is_java_task
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
 from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.sink_hosted import HostedSinkTaskRunner
@@ -170,6 +171,9 @@ class Worker:
         self._warm_hosts = WarmHosts(
             functools.partial(launch_host_job, self._spark), self._host_slots
         )
+        self._java_tasks = JavaTasks(
+            config, self._spark, self._host_slots, self._slot_watcher, self._warm_hosts
+        )
         self._log = log.bind(worker_id=config.worker_id)
         self._metrics = metrics or WorkerMetrics()
         self._metrics.watch_worker(self)
@@ -207,6 +211,7 @@ class Worker:
         if self._watchdog is not None:
             self._watchdog.join(WATCHDOG_INTERVAL_S)
         self._warm_hosts.close()
+        self._java_tasks.close()
         self._spark.stop()
         self._monitor.stop()
         self._log.info("worker_stopped")
@@ -374,7 +379,7 @@ class Worker:
         tags = {}
         for runner in runners:
             host = runner.host
-            if isinstance(host, ExecutorHost) and host.job_tag():
+            if isinstance(host, ExecutorHost | JvmTaskHost) and host.job_tag():
                 tags[runner.id] = host.job_tag()
         return tags
 
@@ -494,6 +499,8 @@ class Worker:
             plugin_version=_task_version(task_class),
         )
         clients = self._task_clients(task, connector_config, is_sink)
+        if is_java_task(task_class):
+            return self._java_tasks.new_runner(setup, clients, is_sink, self._runner_options(task))
         pipeline = self._pipeline_spec(setup, is_sink)
         hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
         hosted_name = importable_name(task_class) if hosting else None

@@ -3,7 +3,9 @@ the plugin directories ``make install`` fetched (Kafka's connect-file 4.3.1 and 
 PostgreSQL 3.6.1.Final) and a Python plugin directory. ListPlugins lists the Java plugins
 beside the Python ones, ValidateConfig of a Java connector is Kafka Connect's own (scanned and
 validated in the worker's Spark driver JVM), and creating a Java connector is refused,
-naming connector.class, with nothing created; the Python plugins keep working."""
+naming connector.class, with nothing created: a standalone worker runs no Java connector
+(their tasks' offsets live in Kafka's offsets topic; a distributed worker runs them, see
+``test_java_connectors``); the Python plugins keep working."""
 
 from __future__ import annotations
 
@@ -159,7 +161,7 @@ def test_debezium_validation_reports_an_unreachable_database_on_its_hostname(
     assert "secret-password" not in repr(infos)
 
 
-def test_creating_a_java_connector_is_refused_and_creates_nothing(
+def test_creating_a_java_connector_on_a_standalone_worker_is_refused_and_creates_nothing(
     worker: ConnectClient,
 ) -> None:
     config = {"connector.class": POSTGRES, "database.hostname": "127.0.0.1",
@@ -168,7 +170,8 @@ def test_creating_a_java_connector_is_refused_and_creates_nothing(
         worker.create_connector("java-refused", config)
     message = refused.value.message
     assert f"connector.class {POSTGRES}" in message
-    assert "Java connectors cannot run yet" in message
+    assert "Java connectors need a distributed worker" in message
+    assert "offsets topic" in message
     with pytest.raises(FailedPreconditionError, match="FileStreamSourceConnector"):
         worker.put_connector_config("java-refused-put", {
             "connector.class": FILE_SOURCE, "file": "/tmp/input.txt", "topic": "lines",

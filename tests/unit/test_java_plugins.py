@@ -1,8 +1,8 @@
 """Kafka Connect's Java plugins of plugin.path beside the Python ones, without a JVM: which
 plugin.path entries hold Java plugins and what the driver is given, which connector names
 designate a Java plugin, Kafka's REST JSON as ListPlugins and ValidateConfig show it, the
-refusal of a Java connector where a config is to run, and the JVM catalogue's waits (a
-stand-in for the gateway)."""
+refusal of a Java connector where a config is to run on a worker without Java connectors (a
+standalone one), and the JVM catalogue's waits (a stand-in for the gateway)."""
 
 from __future__ import annotations
 
@@ -253,7 +253,8 @@ def test_running_a_java_connector_is_refused_on_connector_class(java: JavaPlugin
         java.refuse_to_run({"connector.class": "Postgres"})
     error = raised.value
     assert "connector.class Postgres (the Java class " + POSTGRES + ")" in error.message
-    assert "Java connectors cannot run yet" in error.message
+    assert "Java connectors need a distributed worker" in error.message
+    assert "offsets topic" in error.message
     [violation] = error.violations
     assert violation.subject == "config.connector.class"
 
@@ -353,7 +354,7 @@ def test_validate_config_of_a_java_connector_is_kafkas_and_creating_it_is_refuse
     # ValidateConfig's plugin field names the class the config is validated against.
     validator.validate({"file": "/tmp/in.txt"}, plugin="FileStreamSourceConnector")
     assert catalogue.validated[-1]["connector.class"] == FILE_SOURCE
-    with pytest.raises(FailedPreconditionError, match="cannot run yet"):
+    with pytest.raises(FailedPreconditionError, match="need a distributed worker"):
         validator.ensure_valid(config)
     # A Python connector beside them validates as before, without the JVM.
     calls = len(catalogue.calls)
@@ -394,7 +395,7 @@ class JavaClass:
     def __init__(self, host: FakeHost, opened: threading.Event) -> None:
         self.host, self.opened = host, opened
 
-    def open(self, properties: str) -> FakeHost:
+    def shared(self, properties: str) -> FakeHost:
         self.opened.wait(10)
         return self.host
 

@@ -3,6 +3,7 @@ package io.connectgrpc.jvm.plugins;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The entry point for Python, through py4j (PySpark's driver JVM gateway) or the command line
@@ -23,6 +24,13 @@ import java.util.Map;
  */
 public final class JavaPluginHost implements AutoCloseable {
 
+    /**
+     * The hosts of this JVM by their worker properties: one scan of a plugin path per JVM,
+     * shared by the catalogue, the connectors and the tasks the JVM hosts (a scan costs
+     * seconds of CPU, and one class loader per plugin keeps a plugin's static state single).
+     */
+    private static final Map<Map<String, String>, JavaPluginHost> SHARED = new ConcurrentHashMap<>();
+
     private final PluginCatalogue catalogue;
 
     private JavaPluginHost(PluginCatalogue catalogue) {
@@ -38,6 +46,15 @@ public final class JavaPluginHost implements AutoCloseable {
      */
     public static JavaPluginHost open(String workerPropertiesJson) {
         return new JavaPluginHost(PluginCatalogue.open(Json.readStringMap(workerPropertiesJson)));
+    }
+
+    /**
+     * This JVM's host for these worker properties, scanning the path on first use. Never
+     * closed by its users: it lives as long as the JVM.
+     */
+    public static JavaPluginHost shared(String workerPropertiesJson) {
+        Map<String, String> props = Map.copyOf(Json.readStringMap(workerPropertiesJson));
+        return SHARED.computeIfAbsent(props, p -> new JavaPluginHost(PluginCatalogue.open(p)));
     }
 
     /** The catalogue: every plugin found, with its type, version and config definition. */

@@ -1,0 +1,182 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class TargetState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TARGET_STATE_UNSPECIFIED: _ClassVar[TargetState]
+    TARGET_STATE_STARTED: _ClassVar[TargetState]
+    TARGET_STATE_PAUSED: _ClassVar[TargetState]
+
+class TaskType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TASK_TYPE_UNSPECIFIED: _ClassVar[TaskType]
+    TASK_TYPE_SOURCE: _ClassVar[TaskType]
+    TASK_TYPE_SINK: _ClassVar[TaskType]
+TARGET_STATE_UNSPECIFIED: TargetState
+TARGET_STATE_STARTED: TargetState
+TARGET_STATE_PAUSED: TargetState
+TASK_TYPE_UNSPECIFIED: TaskType
+TASK_TYPE_SOURCE: TaskType
+TASK_TYPE_SINK: TaskType
+
+class DriverMessage(_message.Message):
+    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done")
+    START_TASK_FIELD_NUMBER: _ClassVar[int]
+    SET_TARGET_STATE_FIELD_NUMBER: _ClassVar[int]
+    STOP_TASK_FIELD_NUMBER: _ClassVar[int]
+    CHECK_DONE_FIELD_NUMBER: _ClassVar[int]
+    start_task: StartTask
+    set_target_state: SetTargetState
+    stop_task: StopTask
+    check_done: CheckDone
+    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ...) -> None: ...
+
+class HostMessage(_message.Message):
+    __slots__ = ("hello", "task_event", "stopped", "check_request")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    TASK_EVENT_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_FIELD_NUMBER: _ClassVar[int]
+    CHECK_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    hello: Hello
+    task_event: TaskEvent
+    stopped: Stopped
+    check_request: CheckRequest
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ...) -> None: ...
+
+class Hello(_message.Message):
+    __slots__ = ("token", "executor_id", "host")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    executor_id: str
+    host: str
+    def __init__(self, token: _Optional[str] = ..., executor_id: _Optional[str] = ..., host: _Optional[str] = ...) -> None: ...
+
+class StartTask(_message.Message):
+    __slots__ = ("connector", "task", "worker_id", "worker_properties", "plugin_scan_properties", "connector_config", "task_config", "task_count", "target_state", "task_type", "exactly_once")
+    class WorkerPropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class PluginScanPropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class ConnectorConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class TaskConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKER_PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    PLUGIN_SCAN_PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    TASK_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    TASK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_STATE_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    EXACTLY_ONCE_FIELD_NUMBER: _ClassVar[int]
+    connector: str
+    task: int
+    worker_id: str
+    worker_properties: _containers.ScalarMap[str, str]
+    plugin_scan_properties: _containers.ScalarMap[str, str]
+    connector_config: _containers.ScalarMap[str, str]
+    task_config: _containers.ScalarMap[str, str]
+    task_count: int
+    target_state: TargetState
+    task_type: TaskType
+    exactly_once: bool
+    def __init__(self, connector: _Optional[str] = ..., task: _Optional[int] = ..., worker_id: _Optional[str] = ..., worker_properties: _Optional[_Mapping[str, str]] = ..., plugin_scan_properties: _Optional[_Mapping[str, str]] = ..., connector_config: _Optional[_Mapping[str, str]] = ..., task_config: _Optional[_Mapping[str, str]] = ..., task_count: _Optional[int] = ..., target_state: _Optional[_Union[TargetState, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., exactly_once: _Optional[bool] = ...) -> None: ...
+
+class SetTargetState(_message.Message):
+    __slots__ = ("target_state",)
+    TARGET_STATE_FIELD_NUMBER: _ClassVar[int]
+    target_state: TargetState
+    def __init__(self, target_state: _Optional[_Union[TargetState, str]] = ...) -> None: ...
+
+class StopTask(_message.Message):
+    __slots__ = ("timeout_ms",)
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    timeout_ms: int
+    def __init__(self, timeout_ms: _Optional[int] = ...) -> None: ...
+
+class CheckDone(_message.Message):
+    __slots__ = ("id", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    error: str
+    def __init__(self, id: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+
+class TaskEvent(_message.Message):
+    __slots__ = ("kind", "trace", "version")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[TaskEvent.Kind]
+        KIND_STARTED: _ClassVar[TaskEvent.Kind]
+        KIND_PAUSED: _ClassVar[TaskEvent.Kind]
+        KIND_RESUMED: _ClassVar[TaskEvent.Kind]
+        KIND_FAILED: _ClassVar[TaskEvent.Kind]
+        KIND_SHUTDOWN: _ClassVar[TaskEvent.Kind]
+    KIND_UNSPECIFIED: TaskEvent.Kind
+    KIND_STARTED: TaskEvent.Kind
+    KIND_PAUSED: TaskEvent.Kind
+    KIND_RESUMED: TaskEvent.Kind
+    KIND_FAILED: TaskEvent.Kind
+    KIND_SHUTDOWN: TaskEvent.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TRACE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    kind: TaskEvent.Kind
+    trace: str
+    version: str
+    def __init__(self, kind: _Optional[_Union[TaskEvent.Kind, str]] = ..., trace: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+
+class Stopped(_message.Message):
+    __slots__ = ("clean", "trace")
+    CLEAN_FIELD_NUMBER: _ClassVar[int]
+    TRACE_FIELD_NUMBER: _ClassVar[int]
+    clean: bool
+    trace: str
+    def __init__(self, clean: _Optional[bool] = ..., trace: _Optional[str] = ...) -> None: ...
+
+class CheckRequest(_message.Message):
+    __slots__ = ("id", "check")
+    class Check(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        CHECK_UNSPECIFIED: _ClassVar[CheckRequest.Check]
+        CHECK_PRE_PRODUCER: _ClassVar[CheckRequest.Check]
+        CHECK_POST_PRODUCER: _ClassVar[CheckRequest.Check]
+    CHECK_UNSPECIFIED: CheckRequest.Check
+    CHECK_PRE_PRODUCER: CheckRequest.Check
+    CHECK_POST_PRODUCER: CheckRequest.Check
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CHECK_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    check: CheckRequest.Check
+    def __init__(self, id: _Optional[int] = ..., check: _Optional[_Union[CheckRequest.Check, str]] = ...) -> None: ...

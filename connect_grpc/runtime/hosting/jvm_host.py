@@ -1,0 +1,510 @@
+"""The JVM host of a Kafka Connect Java task (a ``task_host.TaskHost``): Kafka's own worker
+runs the task in a JVM (``jvm/``'s ``io.connectgrpc.jvm.host``), and the driver drives it
+through the task-host protocol (``jvm_wire``), so that the task's state machine, statuses,
+retries and stop time-outs are the driver's, as for a Python task.
+
+Where the JVM is: an executor's, as a long-running Spark task launched through py4j
+(``TaskHostFunction.launch``: one partition whose function serves the task, with no Python
+worker; its job is in the job group of the task it was launched for and carries a cancel tag
+of its own, as a Python host's job does), when the worker gave the task a Spark task slot;
+else the driver's own, in a thread (``TaskHosting.startInDriver``). Either connects back to
+the worker's listener with the token it was handed, and says where it runs.
+
+No record moves through the driver: the host reports what happens to the task (started,
+paused, resumed, failed with the Java trace, shut down), asks the driver's checks of an
+exactly-once source (fencing), and stops the task when told, when its connection closes or
+when its Spark job is cancelled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from connect_grpc.connectors.api import Task
+from connect_grpc.host.v1 import host_pb2
+from connect_grpc.kernel.domain import TargetState, TaskId, TaskPlacement
+from connect_grpc.kernel.errors import ConnectError
+from connect_grpc.kernel.traces import CarriesTrace
+from connect_grpc.runtime.hosting.jobs import JOB_END_WAIT_S, HostLostError
+from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener
+from connect_grpc.runtime.placement import driver_placement, executor_placement
+from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
+
+log = structlog.get_logger(__name__)
+
+#: Seconds a launched host has to connect back (a Spark task waits for its slot first).
+CONNECT_TIMEOUT_S = 60.0
+#: Seconds a started task has to say it runs (or is paused, or failed): Kafka's worker, the
+#: task's clients and its plugin's ``start`` (an exactly-once task also waits for fencing).
+START_TIMEOUT_S = 300.0
+#: Seconds the driver waits for a host's Stopped beyond Kafka's own bound on the stop.
+STOP_MARGIN_S = 3.0
+#: Seconds between two looks at whether a host's Spark job is still running.
+POLL_S = 0.1
+
+#: The py4j paths of the JVM side's entry points.
+FUNCTION_CLASS = "io.connectgrpc.jvm.host.TaskHostFunction"
+HOSTING_CLASS = "io.connectgrpc.jvm.host.TaskHosting"
+WORKER_CLASS = "io.connectgrpc.jvm.host.KafkaTaskWorker"
+
+
+class JavaTaskFailedError(CarriesTrace, Exception):
+    """The Java task failed in its JVM; the message is its status trace (the Java
+    failure and its root cause on the first line, then the Java stack trace)."""
+
+
+def _jvm_class(jvm: Any, path: str) -> Any:
+    """A class of ``jvm/``'s jar in the driver's JVM (py4j answers a package for a class it
+    cannot find: say why instead)."""
+    entry = jvm
+    for part in path.split("."):
+        entry = getattr(entry, part)
+    if type(entry).__name__ != "JavaClass":
+        raise ConnectError(
+            f"{path} is not on the Spark driver's classpath: jvm/ was not built when the worker "
+            f"started (`make install` builds it), so Java tasks cannot be hosted"
+        )
+    return entry
+
+
+class LaunchedHost(Protocol):
+    """A host launched for one connection: the JVM side that serves it."""
+
+    #: The cancel tag of its Spark job ("" when it is not a Spark job).
+    job_tag: str
+
+    def alive(self) -> bool:
+        """Whether the host may still connect or serve (its job runs)."""
+
+    def failure(self) -> str:
+        """Why it ended, when it did ("" when not known)."""
+
+    def end(self) -> None:
+        """Lets it end (its connection was closed before); cancels a job that does not."""
+
+
+class SparkJobHost:
+    """A host launched as a Spark job of one task (``TaskHostFunction``)."""
+
+    def __init__(self, spark: SparkRuntime, future: Any, tag: str) -> None:
+        self._spark = spark
+        self._future = future
+        self.job_tag = tag
+
+    def alive(self) -> bool:
+        try:
+            return not bool(self._future.isDone())
+        except Exception:  # the JVM is going away
+            return False
+
+    def failure(self) -> str:
+        try:
+            self._future.get()
+        except Exception as exc:
+            java = getattr(exc, "java_exception", None)
+            return str(java.toString() if java is not None else exc).partition("\n")[0]
+        return ""
+
+    def end(self) -> None:
+        deadline = time.monotonic() + JOB_END_WAIT_S
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        if self.alive():
+            log.warning("jvm_task_host_cancelled", job_tag=self.job_tag)
+            self._spark.cancel_tag(self.job_tag)
+
+
+class DriverThreadHost:
+    """A host in a thread of the driver's JVM (``TaskHosting.startInDriver``): it ends when
+    its connection closes."""
+
+    job_tag = ""
+
+    def alive(self) -> bool:
+        return True
+
+    def failure(self) -> str:
+        return ""
+
+    def end(self) -> None:
+        return None
+
+
+#: Numbers the JVM hosting jobs this process launches (their cancel tags).
+_JOB_SERIALS = itertools.count(1)
+
+
+def launch_spark_host(
+    spark: SparkRuntime, task: TaskId, address: tuple[str, int], token: str
+) -> SparkJobHost:
+    """Launches a Spark job whose one task hosts ``task`` in an executor's JVM. The job is in
+    the task's hosting job group (``host_job_tag``) and the connector's scheduler pool, and
+    is cancelled by its own tag."""
+    tag = f"connect-host-job:jvm-{next(_JOB_SERIALS)}"
+    launched: list[Any] = []
+    failed: list[BaseException] = []
+
+    def submit() -> None:
+        try:
+            spark.bind_thread_tag(
+                tag, task.connector, group=host_job_tag(task.connector, task.task), only=True
+            )
+            context = spark.context
+            function = _jvm_class(context._jvm, FUNCTION_CLASS)
+            launched.append(function.launch(context._jsc, address[0], address[1], token))
+        except BaseException as exc:
+            failed.append(exc)
+
+    # job tags are the submitting thread's: a pinned thread of its own, which then ends
+    thread = spark.new_thread(submit, f"connect-jvm-host-{task}")
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S)
+    if not launched:
+        spark.cancel_tag(tag)
+        why = f"{failed[0]!r}" if failed else "the launch did not return"
+        raise HostLostError(f"the Spark job to host the task could not be launched: {why}")
+    return SparkJobHost(spark, launched[0], tag)
+
+
+def launch_driver_host(
+    spark: SparkRuntime, address: tuple[str, int], token: str
+) -> DriverThreadHost:
+    """Starts a host in a thread of the driver's JVM."""
+    _jvm_class(spark.context._jvm, HOSTING_CLASS).startInDriver(address[0], address[1], token)
+    return DriverThreadHost()
+
+
+def shut_down_driver_worker(spark: SparkRuntime, worker_id: str) -> None:
+    """Stops the Kafka worker the driver's JVM built for ``worker_id``'s Java tasks, if it
+    did (the worker is stopping; its tasks were stopped). Nothing when Spark never started."""
+    if not spark.started:
+        return
+    try:
+        _jvm_class(spark.context._jvm, WORKER_CLASS).shutdown(worker_id)
+    except Exception:  # jvm/ not on the driver's classpath, or the JVM going away
+        log.warning("java_task_worker_not_stopped", exc_info=True)
+
+
+@dataclass(frozen=True, slots=True)
+class JavaTaskSpec:
+    """What the JVM is told about the task beyond its task config (``StartTask``)."""
+
+    id: TaskId
+    worker_id: str
+    #: Kafka Connect's worker properties (``java_tasks.kafka_worker_properties``).
+    worker_properties: Mapping[str, str]
+    #: What the JVM's plugin scan is opened with (``plugin_path.host_worker_properties``).
+    scan_properties: Mapping[str, str]
+    connector_config: Mapping[str, str]
+    sink: bool
+    exactly_once: bool
+    #: Kafka Connect's ``task.shutdown.graceful.timeout.ms``.
+    shutdown_timeout_ms: int
+
+
+#: Launches a host for a connection: (address, token) → the host.
+Launcher = Callable[[tuple[str, int], str], LaunchedHost]
+
+
+class JvmTaskHost:
+    """A ``TaskHost`` in a JVM: the plugin is a stand-in (``JavaTaskPlugin``) whose start and
+    stop run there. ``executor`` says whether the host is a Spark task (else a thread of the
+    driver's JVM). Called from the task's runner; ``interrupt`` from any thread."""
+
+    def __init__(
+        self,
+        spec: JavaTaskSpec,
+        launch: Launcher,
+        listener: JvmHostListener,
+        await_fencing: Callable[[], None],
+        *,
+        executor: bool,
+    ) -> None:
+        """``await_fencing`` returns once the connector's earlier task generations are
+        fenced (an exactly-once source's, ``TaskClients.await_fencing``)."""
+        self.spec = spec
+        self._launch = launch
+        self._listener = listener
+        self._await_fencing = await_fencing
+        self._executor = executor
+        self.plugin = JavaTaskPlugin(self)
+        self._conn: JvmConnection | None = None
+        self._launched: LaunchedHost | None = None
+        self._task_config: dict[str, str] = {}
+        #: The target state the task should be in, and the one its host was last told.
+        self.target = TargetState.STARTED
+        self._told: TargetState | None = None
+        self._interrupted = threading.Event()
+        #: The task plugin's version, as its host reported it, and who is told when it is.
+        self.version = ""
+        self.on_version: Callable[[str], None] = _ignore
+        self._log = log.bind(connector=spec.id.connector, task=spec.id.task)
+
+    # TaskHost
+
+    def open(self) -> None:
+        """Launches a host and waits until it connected (CONNECT_TIMEOUT_S); HostLostError
+        if it did not."""
+        address = self._listener.address()
+        token, connected = self._listener.expect()
+        try:
+            launched = self._launch(address, token)
+            self._launched = launched
+            deadline = time.monotonic() + CONNECT_TIMEOUT_S
+            while not connected.done():
+                if self._interrupted.is_set():
+                    raise HostLostError("the task is stopping: its host was not waited for")
+                if not launched.alive():
+                    why = launched.failure() or "its Spark job ended"
+                    raise HostLostError(
+                        f"the JVM host of the task ended before it connected: {why}"
+                    )
+                if time.monotonic() > deadline:
+                    raise HostLostError(
+                        f"no JVM host of the task connected within {CONNECT_TIMEOUT_S:.0f} s"
+                    )
+                time.sleep(POLL_S)
+            conn = connected.result()
+        except BaseException:
+            self._listener.forget(token)
+            self.close()
+            raise
+        self._told = None
+        conn.start(f"jvm-host-reader-{self.spec.id}", self._check)
+        self._conn = conn
+        self._log.info(
+            "task_host_connected", host=conn.host, executor=conn.executor_id,
+            job_tag=self.job_tag(), jvm=True,
+        )
+
+    def placement(self) -> TaskPlacement | None:
+        conn = self._conn
+        if conn is None or conn.lost:
+            return None
+        if self._executor:
+            return executor_placement(conn.executor_id, conn.host)
+        return driver_placement()
+
+    def recover(self) -> bool:
+        """After the host was lost: a new one, the task started there again."""
+        if not self.broken:
+            return False
+        self.close()
+        self.open()
+        self.start_task(self._task_config)
+        return True
+
+    def interrupt(self) -> None:
+        self._interrupted.set()
+        conn = self._conn
+        if conn is not None:
+            conn.nudge()
+
+    def close(self) -> None:
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Lets go of the host (it stops its task and ends): a later ``recover`` hosts the
+        task again."""
+        conn, self._conn = self._conn, None
+        launched, self._launched = self._launched, None
+        if conn is not None:
+            conn.close()
+        if launched is not None:
+            launched.end()
+
+    # what the runner and the stand-in plugin call
+
+    @property
+    def broken(self) -> bool:
+        """Whether the host was lost (or never connected)."""
+        conn = self._conn
+        return conn is None or conn.lost is not None
+
+    def job_tag(self) -> str:
+        """The cancel tag of the Spark job hosting the task ("" when none)."""
+        launched = self._launched
+        return "" if launched is None else launched.job_tag
+
+    def start_task(self, task_config: Mapping[str, str]) -> None:
+        """Starts the task in its host and waits until it runs or is paused (the events that
+        came with it are consumed). Raises JavaTaskFailedError if it failed, HostLostError
+        if the host was lost or did not answer within START_TIMEOUT_S."""
+        self._task_config = dict(task_config)
+        conn = self._connection()
+        spec = self.spec
+        target = self.target
+        conn.send(host_pb2.DriverMessage(start_task=host_pb2.StartTask(
+            connector=spec.id.connector,
+            task=spec.id.task,
+            worker_id=spec.worker_id,
+            worker_properties=dict(spec.worker_properties),
+            plugin_scan_properties=dict(spec.scan_properties),
+            connector_config=dict(spec.connector_config),
+            task_config=self._task_config,
+            # the driver does not hand a task its generation's task count: the task's number
+            # + 1 is the least it has, all Kafka's check against tasks.max needs (the
+            # herder refuses more task configs than tasks.max)
+            task_count=spec.id.task + 1,
+            target_state=_target(target),
+            task_type=host_pb2.TASK_TYPE_SINK if spec.sink else host_pb2.TASK_TYPE_SOURCE,
+            exactly_once=spec.exactly_once,
+        )))
+        self._told = target
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            for event in conn.take_events():
+                if event.kind == host_pb2.TaskEvent.KIND_FAILED:
+                    raise JavaTaskFailedError(self.failure_trace(event.trace))
+                if event.kind in (host_pb2.TaskEvent.KIND_STARTED, host_pb2.TaskEvent.KIND_PAUSED):
+                    if event.version:
+                        self.version = event.version
+                        self.on_version(event.version)
+                    return
+            if conn.lost:
+                raise HostLostError(conn.lost)
+            if self._interrupted.is_set():
+                raise HostLostError("the task is stopping: its start was not waited for")
+            if time.monotonic() > deadline:
+                raise HostLostError(
+                    f"the Java task did not report that it started within {START_TIMEOUT_S:.0f} s"
+                )
+            conn.wait(POLL_S * 5)
+
+    def tell_target(self) -> None:
+        """Tells the host the task's target state if it changed since it was last told."""
+        target = self.target
+        if target is self._told:
+            return
+        self._connection().send(host_pb2.DriverMessage(
+            set_target_state=host_pb2.SetTargetState(target_state=_target(target))
+        ))
+        self._told = target
+
+    def wait_for_news(self, timeout: float) -> None:
+        """Returns once the host has news (an event, or it was lost), or after ``timeout``."""
+        conn = self._conn
+        if conn is None:
+            return
+        conn.wait(timeout, self._interrupted.is_set)
+
+    def nudge(self) -> None:
+        """Ends a ``wait_for_news`` early (the target state changed)."""
+        conn = self._conn
+        if conn is not None:
+            conn.nudge()
+
+    def take_events(self) -> list[Any]:
+        """The task's events since the last call (HostLostError once the host is lost and
+        none are left)."""
+        conn = self._connection()
+        events = conn.take_events()
+        if not events and conn.lost:
+            raise HostLostError(conn.lost)
+        return events
+
+    def stop_task(self) -> bool:
+        """Stops the task in its host: Kafka's ``task.shutdown.graceful.timeout.ms`` applies
+        there, and the driver waits that long and STOP_MARGIN_S more for the answer.
+        Returns whether the task stopped cleanly (False too when the host was lost)."""
+        conn = self._conn
+        if conn is None or conn.lost:
+            return False
+        timeout_s = self.spec.shutdown_timeout_ms / 1000 + STOP_MARGIN_S
+        try:
+            conn.send(host_pb2.DriverMessage(
+                stop_task=host_pb2.StopTask(timeout_ms=int(timeout_s * 1000))
+            ))
+        except HostLostError:
+            return False
+        stopped = conn.wait_stopped(timeout_s)
+        if stopped is None:
+            self._log.warning("java_task_stop_unanswered", waited_s=timeout_s)
+            return False
+        if not stopped.clean:
+            self._log.warning(
+                "java_task_not_stopped_cleanly", reason=stopped.trace.partition("\n")[0]
+            )
+        return bool(stopped.clean)
+
+    def failure_trace(self, trace: str) -> str:
+        """A Java failure's status trace, its headline first, then where it ran."""
+        headline, _, rest = trace.partition("\n")
+        where = self.placement()
+        place = where.host if where is not None else "its JVM host"
+        return f"{headline}\nin the JVM hosting the task ({place}):\n{rest}"
+
+    def _check(self, check: int) -> str:
+        """Answers the host's checks around an exactly-once source task's producer."""
+        if check == host_pb2.CheckRequest.CHECK_PRE_PRODUCER:
+            self._await_fencing()
+            return ""
+        if check == host_pb2.CheckRequest.CHECK_POST_PRODUCER:
+            if self._interrupted.is_set():
+                return "the task is stopping on this worker"
+            return ""
+        return f"unknown check {check}"
+
+    def _connection(self) -> JvmConnection:
+        conn = self._conn
+        if conn is None:
+            raise HostLostError("the task's JVM host is not connected")
+        return conn
+
+
+def _ignore(version: str) -> None:
+    return None
+
+
+class TaskEvents:
+    """The host's task events, for the runner (which does not read the protocol)."""
+
+    STARTED = int(host_pb2.TaskEvent.KIND_STARTED)
+    PAUSED = int(host_pb2.TaskEvent.KIND_PAUSED)
+    RESUMED = int(host_pb2.TaskEvent.KIND_RESUMED)
+    FAILED = int(host_pb2.TaskEvent.KIND_FAILED)
+    SHUTDOWN = int(host_pb2.TaskEvent.KIND_SHUTDOWN)
+
+    @staticmethod
+    def kind(event: Any) -> int:
+        return int(event.kind)
+
+    @staticmethod
+    def name(event: Any) -> str:
+        return str(host_pb2.TaskEvent.Kind.Name(event.kind))
+
+    @staticmethod
+    def failure(host: JvmTaskHost, event: Any) -> JavaTaskFailedError:
+        """The error a FAILED event fails the task with."""
+        return JavaTaskFailedError(host.failure_trace(str(event.trace)))
+
+
+def _target(target: TargetState) -> host_pb2.TargetState:
+    if target is TargetState.STARTED:
+        return host_pb2.TARGET_STATE_STARTED
+    return host_pb2.TARGET_STATE_PAUSED
+
+
+class JavaTaskPlugin(Task):
+    """The driver's stand-in for a Java task that lives in its JVM host: its start and stop
+    run there. Kafka's ``Task.stop()`` has no ``connector_deleted``: a deleted connector's
+    Java task is stopped like any other."""
+
+    def __init__(self, host: JvmTaskHost) -> None:
+        self._host = host
+
+    def version(self) -> str:
+        return self._host.version
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self._host.start_task(config)
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        self._host.stop_task()

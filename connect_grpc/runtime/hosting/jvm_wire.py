@@ -1,0 +1,299 @@
+"""The driver's end of the JVM task hosts' connections: the task-host protocol
+(``proto/connect_grpc/host/v1/host.proto``) over TCP, one connection per hosted task.
+
+Each message is length-delimited (its size as a base-128 varint, then its bytes), as Java's
+``writeDelimitedTo``/``parseDelimitedFrom`` frame them. The worker has one listener
+(``JvmHostListener``), on the address its executors reach the driver at; a task that is
+to be hosted registers a one-off token with it (``expect``), hands the token to the host it
+launches, and gets the connection whose first message, a ``Hello``, carries that token. A
+connection that says anything else first, or a token nobody waits for, is closed unanswered.
+
+``JvmConnection`` reads the host's messages on a thread of its own: the task's events are
+queued for the task's runner, a ``Stopped`` is kept for the stop that waits for it, and a
+host's ``CheckRequest`` is answered on a thread of its own by the check the host's owner
+gave (an exactly-once task's fencing wait may take long). A connection that closes or breaks
+makes the host lost (``HostLostError``, retriable: the runner hosts the task again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, BinaryIO
+
+import structlog
+
+from connect_grpc.host.v1 import host_pb2
+from connect_grpc.runtime.hosting.jobs import HostLostError
+
+log = structlog.get_logger(__name__)
+
+#: The largest message read: a StartTask carries configs, nothing near this.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+#: Seconds a new connection has to say hello.
+HELLO_TIMEOUT_S = 10.0
+
+#: Answers a host's check: (the check) → "" when it passed, else why it failed.
+CheckAnswerer = Callable[[int], str]
+
+
+def encode(message: Any) -> bytes:
+    """A message as it goes on the wire: its size as a varint, then its bytes."""
+    data: bytes = message.SerializeToString()
+    return _varint(len(data)) + data
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def read_message(stream: BinaryIO) -> bytes | None:
+    """The next message's bytes; None when the stream ended cleanly between two messages.
+    Raises EOFError when it ended inside one, ValueError for a size that cannot be."""
+    size = 0
+    for shift in range(0, 64, 7):
+        byte = stream.read(1)
+        if not byte:
+            if shift == 0:
+                return None
+            raise EOFError("the connection ended inside a message's size")
+        size |= (byte[0] & 0x7F) << shift
+        if not byte[0] & 0x80:
+            break
+    else:
+        raise ValueError("a message size longer than 64 bits")
+    if size > MAX_MESSAGE_BYTES:
+        raise ValueError(f"a message of {size} bytes (at most {MAX_MESSAGE_BYTES})")
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError("the connection ended inside a message")
+    return data
+
+
+class JvmConnection:
+    """One hosted task's connection, once its host said hello."""
+
+    def __init__(self, sock: socket.socket, stream: BinaryIO, hello: Any) -> None:
+        self._sock = sock
+        self._stream = stream
+        self.executor_id: str = hello.executor_id
+        self.host: str = hello.host
+        self._sends = threading.Lock()
+        self._changed = threading.Condition()
+        self._events: list[Any] = []
+        self._stopped: Any = None
+        self._nudged = False
+        #: Why the connection is gone (None while it is up).
+        self.lost: str | None = None
+        self._answer: CheckAnswerer = _no_checks
+
+    def start(self, name: str, answer: CheckAnswerer) -> None:
+        """Starts reading the host's messages; ``answer`` answers its checks."""
+        self._answer = answer
+        threading.Thread(target=self._read, name=name, daemon=True).start()
+
+    def _read(self) -> None:
+        why = "the JVM hosting the task closed its connection"
+        try:
+            while (data := read_message(self._stream)) is not None:
+                message = host_pb2.HostMessage.FromString(data)
+                kind = message.WhichOneof("message")
+                if kind == "task_event":
+                    self._add_event(message.task_event)
+                elif kind == "stopped":
+                    self._set_stopped(message.stopped)
+                elif kind == "check_request":
+                    request = message.check_request
+                    threading.Thread(
+                        target=self._check, args=(request.id, request.check),
+                        name="jvm-host-check", daemon=True,
+                    ).start()
+                else:
+                    log.warning("jvm_host_message_ignored", kind=kind)
+        except (OSError, EOFError, ValueError) as exc:
+            why = f"the connection to the JVM hosting the task broke ({exc!r})"
+        except Exception as exc:  # a message protobuf cannot read: the host is not ours
+            why = f"the JVM hosting the task sent what the protocol does not allow ({exc!r})"
+        self._set_lost(why)
+
+    def _add_event(self, event: Any) -> None:
+        with self._changed:
+            self._events.append(event)
+            self._changed.notify_all()
+
+    def _set_stopped(self, stopped: Any) -> None:
+        with self._changed:
+            self._stopped = stopped
+            self._changed.notify_all()
+
+    def _set_lost(self, why: str) -> None:
+        with self._changed:
+            if self.lost is None:
+                self.lost = why
+            self._changed.notify_all()
+
+    def _check(self, request_id: int, check: int) -> None:
+        try:
+            error = self._answer(check)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        done = host_pb2.CheckDone(id=request_id, error=error)
+        with contextlib.suppress(HostLostError):
+            self.send(host_pb2.DriverMessage(check_done=done))
+
+    def send(self, message: Any) -> None:
+        """Sends a DriverMessage; HostLostError if the connection is gone."""
+        data = encode(message)
+        try:
+            with self._sends:
+                self._sock.sendall(data)
+        except OSError as exc:
+            why = f"the JVM hosting the task is gone ({exc!r})"
+            self._set_lost(why)
+            raise HostLostError(why) from exc
+
+    def wait(self, timeout: float, until: Callable[[], bool] | None = None) -> None:
+        """Returns once an event is pending, the host stopped or was lost, ``nudge`` was
+        called, ``until()`` holds, or ``timeout`` seconds passed."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not (self._events or self._stopped is not None or self.lost or self._nudged):
+                if until is not None and until():
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+            self._nudged = False
+
+    def nudge(self) -> None:
+        """Wakes a ``wait`` (the task is stopping, or its target state changed)."""
+        with self._changed:
+            self._nudged = True
+            self._changed.notify_all()
+
+    def take_events(self) -> list[Any]:
+        """The task's events since the last call, oldest first."""
+        with self._changed:
+            events, self._events = self._events, []
+        return events
+
+    def wait_stopped(self, timeout: float) -> Any:
+        """The host's Stopped, or None if it did not come within ``timeout`` seconds (or the
+        connection was lost first)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._stopped is None and not self.lost:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+            return self._stopped
+
+    def close(self) -> None:
+        """Closes the connection: the host then stops its task, if it still runs one, and
+        ends."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+
+def _no_checks(check: int) -> str:
+    return f"this task's driver makes no checks (asked for check {check})"
+
+
+class JvmHostListener:
+    """The worker's listener for its JVM task hosts' connections, on ``bind_host()`` (the
+    address executors reach the driver at: ``spark.driver.host``, once Spark started) and a
+    port of the system's choosing."""
+
+    def __init__(self, bind_host: Callable[[], str]) -> None:
+        self._bind_host = bind_host
+        self._lock = threading.Lock()
+        self._server: socket.socket | None = None
+        self._waiting: dict[str, Future[JvmConnection]] = {}
+        self._closed = False
+
+    def address(self) -> tuple[str, int]:
+        """Where hosts connect to; starts listening on first use."""
+        with self._lock:
+            if self._closed:
+                raise HostLostError("the worker is stopping: no new JVM host")
+            if self._server is None:
+                server = socket.create_server((self._bind_host(), 0), backlog=64)
+                threading.Thread(
+                    target=self._accept, args=(server,), name="jvm-host-listener", daemon=True
+                ).start()
+                self._server = server
+                log.info("jvm_host_listener_started", address=server.getsockname()[:2])
+            host, port = self._server.getsockname()[:2]
+            return str(host), int(port)
+
+    def expect(self) -> tuple[str, Future[JvmConnection]]:
+        """A new token, and the connection that will say it (``forget`` it when done)."""
+        token = secrets.token_hex(32)
+        connected: Future[JvmConnection] = Future()
+        with self._lock:
+            self._waiting[token] = connected
+        return token, connected
+
+    def forget(self, token: str) -> None:
+        with self._lock:
+            self._waiting.pop(token, None)
+
+    def close(self) -> None:
+        """Stops listening; connections already made stay (their tasks close them)."""
+        with self._lock:
+            self._closed = True
+            server, self._server = self._server, None
+            waiting, self._waiting = self._waiting, {}
+        for connected in waiting.values():
+            connected.cancel()
+        if server is not None:
+            with contextlib.suppress(OSError):
+                server.close()
+
+    def _accept(self, server: socket.socket) -> None:
+        while True:
+            try:
+                sock, _ = server.accept()
+            except OSError:  # closed: the worker is stopping
+                return
+            threading.Thread(
+                target=self._greet, args=(sock,), name="jvm-host-hello", daemon=True
+            ).start()
+
+    def _greet(self, sock: socket.socket) -> None:
+        """Reads the connection's hello and hands it to the task that waits for its token."""
+        try:
+            sock.settimeout(HELLO_TIMEOUT_S)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            stream = sock.makefile("rb")
+            data = read_message(stream)
+            hello = host_pb2.HostMessage.FromString(data).hello if data else None
+            sock.settimeout(None)
+        except Exception as exc:  # noise on the port, or a host that died at once
+            log.warning("jvm_host_refused", reason=repr(exc))
+            sock.close()
+            return
+        with self._lock:
+            connected = self._waiting.pop(hello.token, None) if hello is not None else None
+        if connected is None or not connected.set_running_or_notify_cancel():
+            log.warning("jvm_host_refused", reason="its first message carried no awaited token")
+            sock.close()
+            return
+        connected.set_result(JvmConnection(sock, stream, hello))

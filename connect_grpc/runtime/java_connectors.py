@@ -1,0 +1,534 @@
+"""Kafka Connect's Java connectors as Python connectors: stand-ins whose instances live in
+the worker's Spark driver JVM.
+
+``jvm/``'s ``ConnectorHost`` (package ``io.connectgrpc.jvm.connectors``) makes each Java
+connector instance with Kafka's ``Plugins`` (the JVM's one scan of ``plugin.path``, shared
+with the catalogue) in its plugin's class loader and drives it as Kafka's worker does. Here,
+:class:`JavaSourceConnector` and :class:`JavaSinkConnector` implement the Python Connector
+API by calling it through py4j, so that the worker and the herder run a Java connector
+exactly as a Python one (``herder.java_plugins`` routes its names here). Only strings, ints
+and booleans cross the gateway (JSON for structures). Each call runs on a thread of its own
+and is waited for no longer than the caller's deadline (``kernel.deadline``): past it the
+call is an UnavailableError, and the JVM's work goes on (``runtime.java_plugins``' helpers).
+
+The Java instance of a stand-in lives from its ``start`` to its ``stop`` (a pause, a stop and
+a restart each end it, and the next ``start`` makes a new one, initialized with its context
+as Kafka's worker does); while it lives, a daemon thread relays its context's
+``requestTaskReconfiguration`` and ``raiseError`` to the Python context. What Kafka's worker
+asks of a fresh instance (``alterOffsets``, ``exactlyOnceSupport``,
+``canDefineTransactionBoundaries``, the version) makes one in the JVM for the call. A Java
+exception becomes a :class:`JavaConnectorError`, whose message opens on its root cause
+(``<java class>: <message>``) and goes on with the Java stack trace: a FAILED status shows
+both (``kernel.traces.CarriesTrace``).
+
+A Java connector is validated by Kafka's own validation through the catalogue
+(``herder.java_plugins``): ``config_def`` and ``validate`` of a stand-in refuse to be used.
+
+Public API
+----------
+``JvmConnectors``
+    The factory of stand-ins (``herder.java_plugins.JavaConnectorFactory``) of a worker.
+``JavaSourceConnector``, ``JavaSinkConnector``
+    The stand-ins' classes (one subclass per Java class, named as it).
+``JavaConnectorError``, ``JavaOffsetsRefusedError``
+    A Java connector's exception; a connector's refusal of offsets (KIP-875).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, cast
+
+import structlog
+
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.config_providers.redaction import SECRETS
+from connect_grpc.connectors.api import (
+    AlterOffsetsUnsupportedError,
+    Connector,
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SinkConnector,
+    SourceConnector,
+    Task,
+)
+from connect_grpc.java.plugin_path import host_worker_properties, java_plugin_entries
+from connect_grpc.kernel import deadline
+from connect_grpc.kernel.configdef import ConfigDef
+from connect_grpc.kernel.domain import ConnectorType, OffsetMap
+from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError
+from connect_grpc.kernel.traces import CarriesTrace
+from connect_grpc.runtime.java_plugins import _driver_jvm, _java_message, _run_in_thread, _wait
+from connect_grpc.runtime.java_task_classes import JavaSinkTask, JavaSourceTask
+
+__all__ = [
+    "JavaConnectorError",
+    "JavaOffsetsRefusedError",
+    "JavaSinkConnector",
+    "JavaSourceConnector",
+    "JvmConnectors",
+]
+
+log = structlog.get_logger(__name__)
+
+#: The py4j path of ``jvm/``'s connector host.
+CONNECTOR_HOST_CLASS = "io.connectgrpc.jvm.connectors.ConnectorHost"
+#: How long one look of the relay waits in the JVM for an event of a connector's context.
+EVENT_WAIT_MS = 1000
+_UNSUPPORTED = "java.lang.UnsupportedOperationException"
+#: Why a stand-in's Python validation refuses to run.
+_VALIDATED_IN_JAVA = (
+    "a Java connector is validated by Kafka Connect's own validation in the worker's JVM "
+    "(ValidateConfig), never by the Python one"
+)
+
+
+class JavaConnectorError(CarriesTrace, Exception):
+    """A Java connector's exception (or the JVM host's, for it). Its message's first line
+    is the root cause, ``<java class>: <message>``; the Java stack trace follows.
+
+    Args:
+        error: the host's error answer (``class``, ``message``, ``root_class``,
+            ``root_message``, ``trace``).
+    """
+
+    def __init__(self, error: Mapping[str, Any]) -> None:
+        self.java_class = str(error.get("class") or "")
+        self.java_message = error.get("message")
+        self.root_class = str(error.get("root_class") or self.java_class)
+        self.root_message = error.get("root_message")
+        self.connect_exception = bool(error.get("connect_exception"))
+        self.java_trace = str(error.get("trace") or "").rstrip("\n")
+        root = self.root_class if self.root_message is None else (
+            f"{self.root_class}: {self.root_message}"
+        )
+        self.headline = root.splitlines()[0] if root else "a Java exception"
+        super().__init__(f"{self.headline}\n{self.java_trace}" if self.java_trace else root)
+
+    @property
+    def summary(self) -> str:
+        """``<java class>: <message>`` of the exception itself (not its root cause)."""
+        if self.java_message is None:
+            return self.java_class
+        return f"{self.java_class}: {self.java_message}"
+
+
+class JavaOffsetsRefusedError(ValueError):
+    """A Java connector's ``alterOffsets`` refused the offsets (it threw a
+    ``ConnectException``, Kafka Connect's way to say they are invalid); the message is
+    its exception's ``<java class>: <message>``, and ``error`` keeps its trace."""
+
+    def __init__(self, error: JavaConnectorError) -> None:
+        super().__init__(error.summary)
+        self.error = error
+
+
+class ConnectorHostLink:
+    """A worker's ``ConnectorHost`` in the Spark driver's JVM, opened by the first call.
+
+    Args:
+        host_properties: the worker properties the JVM's plugin scan is opened with (the
+            catalogue's: ``java.plugin_path.host_worker_properties``).
+        worker_settings: what the source connectors' offsets reader needs of the worker
+            (``bootstrap.servers``, ``offset.storage.topic``, ...; see the Java side's
+            ``OffsetReaders``).
+        jvm: the JVM view to reach the host through (the driver's by default).
+    """
+
+    def __init__(
+        self,
+        host_properties: Mapping[str, str],
+        worker_settings: Mapping[str, Any],
+        jvm: Callable[[], Any] = _driver_jvm,
+    ) -> None:
+        self._properties = dict(host_properties)
+        self._settings = dict(worker_settings)
+        self._jvm = jvm
+        self._lock = threading.Lock()
+        self._opened: Any = None
+
+    def _host(self) -> Any:
+        """The host, opened once (it shares the JVM's scan of plugin.path, so the first
+        open may wait for it: within the caller's deadline)."""
+        with self._lock:
+            opened = self._opened
+            if opened is None:
+                jvm = self._jvm()
+                opened = self._opened = _run_in_thread(
+                    lambda: self._open(jvm), "java-connector-host-open"
+                )
+        host = _wait(opened, deadline.remaining(), "the scan of plugin.path's Java plugins")
+        return host
+
+    def _open(self, jvm: Any) -> Any:
+        entry = jvm
+        for part in CONNECTOR_HOST_CLASS.split("."):
+            entry = getattr(entry, part)
+        if not callable(getattr(entry, "open", None)) or type(entry).__name__ != "JavaClass":
+            raise FailedPreconditionError(
+                f"{CONNECTOR_HOST_CLASS} is not on the Spark driver's classpath: jvm/ was not "
+                f"built with it when the worker started (`make install` builds it), so the Java "
+                f"connectors of plugin.path cannot run"
+            )
+        try:
+            return entry.open(json.dumps(self._properties), json.dumps(self._settings))
+        except Exception as exc:
+            with self._lock:
+                self._opened = None  # a retry opens it again
+            raise FailedPreconditionError(
+                f"the Java connectors of plugin.path ({self._properties.get('plugin.path')}) "
+                f"cannot run: {_java_message(exc)}"
+            ) from exc
+
+    def call(self, what: str, invoke: Callable[[Any], str]) -> Any:
+        """``invoke(host)``'s answer (its ``ok`` value), waited for within the caller's
+        deadline. Raises JavaConnectorError for the host's error answer, UnavailableError
+        past the deadline (the JVM's work goes on), ConnectError if the gateway fails."""
+        host = self._host()
+        answer = _run_in_thread(lambda: str(invoke(host)), "java-connector-call")
+        try:
+            body = _wait(answer, deadline.remaining(), what)
+        except ConnectError:
+            raise
+        except Exception as exc:
+            raise ConnectError(f"{what} failed in the worker's JVM: {_java_message(exc)}") from exc
+        return _ok(body)
+
+    def next_event(self, handle: int, wait_ms: int) -> Mapping[str, Any] | None:
+        """The next event of a connector instance's context, waiting in the JVM at most
+        ``wait_ms`` (the relay's own thread calls it: it is bounded by that wait)."""
+        host = self._host()
+        event: Mapping[str, Any] | None = _ok(str(host.nextEvent(handle, wait_ms)))
+        return event
+
+    def close(self) -> None:
+        """Releases every instance and stops the offsets readers (once Spark's driver has
+        gone, there is nothing left to close)."""
+        with self._lock:
+            opened, self._opened = self._opened, None
+        if opened is None or not opened.done() or opened.exception() is not None:
+            return
+        try:
+            self._jvm()
+        except ConnectError:
+            return  # Spark's driver stopped: its JVM took the host with it
+        try:
+            opened.result().close()
+        except Exception as exc:
+            log.warning("java_connector_host_not_closed", error=_java_message(exc))
+
+
+def _ok(body: str) -> Any:
+    parsed = json.loads(body)
+    if "error" in parsed:
+        raise JavaConnectorError(parsed["error"])
+    return parsed.get("ok")
+
+
+class JavaConnector(Connector):
+    """What both stand-ins share: a Java connector's class, its version range
+    (``connector.plugin.version``, KIP-891), its instance in the JVM while started, and the
+    relay of its context's events."""
+
+    #: The Java class a subclass stands for (``JvmConnectors.connector_class``).
+    java_class: ClassVar[str] = ""
+    _factory: ClassVar[JvmConnectors]
+    _task_class: ClassVar[type[Task]]
+
+    def __init__(self, version: str | None = None) -> None:
+        self._version_range = version
+        self._handle: int | None = None
+        #: The version the JVM's instance reports (Kafka's status shows it).
+        self._version: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def _link(self) -> ConnectorHostLink:
+        return self._factory.link
+
+    def version(self) -> str:
+        if self._version is not None:
+            return self._version
+        return str(self._factory.describe(self.java_class, self._version_range)["version"])
+
+    def config_def(self) -> ConfigDef:
+        raise TypeError(_VALIDATED_IN_JAVA)
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        raise TypeError(_VALIDATED_IN_JAVA)
+
+    def task_class(self) -> type[Task]:
+        return self._task_class
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Makes the Java instance, initializes it with its context, starts the relay of
+        its events, then starts it; a failed start releases it again."""
+        name = config.get("name") or self.java_class
+        with self._lock:
+            if self._handle is None:
+                created = self._link.call(
+                    f"creating the Java connector {self.java_class}",
+                    lambda host: host.create(name, self.java_class, self._version_range),
+                )
+                self._handle = int(created["handle"])
+                self._version = str(created["version"])
+                _relay(self, self._handle)
+            handle = self._handle
+        try:
+            self._link.call(
+                f"the start of the Java connector {self.java_class}",
+                lambda host: host.start(handle, json.dumps(dict(config))),
+            )
+        except BaseException:
+            self._release()
+            raise
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        handle = self._started_handle()
+        configs: list[dict[str, str]] = self._link.call(
+            f"the task configs of the Java connector {self.java_class}",
+            lambda host: host.taskConfigs(handle, max_tasks),
+        )
+        return configs
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Stops the Java instance (Kafka's ``stop()`` has no ``connector_deleted``) and
+        releases it: the next start makes a new one."""
+        with self._lock:
+            handle = self._handle
+        if handle is None:
+            return
+        try:
+            self._link.call(
+                f"the stop of the Java connector {self.java_class}",
+                lambda host: host.stop(handle),
+            )
+        finally:
+            self._release()
+
+    def _started_handle(self) -> int:
+        with self._lock:
+            handle = self._handle
+        if handle is None:
+            raise ConnectError(f"the Java connector {self.java_class} is not started")
+        return handle
+
+    def _release(self) -> None:
+        """Forgets the Java instance (the JVM stops it first if it is still started); its
+        relay ends once the JVM answers that it is released."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        try:
+            self._link.call(
+                f"the release of the Java connector {self.java_class}",
+                lambda host: host.release(handle),
+            )
+        except Exception as exc:  # the JVM goes on with it; nothing else to undo here
+            log.warning("java_connector_not_released", java_class=self.java_class,
+                        error=str(exc).splitlines()[0])
+
+    def _fresh(
+        self, what: str, invoke: Callable[[Any, str], str], config: Mapping[str, str]
+    ) -> Any:
+        """A call on a fresh Java instance, made for it, with ``config`` (JSON) given."""
+        body = json.dumps(dict(config))
+        return self._link.call(
+            f"{what} of the Java connector {self.java_class}", lambda host: invoke(host, body)
+        )
+
+    def _alter_offsets(self, method: str, config: Mapping[str, str], offsets: Any) -> bool:
+        """KIP-875's hook on a fresh instance; its exceptions as ``_vet`` takes them."""
+        body = json.dumps(offsets)
+        try:
+            answer = self._fresh(
+                "alterOffsets",
+                lambda host, cfg: getattr(host, method)(
+                    self.java_class, self._version_range, cfg, body
+                ),
+                config,
+            )
+        except JavaConnectorError as exc:
+            log.warning("alter_offsets_refused", connector=config.get("name"),
+                        java_class=self.java_class, error=SECRETS.redact(exc.summary),
+                        trace=SECRETS.redact(exc.java_trace))
+            if exc.java_class == _UNSUPPORTED:
+                raise AlterOffsetsUnsupportedError(exc.summary) from exc
+            if exc.connect_exception:
+                raise JavaOffsetsRefusedError(exc) from exc
+            raise
+        return bool(answer)
+
+
+def _relay(connector: JavaConnector, handle: int) -> None:
+    """Starts the daemon thread that hands the Java context's events of ``handle`` to the
+    Python context, until the JVM says the instance is released."""
+
+    def run() -> None:
+        failures = 0
+        while True:
+            try:
+                event = connector._link.next_event(handle, EVENT_WAIT_MS)
+                failures = 0
+            except Exception as exc:
+                failures += 1
+                if failures >= 3:  # the JVM is gone (the worker stops): nothing left to relay
+                    log.warning("java_connector_events_lost", java_class=connector.java_class,
+                                error=str(exc).splitlines()[0] if str(exc) else repr(exc))
+                    return
+                time.sleep(1.0)
+                continue
+            if event is None:
+                continue
+            kind = event.get("event")
+            if kind == "released":
+                return
+            try:
+                if kind == "reconfigure":
+                    connector.context.request_task_reconfiguration()
+                elif kind == "error":
+                    connector.context.raise_error(JavaConnectorError(event.get("error") or {}))
+            except Exception:
+                log.warning("java_connector_event_not_handled", java_class=connector.java_class,
+                            event=kind, exc_info=True)
+
+    _run_in_thread(run, f"java-connector-events-{handle}")
+
+
+class JavaSourceConnector(JavaConnector, SourceConnector):
+    """Stands for a Java source connector."""
+
+    _task_class = JavaSourceTask
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        answer = self._fresh(
+            "exactlyOnceSupport",
+            lambda host, cfg: host.exactlyOnceSupport(self.java_class, self._version_range, cfg),
+            config,
+        )
+        return None if answer is None else ExactlyOnceSupport[str(answer)]
+
+    def can_define_transaction_boundaries(
+        self, config: Mapping[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        answer = self._fresh(
+            "canDefineTransactionBoundaries",
+            lambda host, cfg: host.canDefineTransactionBoundaries(
+                self.java_class, self._version_range, cfg
+            ),
+            config,
+        )
+        # Kafka's herder takes anything but SUPPORTED (null included) as unsupported
+        return (ConnectorTransactionBoundaries.SUPPORTED if answer == "SUPPORTED"
+                else ConnectorTransactionBoundaries.UNSUPPORTED)
+
+    def alter_offsets(
+        self,
+        config: Mapping[str, str],
+        offsets: Sequence[tuple[OffsetMap, OffsetMap | None]],
+    ) -> bool:
+        entries = [
+            {"partition": dict(partition), "offset": None if offset is None else dict(offset)}
+            for partition, offset in offsets
+        ]
+        return self._alter_offsets("alterSourceOffsets", config, entries)
+
+
+class JavaSinkConnector(JavaConnector, SinkConnector):
+    """Stands for a Java sink connector."""
+
+    _task_class = JavaSinkTask
+
+    def alter_offsets(
+        self, config: Mapping[str, str], offsets: Mapping[tuple[str, int], int | None]
+    ) -> bool:
+        entries = [
+            {"topic": topic, "partition": partition, "offset": offset}
+            for (topic, partition), offset in offsets.items()
+        ]
+        return self._alter_offsets("alterSinkOffsets", config, entries)
+
+
+class JvmConnectors:
+    """The stand-ins of a worker's Java connectors (``herder.java_plugins``'
+    ``JavaConnectorFactory``): one subclass of :class:`JavaSourceConnector` or
+    :class:`JavaSinkConnector` per Java class, named as the Java class (its module the
+    class's package), so that logs, metrics and the worker name it as Kafka Connect does.
+
+    Args:
+        link: the worker's connector host in the JVM.
+    """
+
+    def __init__(self, link: ConnectorHostLink) -> None:
+        self.link = link
+        self._lock = threading.Lock()
+        self._classes: dict[str, type[JavaConnector]] = {}
+        self._described: dict[tuple[str, str | None], Mapping[str, Any]] = {}
+
+    def connector_class(self, java_class: str, kind: ConnectorType) -> type[Connector]:
+        """The stand-in class of ``java_class`` (made once; ``kind`` chooses its base)."""
+        with self._lock:
+            cls = self._classes.get(java_class)
+            if cls is None:
+                base: type[JavaConnector] = (
+                    JavaSinkConnector if kind is ConnectorType.SINK else JavaSourceConnector
+                )
+                package, _, simple = java_class.rpartition(".")
+                cls = cast(type[JavaConnector], type(simple, (base,), {
+                    "__module__": package or base.__module__,
+                    "__qualname__": simple,
+                    "__doc__": f"Stands for the Java connector {java_class}.",
+                    "java_class": java_class,
+                    "_factory": self,
+                }))
+                self._classes[java_class] = cls
+        return cls
+
+    def new_connector(
+        self, java_class: str, kind: ConnectorType, version: str | None
+    ) -> Connector:
+        cls = cast(type[JavaConnector], self.connector_class(java_class, kind))
+        return cls(version)
+
+    def describe(self, java_class: str, version: str | None) -> Mapping[str, Any]:
+        """``{"class", "kind", "version", "task_class"}`` of the Java class in that version,
+        asked of a fresh instance once (the plugins are fixed once scanned)."""
+        key = (java_class, version)
+        with self._lock:
+            described = self._described.get(key)
+        if described is None:
+            described = self.link.call(
+                f"the description of the Java connector {java_class}",
+                lambda host: host.describe(java_class, version),
+            )
+            with self._lock:
+                self._described[key] = described
+        return described
+
+    def close(self) -> None:
+        self.link.close()
+
+    @classmethod
+    def for_worker(
+        cls, config: WorkerConfig, offsets: Mapping[str, str]
+    ) -> JvmConnectors | None:
+        """The worker's Java connectors; None when ``plugin.path`` holds no Java plugins.
+        ``offsets``: the worker's offsets topic settings (``offset.storage.topic``,
+        ``offset.storage.partitions``, ``offset.storage.replication.factor``,
+        ``group.id``). Nothing starts in the JVM until a Java connector is made."""
+        entries = java_plugin_entries(config.plugin_path)
+        if not entries:
+            return None
+        settings: dict[str, Any] = {
+            "bootstrap.servers": config.bootstrap_servers,
+            "worker.id": config.worker_id,
+            "exactly.once.source.support": config.exactly_once_source,
+            "client": config.prefixed("admin."),
+            **offsets,
+        }
+        return cls(ConnectorHostLink(host_worker_properties(config.raw, entries), settings))
+

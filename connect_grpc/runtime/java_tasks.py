@@ -1,0 +1,258 @@
+"""Kafka Connect's Java tasks on this worker: each runs under Kafka's own worker in a JVM
+host (``hosting.jvm_host``), driven by the worker's one task state machine
+(``JavaTaskRunner``), so that its statuses, retries, pause and resume, stop time-out and
+placement are those of any task; no record moves through Python.
+
+``JavaTasks`` is what the worker makes them with: its listener for the hosts' connections,
+and the choice of a host (an executor's JVM when the worker's Spark task slots have room,
+``HostSlots``; else the driver's JVM, the task then waiting for a slot as a Python task
+does). What the JVM's Kafka worker is built from is the worker's properties in Kafka
+Connect's names (``kafka_worker_properties``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, Unpack
+
+import structlog
+
+from connect_grpc.config.worker import TASK_HOSTING_EXECUTOR, WorkerConfig
+from connect_grpc.java.plugin_path import host_worker_properties, java_plugin_entries
+from connect_grpc.kernel.domain import TargetState
+from connect_grpc.runtime.hosting.jobs import HostLostError, WarmHosts
+from connect_grpc.runtime.hosting.jvm_host import (
+    JavaTaskSpec,
+    JvmTaskHost,
+    Launcher,
+    TaskEvents,
+    launch_driver_host,
+    launch_spark_host,
+    shut_down_driver_worker,
+)
+from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
+from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
+from connect_grpc.runtime.java_task_classes import is_java_task
+from connect_grpc.runtime.spark import SparkRuntime
+from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+
+__all__ = [
+    "JavaTaskRunner",
+    "JavaTasks",
+    "JvmTaskHost",
+    "is_java_task",
+    "kafka_worker_properties",
+]
+
+log = structlog.get_logger(__name__)
+
+#: Seconds a turn of a Java task's loop waits for its host's news.
+EVENT_WAIT_S = 0.5
+
+#: Kafka Connect's worker properties a JVM's Kafka worker is built from (the rest are
+#: connect-grpc's own, or Python's: its listeners, its Spark settings, its config providers,
+#: which resolved the configs before they reach the JVM).
+KAFKA_WORKER_PROPERTIES = frozenset({
+    "bootstrap.servers", "client.dns.lookup", "client.id", "group.id",
+    "config.storage.topic", "config.storage.replication.factor",
+    "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor",
+    "status.storage.topic", "status.storage.partitions", "status.storage.replication.factor",
+    "key.converter", "value.converter", "header.converter",
+    "exactly.once.source.support", "task.shutdown.graceful.timeout.ms",
+    "offset.flush.interval.ms", "offset.flush.timeout.ms",
+    "topic.creation.enable", "topic.tracking.enable", "topic.tracking.allow.reset",
+    "connector.client.config.override.policy", "connector.client.config.override.allowlist",
+    "security.protocol", "request.timeout.ms", "retry.backoff.ms", "retry.backoff.max.ms",
+    "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms",
+    "connections.max.idle.ms", "send.buffer.bytes", "receive.buffer.bytes",
+    "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
+    "metric.reporters", "metrics.num.samples", "metrics.sample.window.ms",
+    "metrics.recording.level",
+})
+#: And every property under these prefixes (the clients' settings, the converters' own).
+KAFKA_WORKER_PREFIXES = (
+    "ssl.", "sasl.", "producer.", "consumer.", "admin.",
+    "key.converter.", "value.converter.", "header.converter.",
+)
+#: A converter the worker leaves unset passes bytes through, as it does for Python tasks.
+PASS_THROUGH_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+_CONVERTERS = ("key.converter", "value.converter", "header.converter")
+#: Kafka Connect's default ``task.shutdown.graceful.timeout.ms``.
+DEFAULT_SHUTDOWN_TIMEOUT_MS = 5000
+
+
+def kafka_worker_properties(
+    config: WorkerConfig, scan_properties: Mapping[str, str]
+) -> dict[str, str]:
+    """The worker's properties a JVM's Kafka worker is built from: Kafka Connect's names only
+    (``KAFKA_WORKER_PROPERTIES`` and ``KAFKA_WORKER_PREFIXES``), ``plugin.path`` and
+    ``plugin.discovery`` as the JVM's plugin scan has them, and the pass-through converter
+    for an unset one."""
+    props = {
+        key: value
+        for key, value in config.raw.items()
+        if key in KAFKA_WORKER_PROPERTIES or key.startswith(KAFKA_WORKER_PREFIXES)
+    }
+    props.update(scan_properties)
+    for name in _CONVERTERS:
+        if config.converter_class(name) is None:
+            props[name] = PASS_THROUGH_CONVERTER
+    return props
+
+
+def _shutdown_timeout_ms(config: WorkerConfig) -> int:
+    raw = config.raw.get("task.shutdown.graceful.timeout.ms", "").strip()
+    try:
+        return max(0, int(raw)) if raw else DEFAULT_SHUTDOWN_TIMEOUT_MS
+    except ValueError:
+        return DEFAULT_SHUTDOWN_TIMEOUT_MS  # Kafka's worker config refuses it, naming it
+
+
+class JavaTaskRunner(TaskRunner):
+    """Runs a Java task in its JVM host with the worker's task state machine: ``prepare``
+    connects the host, the plugin's start and stop run there, and each turn of the loop
+    waits for the host's news: a failure ends the task (non-retriable, its Java trace in
+    the status), a lost host is retriable (the loop hosts the task again), and a change of
+    the target state is passed on."""
+
+    host: JvmTaskHost
+
+    def __init__(
+        self,
+        setup: TaskSetup,
+        host: JvmTaskHost,
+        clients: TaskClients,
+        **options: Unpack[RunnerOptions],
+    ) -> None:
+        options = for_cluster(options, setup.producer_conf(), setup.worker_config)
+        # the loop launches no Spark job of its own: a host's job is launched from a thread
+        # of its own, and is cancelled by its own tag
+        options["spark_jobs"] = False
+        super().__init__(setup, host, clients, **options)
+        host.on_version = self._version_known
+        #: Whether the loss of the current host was shown (a turn raised HostLostError).
+        self._lost_shown = False
+
+    def _version_known(self, version: str) -> None:
+        """The Java task's version, which its statuses show (its host says it once it
+        started, before the status that says so)."""
+        self._plugin_version = version
+
+    def start(self, task_config: Mapping[str, str], target: TargetState) -> bool:
+        self.host.target = target
+        return super().start(task_config, target)
+
+    def prepare(self) -> None:
+        self.host.open()
+
+    def set_target(self, target: TargetState) -> None:
+        self.host.target = target
+        super().set_target(target)
+        self.host.nudge()
+
+    def keep_alive(self) -> None:
+        """Every turn, also paused: the host's events handled, the target state passed on.
+        A lost host is first shown (the turn raises HostLostError: RETRYING, where the task
+        runs nowhere), then replaced on the next turn, the task started there again."""
+        if self._lost_shown and self.host.broken:
+            self.recover_host()
+        self._lost_shown = False
+        self._take_news()
+        self.host.tell_target()
+
+    def run_batch(self) -> bool:
+        """Waits for the host's news (the task moves its records there)."""
+        self.host.wait_for_news(EVENT_WAIT_S)
+        self._take_news()
+        return False
+
+    def _take_news(self) -> None:
+        try:
+            self._handle(self.host.take_events())
+        except HostLostError:
+            self._lost_shown = True
+            raise
+
+    def _handle(self, events: Sequence[Any]) -> None:
+        for event in events:
+            kind = TaskEvents.kind(event)
+            if kind == TaskEvents.FAILED:
+                raise TaskEvents.failure(self.host, event)
+            if kind == TaskEvents.SHUTDOWN:
+                # only a stop ends a task, and stops wait for their own answer: its host
+                # ended it (its Spark job was cancelled), and the task is hosted again
+                self.host.abandon()
+                raise HostLostError("the Java task was shut down in its host (its Spark job "
+                                    "ended)")
+            self.log.debug("java_task_event", kind=TaskEvents.name(event))
+
+
+class JavaTasks:
+    """What a worker hosts its Java tasks with (one per worker)."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        spark: SparkRuntime,
+        slots: HostSlots,
+        slot_watcher: SlotWatcher,
+        warm_hosts: WarmHosts,
+    ) -> None:
+        self._config = config
+        self._spark = spark
+        self._slots = slots
+        self._slot_watcher = slot_watcher
+        self._warm_hosts = warm_hosts
+        # looked up when a first Java task needs it: a worker without any pays nothing
+        self._listener = JvmHostListener(lambda: spark.driver_host())
+        self._scan_properties = host_worker_properties(
+            config.raw, java_plugin_entries(config.plugin_path)
+        )
+        self._worker_properties = kafka_worker_properties(config, self._scan_properties)
+        #: Whether a Java task was hosted (the driver's JVM may then have a Kafka worker).
+        self._hosted = False
+
+    def new_runner(
+        self, setup: TaskSetup, clients: TaskClients, is_sink: bool, options: RunnerOptions
+    ) -> JavaTaskRunner:
+        """The runner of a Java task, with its host: in an executor's JVM when a Spark task
+        slot is free (``task.hosting=executor``), else in the driver's JVM (waiting for a
+        slot then, as a Python task does)."""
+        task = setup.id
+        self._hosted = True
+        spec = JavaTaskSpec(
+            task,
+            setup.worker_id,
+            self._worker_properties,
+            self._scan_properties,
+            setup.connector_config,
+            sink=is_sink,
+            exactly_once=not is_sink and clients.transactions is not None,
+            shutdown_timeout_ms=_shutdown_timeout_ms(self._config),
+        )
+        hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
+        launch: Launcher
+        if hosting and self._slots.try_acquire(task):
+            # a parked Python host sits on a Spark task slot the slots count as free: those
+            # beyond the free slots end, so that this task's job gets one
+            self._warm_hosts.expire()
+            launch = functools.partial(launch_spark_host, self._spark, task)
+            executor = True
+            log.info("task_hosted", connector=task.connector, task=task.task, jvm=True)
+        else:
+            if hosting:
+                log.info("task_waiting_for_slot", connector=task.connector, task=task.task)
+                self._slot_watcher.wait_for_slot(task)
+            launch = functools.partial(launch_driver_host, self._spark)
+            executor = False
+        host = JvmTaskHost(spec, launch, self._listener, clients.await_fencing, executor=executor)
+        return JavaTaskRunner(setup, host, clients, **options)
+
+    def close(self) -> None:
+        """Stops listening and stops the Kafka worker of the driver's JVM (its tasks were
+        stopped before). Executors' JVMs end with the application."""
+        self._listener.close()
+        if self._hosted:
+            shut_down_driver_worker(self._spark, self._config.worker_id)

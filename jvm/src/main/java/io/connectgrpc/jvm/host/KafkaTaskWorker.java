@@ -1,0 +1,206 @@
+package io.connectgrpc.jvm.host;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.connectgrpc.jvm.host.proto.StartTask;
+import io.connectgrpc.jvm.plugins.JavaPluginHost;
+
+import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.connector.policy.ConnectorClientConfigOverridePolicy;
+import org.apache.kafka.connect.json.JsonConverter;
+import org.apache.kafka.connect.json.JsonConverterConfig;
+import org.apache.kafka.connect.runtime.TaskStatus;
+import org.apache.kafka.connect.runtime.Worker;
+import org.apache.kafka.connect.runtime.WorkerConfig;
+import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
+import org.apache.kafka.connect.runtime.isolation.Plugins;
+import org.apache.kafka.connect.runtime.standalone.StandaloneHerder;
+import org.apache.kafka.connect.storage.KafkaOffsetBackingStore;
+import org.apache.kafka.connect.storage.OffsetBackingStore;
+import org.apache.kafka.connect.util.ConnectUtils;
+import org.apache.kafka.connect.util.SharedTopicAdmin;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Kafka Connect's own {@link Worker}, one per JVM and connect-grpc worker, which runs the
+ * Java tasks that JVM hosts: converters, transformations and predicates, error tolerance and
+ * the dead-letter queue, source offsets in the worker's offsets topic, the sink's consumer
+ * group {@code connect-<name>}, client overrides and topic creation are all Kafka's.
+ *
+ * <p>It is built as Kafka's {@code ConnectDistributed} builds its worker: a
+ * {@link DistributedConfig} of the worker's properties, the JVM's one plugin scan
+ * ({@link JavaPluginHost#shared}), a {@link KafkaOffsetBackingStore} on the worker's offsets
+ * topic over a shared admin client, and the connector client override policy the worker
+ * names; it is started once, when its first task starts, and stopped when the connect-grpc
+ * worker stops ({@link #shutdown}) or the JVM ends.
+ *
+ * <p>No Kafka herder runs here (connect-grpc's is the control plane). Kafka's worker still
+ * needs one for its tasks' status store and its metrics: a {@link StandaloneHerder} that is
+ * built and never started, whose in-memory status store is kept current by
+ * {@link StatusRelay} (it is the herder's own status listener).
+ */
+public final class KafkaTaskWorker implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(KafkaTaskWorker.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** This JVM's workers, by connect-grpc worker id. */
+    private static final Map<String, CompletableFuture<KafkaTaskWorker>> WORKERS = new ConcurrentHashMap<>();
+
+    private final Map<String, String> properties;
+    private final Worker worker;
+    private final StandaloneHerder herder;
+    private final AutoCloseable resources;
+    private final long shutdownTimeoutMs;
+
+    /**
+     * A started Kafka worker over {@code offsets} (built, not started: the worker starts it).
+     *
+     * @param resources closed after the worker stops (the shared admin client)
+     */
+    KafkaTaskWorker(String workerId, Map<String, String> properties, WorkerConfig config, Plugins plugins,
+                    OffsetBackingStore offsets, AutoCloseable resources) {
+        this.properties = Map.copyOf(properties);
+        this.resources = resources;
+        ConnectorClientConfigOverridePolicy policy = plugins.newPlugin(
+                config.getString(WorkerConfig.CONNECTOR_CLIENT_POLICY_CLASS_CONFIG),
+                config,
+                ConnectorClientConfigOverridePolicy.class);
+        this.worker = new Worker(workerId, Time.SYSTEM, plugins, config, offsets, policy);
+        // Building the herder hands it to the worker (Kafka's herders do so in their
+        // constructor); it is never started.
+        this.herder = new StandaloneHerder(worker, config.kafkaClusterId(), policy);
+        this.shutdownTimeoutMs = config.getLong(WorkerConfig.TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS_CONFIG);
+        worker.start();
+    }
+
+    /**
+     * Builds and starts the Kafka worker of a connect-grpc worker, as Kafka's
+     * {@code ConnectDistributed} does.
+     *
+     * @param workerProperties the worker's properties, in Kafka Connect's names
+     * @param scanProperties what the JVM's plugin scan is opened with
+     */
+    static KafkaTaskWorker open(String workerId, Map<String, String> workerProperties,
+                                Map<String, String> scanProperties) {
+        Plugins plugins = JavaPluginHost.shared(json(scanProperties)).catalogue().plugins();
+        DistributedConfig config = new DistributedConfig(workerProperties);
+        String clusterId = config.kafkaClusterId();
+        String clientIdBase = ConnectUtils.clientIdBase(config);
+        Map<String, Object> adminProps = new HashMap<>(config.originals());
+        ConnectUtils.addMetricsContextProperties(adminProps, config, clusterId);
+        adminProps.put(CommonClientConfigs.CLIENT_ID_CONFIG, clientIdBase + "shared-admin");
+        SharedTopicAdmin admin = new SharedTopicAdmin(adminProps);
+        try {
+            KafkaOffsetBackingStore offsets = new KafkaOffsetBackingStore(admin, () -> clientIdBase,
+                    plugins.newInternalConverter(true, JsonConverter.class.getName(),
+                            Map.of(JsonConverterConfig.SCHEMAS_ENABLE_CONFIG, "false")));
+            offsets.configure(config);
+            long started = System.nanoTime();
+            KafkaTaskWorker built = new KafkaTaskWorker(workerId, workerProperties, config, plugins, offsets, admin);
+            log.info("Started Kafka Connect's worker for connect-grpc worker {} in {} ms", workerId,
+                    (System.nanoTime() - started) / 1_000_000);
+            return built;
+        } catch (RuntimeException | Error e) {
+            admin.close();
+            throw e;
+        }
+    }
+
+    /**
+     * The Kafka worker of the task's connect-grpc worker in this JVM, built and started by the
+     * first task that needs it. A worker id that comes back with other properties (a worker
+     * restarted with a new config while its executors live on) gets a new Kafka worker; the
+     * old one is stopped, with whatever tasks of the old incarnation it still ran.
+     */
+    static KafkaTaskWorker forStart(StartTask start) throws Exception {
+        String workerId = start.getWorkerId();
+        Map<String, String> properties = start.getWorkerPropertiesMap();
+        while (true) {
+            CompletableFuture<KafkaTaskWorker> mine = new CompletableFuture<>();
+            CompletableFuture<KafkaTaskWorker> current = WORKERS.putIfAbsent(workerId, mine);
+            if (current == null) {
+                try {
+                    mine.complete(open(workerId, properties, start.getPluginScanPropertiesMap()));
+                } catch (RuntimeException | Error e) {
+                    WORKERS.remove(workerId, mine);
+                    mine.completeExceptionally(e);
+                    throw e;
+                }
+                return mine.join();
+            }
+            KafkaTaskWorker existing;
+            try {
+                existing = current.get();
+            } catch (ExecutionException e) {
+                // its builder failed (and removed it): this task builds it anew
+                continue;
+            }
+            if (existing.properties.equals(properties)) {
+                return existing;
+            }
+            if (WORKERS.remove(workerId, current)) {
+                log.info("connect-grpc worker {} came back with other properties: a new Kafka worker", workerId);
+                existing.close();
+            }
+        }
+    }
+
+    /**
+     * Stops the Kafka worker of a connect-grpc worker in this JVM, if there is one (the
+     * connect-grpc worker is stopping: its tasks were stopped before). For Python, through
+     * py4j.
+     */
+    public static void shutdown(String workerId) {
+        CompletableFuture<KafkaTaskWorker> current = WORKERS.remove(workerId);
+        if (current != null && current.isDone() && !current.isCompletedExceptionally()) {
+            current.join().close();
+        }
+    }
+
+    Worker worker() {
+        return worker;
+    }
+
+    /** The herder's status listener: it keeps the status store Kafka's worker reads current. */
+    TaskStatus.Listener statusStore() {
+        return herder;
+    }
+
+    /** Kafka Connect's {@code task.shutdown.graceful.timeout.ms} of this worker. */
+    long shutdownTimeoutMs() {
+        return shutdownTimeoutMs;
+    }
+
+    @Override
+    public void close() {
+        try {
+            // the never-started herder stops what it holds: the worker (its tasks, uncleanly,
+            // if any are left, and its offset store) and the worker's metrics
+            herder.stop();
+        } finally {
+            try {
+                resources.close();
+            } catch (Exception e) {
+                log.warn("Could not close the Kafka worker's admin client", e);
+            }
+        }
+    }
+
+    private static String json(Map<String, String> properties) {
+        try {
+            return JSON.writeValueAsString(properties);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot write the plugin scan's properties as JSON", e);
+        }
+    }
+}

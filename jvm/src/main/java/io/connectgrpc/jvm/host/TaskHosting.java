@@ -1,0 +1,63 @@
+package io.connectgrpc.jvm.host;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.function.BooleanSupplier;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Where a JVM task host starts: connects to the worker's driver, serves one task
+ * ({@link TaskSession}) and returns once it stopped. It runs as a long-running Spark task in
+ * an executor's JVM ({@link TaskHostFunction}) or, when the worker has no Spark task slot
+ * free for it, in a thread of the driver's own JVM ({@link #startInDriver}).
+ *
+ * <p>It never throws: a host that fails is a host the driver loses (its connection closes),
+ * which the driver's task state machine handles; a Spark task that failed would be retried by
+ * Spark with a token that was already used.
+ */
+public final class TaskHosting {
+
+    private static final Logger log = LoggerFactory.getLogger(TaskHosting.class);
+
+    /** How long a host tries to reach the driver. */
+    static final int CONNECT_TIMEOUT_MS = 30_000;
+    /** The executor id of the driver's JVM, as Spark names it. */
+    static final String DRIVER_EXECUTOR_ID = "driver";
+
+    private TaskHosting() {
+    }
+
+    /** Serves one task until it stopped (see the class comment). */
+    static void serve(String address, int port, String token, String executorId, BooleanSupplier interrupted) {
+        try (DriverLink link = DriverLink.connect(address, port, CONNECT_TIMEOUT_MS)) {
+            new TaskSession(link, interrupted, KafkaTaskWorker::forStart).run(token, executorId, hostName());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception | LinkageError e) {
+            log.error("A task host ended on an error", e);
+        }
+    }
+
+    /**
+     * Starts a host in a thread of this JVM (the driver's), for Python through py4j; returns at
+     * once. The host ends when its task stopped or its connection to the driver closed.
+     */
+    public static void startInDriver(String address, int port, String token) {
+        Thread thread = new Thread(() -> serve(address, port, token, DRIVER_EXECUTOR_ID, () -> false),
+                "connect-grpc-task-host");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** This machine's name, as Python's {@code socket.gethostname()} gives it. */
+    static String hostName() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (UnknownHostException e) {
+            String fromEnv = System.getenv("HOSTNAME");
+            return fromEnv == null ? "" : fromEnv;
+        }
+    }
+}

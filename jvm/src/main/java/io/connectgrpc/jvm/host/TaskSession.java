@@ -1,0 +1,319 @@
+package io.connectgrpc.jvm.host;
+
+import java.io.IOException;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+
+import io.connectgrpc.jvm.host.proto.CheckRequest;
+import io.connectgrpc.jvm.host.proto.DriverMessage;
+import io.connectgrpc.jvm.host.proto.Hello;
+import io.connectgrpc.jvm.host.proto.HostMessage;
+import io.connectgrpc.jvm.host.proto.StartTask;
+import io.connectgrpc.jvm.host.proto.Stopped;
+import io.connectgrpc.jvm.host.proto.TargetState;
+
+import org.apache.kafka.connect.runtime.Worker;
+import org.apache.kafka.connect.storage.AppliedConnectorConfig;
+import org.apache.kafka.connect.storage.ClusterConfigState;
+import org.apache.kafka.connect.util.ConnectorTaskId;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One hosted task, from the host's end of its connection to the driver: says hello, starts
+ * the task on the JVM's Kafka worker when told, relays its status events, pauses and resumes
+ * it, and stops it when told, when its connection to the driver closes, or when the Spark task
+ * hosting it is cancelled ({@code interrupted}: Spark does not interrupt the thread, so the
+ * session looks every {@link #POLL_MS} ms). Returns once the task is stopped.
+ *
+ * <p>The task runs in Kafka's worker's own thread; this session's thread only serves the
+ * protocol. A task id has one owner in a JVM: a session that starts a task which an earlier
+ * session of this JVM still runs (the driver gave that host up and hosted the task again)
+ * stops the earlier instance first, and the earlier session then leaves the task alone.
+ */
+final class TaskSession {
+
+    private static final Logger log = LoggerFactory.getLogger(TaskSession.class);
+
+    /** How often the session looks whether its Spark task was cancelled. */
+    static final long POLL_MS = 100L;
+    /** What a stop that was not bounded by the driver may take beyond Kafka's own bound. */
+    static final long STOP_MARGIN_MS = 1_000L;
+
+    /** Which session owns each task of this JVM, by worker id and task id. */
+    private static final Map<String, TaskSession> OWNERS = new ConcurrentHashMap<>();
+    /** Serialises a task's hand-over from one session to the next. */
+    private static final Map<String, ReentrantLock> HAND_OVERS = new ConcurrentHashMap<>();
+    /** Runs Kafka's stops, so that a session's wait for one is bounded. */
+    private static final ExecutorService STOPS = Executors.newCachedThreadPool(runnable -> {
+        Thread thread = new Thread(runnable, "connect-grpc-task-stop");
+        thread.setDaemon(true);
+        return thread;
+    });
+
+    /** Gives the Kafka worker a task's StartTask runs on. */
+    @FunctionalInterface
+    interface Workers {
+        KafkaTaskWorker forStart(StartTask start) throws Exception;
+    }
+
+    /** The reader's mark that the driver closed the connection. */
+    private static final Object CLOSED = new Object();
+
+    private final DriverLink link;
+    private final BooleanSupplier interrupted;
+    private final Workers workers;
+    private final BlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
+    private final DriverChecks checks;
+
+    private KafkaTaskWorker kafka;
+    private ConnectorTaskId id;
+    private String owner;
+    private StatusRelay relay;
+
+    TaskSession(DriverLink link, BooleanSupplier interrupted, Workers workers) {
+        this.link = link;
+        this.interrupted = interrupted;
+        this.workers = workers;
+        this.checks = new DriverChecks(link);
+    }
+
+    /** Serves the task until it is stopped. */
+    void run(String token, String executorId, String host) throws IOException, InterruptedException {
+        link.send(HostMessage.newBuilder()
+                .setHello(Hello.newBuilder().setToken(token).setExecutorId(executorId).setHost(host))
+                .build());
+        Thread reader = new Thread(this::read, "connect-grpc-task-host-reader");
+        reader.setDaemon(true);
+        reader.start();
+        // named after its task while it serves one: a Spark executor's pooled thread gets its
+        // own name back
+        String name = Thread.currentThread().getName();
+        try {
+            serve();
+        } finally {
+            Thread.currentThread().setName(name);
+        }
+    }
+
+    private void read() {
+        try {
+            DriverMessage message;
+            while ((message = link.receive()) != null) {
+                inbox.add(message);
+            }
+        } catch (IOException e) {
+            log.debug("The connection to the driver broke", e);
+        }
+        inbox.add(CLOSED);
+    }
+
+    private void serve() throws InterruptedException {
+        while (true) {
+            Object next = inbox.poll(POLL_MS, TimeUnit.MILLISECONDS);
+            if (interrupted.getAsBoolean()) {
+                log.info("The Spark task hosting task {} was cancelled: stopping the task", id);
+                stop(defaultStopWaitMs());
+                return;
+            }
+            if (next == null) {
+                continue;
+            }
+            if (next == CLOSED) {
+                if (id != null) {
+                    log.info("The driver closed the connection of task {}: stopping the task", id);
+                }
+                stop(defaultStopWaitMs());
+                return;
+            }
+            DriverMessage message = (DriverMessage) next;
+            switch (message.getMessageCase()) {
+                case START_TASK -> start(message.getStartTask());
+                case SET_TARGET_STATE -> setTarget(message.getSetTargetState().getTargetState());
+                case STOP_TASK -> {
+                    long waitMs = Math.max(0L, message.getStopTask().getTimeoutMs() - STOP_MARGIN_MS);
+                    Stopped stopped = stop(waitMs);
+                    try {
+                        link.send(HostMessage.newBuilder().setStopped(stopped).build());
+                    } catch (IOException e) {
+                        log.debug("Could not tell the driver that task {} stopped", id, e);
+                    }
+                    return;
+                }
+                case CHECK_DONE -> checks.answered(message.getCheckDone());
+                default -> log.warn("Ignoring a message the host does not know: {}", message.getMessageCase());
+            }
+        }
+    }
+
+    private void start(StartTask start) {
+        if (id != null) {
+            log.warn("Ignoring a second StartTask for task {} on one connection", id);
+            return;
+        }
+        id = new ConnectorTaskId(start.getConnector(), start.getTask());
+        owner = start.getWorkerId() + "\u0000" + id;
+        Thread.currentThread().setName("connect-grpc-task-host-" + id);
+        try {
+            kafka = workers.forStart(start);
+        } catch (Exception | LinkageError e) {
+            relay = new StatusRelay(new NoStore(), link, () -> "");
+            relay.failedToStart(e);
+            return;
+        }
+        Worker worker = kafka.worker();
+        ConnectorTaskId task = id;
+        relay = new StatusRelay(kafka.statusStore(), link, () -> worker.taskVersion(task));
+        ReentrantLock handOver = HAND_OVERS.computeIfAbsent(owner, key -> new ReentrantLock());
+        handOver.lock();
+        try {
+            TaskSession previous = OWNERS.put(owner, this);
+            if (previous != null || worker.taskIds().contains(id)) {
+                log.info("Task {} still runs in this JVM for a host the driver gave up: stopping it first", id);
+                worker.stopAndAwaitTask(id);
+            }
+            startOnWorker(worker, start);
+        } catch (Exception | LinkageError e) {
+            // Kafka's worker reports what fails inside it; this is what failed around it
+            relay.failedToStart(e);
+        } finally {
+            handOver.unlock();
+        }
+    }
+
+    private void startOnWorker(Worker worker, StartTask start) {
+        Map<String, String> connectorConfig = start.getConnectorConfigMap();
+        Map<String, String> taskConfig = start.getTaskConfigMap();
+        org.apache.kafka.connect.runtime.TargetState target = kafkaState(start.getTargetState());
+        String connector = start.getConnector();
+        ClusterConfigState snapshot = new ClusterConfigState(
+                ClusterConfigState.NO_OFFSET,
+                null,
+                Map.of(connector, start.getTaskCount()),
+                Map.of(connector, connectorConfig),
+                Map.of(connector, target),
+                Map.of(id, taskConfig),
+                Map.of(),
+                Map.of(),
+                Map.of(connector, new AppliedConnectorConfig(connectorConfig)),
+                Set.of(),
+                Set.of());
+        switch (start.getTaskType()) {
+            case TASK_TYPE_SINK ->
+                    worker.startSinkTask(id, snapshot, connectorConfig, taskConfig, relay, target);
+            case TASK_TYPE_SOURCE -> {
+                if (start.getExactlyOnce()) {
+                    worker.startExactlyOnceSourceTask(id, snapshot, connectorConfig, taskConfig, relay, target,
+                            checks.check(CheckRequest.Check.CHECK_PRE_PRODUCER),
+                            checks.check(CheckRequest.Check.CHECK_POST_PRODUCER));
+                } else {
+                    worker.startSourceTask(id, snapshot, connectorConfig, taskConfig, relay, target);
+                }
+            }
+            default -> throw new IllegalArgumentException(
+                    "StartTask.task_type must be TASK_TYPE_SOURCE or TASK_TYPE_SINK, got " + start.getTaskType());
+        }
+        // A start that failed inside Kafka's worker was reported by it (onFailure) already.
+    }
+
+    private void setTarget(TargetState state) {
+        if (kafka == null || OWNERS.get(owner) != this) {
+            return;
+        }
+        // Kafka's worker moves every task of the connector it runs, as Kafka Connect's herder
+        // moves a connector's tasks together; connect-grpc pauses a connector's tasks together.
+        kafka.worker().setTargetState(id.connector(), kafkaState(state), (error, result) -> { });
+    }
+
+    /** Stops the task (if it started and this session still owns it), waiting {@code waitMs}. */
+    private Stopped stop(long waitMs) {
+        checks.failAll("the task is stopping");
+        if (kafka == null || relay == null) {
+            return Stopped.newBuilder().setClean(true).build();
+        }
+        ReentrantLock handOver = HAND_OVERS.get(owner);
+        handOver.lock();
+        try {
+            if (!OWNERS.remove(owner, this)) {
+                return Stopped.newBuilder().setClean(true).build();  // another session owns it now
+            }
+            Worker worker = kafka.worker();
+            ConnectorTaskId task = id;
+            Future<?> stopped = STOPS.submit(() -> worker.stopAndAwaitTask(task));
+            try {
+                stopped.get(waitMs, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                return notClean("Task " + id + " had not stopped after " + waitMs + " ms");
+            } catch (ExecutionException e) {
+                return notClean(Traces.statusTrace(e.getCause()));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return notClean("Interrupted while stopping task " + id);
+            }
+            if (!relay.ended()) {
+                return notClean("Task " + id + " did not stop within task.shutdown.graceful.timeout.ms ("
+                        + kafka.shutdownTimeoutMs() + " ms): Kafka Connect's worker cancelled it");
+            }
+            return Stopped.newBuilder().setClean(true).build();
+        } finally {
+            handOver.unlock();
+        }
+    }
+
+    private long defaultStopWaitMs() {
+        return (kafka == null ? 0L : kafka.shutdownTimeoutMs()) + STOP_MARGIN_MS;
+    }
+
+    private static Stopped notClean(String why) {
+        log.warn("{}", why.lines().findFirst().orElse(why));
+        return Stopped.newBuilder().setClean(false).setTrace(why).build();
+    }
+
+    private static org.apache.kafka.connect.runtime.TargetState kafkaState(TargetState state) {
+        return state == TargetState.TARGET_STATE_PAUSED
+                ? org.apache.kafka.connect.runtime.TargetState.PAUSED
+                : org.apache.kafka.connect.runtime.TargetState.STARTED;
+    }
+
+    /** The status store of a session whose Kafka worker could not be built: nothing to keep. */
+    private static final class NoStore implements org.apache.kafka.connect.runtime.TaskStatus.Listener {
+        @Override
+        public void onStartup(ConnectorTaskId id) {
+        }
+
+        @Override
+        public void onPause(ConnectorTaskId id) {
+        }
+
+        @Override
+        public void onResume(ConnectorTaskId id) {
+        }
+
+        @Override
+        public void onFailure(ConnectorTaskId id, Throwable cause) {
+        }
+
+        @Override
+        public void onShutdown(ConnectorTaskId id) {
+        }
+
+        @Override
+        public void onDeletion(ConnectorTaskId id) {
+        }
+
+        @Override
+        public void onRestart(ConnectorTaskId id) {
+        }
+    }
+}

@@ -1,0 +1,396 @@
+package io.connectgrpc.jvm.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.reflect.Field;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.connectgrpc.jvm.host.proto.CheckDone;
+import io.connectgrpc.jvm.host.proto.CheckRequest;
+import io.connectgrpc.jvm.host.proto.DriverMessage;
+import io.connectgrpc.jvm.host.proto.Hello;
+import io.connectgrpc.jvm.host.proto.HostMessage;
+import io.connectgrpc.jvm.host.proto.SetTargetState;
+import io.connectgrpc.jvm.host.proto.StartTask;
+import io.connectgrpc.jvm.host.proto.StopTask;
+import io.connectgrpc.jvm.host.proto.Stopped;
+import io.connectgrpc.jvm.host.proto.TargetState;
+import io.connectgrpc.jvm.host.proto.TaskEvent;
+import io.connectgrpc.jvm.host.proto.TaskType;
+import io.connectgrpc.jvm.plugins.JavaPluginHost;
+
+import org.apache.kafka.connect.runtime.WorkerConfig;
+import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
+import org.apache.kafka.connect.storage.MemoryOffsetBackingStore;
+import org.apache.kafka.connect.util.ConnectorTaskId;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The host's end of the task-host protocol against a test driver speaking it over a real
+ * socket, with Kafka Connect's own {@code Worker} running tiny tasks ({@link TinyTasks}). No
+ * broker: the worker's config is given its cluster id, its offsets live in memory, and the
+ * tiny source tasks produce nothing, so that their clients never need to reach one.
+ */
+class TaskSessionTest {
+
+    private static final String TOKEN = "a-one-off-token";
+    /** Kafka Connect's task.shutdown.graceful.timeout.ms of the tests' worker. */
+    private static final long GRACEFUL_MS = 500L;
+    private static final int READ_TIMEOUT_MS = 20_000;
+
+    private static Path work;
+    private static JavaPluginHost plugins;
+    private static KafkaTaskWorker kafka;
+
+    @BeforeAll
+    static void startWorker() throws IOException {
+        work = Files.createTempDirectory("connect-grpc-host-test");
+        Path pluginPath = work.resolve("plugins");
+        TinyTasks.build(work, pluginPath);
+        Map<String, String> scan = Map.of(
+                "plugin.path", pluginPath.toString(), "plugin.discovery", "service_load");
+        plugins = JavaPluginHost.open(new ObjectMapper().writeValueAsString(scan));
+        Map<String, String> props = new HashMap<>(scan);
+        props.put("bootstrap.servers", "127.0.0.1:9");  // nothing there: nothing is sent
+        props.put("group.id", "host-test");
+        props.put("config.storage.topic", "host-test-configs");
+        props.put("offset.storage.topic", "host-test-offsets");
+        props.put("status.storage.topic", "host-test-status");
+        props.put("key.converter", "org.apache.kafka.connect.storage.StringConverter");
+        props.put("value.converter", "org.apache.kafka.connect.storage.StringConverter");
+        props.put("task.shutdown.graceful.timeout.ms", Long.toString(GRACEFUL_MS));
+        DistributedConfig config = new DistributedConfig(props);
+        givenClusterId(config, "host-test-cluster");
+        kafka = new KafkaTaskWorker("host-test-worker", props, config, plugins.catalogue().plugins(),
+                new MemoryOffsets(), () -> { });
+    }
+
+    @AfterAll
+    static void stopWorker() throws IOException {
+        if (kafka != null) {
+            kafka.close();
+        }
+        if (plugins != null) {
+            plugins.close();
+        }
+        try (Stream<Path> walk = Files.walk(work)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void startsPausesResumesAndStopsATaskWithKafkasWorker() throws Exception {
+        try (TestDriver driver = TestDriver.start()) {
+            Hello hello = driver.next().getHello();
+            assertEquals(TOKEN, hello.getToken());
+            assertEquals("executor-7", hello.getExecutorId());
+            assertEquals(TaskHosting.hostName(), hello.getHost());
+
+            driver.send(start("lifecycle", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED));
+            TaskEvent started = driver.nextEvent();
+            assertEquals(TaskEvent.Kind.KIND_STARTED, started.getKind());
+            assertEquals(TinyTasks.VERSION, started.getVersion());
+            assertTrue(kafka.worker().taskIds().contains(new ConnectorTaskId("lifecycle", 0)));
+
+            driver.send(target(TargetState.TARGET_STATE_PAUSED));
+            assertEquals(TaskEvent.Kind.KIND_PAUSED, driver.nextEvent().getKind());
+            driver.send(target(TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_RESUMED, driver.nextEvent().getKind());
+
+            driver.send(DriverMessage.newBuilder().setStopTask(StopTask.newBuilder().setTimeoutMs(10_000)).build());
+            assertEquals(TaskEvent.Kind.KIND_SHUTDOWN, driver.nextEvent().getKind());
+            Stopped stopped = driver.next().getStopped();
+            assertTrue(stopped.getClean(), stopped.getTrace());
+            assertTrue(driver.hostEnded(5_000), "the host ends once its task stopped");
+            assertNull(driver.nextOrEnd(), "the host closes its connection");
+            assertFalse(kafka.worker().taskIds().contains(new ConnectorTaskId("lifecycle", 0)));
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aTaskStartedPausedSaysSoAndResumesWhenTold() throws Exception {
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            driver.send(start("paused", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_PAUSED));
+            TaskEvent paused = driver.nextEvent();
+            assertEquals(TaskEvent.Kind.KIND_PAUSED, paused.getKind());
+            driver.send(target(TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            driver.stop();
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aFailureIsRelayedWithItsRootCauseOnTheFirstLineOfItsTrace() throws Exception {
+        for (TaskType type : new TaskType[] {TaskType.TASK_TYPE_SOURCE, TaskType.TASK_TYPE_SINK}) {
+            String name = "failing-" + type.getNumber();
+            try (TestDriver driver = TestDriver.start()) {
+                driver.next();
+                driver.send(start(name, type, "fail-start", TargetState.TARGET_STATE_STARTED));
+                TaskEvent failed = driver.nextEvent();
+                assertEquals(TaskEvent.Kind.KIND_FAILED, failed.getKind());
+                String headline = failed.getTrace().lines().findFirst().orElse("");
+                String wrapper = type == TaskType.TASK_TYPE_SINK ? "tiny sink failed to start" : "tiny failed to start";
+                assertEquals(wrapper + ": java.lang.IllegalStateException: the tiny cause", headline);
+                assertTrue(failed.getTrace().contains("at tiny.tasks.Tiny"), failed.getTrace());
+                Stopped stopped = driver.stop();
+                assertTrue(stopped.getClean(), stopped.getTrace());
+            }
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aTaskThatKeepsItsThreadIsCancelledAfterKafkasGracefulTimeout() throws Exception {
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            driver.send(start("stubborn", TaskType.TASK_TYPE_SOURCE, "ignore-stop", TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            long began = System.nanoTime();
+            Stopped stopped = driver.stop();
+            long tookMs = (System.nanoTime() - began) / 1_000_000;
+            assertFalse(stopped.getClean());
+            assertTrue(stopped.getTrace().contains("task.shutdown.graceful.timeout.ms (" + GRACEFUL_MS + " ms)"),
+                    stopped.getTrace());
+            assertTrue(tookMs < 5_000, "the stop took " + tookMs + " ms");
+            assertTrue(driver.hostEnded(5_000));
+            assertFalse(kafka.worker().taskIds().contains(new ConnectorTaskId("stubborn", 0)));
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void theHostStopsItsTaskWhenTheDriverGoesAway() throws Exception {
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            driver.send(start("orphan", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            driver.closeConnection();
+            assertTrue(driver.hostEnded(10_000), "the host ends when the driver is gone");
+            assertFalse(kafka.worker().taskIds().contains(new ConnectorTaskId("orphan", 0)));
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aCancelledSparkTaskStopsItsTaskAndEnds() throws Exception {
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            driver.send(start("cancelled", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            driver.interrupted.set(true);
+            assertEquals(TaskEvent.Kind.KIND_SHUTDOWN, driver.nextEvent().getKind());
+            assertNull(driver.nextOrEnd(), "the host closes its connection");
+            assertTrue(driver.hostEnded(5_000));
+            assertFalse(kafka.worker().taskIds().contains(new ConnectorTaskId("cancelled", 0)));
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aSecondHostOfATaskStopsTheFirstOnesInstanceAndTheFirstLeavesItAlone() throws Exception {
+        ConnectorTaskId id = new ConnectorTaskId("rehosted", 0);
+        try (TestDriver first = TestDriver.start(); TestDriver second = TestDriver.start()) {
+            first.next();
+            first.send(start("rehosted", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, first.nextEvent().getKind());
+            second.next();
+            second.send(start("rehosted", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED));
+            // the first instance shuts down, then the second starts
+            assertEquals(TaskEvent.Kind.KIND_SHUTDOWN, first.nextEvent().getKind());
+            assertEquals(TaskEvent.Kind.KIND_STARTED, second.nextEvent().getKind());
+            first.closeConnection();
+            assertTrue(first.hostEnded(10_000));
+            assertTrue(kafka.worker().taskIds().contains(id), "the first host left the second's task alone");
+            second.stop();
+            assertFalse(kafka.worker().taskIds().contains(id));
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void anExactlyOnceSourceAsksTheDriverBeforeItsProducerAndFailsWithTheAnswer() throws Exception {
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            StartTask start = start("exactly-once", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED)
+                    .getStartTask().toBuilder().setExactlyOnce(true).build();
+            driver.send(DriverMessage.newBuilder().setStartTask(start).build());
+            CheckRequest check = driver.next().getCheckRequest();
+            assertEquals(CheckRequest.Check.CHECK_PRE_PRODUCER, check.getCheck());
+            driver.send(DriverMessage.newBuilder().setCheckDone(
+                    CheckDone.newBuilder().setId(check.getId()).setError("the connector's tasks are not fenced yet"))
+                    .build());
+            TaskEvent failed = driver.nextEvent();
+            assertEquals(TaskEvent.Kind.KIND_FAILED, failed.getKind());
+            assertTrue(failed.getTrace().lines().findFirst().orElse("").contains("the connector's tasks are not fenced yet"),
+                    failed.getTrace());
+            driver.stop();
+        }
+    }
+
+    /**
+     * Kafka's worker config asks the cluster for its id the first time it is needed, and keeps
+     * it; with no broker, the test gives it the id first (DistributedConfig is final, and its
+     * lookup has no other seam).
+     */
+    private static void givenClusterId(WorkerConfig config, String clusterId) {
+        try {
+            Field field = WorkerConfig.class.getDeclaredField("kafkaClusterId");
+            field.setAccessible(true);
+            field.set(config, clusterId);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("Kafka's WorkerConfig no longer keeps its cluster id in a field", e);
+        }
+    }
+
+    private static DriverMessage start(String connector, TaskType type, String mode, TargetState target) {
+        boolean sink = type == TaskType.TASK_TYPE_SINK;
+        Map<String, String> connectorConfig = new HashMap<>(Map.of(
+                "name", connector,
+                "connector.class", sink ? TinyTasks.SINK_CONNECTOR : TinyTasks.SOURCE_CONNECTOR,
+                "tasks.max", "1",
+                "tiny.mode", mode));
+        Map<String, String> taskConfig = new HashMap<>(Map.of(
+                "task.class", sink ? TinyTasks.SINK_TASK : TinyTasks.SOURCE_TASK,
+                "tiny.mode", mode));
+        if (sink) {
+            connectorConfig.put("topics", "tiny-topic");
+            taskConfig.put("topics", "tiny-topic");
+        }
+        return DriverMessage.newBuilder().setStartTask(StartTask.newBuilder()
+                .setConnector(connector)
+                .setTask(0)
+                .setWorkerId("host-test-worker")
+                .putAllConnectorConfig(connectorConfig)
+                .putAllTaskConfig(taskConfig)
+                .setTaskCount(1)
+                .setTargetState(target)
+                .setTaskType(type))
+                .build();
+    }
+
+    private static DriverMessage target(TargetState state) {
+        return DriverMessage.newBuilder().setSetTargetState(SetTargetState.newBuilder().setTargetState(state)).build();
+    }
+
+    /** The driver's end of one connection, with the host serving it on a thread of its own. */
+    private static final class TestDriver implements AutoCloseable {
+
+        /** What the host's {@code TaskContext.isInterrupted()} would say. */
+        final AtomicBoolean interrupted;
+        private final ServerSocket server;
+        private final Thread host;
+        private final Socket socket;
+        private final InputStream in;
+        private final OutputStream out;
+
+        private TestDriver(ServerSocket server, Thread host, Socket socket, AtomicBoolean interrupted)
+                throws IOException {
+            this.interrupted = interrupted;
+            this.server = server;
+            this.host = host;
+            this.socket = socket;
+            socket.setSoTimeout(READ_TIMEOUT_MS);
+            this.in = socket.getInputStream();
+            this.out = socket.getOutputStream();
+        }
+
+        static TestDriver start() throws IOException {
+            ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+            server.setSoTimeout(READ_TIMEOUT_MS);
+            AtomicBoolean interrupted = new AtomicBoolean();
+            int port = server.getLocalPort();
+            Thread host = new Thread(() -> {
+                try (DriverLink link = DriverLink.connect("127.0.0.1", port, READ_TIMEOUT_MS)) {
+                    new TaskSession(link, interrupted::get, start -> kafka).run(TOKEN, "executor-7", TaskHosting.hostName());
+                } catch (IOException | InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }, "test-task-host");
+            host.setDaemon(true);
+            host.start();
+            return new TestDriver(server, host, server.accept(), interrupted);
+        }
+
+        HostMessage next() throws IOException {
+            HostMessage message = nextOrEnd();
+            if (message == null) {
+                throw new IOException("the host closed the connection");
+            }
+            return message;
+        }
+
+        HostMessage nextOrEnd() throws IOException {
+            return HostMessage.parseDelimitedFrom(in);
+        }
+
+        TaskEvent nextEvent() throws IOException {
+            HostMessage message = next();
+            assertTrue(message.hasTaskEvent(), "expected a task event, got " + message);
+            return message.getTaskEvent();
+        }
+
+        void send(DriverMessage message) throws IOException {
+            message.writeDelimitedTo(out);
+            out.flush();
+        }
+
+        Stopped stop() throws IOException {
+            send(DriverMessage.newBuilder().setStopTask(StopTask.newBuilder().setTimeoutMs(10_000)).build());
+            HostMessage message;
+            Set<HostMessage.MessageCase> events = Set.of(HostMessage.MessageCase.TASK_EVENT);
+            do {
+                message = next();
+            } while (events.contains(message.getMessageCase()));
+            assertTrue(message.hasStopped(), "expected Stopped, got " + message);
+            return message.getStopped();
+        }
+
+        boolean hostEnded(long ms) throws InterruptedException {
+            host.join(ms);
+            return !host.isAlive();
+        }
+
+        void closeConnection() throws IOException {
+            socket.close();
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+            server.close();
+        }
+    }
+
+    /** The worker's offsets, in memory: the tiny tasks commit none. */
+    private static final class MemoryOffsets extends MemoryOffsetBackingStore {
+        @Override
+        public Set<Map<String, Object>> connectorPartitions(String connectorName) {
+            return Set.of();
+        }
+    }
+}

@@ -1,0 +1,129 @@
+"""Kafka Connect's Java tasks through the gRPC API, on a real distributed worker process:
+Kafka's FileStreamSource and FileStreamSink (connect-file on ``plugin.path``) created over
+gRPC, their tasks run by Kafka's worker in JVM hosts: a file's lines through a topic into
+another file, the tasks' statuses with their placement and version, Kafka's offsets read back
+with GetOffsets, and a failing task's Java root cause in its status. (Pause, resume, a
+cancelled host and the stop time-out are ``test_java_tasks``'s, which drives the worker in
+process.)"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from connect_grpc.client import ConnectClient
+from connect_grpc.java.plugin_jars import CONNECT_FILE, ensure_plugins
+from connect_grpc.kernel.domain import PlacementKind, State, TaskStatus
+from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from tests.integration.conftest import one_start_at_a_time
+from tests.integration.helpers import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+#: The first call that needs the Java plugins waits for the scan of plugin.path.
+CALL_TIMEOUT_S = 240
+STATE_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def worker(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ConnectClient]:
+    work = tmp_path_factory.mktemp("java-tasks-grpc")
+    properties = {
+        **cluster_properties(f"java-tasks-grpc-{uuid.uuid4().hex[:8]}"),
+        "plugin.path": str(ensure_plugins()),
+        "plugin.discovery": "service_load",
+        "key.converter": STRING_CONVERTER,
+        "value.converter": STRING_CONVERTER,
+        # Kafka's worker commits a sink's offsets every offset.flush.interval.ms (60 s by
+        # default)
+        "offset.flush.interval.ms": "1000",
+    }
+    process = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
+    with one_start_at_a_time():
+        process.start()
+    try:
+        with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
+                           retry_unavailable=True) as client:
+            yield client
+    finally:
+        process.stop()
+
+
+def _task(client: ConnectClient, name: str, state: State) -> TaskStatus:
+    def reached() -> TaskStatus | None:
+        tasks = client.get_connector_status(name).tasks
+        return tasks[0] if tasks and tasks[0].status.state is state else None
+
+    try:
+        return wait_until(reached, timeout=STATE_TIMEOUT_S)
+    except TimeoutError:
+        raise AssertionError(f"{name}'s task not {state.name}: "
+                             f"{client.get_connector_status(name)}") from None
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def test_kafkas_filestream_connectors_move_a_files_lines_through_a_topic(
+    worker: ConnectClient, kafka_admin: object, tmp_path: Path, unique_topic: str
+) -> None:
+    create_topic(kafka_admin, unique_topic)  # type: ignore[arg-type]
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    values = [f"line {i}" for i in range(1000)]
+    source.write_text("".join(f"{value}\n" for value in values), encoding="utf-8")
+    run = uuid.uuid4().hex[:6]
+    source_name, sink_name = f"java-source-{run}", f"java-sink-{run}"
+    worker.create_connector(source_name, {"connector.class": FILE_SOURCE, "tasks.max": "1",
+                                          "file": str(source), "topic": unique_topic})
+    worker.create_connector(sink_name, {"connector.class": FILE_SINK, "tasks.max": "1",
+                                        "file": str(out), "topics": unique_topic})
+    try:
+        for name in (source_name, sink_name):
+            task = _task(worker, name, State.RUNNING).status
+            assert task.version == CONNECT_FILE.version
+            # a Spark task of its own (a local master's executor is the driver's)
+            assert task.placement is not None
+            assert task.placement.kind is PlacementKind.SPARK_EXECUTOR
+            assert task.placement.host.startswith("executor driver on ")
+        wait_until(lambda: _lines(out) == values, timeout=STATE_TIMEOUT_S)
+        # Kafka Connect's offsets, as Kafka's worker wrote them, read back by the API
+        size = source.stat().st_size
+        wait_until(lambda: [(o.partition, o.offset) for o in worker.get_offsets(source_name)]
+                   == [({"filename": str(source)}, {"position": size})], timeout=STATE_TIMEOUT_S)
+        sink_partition = {"kafka_topic": unique_topic, "kafka_partition": 0}
+        wait_until(lambda: [(o.partition, o.offset) for o in worker.get_offsets(sink_name)]
+                   == [(sink_partition, {"kafka_offset": 1000})], timeout=STATE_TIMEOUT_S)
+    finally:
+        for name in (source_name, sink_name):
+            worker.delete_connector(name)
+
+
+def test_a_failing_java_task_shows_its_java_root_cause_in_its_status(
+    worker: ConnectClient, tmp_path: Path, unique_topic: str
+) -> None:
+    name = f"java-failing-{uuid.uuid4().hex[:6]}"
+    directory = tmp_path / "a-directory"
+    directory.mkdir()
+    worker.create_connector(name, {"connector.class": FILE_SINK, "tasks.max": "1",
+                                   "file": str(directory), "topics": unique_topic})
+    try:
+        task = _task(worker, name, State.FAILED).status
+        headline, _, rest = task.trace.partition("\n")
+        assert headline == (
+            f"Couldn't find or create file '{directory}' for FileStreamSinkTask: "
+            f"java.nio.file.FileSystemException: {directory}: Is a directory"
+        )
+        assert "at org.apache.kafka.connect.file.FileStreamSinkTask.start" in rest
+        # the connector itself runs: only its task failed
+        assert worker.get_connector_status(name).connector.state is State.RUNNING
+    finally:
+        worker.delete_connector(name)

@@ -1,0 +1,322 @@
+"""The worker's task state machine driving a JVM task host (``java_tasks.JavaTaskRunner``,
+``hosting.jvm_host.JvmTaskHost``) through the task-host protocol, against a test host that
+speaks it from a thread over a loopback socket in place of the JVM: the start and its
+version, pause and resume passed on, a Java failure's trace, a lost host hosted again, the
+stop and its time-out, an exactly-once source's checks. The JVM's side, with Kafka's worker:
+jvm/'s TaskSessionTest; both with Spark and a broker: tests/integration/test_java_tasks.py."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.host.v1 import host_pb2
+from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost
+from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener, encode, read_message
+from connect_grpc.runtime.java_tasks import JavaTaskRunner, kafka_worker_properties
+from connect_grpc.runtime.retry import RetryPolicy
+from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+
+pytestmark = pytest.mark.timeout(60)
+
+TASK = TaskId("java-connector", 0)
+TRACE = (
+    "Couldn't find or create file '/data/out' for FileStreamSinkTask: "
+    "java.nio.file.FileSystemException: /data/out: Is a directory\n"
+    "org.apache.kafka.connect.errors.ConnectException: Couldn't find or create file\n"
+    "\tat org.apache.kafka.connect.file.FileStreamSinkTask.start(FileStreamSinkTask.java:72)"
+)
+
+
+@dataclass
+class FakeJvm:
+    """A JVM task host: answers StartTask as ``on_start`` says, records what the driver
+    sends, answers StopTask after ``stop_delay`` seconds (never, when None)."""
+
+    on_start: list[host_pb2.TaskEvent]
+    stop_delay: float | None = 0.0
+    checks: list[int] = field(default_factory=list)
+    received: list[host_pb2.DriverMessage] = field(default_factory=list)
+    sock: socket.socket | None = None
+    thread: threading.Thread | None = None
+    check_answers: list[host_pb2.CheckDone] = field(default_factory=list)
+
+    def connect(self, address: tuple[str, int], token: str) -> FakeJvm:
+        self.sock = socket.create_connection(address, timeout=10)
+        hello = host_pb2.Hello(token=token, executor_id="3", host="node-9")
+        self.sock.sendall(encode(host_pb2.HostMessage(hello=hello)))
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        return self
+
+    def send(self, message: host_pb2.HostMessage) -> None:
+        assert self.sock is not None
+        self.sock.sendall(encode(message))
+
+    def event(self, kind: int, **fields: str) -> None:
+        self.send(host_pb2.HostMessage(task_event=host_pb2.TaskEvent(kind=kind, **fields)))
+
+    def _serve(self) -> None:
+        assert self.sock is not None
+        stream = self.sock.makefile("rb")
+        try:
+            while (data := read_message(stream)) is not None:
+                message = host_pb2.DriverMessage.FromString(data)
+                self.received.append(message)
+                kind = message.WhichOneof("message")
+                if kind == "start_task":
+                    for check in self.checks:
+                        request = host_pb2.CheckRequest(id=check, check=check)
+                        self.send(host_pb2.HostMessage(check_request=request))
+                    for event in self.on_start:
+                        self.send(host_pb2.HostMessage(task_event=event))
+                elif kind == "check_done":
+                    self.check_answers.append(message.check_done)
+                elif kind == "stop_task" and self.stop_delay is not None:
+                    time.sleep(self.stop_delay)
+                    self.event(host_pb2.TaskEvent.KIND_SHUTDOWN)
+                    self.send(host_pb2.HostMessage(stopped=host_pb2.Stopped(clean=True)))
+                    return
+        except OSError:
+            return
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.close()
+
+    def sent(self, kind: str) -> list[Any]:
+        return [getattr(m, kind) for m in self.received if m.WhichOneof("message") == kind]
+
+    # LaunchedHost
+    job_tag = "connect-host-job:jvm-test"
+
+    def alive(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def failure(self) -> str:
+        return ""
+
+    def end(self) -> None:
+        self.close()
+
+
+STARTED = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_STARTED, version="4.3.1")
+
+
+class Statuses:
+    def __init__(self) -> None:
+        self.seen: list[InstanceStatus] = []
+
+    def on_connector_status(self, connector: str, status: InstanceStatus) -> None:
+        return None
+
+    def on_task_status(self, task: TaskId, status: InstanceStatus) -> None:
+        self.seen.append(status)
+
+    def on_reconfiguration_requested(self, connector: str) -> None:
+        return None
+
+    def last(self) -> InstanceStatus:
+        return self.seen[-1]
+
+
+@pytest.fixture
+def listener() -> Iterator[JvmHostListener]:
+    listening = JvmHostListener(lambda: "127.0.0.1")
+    yield listening
+    listening.close()
+
+
+@dataclass
+class Harness:
+    runner: JavaTaskRunner
+    statuses: Statuses
+    jvms: list[FakeJvm]
+    fenced: list[str]
+
+
+def harness(
+    listener: JvmHostListener,
+    jvms: list[FakeJvm],
+    *,
+    exactly_once: bool = False,
+    shutdown_ms: int = 500,
+) -> Harness:
+    """A runner whose host launches the next of ``jvms`` each time it needs one."""
+    config = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:9"})
+    setup = TaskSetup(TASK, "worker-1", config, {"connector.class": "x.Y"}, {})
+    statuses = Statuses()
+    fenced: list[str] = []
+    launched: list[FakeJvm] = []
+
+    def launch(address: tuple[str, int], token: str) -> FakeJvm:
+        jvm = jvms[len(launched)]
+        launched.append(jvm)
+        return jvm.connect(address, token)
+
+    spec = JavaTaskSpec(TASK, "worker-1", {}, {}, {}, sink=False, exactly_once=exactly_once,
+                        shutdown_timeout_ms=shutdown_ms)
+    host = JvmTaskHost(spec, launch, listener, lambda: fenced.append(TASK.connector),
+                       executor=True)
+    # the runner's loop launches no Spark job: it is given no Spark
+    clients = TaskClients(statuses, cast(Any, None))
+    runner = JavaTaskRunner(setup, host, clients,
+                            retry_policy=RetryPolicy(timeout_s=30, backoff_max_s=0.2))
+    return Harness(runner, statuses, launched, fenced)
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_java_task_starts_pauses_resumes_and_stops_through_its_host(
+    listener: JvmHostListener,
+) -> None:
+    jvm = FakeJvm([STARTED])
+    run = harness(listener, [jvm])
+    assert run.runner.start({"task.class": "x.YTask"}, TargetState.STARTED)
+    status = run.statuses.last()
+    assert (status.state, status.version) == (State.RUNNING, "4.3.1")
+    assert status.placement is not None and status.placement.host == "executor 3 on node-9"
+    [start] = jvm.sent("start_task")
+    assert (start.connector, start.task, start.worker_id) == ("java-connector", 0, "worker-1")
+    assert dict(start.task_config) == {"task.class": "x.YTask"}
+    assert start.target_state == host_pb2.TARGET_STATE_STARTED
+    assert start.task_type == host_pb2.TASK_TYPE_SOURCE
+    run.runner.set_target(TargetState.PAUSED)
+    wait_for(lambda: [m.target_state for m in jvm.sent("set_target_state")]
+             == [host_pb2.TARGET_STATE_PAUSED])
+    assert run.statuses.last().state is State.PAUSED
+    run.runner.set_target(TargetState.STARTED)
+    wait_for(lambda: len(jvm.sent("set_target_state")) == 2)
+    run.runner.finish_stop(connector_deleted=True, timeout=5)
+    # the driver waits Kafka's graceful time-out and 3 s more for the host's answer
+    assert [m.timeout_ms for m in jvm.sent("stop_task")] == [3500]
+    assert run.statuses.last().state is State.RUNNING  # a stop reports nothing itself
+
+
+def test_a_task_started_paused_is_started_paused(listener: JvmHostListener) -> None:
+    jvm = FakeJvm([host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_PAUSED, version="1")])
+    run = harness(listener, [jvm])
+    assert run.runner.start({}, TargetState.PAUSED)
+    assert run.statuses.last().state is State.PAUSED
+    assert jvm.sent("start_task")[0].target_state == host_pb2.TARGET_STATE_PAUSED
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+
+
+def test_a_java_failure_at_start_fails_the_task_with_its_root_cause_first(
+    listener: JvmHostListener,
+) -> None:
+    failed = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_FAILED, trace=TRACE)
+    run = harness(listener, [FakeJvm([failed])])
+    assert not run.runner.start({}, TargetState.STARTED)
+    status = run.statuses.last()
+    assert status.state is State.FAILED
+    assert status.trace.splitlines()[0] == TRACE.splitlines()[0]
+    assert "FileStreamSinkTask.java:72" in status.trace
+
+
+def test_a_java_failure_while_running_fails_the_task(listener: JvmHostListener) -> None:
+    jvm = FakeJvm([STARTED])
+    run = harness(listener, [jvm])
+    assert run.runner.start({}, TargetState.STARTED)
+    jvm.event(host_pb2.TaskEvent.KIND_FAILED, trace=TRACE)
+    wait_for(lambda: run.statuses.last().state is State.FAILED)
+    assert run.statuses.last().trace.splitlines()[0] == TRACE.splitlines()[0]
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+
+
+def test_a_lost_host_shows_retrying_and_the_task_is_hosted_again(
+    listener: JvmHostListener,
+) -> None:
+    first, second = FakeJvm([STARTED]), FakeJvm([STARTED])
+    run = harness(listener, [first, second])
+    assert run.runner.start({"task.class": "x.YTask"}, TargetState.STARTED)
+    first.close()  # the executor went away
+    wait_for(lambda: any(s.state is State.RETRYING for s in run.statuses.seen))
+    retrying = next(s for s in run.statuses.seen if s.state is State.RETRYING)
+    assert retrying.placement is None
+    assert "HostLostError" in retrying.trace.splitlines()[0]
+    wait_for(lambda: len(run.jvms) == 2 and run.statuses.last().state is State.RUNNING)
+    assert dict(second.sent("start_task")[0].task_config) == {"task.class": "x.YTask"}
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+
+
+def test_a_shutdown_nobody_asked_for_hosts_the_task_again(listener: JvmHostListener) -> None:
+    first, second = FakeJvm([STARTED]), FakeJvm([STARTED])
+    run = harness(listener, [first, second])
+    assert run.runner.start({}, TargetState.STARTED)
+    first.event(host_pb2.TaskEvent.KIND_SHUTDOWN)  # its Spark job was cancelled
+    wait_for(lambda: len(run.jvms) == 2 and run.statuses.last().state is State.RUNNING)
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+
+
+def test_a_host_that_does_not_answer_its_stop_is_given_up_in_time(
+    listener: JvmHostListener,
+) -> None:
+    jvm = FakeJvm([STARTED], stop_delay=None)
+    run = harness(listener, [jvm], shutdown_ms=200)
+    assert run.runner.start({}, TargetState.STARTED)
+    began = time.monotonic()
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+    assert time.monotonic() - began < 0.2 + 3 + 2
+    wait_for(lambda: not jvm.alive())  # its connection was closed: the host ends
+
+
+def test_an_exactly_once_tasks_checks_wait_for_fencing_and_ownership(
+    listener: JvmHostListener,
+) -> None:
+    jvm = FakeJvm([STARTED], checks=[host_pb2.CheckRequest.CHECK_PRE_PRODUCER])
+    run = harness(listener, [jvm], exactly_once=True)
+    assert run.runner.start({}, TargetState.STARTED)
+    assert jvm.sent("start_task")[0].exactly_once
+    wait_for(lambda: len(jvm.check_answers) == 1)
+    assert run.fenced == ["java-connector"]
+    assert jvm.check_answers[0].error == ""
+    run.runner.request_stop()
+    jvm.send(host_pb2.HostMessage(check_request=host_pb2.CheckRequest(
+        id=7, check=host_pb2.CheckRequest.CHECK_POST_PRODUCER)))
+    wait_for(lambda: len(jvm.check_answers) == 2)
+    assert jvm.check_answers[1].id == 7
+    assert "stopping" in jvm.check_answers[1].error
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+
+
+def test_the_kafka_worker_is_given_kafka_connects_properties_only() -> None:
+    config = WorkerConfig.from_properties({
+        "bootstrap.servers": "kafka:9092", "group.id": "g", "offset.storage.topic": "o",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false", "producer.linger.ms": "5",
+        "ssl.truststore.location": "/t", "listeners": "grpc://0.0.0.0:8083",
+        "spark.master": "local[2]", "config.providers": "env",
+        "config.providers.env.class": "EnvVarConfigProvider", "plugin.path": "/a,/b",
+        "task.hosting": "executor",
+    })
+    scan = {"plugin.path": "/a", "plugin.discovery": "service_load"}
+    props = kafka_worker_properties(config, scan)
+    assert props == {
+        "bootstrap.servers": "kafka:9092", "group.id": "g", "offset.storage.topic": "o",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false", "producer.linger.ms": "5",
+        "ssl.truststore.location": "/t",
+        "plugin.path": "/a", "plugin.discovery": "service_load",
+        # the converters the worker leaves unset pass bytes through, as for Python tasks
+        "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+    }
