@@ -32,39 +32,29 @@ from typing import Protocol
 
 import structlog
 
-from connect_grpc.config.worker import TASK_HOSTING_EXECUTOR, WorkerConfig
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer
-from connect_grpc.connectors.api import Connector, SinkTask, SourceTask, Task
-from connect_grpc.connectors.plugin_versions import CONNECTOR_VERSION, instance_version
-from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.connectors.api import Connector
+from connect_grpc.connectors.plugin_versions import CONNECTOR_VERSION
 from connect_grpc.kernel.domain import InstanceStatus, PlacementKind, State, TargetState, TaskId
 from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.kernel.gc_tuning import tune_for_batches
 from connect_grpc.kernel.traces import status_trace
 from connect_grpc.logs.output import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
-from connect_grpc.pipeline.build import ConnectorPipeline
 from connect_grpc.pipeline.monitoring import plugin_tags
-from connect_grpc.pipeline.spec import PipelineSpec, pipeline_spec
-from connect_grpc.runtime import executor_hosts
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
 from connect_grpc.runtime.futex_hash import use_global_futex_hash
 from connect_grpc.runtime.hosting.jobs import WarmHosts, launch_host_job
 from connect_grpc.runtime.hosting.link import ExecutorHost
-from connect_grpc.runtime.hosting.serving import importable_name
 from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
-from connect_grpc.runtime.java_tasks import JavaTasks, JvmTaskHost, is_java_task
+from connect_grpc.runtime.java_tasks import JavaTasks, JvmTaskHost
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monitor_conf
 from connect_grpc.runtime.retry import RetryPolicy
-from connect_grpc.runtime.sink_hosted import HostedSinkTaskRunner
-from connect_grpc.runtime.sink_task import SinkTaskRunner
-from connect_grpc.runtime.source_hosted import HostedSourceTaskRunner
-from connect_grpc.runtime.source_task import SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
-from connect_grpc.runtime.task import RunnerOptions, TaskRunner, TopicRecorder
-from connect_grpc.runtime.task_host import DriverHost
-from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+from connect_grpc.runtime.task import TaskRunner, TopicRecorder
+from connect_grpc.runtime.task_runners import TaskRunners
 from connect_grpc.runtime.transactions import ExactlyOnceSource
 from connect_grpc.runtime.warm_up import warm_python_workers
 from connect_grpc.storage.base import OffsetStore
@@ -72,9 +62,6 @@ from connect_grpc.storage.base import OffsetStore
 __all__ = ["PluginLoader", "StatusListener", "Worker"]
 
 log = structlog.get_logger(__name__)
-
-#: ``task.batch.local.max.records`` of a task that could not be hosted: every batch.
-IN_PROCESS = 2**62
 
 #: Seconds ``stop_tasks`` waits for each task's loop to end.
 TASK_STOP_TIMEOUT_S = 10.0
@@ -145,9 +132,7 @@ class Worker:
         ``transformer`` resolves config provider references (by default there are no
         providers, and a reference fails its instance). Tasks record the topics they use
         in ``active_topics`` (None: they do not, ``topic.tracking.enable=false``)."""
-        self._active_topics = active_topics
         self._config = config
-        self._exactly_once = exactly_once
         self._plugins = plugins
         self._offsets_for = offsets_for or (lambda connector_config: offset_store)
         self._listener: StatusListener = _MaskingListener(listener)
@@ -176,6 +161,11 @@ class Worker:
         )
         self._log = log.bind(worker_id=config.worker_id)
         self._metrics = metrics or WorkerMetrics()
+        self._runners = TaskRunners(
+            config, plugins, self._listener, self._spark, self._monitor, self._metrics,
+            self._retry_policy, self._host_slots, self._slot_watcher, self._warm_hosts,
+            self._java_tasks, self._offsets_for, exactly_once, active_topics,
+        )
         self._metrics.watch_worker(self)
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
@@ -319,7 +309,7 @@ class Worker:
         try:
             connector_config = self._transformer.resolve(connector_config)
             task_config = self._transformer.resolve(task_config)
-            runner = self._new_runner(task, connector_config, task_config)
+            runner = self._runners.new_runner(task, connector_config, task_config)
         except Exception as exc:
             self._report_task(task, State.FAILED, status_trace(exc))
             return False
@@ -466,105 +456,12 @@ class Worker:
         for runner in runners:
             runner.kafka_unreachable(outage)
 
-    def _runner_options(self, task: TaskId) -> RunnerOptions:
-        options: RunnerOptions = {
-            "retry_policy": self._retry_policy,
-            "kafka_outage": self._monitor.outage,
-            "metrics": self._metrics.task(task),
-        }
-        if self._active_topics is not None:
-            options["active_topics"] = self._active_topics
-        return options
-
     def _connector(self, name: str) -> ConnectorInstance:
         with self._lock:
             instance = self._connectors.get(name)
         if instance is None:
             raise ConnectError(f"Connector {name} is not running on worker {self.worker_id}")
         return instance
-
-    def _new_runner(
-        self, task: TaskId, connector_config: Mapping[str, str], task_config: Mapping[str, str]
-    ) -> TaskRunner:
-        """The task's runner: its setup, clients and pipeline spec, and its host (an
-        executor's when ``task.hosting=executor`` and a slot is free, else the driver)."""
-        class_name = connector_config.get("connector.class", "")
-        task_class = self._plugins.new_connector(
-            class_name, connector_config.get(CONNECTOR_VERSION)
-        ).task_class()
-        is_sink = _is_sink(task_class)
-        _check_client_overrides(self._config, connector_config, is_sink)
-        setup = TaskSetup(
-            task, self.worker_id, self._config, connector_config, task_config,
-            plugin_version=_task_version(task_class),
-        )
-        clients = self._task_clients(task, connector_config, is_sink)
-        if is_java_task(task_class):
-            return self._java_tasks.new_runner(setup, clients, is_sink, self._runner_options(task))
-        pipeline = self._pipeline_spec(setup, is_sink)
-        hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
-        hosted_name = importable_name(task_class) if hosting else None
-        if hosted_name is not None and self._host_slots.try_acquire(task):
-            self._log.info("task_hosted", connector=task.connector, task=task.task)
-            try:
-                if is_sink:
-                    host = executor_hosts.sink_host(
-                        setup, hosted_name, clients, pipeline, self._warm_hosts
-                    )
-                    return HostedSinkTaskRunner(
-                        setup, host, clients, pipeline, **self._runner_options(task)
-                    )
-                host = executor_hosts.source_host(
-                    setup, hosted_name, clients, pipeline, self._warm_hosts
-                )
-                return HostedSourceTaskRunner(setup, host, clients, **self._runner_options(task))
-            except BaseException:
-                self._host_slots.release(task)
-                raise
-        if hosted_name is not None:
-            self._log.info("task_waiting_for_slot", connector=task.connector, task=task.task)
-            self._slot_watcher.wait_for_slot(task)
-        options = self._runner_options(task)
-        if hosting:
-            # a task that could not get a slot of its own moves its batches in-process: the
-            # slots are held by hosted tasks, and a batch job would wait for one
-            in_process = replace(self._config, local_batch_max_records=IN_PROCESS)
-            setup = replace(setup, worker_config=in_process)
-            options["spark_jobs"] = False
-        runner = SinkTaskRunner if is_sink else SourceTaskRunner
-        return runner(setup, DriverHost(task_class()), clients, pipeline, **options)
-
-    def _task_clients(
-        self, task: TaskId, connector_config: Mapping[str, str], is_sink: bool
-    ) -> TaskClients:
-        """What the task reports to and moves data with: a source also its offsets and,
-        with exactly-once support, its transactions."""
-        if is_sink:
-            return TaskClients(self._listener, self._spark)
-        eos = self._exactly_once
-        if eos is None:
-            return TaskClients(
-                self._listener,
-                self._spark,
-                offset_store=self._offsets_for(connector_config),
-            )
-        return TaskClients(
-            self._listener,
-            self._spark,
-            offset_store=self._offsets_for(connector_config),
-            transactions=eos.for_task(task, connector_config),
-            await_fencing=functools.partial(eos.await_fenced_generation, task.connector),
-        )
-
-    def _pipeline_spec(self, setup: TaskSetup, is_sink: bool) -> PipelineSpec | None:
-        """The task's record pipeline spec: built where the task runs, when it starts (a
-        pass-through pipeline leaves the task on the bytes path). None with a plugin loader
-        that is not a ``Plugins`` (one that knows connectors only)."""
-        if not isinstance(self._plugins, Plugins):
-            return None
-        connector_config = setup.connector_config
-        factory = ConnectorPipeline(dict(connector_config), self._config, self._plugins, is_sink)
-        return pipeline_spec(factory, setup.id, setup.producer_conf(), connector_config)
 
     def _report_connector(self, name: str, state: State, trace: str = "") -> None:
         self._log.error("connector_failed", connector=name, trace=trace)
@@ -574,32 +471,3 @@ class Worker:
         self._log.error("task_failed", connector=task.connector, task=task.task, trace=trace)
         self._listener.on_task_status(task, InstanceStatus(state, self.worker_id, trace))
 
-
-def _check_client_overrides(
-    config: WorkerConfig, connector_config: Mapping[str, str], is_sink: bool
-) -> None:
-    """Fails the task when the worker's override policy refuses one of the connector's
-    client overrides, as Kafka Connect checks again at each task's start: a connector
-    stored before the policy was tightened must not run with what the policy now refuses."""
-    errors = config.client_override_policy.errors(connector_config, sink=is_sink)
-    if errors:
-        details = "; ".join(f"{key}: {' '.join(msgs)}" for key, msgs in sorted(errors.items()))
-        raise ConnectError(f"Client config overrides not allowed: {details}")
-
-
-def _task_version(task_class: type[Task]) -> str:
-    """The task plugin's ``version()`` for its statuses (an instance made for it: a hosted
-    task's own lives in its executor); empty when that fails, which starting it reports."""
-    try:
-        return instance_version(task_class())
-    except Exception:
-        return ""
-
-
-def _is_sink(task_class: type[Task]) -> bool:
-    """Whether the task class is a sink's (a source's, else TypeError)."""
-    if issubclass(task_class, SourceTask):
-        return False
-    if issubclass(task_class, SinkTask):
-        return True
-    raise TypeError(f"{task_class.__name__} is neither a SourceTask nor a SinkTask")
