@@ -56,11 +56,13 @@ SHARED_NAMES = {
 #: session. The integration conftest refuses a session whose modules use them unlisted.
 SHARED_WORKER_MODULES = (
     "tests/integration/test_auto_restart.py",
+    "tests/integration/test_auto_restart_failover.py",
     "tests/integration/test_bad_inputs.py",
     "tests/integration/test_client.py",
     "tests/integration/test_ctl.py",
     "tests/integration/test_ctl_apply.py",
     "tests/integration/test_etags.py",
+    "tests/integration/test_follower_pause.py",
     "tests/integration/test_go_client.py",
     "tests/integration/test_kill_pipeline.py",
     "tests/integration/test_lifecycle.py",

@@ -10,8 +10,9 @@ On a worker that does not lead, the writes only the leader carries out (``LEADER
 never reach the servicer: :class:`~connect_grpc.api.leader_relay.LeaderWritesRelay`, a server
 interceptor, hands their bytes to the same :class:`Forwarder` and answers with the leader's
 bytes, so the leader alone parses and judges them. ``forwardable`` still covers the rest:
-the plain restarts (sent to the worker that runs the instance) and a write that reached the
-servicer just as leadership moved.
+the plain restarts (sent to the worker that runs the instance), a write that reached the
+servicer just as leadership moved, and an unconditional pause or resume without a request
+id, which the follower writes itself (decision 0100) unless its view lacks the connector.
 
 The rules:
 

@@ -1,6 +1,7 @@
 """The relay, on a follower, of the writes only the leader carries out: their bytes go to
 the leader unparsed, and the leader's bytes come back, so the leader alone parses and
-judges them.
+judges them. An unconditional pause or resume without a request id is not relayed: this
+worker writes it itself, as Kafka Connect's workers do (decision 0100).
 
 Separate from the forwarding of parsed calls (:func:`~connect_grpc.api.forwarding.forwardable`
 under the servicer's methods): the relay runs before the servicer, as a server
@@ -15,11 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError, Message
 
 from connect_grpc.api.errors import abort
 from connect_grpc.api.forward_retry import LeaderAnswered, LeaderUnavailableError, ServeHere
 from connect_grpc.api.forwarding import FORWARDED_BY, SERVICE, Forwarder, answer_with
 from connect_grpc.kernel import deadline
+from connect_grpc.v1 import connect_pb2 as pb
 
 #: The writes only the leader carries out, whatever they name: a follower relays them whole.
 #: (Plain restarts are not among them: they go to the worker that runs the instance, which
@@ -37,6 +40,14 @@ LEADER_WRITES = (
     "ResetConnectorTopics",
 )
 
+#: Among them, those a follower writes itself when the request carries neither an etag nor
+#: a request id (a target state, which Kafka Connect's workers write without the leader);
+#: a conditional one, or one to run once per request id, still goes to the leader.
+WRITTEN_HERE_UNLESS_CONDITIONAL: dict[str, type[Message]] = {
+    "PauseConnector": pb.PauseConnectorRequest,
+    "ResumeConnector": pb.ResumeConnectorRequest,
+}
+
 
 class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
     """On a follower, passes the leader's writes to the leader as they came, bytes in and
@@ -46,14 +57,24 @@ class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
     A forwarded write then costs one gRPC hop and nothing more: the leader parses,
     validates and answers it exactly as a call sent to it directly (the caller cannot tell
     the difference), and this worker does no work the leader will do again. A call that
-    was forwarded to us already, and every call while this worker leads, goes on to the
+    was forwarded to us already, every call while this worker leads, and an unconditional
+    pause or resume without a request id (``WRITTEN_HERE_UNLESS_CONDITIONAL``: this worker
+    writes it, and forwards it after all if its view lacks the connector) go on to the
     servicer, whose ``@forwardable`` still covers a leadership lost in between.
     """
 
-    def __init__(self, forwarder: Forwarder, leads: Callable[[], bool]) -> None:
+    def __init__(
+        self, forwarder: Forwarder, leads: Callable[[], bool], *, writes_here: bool = True
+    ) -> None:
+        """``writes_here``: whether this worker may write a pause or resume itself (False
+        while it authenticates its callers: then the leader's roles judge every write)."""
         self._forwarder = forwarder
         self._leads = leads
         self._methods = frozenset(f"/{SERVICE}/{name}" for name in LEADER_WRITES)
+        self._written_here = {
+            f"/{SERVICE}/{name}": request_type
+            for name, request_type in WRITTEN_HERE_UNLESS_CONDITIONAL.items()
+        } if writes_here else {}
         #: Per method, its relaying handler: built on the first call (a relay is on every
         #: forwarded write's path, where each allocation shows in the hop's cost).
         self._relaying: dict[str, Any] = {}
@@ -92,6 +113,8 @@ class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
         request: bytes,
         context: grpc.ServicerContext,
     ) -> bytes:
+        if self._writes_here(method, request):
+            return _serve(served_here, request, context)
         try:
             with deadline.scope(context.time_remaining()):
                 return self._forwarder.relay(method, request, context.is_active)
@@ -102,6 +125,19 @@ class LeaderWritesRelay(grpc.ServerInterceptor):  # type: ignore[type-arg]
             return b""
         except LeaderUnavailableError as exc:
             abort(context, exc)
+
+    def _writes_here(self, method: str, request: bytes) -> bool:
+        """Whether this worker writes the call itself: a pause or resume with neither an
+        etag nor a request id (a request that does not parse goes to the leader, which
+        answers it as any malformed request)."""
+        request_type = self._written_here.get(method)
+        if request_type is None:
+            return False
+        try:
+            parsed: Any = request_type.FromString(request)
+        except DecodeError:
+            return False
+        return not parsed.etag and not parsed.request_id
 
 
 def _serve(handler: Any, request: bytes, context: grpc.ServicerContext) -> bytes:

@@ -75,7 +75,9 @@ class ApiServer:
             interceptors.append(ServerMetricsInterceptor(metrics))
         interceptors.append(build_interceptor(security, verifier))
         if forwarder is not None and leads is not None:
-            interceptors.append(LeaderWritesRelay(forwarder, leads))
+            interceptors.append(
+                LeaderWritesRelay(forwarder, leads, writes_here=not security.authenticates)
+            )
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
             interceptors=interceptors,

@@ -4,7 +4,9 @@ Kafka Connect skips keys it does not know, so these live beside its records unto
 
 config topic (written by the leader only, through its fenced writer)::
 
-    connect-grpc-leader       {"id": "w1", "address": "10.0.0.1:8083", "term": 4}
+    connect-grpc-leader       {"id": "w1", "address": "10.0.0.1:8083", "term": 4,
+                               "authenticates": false}: whether the leader authenticates
+                               its callers (absent: unknown, taken as yes)
     connect-grpc-assignment   {"generation": 7, "leader": "w1",
                                "workers": {"w1": {"connectors": ["a"],
                                                   "tasks": [["a", 0], ["b", 1]]}}}
@@ -15,6 +17,12 @@ config topic (written by the leader only, through its fenced writer)::
     connect-grpc-offsets-version-<connector>  {"version": 3}: moved on by each API offsets
                                change and each create, part of the connector's etag
                                (``herder.etags``)
+
+    connect-grpc-auto-restart-<connector>  {"config": "<digest>", "count": 2,
+                               "next_attempt_ms": 1763900000000, "last_restart_ms": …,
+                               "gave_up": false, "healthy_since_ms": …}: the connector's
+                               auto-restart progress, stamped with the leader's term
+                               (``herder.leader_auto_restart``)
 
 status topic (each worker writes its own)::
 
@@ -41,7 +49,7 @@ LEADER_KEY = "connect-grpc-leader"
 ASSIGNMENT_KEY = "connect-grpc-assignment"
 WORKER_KEY_PREFIX = "connect-grpc-worker-"
 REQUEST_KEY_PREFIX = "connect-grpc-request-"
-#: Status topic, written by the leader: a connector's auto-restart progress.
+#: Config topic, written by the leader in its term: a connector's auto-restart progress.
 AUTO_RESTART_KEY_PREFIX = "connect-grpc-auto-restart-"
 
 
@@ -93,9 +101,17 @@ class LeaderRecord:
     worker_id: str
     address: str
     term: int
+    #: Whether the leader authenticates its callers (None: not said, by an older leader).
+    #: A follower writes a pause itself only for a leader that does not (decision 0100):
+    #: otherwise the leader's roles judge the call, as for every other write.
+    authenticates: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.worker_id, "address": self.address, "term": self.term}
+        record: dict[str, Any] = {"id": self.worker_id, "address": self.address,
+                                  "term": self.term}
+        if self.authenticates is not None:
+            record["authenticates"] = self.authenticates
+        return record
 
     @classmethod
     def from_json(cls, value: Any) -> LeaderRecord | None:
@@ -105,7 +121,9 @@ class LeaderRecord:
         worker_id, address, term = value.get("id"), value.get("address"), value.get("term")
         if not isinstance(worker_id, str) or not isinstance(address, str) or not _count(term):
             return None
-        return cls(worker_id, address, term)
+        authenticates = value.get("authenticates")
+        return cls(worker_id, address, term,
+                   authenticates if isinstance(authenticates, bool) else None)
 
 
 @dataclass(frozen=True, slots=True)

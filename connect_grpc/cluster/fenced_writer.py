@@ -185,9 +185,19 @@ class FencedWriter:
         return self._phase is _Phase.FENCED
 
     def send_all(
-        self, records: Sequence[tuple[bytes, bytes | None]], timeout: float
+        self,
+        records: Sequence[tuple[bytes, bytes | None]],
+        timeout: float,
+        *,
+        before_commit: Callable[[list[LogRecord]], None] | None = None,
     ) -> list[LogRecord]:
         """Writes the (key, value) records, in order, in one transaction; None is a tombstone.
+
+        With ``before_commit``, the records are first acknowledged (so their offsets are
+        known) and ``before_commit`` is called with them while the transaction is still
+        open: whatever it raises aborts the transaction, nothing is written, and the error
+        reaches the caller (a compare-and-set: a read_committed reader cannot read past the
+        open transaction, so what it shows then is exactly what the records follow).
 
         Returns once the transaction is committed, with the offset of each record. Raises:
 
@@ -204,7 +214,7 @@ class FencedWriter:
             self._check_usable()
             self._check_leader()  # a deposed leader leaves even a pending commit alone
             self._finish_pending(deadline)
-            return self._transact(records, deadline)
+            return self._transact(records, deadline, before_commit)
         finally:
             self._release()
 
@@ -239,7 +249,10 @@ class FencedWriter:
         raise self._error(failure, error, what)
 
     def _transact(
-        self, records: Sequence[tuple[bytes, bytes | None]], deadline: float
+        self,
+        records: Sequence[tuple[bytes, bytes | None]],
+        deadline: float,
+        before_commit: Callable[[list[LogRecord]], None] | None = None,
     ) -> list[LogRecord]:
         """One transaction; the caller checked the leadership just before."""
         started = time.perf_counter()
@@ -253,6 +266,9 @@ class FencedWriter:
         if not self._is_leader():
             self._abort_deposed(deadline)
             raise self._not_leader()
+        if before_commit is not None:
+            self._check_before_commit(reports, before_commit, deadline)
+        checked = time.perf_counter()
         self._commit(deadline)
         committed = time.perf_counter()
         # where a leader write's time goes (BENCHMARKS.md "Distributed mode"): off by
@@ -262,9 +278,34 @@ class FencedWriter:
             records=len(records),
             begin_ms=round((begun - started) * 1000, 3),
             produce_ms=round((produced - begun) * 1000, 3),
-            commit_ms=round((committed - produced) * 1000, 3),
+            check_ms=round((checked - produced) * 1000, 3) if before_commit else None,
+            commit_ms=round((committed - checked) * 1000, 3),
         )
         return [report.result(timeout=0) for report in reports]
+
+    def _check_before_commit(
+        self,
+        reports: Sequence[Future[LogRecord]],
+        before_commit: Callable[[list[LogRecord]], None],
+        deadline: float,
+    ) -> None:
+        """Waits until the open transaction's records are acknowledged, then calls
+        ``before_commit`` with them; aborts the transaction when either fails."""
+        if self._producer.flush(_left(deadline)):
+            self._abort(deadline)
+            raise UnavailableError(
+                f"the records to {self._topic} were not acknowledged in time; nothing was "
+                "written", RETRY_AFTER_S,
+            )
+        try:
+            written = [report.result(timeout=0) for report in reports]
+        except KafkaException as exc:
+            raise self._abandon(kafka_error_of(exc), deadline, "write") from exc
+        try:
+            before_commit(written)
+        except BaseException:
+            self._abort(deadline)
+            raise
 
     def _produce(self, key: bytes, value: bytes | None) -> Future[LogRecord]:
         report: Future[LogRecord] = Future()

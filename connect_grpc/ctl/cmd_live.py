@@ -17,8 +17,23 @@ from rich.text import Text
 
 from connect_grpc.client import ConnectClient
 from connect_grpc.ctl.exit_codes import ExitCode, failure_of, timed_out
-from connect_grpc.ctl.follow import Change, RestartFollower, WatchBoard, instances, label
-from connect_grpc.ctl.render import Output, build_table, state_text, trace_summary
+from connect_grpc.ctl.follow import (
+    Change,
+    InstanceKey,
+    RestartFollower,
+    RestartsChange,
+    WatchBoard,
+    instances,
+    label,
+    restarts_change,
+)
+from connect_grpc.ctl.render import (
+    Output,
+    auto_restart_text,
+    build_table,
+    state_text,
+    trace_summary,
+)
 from connect_grpc.ctl.session import Session, complete_connector_names, pass_session
 from connect_grpc.kernel.domain import ConnectorStatus, State
 from connect_grpc.kernel.errors import ConnectError, NotFoundError
@@ -166,14 +181,17 @@ def _read_stream(
 
 
 class _LineView:
-    """Off a terminal: one line per instance whose status changed."""
+    """Off a terminal: one line per instance whose status changed, and one when a
+    connector's auto-restart progress did (``NAME restarts …``)."""
 
     def __init__(self, output: Output, board: WatchBoard) -> None:
         self._output = output
 
-    def show(self, changes: list[Change]) -> None:
+    def show(self, changes: list[Change], restarts: RestartsChange | None = None) -> None:
         for change in changes:
             self._output.change(change)
+        if restarts is not None:
+            self._output.restarts(restarts)
 
     def __enter__(self) -> _LineView:
         return self
@@ -191,23 +209,29 @@ class _LiveView(_LineView):
         self._board = board
         self._live = Live(self._table(), console=output.out, auto_refresh=False)
 
-    def show(self, changes: list[Change]) -> None:
+    def show(self, changes: list[Change], restarts: RestartsChange | None = None) -> None:
         self._live.update(self._table(), refresh=True)
 
     def _table(self) -> Table:
+        """A row per instance; a RESTARTS column (on the connector's row) while a watched
+        connector has an auto-restart policy."""
+        statuses = self._board.statuses
+        policies = any(status is not None and status.auto_restart is not None
+                       for status in statuses.values())
         rows: list[list[object]] = []
         for name in self._board.names:
-            if name not in self._board.statuses:
-                rows.append([name, "", Text("waiting"), "", ""])
-                continue
-            status = self._board.statuses[name]
+            status = statuses.get(name)
             if status is None:
-                rows.append([name, "", Text("DELETED", style="bold"), "", ""])
+                shown = Text("waiting") if name not in statuses else Text("DELETED", style="bold")
+                rows.append([name, "", shown, "", *([""] if policies else []), ""])
                 continue
             for key, item in instances(status).items():
+                restarts = [_restarts_cell(status, key)] if policies else []
                 rows.append([name, label(key), state_text(item.state), item.worker_id,
-                             trace_summary(item.trace)])
-        return build_table(["CONNECTOR", "INSTANCE", "STATE", "WORKER", "ERROR"], rows)
+                             *restarts, trace_summary(item.trace)])
+        headers = ["CONNECTOR", "INSTANCE", "STATE", "WORKER",
+                   *(["RESTARTS"] if policies else []), "ERROR"]
+        return build_table(headers, rows)
 
     def __enter__(self) -> _LiveView:
         self._live.start()
@@ -216,6 +240,13 @@ class _LiveView(_LineView):
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  tb: TracebackType | None) -> None:
         self._live.stop()
+
+
+def _restarts_cell(status: ConnectorStatus, key: InstanceKey) -> str:
+    """The policy's progress, on the connector's row only."""
+    if key is not None or status.auto_restart is None:
+        return ""
+    return auto_restart_text(status.auto_restart)
 
 
 @click.command()
@@ -230,7 +261,8 @@ def watch(session: Session, names: tuple[str, ...], until: str | None,
           timeout: float | None) -> None:
     """Show the connectors' statuses live, as the worker streams them (not polled), until
     Ctrl-C, --until or --timeout. On a terminal a table is redrawn; otherwise each change
-    is one line: NAME connector|task N STATE WORKER[: error]."""
+    is one line: NAME connector|task N STATE WORKER[: error], and, for a connector with an
+    auto-restart policy, NAME restarts COUNT automatic[, next at TIME] when it moves."""
     wanted = State(until.upper()) if until else None
     board = WatchBoard(list(dict.fromkeys(names)))
     events: queue.Queue[_Event] = queue.Queue()
@@ -268,7 +300,9 @@ def _watch_loop(
                 return "timeout"
             raise event.error
         else:
-            view.show(board.update(event.name, event.status))
+            before = board.statuses.get(event.name)
+            changed = board.update(event.name, event.status)
+            view.show(changed, restarts_change(event.name, before, event.status))
             if wanted is not None and board.reached(wanted):
                 return "reached"
             if wanted not in (None, State.FAILED) and board.failed():

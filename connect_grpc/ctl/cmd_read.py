@@ -11,7 +11,13 @@ from rich.text import Text
 from connect_grpc.ctl import documents
 from connect_grpc.ctl.exit_codes import failure_of
 from connect_grpc.ctl.follow import instances
-from connect_grpc.ctl.render import Output, compact_json, state_text, trace_summary
+from connect_grpc.ctl.render import (
+    Output,
+    auto_restart_text,
+    compact_json,
+    state_text,
+    trace_summary,
+)
 from connect_grpc.ctl.session import (
     OUTPUTS,
     Session,
@@ -21,7 +27,6 @@ from connect_grpc.ctl.session import (
     regex_option,
 )
 from connect_grpc.kernel.domain import (
-    AutoRestartStatus,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStatus,
@@ -39,8 +44,9 @@ def get() -> None:
 @regex_option("Only the connectors whose whole name matches this regular expression.")
 @pass_session
 def get_connectors(session: Session, output: str, pattern: re.Pattern[str] | None) -> None:
-    """Every connector: name, type, state, tasks running/total, worker (wide: class, each
-    task's state and the etag for --if-match too)."""
+    """Every connector: name, type, state, tasks running/total, worker (wide: the
+    auto-restart policy's count and next attempt when a listed connector has one, class,
+    each task's state and the etag for --if-match too)."""
     entries = session.client.list_connectors(expand_status=True, expand_info=True)
     if pattern is not None:
         entries = [entry for entry in entries if pattern.fullmatch(entry.name)]
@@ -48,19 +54,43 @@ def get_connectors(session: Session, output: str, pattern: re.Pattern[str] | Non
     if output in ("json", "yaml"):
         session.output.document(rows, output)
         return
+    session.output.table(*listing_table(rows, wide=output == "wide"))
+
+
+def listing_table(
+    rows: documents.Document, *, wide: bool
+) -> tuple[list[str], list[list[object]]]:
+    """The headers and rows of ``get connectors``. Wide, ``RESTARTS`` and ``NEXT RESTART``
+    come after ``WORKER`` only when a listed connector's status has an auto-restart policy,
+    so that a listing without one keeps its columns where scripts read them."""
+    listed = rows["connectors"]
+    restarts = wide and any("auto_restart" in row for row in listed)
     headers = ["NAME", "TYPE", "STATE", "TASKS", "WORKER"]
-    if output == "wide":
+    if restarts:
+        headers += ["RESTARTS", "NEXT RESTART"]
+    if wide:
         headers += ["CLASS", "TASK STATES", "ETAG"]
     table = []
-    for row in rows["connectors"]:
+    for row in listed:
         cells: list[object] = [row["name"], row["type"], state_text(row["state"]),
                                f"{row['tasks_running']}/{row['tasks_total']}", row["worker_id"]]
-        if output == "wide":
+        if restarts:
+            cells += restart_cells(row.get("auto_restart"))
+        if wide:
             cells += [row["class"],
                       " ".join(f"{task['id']}:{task['state']}" for task in row["tasks"]),
                       row["etag"]]
         table.append(cells)
-    session.output.table(headers, table)
+    return headers, table
+
+
+def restart_cells(progress: documents.Document | None) -> list[str]:
+    """The count, and the next attempt's time (``gave-up`` once the policy gave up); ``-``
+    for a connector without a policy, or no attempt scheduled. No spaces: scripts split."""
+    if progress is None:
+        return ["-", "-"]
+    upcoming = "gave-up" if progress["gave_up"] else progress["next_attempt"] or "-"
+    return [str(progress["count"]), upcoming]
 
 
 @click.group()
@@ -160,16 +190,6 @@ def _show_description(
         out.table(["PARTITION", "OFFSET"],
                   [[compact_json(o.partition), compact_json(o.offset)] for o in offsets],
                   indent=2)
-
-
-def auto_restart_text(progress: AutoRestartStatus) -> str:
-    """``2 automatic, next at 2026-…Z`` (or ``gave up``): the auto-restart policy's say."""
-    text = f"{progress.count} automatic"
-    if progress.gave_up:
-        return f"{text}, gave up (auto.restart.max.attempts): restart it by hand"
-    if progress.next_attempt_ms:
-        return f"{text}, next at {documents.rfc3339_ms(progress.next_attempt_ms)}"
-    return text
 
 
 def _show_traces(out: Output, status: ConnectorStatus) -> None:

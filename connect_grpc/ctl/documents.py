@@ -117,6 +117,8 @@ def listing(entry: ConnectorListing) -> Document:
         "tasks": status(found)["tasks"] if found is not None else [],
         "config": dict(config),
         "etag": entry.info.etag if entry.info is not None else "",
+        **({"auto_restart": auto_restart(found.auto_restart)}
+           if found is not None and found.auto_restart is not None else {}),
     }
 
 

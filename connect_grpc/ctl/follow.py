@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from connect_grpc.kernel.domain import ConnectorStatus, InstanceStatus, State
+from connect_grpc.kernel.domain import AutoRestartStatus, ConnectorStatus, InstanceStatus, State
 
 #: An instance of a connector: None for the connector itself, else the task's id.
 InstanceKey = int | None
@@ -42,6 +42,24 @@ class Change:
     connector: str
     instance: InstanceKey
     status: InstanceStatus | None
+
+
+@dataclass(frozen=True, slots=True)
+class RestartsChange:
+    """Where the connector's auto-restart policy stands, new or changed."""
+
+    connector: str
+    progress: AutoRestartStatus
+
+
+def restarts_change(
+    connector: str, before: ConnectorStatus | None, after: ConnectorStatus | None
+) -> RestartsChange | None:
+    """The connector's auto-restart progress when ``after`` shows one that ``before`` did
+    not (None: unchanged, or no policy)."""
+    now = after.auto_restart if after is not None else None
+    was = before.auto_restart if before is not None else None
+    return None if now is None or now == was else RestartsChange(connector, now)
 
 
 def changes(

@@ -19,8 +19,8 @@ from rich.text import Text
 
 from connect_grpc.ctl import documents
 from connect_grpc.ctl.exit_codes import Failure
-from connect_grpc.ctl.follow import Change, label
-from connect_grpc.kernel.domain import State
+from connect_grpc.ctl.follow import Change, RestartsChange, label
+from connect_grpc.kernel.domain import AutoRestartStatus, State
 
 #: Width of output that goes to a pipe or a file: wide enough that no row is ever wrapped.
 UNWRAPPED_WIDTH = 4096
@@ -54,6 +54,16 @@ def compact_json(values: object) -> str:
     """One-line JSON, keys sorted (offsets in tables)."""
     plain = dict(values) if isinstance(values, Mapping) else values
     return json.dumps(plain, separators=(",", ":"), sort_keys=True)
+
+
+def auto_restart_text(progress: AutoRestartStatus) -> str:
+    """``2 automatic, next at 2026-…Z`` (or ``gave up``): the auto-restart policy's say."""
+    text = f"{progress.count} automatic"
+    if progress.gave_up:
+        return f"{text}, gave up (auto.restart.max.attempts): restart it by hand"
+    if progress.next_attempt_ms:
+        return f"{text}, next at {documents.rfc3339_ms(progress.next_attempt_ms)}"
+    return text
 
 
 def trace_summary(trace: str) -> str:
@@ -109,6 +119,10 @@ class Output:
     def change(self, change: Change) -> None:
         """``NAME connector|task N STATE WORKER`` and, when FAILED, the trace's first line."""
         self.out.print(change_text(change))
+
+    def restarts(self, change: RestartsChange) -> None:
+        """``NAME restarts 2 automatic, next at …``: the auto-restart policy's progress."""
+        self.out.print(Text(f"{change.connector} restarts {auto_restart_text(change.progress)}"))
 
 
 def plain_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:

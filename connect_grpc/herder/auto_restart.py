@@ -9,17 +9,20 @@ asks for at most the restarts that are due; it never sleeps: the caller's loop c
 by ``tick``'s answer (the time to the next due attempt) or on a status change.
 
 Progress that must outlive the decider (distributed: a new leader) goes to ``persist`` when
-it changes, and comes back through ``load`` for a connector the decider has no memory of.
+it differs from what was last persisted (a write that failed is made again at the next
+look), and comes back through ``load`` for a connector the decider has no memory of;
+``stored`` names the connectors with persisted progress, so that the progress of a
+connector deleted while no decider knew it is removed too. The restarts it makes and where
+each policy stands go to the worker's metrics (``metrics.auto_restart_metrics``).
 
-Lock: one of its own, over its map of states only; restarts, persisting and loading run
-outside it.
+Lock: one of its own, over its maps only; restarts, persisting and loading run outside it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import structlog
@@ -32,6 +35,7 @@ from connect_grpc.herder.auto_restart_policy import (
 )
 from connect_grpc.kernel.domain import AutoRestartStatus, ConnectorStatus
 from connect_grpc.kernel.errors import ConnectError
+from connect_grpc.metrics.auto_restart_metrics import AutoRestartMetrics
 
 log = structlog.get_logger(__name__)
 
@@ -54,22 +58,33 @@ class AutoRestarter:
         restart: Callable[[str], None],
         persist: Callable[[str, dict[str, Any] | None], None] | None = None,
         load: Callable[[str], Mapping[str, Any] | None] | None = None,
+        stored: Callable[[], Iterable[str]] | None = None,
+        metrics: AutoRestartMetrics | None = None,
         clock_ms: Callable[[], int] = wall_clock_ms,
         log: Any = log,
     ) -> None:
         """``configs``: every connector's config by name; ``status``: a connector's status
         (NotFoundError when gone); ``restart``: asks for the connector's restart of its
         failed instances (raises ConnectError when it could not: tried at the next look);
-        ``persist``/``load``: where progress outlives this decider (None: memory only)."""
+        ``persist``/``load``: where progress outlives this decider (None: memory only;
+        ``persist`` raises ConnectError when it could not write); ``stored``: the connectors
+        whose progress is persisted; ``metrics``: where the restarts are counted and the
+        progress exported (None: nowhere)."""
         self._configs = configs
         self._status = status
         self._restart = restart
         self._persist = persist
         self._load = load
+        self._stored = stored
+        self._metrics = metrics
         self._clock_ms = clock_ms
         self._log = log
         self._lock = threading.Lock()
         self._states: dict[str, AutoRestartState] = {}
+        #: What was last persisted (or loaded) for each connector the decider knows.
+        self._persisted: dict[str, dict[str, Any]] = {}
+        if metrics is not None:
+            metrics.watch(self)
 
     def status_of(self, name: str) -> AutoRestartStatus | None:
         """The progress a status shows; None when the decider has none for it."""
@@ -77,11 +92,19 @@ class AutoRestarter:
             state = self._states.get(name)
         return None if state is None else state.shown()
 
+    def progress(self) -> dict[str, AutoRestartStatus]:
+        """Every connector the decider carries out the policy of, and where it stands."""
+        with self._lock:
+            return {name: state.shown() for name, state in self._states.items()}
+
     def forget_all(self) -> None:
         """Drops every connector's memory (a leader deposed: the next one reads the
-        persisted progress)."""
+        persisted progress) and its series."""
         with self._lock:
             self._states.clear()
+            self._persisted.clear()
+        if self._metrics is not None:
+            self._metrics.forget_all()
 
     def tick(self) -> float:
         """Looks at every connector whose policy is on; returns the seconds until the next
@@ -89,14 +112,15 @@ class AutoRestarter:
         configs = self._configs()
         now = self._clock_ms()
         wait_ms = IDLE_LOOK_S * 1000
+        stored = set(self._stored()) if self._stored is not None else set()
         with self._lock:
-            gone = set(self._states) - set(configs)
+            gone = (set(self._states) | stored) - set(configs)
         for name in gone:
-            self._drop(name)
+            self._forget(name, name in stored)
         for name, config in configs.items():
             policy = AutoRestartPolicy.of(config)
             if not policy.enabled:
-                self._drop(name)
+                self._forget(name, name in stored)
                 continue
             try:
                 state = self._look(name, policy, config_digest(config), now)
@@ -127,27 +151,65 @@ class AutoRestarter:
                 return before
             self._log.info("auto_restart", connector=name, count=after.count,
                            max_attempts=policy.max_attempts)
+            if self._metrics is not None:
+                restarted = after.pending or frozenset()
+                self._metrics.restarted(
+                    name, sorted(key for key, _ in restarted if isinstance(key, int)))
         elif after.gave_up and not before.gave_up:
             self._log.warning("auto_restart_gave_up", connector=name, count=after.count,
                               max_attempts=policy.max_attempts)
         elif after.count == 0 and before.count:
-            self._log.info("auto_restart_reset", connector=name, after_count=before.count)
+            self._log.info("auto_restart_reset", connector=name, after_count=before.count,
+                           healthy_since_ms=before.healthy_since_ms or None)
         with self._lock:
             self._states[name] = after
-        if self._persist is not None and after.to_json() != before.to_json():
-            self._persist(name, after.to_json())
+        self._persist_changed(name, after.to_json())
         return after
+
+    def _persist_changed(self, name: str, value: dict[str, Any]) -> None:
+        """Persists the progress unless it is what was persisted last; a failed write
+        raises, and is made again at the next look."""
+        if self._persist is None:
+            return
+        with self._lock:
+            unchanged = self._persisted.get(name) == value
+        if unchanged:
+            return
+        self._persist(name, value)
+        with self._lock:
+            if name in self._states:  # not dropped meanwhile
+                self._persisted[name] = value
 
     def _loaded(self, name: str) -> AutoRestartState:
         if self._load is None:
             return AutoRestartState()
         value = self._load(name)
-        return AutoRestartState() if value is None else AutoRestartState.from_json(value)
+        if value is None:
+            return AutoRestartState()
+        state = AutoRestartState.from_json(value)
+        with self._lock:
+            self._persisted[name] = state.to_json()
+        # once per connector and decider (a new leader's term): where it takes over
+        self._log.info("auto_restart_progress_loaded", connector=name, count=state.count,
+                       next_attempt_ms=state.next_attempt_ms or None, gave_up=state.gave_up,
+                       healthy_since_ms=state.healthy_since_ms or None)
+        return state
 
-    def _drop(self, name: str) -> None:
+    def _forget(self, name: str, stored: bool) -> None:
+        try:
+            self._drop(name, stored)
+        except ConnectError as exc:  # the persisted progress stays: removed at a later look
+            self._log.warning("auto_restart_look_failed", connector=name, error=exc.message)
+
+    def _drop(self, name: str, stored: bool) -> None:
+        """Forgets the connector (gone, or its policy off), and its persisted progress
+        when it has any."""
         with self._lock:
             dropped = self._states.pop(name, None)
-        if dropped is not None and self._persist is not None:
+            self._persisted.pop(name, None)
+        if dropped is not None and self._metrics is not None:
+            self._metrics.forget(name)
+        if (dropped is not None or stored) and self._persist is not None:
             self._persist(name, None)
 
 

@@ -160,8 +160,10 @@ def failures_of(status: ConnectorStatus) -> Failures:
 class AutoRestartState:
     """One connector's progress under its policy.
 
-    The first four fields are what a status shows and what outlives a leader (written
-    where a new leader reads them); the others are the deciding worker's own memory.
+    The count, next attempt, last restart and gave-up flag are what a status shows; they,
+    the digest and, while there is a count to reset, the start of the healthy period are
+    what outlives a leader (``to_json``, written where a new leader reads them). The others
+    are the deciding worker's own memory.
 
     Attributes:
         digest: the config the progress belongs to (``config_digest``).
@@ -170,7 +172,7 @@ class AutoRestartState:
             shows it (None: no restart awaited).
         pending_since_ms: when that restart was asked for.
         healthy_since_ms: since when the connector has been RUNNING with no failed task
-            (0: it is not).
+            (0: it is not), by the wall clock of the worker that saw it.
     """
 
     digest: str = ""
@@ -189,11 +191,16 @@ class AutoRestartState:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """What outlives a leader."""
-        return {
+        """What outlives a leader. The healthy period's start only while it can reset a
+        count: a connector that never failed is not written again each time it stops or
+        starts running."""
+        value: dict[str, Any] = {
             "config": self.digest, "count": self.count, "next_attempt_ms": self.next_attempt_ms,
             "last_restart_ms": self.last_restart_ms, "gave_up": self.gave_up,
         }
+        if self.count and self.healthy_since_ms:
+            value["healthy_since_ms"] = self.healthy_since_ms
+        return value
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> AutoRestartState:
@@ -203,6 +210,7 @@ class AutoRestartState:
             next_attempt_ms=int(value.get("next_attempt_ms", 0)),
             last_restart_ms=int(value.get("last_restart_ms", 0)),
             gave_up=bool(value.get("gave_up", False)),
+            healthy_since_ms=int(value.get("healthy_since_ms", 0)),
         )
 
     def reset(self) -> AutoRestartState:

@@ -16,6 +16,7 @@ scope (``LEADER_CALL_TIMEOUT_S``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from connect_grpc.cluster.fenced_writer import FencedWriter
@@ -63,7 +64,8 @@ class CutShortWrites:
         """Finishes the stops cut short (a crash, or a deposed leader whose cleanup was
         refused): a STOPPED connector's task configs are emptied, as KIP-875's STOPPED
         means (offsets may be changed then). Under the connector's lock, checked again
-        there; idempotent."""
+        there and right before the write commits (a resume another worker wrote itself
+        meanwhile takes no lock here: its connector keeps its tasks); idempotent."""
         snapshot = self._view.snapshot()
         # the answer depends on these two maps alone, which unchanged views share
         maps = (snapshot.target_states, snapshot.tasks)
@@ -74,7 +76,14 @@ class CutShortWrites:
         for name in stopped:
             with self._connector_locks.hold(name):
                 if _stopped_with_tasks(self._view.snapshot(), name):
-                    self._writer.write(writer, task_config_records(name, []))
+                    try:
+                        self._writer.write(
+                            writer, task_config_records(name, []),
+                            guard=functools.partial(_still_stopped_with_tasks, name),
+                        )
+                    except _NoLongerStopped:
+                        self._log.info("connector_stop_not_finished", connector=name)
+                        continue
                     self._log.info("connector_stop_finished", connector=name)
         if not stopped:
             self._no_stops_in = maps
@@ -102,3 +111,12 @@ def _stops_cut_short(snapshot: ConfigSnapshot) -> list[str]:
 def _stopped_with_tasks(snapshot: ConfigSnapshot, name: str) -> bool:
     """A stop cut short: STOPPED, with task configs still committed."""
     return snapshot.target_state(name) is TargetState.STOPPED and bool(snapshot.task_configs(name))
+
+
+class _NoLongerStopped(Exception):
+    """The connector left STOPPED (or lost its task configs) before the cleanup committed."""
+
+
+def _still_stopped_with_tasks(name: str, snapshot: ConfigSnapshot) -> None:
+    if not _stopped_with_tasks(snapshot, name):
+        raise _NoLongerStopped(name)

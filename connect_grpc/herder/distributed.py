@@ -7,11 +7,12 @@ Who does what (docs/distributed.md):
   (the *reconciler* thread: the assignment and the config topic are the truth, the
   worker's instances are brought in line with them).
 - **The leader** (the member the group coordinator gives the election partition,
-  ``cluster.membership``) alone writes the config topic, through a transactional writer
-  that fenced the previous leader (``cluster.fenced_writer``). It carries out every
-  mutation (other workers forward them: they raise NotLeaderError, which the gRPC layer
-  turns into a call to the leader) and publishes the assignment of connectors and tasks
-  over the live workers (the *leader* thread).
+  ``cluster.membership``) writes the config topic, through a transactional writer that
+  fenced the previous leader (``cluster.fenced_writer``). It carries out every mutation
+  (other workers forward them: they raise NotLeaderError, which the gRPC layer turns into
+  a call to the leader) but an unconditional pause or resume, which any worker writes
+  itself as in Kafka Connect (``follower_writes``), and publishes the assignment of
+  connectors and tasks over the live workers (the *leader* thread).
 
 This module builds the worker's stores, runtime and election and the collaborators it
 delegates to: ``distributed_view`` (the view of the topics they share), ``distributed_reads``,
@@ -57,6 +58,7 @@ from connect_grpc.herder.distributed_etags import ClusterEtags
 from connect_grpc.herder.distributed_mutations import DistributedMutations
 from connect_grpc.herder.distributed_reads import DistributedReads
 from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
+from connect_grpc.herder.follower_writes import FollowerWrites
 from connect_grpc.herder.health_checks import LoopHeartbeats, group_readiness, live_and_ready
 from connect_grpc.herder.interface import WorkerRuntime
 from connect_grpc.herder.java_plugins import JavaPlugins, config_validator
@@ -71,7 +73,7 @@ from connect_grpc.herder.recorded_answers import RecordedAnswers
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.task_fencing import FencingRequester, TaskFencing
 from connect_grpc.kernel import deadline
-from connect_grpc.kernel.domain import HealthReport, RestartRequest
+from connect_grpc.kernel.domain import HealthReport, RestartRequest, TargetState
 from connect_grpc.kernel.errors import InvalidArgumentError, NotLeaderError, UnavailableError
 from connect_grpc.logs.levels import LoggerLevels, parse_level
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
@@ -79,6 +81,7 @@ from connect_grpc.runtime.client_settings import lookup_conf
 from connect_grpc.runtime.record_times import RecordTimes
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.config_codec import SESSION_KEY_KEY
+from connect_grpc.storage.config_snapshot import ConfigSnapshot
 from connect_grpc.storage.connector_offsets import ConnectorOffsetStores
 from connect_grpc.storage.consumer_groups import ConsumerGroupOffsets
 from connect_grpc.storage.kafka_admin import IsolatedAdmin
@@ -183,6 +186,7 @@ class DistributedHerder(DistributedCalls):
             self._view, self._election, self._leader_wake, self._log,
             client=self._client, cluster=cluster, worker_id=self._id,
             refuse_while_kafka_unreachable=self._refuse_while_kafka_unreachable,
+            authenticates=config.security.authenticates,
         )
         self._fencing = TaskFencing(
             self._view, self._writer, self._election, self._connector_locks,
@@ -244,6 +248,10 @@ class DistributedHerder(DistributedCalls):
             reconciler=self._reconciler, board=self._board, normalised=self._normalised,
             validated_for_create=self._validated_for_create, worker_id=self._id,
             log=self._log,
+            follower_writes=FollowerWrites(
+                self._view, self._writer, self._log,
+                authenticates=config.security.authenticates,
+            ),
         )
         self._answers = RecordedAnswers(self._view, self._writer, self._log)
         self._assignment = AssignmentPublisher(
@@ -255,8 +263,9 @@ class DistributedHerder(DistributedCalls):
             cut_short=CutShortWrites(self._view, self._writer, self._connector_locks, self._log),
             assignment=self._assignment, answers=self._answers, cluster=cluster,
             auto_restart=leader_auto_restarter(
-                self._view, self._reads.connector_status, self._mutations.restart_connector,
-                self._log),
+                self._view, self._writer, self._reads.connector_status,
+                self._mutations.restart_connector, self._log,
+                metrics=None if metrics is None else metrics.auto_restarts),
             wake=self._leader_wake, stopping=self._stopping, log=self._log,
         )
 
@@ -381,6 +390,11 @@ class DistributedHerder(DistributedCalls):
         if kind == "logger":
             self._apply_cluster_log_level(connector)
             return
+        if kind == "tasks" and _started_without_tasks(self._configs.snapshot(), connector):
+            # a stop's cleanup read after a resume that another worker wrote between the
+            # stop's two records (decision 0100): the connector runs with no task config;
+            # its worker asks it for them again (a connector that has none asks in vain once)
+            self._reconciler.request_regeneration(connector)
         if kind == "extension" and connector == ASSIGNMENT_KEY:
             self._reconciler.wake_for_assignment()
         else:
@@ -419,3 +433,11 @@ class DistributedHerder(DistributedCalls):
         """This worker's address and the assignment generation it has carried out."""
         record = WorkerRecord(self._id, self._cluster.advertised_address, generation)
         self._statuses.put_extension(worker_key(self._id), record.to_json())
+
+
+def _started_without_tasks(snapshot: ConfigSnapshot, name: str) -> bool:
+    return (
+        snapshot.contains(name)
+        and snapshot.target_state(name) is TargetState.STARTED
+        and not snapshot.task_configs(name)
+    )

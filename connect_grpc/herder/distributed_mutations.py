@@ -1,9 +1,15 @@
 """The DistributedHerder's mutations: the leader carries them out; any other worker raises
-NotLeaderError (the gRPC layer then forwards the call to the leader).
+NotLeaderError (the gRPC layer then forwards the call to the leader), except an
+unconditional pause or resume without a request id, which any worker writes itself, as
+Kafka Connect's workers do (``follower_writes``, decision 0100).
 
 Each is checked and written under its connector's lock against the leader's own view: a
 create, a config, a deletion, a target state, a restart request, task configs, an offsets
-change, a cluster-wide log level. A plain restart and a task's restart are carried out
+change, a cluster-wide log level. Since a pause or resume written by another worker takes
+no lock here, a conditional write checks its etag again right before its transaction
+commits (``LeaderWriter.write``'s guard), and what must see every acknowledged target state
+(an offsets change's STOPPED, task configs refused for a connector not STARTED) reads the
+config topic to its end first. A plain restart and a task's restart are carried out
 synchronously by the worker that runs the instance (NotLeaderError names that worker).
 Separate from the reads, which every worker answers, and from the leader's writer, which
 only knows how to write records, not which records a change is.
@@ -28,6 +34,7 @@ from connect_grpc.herder.distributed_etags import ClusterEtags
 from connect_grpc.herder.distributed_reads import DistributedReads
 from connect_grpc.herder.distributed_view import LEADER_CALL_TIMEOUT_S, ClusterView
 from connect_grpc.herder.etags import connector_etag, no_connector_for_etag, offsets_version_in
+from connect_grpc.herder.follower_writes import FollowerWrites
 from connect_grpc.herder.instance_rules import not_stopped, require_topic_tracking
 from connect_grpc.herder.leader_writer import LeaderWriter
 from connect_grpc.herder.locks import ConnectorLocks
@@ -37,7 +44,7 @@ from connect_grpc.herder.recorded_answers import answer_record, with_answer
 from connect_grpc.herder.restart import build_restart_plan
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.validation import ConfigValidator, patched_config, validate_name
-from connect_grpc.kernel import deadline
+from connect_grpc.kernel import deadline, request_answer
 from connect_grpc.kernel.domain import (
     ConnectorOffset,
     ConnectorStatus,
@@ -94,7 +101,10 @@ class DistributedMutations:
         validated_for_create: CreateValidator,
         worker_id: str,
         log: Any,
+        follower_writes: FollowerWrites | None = None,
     ) -> None:
+        """``follower_writes``: how this worker writes an unconditional pause or resume
+        itself while it does not lead (None: it forwards every one to the leader)."""
         self._view = view
         self._statuses = view.statuses
         self._writer = writer
@@ -110,6 +120,7 @@ class DistributedMutations:
         self._validated_for_create = validated_for_create
         self._id = worker_id
         self._log = log
+        self._follower = follower_writes
 
     def create_connector(
         self,
@@ -149,7 +160,7 @@ class DistributedMutations:
             if etag and not self._view.snapshot().contains(name):
                 raise no_connector_for_etag(name)
             self._etags.require(name, etag)
-            return self._put_config(writer, name, full_config, conditional=bool(etag))
+            return self._put_config(writer, name, full_config, etag=etag)
 
     def patch_connector_config(
         self, name: str, patch: Mapping[str, str | None], etag: str = ""
@@ -161,13 +172,13 @@ class DistributedMutations:
             current = self._view.config_of(self._view.snapshot(), name)
             self._etags.require(name, etag)
             _, full_config = self._normalised(name, patched_config(current, patch))
-            return self._put_config(writer, name, full_config, conditional=bool(etag))
+            return self._put_config(writer, name, full_config, etag=etag)
 
     def _put_config(
-        self, writer: FencedWriter, name: str, full_config: dict[str, str], *, conditional: bool
+        self, writer: FencedWriter, name: str, full_config: dict[str, str], *, etag: str
     ) -> PutConfigResult:
         """Validates and writes a whole config; the caller holds the connector's lock and
-        checked the etag of a ``conditional`` write."""
+        checked ``etag`` (empty: an unconditional write)."""
         self._validator.ensure_valid(full_config)
         snapshot = self._view.snapshot()
         created = not snapshot.contains(name)
@@ -177,17 +188,19 @@ class DistributedMutations:
         else:
             version, version_records = str(offsets_version_in(snapshot.extensions, name)), []
         target = snapshot.target_state(name) or TargetState.STARTED
-        etag = connector_etag(name, full_config, target, version)
+        after = connector_etag(name, full_config, target, version)
         result = PutConfigResult(
-            self._reads.info(name, full_config, task_count, etag), created=created
+            self._reads.info(name, full_config, task_count, after), created=created
         )
         if created:
             self._write_new_connector(
                 name, full_config, TargetState.STARTED, version_records, result
             )
-        elif conditional:
-            self._writer.write(writer, with_answer(connector_config_records(name, full_config),
-                                                   result))
+        elif etag:
+            self._writer.write(
+                writer, with_answer(connector_config_records(name, full_config), result),
+                guard=self._unchanged(name, etag),
+            )
         else:
             self._writer.write_in_term(
                 connector_config_records(name, full_config), answer_record(result)
@@ -208,7 +221,9 @@ class DistributedMutations:
             self._etags.require(name, etag)
             records = removal_records(name, len(snapshot.task_configs(name)))
             if etag:
-                self._writer.write(writer, with_answer(records, None))
+                self._writer.write(
+                    writer, with_answer(records, None), guard=self._unchanged(name, etag)
+                )
             else:
                 self._writer.write_in_term(
                     records, answer_record(None), wake_leader=True,
@@ -217,10 +232,21 @@ class DistributedMutations:
             self._log.info("connector_deleted", connector=name)
 
     def pause_connector(self, name: str, etag: str = "") -> str:
-        return self._write_target_state(name, TargetState.PAUSED, etag=etag)
+        return self._pause_or_resume(name, TargetState.PAUSED, etag)
 
     def resume_connector(self, name: str, etag: str = "") -> str:
-        return self._write_target_state(name, TargetState.STARTED, etag=etag)
+        return self._pause_or_resume(name, TargetState.STARTED, etag)
+
+    def _pause_or_resume(self, name: str, state: TargetState, etag: str) -> str:
+        """On a worker that does not lead, an unconditional call without a request id is
+        written here (``FollowerWrites``), as Kafka Connect's workers write it; the leader
+        writes the others: a conditional one (its etag is checked under the connector's
+        lock, and again right before the write commits), and one with a request id (the
+        leader's request log runs it once, even while a retry of it is in flight)."""
+        follower = self._follower
+        if follower and not etag and not request_answer.pending() and not self._writer.leads():
+            return follower.target_state(name, state)
+        return self._write_target_state(name, state, etag=etag)
 
     def stop_connector(self, name: str, etag: str = "") -> str:
         """STOPPED, and no task configs: the tasks stop everywhere (KIP-875).
@@ -251,7 +277,9 @@ class DistributedMutations:
             after = connector_etag(name, config, state, str(version))
             records = target_state_records(name, state) + (cleanup or [])
             if etag:
-                self._writer.write(writer, with_answer(records, after))
+                self._writer.write(
+                    writer, with_answer(records, after), guard=self._unchanged(name, etag)
+                )
             else:
                 self._writer.write_in_term(
                     records, answer_record(after), wake_leader=bool(cleanup),
@@ -327,6 +355,7 @@ class DistributedMutations:
     ) -> OffsetsChange:
         with self._connector_locks.hold(name):
             self._writer.for_write()
+            self._read_to_end()
             self._etags.require(name, etag)
             change = self._offset_manager.alter(
                 name, self._stopped_config(name), offsets, all_partitions_time_ms
@@ -336,9 +365,21 @@ class DistributedMutations:
     def reset_offsets(self, name: str, etag: str = "") -> OffsetsChange:
         with self._connector_locks.hold(name):
             self._writer.for_write()
+            self._read_to_end()
             self._etags.require(name, etag)
             message = self._offset_manager.reset(name, self._stopped_config(name))
             return OffsetsChange(message, etag=self._etags.offsets_changed(name))
+
+    def _read_to_end(self) -> None:
+        """Reads the config topic to its end: a resume or pause another worker wrote itself
+        (not under this leader's lock) and acknowledged before this call must be seen by an
+        offsets change, which needs the connector STOPPED, and by the etag it checks."""
+        self._view.configs.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
+
+    def _unchanged(self, name: str, etag: str) -> Callable[[ConfigSnapshot], None]:
+        """The guard of a conditional write: the etag still the connector's right before the
+        write commits (a pause or resume written by another worker meanwhile aborts it)."""
+        return lambda snapshot: self._etags.require_in(snapshot, name, etag)
 
     def _stopped_config(self, name: str) -> dict[str, str]:
         """Cluster-wide STOPPED: the target state, and no task configs (so no task of it
@@ -364,10 +405,14 @@ class DistributedMutations:
         with self._connector_locks.hold(name):
             writer = self._writer.for_write()
             snapshot = self._view.snapshot()
+            if not _started(snapshot, name):
+                # the resume that started the connector may have been written by another
+                # worker, read by the connector's worker before this view read it
+                self._read_to_end()
+                snapshot = self._view.snapshot()
             # a connector deleted meanwhile may have left a target state (a removal cut
             # short): task configs written for it would be a new connector's of that name
-            started = snapshot.target_state(name) is TargetState.STARTED
-            if not snapshot.contains(name) or not started:
+            if not _started(snapshot, name):
                 self._log.info("task_configs_ignored", connector=name)
                 return
             if [dict(c) for c in snapshot.task_configs(name)] == configs:
@@ -405,3 +450,8 @@ class DistributedMutations:
         records += [*target_state_records(name, state), *version_records]
         records += connector_config_records(name, config)
         self._writer.write_in_term(records, answer_record(result), wake_leader=True)
+
+
+def _started(snapshot: ConfigSnapshot, name: str) -> bool:
+    """Whether the connector exists and its target state is STARTED."""
+    return snapshot.contains(name) and snapshot.target_state(name) is TargetState.STARTED

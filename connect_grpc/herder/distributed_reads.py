@@ -120,7 +120,7 @@ class DistributedReads:
         config = self._view.config_of(snapshot, name)
         kind = connector_type(self._plugins, config)
         status = self._board.connector_status(name, len(snapshot.task_configs(name)), kind)
-        progress = shown_progress(self._view.statuses, name, config)
+        progress = shown_progress(snapshot, name, config)
         if progress is not None:
             status = replace(status, auto_restart=progress)
         if not self._transactional(kind):

@@ -69,6 +69,8 @@ class LeaderLoop:
         self._stopping = stopping
         self._log = log
         self._next_expiry = 0.0
+        #: The term the auto-restart decider's memory belongs to.
+        self._auto_restart_term = 0
 
     def run(self, beat: Callable[[], None] | None = None) -> None:
         """``beat`` is called at each turn of the loop (its liveness heartbeat)."""
@@ -88,7 +90,7 @@ class LeaderLoop:
         else:
             self._writer.close()
             if self._auto_restart is not None:
-                # the next leader continues from what the status topic holds
+                # the next leader continues from what the config topic holds
                 self._auto_restart.forget_all()
 
     def _lead(self) -> None:
@@ -102,7 +104,17 @@ class LeaderLoop:
                 self._next_expiry = time.monotonic() + ANSWER_EXPIRY_INTERVAL_S
                 self._answers.expire(writer)
             if self._auto_restart is not None:
-                self._auto_restart.tick()
+                self._look_at_auto_restarts(self._auto_restart)
+
+    def _look_at_auto_restarts(self, decider: AutoRestarter) -> None:
+        """The decider's memory serves one term: a leadership won again after another
+        leader's term (even one this loop did not see) continues from what the config
+        topic holds, as any new leader does."""
+        term = self._writer.office_term()
+        if term != self._auto_restart_term:
+            decider.forget_all()
+            self._auto_restart_term = term
+        decider.tick()
 
     def _rotate_session_key(self, writer: FencedWriter) -> None:
         """Writes a new session key once the current one is ``inter.worker.key.ttl.ms``

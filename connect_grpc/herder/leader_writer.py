@@ -17,6 +17,7 @@ never held across Kafka I/O (a writer is opened, used and closed outside it).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -36,7 +37,12 @@ from connect_grpc.storage.config_codec import (
     session_key_record,
     term_marker_record,
 )
+from connect_grpc.storage.config_snapshot import ConfigSnapshot
 from connect_grpc.storage.log_records import LogRecord
+
+#: A check of a conditional write against the view as it stands right before the write:
+#: raises (AbortedError, say) when the write must not be made.
+Guard = Callable[[ConfigSnapshot], None]
 
 
 class LeaderWriter:
@@ -53,10 +59,12 @@ class LeaderWriter:
         cluster: DistributedConfig,
         worker_id: str,
         refuse_while_kafka_unreachable: Callable[[], None],
+        authenticates: bool = True,
     ) -> None:
         """``wake``: the leader loop's event, set after a write that may call for a new
         assignment; ``refuse_while_kafka_unreachable`` raises UnavailableError while the
-        worker's Kafka monitor knows Kafka is unreachable."""
+        worker's Kafka monitor knows Kafka is unreachable; ``authenticates``: whether this
+        worker authenticates its callers (said in its leader record)."""
         self._view = view
         self._configs = view.configs
         self._election = election
@@ -66,6 +74,7 @@ class LeaderWriter:
         self._cluster = cluster
         self._id = worker_id
         self._refuse_while_kafka_unreachable = refuse_while_kafka_unreachable
+        self._authenticates = authenticates
         self._writer: FencedWriter | None = None
         #: The term the writer took office in (its unfenced writes carry it).
         self._term = 0
@@ -102,6 +111,11 @@ class LeaderWriter:
             raise self.not_leader()
         return writer
 
+    def refuse_while_kafka_unreachable(self) -> None:
+        """UnavailableError at once while the worker knows Kafka is unreachable (a write
+        any worker makes itself asks it too)."""
+        self._refuse_while_kafka_unreachable()
+
     def not_leader(self) -> NotLeaderError:
         leader = self._view.leader_address()
         if leader is None or leader[0] == self._id:
@@ -113,11 +127,25 @@ class LeaderWriter:
         )
 
     def write(
-        self, writer: FencedWriter, records: list[RawRecord], *, wake_leader: bool = True
+        self,
+        writer: FencedWriter,
+        records: list[RawRecord],
+        *,
+        wake_leader: bool = True,
+        guard: Guard | None = None,
     ) -> None:
-        """One transaction, then waits until this worker's view shows it."""
+        """One transaction, then waits until this worker's view shows it.
+
+        With a ``guard`` (a conditional write), the transaction commits only if ``guard``
+        passes on this view as it stands right before the transaction's first record (the
+        open transaction holds every read_committed reader there): a pause or resume
+        another worker wrote itself (not under this leader's connector lock) between the
+        caller's check and the write aborts it, and ``guard``'s error reaches the caller."""
         started = time.perf_counter()
-        written = writer.send_all(records, deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        before_commit = None if guard is None else functools.partial(self._just_before, guard)
+        written = writer.send_all(
+            records, deadline.remaining(LEADER_CALL_TIMEOUT_S), before_commit=before_commit
+        )
         sent = time.perf_counter()
         self._configs.wait_for(written, deadline.remaining(LEADER_CALL_TIMEOUT_S))
         if wake_leader:
@@ -130,6 +158,17 @@ class LeaderWriter:
             send_ms=round((sent - started) * 1000, 3),
             read_back_ms=round((time.perf_counter() - sent) * 1000, 3),
         )
+
+    def _just_before(self, guard: Guard, written: list[LogRecord]) -> None:
+        """Runs ``guard`` on the view once it has read every record before ``written`` (the
+        open transaction's): not ``ClusterView.snapshot``, which may wait for a write owed
+        past them, which the open transaction holds back."""
+        if written:
+            self._configs.wait_for_offset(
+                written[0].offset, deadline.remaining(LEADER_CALL_TIMEOUT_S),
+                before_listener=True,
+            )
+        guard(self._configs.snapshot())
 
     def write_in_term(
         self,
@@ -224,7 +263,9 @@ class LeaderWriter:
             snapshot = self._view.snapshot()
             previous = LeaderRecord.from_json(snapshot.extensions.get(LEADER_KEY))
             term = max(previous.term if previous else 0, snapshot.term) + 1
-            record = LeaderRecord(self._id, self._cluster.advertised_address, term)
+            record = LeaderRecord(
+                self._id, self._cluster.advertised_address, term, self._authenticates
+            )
             # with a fresh session key in the same transaction: a worker that knows this
             # leader knows the key to sign the calls it forwards to it; and the term's
             # marker, after which every worker ignores a deposed leader's unfenced writes

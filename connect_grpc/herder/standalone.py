@@ -173,6 +173,7 @@ class StandaloneHerder(HerderCommon):
             configs=self._configs_by_name,
             status=self._reported_status,
             restart=self._restart_failed,
+            metrics=None if metrics is None else metrics.auto_restarts,
             log=self._log,
         )
 

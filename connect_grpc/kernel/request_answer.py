@@ -57,6 +57,12 @@ def scope(pending: PendingAnswer) -> Iterator[PendingAnswer]:
         _pending.reset(token)
 
 
+def pending() -> bool:
+    """Whether a request id is being carried out: its answer is to be written with the
+    change, by whichever store replays answers to every worker."""
+    return _pending.get() is not None
+
+
 def take(result: object) -> Answer | None:
     """The answer to write with the change whose outcome is ``result``; None when no
     request id is being carried out. The caller must write it in the change's transaction

@@ -1,5 +1,6 @@
 """Prometheus metrics of a worker: its tasks' data movement, its connectors' and tasks'
-states, the cluster's rebalances, and (from ``api``) the gRPC server's calls.
+states, the cluster's rebalances, the auto-restart policy's restarts, and (from ``api``)
+the gRPC server's calls.
 
 Names are Kafka Connect's metric names in the Prometheus form Kafka Connect users scrape
 through a JMX exporter: ``kafka_connect_<group>_<metric>`` with the group's ``-metrics``

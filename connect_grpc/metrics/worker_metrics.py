@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 
 from connect_grpc.connectors.plugin_metrics import PluginMetrics, PluginMetricsStore
 from connect_grpc.kernel.domain import PlacementKind, State, TaskId
+from connect_grpc.metrics.auto_restart_metrics import AutoRestartMetrics
 from connect_grpc.metrics.plugin_metrics import PluginMetricsCollector
 
 TASK_LABELS = ("connector", "task")
@@ -326,6 +327,8 @@ class WorkerMetrics:
         #: The metrics the worker's plugins register (KIP-877), exported at each scrape.
         self.plugins = PluginMetricsStore()
         self.registry.register(PluginMetricsCollector(self.plugins))
+        #: The auto-restart policy's restarts and progress, exported by the deciding worker.
+        self.auto_restarts = AutoRestartMetrics(self.registry)
 
     def task(self, task: TaskId) -> TaskMetrics:
         return TaskMetrics(self._tasks, task, self.plugins)

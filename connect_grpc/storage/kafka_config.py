@@ -20,6 +20,7 @@ from connect_grpc.kernel.domain import RestartRequest, TargetState
 from connect_grpc.kernel.errors import ConnectError, UnavailableError
 from connect_grpc.storage.config_codec import (
     CARRIED_HEADER,
+    TARGET_STATE_PREFIX,
     TERM_HEADER,
     Config,
     RawRecord,
@@ -73,7 +74,10 @@ class KafkaConfigStore:
     distributed herder's leader writes the same records (the ``*_records`` functions)
     through its fenced transactional writer, or with :meth:`send_in_term` stamped with its
     term, and waits for them with :meth:`wait_for`. A stamped record whose term a later
-    term marker ended is not applied (:meth:`refused` tells its writer).
+    term marker ended is not applied (:meth:`refused` tells its writer). Any worker writes
+    an unconditional pause or resume with :meth:`send`, unstamped, as Kafka Connect's
+    workers write target states (:meth:`orphaned` tells it whether its record came after
+    the connector's deletion).
     """
 
     def __init__(
@@ -93,6 +97,8 @@ class KafkaConfigStore:
         self._timeout = timeout
         #: Offsets of the latest records ignored as a deposed leader's (newest last).
         self._refused: deque[int] = deque(maxlen=REFUSED_MEMORY)
+        #: Offsets of the latest target states read for a connector without a config.
+        self._orphaned: deque[int] = deque(maxlen=REFUSED_MEMORY)
         #: Changes applied on the tailing thread, told to the listener at the batch's end.
         self._untold: list[ConfigChange] = []
         spec = TopicSpec(topic, 1, replication_factor, compact=True)
@@ -214,6 +220,25 @@ class KafkaConfigStore:
         except ConnectError as exc:
             raise UnavailableError(str(exc)) from exc
 
+    def send(self, records: list[RawRecord], timeout: float) -> list[LogRecord]:
+        """Writes the records without a transaction and without a term (a record every
+        reader applies, as it applies Kafka Connect's); returns once acknowledged, not yet
+        read back. Raises UnavailableError when that takes over ``timeout`` seconds or the
+        broker refused them."""
+        try:
+            return self._log.send_all(records, timeout=timeout)
+        except UnavailableError:
+            raise
+        except ConnectError as exc:
+            raise UnavailableError(str(exc)) from exc
+
+    def orphaned(self, written: list[LogRecord]) -> bool:
+        """Whether any of ``written`` (read back already) is a target state that came after
+        its connector's config was deleted (or before any was written): it set the state
+        of no connector."""
+        with self._lock:
+            return any(record.offset in self._orphaned for record in written)
+
     def refused(self, written: list[LogRecord]) -> bool:
         """Whether this store ignored any of ``written`` (read back already) as the write of
         a deposed leader."""
@@ -268,6 +293,12 @@ class KafkaConfigStore:
             log.warning("config_record_of_a_deposed_leader_ignored", key=key,
                         offset=record.offset, term=term, current_term=self._builder.term)
             return None
+        if (
+            record.value is not None
+            and key.startswith(TARGET_STATE_PREFIX)
+            and key[len(TARGET_STATE_PREFIX):] not in self._builder.connectors
+        ):
+            self._orphaned.append(record.offset)
         carried = carried_record(record)
         change = apply_record(self._builder, key, record.value, record.timestamp_ms)
         if carried is not None:

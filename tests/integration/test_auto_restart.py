@@ -3,23 +3,31 @@
 leader restarts what another worker reported failed), over real gRPC, real Kafka and real
 Spark: a task that fails its first three starts is restarted at growing intervals and then
 runs, with the count in the status; a task that always fails is given up on after the
-maximum, and stays FAILED."""
+maximum, and stays FAILED; ``connect-grpc ctl get connectors -o wide`` and ``ctl watch``
+show the count and the next attempt."""
 
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from connect_grpc.testing.cluster import wait_until
+from connect_grpc.ctl.contexts import CONFIG_DIR_ENV
+from connect_grpc.ctl.documents import rfc3339_ms
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.testing.plugins import read_events
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.integration.helpers import (
     DEPLOYMENTS,
     FAILED,
+    INSTRUMENTED_SOURCE,
     RUNNING,
     create,
     deployment_stub,
@@ -109,3 +117,53 @@ def test_an_invalid_key_is_an_error_on_its_key(stub: Any, name: str, events: Pat
         "least auto.restart.backoff.min.ms (1000)"
     ]}
     assert "Auto Restart" in answer.groups
+
+
+def _ctl(target: str, config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``connect-grpc ctl --target TARGET ARGS`` as a user runs it (output to a pipe)."""
+    environment = {**os.environ, CONFIG_DIR_ENV: str(config_dir)}
+    environment.pop("CONNECT_GRPC_TARGET", None)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "connect-grpc"), "ctl", "--target", target, *args],
+        env=environment, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90,
+        check=False,
+    )
+
+
+def test_ctl_wide_listing_and_watch_show_the_count_and_next_attempt(
+    stub: Any, request: pytest.FixtureRequest, name: str, events: Path, tmp_path: Path
+) -> None:
+    workers: list[WorkerProcess] = (
+        [request.getfixturevalue("worker")] if request.node.callspec.params["stub"]
+        == "standalone" else request.getfixturevalue("cluster"))
+    config = source_config(events, tasks=1, **{
+        "test.fail.task.start": "0", "auto.restart.enabled": "true",
+        "auto.restart.backoff.min.ms": "60000",  # the next attempt is two minutes away
+    })
+    create(stub, name, config)
+
+    def waiting() -> pb.AutoRestartStatus | None:
+        progress = _status(stub, name).auto_restart
+        return progress if progress.count == 1 and progress.HasField("next_attempt_time") else None
+
+    next_at = rfc3339_ms(wait_until(waiting, timeout=60).next_attempt_time.ToMilliseconds())
+    for worker in workers:  # a cluster's every worker shows the leader's progress
+
+        def wide_row(target: str = worker.address) -> list[str] | None:
+            wide = _ctl(target, tmp_path, "get", "connectors", "-o", "wide", "-e", name)
+            assert wide.returncode == 0, wide.stderr
+            header, row = wide.stdout.splitlines()
+            assert header.split()[:8] == ["NAME", "TYPE", "STATE", "TASKS", "WORKER",
+                                          "RESTARTS", "NEXT", "RESTART"]
+            return row.split() if row.split()[5:7] == ["1", next_at] else None
+
+        assert wait_until(wide_row, timeout=30)[7] == INSTRUMENTED_SOURCE
+        listed = _ctl(worker.address, tmp_path, "get", "connectors", "-o", "json", "-e", name)
+        [document] = json.loads(listed.stdout)["connectors"]
+        progress = document["auto_restart"]
+        assert (progress["count"], progress["next_attempt"], progress["gave_up"]) == (
+            1, next_at, False)
+        assert progress["last_restart"] is not None
+    watched = _ctl(workers[-1].address, tmp_path, "watch", name, "--timeout", "2")
+    assert watched.returncode == 0, watched.stderr
+    assert f"{name} restarts 1 automatic, next at {next_at}" in watched.stdout.splitlines()

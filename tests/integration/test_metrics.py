@@ -6,7 +6,8 @@ docs/metrics.md must work as written.
 - A standalone worker (tasks hosted in Spark tasks, the default) runs FileStreamSource →
   topic → FileStreamSink; it is scraped before and after more lines go through.
 - A one-worker cluster (``task.hosting=driver``) shows rebalances, leader and generation,
-  and counts a SequenceSource moved by the driver and by Spark jobs.
+  counts a SequenceSource moved by the driver and by Spark jobs, and, as the leader, the
+  auto-restart policy's restarts of a task that fails its first starts.
 - Exactly-once transaction commits are counted by the producer that commits them.
 - A bad ``metrics.listener`` or one whose port is taken stops the worker at start-up.
 """
@@ -18,6 +19,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping
@@ -39,7 +41,13 @@ from connect_grpc.testing.cluster import (
 )
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.documents import METRICS, section_text
-from tests.integration.helpers import PAUSED, RUNNING, create_topic, wait_for_states
+from tests.integration.helpers import (
+    PAUSED,
+    RUNNING,
+    create_topic,
+    source_config,
+    wait_for_states,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -292,7 +300,7 @@ def test_readme_metrics_example(pipeline: Pipeline, tmp_path: Path) -> None:
 # a cluster of one worker
 
 
-def test_a_distributed_worker_shows_rebalances_leader_and_generation(
+def test_a_distributed_worker_shows_rebalances_leader_generation_and_auto_restarts(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     port = free_port()
@@ -351,6 +359,31 @@ def test_a_distributed_worker_shows_rebalances_leader_and_generation(
         assert runs_on and runs_on <= {"driver", "spark_job"}
         assert (done.value("kafka_connect_connector_task_offset_commit_success_total",
                            **task_labels(name)) or 0) >= 1
+
+        # the leader decides the auto-restart policy, and exports what it did
+        failing = f"metrics-auto-{uuid.uuid4().hex[:6]}"
+        worker.stub.CreateConnector(pb.CreateConnectorRequest(name=failing, config=source_config(
+            tmp_path / "events.jsonl", tasks=1, **{
+                "test.fail.task.start": "0", "test.fail.task.start.times": "2",
+                "auto.restart.enabled": "true", "auto.restart.backoff.min.ms": "200",
+                "auto.restart.reset.after.ms": "600000"})), timeout=60)
+        wait_for_states(worker.stub, failing, RUNNING, [RUNNING], timeout=60)
+        restarted = scrape(port)
+        connector = {"connector": failing}
+        assert restarted.types["connect_grpc_connector_auto_restarts"] == "counter"
+        assert restarted.value("connect_grpc_connector_auto_restarts_total", **connector) == 2
+        assert restarted.value("connect_grpc_connector_task_auto_restarts_total",
+                               **task_labels(failing)) == 2
+        assert restarted.value("connect_grpc_connector_auto_restart_count", **connector) == 2
+        assert restarted.value("connect_grpc_connector_auto_restart_gave_up", **connector) == 0
+        last = restarted.value(
+            "connect_grpc_connector_auto_restart_last_restart_timestamp_seconds", **connector)
+        assert last is not None and abs(last - time.time()) < 120
+        assert restarted.value(
+            "connect_grpc_connector_auto_restart_next_attempt_timestamp_seconds",
+            **connector) is None
+        # a connector without the policy has no series
+        assert restarted.value("connect_grpc_connector_auto_restart_count", connector=name) is None
 
 
 # --------------------------------------------------------------------------------------------

@@ -381,27 +381,36 @@ def test_the_leader_applies_its_own_roles_to_the_original_caller(
 ) -> None:
     """The follower's principals file is changed (no restart) to make the dashboard an
     admin: the follower forwards the dashboard's write, and the leader, whose file says
-    viewer, refuses it; nothing is created."""
+    viewer, refuses it; nothing is created. An unconditional pause too, which a follower
+    of a cluster that authenticates nobody would write itself (decision 0100)."""
     leader, follower = secure_cluster.leader(), secure_cluster.follower()
     lax = secure_cluster.principals[secure_cluster.workers.index(follower)]
     name = f"lax-{uuid.uuid4().hex[:8]}"
-    before = (refusals(leader, "CreateConnector"), refusals(follower, "CreateConnector"))
+    with ConnectClient(with_address(pki.settings(pki.admin), leader), timeout=60) as admin:
+        admin.create_connector(f"{name}-p", source_config(tmp_path / "p", tasks=1),
+                               TargetState.STOPPED)
+    rpcs = ("CreateConnector", "PauseConnector")
+    before = [(refusals(leader, rpc), refusals(follower, rpc)) for rpc in rpcs]
     lax.write_text(ROLES.format(admin=pki.viewer.subject, viewer=pki.admin.subject),
                    encoding="utf-8")
     try:
         settings = with_address(pki.settings(pki.viewer), follower)
-        with ConnectClient(settings, timeout=60) as dashboard, pytest.raises(
-            PermissionDeniedError, match="has role viewer"
-        ):
-            dashboard.create_connector(name, source_config(tmp_path / "e", tasks=1),
-                                       TargetState.STOPPED)
+        with ConnectClient(settings, timeout=60) as dashboard:
+            with pytest.raises(PermissionDeniedError, match="has role viewer"):
+                dashboard.create_connector(name, source_config(tmp_path / "e", tasks=1),
+                                           TargetState.STOPPED)
+            with pytest.raises(PermissionDeniedError, match="has role viewer"):
+                dashboard.pause_connector(f"{name}-p")
     finally:
         lax.write_text(ROLES.format(admin=pki.admin.subject, viewer=pki.viewer.subject),
                        encoding="utf-8")
-    after = (refusals(leader, "CreateConnector"), refusals(follower, "CreateConnector"))
-    assert after == (before[0] + 1, before[1])  # the leader refused it, not the follower
+    after = [(refusals(leader, rpc), refusals(follower, rpc)) for rpc in rpcs]
+    # the leader refused both, not the follower
+    assert after == [(leader_before + 1, follower_before)
+                     for leader_before, follower_before in before]
     with ConnectClient(with_address(pki.settings(pki.admin), leader), timeout=60) as admin:
         assert name not in [c.name for c in admin.list_connectors()]
+        admin.delete_connector(f"{name}-p")
 
 
 def forged(subject: str) -> tuple[tuple[str, str | bytes], ...]:

@@ -1,7 +1,10 @@
 """A config log without a broker, for the leader's writes in unit tests: each record is
 applied to a real KafkaConfigStore as it is sent, at the next offset, and the store's
 listener told at once (each record a batch of its own), unless the log is told to hold
-records back (a tail that lags the acknowledgement), until :meth:`AppliedLog.catch_up`."""
+records back (a tail that lags the acknowledgement), until :meth:`AppliedLog.catch_up`.
+A transaction checked before its commit (``before_commit``) is held back while the check
+runs, the records before it read, as a read_committed tail reads up to an open
+transaction; a failed check aborts it (its records are never applied)."""
 
 from __future__ import annotations
 
@@ -30,6 +33,9 @@ class AppliedLog:
         self._applied = 0
         self._caught_up = threading.Condition()
         self.read_backs = 0
+        self.reads_to_end = 0
+        #: Offsets of records of aborted transactions (never applied).
+        self.aborted: set[int] = set()
 
     def send_all(
         self,
@@ -57,13 +63,15 @@ class AppliedLog:
             self.catch_up()
         return record
 
-    def catch_up(self) -> None:
-        """The tail reads every record written so far."""
+    def catch_up(self, until: int | None = None) -> None:
+        """The tail reads every record written so far (or those before offset ``until``)."""
+        end = len(self.records) if until is None else min(until, len(self.records))
         with self._caught_up:
-            for record in self.records[self._applied:]:
-                self._apply(record)
-                self._after_batch()
-            self._applied = len(self.records)
+            for record in self.records[self._applied:end]:
+                if record.offset not in self.aborted:
+                    self._apply(record)
+                    self._after_batch()
+            self._applied = max(self._applied, end)
             self._caught_up.notify_all()
 
     def read_past(
@@ -75,6 +83,11 @@ class AppliedLog:
     ) -> None:
         """Counted; records held back are applied first (the tail reads them)."""
         self.read_backs += 1
+        self.catch_up()
+
+    def read_to_end(self, timeout: float | None = None) -> None:
+        """Counted; the tail reads every record written so far."""
+        self.reads_to_end += 1
         self.catch_up()
 
     def read_until(
@@ -93,13 +106,36 @@ class AppliedLog:
 
 
 class WholeWriter:
-    """The fenced writer: one transaction, applied whole."""
+    """The fenced writer: one transaction, applied whole (after ``before_commit``, if any,
+    passed: a failed check aborts it)."""
 
     def __init__(self, log: AppliedLog) -> None:
         self._log = log
+        #: Called with a checked transaction's records before they are checked (a test's
+        #: other writer, say, whose record then comes before them).
+        self.on_open: Any = None
 
-    def send_all(self, records: list[RawRecord], timeout: float) -> list[LogRecord]:
-        return self._log.send_all(records)
+    def send_all(
+        self, records: list[RawRecord], timeout: float, *, before_commit: Any = None
+    ) -> list[LogRecord]:
+        if before_commit is None:
+            return self._log.send_all(records)
+        holding, self._log.holding = self._log.holding, True
+        try:
+            if self.on_open is not None:
+                self.on_open()
+            written = self._log.send_all(records)
+            self._log.catch_up(until=written[0].offset if written else None)
+            try:
+                before_commit(written)
+            except BaseException:
+                self._log.aborted.update(record.offset for record in written)
+                raise
+        finally:
+            self._log.holding = holding
+        if not holding:
+            self._log.catch_up()
+        return written
 
 
 def applied_store(on_change: Any = None) -> tuple[KafkaConfigStore, AppliedLog]:

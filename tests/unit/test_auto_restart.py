@@ -10,12 +10,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-import structlog
 
 from connect_grpc.api.convert import connector_status_to_pb
 from connect_grpc.client.convert import connector_status_from_pb
 from connect_grpc.ctl import documents
-from connect_grpc.ctl.cmd_read import auto_restart_text
+from connect_grpc.ctl.render import auto_restart_text
 from connect_grpc.herder.auto_restart import AutoRestarter
 from connect_grpc.herder.auto_restart_policy import (
     AUTO_RESTART_BACKOFF_MAX_MS,
@@ -29,14 +28,12 @@ from connect_grpc.herder.auto_restart_policy import (
     decide,
 )
 from connect_grpc.herder.framework_keys import framework_config_def
-from connect_grpc.herder.leader_auto_restart import leader_auto_restarter, shown_progress
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.kernel.domain import (
     AutoRestartStatus,
     ConnectorStatus,
     ConnectorType,
     InstanceStatus,
-    RestartRequest,
     State,
     TargetState,
     TaskId,
@@ -397,60 +394,6 @@ def test_standalone_status_has_no_policy_when_it_is_off(herder: StandaloneHerder
               "tasks.max": "1", "topic": "t"}
     herder.create_connector("c", config, TargetState.STARTED)
     assert herder.connector_status("c").auto_restart is None
-
-
-# ---------------------------------------------------------------------------- the leader
-
-
-class FakeStatuses:
-    """The status topic's cluster records, as the leader's decider writes and reads them."""
-
-    def __init__(self) -> None:
-        self.records: dict[str, Any] = {}
-
-    def put_extension(self, key: str, value: Any) -> None:
-        if value is None:
-            self.records.pop(key, None)
-        else:
-            self.records[key] = value
-
-    def extensions(self, prefix: str = "connect-grpc-") -> dict[str, Any]:
-        return {k: v for k, v in self.records.items() if k.startswith(prefix)}
-
-
-def test_leader_writes_progress_every_worker_shows_and_a_new_leader_continues() -> None:
-    fakes = Fakes()
-    statuses = FakeStatuses()
-
-    class View:
-        def __init__(self) -> None:
-            self.statuses = statuses
-
-        def snapshot(self) -> Any:
-            return type("Snapshot", (), {"connectors": {"c": fakes.config}})()
-
-    asked: list[RestartRequest] = []
-    first = leader_auto_restarter(
-        View(), lambda _: fakes.status, asked.append,  # type: ignore[arg-type]
-        log=structlog.get_logger(), clock_ms=lambda: fakes.now,
-    )
-    first.tick()
-    assert asked == [RestartRequest("c", include_tasks=True, only_failed=True)]
-    assert statuses.records["connect-grpc-auto-restart-c"]["count"] == 1
-    shown = shown_progress(statuses, "c", fakes.config)  # type: ignore[arg-type]
-    assert shown is not None and shown.count == 1
-    # another config: the written progress is not this config's
-    assert shown_progress(statuses, "c", {**fakes.config, "x": "y"}) == AutoRestartStatus()  # type: ignore[arg-type]
-    assert shown_progress(statuses, "c", {}) is None  # type: ignore[arg-type]
-    # a new leader: the restart awaited is not known, the count is
-    second = leader_auto_restarter(
-        View(), lambda _: fakes.status, asked.append,  # type: ignore[arg-type]
-        log=structlog.get_logger(), clock_ms=lambda: fakes.now,
-    )
-    fakes.status = _status(R, (F, 7))
-    second.tick()
-    assert len(asked) == 1
-    assert second.status_of("c") == AutoRestartStatus(1, 200, 0, False)
 
 
 # ---------------------------------------------------------------------------- API and ctl

@@ -23,6 +23,13 @@ from connect_grpc.kernel.domain import TaskId
 def test_leader_record_round_trips() -> None:
     record = LeaderRecord("w1", "10.0.0.1:8083", 3)
     assert LeaderRecord.from_json(record.to_json()) == record
+    for authenticates in (True, False):
+        said = LeaderRecord("w1", "10.0.0.1:8083", 3, authenticates)
+        assert LeaderRecord.from_json(said.to_json()) == said
+    # an older leader's record does not say; anything but a boolean is not saying either
+    assert LeaderRecord.from_json({"id": "w1", "address": "a", "term": 1}).authenticates is None
+    odd = {"id": "w1", "address": "a", "term": 1, "authenticates": "no"}
+    assert LeaderRecord.from_json(odd) == LeaderRecord("w1", "a", 1)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import pytest
 from connect_grpc.cluster.extension_records import ASSIGNMENT_KEY
 from connect_grpc.herder.distributed import DistributedHerder
 from connect_grpc.kernel.domain import RestartRequest
+from connect_grpc.storage.config_snapshot import ConfigSnapshot
 
 
 @dataclass
@@ -38,6 +39,13 @@ class _View:
 
 
 @dataclass
+class _Configs:
+    def snapshot(self) -> ConfigSnapshot:
+        """No connector (a started one left without task configs is not the subject)."""
+        return ConfigSnapshot()
+
+
+@dataclass
 class _Election:
     leader: bool = True
 
@@ -52,6 +60,7 @@ class _Herder:
     _leader_wake: threading.Event = field(default_factory=threading.Event)
     _listening: bool = True
     _view: _View = field(default_factory=_View)
+    _configs: _Configs = field(default_factory=_Configs)
 
     _on_config_change = DistributedHerder._on_config_change
 
