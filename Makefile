@@ -69,9 +69,10 @@ $(INSTALL_STAMP): pyproject.toml
 		&& echo "==> installed into $(VENV) in $$(( $$(date +%s) - start )) s"
 	@touch $@
 
-# The Kafka Connect plugins the tests and the demo use (connect-file, Debezium PostgreSQL),
-# fetched from Maven Central into the cache once, as the broker's jars are
-# (connect_grpc/java/plugin_jars.py); once they are there this only checks, in about a second.
+# The Kafka Connect plugins the tests and the demo use (connect-file, Debezium PostgreSQL,
+# MirrorMaker 2's connect-mirror), fetched from Maven Central into the cache once, as the
+# broker's jars are (connect_grpc/java/plugin_jars.py); once they are there this only checks,
+# in about a second.
 java-plugins: $(INSTALL_STAMP)
 	@$(BIN)/python -m connect_grpc.java.plugin_jars
 

@@ -10,7 +10,10 @@ The jars the worker's runtime provides to every plugin are left out of the plugi
 (:data:`RUNTIME_PROVIDED`): the Connect API (the runtime's must serve the plugin), slf4j (so
 that the runtime's binding serves the plugin's logs), the compression libraries (native code
 a second class loader cannot load again), and Jackson's core trio (beside the runtime's
-``connect-json`` it breaks the scan of converters built on JsonConverter).
+``connect-json`` it breaks the scan of converters built on JsonConverter). A plugin whose pom
+names more of the runtime's own jars leaves those out too (``PluginArtifact.also_provided``:
+``connect-mirror`` names Kafka Connect's runtime and its REST server, for MirrorMaker's
+dedicated mode).
 
 The plugin's own ``kafka-clients`` stays: Kafka Connect loads ``org.apache.kafka.common``
 from the runtime first, so the plugin's copy only serves the classes the runtime's release
@@ -57,6 +60,10 @@ log = structlog.get_logger(__name__)
 #: release); 4.3.1 is the newest it serves. It runs beside its own ``kafka-clients`` 4.3.1.
 CONNECT_FILE_VERSION = "4.3.1"
 DEBEZIUM_VERSION = "3.6.1.Final"
+#: MirrorMaker 2's connectors. Maven Central refuses ``connect-mirror`` and
+#: ``connect-mirror-client`` 4.4.0 as it refuses ``connect-file``; 4.3.1 is the newest it
+#: serves. Like ``connect-file``, it runs beside its own ``kafka-clients`` 4.3.1.
+CONNECT_MIRROR_VERSION = "4.3.1"
 
 #: What the runtime provides, excluded from Maven's resolution (``groupId:artifactId``) with
 #: what they alone bring in: slf4j, the compression libraries, Jackson's core trio.
@@ -89,6 +96,11 @@ class PluginArtifact:
     version: str
     #: How long the first fetch usually takes (``mvn -q`` prints nothing meanwhile).
     usual_seconds: float
+    #: What this plugin's pom alone brings that the runtime provides too, excluded from
+    #: Maven's resolution beside :data:`RUNTIME_PROVIDED_ARTIFACTS` (``groupId:artifactId``).
+    also_provided: tuple[str, ...] = ()
+    #: Jars besides :attr:`main_jar` the fetch must produce.
+    also_expected: tuple[str, ...] = ()
 
     @property
     def coordinates(self) -> str:
@@ -109,7 +121,30 @@ DEBEZIUM_POSTGRES = PluginArtifact(
     DEBEZIUM_VERSION,
     60,
 )
-PLUGINS: tuple[PluginArtifact, ...] = (CONNECT_FILE, DEBEZIUM_POSTGRES)
+CONNECT_MIRROR = PluginArtifact(
+    "kafka-connect-mirror",
+    "org.apache.kafka",
+    "connect-mirror",
+    CONNECT_MIRROR_VERSION,
+    20,
+    # connect-mirror's pom names what its dedicated MirrorMaker driver runs on: Kafka Connect's
+    # runtime (with connect-json, connect-transforms and their jars) and its REST server's
+    # Jetty, Jersey and Jackson providers. The worker's runtime provides them all (and
+    # PluginClassLoader takes org.apache.kafka.connect.runtime from it in any case).
+    also_provided=(
+        "org.apache.kafka:connect-runtime",
+        "org.eclipse.jetty:*",
+        "org.eclipse.jetty.ee10:*",
+        "org.glassfish.jersey.containers:*",
+        "org.glassfish.jersey.inject:*",
+        "com.fasterxml.jackson.jakarta.rs:*",
+        "javax.xml.bind:jaxb-api",
+        "javax.activation:activation",
+        "io.swagger.core.v3:swagger-annotations",
+    ),
+    also_expected=(f"connect-mirror-client-{CONNECT_MIRROR_VERSION}.jar",),
+)
+PLUGINS: tuple[PluginArtifact, ...] = (CONNECT_FILE, DEBEZIUM_POSTGRES, CONNECT_MIRROR)
 
 _POM = """\
 <?xml version="1.0" encoding="UTF-8"?>
@@ -152,7 +187,9 @@ def render_pom(plugin: PluginArtifact) -> str:
         f"          <groupId>{group_id}</groupId>\n"
         f"          <artifactId>{artifact_id}</artifactId>\n"
         "        </exclusion>"
-        for group_id, artifact_id in (item.split(":") for item in RUNTIME_PROVIDED_ARTIFACTS)
+        for group_id, artifact_id in (
+            item.split(":") for item in (*RUNTIME_PROVIDED_ARTIFACTS, *plugin.also_provided)
+        )
     )
     return _POM.format(
         name=plugin.name,
@@ -185,7 +222,7 @@ def ensure_plugin(plugin: PluginArtifact, cache: Path | None = None) -> Path:
     libs = fetch_maven_libs(
         fetch_home / fetch_id,
         pom,
-        [plugin.main_jar],
+        [plugin.main_jar, *plugin.also_expected],
         f"Kafka Connect plugin {plugin.coordinates}",
         usual_seconds=plugin.usual_seconds,
     )

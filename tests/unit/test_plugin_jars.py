@@ -11,6 +11,7 @@ import pytest
 
 from connect_grpc.java import plugin_jars
 from connect_grpc.java.plugin_jars import (
+    CONNECT_MIRROR,
     DEBEZIUM_POSTGRES,
     RUNTIME_PROVIDED_ARTIFACTS,
     ensure_plugin,
@@ -60,6 +61,18 @@ def test_the_pom_excludes_what_the_runtime_provides() -> None:
     for artifact in RUNTIME_PROVIDED_ARTIFACTS:
         group_id, artifact_id = artifact.split(":")
         assert f"<groupId>{group_id}</groupId>\n          <artifactId>{artifact_id}<" in pom
+
+
+def test_a_plugins_own_exclusions_go_into_its_pom_only() -> None:
+    """connect-mirror's pom names Kafka Connect's runtime and its REST server's jars, which
+    the worker's runtime provides; other plugins' poms (and so their fetches) are unchanged."""
+    mirror = render_pom(CONNECT_MIRROR)
+    assert "<artifactId>connect-mirror</artifactId>" in mirror
+    for artifact in CONNECT_MIRROR.also_provided:
+        group_id, artifact_id = artifact.split(":")
+        assert f"<groupId>{group_id}</groupId>\n          <artifactId>{artifact_id}<" in mirror
+    assert "connect-runtime" in mirror
+    assert "connect-runtime" not in render_pom(DEBEZIUM_POSTGRES)
 
 
 class FakeFetch:
