@@ -17,6 +17,8 @@ Public API
 ----------
 ``java_spark_jars(config: WorkerConfig) -> tuple[str, ...]``
     The jars the driver needs when ``plugin.path`` holds Java plugins; none otherwise.
+``java_spark_archives(config: WorkerConfig) -> tuple[str, ...]``
+    The archives that ship those plugins to a cluster's executors (``spark.archives``).
 ``JvmPluginCatalogue``
     The catalogue (``herder.java_plugins.JavaCatalogue``), opened lazily.
 ``java_catalogue_for(config: WorkerConfig) -> JvmPluginCatalogue | None``
@@ -25,12 +27,16 @@ Public API
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
@@ -38,6 +44,7 @@ import structlog
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.java.jvm_build import JvmNotBuiltError
 from connect_grpc.java.plugin_path import driver_jars, host_worker_properties, java_plugin_entries
+from connect_grpc.java.shipped_plugins import pack_plugin_entries
 from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError, UnavailableError
 
 log = structlog.get_logger(__name__)
@@ -64,6 +71,27 @@ def java_spark_jars(config: WorkerConfig) -> tuple[str, ...]:
         log.warning("java_plugins_unavailable", plugin_path=[str(e) for e in entries],
                     reason=str(exc))
         return ()
+
+
+def java_spark_archives(config: WorkerConfig) -> tuple[str, ...]:
+    """The ``spark.archives`` items that ship the Java plugins of ``plugin.path`` to a
+    cluster's executors (``connect_grpc.java.shipped_plugins``): each entry holding Java
+    plugins packed into a zip in a directory of this process's own, removed when it exits
+    (Spark serves the zips from there for as long as the application runs, to executors that
+    join later too). None when ``plugin.path`` holds no Java plugins. For a cluster master
+    only: in local mode the executors are the driver's JVM, which reads the path itself."""
+    entries = java_plugin_entries(config.plugin_path)
+    if not entries:
+        return ()
+    scanned = host_worker_properties(config.raw, entries)["plugin.path"].split(",")
+    into = Path(tempfile.mkdtemp(prefix="connect-grpc-plugins-"))
+    atexit.register(shutil.rmtree, into, ignore_errors=True)
+    started = time.monotonic()
+    items = pack_plugin_entries(scanned, into)
+    log.info("java_plugins_shipped", plugin_path=scanned,
+             archives=[item.partition("#")[0] for item in items],
+             elapsed_s=round(time.monotonic() - started, 2))
+    return items
 
 
 def _driver_jvm() -> Any:

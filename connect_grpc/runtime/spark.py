@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from connect_grpc.config.worker import WorkerConfig
-from connect_grpc.runtime.java_plugins import java_spark_jars
+from connect_grpc.runtime.java_plugins import java_spark_archives, java_spark_jars
 
 log = structlog.get_logger(__name__)
 
@@ -41,7 +41,8 @@ SPARK_DEFAULTS: Mapping[str, str] = {
 
 def spark_conf(config: WorkerConfig) -> dict[str, str]:
     """Every ``spark.*`` worker property over the defaults; FAIR scheduling always; and,
-    when ``plugin.path`` holds Java plugins, the jars that host them (``spark.jars``)."""
+    when ``plugin.path`` holds Java plugins, the jars that host them (``spark.jars``) and, on
+    a cluster master, the plugins packed for the executors (``spark.archives``)."""
     conf = dict(SPARK_DEFAULTS)
     conf["spark.app.name"] = f"connect-grpc-{config.worker_id}"
     conf["spark.pyspark.python"] = sys.executable
@@ -52,6 +53,13 @@ def spark_conf(config: WorkerConfig) -> dict[str, str]:
     if java_jars:
         # The Java plugins' host joins the jars the worker's properties name, if any.
         conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars", ""), *java_jars) if j)
+        if not _LOCAL_MASTER.fullmatch(conf["spark.master"].strip()):
+            # A cluster's executors are JVMs of their own, maybe on other machines: the
+            # plugins themselves are shipped (decision 0083), each entry a directory there.
+            shipped = java_spark_archives(config)
+            conf["spark.archives"] = ",".join(
+                a for a in (conf.get("spark.archives", ""), *shipped) if a
+            )
     return conf
 
 

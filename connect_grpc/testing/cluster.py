@@ -46,8 +46,12 @@ class WorkerProcess:
         mode: str = "standalone",
         port: int | None = None,
         connection: ConnectionSettings | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.work_dir = work_dir
+        #: The process's working directory (relative paths in its properties are read from
+        #: there); None: the caller's.
+        self.cwd = cwd
         self.mode = mode
         self.port = port or free_port()
         self.address = f"127.0.0.1:{self.port}"
@@ -81,7 +85,7 @@ class WorkerProcess:
         with self.log_path.open("ab") as log_file:
             self._process = subprocess.Popen(
                 command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=self.cwd,
             )
         self.channel = self.connection.channel()
         self._wait_serving(timeout)

@@ -13,6 +13,12 @@ Each task's status names its executor (Spark's id) and host; once an executor is
 (not placed, until a new executor hosts it, which then names the new one), and every record
 is still there. Then a FileStreamSink whose directory does not exist, hosted on an executor,
 fails with a status whose first line names the directory and the ``file`` key.
+
+A Java task on the same cluster: a worker whose ``plugin.path`` holds Kafka's ``connect-file``
+jars runs Kafka's FileStreamSource, its task hosted in its executor's JVM by Kafka's worker,
+with the plugins the worker shipped to the executor (``spark.archives``): the worker's
+``plugin.path`` is relative to its own working directory, which the executor (working in its
+own Spark work directory) does not share, so the path it was given leads nowhere there.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import signal
 import socket
 import uuid
@@ -29,6 +36,10 @@ from typing import Any
 
 import pytest
 
+from connect_grpc.client import ConnectClient
+from connect_grpc.java.plugin_jars import CONNECT_FILE, ensure_plugins
+from connect_grpc.java.shipped_plugins import shipped_name
+from connect_grpc.kernel.domain import PlacementKind, State
 from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
 from connect_grpc.testing.spark_cluster import SparkStandaloneCluster
 from connect_grpc.v1 import connect_pb2 as pb
@@ -280,3 +291,119 @@ def test_two_workers_share_a_spark_standalone_cluster(
     finally:
         for worker in workers:
             worker.stop()
+
+
+FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+#: What the JVM host logs when it points Kafka's plugin.path at the shipped copies.
+SHIPPED_LINE = "are the copies its worker shipped: plugin.path"
+#: The first call that needs the Java plugins waits for the driver's scan of plugin.path.
+JAVA_CALL_TIMEOUT_S = 240
+
+
+def _open_files(pid: int) -> list[str]:
+    """What the process's file descriptors point at (its JVM keeps the jars it loads from
+    open)."""
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue  # closed meanwhile
+    return found
+
+
+def test_a_java_task_runs_on_an_executor_with_the_plugins_its_worker_shipped(
+    spark_cluster: SparkStandaloneCluster,
+    kafka_bootstrap: str,
+    kafka_admin: Any,
+    unique_topic: str,
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "worker"
+    # the worker's plugin.path: a directory of its working directory holding connect-file
+    plugins = work / "plugins"
+    shutil.copytree(ensure_plugins() / CONNECT_FILE.name, plugins / CONNECT_FILE.name)
+    properties = {
+        **cluster_properties(f"spark-cluster-java-{uuid.uuid4().hex[:8]}"),
+        "spark.master": spark_cluster.master_url,
+        **EXECUTOR_PROPERTIES,
+        "plugin.path": "plugins",
+        "plugin.discovery": "service_load",
+        "value.converter": STRING_CONVERTER,
+    }
+    worker = WorkerProcess(work, kafka_bootstrap, properties, mode="distributed", cwd=work)
+    try:
+        worker.start(timeout=120)
+        found = wait_until(lambda: _apps_with_executors(spark_cluster, [worker]), timeout=60)
+        assert found is not None
+        app_id = found[_app_name(worker)]
+        create_topic(kafka_admin, unique_topic)
+        # written once the task runs on the executor (a task that started before its
+        # executor registered runs in the driver's JVM until then): its lines are the
+        # executor's to read
+        source = tmp_path / "in.txt"
+        source.touch()
+        lines = [f"line {i}" for i in range(RECORDS)]
+        name = f"java-source-{uuid.uuid4().hex[:6]}"
+        with ConnectClient(worker.address, timeout=JAVA_CALL_TIMEOUT_S,
+                           retry_unavailable=True) as client:
+            client.create_connector(name, {"connector.class": FILE_SOURCE, "tasks.max": "1",
+                                           "file": str(source), "topic": unique_topic})
+
+            def running() -> Any:
+                tasks = client.get_connector_status(name).tasks
+                if not tasks or tasks[0].status.state is not State.RUNNING:
+                    return None
+                placement = tasks[0].status.placement
+                if placement is None or placement.kind is not PlacementKind.SPARK_EXECUTOR:
+                    return None
+                return tasks[0].status
+
+            try:
+                status = wait_until(running, timeout=180)
+            except TimeoutError:
+                raise AssertionError(f"{name}'s task not RUNNING on an executor: "
+                                     f"{client.get_connector_status(name)}\n"
+                                     f"{worker.logs()}") from None
+            # in the JVM of the application's executor, with connect-file's version
+            executor = _executor_of(spark_cluster, app_id)
+            assert executor is not None, spark_cluster.worker_state()
+            assert status.placement.kind is PlacementKind.SPARK_EXECUTOR
+            assert status.placement.host == f"executor {executor} on {socket.gethostname()}"
+            assert status.version == CONNECT_FILE.version
+
+            # the lines reach Kafka, each once
+            source.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+            def values() -> list[str]:
+                return [m.value().decode() for m in read_all(kafka_bootstrap, unique_topic)]
+
+            wait_until(lambda: len(values()) >= RECORDS, timeout=90, interval=1)
+            assert values() == lines
+
+            # the worker's plugin.path leads nowhere in the executor's working directory; the
+            # copy the worker shipped is there, and the executor's JVM loaded its jars from it
+            [executor_dir] = spark_cluster.executor_dirs(app_id)
+            assert not (executor_dir / "plugins").exists()
+            shipped = executor_dir / shipped_name("plugins")
+            assert sorted(p.name for p in (shipped / CONNECT_FILE.name).iterdir()) == sorted(
+                p.name for p in (plugins / CONNECT_FILE.name).iterdir()
+            )
+            [jvm] = _executor_jvms(app_id)
+            opened = [f for f in _open_files(jvm) if f.endswith(".jar")]
+            assert any(f.startswith(f"{shipped}/{CONNECT_FILE.name}/") for f in opened), opened
+            assert not any(f.startswith(str(plugins)) for f in opened), opened
+            # and its host said so: in the executor's log (or the worker's, where Java
+            # plugins' log lines are brought)
+            said = [
+                line for path in (executor_dir / "stderr", worker.log_path)
+                for line in path.read_text("utf-8", errors="replace").splitlines()
+                if SHIPPED_LINE in line
+            ]
+            assert said and f"plugin.path {shipped} (the worker's: plugins)" in said[0], said
+
+            client.delete_connector(name)
+        assert worker.stop() == 0, worker.logs()
+    finally:
+        worker.stop()

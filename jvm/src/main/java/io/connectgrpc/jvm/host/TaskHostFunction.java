@@ -16,7 +16,9 @@ import org.apache.spark.api.java.function.VoidFunction;
  * host looks at {@link TaskContext#isInterrupted()} while it waits.
  *
  * <p>Only the driver's address, a port and the one-off token travel in the job's closure; the
- * task's configs come over the connection, once the token was accepted.
+ * task's configs come over the connection, once the token was accepted. Its Kafka worker's
+ * {@code plugin.path} is the copy the worker shipped where there is one
+ * ({@link ShippedPluginPath}).
  */
 public final class TaskHostFunction implements VoidFunction<Iterator<Integer>> {
 
@@ -37,7 +39,10 @@ public final class TaskHostFunction implements VoidFunction<Iterator<Integer>> {
         TaskContext context = TaskContext.get();
         SparkEnv env = SparkEnv.get();
         String executorId = env == null ? TaskHosting.DRIVER_EXECUTOR_ID : env.executorId();
-        TaskHosting.serve(address, port, token, executorId, context::isInterrupted);
+        // On a cluster the worker shipped its plugins with the application; in local mode
+        // there is no copy, and this JVM is the driver's, which reads plugin.path itself.
+        TaskHosting.serve(address, port, token, executorId, context::isInterrupted,
+                start -> KafkaTaskWorker.forStart(ShippedPluginPath.inExecutor(start)));
     }
 
     /**

@@ -29,10 +29,14 @@ public final class TaskHosting {
     private TaskHosting() {
     }
 
-    /** Serves one task until it stopped (see the class comment). */
-    static void serve(String address, int port, String token, String executorId, BooleanSupplier interrupted) {
+    /**
+     * Serves one task until it stopped (see the class comment), with its Kafka worker from
+     * {@code workers}.
+     */
+    static void serve(String address, int port, String token, String executorId, BooleanSupplier interrupted,
+                      TaskSession.Workers workers) {
         try (DriverLink link = DriverLink.connect(address, port, CONNECT_TIMEOUT_MS)) {
-            new TaskSession(link, interrupted, KafkaTaskWorker::forStart).run(token, executorId, hostName());
+            new TaskSession(link, interrupted, workers).run(token, executorId, hostName());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (Exception | LinkageError e) {
@@ -45,7 +49,9 @@ public final class TaskHosting {
      * once. The host ends when its task stopped or its connection to the driver closed.
      */
     public static void startInDriver(String address, int port, String token) {
-        Thread thread = new Thread(() -> serve(address, port, token, DRIVER_EXECUTOR_ID, () -> false),
+        // the driver reads the worker's plugin.path itself (its scan is the catalogue's)
+        Thread thread = new Thread(
+                () -> serve(address, port, token, DRIVER_EXECUTOR_ID, () -> false, KafkaTaskWorker::forStart),
                 "connect-grpc-task-host");
         thread.setDaemon(true);
         thread.start();
