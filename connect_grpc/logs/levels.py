@@ -19,6 +19,12 @@ logged yet would otherwise be unknown). Only this process's loggers are listed; 
 levels set here reach the Python workers of Spark executors that host this worker's tasks
 (``LEVELS_SET``: the driver sends the table with a hosted task's next call, and before a
 new one starts), so that a task's DEBUG lines show wherever it runs.
+
+Java loggers: when the worker hosts Java plugins, the Java loggers of its Spark driver's JVM
+(``java.JAVA_LOGGERS``: Kafka Connect's runtime and clients, and those its plugins logged
+through) are listed and read beside these (a name Python knows is Python's), and a set applies
+to them too, the changed ones answered with the Python ones; the JVMs that host its Java
+tasks get the same table (``LEVELS_SET``) over their connections.
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import structlog
 
 from connect_grpc.kernel.errors import InvalidArgumentError
+from connect_grpc.logs.java import JAVA_LOGGERS
 
 ROOT_NAME = "root"
 #: The project's package: its modules' loggers are known before they first log.
@@ -141,11 +148,16 @@ class LoggerLevels:
         self._last_modified: dict[str, int] = {}
 
     def all_levels(self) -> dict[str, LoggerLevel]:
-        """Every known logger whose level is not OFF, by name, sorted (``root`` first)."""
+        """Every known logger whose level is not OFF, by name, sorted (``root`` first): the
+        driver JVM's Java loggers too, when there are any."""
+        java = _java_levels()
         with self._lock:
             levels = {
                 name: self._level_of(name, logger) for name, logger in _current_loggers().items()
             }
+            for name, level in java.items():
+                if name not in levels:
+                    levels[name] = LoggerLevel(level, self._last_modified.get(name))
         return {name: levels[name] for name in _sorted(levels) if levels[name].level != "OFF"}
 
     def level(self, name: str) -> LoggerLevel | None:
@@ -154,7 +166,11 @@ class LoggerLevels:
         key = ROOT_NAME if is_root(name) else name
         logger = loggers.get(key)
         if logger is None:
-            return None
+            java = _java_levels().get(key)
+            if java is None:
+                return None
+            with self._lock:
+                return LoggerLevel(java, self._last_modified.get(key))
         with self._lock:
             return self._level_of(key, logger)
 
@@ -166,7 +182,8 @@ class LoggerLevels:
 
         Returns the loggers whose effective level changed (a namespace logger created here
         counts as changed, as in Kafka Connect), sorted; only they get the new
-        ``last_modified``."""
+        ``last_modified``. The driver JVM's Java loggers are set too (outside this object's
+        lock: a JVM call), and those whose level changed are among the answer."""
         number = python_level(level)
         key = ROOT_NAME if is_root(namespace) else namespace
         with self._lock:
@@ -178,10 +195,17 @@ class LoggerLevels:
             for _, logger in targets:
                 logger.setLevel(number)
             stamp = self._clock() if at is None else at
-            changed = _sorted([name for name, _ in targets if before.get(name) != level])
+            changed = [name for name, _ in targets if before.get(name) != level]
+            LEVELS_SET.record(key, level)
+            version, entries = LEVELS_SET.snapshot()
+        java = JAVA_LOGGERS.current()
+        if java is not None:
+            known = set(changed)
+            changed += [name for name in java.apply(version, entries, key) if name not in known]
+        changed = _sorted(changed)
+        with self._lock:
             for name in changed:
                 self._last_modified[name] = stamp
-            LEVELS_SET.record(key, level)
         log.info("log_level_set", namespace=key, level=level, changed=len(changed))
         return changed
 
@@ -233,6 +257,12 @@ def apply_levels(entries: tuple[tuple[str, str], ...]) -> None:
         number = python_level(level)
         for _, logger in _namespace_loggers(namespace):
             logger.setLevel(number)
+
+
+def _java_levels() -> Mapping[str, str]:
+    """The driver JVM's Java loggers and their levels (none when it hosts no Java plugins)."""
+    java = JAVA_LOGGERS.current()
+    return {} if java is None else java.levels()
 
 
 def _sorted(names: list[str] | dict[str, LoggerLevel]) -> list[str]:

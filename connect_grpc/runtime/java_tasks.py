@@ -7,7 +7,9 @@ placement are those of any task; no record moves through Python.
 and the choice of a host (an executor's JVM when the worker's Spark task slots have room,
 ``HostSlots``; else the driver's JVM, the task then waiting for a slot as a Python task
 does). What the JVM's Kafka worker is built from is the worker's properties in Kafka
-Connect's names (``kafka_worker_properties``).
+Connect's names (``kafka_worker_properties``). With Java plugins on ``plugin.path`` it also
+brings the driver JVM's log lines into the worker's log and its Java loggers under the
+worker's levels, once Spark started (``java_logs``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from connect_grpc.runtime.hosting.jvm_host import (
 )
 from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
 from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
+from connect_grpc.runtime.java_logs import DriverJavaLogs
 from connect_grpc.runtime.java_task_classes import is_java_task
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
@@ -76,9 +79,13 @@ KAFKA_WORKER_PREFIXES = (
     "ssl.", "sasl.", "producer.", "consumer.", "admin.",
     "key.converter.", "value.converter.", "header.converter.",
 )
-#: A converter the worker leaves unset passes bytes through, as it does for Python tasks.
+#: A key or value converter the worker leaves unset passes bytes through, as it does for
+#: Python tasks (Kafka Connect requires both).
 PASS_THROUGH_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
-_CONVERTERS = ("key.converter", "value.converter", "header.converter")
+#: The header converter is not among them: left unset it is Kafka Connect's default,
+#: SimpleHeaderConverter, as for a Python connector with converters. Bytes would not do:
+#: Debezium's records carry STRING headers, which ByteArrayConverter refuses.
+_CONVERTERS = ("key.converter", "value.converter")
 #: Kafka Connect's default ``task.shutdown.graceful.timeout.ms``.
 DEFAULT_SHUTDOWN_TIMEOUT_MS = 5000
 
@@ -89,7 +96,7 @@ def kafka_worker_properties(
     """The worker's properties a JVM's Kafka worker is built from: Kafka Connect's names only
     (``KAFKA_WORKER_PROPERTIES`` and ``KAFKA_WORKER_PREFIXES``), ``plugin.path`` and
     ``plugin.discovery`` as the JVM's plugin scan has them, and the pass-through converter
-    for an unset one."""
+    for an unset key or value converter (an unset header converter is Kafka's default)."""
     props = {
         key: value
         for key, value in config.raw.items()
@@ -153,14 +160,16 @@ class JavaTaskRunner(TaskRunner):
         self.host.nudge()
 
     def keep_alive(self) -> None:
-        """Every turn, also paused: the host's events handled, the target state passed on.
-        A lost host is first shown (the turn raises HostLostError: RETRYING, where the task
-        runs nowhere), then replaced on the next turn, the task started there again."""
+        """Every turn, also paused: the host's events handled, the target state and the
+        worker's log levels passed on. A lost host is first shown (the turn raises
+        HostLostError: RETRYING, where the task runs nowhere), then replaced on the next turn,
+        the task started there again."""
         if self._lost_shown and self.host.broken:
             self.recover_host()
         self._lost_shown = False
         self._take_news()
         self.host.tell_target()
+        self.host.tell_levels()
 
     def run_batch(self) -> bool:
         """Waits for the host's news (the task moves its records there)."""
@@ -213,6 +222,11 @@ class JavaTasks:
         self._worker_properties = kafka_worker_properties(config, self._scan_properties)
         #: Whether a Java task was hosted (the driver's JVM may then have a Kafka worker).
         self._hosted = False
+        #: The driver JVM's log lines and loggers, when it hosts Java plugins.
+        self._logs: DriverJavaLogs | None = None
+        if java_plugin_entries(config.plugin_path):
+            self._logs = DriverJavaLogs(spark)
+            spark.on_start(self._logs.start)
 
     def new_runner(
         self, setup: TaskSetup, clients: TaskClients, is_sink: bool, options: RunnerOptions
@@ -252,7 +266,10 @@ class JavaTasks:
 
     def close(self) -> None:
         """Stops listening and stops the Kafka worker of the driver's JVM (its tasks were
-        stopped before). Executors' JVMs end with the application."""
+        stopped before), then the driver JVM's log lines (those of the stop included).
+        Executors' JVMs end with the application."""
         self._listener.close()
         if self._hosted:
             shut_down_driver_worker(self._spark, self._config.worker_id)
+        if self._logs is not None:
+            self._logs.stop()

@@ -168,6 +168,13 @@ class SparkRuntime:
         self._config = config
         self._lock = threading.Lock()
         self._session: Any = None
+        self._on_start: list[Callable[[Any], None]] = []
+
+    def on_start(self, callback: Callable[[Any], None]) -> None:
+        """Has ``callback(context)`` called once the session is up, before the warm-up (what
+        the JVM should do before any job: the Java plugins' log bridge). A callback that raises
+        is logged, and the start goes on."""
+        self._on_start.append(callback)
 
     def start(self, warm_up: Callable[[Any, int], None] | None = None) -> None:
         """Creates the session (≈ 5 s). Idempotent.
@@ -195,6 +202,11 @@ class SparkRuntime:
             self._session = builder.getOrCreate()
             context = self._session.sparkContext
             _quiet_fair_scheduler_pools(context)
+            for callback in self._on_start:
+                try:
+                    callback(context)
+                except Exception:
+                    log.warning("spark_start_callback_failed", exc_info=True)
             slots = self.task_slots()
             # no slots: a cluster whose executors are not there yet, nothing to warm
             if slots > 0 and warm_up is not None:

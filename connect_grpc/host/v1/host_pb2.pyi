@@ -2,7 +2,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -26,28 +26,32 @@ TASK_TYPE_SOURCE: TaskType
 TASK_TYPE_SINK: TaskType
 
 class DriverMessage(_message.Message):
-    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done")
+    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done", "set_log_levels")
     START_TASK_FIELD_NUMBER: _ClassVar[int]
     SET_TARGET_STATE_FIELD_NUMBER: _ClassVar[int]
     STOP_TASK_FIELD_NUMBER: _ClassVar[int]
     CHECK_DONE_FIELD_NUMBER: _ClassVar[int]
+    SET_LOG_LEVELS_FIELD_NUMBER: _ClassVar[int]
     start_task: StartTask
     set_target_state: SetTargetState
     stop_task: StopTask
     check_done: CheckDone
-    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ...) -> None: ...
+    set_log_levels: LogLevels
+    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ..., set_log_levels: _Optional[_Union[LogLevels, _Mapping]] = ...) -> None: ...
 
 class HostMessage(_message.Message):
-    __slots__ = ("hello", "task_event", "stopped", "check_request")
+    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     TASK_EVENT_FIELD_NUMBER: _ClassVar[int]
     STOPPED_FIELD_NUMBER: _ClassVar[int]
     CHECK_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    LOG_RECORD_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     task_event: TaskEvent
     stopped: Stopped
     check_request: CheckRequest
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ...) -> None: ...
+    log_record: LogRecord
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("token", "executor_id", "host")
@@ -60,7 +64,7 @@ class Hello(_message.Message):
     def __init__(self, token: _Optional[str] = ..., executor_id: _Optional[str] = ..., host: _Optional[str] = ...) -> None: ...
 
 class StartTask(_message.Message):
-    __slots__ = ("connector", "task", "worker_id", "worker_properties", "plugin_scan_properties", "connector_config", "task_config", "task_count", "target_state", "task_type", "exactly_once")
+    __slots__ = ("connector", "task", "worker_id", "worker_properties", "plugin_scan_properties", "connector_config", "task_config", "task_count", "target_state", "task_type", "exactly_once", "log_levels")
     class WorkerPropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +104,7 @@ class StartTask(_message.Message):
     TARGET_STATE_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
     EXACTLY_ONCE_FIELD_NUMBER: _ClassVar[int]
+    LOG_LEVELS_FIELD_NUMBER: _ClassVar[int]
     connector: str
     task: int
     worker_id: str
@@ -111,7 +116,8 @@ class StartTask(_message.Message):
     target_state: TargetState
     task_type: TaskType
     exactly_once: bool
-    def __init__(self, connector: _Optional[str] = ..., task: _Optional[int] = ..., worker_id: _Optional[str] = ..., worker_properties: _Optional[_Mapping[str, str]] = ..., plugin_scan_properties: _Optional[_Mapping[str, str]] = ..., connector_config: _Optional[_Mapping[str, str]] = ..., task_config: _Optional[_Mapping[str, str]] = ..., task_count: _Optional[int] = ..., target_state: _Optional[_Union[TargetState, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., exactly_once: _Optional[bool] = ...) -> None: ...
+    log_levels: LogLevels
+    def __init__(self, connector: _Optional[str] = ..., task: _Optional[int] = ..., worker_id: _Optional[str] = ..., worker_properties: _Optional[_Mapping[str, str]] = ..., plugin_scan_properties: _Optional[_Mapping[str, str]] = ..., connector_config: _Optional[_Mapping[str, str]] = ..., task_config: _Optional[_Mapping[str, str]] = ..., task_count: _Optional[int] = ..., target_state: _Optional[_Union[TargetState, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., exactly_once: _Optional[bool] = ..., log_levels: _Optional[_Union[LogLevels, _Mapping]] = ...) -> None: ...
 
 class SetTargetState(_message.Message):
     __slots__ = ("target_state",)
@@ -180,3 +186,59 @@ class CheckRequest(_message.Message):
     id: int
     check: CheckRequest.Check
     def __init__(self, id: _Optional[int] = ..., check: _Optional[_Union[CheckRequest.Check, str]] = ...) -> None: ...
+
+class LogLevels(_message.Message):
+    __slots__ = ("version", "levels")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    LEVELS_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    levels: _containers.RepeatedCompositeFieldContainer[LogLevel]
+    def __init__(self, version: _Optional[int] = ..., levels: _Optional[_Iterable[_Union[LogLevel, _Mapping]]] = ...) -> None: ...
+
+class LogLevel(_message.Message):
+    __slots__ = ("namespace", "level")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    level: str
+    def __init__(self, namespace: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
+
+class LogRecord(_message.Message):
+    __slots__ = ("logger", "level", "message", "thrown", "connector", "task", "thread", "time_ms", "suppressed", "dropped")
+    class Level(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        LEVEL_UNSPECIFIED: _ClassVar[LogRecord.Level]
+        LEVEL_TRACE: _ClassVar[LogRecord.Level]
+        LEVEL_DEBUG: _ClassVar[LogRecord.Level]
+        LEVEL_INFO: _ClassVar[LogRecord.Level]
+        LEVEL_WARN: _ClassVar[LogRecord.Level]
+        LEVEL_ERROR: _ClassVar[LogRecord.Level]
+        LEVEL_FATAL: _ClassVar[LogRecord.Level]
+    LEVEL_UNSPECIFIED: LogRecord.Level
+    LEVEL_TRACE: LogRecord.Level
+    LEVEL_DEBUG: LogRecord.Level
+    LEVEL_INFO: LogRecord.Level
+    LEVEL_WARN: LogRecord.Level
+    LEVEL_ERROR: LogRecord.Level
+    LEVEL_FATAL: LogRecord.Level
+    LOGGER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    THROWN_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    SUPPRESSED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    logger: str
+    level: LogRecord.Level
+    message: str
+    thrown: str
+    connector: str
+    task: int
+    thread: str
+    time_ms: int
+    suppressed: int
+    dropped: int
+    def __init__(self, logger: _Optional[str] = ..., level: _Optional[_Union[LogRecord.Level, str]] = ..., message: _Optional[str] = ..., thrown: _Optional[str] = ..., connector: _Optional[str] = ..., task: _Optional[int] = ..., thread: _Optional[str] = ..., time_ms: _Optional[int] = ..., suppressed: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...

@@ -13,7 +13,9 @@ the worker's listener with the token it was handed, and says where it runs.
 No record moves through the driver: the host reports what happens to the task (started,
 paused, resumed, failed with the Java trace, shut down), asks the driver's checks of an
 exactly-once source (fencing), and stops the task when told, when its connection closes or
-when its Spark job is cancelled.
+when its Spark job is cancelled. It sends its JVM's log lines for the worker's log, and applies
+the worker's log levels to its Java loggers: those in force when the task starts, then each
+change (``tell_levels``).
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from connect_grpc.host.v1 import host_pb2
 from connect_grpc.kernel.domain import TargetState, TaskId, TaskPlacement
 from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.kernel.traces import CarriesTrace
+from connect_grpc.logs.levels import LEVELS_SET
 from connect_grpc.runtime.hosting.jobs import JOB_END_WAIT_S, HostLostError
-from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener
+from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener, log_levels
 from connect_grpc.runtime.placement import driver_placement, executor_placement
 from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
 
@@ -241,6 +244,8 @@ class JvmTaskHost:
         #: The target state the task should be in, and the one its host was last told.
         self.target = TargetState.STARTED
         self._told: TargetState | None = None
+        #: The version of the worker's log levels (``LEVELS_SET``) the host was last told.
+        self._levels_told = -1
         self._interrupted = threading.Event()
         #: The task plugin's version, as its host reported it, and who is told when it is.
         self.version = ""
@@ -341,6 +346,7 @@ class JvmTaskHost:
         conn = self._connection()
         spec = self.spec
         target = self.target
+        levels_version, levels = LEVELS_SET.snapshot()
         conn.send(host_pb2.DriverMessage(start_task=host_pb2.StartTask(
             connector=spec.id.connector,
             task=spec.id.task,
@@ -356,8 +362,10 @@ class JvmTaskHost:
             target_state=_target(target),
             task_type=host_pb2.TASK_TYPE_SINK if spec.sink else host_pb2.TASK_TYPE_SOURCE,
             exactly_once=spec.exactly_once,
+            log_levels=log_levels(levels_version, levels),
         )))
         self._told = target
+        self._levels_told = levels_version
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             for event in conn.take_events():
@@ -387,6 +395,18 @@ class JvmTaskHost:
             set_target_state=host_pb2.SetTargetState(target_state=_target(target))
         ))
         self._told = target
+
+    def tell_levels(self) -> None:
+        """Tells the host the worker's log levels if they changed since it was last told (its
+        JVM applies them to its Java loggers)."""
+        conn = self._conn
+        if conn is None or conn.lost:
+            return
+        version, levels = LEVELS_SET.snapshot()
+        if version == self._levels_told:
+            return
+        conn.send(host_pb2.DriverMessage(set_log_levels=log_levels(version, levels)))
+        self._levels_told = version
 
     def wait_for_news(self, timeout: float) -> None:
         """Returns once the host has news (an event, or it was lost), or after ``timeout``."""

@@ -11,13 +11,19 @@ connection that says anything else first, or a token nobody waits for, is closed
 ``JvmConnection`` reads the host's messages on a thread of its own: the task's events are
 queued for the task's runner, a ``Stopped`` is kept for the stop that waits for it, and a
 host's ``CheckRequest`` is answered on a thread of its own by the check the host's owner
-gave (an exactly-once task's fencing wait may take long). A connection that closes or breaks
-makes the host lost (``HostLostError``, retriable: the runner hosts the task again).
+gave (an exactly-once task's fencing wait may take long), and a host's log lines
+(``LogRecord``) are written to the worker's log as they come (``logs.java.emit``). A connection
+that closes or breaks makes the host lost (``HostLostError``, retriable: the runner hosts the
+task again).
+
+The driver's JVM sends its log lines through py4j instead, as length-delimited ``LogRecord``s
+(:func:`java_log_lines`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import secrets
 import socket
 import threading
@@ -29,6 +35,7 @@ from typing import Any, BinaryIO
 import structlog
 
 from connect_grpc.host.v1 import host_pb2
+from connect_grpc.logs.java import JavaLogLine, emit
 from connect_grpc.runtime.hosting.jobs import HostLostError
 
 log = structlog.get_logger(__name__)
@@ -83,6 +90,49 @@ def read_message(stream: BinaryIO) -> bytes | None:
     return data
 
 
+#: log4j's level names, by the protocol's ``LogRecord.Level`` (UNSPECIFIED is read as INFO).
+_LOG_LEVELS = {
+    host_pb2.LogRecord.LEVEL_TRACE: "TRACE",
+    host_pb2.LogRecord.LEVEL_DEBUG: "DEBUG",
+    host_pb2.LogRecord.LEVEL_INFO: "INFO",
+    host_pb2.LogRecord.LEVEL_WARN: "WARN",
+    host_pb2.LogRecord.LEVEL_ERROR: "ERROR",
+    host_pb2.LogRecord.LEVEL_FATAL: "FATAL",
+}
+
+
+def java_log_line(record: Any) -> JavaLogLine:
+    """A ``LogRecord`` as the worker's log writes it."""
+    return JavaLogLine(
+        logger=record.logger,
+        level=_LOG_LEVELS.get(record.level, "INFO"),
+        message=record.message,
+        thrown=record.thrown,
+        connector=record.connector or None,
+        task=record.task if record.HasField("task") else None,
+        thread=record.thread,
+        suppressed=record.suppressed,
+        dropped=record.dropped,
+    )
+
+
+def java_log_lines(data: bytes) -> list[JavaLogLine]:
+    """The length-delimited ``LogRecord``s of ``data`` (the driver JVM's drain)."""
+    stream = io.BytesIO(data)
+    lines = []
+    while (message := read_message(stream)) is not None:
+        lines.append(java_log_line(host_pb2.LogRecord.FromString(message)))
+    return lines
+
+
+def log_levels(version: int, entries: tuple[tuple[str, str], ...]) -> Any:
+    """The worker's table of log levels (``levels.LEVELS_SET``) as the protocol's ``LogLevels``."""
+    return host_pb2.LogLevels(
+        version=version,
+        levels=[host_pb2.LogLevel(namespace=name, level=level) for name, level in entries],
+    )
+
+
 class JvmConnection:
     """One hosted task's connection, once its host said hello."""
 
@@ -115,6 +165,8 @@ class JvmConnection:
                     self._add_event(message.task_event)
                 elif kind == "stopped":
                     self._set_stopped(message.stopped)
+                elif kind == "log_record":
+                    self._log_line(message.log_record)
                 elif kind == "check_request":
                     request = message.check_request
                     threading.Thread(
@@ -128,6 +180,12 @@ class JvmConnection:
         except Exception as exc:  # a message protobuf cannot read: the host is not ours
             why = f"the JVM hosting the task sent what the protocol does not allow ({exc!r})"
         self._set_lost(why)
+
+    def _log_line(self, record: Any) -> None:
+        try:
+            emit(java_log_line(record), executor=self.executor_id)
+        except Exception:  # a line the log cannot write must not lose the host
+            log.warning("java_log_not_written", logger=record.logger, exc_info=True)
 
     def _add_event(self, event: Any) -> None:
         with self._changed:

@@ -7,6 +7,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.util.List;
 
 import io.connectgrpc.jvm.host.proto.DriverMessage;
 import io.connectgrpc.jvm.host.proto.HostMessage;
@@ -14,7 +15,8 @@ import io.connectgrpc.jvm.host.proto.HostMessage;
 /**
  * A task host's one connection to the worker's driver (proto/connect_grpc/host/v1): messages
  * are length-delimited (a varint size, then the message), written from any thread (the
- * session's and Kafka's task threads, whose status events it relays) and read by one.
+ * session's, Kafka's task threads, whose status events it relays, and the task's log relay) and
+ * read by one.
  */
 final class DriverLink implements AutoCloseable {
 
@@ -47,6 +49,16 @@ final class DriverLink implements AutoCloseable {
     void send(HostMessage message) throws IOException {
         synchronized (writes) {
             message.writeDelimitedTo(out);
+            out.flush();
+        }
+    }
+
+    /** Sends several messages, flushed once; any thread. */
+    void send(List<HostMessage> messages) throws IOException {
+        synchronized (writes) {
+            for (HostMessage message : messages) {
+                message.writeDelimitedTo(out);
+            }
             out.flush();
         }
     }

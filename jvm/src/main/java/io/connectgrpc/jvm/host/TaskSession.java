@@ -27,6 +27,7 @@ import org.apache.kafka.connect.runtime.Worker;
 import org.apache.kafka.connect.storage.AppliedConnectorConfig;
 import org.apache.kafka.connect.storage.ClusterConfigState;
 import org.apache.kafka.connect.util.ConnectorTaskId;
+import org.apache.kafka.connect.util.LoggingContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,6 +42,11 @@ import org.slf4j.LoggerFactory;
  * protocol. A task id has one owner in a JVM: a session that starts a task which an earlier
  * session of this JVM still runs (the driver gave that host up and hosted the task again)
  * stops the earlier instance first, and the earlier session then leaves the task alone.
+ *
+ * <p>Logs: the session applies the worker's log levels it is sent (with StartTask, then
+ * SetLogLevels) to the JVM's Java loggers, and relays the task's log lines to the driver
+ * ({@link LogRelay}); its own thread logs in Kafka's logging context of the task, as Kafka's
+ * worker's calls for a task do, so that its lines name the task too.
  */
 final class TaskSession {
 
@@ -50,6 +56,8 @@ final class TaskSession {
     static final long POLL_MS = 100L;
     /** What a stop that was not bounded by the driver may take beyond Kafka's own bound. */
     static final long STOP_MARGIN_MS = 1_000L;
+    /** How long a stop waits for the task's log lines to be sent before it answers Stopped. */
+    static final long LOG_FLUSH_MS = 1_000L;
 
     /** Which session owns each task of this JVM, by worker id and task id. */
     private static final Map<String, TaskSession> OWNERS = new ConcurrentHashMap<>();
@@ -81,6 +89,8 @@ final class TaskSession {
     private ConnectorTaskId id;
     private String owner;
     private StatusRelay relay;
+    private LogRelay logs;
+    private LoggingContext logging;
 
     TaskSession(DriverLink link, BooleanSupplier interrupted, Workers workers) {
         this.link = link;
@@ -103,6 +113,12 @@ final class TaskSession {
         try {
             serve();
         } finally {
+            if (logs != null) {
+                logs.close();
+            }
+            if (logging != null) {
+                logging.close();
+            }
             Thread.currentThread().setName(name);
         }
     }
@@ -144,6 +160,9 @@ final class TaskSession {
                 case STOP_TASK -> {
                     long waitMs = Math.max(0L, message.getStopTask().getTimeoutMs() - STOP_MARGIN_MS);
                     Stopped stopped = stop(waitMs);
+                    if (logs != null) {
+                        logs.flush(LOG_FLUSH_MS);  // the stop's lines before the answer
+                    }
                     try {
                         link.send(HostMessage.newBuilder().setStopped(stopped).build());
                     } catch (IOException e) {
@@ -152,6 +171,7 @@ final class TaskSession {
                     return;
                 }
                 case CHECK_DONE -> checks.answered(message.getCheckDone());
+                case SET_LOG_LEVELS -> LogRelay.applyLevels(message.getSetLogLevels());
                 default -> log.warn("Ignoring a message the host does not know: {}", message.getMessageCase());
             }
         }
@@ -165,6 +185,9 @@ final class TaskSession {
         id = new ConnectorTaskId(start.getConnector(), start.getTask());
         owner = start.getWorkerId() + "\u0000" + id;
         Thread.currentThread().setName("connect-grpc-task-host-" + id);
+        // the levels first, then the relay: the task's first lines are logged at them, and sent
+        LogRelay.applyLevels(start.getLogLevels());
+        logs = LogRelay.start(link, id.connector(), id.task());
         try {
             kafka = workers.forStart(start);
         } catch (Exception | LinkageError e) {
@@ -172,6 +195,9 @@ final class TaskSession {
             relay.failedToStart(e);
             return;
         }
+        // after the JVM's Kafka worker is built (its first build scans plugin.path, the JVM's
+        // work, not this task's)
+        logging = LoggingContext.forTask(id);
         Worker worker = kafka.worker();
         ConnectorTaskId task = id;
         relay = new StatusRelay(kafka.statusStore(), link, () -> worker.taskVersion(task));

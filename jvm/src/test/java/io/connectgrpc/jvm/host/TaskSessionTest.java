@@ -14,7 +14,9 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.Comparator;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -28,6 +30,9 @@ import io.connectgrpc.jvm.host.proto.CheckRequest;
 import io.connectgrpc.jvm.host.proto.DriverMessage;
 import io.connectgrpc.jvm.host.proto.Hello;
 import io.connectgrpc.jvm.host.proto.HostMessage;
+import io.connectgrpc.jvm.host.proto.LogLevel;
+import io.connectgrpc.jvm.host.proto.LogLevels;
+import io.connectgrpc.jvm.host.proto.LogRecord;
 import io.connectgrpc.jvm.host.proto.SetTargetState;
 import io.connectgrpc.jvm.host.proto.StartTask;
 import io.connectgrpc.jvm.host.proto.StopTask;
@@ -41,6 +46,9 @@ import org.apache.kafka.connect.runtime.WorkerConfig;
 import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
 import org.apache.kafka.connect.storage.MemoryOffsetBackingStore;
 import org.apache.kafka.connect.util.ConnectorTaskId;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+import org.apache.logging.log4j.ThreadContext;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -252,6 +260,55 @@ class TaskSessionTest {
         }
     }
 
+    @Test
+    @Timeout(60)
+    void theTasksLogLinesGoToTheDriverAtTheWorkersLevels() throws Exception {
+        // the test's JVM logs Kafka's slf4j calls with slf4j-simple: the lines here are logged
+        // through log4j, as Spark's JVM logs them, in Kafka's logging context of the task
+        Logger plugin = LogManager.getLogger("org.apache.kafka.connect.file.SessionTestLines");
+        long version = System.nanoTime();  // the JVM's one table: newer than any other test's
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            StartTask start = start("logs", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED)
+                    .getStartTask().toBuilder().setLogLevels(levels(version, "org.apache.kafka.connect.file", "DEBUG"))
+                    .build();
+            driver.send(DriverMessage.newBuilder().setStartTask(start).build());
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+
+            ThreadContext.put("connector.context", "[logs|task-0] ");
+            try {
+                plugin.debug("Opened {} for reading", "/data/in");
+                LogRecord opened = driver.nextLog();
+                assertEquals("Opened /data/in for reading", opened.getMessage());
+                assertEquals(LogRecord.Level.LEVEL_DEBUG, opened.getLevel());
+                assertEquals("org.apache.kafka.connect.file.SessionTestLines", opened.getLogger());
+                assertEquals("logs", opened.getConnector());
+                assertEquals(0, opened.getTask());
+
+                driver.send(DriverMessage.newBuilder()
+                        .setSetLogLevels(levels(version + 1, "org.apache.kafka.connect.file", "ERROR")).build());
+                // the levels apply once the session read them: an ERROR line marks that moment
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while (plugin.isWarnEnabled() && System.nanoTime() < deadline) {
+                    Thread.sleep(10L);
+                }
+                plugin.warn("Couldn't find file {}", "/data/in");
+                plugin.error("the line after");
+                assertEquals("the line after", driver.nextLog().getMessage(), "the WARN line was not sent");
+            } finally {
+                ThreadContext.clearMap();
+            }
+            driver.stop();
+        } finally {
+            LogRelay.applyLevels(levels(version + 2, "root", "INFO"));
+        }
+    }
+
+    private static LogLevels levels(long version, String namespace, String level) {
+        return LogLevels.newBuilder().setVersion(version)
+                .addLevels(LogLevel.newBuilder().setNamespace(namespace).setLevel(level)).build();
+    }
+
     /**
      * Kafka's worker config asks the cluster for its id the first time it is needed, and keeps
      * it; with no broker, the test gives it the id first (DistributedConfig is final, and its
@@ -307,6 +364,9 @@ class TaskSessionTest {
         private final Socket socket;
         private final InputStream in;
         private final OutputStream out;
+        /** What was read while another kind of message was waited for. */
+        private final Deque<HostMessage> messages = new ArrayDeque<>();
+        private final Deque<LogRecord> logs = new ArrayDeque<>();
 
         private TestDriver(ServerSocket server, Thread host, Socket socket, AtomicBoolean interrupted)
                 throws IOException {
@@ -344,8 +404,31 @@ class TaskSessionTest {
             return message;
         }
 
+        /** The host's next message that is not a log line (those are kept for nextLog). */
         HostMessage nextOrEnd() throws IOException {
-            return HostMessage.parseDelimitedFrom(in);
+            if (!messages.isEmpty()) {
+                return messages.poll();
+            }
+            HostMessage message;
+            while ((message = HostMessage.parseDelimitedFrom(in)) != null && message.hasLogRecord()) {
+                logs.add(message.getLogRecord());
+            }
+            return message;
+        }
+
+        /** The host's next log line (other messages are kept for next). */
+        LogRecord nextLog() throws IOException {
+            if (!logs.isEmpty()) {
+                return logs.poll();
+            }
+            HostMessage message;
+            while ((message = HostMessage.parseDelimitedFrom(in)) != null && !message.hasLogRecord()) {
+                messages.add(message);
+            }
+            if (message == null) {
+                throw new IOException("the host closed the connection");
+            }
+            return message.getLogRecord();
         }
 
         TaskEvent nextEvent() throws IOException {

@@ -1,0 +1,156 @@
+"""The log lines of Kafka Connect's Java plugins (and of the Kafka runtime hosting them) in the
+worker's log, and the Java loggers' levels beside the worker's own.
+
+The JVMs that host Java plugins (the Spark driver's, and executors' where Java tasks run) send
+their lines to the worker (``jvm/``'s ``io.connectgrpc.jvm.logs``: over a task's host
+connection, or through the driver's queue), already filtered by the worker's levels and with
+repeats held back. Each becomes one ``java_log`` event here (:func:`emit`): at the matching
+level, with the Java ``logger``, the ``message``, the ``connector`` and ``task`` Kafka's logging
+context names, the Java stack trace as ``exception``, and the values resolved from config
+references masked (``SECRETS``) before anything is written, since a plugin may log its
+resolved config.
+
+A Java logger is not a Python logger: its level was applied in its JVM, so the event is
+written through a logger of its name kept out of Python's logger tree (a set on ``root``
+through the API does not hold it back twice, and it is not listed as a Python logger). The
+Java loggers of the driver's JVM are listed and set through the API beside the Python ones
+(``levels.LoggerLevels``), through the source the worker registers here
+(:data:`JAVA_LOGGERS`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from connect_grpc.config_providers.redaction import SECRETS
+
+#: The event every Java log line is written as.
+EVENT = "java_log"
+#: The window of the JVM's hold-back of repeated lines, in seconds (as ``kafka_clients``').
+REPEAT_WINDOW_S = 30
+
+#: The structlog method each Java (log4j) level is written with.
+_METHODS = {
+    "TRACE": "debug",
+    "DEBUG": "debug",
+    "INFO": "info",
+    "WARN": "warning",
+    "ERROR": "error",
+    "FATAL": "critical",
+}
+#: How many Java loggers' writers are kept (a JVM that makes loggers by the thousand gets a
+#: new one per line beyond).
+_MAX_WRITERS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class JavaLogLine:
+    """One log line of a JVM, as its host sent it."""
+
+    #: The Java logger's name.
+    logger: str
+    #: log4j's level name: TRACE, DEBUG, INFO, WARN, ERROR or FATAL.
+    level: str
+    message: str
+    #: The Java stack trace of the throwable logged with it ("" when none).
+    thrown: str = ""
+    #: The connector Kafka's logging context names (None when none).
+    connector: str | None = None
+    #: The task it names (None for a connector's own line, or none).
+    task: int | None = None
+    thread: str = ""
+    #: How many lines of the same kind the JVM held back since the previous one.
+    suppressed: int = 0
+    #: How many lines the JVM dropped before this one, its queue being full.
+    dropped: int = 0
+
+
+_writers: dict[str, Any] = {}
+_writers_lock = threading.Lock()
+
+
+def _writer(name: str) -> Any:
+    """A structlog logger writing through a stdlib logger named ``name`` that is outside
+    Python's logger tree (never listed, never set through the API) and lets every level through:
+    the JVM applied the Java logger's level already."""
+    writer = _writers.get(name)
+    if writer is not None:
+        return writer
+    stdlib = logging.Logger(name, level=1)
+    stdlib.parent = logging.getLogger()  # the root's handlers write it
+    writer = structlog.wrap_logger(stdlib)
+    with _writers_lock:
+        if len(_writers) < _MAX_WRITERS:
+            writer = _writers.setdefault(name, writer)
+    return writer
+
+
+def emit(line: JavaLogLine, **where: str) -> None:
+    """Writes ``line`` as a ``java_log`` event at its level (TRACE as debug and FATAL as
+    critical, with ``java_level`` saying so), its texts masked; ``where`` adds fields saying
+    which JVM sent it (``executor``)."""
+    fields: dict[str, Any] = {"message": SECRETS.redact(line.message)}
+    if line.connector:
+        fields["connector"] = line.connector
+    if line.task is not None:
+        fields["task"] = line.task
+    if line.level in ("TRACE", "FATAL"):
+        fields["java_level"] = line.level
+    if line.thread:
+        fields["thread"] = line.thread
+    if line.thrown:
+        fields["exception"] = SECRETS.redact(line.thrown)
+    if line.suppressed:
+        fields["suppressed"] = line.suppressed
+        fields["window_s"] = REPEAT_WINDOW_S
+    if line.dropped:
+        fields["dropped"] = line.dropped
+    fields.update(where)
+    method = _METHODS.get(line.level, "info")
+    getattr(_writer(line.logger), method)(EVENT, **fields)
+
+
+class JavaLoggers(Protocol):
+    """The Java loggers of the JVM the worker reaches directly (its Spark driver's). Each call
+    is bounded: one the JVM does not answer in time answers nothing."""
+
+    def levels(self) -> Mapping[str, str]:
+        """The JVM's loggers the worker lists, by name, with their Kafka level names."""
+
+    def apply(
+        self, version: int, entries: tuple[tuple[str, str], ...], namespace: str
+    ) -> list[str]:
+        """Applies the worker's table of levels (``levels.LEVELS_SET``'s snapshot), which just
+        changed by a set on ``namespace``; answers the JVM's loggers whose level changed."""
+
+
+class JavaLoggerSlot:
+    """Where the worker registers its driver JVM's loggers (one JVM per Python process: PySpark
+    has one SparkContext). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._source: JavaLoggers | None = None
+
+    def register(self, source: JavaLoggers) -> None:
+        with self._lock:
+            self._source = source
+
+    def unregister(self, source: JavaLoggers) -> None:
+        """Removes ``source`` if it is the one registered."""
+        with self._lock:
+            if self._source is source:
+                self._source = None
+
+    def current(self) -> JavaLoggers | None:
+        return self._source
+
+
+#: The Java loggers of this process's driver JVM, once its worker registered them.
+JAVA_LOGGERS = JavaLoggerSlot()

@@ -1,0 +1,345 @@
+"""A Java task's log lines in the worker's log, against a real broker and real Spark
+(local[2]): Kafka Connect's runtime and Kafka's FileStream plugin (the connect-file jar on
+``plugin.path``) log through slf4j into the Spark JVM's log4j, and the JVM's bridge hands the
+lines to the worker, which writes them as ``java_log`` events naming the connector and task,
+with the values resolved from config references masked; a level set through the worker's
+levels (what SetLogLevel calls) on ``org.apache.kafka.connect.file`` changes which of the
+plugin's lines arrive, and GetLogger reads the Java logger's level.
+
+The setup is ``test_java_tasks``': one in-process worker serves the module, its plugin loader
+giving Kafka's FileStream connector classes tasks that stand for Java tasks, started with the
+task configs Kafka's connectors generate. The worker's log is configured as in production
+(JSON lines), and what its handler writes is read back. The last test runs a distributed
+worker process and goes over gRPC: a Java connector's own line, ListLoggers, GetLogger and
+SetLogLevel.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from connect_grpc.client import ConnectClient
+from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.config_providers.providers import FileConfigProvider
+from connect_grpc.config_providers.transformer import ConfigTransformer
+from connect_grpc.connectors.api import Connector, SourceConnector, Task
+from connect_grpc.java.plugin_jars import ensure_plugins
+from connect_grpc.kernel.configdef import ConfigDef
+from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.logs.levels import LoggerLevels
+from connect_grpc.logs.output import configure_logging
+from connect_grpc.runtime.java_task_classes import JavaSourceTask
+from connect_grpc.runtime.worker import Worker
+from connect_grpc.storage.file_offsets import FileOffsetStore
+from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from tests.integration.conftest import one_start_at_a_time
+from tests.integration.test_runtime import RecordingListener, wait_for
+
+pytestmark = [pytest.mark.integration]
+
+configure_logging("json")
+
+FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+SOURCE_TASK = "org.apache.kafka.connect.file.FileStreamSourceTask"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+FILE_LOGGERS = "org.apache.kafka.connect.file"
+#: How long a Java task may take to run (the first one builds Kafka's worker in the JVM).
+START_S = 120.0
+#: How long a line may take to reach the worker's log.
+LINE_S = 30.0
+#: How long a task with a missing file is let poll (FileStreamSourceTask waits 1 s a poll).
+POLLS_S = 3.0
+
+
+class _SourceStandIn(SourceConnector):
+    """What the worker's plugin loader gives for Kafka's FileStreamSourceConnector: its task
+    class stands for a Java task (tasks are started with Kafka's task configs)."""
+
+    def config_def(self) -> ConfigDef:
+        return ConfigDef()
+
+    def start(self, config: Mapping[str, str]) -> None:
+        return None
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return []
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        return None
+
+    def task_class(self) -> type[Task]:
+        return JavaSourceTask
+
+
+class KafkaFileSource:
+    def new_connector(self, name: str, version: str | None = None, /) -> Connector:
+        if name == FILE_SOURCE:
+            return _SourceStandIn()
+        raise KeyError(name)
+
+
+class WrittenLog(logging.Handler):
+    """The worker's log as its handler writes it (JSON lines, masked), read back."""
+
+    def __init__(self, formatter: logging.Formatter) -> None:
+        super().__init__()
+        self.setFormatter(formatter)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in list(self.lines)]
+
+    def java(self, connector: str) -> list[dict[str, Any]]:
+        return [e for e in self.events()
+                if e.get("event") == "java_log" and e.get("connector") == connector]
+
+
+@dataclass
+class LogEnv:
+    worker: Worker
+    listener: RecordingListener
+    log: WrittenLog
+    tmp: Path
+    secrets: Path
+
+    def status(self, task: TaskId) -> InstanceStatus | None:
+        return self.listener.task_state(task)
+
+    def wait_running(self, task: TaskId) -> None:
+        wait_for(lambda: (s := self.status(task)) is not None and s.state is State.RUNNING,
+                 timeout=START_S, what=f"{task} RUNNING (now {self.status(task)})")
+
+    def wait_line(self, connector: str, what: str, **fields: object) -> dict[str, Any]:
+        """The first java_log event of ``connector`` whose fields are ``fields`` and whose
+        message contains ``what``."""
+        def found() -> dict[str, Any] | None:
+            for event in self.log.java(connector):
+                if what in event.get("message", "") and all(
+                    event.get(key) == value for key, value in fields.items()
+                ):
+                    return event
+            return None
+
+        wait_for(lambda: found() is not None, timeout=LINE_S,
+                 what=f"a java_log of {connector} with {what!r} and {fields}")
+        event = found()
+        assert event is not None
+        return event
+
+
+@pytest.fixture(scope="module")
+def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LogEnv]:
+    tmp = tmp_path_factory.mktemp("java-logs")
+    run = uuid.uuid4().hex[:8]
+    config = WorkerConfig.from_properties({
+        "bootstrap.servers": kafka_bootstrap,
+        "worker.id": "java-logs-test",
+        "spark.master": "local[2]",
+        "plugin.path": str(ensure_plugins()),
+        "plugin.discovery": "service_load",
+        "group.id": f"java-logs-{run}",
+        "config.storage.topic": f"java-logs-configs-{run}",
+        "offset.storage.topic": f"java-logs-offsets-{run}",
+        "status.storage.topic": f"java-logs-status-{run}",
+        "offset.storage.replication.factor": "1",
+        "offset.storage.partitions": "1",
+        "offset.flush.interval.ms": "500",
+        "task.shutdown.graceful.timeout.ms": "4000",
+        "key.converter": STRING_CONVERTER,
+        "value.converter": STRING_CONVERTER,
+    })
+    secrets = tmp / "secrets"
+    secrets.mkdir()
+    # the worker's config provider: a task config's ${file:...} references resolve from here
+    transformer = ConfigTransformer({"file": FileConfigProvider("file", (secrets.resolve(),))})
+    # the formatter configure_logging gave the worker's handler
+    [formatter] = [h.formatter for h in logging.getLogger().handlers
+                   if isinstance(h.formatter, structlog.stdlib.ProcessorFormatter)]
+    written = WrittenLog(formatter)
+    logging.getLogger().addHandler(written)
+    offsets = FileOffsetStore(tmp / "python-offsets.json")
+    offsets.start()
+    listener = RecordingListener()
+    worker = Worker(config, KafkaFileSource(), offsets, listener, transformer=transformer)
+    worker.start()
+    try:
+        yield LogEnv(worker, listener, written, tmp, secrets)
+    finally:
+        worker.stop()
+        logging.getLogger().removeHandler(written)
+
+
+def start_source(env: LogEnv, name: str, file: str) -> TaskId:
+    """Starts task 0 of a Java FileStreamSource of ``file`` (a path, or a reference to one)."""
+    task = TaskId(name, 0)
+    topic = f"{name}-topic"
+    connector = {"name": name, "connector.class": FILE_SOURCE, "tasks.max": "1",
+                 "file": file, "topic": topic}
+    # what FileStreamSourceConnector.taskConfigs generates, and the task.class Kafka adds
+    task_config = {"task.class": SOURCE_TASK, "file": file, "topic": topic}
+    assert env.worker.start_task(task, connector, task_config, TargetState.STARTED)
+    return task
+
+
+def stop(env: LogEnv, task: TaskId) -> None:
+    """Stops the task, and waits for Kafka's worker's line saying so: every line the task logged
+    before it has reached the worker's log (one connection, in order)."""
+    env.worker.stop_tasks([task], connector_deleted=False)
+    env.wait_line(task.connector, f"Stopping task {task.connector}-{task.task}",
+                  logger="org.apache.kafka.connect.runtime.Worker", task=task.task)
+
+
+@pytest.mark.timeout(300)
+def test_a_java_tasks_lines_are_java_log_events_naming_it_with_secrets_masked(
+    env: LogEnv,
+) -> None:
+    name = f"java-logs-{uuid.uuid4().hex[:6]}"
+    # the task's file is a resolved secret: a missing one, which the plugin names in a warning
+    secret_path = str(env.tmp / f"missing-{uuid.uuid4().hex}.txt")
+    (env.secrets / "paths.properties").write_text(f"input={secret_path}\n", encoding="utf-8")
+    task = start_source(env, name, f"${{file:{env.secrets / 'paths.properties'}:input}}")
+    try:
+        env.wait_running(task)
+        # Kafka Connect's runtime, on the task's thread
+        started = env.wait_line(name, "Source task finished initialization and start", task=0)
+        assert started["logger"] == "org.apache.kafka.connect.runtime.AbstractWorkerSourceTask"
+        assert started["level"] == "info"
+        assert started["executor"] == "driver"  # a local master's executor is the driver's JVM
+        # the plugin's own warning, its path (a resolved secret) masked
+        missing = env.wait_line(name, "Couldn't find file", task=0)
+        assert missing["logger"] == "org.apache.kafka.connect.file.FileStreamSourceTask"
+        assert missing["level"] == "warning"
+        assert missing["message"] == (
+            "Couldn't find file [hidden] for FileStreamSourceTask, sleeping to wait for it to "
+            "be created"
+        )
+    finally:
+        stop(env, task)
+    assert not [line for line in env.log.lines if secret_path in line], (
+        "the resolved path is in no line of the worker's log"
+    )
+
+
+@pytest.mark.timeout(300)
+def test_a_level_set_on_the_file_plugins_loggers_changes_which_of_its_lines_arrive(
+    env: LogEnv,
+) -> None:
+    levels = LoggerLevels()  # what the herder's SetLogLevel and GetLogger call
+    source = env.tmp / "present.txt"
+    source.write_text("a\nb\n", encoding="utf-8")
+    try:
+        # INFO (the default): the plugin's DEBUG line does not arrive
+        quiet = start_source(env, f"java-info-{uuid.uuid4().hex[:6]}", str(source))
+        env.wait_running(quiet)
+        stop(env, quiet)
+        assert not [e for e in env.log.java(quiet.connector) if e["logger"] == SOURCE_TASK]
+        task_logger = levels.level(SOURCE_TASK)
+        assert task_logger is not None and task_logger.level == "INFO", "the JVM's logger is listed"
+        assert SOURCE_TASK in levels.all_levels()
+
+        # DEBUG: "Opened <file> for reading" arrives
+        changed = levels.set_level(FILE_LOGGERS, "DEBUG")
+        assert SOURCE_TASK in changed
+        task_logger = levels.level(SOURCE_TASK)
+        assert task_logger is not None and task_logger.level == "DEBUG"
+        loud = start_source(env, f"java-debug-{uuid.uuid4().hex[:6]}", str(source))
+        env.wait_running(loud)
+        opened = env.wait_line(loud.connector, f"Opened {source} for reading", task=0)
+        assert (opened["logger"], opened["level"]) == (SOURCE_TASK, "debug")
+        stop(env, loud)
+
+        # ERROR: the plugin's warning about a missing file does not arrive (the first test
+        # shows it does at INFO); Kafka's runtime lines still do
+        levels.set_level(FILE_LOGGERS, "ERROR")
+        silent = start_source(env, f"java-error-{uuid.uuid4().hex[:6]}",
+                              str(env.tmp / f"absent-{uuid.uuid4().hex}.txt"))
+        env.wait_running(silent)
+        env.wait_line(silent.connector, "Source task finished initialization and start", task=0)
+        time.sleep(POLLS_S)  # FileStreamSourceTask warns on each poll of a missing file
+        stop(env, silent)
+        plugin_lines = [e for e in env.log.java(silent.connector) if e["logger"] == SOURCE_TASK]
+        assert plugin_lines == []
+    finally:
+        levels.set_level(FILE_LOGGERS, "INFO")
+
+
+@pytest.mark.timeout(600)
+def test_over_grpc_a_java_connectors_lines_arrive_and_set_log_level_reaches_java_loggers(
+    kafka_bootstrap: str, tmp_path: Path,
+) -> None:
+    """A distributed worker process (the production path): the connector instance's line
+    comes from the driver's JVM, ListLoggers and GetLogger answer the JVM's loggers, and
+    SetLogLevel reaches the JVM hosting the task."""
+    properties = {
+        **cluster_properties(f"java-logs-grpc-{uuid.uuid4().hex[:8]}"),
+        "plugin.path": str(ensure_plugins()),
+        "plugin.discovery": "service_load",
+    }
+    process = WorkerProcess(tmp_path / "worker", kafka_bootstrap, properties, mode="distributed")
+    with one_start_at_a_time():
+        process.start()
+    try:
+        with ConnectClient(process.address, timeout=240, retry_unavailable=True) as client:
+            _grpc_checks(client, process, tmp_path)
+    finally:
+        process.stop()
+
+
+def _java_events(process: WorkerProcess, connector: str) -> list[dict[str, Any]]:
+    events = [json.loads(line) for line in process.logs().splitlines() if line.startswith("{")]
+    return [e for e in events if e.get("event") == "java_log" and e.get("connector") == connector]
+
+
+def _grpc_checks(client: ConnectClient, process: WorkerProcess, tmp_path: Path) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("a\nb\n", encoding="utf-8")
+    config = {"connector.class": FILE_SOURCE, "file": str(source), "tasks.max": "1",
+              "topic": f"java-logs-{uuid.uuid4().hex[:8]}",
+              "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
+    first = f"java-grpc-{uuid.uuid4().hex[:6]}"
+    client.create_connector(first, config)
+    # the connector instance's own line, from the driver's JVM: its connector named, no task
+    starting = f"Starting file source connector reading from {source}"
+    wait_until(lambda: [e for e in _java_events(process, first) if e["message"] == starting],
+               timeout=START_S)
+    [line] = [e for e in _java_events(process, first) if e["message"] == starting]
+    assert (line["logger"], line["level"], line["executor"]) == (
+        "org.apache.kafka.connect.file.FileStreamSourceConnector", "info", "driver",
+    )
+    assert "task" not in line
+    wait_until(lambda: [e for e in _java_events(process, first) if e.get("task") == 0
+                        and "Source task finished initialization" in e["message"]],
+               timeout=START_S)
+
+    listed = client.list_loggers()
+    assert listed["org.apache.kafka.connect.file.FileStreamSourceConnector"].level == "INFO"
+    assert not [name for name in listed if name.startswith("org.apache.spark")]
+    changed = client.set_log_level(FILE_LOGGERS, "DEBUG")
+    assert {"org.apache.kafka.connect.file.FileStreamSourceConnector", SOURCE_TASK} <= set(changed)
+    task_logger = client.get_logger(SOURCE_TASK)
+    assert task_logger.level == "DEBUG" and task_logger.last_modified is not None
+
+    # a task started after the set logs its DEBUG line, from the JVM that hosts it
+    second = f"java-grpc-{uuid.uuid4().hex[:6]}"
+    client.create_connector(second, {**config, "topic": f"java-logs-{uuid.uuid4().hex[:8]}"})
+    opened = f"Opened {source} for reading"
+    wait_until(lambda: [e for e in _java_events(process, second)
+                        if e["message"] == opened and e.get("task") == 0], timeout=START_S)
+    assert not [e for e in _java_events(process, first) if e["message"] == opened], (
+        "the first task opened its file before the set, at INFO"
+    )
+    client.delete_connector(first)
+    client.delete_connector(second)
