@@ -236,6 +236,14 @@ class Plugins:
         the worker is built: lookups read it without a lock)."""
         self._router = router
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the router: a hosted task's pipeline factory carries the
+        registry into its Spark task, which needs the pipeline's plugins only, while the
+        router holds the driver's handles of its JVM (locks, threads)."""
+        state = dict(self.__dict__)
+        state["_router"] = None
+        return state
+
     def connector_class(self, name: str, version: str | None = None) -> type[Connector]:
         """The connector class ``name`` designates: the routed connectors' (see
         ``route_connectors``), else the Python registry's (``python_connector_class``)."""

@@ -95,6 +95,10 @@ CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("docs/metrics.md", "## Scraping a worker"): (
         "tests/integration/test_metrics.py::test_readme_metrics_example",
     ),
+    ("docs/debezium.md", "## The walk-through"): (
+        "tests/integration/test_debezium_walkthrough.py"
+        "::test_the_debezium_walkthrough_runs_as_written_twice",
+    ),
     ("docs/docker.md", "# Docker"): (f"{THIS}::test_the_docker_page_runs_the_compose_file",),
     ("docs/development.md", "# Development"): (
         f"{THIS}::test_documented_make_commands_name_makefile_targets",

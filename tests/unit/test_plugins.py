@@ -325,3 +325,26 @@ def test_describe_can_include_config_definitions() -> None:
     assert keys["topic"].required
     assert keys["batch.size"].default_value == "2000"
 
+
+
+def test_a_routed_registry_pickles_without_its_router() -> None:
+    """A hosted Python task's pipeline factory pickles the registry; a worker with Java
+    plugins routes names through a router holding the JVM's handles, which stays behind."""
+    import pickle
+    import threading
+
+    class Router:
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def connector_class(self, name: str) -> None:
+            return None
+
+        def new_connector(self, name: str, version: str | None) -> None:
+            return None
+
+    plugins = Plugins()
+    plugins.route_connectors(Router())
+    copy = pickle.loads(pickle.dumps(plugins))
+    assert copy.connector_class("FileStreamSink") is FileStreamSinkConnector
+    assert plugins.connector_class("FileStreamSink") is FileStreamSinkConnector
