@@ -375,3 +375,28 @@ def host_pid(worker: WorkerProcess, connector: str, task: int) -> int | None:
             if event.get("connector") == connector and event.get("task") == task:
                 found = int(event["pid"])
     return found
+
+
+def fresh_spark_jvm() -> None:
+    """Ends this process's Spark JVM, if an earlier module launched one, so that the next
+    SparkSession launches a new one with its own worker's ``spark.jars`` on the driver's
+    classpath: PySpark's gateway JVM takes the jars of the first session only, and a module
+    whose in-process Worker hosts Java plugins needs jvm/'s classes in the driver."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    active = SparkContext._active_spark_context
+    if active is not None:
+        active.stop()
+    process = getattr(gateway, "proc", None)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    if process is not None:
+        with contextlib.suppress(Exception):
+            process.stdin.close()  # PySpark's JVM exits when its stdin closes
+        with contextlib.suppress(Exception):
+            process.wait(timeout=30)
+    SparkContext._gateway = None
+    SparkContext._jvm = None

@@ -43,6 +43,7 @@ from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
 from tests.integration.conftest import one_start_at_a_time
+from tests.integration.helpers import fresh_spark_jvm
 from tests.integration.test_runtime import RecordingListener, wait_for
 
 pytestmark = [pytest.mark.integration]
@@ -173,6 +174,7 @@ def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     offsets = FileOffsetStore(tmp / "python-offsets.json")
     offsets.start()
     listener = RecordingListener()
+    fresh_spark_jvm()  # the driver's classpath must hold jvm/'s classes
     worker = Worker(config, KafkaFileSource(), offsets, listener, transformer=transformer)
     worker.start()
     try:

@@ -44,7 +44,7 @@ from connect_grpc.runtime.placement import (
 from connect_grpc.runtime.spark import host_job_tag
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from tests.integration.helpers import create_topic, produce, read_all
+from tests.integration.helpers import create_topic, fresh_spark_jvm, produce, read_all
 from tests.integration.test_runtime import RecordingListener, group_offset, lines, wait_for
 
 pytestmark = [pytest.mark.integration]
@@ -149,6 +149,7 @@ def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     offsets = FileOffsetStore(tmp / "python-offsets.json")  # Python tasks' only: none here
     offsets.start()
     listener = RecordingListener()
+    fresh_spark_jvm()  # the driver's classpath must hold jvm/'s classes
     worker = Worker(config, KafkaFileConnectors(), offsets, listener)
     worker.start()
     try:

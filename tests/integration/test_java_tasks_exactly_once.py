@@ -20,7 +20,7 @@ from connect_grpc.kernel.domain import State
 from connect_grpc.runtime.transactions import ExactlyOnceSource
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from tests.integration.helpers import create_topic, end_offset
+from tests.integration.helpers import create_topic, end_offset, fresh_spark_jvm
 from tests.integration.test_java_tasks import (
     STRING_CONVERTER,
     JavaEnv,
@@ -80,6 +80,7 @@ def env(
     offsets = FileOffsetStore(tmp / "python-offsets.json")
     offsets.start()
     listener = RecordingListener()
+    fresh_spark_jvm()  # the driver's classpath must hold jvm/'s classes
     worker = Worker(config, KafkaFileConnectors(), offsets, listener,
                     exactly_once=ExactlyOnceSource(group_id, offsets_topic, fencing))
     worker.start()

@@ -63,8 +63,9 @@ import org.junit.jupiter.api.Timeout;
 class TaskSessionTest {
 
     private static final String TOKEN = "a-one-off-token";
-    /** Kafka Connect's task.shutdown.graceful.timeout.ms of the tests' worker. */
-    private static final long GRACEFUL_MS = 500L;
+    /** Kafka Connect's task.shutdown.graceful.timeout.ms of the tests' worker: long enough for an
+     * idle task to stop on a loaded machine (CI runs these beside pytest), short for the stubborn one. */
+    private static final long GRACEFUL_MS = 2_000L;
     private static final int READ_TIMEOUT_MS = 20_000;
 
     private static Path work;
