@@ -44,7 +44,7 @@ from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from connect_grpc.runtime.transactions import ExactlyOnceSource
 from connect_grpc.storage.base import OffsetStore
 
-__all__ = ["IN_PROCESS", "TaskRunners"]
+__all__ = ["IN_PROCESS", "PluginLoader", "TaskRunners"]
 
 log = structlog.get_logger(__name__)
 
@@ -52,8 +52,8 @@ log = structlog.get_logger(__name__)
 IN_PROCESS = 2**62
 
 
-class _ConnectorLoader(Protocol):
-    """What the runners need of the worker's plugin loader (``worker.PluginLoader``)."""
+class PluginLoader(Protocol):
+    """What the worker and its runners need of ``connectors.plugins.Plugins``."""
 
     def new_connector(self, name: str, version: str | None = None, /) -> Connector: ...
 
@@ -63,7 +63,7 @@ class TaskRunners:
     """Makes the worker's task runners; holds what every runner is made with."""
 
     config: WorkerConfig
-    plugins: _ConnectorLoader
+    plugins: PluginLoader
     listener: StatusListener
     spark: SparkRuntime
     monitor: KafkaMonitor

@@ -28,14 +28,12 @@ import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import structlog
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer
-from connect_grpc.connectors.api import Connector
 from connect_grpc.connectors.plugin_versions import CONNECTOR_VERSION
 from connect_grpc.kernel.domain import InstanceStatus, PlacementKind, State, TargetState, TaskId
 from connect_grpc.kernel.errors import ConnectError
@@ -54,7 +52,7 @@ from connect_grpc.runtime.kafka_monitor import KafkaMonitor, KafkaOutage, monito
 from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import TaskRunner, TopicRecorder
-from connect_grpc.runtime.task_runners import TaskRunners
+from connect_grpc.runtime.task_runners import PluginLoader, TaskRunners
 from connect_grpc.runtime.transactions import ExactlyOnceSource
 from connect_grpc.runtime.warm_up import warm_python_workers
 from connect_grpc.storage.base import OffsetStore
@@ -77,12 +75,6 @@ class _Placement:
     connector_config: Mapping[str, str]
     task_config: Mapping[str, str]
     target: TargetState
-
-
-class PluginLoader(Protocol):
-    """What the worker needs of ``connectors.plugins.Plugins``."""
-
-    def new_connector(self, name: str, version: str | None = None, /) -> Connector: ...
 
 
 class _MaskingListener:

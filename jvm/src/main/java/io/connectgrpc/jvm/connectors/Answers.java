@@ -92,8 +92,7 @@ final class Answers {
 
     /** A JSON object of string values (a connector config; a JSON null stays null). */
     static Map<String, String> stringMap(String json, String what) {
-        Map<String, String> values = read(json, new TypeReference<LinkedHashMap<String, String>>() { }, what);
-        return values;
+        return read(json, new TypeReference<LinkedHashMap<String, String>>() { }, what);
     }
 
     /** A JSON object. */
