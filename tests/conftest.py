@@ -122,6 +122,13 @@ _SPAN = pytest.StashKey[_Span]()
 _SPANS_MODULES: set[str] = set()
 #: The controller's record of each xdist process: its id → (seconds, modules).
 _PROCESS_SPANS: dict[str, tuple[float, int]] = {}
+#: Each module this process ran: its first test's start and its last test's end (module
+#: fixtures' setup and teardown included), monotonic seconds.
+_MODULE_SPANS: dict[str, list[float]] = {}
+#: The controller's record of every process's modules: module → seconds.
+_MODULE_SECONDS: dict[str, float] = {}
+#: How many of the slowest modules the summary lists.
+SLOWEST_MODULES = 25
 
 
 def _is_xdist_controller(config: pytest.Config) -> bool:
@@ -196,8 +203,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_SPAN] = _Span(time.monotonic())
 
 
+def pytest_runtest_logstart(nodeid: str) -> None:
+    now = time.monotonic()
+    _MODULE_SPANS.setdefault(nodeid.split("::", 1)[0], [now, now])
+
+
 def pytest_runtest_logfinish(nodeid: str) -> None:
-    _SPANS_MODULES.add(nodeid.split("::", 1)[0])
+    module = nodeid.split("::", 1)[0]
+    _SPANS_MODULES.add(module)
+    _MODULE_SPANS.setdefault(module, [time.monotonic(), 0.0])[1] = time.monotonic()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -209,6 +223,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if span is not None and workeroutput is not None:  # an xdist process: tell the controller
         workeroutput["span_s"] = time.monotonic() - span.started
         workeroutput["modules"] = len(_SPANS_MODULES)
+        workeroutput["module_s"] = _module_seconds()
+    elif workeroutput is None:
+        _MODULE_SECONDS.update(_module_seconds())
+
+
+def _module_seconds() -> dict[str, float]:
+    return {module: end - start for module, (start, end) in _MODULE_SPANS.items()}
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -217,17 +238,22 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     output = getattr(node, "workeroutput", {})
     if "span_s" in output:
         _PROCESS_SPANS[node.gateway.id] = (output["span_s"], output["modules"])
+        _MODULE_SECONDS.update(output.get("module_s", {}))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Under xdist, how long each process ran and how many modules: the suite lasts as
     long as the longest, so this is where a slow run's time is to be found."""
-    if not _PROCESS_SPANS:
-        return
-    terminalreporter.section("pytest-xdist processes")
-    for process, (seconds, modules) in sorted(_PROCESS_SPANS.items()):
-        minutes, rest = divmod(round(seconds), 60)
-        terminalreporter.write_line(f"{process}: {minutes}:{rest:02d} for {modules} modules")
+    if _PROCESS_SPANS:
+        terminalreporter.section("pytest-xdist processes")
+        for process, (seconds, modules) in sorted(_PROCESS_SPANS.items()):
+            minutes, rest = divmod(round(seconds), 60)
+            terminalreporter.write_line(f"{process}: {minutes}:{rest:02d} for {modules} modules")
+    if len(_MODULE_SECONDS) > 1:
+        slowest = sorted(_MODULE_SECONDS.items(), key=lambda item: -item[1])[:SLOWEST_MODULES]
+        terminalreporter.section(f"slowest {len(slowest)} modules (first start to last end)")
+        for module, seconds in slowest:
+            terminalreporter.write_line(f"{seconds:7.1f}s {module}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

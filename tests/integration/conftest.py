@@ -392,6 +392,13 @@ class SharedWorkers:
     def acquire(self) -> list[WorkerProcess]:
         if any(w.returncode is not None for w in self._workers):
             self.stop()  # a module's test killed one: start afresh
+        if self._workers:
+            # alive is not enough: a worker an earlier module cut off from the group (or
+            # one still rejoining) would leave the module fewer workers than it counts on
+            try:
+                self._ready(self._workers)
+            except Exception:
+                self.stop()
         if not self._workers:
             workers = self._make()
             self._workers = workers

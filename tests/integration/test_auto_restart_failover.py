@@ -92,6 +92,7 @@ def _placed_off_the_leader(
     """A connector whose task (and, ``connector_too``, connector) another worker than the
     leader runs: the assignment gives a new instance to the least loaded worker, the
     leader first on a tie, so a ballast connector left on the leader moves the next try."""
+    placed = []
     for attempt in range(6):
         name, events = f"{prefix}-{uuid.uuid4().hex[:6]}", tmp_path / f"{prefix}{attempt}.jsonl"
         create(via.stub, name, config_of(events))
@@ -100,10 +101,13 @@ def _placed_off_the_leader(
             connector_too and status.connector.worker_id == leader_id)
         if not on_leader:
             return name, events
+        placed.append((status.connector.worker_id, status.tasks[0].worker_id))
         via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
         create(via.stub, f"ballast-{prefix}-{uuid.uuid4().hex[:6]}",
                source_config(tmp_path / f"ballast-{prefix}{attempt}.jsonl", tasks=1))
-    pytest.fail(f"{prefix}: placed on the leader six times")
+    members = {w.id: (len(w.connectors), len(w.tasks)) for w in _info(via).workers}
+    pytest.fail(f"{prefix}: placed on the leader {leader_id} six times (connector, task): "
+                f"{placed}; members' (connectors, tasks) {members}")
 
 
 def test_count_back_off_and_healthy_period_survive_a_leader_kill(
