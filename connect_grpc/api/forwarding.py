@@ -227,7 +227,10 @@ class Forwarder:
         """
         with self._acknowledged_lock:
             position = self._acknowledged
-        if self.view is None or position <= self.view.config_position():
+        # not ``position <= view.config_position()``: that counts a record as soon as it is
+        # applied, before the herder's listener has acted on it (a cluster log level, say),
+        # while the wait below returns at once only when both have happened
+        if self.view is None or position <= 0:
             return
         try:
             self.view.wait_for_config_position(position, deadline.remaining())

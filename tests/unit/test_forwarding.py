@@ -645,11 +645,14 @@ def test_a_servicer_without_forwarder_answers_not_leader() -> None:
 
 
 class _View:
-    """A worker's view of the config topic at ``position``; ``catch_up`` says whether a wait
-    for a later position ends with the view there (True) or times out (False)."""
+    """A worker's view of the config topic: records applied up to ``position``, the herder's
+    listener told of them up to ``told`` (``position`` unless given); ``catch_up`` says
+    whether a wait for a later position ends with the view there (True) or times out
+    (False). ``waits`` lists the waits that had to block."""
 
-    def __init__(self, position: int, catch_up: bool = True) -> None:
+    def __init__(self, position: int, catch_up: bool = True, told: int | None = None) -> None:
         self.position = position
+        self.told = position if told is None else told
         self.catch_up = catch_up
         self.waits: list[int] = []
 
@@ -657,10 +660,13 @@ class _View:
         return self.position
 
     def wait_for_config_position(self, position: int, timeout: float) -> None:
+        if position <= self.told:
+            return
         self.waits.append(position)
         if not self.catch_up:
             raise UnavailableError(f"not read in {timeout}s")
         self.position = max(self.position, position)
+        self.told = max(self.told, position)
 
 
 class _ConfigHerder(_PauseHerder):
@@ -696,6 +702,24 @@ def test_a_forwarded_write_is_answered_at_once_and_the_next_read_waits_for_it() 
             assert follower_view.waits == [7]  # the read did, up to the leader's position
             stub.GetConnectorConfig(pb.GetConnectorConfigRequest(name="c1"), timeout=5)
             assert follower_view.waits == [7]  # caught up: no second wait
+    finally:
+        for forwarder in forwarders:
+            forwarder.close()
+        for server in servers:
+            server.stop(0).wait()
+
+
+def test_a_read_waits_until_the_listener_acted_on_a_write_already_applied() -> None:
+    """The follower applied the leader's record (a cluster log level, say) but its herder
+    has not acted on it yet: the next read waits for that too, not only for the record."""
+    follower_view = _View(position=7, told=3)
+    servers, forwarders, address = _leader_and_follower(_View(position=7), follower_view)
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = pb_grpc.ConnectServiceStub(channel)
+            stub.PauseConnector(pb.PauseConnectorRequest(name="c1"), timeout=5)
+            stub.GetConnectorConfig(pb.GetConnectorConfigRequest(name="c1"), timeout=5)
+            assert follower_view.waits == [7]
     finally:
         for forwarder in forwarders:
             forwarder.close()
