@@ -42,6 +42,7 @@ from connect_grpc.data.errors import DataError, RetriableError, SchemaBuilderErr
 from connect_grpc.data.headers import ConnectHeaders, Header
 from connect_grpc.data.logical import Date, Decimal, Time, Timestamp
 from connect_grpc.data.plugins import (
+    ConnectPlugin,
     Converter,
     HeaderConverter,
     Predicate,
@@ -80,6 +81,7 @@ __all__ = [
     "ConfigKey",
     "ConfigType",
     "ConnectHeaders",
+    "ConnectPlugin",
     "ConnectRecord",
     "Connector",
     "ConnectorContext",

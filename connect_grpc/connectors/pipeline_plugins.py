@@ -219,6 +219,21 @@ class PipelinePluginRegistry:
         key = name.strip()
         return aliases.get(key) or aliases.get(key.replace(":", "."))
 
+    def installed_versions(self, name: str) -> list[type]:
+        """Each installed copy of the class ``name`` designates (one for a known plugin;
+        a plugin.path class's copy in each directory that holds it), unchecked for kind.
+
+        Raises:
+            PluginClassError: as ``plugin_class`` for a class that cannot be loaded.
+        """
+        canonical = self.canonical_name(name)
+        path = canonical or name.strip()
+        versions = self._versions.get(path)
+        if versions is None:
+            versions = self._installed_versions(canonical, path)
+            self._versions[path] = versions
+        return list(versions)
+
     def plugin_class(self, kind: PluginKind, name: str, version: str | None = None) -> type:
         """The concrete class of ``kind`` that ``name`` designates, in the version
         ``version`` (a ``*.plugin.version`` value: a Maven version range; the latest
@@ -231,12 +246,8 @@ class PipelinePluginRegistry:
             NoMatchingVersionError: no installed version is in the range.
         """
         wanted = version_requirement(version)
-        canonical = self.canonical_name(name)
-        path = canonical or name.strip()
-        versions = self._versions.get(path)
-        if versions is None:
-            versions = self._installed_versions(canonical, path)
-            self._versions[path] = versions
+        path = self.canonical_name(name) or name.strip()
+        versions = self.installed_versions(name)
         cls: type = (
             versions[0] if wanted is None and len(versions) == 1
             else select_version(path, [(_class_version(c), c) for c in versions], wanted)[1]

@@ -61,6 +61,7 @@ from connect_grpc.connectors.plugin_loading import (
     import_object,
     qualified_name,
 )
+from connect_grpc.connectors.plugin_scan import ScannedClass, scan_plugin_path
 from connect_grpc.connectors.plugin_versions import (
     PluginVersion,
     instance_version,
@@ -172,6 +173,8 @@ class Plugins:
         self._known: dict[str, set[str]] = {}
         self._aliases: dict[str, str] = {}
         self._versions: dict[str, list[type[Connector]]] = {}
+        #: The plugin.path classes a listing looks at, scanned once (``plugin_scan``).
+        self._scanned: list[ScannedClass] | None = None
         self._classes: dict[str, type[Connector]] = {
             qualified_name(cls): cls for cls in registered if issubclass(cls, Connector)
         }
@@ -444,11 +447,13 @@ class Plugins:
         return qualified_name(self.python_connector_class(name))
 
     def describe(self, include_config_definitions: bool = False) -> list[PluginDesc]:
-        """The known plugins (built-ins and entry points), sorted by class name.
+        """The known plugins (built-ins and entry points) and the connector classes found
+        on ``plugin.path`` (one entry for each version, as Kafka Connect lists them),
+        sorted by class name, then version.
 
         A plugin that fails to load is logged and left out.
         """
-        descriptions: dict[str, PluginDesc] = {}
+        descriptions: dict[tuple[str, str], PluginDesc] = {}
         for full_name in self._known:
             try:
                 connector = self._new_python_connector(full_name)
@@ -456,8 +461,36 @@ class Plugins:
                 _log.warning("plugin_load_failed", plugin=full_name, error=exc.message)
                 continue
             desc = self._describe_one(full_name, connector, include_config_definitions)
-            descriptions[desc.class_name] = desc
-        return [descriptions[name] for name in sorted(descriptions)]
+            descriptions[desc.class_name, desc.version] = desc
+        for scanned in self.scanned_plugin_path():
+            if not scanned.connector or self._resolve(scanned.name) in self._known:
+                continue
+            for connector in self._each_version(scanned.name):
+                desc = self._describe_one(scanned.name, connector, include_config_definitions)
+                descriptions.setdefault((desc.class_name, desc.version), desc)
+        return [descriptions[key] for key in sorted(
+            descriptions, key=lambda key: (key[0], PluginVersion(key[1]))
+        )]
+
+    def scanned_plugin_path(self) -> list[ScannedClass]:
+        """The candidate plugin classes of ``plugin.path``, read from its sources once (no
+        module imported)."""
+        if self._scanned is None:
+            self._scanned = scan_plugin_path(self._plugin_dirs) if self._plugin_dirs else []
+        return self._scanned
+
+    def _each_version(self, name: str) -> list[Connector]:
+        """An instance of each installed version of the plugin.path connector ``name``; a
+        candidate of the scan that is no concrete Connector, or fails to load, is logged
+        and gives none."""
+        try:
+            self.python_connector_class(name)
+            versions = self._with_versions(name, self._versions[self._resolve(name)])
+            return [cls() for _, cls in versions]
+        except Exception as exc:  # a plugin's bug must not hide the others
+            error = exc.message if isinstance(exc, NotFoundError) else repr(exc)
+            _log.info("plugin_scan_candidate_left_out", plugin=name, error=error)
+            return []
 
     def _describe_one(
         self, full_name: str, connector: Connector, include_config_definitions: bool
@@ -488,14 +521,19 @@ class Plugins:
         described: list[PluginDesc] = []
         known = self.pipeline.known()
         for kind in PluginKind:
+            found: list[tuple[str, object]] = []
             for name in sorted(n for n, cls in known.items() if issubclass(cls, kind.base)):
                 try:
-                    plugin = known[name]()
+                    found.append((name, known[name]()))
                 except Exception as exc:  # a plugin's bug must not hide the others
                     _log.warning("plugin_load_failed", plugin=name, error=repr(exc))
-                    continue
+            found.extend(self._scanned_pipeline(kind, known))
+            found.sort(key=lambda item: (item[0], PluginVersion(_plugin_version(item[1]))))
+            for name, plugin in found:
+                config_def = getattr(plugin, "config_def", None)
                 definitions = (
-                    tuple(plugin.config_def().describe()) if include_config_definitions else ()
+                    tuple(config_def().describe())
+                    if include_config_definitions and callable(config_def) else ()
                 )
                 described.append(
                     PluginDesc(
@@ -508,6 +546,25 @@ class Plugins:
                     )
                 )
         return described
+
+    def _scanned_pipeline(
+        self, kind: PluginKind, known: Mapping[str, type]
+    ) -> list[tuple[str, object]]:
+        """(name, instance) of each version of each plugin.path class of ``kind`` that is
+        not a known plugin; a candidate of the scan that is not one, or fails to load, is
+        logged and left out."""
+        found: list[tuple[str, object]] = []
+        for scanned in self.scanned_plugin_path():
+            if scanned.connector or scanned.name in known:
+                continue
+            try:
+                versions = self.pipeline.installed_versions(scanned.name)
+                found.extend((scanned.name, cls()) for cls in versions
+                             if issubclass(cls, kind.base) and not inspect.isabstract(cls))
+            except Exception as exc:  # a plugin's bug must not hide the others
+                _log.info("plugin_scan_candidate_left_out", plugin=scanned.name,
+                          error=getattr(exc, "message", None) or repr(exc))
+        return found
 
 
 def _plugin_version(plugin: object) -> str:

@@ -5,20 +5,42 @@ Each plugin is configured once with its own keys (prefix removed, values as stri
 Kafka Connect passes them), then called once per record, then closed. ``config_def`` lists
 its keys for ValidateConfig and ListPlugins; ``configure`` raises ``ValueError`` (naming the
 key) or ``DataError`` for a config it cannot honour.
+
+Every plugin, these and connectors alike, answers the same two questions, ``version()`` and
+``config_def()`` (:class:`ConnectPlugin`, Kafka Connect's ``ConnectPlugin`` of KIP-1273), so
+that tools list and describe any plugin the same way.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
+from connect_grpc import __version__
 from connect_grpc.kernel.configdef import ConfigDef
 
 if TYPE_CHECKING:
     from connect_grpc.data.headers import ConnectHeaders
     from connect_grpc.data.record import ConnectRecord
     from connect_grpc.data.schema import Schema
+
+
+@runtime_checkable
+class ConnectPlugin(Protocol):
+    """What every plugin says of itself: its version and the keys it takes. Connectors,
+    converters, header converters, transformations and predicates all are one; the
+    pipeline plugins' bases answer the package's version and no keys unless overridden,
+    as Kafka Connect's interfaces default to the Kafka version and an empty definition."""
+
+    def version(self) -> str:
+        """The plugin's version (what ListPlugins shows and ``*.plugin.version`` ranges
+        choose by)."""
+        ...
+
+    def config_def(self) -> ConfigDef:
+        """The keys the plugin takes."""
+        ...
 
 
 class SchemaAndValue(NamedTuple):
@@ -52,6 +74,10 @@ class Converter(abc.ABC):
     ) -> SchemaAndValue:
         """Deserialises a key or value read from ``topic``."""
 
+    def version(self) -> str:
+        """The plugin's version: the package's unless overridden."""
+        return __version__
+
     def config_def(self) -> ConfigDef:
         return ConfigDef()
 
@@ -75,6 +101,10 @@ class HeaderConverter(abc.ABC):
     def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
         """Deserialises one header value."""
 
+    def version(self) -> str:
+        """The plugin's version: the package's unless overridden."""
+        return __version__
+
     def config_def(self) -> ConfigDef:
         return ConfigDef()
 
@@ -96,6 +126,10 @@ class Transformation(abc.ABC, Generic[R]):
     def apply(self, record: R) -> R | None:
         """The transformed record, or None to drop it."""
 
+    def version(self) -> str:
+        """The plugin's version: the package's unless overridden."""
+        return __version__
+
     def config_def(self) -> ConfigDef:
         return ConfigDef()
 
@@ -112,6 +146,10 @@ class Predicate(abc.ABC, Generic[R]):
     @abc.abstractmethod
     def test(self, record: R) -> bool:
         """Whether the record matches."""
+
+    def version(self) -> str:
+        """The plugin's version: the package's unless overridden."""
+        return __version__
 
     def config_def(self) -> ConfigDef:
         return ConfigDef()

@@ -8,6 +8,7 @@ import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.connectors.plugin_versions import PluginVersion
 from connect_grpc.connectors.plugins import Plugins, closest_name
 from connect_grpc.herder.framework_keys import framework_config_def
 from connect_grpc.herder.instance_rules import require_topic_tracking
@@ -114,10 +115,16 @@ class HerderCommon(abc.ABC):
             raise InvalidArgumentError.for_field("name", "required: a plugin's class or alias")
         described = self.plugins(include_config_definitions=True, all_plugin_types=True)
         # A class name before an alias: a Java class of plugin.path that shares Kafka's name
-        # with a Python built-in's alias is that class.
-        for plugin in sorted(described, key=lambda p: wanted != p.class_name):
-            if wanted == plugin.class_name or wanted in plugin.aliases:
-                return self._with_framework_keys(plugin)
+        # with a Python built-in's alias is that class. Of a class listed once a version,
+        # the latest, as Kafka Connect describes a plugin asked for without a version.
+        matches = [p for p in described if wanted == p.class_name or wanted in p.aliases]
+        if matches:
+            chosen = min(matches, key=lambda p: wanted != p.class_name)
+            versions = [p for p in matches
+                        if (p.class_name, p.plugin_type) == (chosen.class_name, chosen.plugin_type)]
+            return self._with_framework_keys(
+                max(versions, key=lambda p: PluginVersion(p.version or "0"))
+            )
         closest = closest_name(wanted, (n for p in described for n in (p.class_name, *p.aliases)))
         hint = f" Did you mean {closest}?" if closest else ""
         raise NotFoundError(f"Unknown plugin {wanted}.{hint}")

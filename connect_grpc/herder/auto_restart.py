@@ -10,7 +10,10 @@ by ``tick``'s answer (the time to the next due attempt) or on a status change.
 
 Progress that must outlive the decider (distributed: a new leader) goes to ``persist`` when
 it differs from what was last persisted (a write that failed is made again at the next
-look), and comes back through ``load`` for a connector the decider has no memory of;
+look), or, for the progress that counts a restart, with the restart's own request
+(``restart_carrying``: one write, so that a decider that dies between them can neither
+restart twice nor lose the count), and comes back through ``load`` for a connector the
+decider has no memory of;
 ``stored`` names the connectors with persisted progress, so that the progress of a
 connector deleted while no decider knew it is removed too. The restarts it makes and where
 each policy stands go to the worker's metrics (``metrics.auto_restart_metrics``).
@@ -56,6 +59,7 @@ class AutoRestarter:
         configs: Callable[[], Mapping[str, Mapping[str, str]]],
         status: Callable[[str], ConnectorStatus],
         restart: Callable[[str], None],
+        restart_carrying: Callable[[str, dict[str, Any]], None] | None = None,
         persist: Callable[[str, dict[str, Any] | None], None] | None = None,
         load: Callable[[str], Mapping[str, Any] | None] | None = None,
         stored: Callable[[], Iterable[str]] | None = None,
@@ -66,6 +70,9 @@ class AutoRestarter:
         """``configs``: every connector's config by name; ``status``: a connector's status
         (NotFoundError when gone); ``restart``: asks for the connector's restart of its
         failed instances (raises ConnectError when it could not: tried at the next look);
+        ``restart_carrying``: instead of ``restart`` and then ``persist``, asks for the
+        restart with the progress that counts it, in one write (raises ConnectError when
+        it could not, or cannot tell whether it was made);
         ``persist``/``load``: where progress outlives this decider (None: memory only;
         ``persist`` raises ConnectError when it could not write); ``stored``: the connectors
         whose progress is persisted; ``metrics``: where the restarts are counted and the
@@ -73,6 +80,7 @@ class AutoRestarter:
         self._configs = configs
         self._status = status
         self._restart = restart
+        self._restart_carrying = restart_carrying
         self._persist = persist
         self._load = load
         self._stored = stored
@@ -143,11 +151,17 @@ class AutoRestarter:
         after = decision.state
         if decision.restart:
             try:
-                self._restart(name)
+                self._ask(name, after)
             except ConnectError as exc:
                 self._log.warning("auto_restart_not_asked", connector=name, error=exc.message)
                 with self._lock:
-                    self._states[name] = before
+                    if self._restart_carrying is None:
+                        self._states[name] = before
+                    else:
+                        # the write may have been made (a time-out): the next look takes
+                        # the progress from where it is persisted, the restart with it
+                        self._states.pop(name, None)
+                        self._persisted.pop(name, None)
                 return before
             self._log.info("auto_restart", connector=name, count=after.count,
                            max_attempts=policy.max_attempts)
@@ -165,6 +179,17 @@ class AutoRestarter:
             self._states[name] = after
         self._persist_changed(name, after.to_json())
         return after
+
+    def _ask(self, name: str, after: AutoRestartState) -> None:
+        """Asks for the restart ``after`` counts, with ``after`` persisted in the same write
+        when the decider persists its progress that way."""
+        if self._restart_carrying is None:
+            self._restart(name)
+            return
+        value = after.to_json()
+        self._restart_carrying(name, value)
+        with self._lock:
+            self._persisted[name] = value
 
     def _persist_changed(self, name: str, value: dict[str, Any]) -> None:
         """Persists the progress unless it is what was persisted last; a failed write

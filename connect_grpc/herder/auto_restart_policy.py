@@ -173,6 +173,9 @@ class AutoRestartState:
         pending_since_ms: when that restart was asked for.
         healthy_since_ms: since when the connector has been RUNNING with no failed task
             (0: it is not), by the wall clock of the worker that saw it.
+        awaited: the instances (``"connector"`` or a task's number) a restart was asked
+            for, as another decider persisted them with the request (revisions are each
+            worker's own): the first look makes them ``pending`` again.
     """
 
     digest: str = ""
@@ -184,6 +187,7 @@ class AutoRestartState:
     pending: Failures | None = None
     pending_since_ms: int = 0
     healthy_since_ms: int = 0
+    awaited: frozenset[str | int] | None = None
 
     def shown(self) -> AutoRestartStatus:
         return AutoRestartStatus(
@@ -193,13 +197,21 @@ class AutoRestartState:
     def to_json(self) -> dict[str, Any]:
         """What outlives a leader. The healthy period's start only while it can reset a
         count: a connector that never failed is not written again each time it stops or
-        starts running."""
+        starts running. The instances a restart was asked for only until the status shows
+        it: they are written with the restart's request (one record), so that a new
+        leader waits for that restart rather than asking for it again."""
         value: dict[str, Any] = {
             "config": self.digest, "count": self.count, "next_attempt_ms": self.next_attempt_ms,
             "last_restart_ms": self.last_restart_ms, "gave_up": self.gave_up,
         }
         if self.count and self.healthy_since_ms:
             value["healthy_since_ms"] = self.healthy_since_ms
+        awaited = self.awaited
+        if self.pending is not None:
+            awaited = frozenset(instance for instance, _ in self.pending)
+        if awaited is not None:
+            value["restart_awaited"] = sorted(awaited, key=_instance_order)
+            value["restart_asked_ms"] = self.pending_since_ms
         return value
 
     @classmethod
@@ -211,11 +223,30 @@ class AutoRestartState:
             last_restart_ms=int(value.get("last_restart_ms", 0)),
             gave_up=bool(value.get("gave_up", False)),
             healthy_since_ms=int(value.get("healthy_since_ms", 0)),
+            awaited=_awaited(value.get("restart_awaited")),
+            pending_since_ms=int(value.get("restart_asked_ms", 0)),
         )
 
     def reset(self) -> AutoRestartState:
         """The count back to 0, nothing scheduled (the look's memory kept)."""
         return replace(self, count=0, next_attempt_ms=0, last_restart_ms=0, gave_up=False)
+
+
+def _instance_order(instance: str | int) -> tuple[bool, str | int]:
+    return (isinstance(instance, int), instance if isinstance(instance, int) else str(instance))
+
+
+def _awaited(value: object) -> frozenset[str | int] | None:
+    """The instances a persisted restart was asked for (None: none, or a record of a
+    build that did not write them)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(
+        item == "connector" or (isinstance(item, int) and not isinstance(item, bool))
+        for item in value
+    ):
+        raise ValueError(f"restart_awaited is not a list of instances: {value!r}")
+    return frozenset(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +281,12 @@ def decide(
     if state.digest != digest:
         state = AutoRestartState(digest=digest)
     failures = failures_of(status)
+    if state.awaited is not None:
+        # another decider's restart, persisted with its request: the instances it was for
+        # that are still failed are awaited as if this decider had asked (none: seen)
+        awaited = frozenset(failure for failure in failures if failure[0] in state.awaited)
+        state = replace(state, awaited=None, pending=awaited or None,
+                        pending_since_ms=state.pending_since_ms if awaited else 0)
     if state.pending is not None:
         if failures >= state.pending and now_ms - state.pending_since_ms < RESTART_UNSEEN_MS:
             return Decision(state)

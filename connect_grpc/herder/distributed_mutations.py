@@ -288,11 +288,15 @@ class DistributedMutations:
             self._log.info("connector_target_state_written", connector=name, state=state.value)
             return after
 
-    def restart_connector(self, request: RestartRequest) -> ConnectorStatus | None:
+    def restart_connector(
+        self, request: RestartRequest, *, carried: Sequence[RawRecord] = ()
+    ) -> ConnectorStatus | None:
         """KIP-745 on a cluster: the leader writes the request to the config topic, and each
         worker restarts those of its instances that the request chooses by that worker's
         own view of their statuses, when it reads the request. The answer shows the plan by
-        the leader's view, read to the status topic's end first.
+        the leader's view, read to the status topic's end first. ``carried``: extension
+        records the request's record carries, applied with it or not at all (the leader's
+        auto-restart progress that counts the restart); only for a flagged restart.
 
         The request is written even when the leader's view shows nothing to restart, as
         Kafka Connect writes it: that view of other workers' statuses may lag theirs (an
@@ -304,6 +308,8 @@ class DistributedMutations:
         """
         name = request.connector
         if not request.include_tasks and not request.only_failed:
+            if carried:
+                raise ValueError("only a flagged restart's record carries other records")
             snapshot = self._view.snapshot()
             self._view.config_of(snapshot, name)
             self._require_owner(snapshot, name)
@@ -318,7 +324,8 @@ class DistributedMutations:
             plan = build_restart_plan(request, self._reads.connector_status(name))
             # one record, the change, carrying the answer; no assignment changes with it
             self._writer.write_in_term(
-                restart_records(request), answer_record(plan.status), change_index=0
+                restart_records(request), answer_record(plan.status), change_index=0,
+                carried=carried,
             )
             self._log.info("connector_restart_requested", connector=name,
                            include_tasks=request.include_tasks, only_failed=request.only_failed)

@@ -177,13 +177,15 @@ class LeaderWriter:
         *,
         wake_leader: bool = False,
         change_index: int = -1,
+        carried: Sequence[RawRecord] = (),
     ) -> None:
         """Writes without a transaction, stamped with this leader's term, the record at
-        ``change_index`` (the change) carrying the call's ``answer`` (applied with it or
-        not at all), then waits until this worker's view shows the write (a transaction's
-        commit was most of a write's time; Kafka Connect writes without one unless
-        exactly-once is on). The write failed iff the change was refused: the records
-        after it are cleanup whose refusal leaves the change done.
+        ``change_index`` (the change) carrying the call's ``answer`` and the extension
+        records ``carried`` (applied with it or not at all), then waits until this
+        worker's view shows the write (a transaction's commit was most of a write's time;
+        Kafka Connect writes without one unless exactly-once is on). The write failed iff
+        the change was refused: the records after it are cleanup whose refusal leaves the
+        change done.
 
         Only for changes whose every prefix may be applied alone: the records before the
         change change nothing shown, those after it only clean up: a pause, a resume, an
@@ -208,7 +210,7 @@ class LeaderWriter:
         mark = self._configs.applied_mark()
         written = self._configs.send_in_term(
             records, term, deadline.remaining(LEADER_CALL_TIMEOUT_S), carried=answer,
-            carrier_index=change_index,
+            also_carried=carried, carrier_index=change_index,
         )
         sent = time.perf_counter()
         read_back = not landed_next(mark, term, written, change_index)

@@ -31,7 +31,7 @@ it is :mod:`.kafka_config`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect_grpc.kernel.domain import RestartRequest, TargetState
@@ -357,6 +357,12 @@ def extension_record(key: str, value: object | None) -> RawRecord:
 # --- headers of a record written without a transaction ---------------------------------
 
 
+def carried_headers(records: Sequence[RawRecord]) -> tuple[tuple[str, bytes], ...]:
+    """The headers by which one record carries the extension ``records`` (applied with it
+    or not at all), one header each."""
+    return tuple((CARRIED_HEADER, _carry(record)) for record in records)
+
+
 def _carry(record: RawRecord) -> bytes:
     key, value = record
     if not key.startswith(EXTENSION_PREFIX.encode()):
@@ -367,10 +373,20 @@ def _carry(record: RawRecord) -> bytes:
 
 def carried_record(record: LogRecord) -> tuple[str, bytes | None] | None:
     """The extension record ``record`` carries in its header, as (key, value); None when
-    it carries none. Raises ValueError for a malformed header."""
+    it carries none (the last, when it carries several: :func:`carried_records`). Raises
+    ValueError for a malformed header."""
     raw = record.header(CARRIED_HEADER)
-    if raw is None:
-        return None
+    return None if raw is None else _carried(raw)
+
+
+def carried_records(record: LogRecord) -> list[tuple[str, bytes | None]]:
+    """Every extension record ``record`` carries, one header each, in the order written
+    (a record of an earlier build carries one at most). Raises ValueError for a malformed
+    header."""
+    return [_carried(raw) for name, raw in record.headers if name == CARRIED_HEADER]
+
+
+def _carried(raw: bytes) -> tuple[str, bytes | None]:
     loaded = _load(raw)
     key = loaded.get("key") if isinstance(loaded, dict) else None
     if not isinstance(key, str) or not key.startswith(EXTENSION_PREFIX):

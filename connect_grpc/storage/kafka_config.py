@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import structlog
 
 from connect_grpc.kernel.domain import RestartRequest, TargetState
 from connect_grpc.kernel.errors import ConnectError, UnavailableError
 from connect_grpc.storage.config_codec import (
-    CARRIED_HEADER,
     TARGET_STATE_PREFIX,
     TERM_HEADER,
     Config,
     RawRecord,
-    _carry,
-    carried_record,
+    carried_headers,
+    carried_records,
     connector_config_records,
     removal_records,
     restart_records,
@@ -199,14 +198,15 @@ class KafkaConfigStore:
         timeout: float,
         *,
         carried: RawRecord | None = None,
+        also_carried: Sequence[RawRecord] = (),
         carrier_index: int = -1,
     ) -> list[LogRecord]:
         """Writes the records without a transaction, each stamped with the writer's leader
         ``term``, the one at ``carrier_index`` (the change; the last by default) carrying
-        the extension record ``carried`` (applied with it); returns once acknowledged (not
-        yet read back: :meth:`wait_for`, then :meth:`refused`). Raises UnavailableError
-        when that takes over ``timeout`` seconds."""
-        carrier = () if carried is None else ((CARRIED_HEADER, _carry(carried)),)
+        the extension records ``carried`` and ``also_carried`` (applied with it); returns
+        once acknowledged (not yet read back: :meth:`wait_for`, then :meth:`refused`).
+        Raises UnavailableError when that takes over ``timeout`` seconds."""
+        carrier = carried_headers([*([] if carried is None else [carried]), *also_carried])
         try:
             return self._log.send_all(
                 records,
@@ -299,10 +299,10 @@ class KafkaConfigStore:
             and key[len(TARGET_STATE_PREFIX):] not in self._builder.connectors
         ):
             self._orphaned.append(record.offset)
-        carried = carried_record(record)
+        carried = carried_records(record)
         change = apply_record(self._builder, key, record.value, record.timestamp_ms)
-        if carried is not None:
-            _apply_extension(self._builder, *carried)
+        for carried_key, carried_value in carried:
+            _apply_extension(self._builder, carried_key, carried_value)
         return change
 
     def _notify(self, change: ConfigChange) -> None:

@@ -17,6 +17,7 @@ from connect_grpc.client import ConnectClient
 from connect_grpc.java.plugin_jars import CONNECT_FILE, DEBEZIUM_POSTGRES, ensure_plugins
 from connect_grpc.kernel.domain import ConfigInfos, ConnectorType, TargetState
 from connect_grpc.kernel.errors import FailedPreconditionError
+from connect_grpc.plugin import PLUGIN_VERSION
 from connect_grpc.testing.cluster import WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
@@ -112,8 +113,10 @@ def test_list_plugins_shows_the_java_plugins_beside_the_python_ones(
         == "3.6.1.Final"
     assert ("org.apache.kafka.common.config.provider.FileConfigProvider", "configprovider") \
         in by_name
-    # The Python plugins beside them: the built-ins and the one of the Python directory.
+    # The Python plugins beside them: the built-ins and the one of the Python directory
+    # (found by reading its sources), with its version.
     assert ("connect_grpc.connectors.file.FileStreamSourceConnector", "source") in by_name
+    assert by_name[(PYTHON_SOURCE, "source")].version == PLUGIN_VERSION
     # Connectors only, by default: sinks then sources, as Kafka Connect lists them.
     connectors = worker.list_plugins()
     assert {p.plugin_type for p in connectors} == {"source", "sink"}

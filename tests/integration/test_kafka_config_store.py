@@ -17,6 +17,7 @@ from connect_grpc.storage.config_codec import (
     REMOVAL_CHANGE_INDEX,
     extension_record,
     removal_records,
+    restart_records,
     target_state_records,
     term_marker_record,
 )
@@ -222,6 +223,30 @@ def test_a_carried_record_is_applied_with_its_carrier_or_not_at_all(started: Sta
         assert extensions.get("connect-grpc-request-kept") == {"answer": 1}
         assert "connect-grpc-request-dropped" not in extensions
         assert store.snapshot().target_state("c") is TargetState.PAUSED
+
+
+def test_several_carried_records_are_applied_with_their_carrier_or_none(
+    started: Starter,
+) -> None:
+    """A restart request carrying the call's answer and the auto-restart progress, through
+    the broker: both applied with it by a live reader and by one reading from the start,
+    or, stamped with an ended term, neither."""
+    writer = started()
+    writer.put_connector_config("c", {"connector.class": "X"})
+    writer.send_in_term([term_marker_record(2)], 0, TIMEOUT_S)
+    request = restart_records(RestartRequest("c", include_tasks=True, only_failed=True))
+    answer = extension_record("connect-grpc-request-r", {"answer": 1})
+    progress = extension_record("connect-grpc-auto-restart-c", {"count": 1})
+    stale = extension_record("connect-grpc-auto-restart-c", {"count": 9})
+    writer.wait_for(writer.send_in_term(request, 1, TIMEOUT_S, also_carried=[stale]), TIMEOUT_S)
+    writer.wait_for(
+        writer.send_in_term(request, 2, TIMEOUT_S, carried=answer, also_carried=[progress]),
+        TIMEOUT_S,
+    )
+    for store in (writer, started()):
+        extensions = store.snapshot().extensions
+        assert extensions.get("connect-grpc-request-r") == {"answer": 1}
+        assert extensions.get("connect-grpc-auto-restart-c") == {"count": 1}
 
 
 def _paused_with_tasks(store: KafkaConfigStore) -> None:

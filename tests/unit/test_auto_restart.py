@@ -308,11 +308,48 @@ def test_decider_restarts_persists_and_says_when_to_look_again() -> None:
     assert fakes.restarts == ["c"]
     assert fakes.persisted["c"] == {"config": fakes.persisted["c"]["config"],  # type: ignore[index]
                                     "count": 1, "next_attempt_ms": 0, "last_restart_ms": 0,
-                                    "gave_up": False}
+                                    "gave_up": False, "restart_awaited": [0],
+                                    "restart_asked_ms": 0}
     fakes.status = _status(R, (F, 2))
     fakes.now = 10
     assert decider.tick() == pytest.approx(0.2)
     assert decider.status_of("c") == AutoRestartStatus(1, 210, 0, False)
+
+
+def test_a_restart_carrying_its_progress_is_one_call_and_a_failed_one_is_forgotten(
+) -> None:
+    """With ``restart_carrying`` the progress that counts a restart goes with it, not to
+    ``persist``; when that call fails (it may have been made), the decider takes the
+    progress back from where it is persisted at its next look."""
+    fakes = Fakes()
+    carried: list[tuple[str, dict[str, Any]]] = []
+
+    def restart_carrying(name: str, value: dict[str, Any]) -> None:
+        if fakes.busy:
+            fakes.persisted[name] = value  # the write landed, its answer timed out
+            raise UnavailableError("timed out", 1.0)
+        carried.append((name, value))
+        fakes.persisted[name] = value
+
+    decider = fakes.decider(restart_carrying=restart_carrying, persist=fakes.persist,
+                            load=fakes.persisted.get)
+    fakes.busy = True
+    decider.tick()
+    assert decider.status_of("c") is None  # forgotten: the next look loads it
+    fakes.busy = False
+    fakes.now = 50
+    decider.tick()  # the restart it asked for is awaited: not asked again
+    assert carried == [] and fakes.restarts == []
+    assert decider.status_of("c") == AutoRestartStatus(1, 0, 0, False)
+    fakes.status = _status(R, (F, 2))  # it ran and failed again: after one back-off
+    fakes.now = 100
+    decider.tick()
+    assert fakes.persisted["c"] is not None and "restart_awaited" not in fakes.persisted["c"]
+    fakes.now = 300
+    decider.tick()
+    [(name, value)] = carried
+    assert (name, value["count"], value["restart_awaited"]) == ("c", 2, [0])
+    assert fakes.restarts == []  # never the plain restart
 
 
 def test_decider_keeps_its_state_when_the_restart_could_not_be_asked() -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from typing import Any, cast
 
 import structlog
 
 from connect_grpc.herder.auto_restart import AutoRestarter
-from connect_grpc.herder.auto_restart_policy import config_digest
+from connect_grpc.herder.auto_restart_policy import RESTART_UNSEEN_MS, config_digest
 from connect_grpc.herder.distributed_view import ClusterView
 from connect_grpc.herder.leader_auto_restart import leader_auto_restarter, shown_progress
 from connect_grpc.herder.leader_loop import LeaderLoop
@@ -34,8 +35,10 @@ from connect_grpc.kernel.domain import (
 from connect_grpc.kernel.errors import NotLeaderError, UnavailableError
 from connect_grpc.storage.config_codec import (
     RawRecord,
+    carried_records,
     connector_config_records,
     extension_record,
+    restart_records,
     term_marker_record,
 )
 from tests.unit.config_log_fakes import AppliedLog, applied_store
@@ -81,12 +84,13 @@ class _Office(LeaderWriter):
         return self.term
 
     def write_in_term(self, records: list[RawRecord], answer: RawRecord | None, *,
-                      wake_leader: bool = False, change_index: int = -1) -> None:
+                      wake_leader: bool = False, change_index: int = -1,
+                      carried: Sequence[RawRecord] = ()) -> None:
         if self.failing:
             self.failing -= 1
             raise UnavailableError("the write timed out", 1.0)
         super().write_in_term(records, answer, wake_leader=wake_leader,
-                              change_index=change_index)
+                              change_index=change_index, carried=carried)
 
     def not_leader(self) -> NotLeaderError:
         return NotLeaderError("deposed")
@@ -110,8 +114,14 @@ class Cluster:
         return self.decider(_Office(self.view, term))
 
     def decider(self, office: _Office) -> AutoRestarter:
+        def restart(request: RestartRequest, *, carried: Sequence[RawRecord] = ()) -> None:
+            # what the mutations' flagged restart writes: the request, carrying the progress
+            office.write_in_term(restart_records(request), None, change_index=0,
+                                 carried=carried)
+            self.asked.append(request)
+
         return leader_auto_restarter(
-            self.view, office, lambda _: self.status, self.asked.append,
+            self.view, office, lambda _: self.status, restart,
             structlog.get_logger(), clock_ms=lambda: self.now,
         )
 
@@ -120,7 +130,10 @@ class Cluster:
         return shown_progress(self.store.snapshot(), NAME, CONFIG)
 
     def progress_records(self) -> list[Any]:
-        return [record for record in self.log.records if record.key == KEY]
+        """The records that write the progress: its own, or a restart request carrying it."""
+        return [record for record in self.log.records
+                if record.key == KEY or any(key == KEY.decode()
+                                            for key, _ in carried_records(record))]
 
 
 def test_the_progress_is_written_in_the_leaders_term_and_every_worker_shows_it() -> None:
@@ -153,20 +166,31 @@ def test_a_deposed_leaders_progress_is_ignored_and_the_next_leader_continues_fro
     deposed.tick()
     cluster.now = T0 + 10 + 200
     deposed.tick()
-    assert deposed.status_of(NAME) == AutoRestartStatus(2, 0, T0 + 210, False)
+    # its restart's request, carrying the second count, is refused with it: the deposed
+    # leader keeps no memory of a restart it could not make
+    assert deposed.status_of(NAME) is None
     stale = cluster.progress_records()[1:]
     assert len(stale) == 2  # written after the marker, stamped with the ended term
     assert all(dict(r.headers or ())["connect-grpc-term"] == b"1" for r in stale)
+    assert [r.key for r in stale] == [KEY, b"restart-connector-c"]
     assert cluster.store.refused(stale)
     assert cluster.shown() == written_in_term  # what every worker shows
 
     # the successor continues from the last progress written in a leader's term: one
-    # restart made, the new failure seen now, due after one restart's back-off
+    # restart made, which that record says was asked for task 0; revisions being each
+    # view's own, the successor cannot tell the failure it sees from the one that restart
+    # was for, and waits for the restart as long as its asker would have
     successor = cluster.decider(_Office(cluster.view, 2))
     cluster.now = T0 + 300
     successor.tick()
-    assert successor.status_of(NAME) == AutoRestartStatus(1, T0 + 500, T0, False)
-    assert cluster.shown() == AutoRestartStatus(1, T0 + 500, T0, False)
+    assert successor.status_of(NAME) == AutoRestartStatus(1, 0, T0, False)
+    assert len(cluster.asked) == 1
+    # then the failure counts, due after one restart's back-off
+    cluster.now = T0 + RESTART_UNSEEN_MS
+    successor.tick()
+    due = T0 + RESTART_UNSEEN_MS + 200
+    assert successor.status_of(NAME) == AutoRestartStatus(1, due, T0, False)
+    assert cluster.shown() == AutoRestartStatus(1, due, T0, False)
 
 
 def test_a_stale_term_record_is_not_applied_by_any_reader() -> None:
@@ -245,10 +269,13 @@ def test_the_deciders_memory_serves_one_term() -> None:
     cluster.log.send_all([term_marker_record(1)])
     loop._look_at_auto_restarts(decider)
     assert decider.status_of(NAME) == AutoRestartStatus(1, 0, T0, False)
-    # another leader's term came and went: its progress is what the topic holds now
+    # another leader's term came and went: its progress is what the topic holds now (five
+    # restarts, the last one seen)
     cluster.log.send_all([term_marker_record(2)])
+    theirs = {key: value for key, value in _written(cluster.log).items()
+              if key not in ("restart_awaited", "restart_asked_ms")}
     cluster.store.send_in_term(
-        [extension_record(KEY.decode(), {**_written(cluster.log), "count": 5})], 2, 1.0)
+        [extension_record(KEY.decode(), {**theirs, "count": 5})], 2, 1.0)
     cluster.log.send_all([term_marker_record(3)])
     office.term = 3
     loop._look_at_auto_restarts(decider)
@@ -257,6 +284,74 @@ def test_the_deciders_memory_serves_one_term() -> None:
 
 
 def _written(log: AppliedLog) -> dict[str, Any]:
-    [*_, last] = [record for record in log.records if record.key == KEY]
-    value: dict[str, Any] = json.loads(last.value)
+    [*_, last] = [value for record in log.records
+                  for key, value in [((record.key or b"").decode(), record.value),
+                                     *carried_records(record)]
+                  if key == KEY.decode()]
+    value: dict[str, Any] = json.loads(last or b"null")
     return value
+
+
+def test_the_restart_and_the_progress_that_counts_it_are_one_record() -> None:
+    """The request's record carries the progress: there is no moment at which one is in
+    the config topic without the other, and a refused request takes the count with it."""
+    cluster = Cluster()
+    cluster.take_office(1).tick()
+    [request] = [record for record in cluster.log.records
+                 if record.key == b"restart-connector-c"]
+    [(key, value)] = carried_records(request)
+    assert key == KEY.decode()
+    progress = json.loads(value or b"null")
+    assert progress["count"] == 1
+    assert progress["restart_awaited"] == [0]
+    assert not [record for record in cluster.log.records if record.key == KEY]
+
+    # a deposed leader's request is refused whole: no restart, no count
+    cluster.log.send_all([term_marker_record(2)])
+    cluster.status = _status(State.FAILED, 2)
+    stale = cluster.decider(_Office(cluster.view, 1))
+    cluster.now = T0 + RESTART_UNSEEN_MS + 1000
+    stale.tick()
+    stale.tick()
+    assert cluster.store.refused(cluster.log.records[-1:])
+    assert cluster.shown() == AutoRestartStatus(1, 0, T0, False)
+
+
+def test_a_leader_that_dies_right_after_asking_is_not_restarted_twice() -> None:
+    """The leader asks for the restart and dies before the status shows it: its successor
+    finds the restart awaited in the same record, waits for it rather than asking again,
+    and counts on from it once it shows."""
+    cluster = Cluster()
+    cluster.take_office(1).tick()  # asked, then the leader dies
+    successor = cluster.take_office(2)
+    cluster.now = T0 + 50
+    successor.tick()  # the task is still FAILED as it was: the restart has not run yet
+    assert len(cluster.asked) == 1
+    assert successor.status_of(NAME) == AutoRestartStatus(1, 0, T0, False)
+    cluster.status = _status(State.RUNNING, 2)  # the restart ran
+    cluster.now = T0 + 100
+    successor.tick()
+    written = cluster.store.snapshot().extensions[KEY.decode()]
+    assert "restart_awaited" not in written  # seen: no longer awaited
+    assert written["count"] == 1
+    cluster.status = _status(State.FAILED, 3)  # a new failure: restarted after 1 back-off
+    cluster.now = T0 + 200
+    successor.tick()
+    cluster.now = T0 + 400
+    successor.tick()
+    assert len(cluster.asked) == 2
+    assert successor.status_of(NAME) == AutoRestartStatus(2, 0, T0 + 400, False)
+
+
+def test_a_progress_record_of_an_earlier_build_is_read() -> None:
+    """A record without the awaited restart (written before the request carried it):
+    nothing is awaited, the count goes on."""
+    cluster = Cluster()
+    cluster.log.send_all([term_marker_record(1)])
+    earlier = {"config": config_digest(CONFIG), "count": 2, "next_attempt_ms": 0,
+               "last_restart_ms": T0 - 5000, "gave_up": False}
+    cluster.store.send_in_term([extension_record(KEY.decode(), earlier)], 1, 1.0)
+    leader = cluster.decider(_Office(cluster.view, 1))
+    leader.tick()  # the failure it sees is due after two restarts' back-off (600 ms)
+    assert leader.status_of(NAME) == AutoRestartStatus(2, T0 + 600, T0 - 5000, False)
+    assert not cluster.asked

@@ -11,7 +11,9 @@ from connect_grpc.kernel.domain import RestartRequest, TargetState
 from connect_grpc.storage.config_codec import (
     REMOVAL_CHANGE_INDEX,
     RawRecord,
+    carried_headers,
     carried_record,
+    carried_records,
     commit_key,
     connector_config_records,
     connector_key,
@@ -21,6 +23,7 @@ from connect_grpc.storage.config_codec import (
     encode_restart,
     encode_target_state,
     encode_task_count,
+    extension_record,
     log_level_records,
     parse_task_key,
     removal_cleanup_records,
@@ -380,6 +383,19 @@ def test_a_carried_record_round_trips() -> None:
         "connect-grpc-request-x", b'{"a":1}'
     )
     assert carried_record(LogRecord(b"k", b"v", 0, 0)) is None
+
+
+def test_several_carried_records_round_trip_in_order() -> None:
+    """One record may carry several extension records, a header each; a record of an
+    earlier build carries one at most, and reads as before."""
+    carried = [extension_record("connect-grpc-request-x", {"a": 1}),
+               extension_record("connect-grpc-auto-restart-c", None)]
+    record = LogRecord(b"k", b"v", 0, 0, None, carried_headers(carried))
+    assert carried_records(record) == [
+        ("connect-grpc-request-x", b'{"a":1}'), ("connect-grpc-auto-restart-c", None)
+    ]
+    assert carried_record(record) == ("connect-grpc-auto-restart-c", None)
+    assert carried_records(LogRecord(b"k", b"v", 0, 0)) == []
 
 
 # --- a removal written without a transaction (issue 25) ---------------------------------

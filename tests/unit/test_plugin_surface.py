@@ -63,3 +63,29 @@ def test_the_surface_imports_without_a_deprecation_warning() -> None:
         check=True,
         timeout=60,
     )
+
+
+def test_every_kind_of_plugin_is_a_connect_plugin() -> None:
+    """Kafka Connect's ``ConnectPlugin`` (KIP-1273): every plugin, whatever its kind, says
+    its version and its keys; the pipeline plugins' bases answer the package's version and
+    no keys by default, as Kafka's interfaces default to theirs."""
+    from connect_grpc import __version__
+    from connect_grpc.connectors.plugins import Plugins
+
+    plugins = Plugins()
+    for name, cls in plugins.pipeline.known().items():
+        instance = cls()
+        assert isinstance(instance, plugin.ConnectPlugin), name
+        assert isinstance(instance.version(), str) and instance.version(), name
+        assert isinstance(instance.config_def(), plugin.ConfigDef), name
+    connector = plugins.new_connector("FileStreamSource")
+    assert isinstance(connector, plugin.ConnectPlugin)
+
+    class Bare(plugin.Transformation[plugin.ConnectRecord]):
+        def apply(self, record: plugin.ConnectRecord) -> plugin.ConnectRecord:
+            return record
+
+    assert isinstance(Bare(), plugin.ConnectPlugin)
+    assert Bare().version() == __version__
+    assert Bare().config_def().describe() == []
+    assert not isinstance(object(), plugin.ConnectPlugin)

@@ -20,6 +20,7 @@ from connect_grpc.connectors.plugin_versions import (
     version_requirement,
 )
 from connect_grpc.connectors.plugins import Plugins
+from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.herder.validation import ConfigValidator
 from connect_grpc.kernel.domain import InstanceStatus, State
 from connect_grpc.runtime.hosting.serving import importable_name
@@ -237,3 +238,47 @@ def test_a_known_connector_has_its_one_version() -> None:
     assert plugins.new_connector("FileStreamSource", "0.1.0").version() == "0.1.0"
     with pytest.raises(NoMatchingVersionError):
         plugins.new_connector("FileStreamSource", "[9,)")
+
+
+def test_listing_shows_each_version_of_each_plugin_path_class(
+    two_versions: list[Path],
+) -> None:
+    """ListPlugins lists the Python classes found on plugin.path, one entry a version, as
+    Kafka Connect lists its plugins; the scan reads their sources, so a module that holds
+    no plugin class is never imported."""
+    (two_versions[0] / "boom.py").write_text("raise SystemExit('imported by the scan')\n")
+    (two_versions[0] / "vplug" / "base.py").write_text(
+        "import abc\nfrom connect_grpc.plugin import SourceConnector\n\n\n"
+        "class Abstract(SourceConnector, abc.ABC):\n    pass\n\n\n"
+        "class NotAPlugin:\n    pass\n"
+    )
+    plugins = Plugins(plugin_path=tuple(two_versions))
+    listed = [(p.class_name, p.version, p.plugin_type) for p in plugins.describe()]
+    assert ("vplug.conn.VConnector", "1.0.0", "source") in listed
+    assert ("vplug.conn.VConnector", "2.0.0", "source") in listed
+    assert listed.index(("vplug.conn.VConnector", "1.0.0", "source")) + 1 == listed.index(
+        ("vplug.conn.VConnector", "2.0.0", "source"))
+    assert not [name for name, _, _ in listed if name.startswith("vplug.base")]
+    pipeline = [(p.class_name, p.version, p.plugin_type) for p in plugins.describe_pipeline()]
+    assert [entry for entry in pipeline if entry[0] == "vplug.smt.Tag"] == [
+        ("vplug.smt.Tag", "1.0.0", "transformation"), ("vplug.smt.Tag", "2.0.0", "transformation")
+    ]
+    assert "boom" not in sys.modules
+    # the built-ins are listed as before, with their one version
+    assert ("connect_grpc.connectors.file.FileStreamSourceConnector", "0.1.0", "source") in listed
+
+
+@pytest.fixture
+def plugins(two_versions: list[Path]) -> Plugins:
+    """The ``herder`` fixture's plugins: ``vplug`` in its two versions on plugin.path."""
+    return Plugins(plugin_path=tuple(two_versions))
+
+
+def test_the_herder_lists_both_versions_and_describes_the_latest(
+    herder: StandaloneHerder,
+) -> None:
+    listed = [(p.class_name, p.version) for p in herder.plugins()
+              if p.class_name == "vplug.conn.VConnector"]
+    assert listed == [("vplug.conn.VConnector", "1.0.0"), ("vplug.conn.VConnector", "2.0.0")]
+    assert herder.plugin_config("vplug.conn.VConnector").version == "2.0.0"
+    assert herder.plugin_config("vplug.smt.Tag").version == "2.0.0"
