@@ -15,7 +15,7 @@ and written by FileStreamSink in one process: 233k records/s with the thresholds
 283k/s with the collector paused during each read. A sink task's pipeline (converters and
 transformations) pauses it too while it makes a batch's records (``TaskPipeline.apply_sink``),
 and an in-process sink batch keeps it paused from its read until its records are released
-(``sink_task.read_and_put``, the task's ``put`` included: reference cycles a plugin makes
+(``sink_loop.read_and_put``, the task's ``put`` included: reference cycles a plugin makes
 there wait for the end of the batch).
 """
 

@@ -13,44 +13,58 @@ duplicates short of a rebalance.
 A member that stays outside its group while Kafka answers is replaced by a new one (see
 ``REJOIN_TIMEOUT_S``): a task must not show RUNNING for ever while nobody reads its partitions.
 
-This module: what a sink's batch is, wherever its plugin runs, and the runner of a task
-whose plugin runs on the driver (``DriverHost``); a plugin hosted in an executor:
-``sink_hosted``.
+The record loop is one, ``sink_loop.SinkLoop``, wherever the plugin runs; so is the
+runners' side of it (``SinkRunner``: the member, planning ranges, committing). A task whose
+plugin runs on the driver (``DriverHost``) has ``SinkTaskRunner``, which runs the loop in
+this process and reads a large batch as a Spark job; a task whose plugin lives in a host of
+its own (``RemoteTaskHost``: an executor's, ``hosting.sink_host``) has
+``HostedSinkTaskRunner``, which calls the loop there, one round trip a batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Unpack
 
 import structlog
 
-from connect_grpc.connectors.api import SinkRecord, SinkTask
-from connect_grpc.connectors.plugin_metrics import PluginMetrics
-from connect_grpc.kernel.domain import TaskId
-from connect_grpc.kernel.gc_tuning import collector_paused
+from connect_grpc.connectors.api import SinkTask
 from connect_grpc.kernel.kafka_clients import leave_group_and_close, with_client_log
-from connect_grpc.metrics.worker_metrics import (
-    ON_DRIVER,
-    ON_SPARK_JOB,
-)
-from connect_grpc.pipeline.errant import ErrantRecordReporter
+from connect_grpc.metrics.worker_metrics import ON_DRIVER, ON_SPARK_JOB
 from connect_grpc.pipeline.spec import PipelineSpec
-from connect_grpc.pipeline.task_pipeline import TaskPipeline, start_pipeline
-from connect_grpc.pipeline.tolerance import event_sleep
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.client_settings import member_conf, reader_conf
 from connect_grpc.runtime.kafka_results import RangeResult, raise_read_failure
 from connect_grpc.runtime.partition_ends import partition_ends
 from connect_grpc.runtime.range_reader import DriverReader, read_ranges
+from connect_grpc.runtime.sink_loop import (
+    RemoteSinkLoop,
+    SinkLoop,
+    SinkLoopCalls,
+    TopicPartitionKey,
+    put_all,
+    read_and_put,
+)
 from connect_grpc.runtime.spark_rows import ConsumedRow, to_sink_records
-from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
-from connect_grpc.runtime.task_host import TaskHost
+from connect_grpc.runtime.task import DriverSite, RunnerOptions, TaskRunner, for_cluster
+from connect_grpc.runtime.task_host import RemoteTaskHost, TaskHost
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+
+__all__ = [
+    "REJOIN_TIMEOUT_S",
+    "HostedSinkTaskRunner",
+    "SinkRunner",
+    "SinkTaskRunner",
+    "TopicPartitionKey",
+    "incremental_rebalancing",
+    "subscription",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -63,8 +77,6 @@ BROKER_TIMEOUT_S = 5.0
 #: during a broker restart without a coordinator for good (its log said "broker -1"): it
 #: never sent a JoinGroup again, and its task showed RUNNING with nothing read for minutes.
 REJOIN_TIMEOUT_S = 20.0
-
-TopicPartitionKey = tuple[str, int]
 
 
 def subscription(config: Mapping[str, str]) -> list[str]:
@@ -85,35 +97,6 @@ def incremental_rebalancing(conf: Mapping[str, str]) -> bool:
     """Whether rebalance callbacks get only the changed partitions (cooperative, KIP-848)."""
     strategy = conf.get("partition.assignment.strategy", "")
     return "cooperative" in strategy or conf.get("group.protocol", "classic") == "consumer"
-
-
-class SinkTaskContext:
-    def __init__(
-        self,
-        task_id: TaskId,
-        errant: ErrantRecordReporter | None = None,
-        plugin_metrics: PluginMetrics | None = None,
-    ) -> None:
-        self._id = task_id
-        self._errant = errant
-        self._plugin_metrics = plugin_metrics or PluginMetrics({})
-
-    @property
-    def plugin_metrics(self) -> PluginMetrics:
-        return self._plugin_metrics
-
-    def errant_record_reporter(self) -> ErrantRecordReporter | None:
-        """KIP-610: reports records the task cannot write to the connector's dead-letter
-        queue and log; None unless the connector has one or logs errors."""
-        return self._errant
-
-    @property
-    def task_id(self) -> int:
-        return self._id.task
-
-    @property
-    def connector_name(self) -> str:
-        return self._id.connector
 
 
 class _Member:
@@ -257,137 +240,40 @@ class _Member:
             log.warning("retired_sink_member_not_closed", error=repr(exc))
 
 
-def put_all(
-    plugin: SinkTask,
-    records: list[SinkRecord],
-    results: Sequence[RangeResult[Any]],
-    pipeline: TaskPipeline | None = None,
-) -> tuple[dict[TopicPartitionKey, int], int]:
-    """Puts and flushes the records read (through the task's pipeline, if any): the
-    offsets reached (to be committed, records the pipeline skipped included) and the number
-    of records read. The dead-letter queue's writes of records of the batch's partitions are
-    awaited before returning, so before the offsets can be committed (none are returned if
-    they are not all answered, in time and before the task is asked to stop)."""
-    offsets = {(r.topic, r.partition): r.next_offset for r in results}
-    read = len(records)
-    if pipeline is None:
-        plugin.put(records)
-        plugin.flush(offsets)
-        return offsets, read
-    if not pipeline.pass_through:
-        batch = (*sorted((r.topic, r.partition, r.next_offset) for r in results), read)
-        records = pipeline.sink_batch(records, batch)
-    plugin.put(records)
-    errant = pipeline.errant
-    if errant is not None:
-        errant.maybe_raise()
-    plugin.flush(offsets)
-    pipeline.await_dead_letters(offsets)
-    pipeline.sink_batch_done()
-    return offsets, read
-
-
-def read_and_put(
-    reader: DriverReader,
-    ranges: list[OffsetRange],
-    stopping: Callable[[], bool],
-    plugin: SinkTask,
-    pipeline: TaskPipeline | None,
-) -> tuple[dict[TopicPartitionKey, int], int]:
-    """Reads the ranges in process and puts their records (``put_all``), with the cyclic
-    collector paused until the batch's records are gone: the collection that follows the
-    pause then finds only what outlives the batch, where one right after the read (or the
-    pipeline) walked every record of the batch, only for them to be freed by reference
-    counting (a tenth of a hosted json-smts FileStreamSink's time in a py-spy profile)."""
-    with collector_paused():
-        return _read_and_put(reader, ranges, stopping, plugin, pipeline)
-
-
-def _read_and_put(
-    reader: DriverReader,
-    ranges: list[OffsetRange],
-    stopping: Callable[[], bool],
-    plugin: SinkTask,
-    pipeline: TaskPipeline | None,
-) -> tuple[dict[TopicPartitionKey, int], int]:
-    # the records live in this frame only: gone when it returns, inside the pause
-    results = reader.read(ranges, stopping)
-    return put_all(plugin, read_records(results), results, pipeline)
-
-
-def read_records(results: Sequence[RangeResult[SinkRecord]]) -> list[SinkRecord]:
-    """The records of an in-process read (raises KafkaIoError if a range failed)."""
-    raise_read_failure(results)
-    if len(results) == 1:
-        return results[0].rows  # one partition: no copy
-    return [record for result in results for record in result.rows]
-
-
-class SinkTaskRunner(TaskRunner):
-    """Runs a SinkTask as a loop of plan ranges → read job → put, flush → commit."""
+class SinkRunner(TaskRunner):
+    """The runner's side of a sink task's loop, the same for every host: a loop of plan
+    ranges → move (the loop reads, puts and flushes) → commit. The group member lives
+    here, on the driver. Subclasses give the loop (``_record_loop``) and open it."""
 
     plugin: SinkTask
+    #: The task's record loop, where its plugin runs (set by the subclass).
+    _record_loop: SinkLoopCalls
 
     def __init__(
         self,
         setup: TaskSetup,
         host: TaskHost,
         clients: TaskClients,
-        pipeline: PipelineSpec | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
-        """``pipeline`` builds the connector's converters, transformations and error
-        handling (None: records go to the task as read, the bytes path)."""
         task_id = setup.id
         worker_config, connector_config = setup.worker_config, setup.connector_config
         self._member_conf = member_conf(
             worker_config, connector_config, task_id.connector, setup.client_id
         )
-        #: The dead-letter queue's producer starts from the task's producer settings.
-        self._dlq_base_conf = setup.producer_conf()
-        self._pipeline_spec = pipeline
-        self._pipeline: TaskPipeline | None = None
         options = for_cluster(options, self._member_conf, worker_config)
         super().__init__(setup, host, clients, **options)
         self._subscription_config = {**setup.task_config, **connector_config}
         self._sizer = BatchSizer.from_config(connector_config)
-        self._reader_conf = reader_conf(worker_config, connector_config, task_id.connector)
-        self._local_max = worker_config.local_batch_max_records
-        self._driver_reader = DriverReader(self._reader_conf)
         self._member: _Member | None = None
-
-    def prepare(self) -> None:
-        self._pipeline = start_pipeline(
-            self._pipeline_spec,
-            self.id,
-            is_sink=True,
-            producer_conf=self._dlq_base_conf,
-            sleep=event_sleep(self._stopping),
-            stopping=self._stopping.is_set,
-        )
-        errant = None if self._pipeline is None else self._pipeline.errant
-        self.plugin.initialize(
-            SinkTaskContext(self.id, errant, self._open_plugin_metrics(self._pipeline))
-        )
-        self._member = self._new_member()
 
     def _new_member(self) -> _Member:
         return _Member(
             self._member_conf,
             subscription(self._subscription_config),
-            self._revoked,
+            self._record_loop.forget_dead_letters,
             self._clock,
         )
-
-    def _revoked(self, partitions: list[TopicPartitionKey]) -> None:
-        """The member lost ``partitions``: their records' dead-letter queue writes are not
-        awaited any more (their offsets are not this task's to commit)."""
-        if self._pipeline is not None:
-            self._pipeline.forget_dead_letters(partitions)
-
-    def _count_errors(self) -> None:
-        if self._pipeline is not None:
-            self.metrics.add_errors(self._pipeline.take_counts())
 
     def keep_alive(self) -> None:
         if self._member is not None:
@@ -443,22 +329,61 @@ class SinkTaskRunner(TaskRunner):
             self.metrics.commit_succeeded(time.monotonic() - began)
 
     def _move(self, ranges: list[OffsetRange]) -> tuple[dict[TopicPartitionKey, int], int]:
-        """Reads the ranges, puts and flushes their records: on the driver when they are
-        too small to pay for a Spark job, else as a Spark job over up to ``parallelism``
-        slices. Returns the offsets reached (to commit) and the number of records."""
-        began = time.monotonic()
+        """Reads the ranges, puts and flushes their records where the plugin runs. Returns
+        the offsets reached (to commit) and the number of records. When it fails, the
+        record errors the loop counted before the failure are still counted."""
+        self.recover_host()
+        loop = self._record_loop
         try:
-            return self._move_in_process(ranges, began)
-        finally:
-            self._count_errors()
+            moved = loop.move(ranges)
+        except Exception:
+            with contextlib.suppress(Exception):
+                self.metrics.add_errors(loop.take_errors())
+            raise
+        self.metrics.add_errors(moved.errors)
+        return moved.offsets, moved.records
 
-    def _move_in_process(
-        self, ranges: list[OffsetRange], began: float
+    def close(self) -> None:
+        member, self._member = self._member, None
+        if member is not None:
+            member.close()
+
+
+class SinkTaskRunner(SinkRunner):
+    """Runs a SinkTask whose plugin runs on the driver: the loop in this process, a small
+    batch read in-process, a large one as a Spark job over up to ``parallelism`` slices."""
+
+    def __init__(
+        self,
+        setup: TaskSetup,
+        host: TaskHost,
+        clients: TaskClients,
+        pipeline: PipelineSpec | None = None,
+        **options: Unpack[RunnerOptions],
+    ) -> None:
+        """``pipeline`` builds the connector's converters, transformations and error
+        handling (None: records go to the task as read, the bytes path)."""
+        super().__init__(setup, host, clients, **options)
+        worker_config = setup.worker_config
+        self._reader_conf = reader_conf(worker_config, setup.connector_config, self.id.connector)
+        self._local_max = worker_config.local_batch_max_records
+        self._driver_reader = DriverReader(self._reader_conf)
+        #: The dead-letter queue's producer starts from the task's producer settings.
+        self._record_loop = self._sink_loop = SinkLoop(
+            self.plugin, self.id, _DriverSite(self), setup.producer_conf(), pipeline
+        )
+
+    def prepare(self) -> None:
+        self._sink_loop.open()
+        self._member = self._new_member()
+
+    def _read_and_put(
+        self, ranges: list[OffsetRange], plugin: SinkTask, pipeline: TaskPipeline | None
     ) -> tuple[dict[TopicPartitionKey, int], int]:
-        pipeline = self._pipeline
+        began = time.monotonic()
         if sum(r.size for r in ranges) <= self._local_max:
             offsets, count = read_and_put(
-                self._driver_reader, ranges, self._stopping.is_set, self.plugin, pipeline
+                self._driver_reader, ranges, self._stopping.is_set, plugin, pipeline
             )
             self.metrics.put(count, time.monotonic() - began, ON_DRIVER)
             return offsets, count
@@ -470,17 +395,54 @@ class SinkTaskRunner(TaskRunner):
         )
         raise_read_failure(rows)
         records = to_sink_records((r.topic, r.partition, r.rows) for r in rows)
-        offsets, count = put_all(self.plugin, records, rows, pipeline)
+        offsets, count = put_all(plugin, records, rows, pipeline)
         self.metrics.put(count, time.monotonic() - began, ON_SPARK_JOB)
         return offsets, count
 
     def close(self) -> None:
-        self._driver_reader.close()
-        member, self._member = self._member, None
-        if member is not None:
-            member.close()
-        pipeline, self._pipeline = self._pipeline, None
-        if pipeline is not None:
-            pipeline.close()
+        try:
+            self._driver_reader.close()
+            super().close()
+        finally:
+            self._sink_loop.close()
 
 
+class _DriverSite(DriverSite):
+    """The driver as the place a sink's loop runs (``sink_loop.SinkSite``): also the
+    runner's reader, or a Spark job."""
+
+    def __init__(self, runner: SinkTaskRunner) -> None:
+        super().__init__(runner)
+        self._runner = runner
+
+    def read_and_put(
+        self, ranges: list[OffsetRange], plugin: SinkTask, pipeline: TaskPipeline | None
+    ) -> tuple[dict[TopicPartitionKey, int], int]:
+        return self._runner._read_and_put(ranges, plugin, pipeline)
+
+
+class HostedSinkTaskRunner(SinkRunner):
+    """Runs a SinkTask whose plugin reads and puts in a process of its own (a
+    ``RemoteTaskHost``: an executor's, see ``executor_hosts``); the driver keeps the group
+    membership, plans the ranges and commits them."""
+
+    host: RemoteTaskHost
+
+    def __init__(
+        self,
+        setup: TaskSetup,
+        host: RemoteTaskHost,
+        clients: TaskClients,
+        pipeline: PipelineSpec | None = None,
+        **options: Unpack[RunnerOptions],
+    ) -> None:
+        """``pipeline`` is the spec the host was given (``executor_hosts.sink_host``): the host
+        builds the pipeline, the driver only knows whether there is one."""
+        super().__init__(setup, host, clients, **options)
+        self._record_loop = RemoteSinkLoop(
+            host, self.metrics, pipeline is not None, self._stopping.is_set
+        )
+
+    def prepare(self) -> None:
+        self.host.open()
+        self._member = self._new_member()

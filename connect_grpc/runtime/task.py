@@ -42,6 +42,7 @@ from connect_grpc.logs.output import plugin_context
 from connect_grpc.metrics.worker_metrics import TaskMetrics
 from connect_grpc.pipeline.monitoring import monitor_pipeline, plugin_tags
 from connect_grpc.pipeline.task_pipeline import TaskPipeline
+from connect_grpc.pipeline.tolerance import event_sleep
 from connect_grpc.runtime.kafka_monitor import KafkaOutage
 from connect_grpc.runtime.retry import RetriableError, RetryPolicy, RetryTracker, is_retriable_error
 from connect_grpc.runtime.task_host import TaskHost
@@ -519,3 +520,16 @@ class TaskRunner(abc.ABC):
                 self.host.close()
         except Exception:
             self.log.warning("task_close_failed", exc_info=True)
+
+
+class DriverSite:
+    """The driver as the place a task's record loop runs (``task_host.LoopSite``): the
+    runner's stop event, and the task's metrics."""
+
+    def __init__(self, runner: TaskRunner) -> None:
+        self._task_runner = runner
+        self.stopping: Callable[[], bool] = runner._stopping.is_set
+        self.backoff: Callable[[int], bool] = event_sleep(runner._stopping)
+
+    def plugin_metrics(self, pipeline: TaskPipeline | None) -> PluginMetrics | None:
+        return self._task_runner._open_plugin_metrics(pipeline)

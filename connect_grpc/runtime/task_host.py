@@ -14,10 +14,12 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from connect_grpc.connectors.api import Task
+from connect_grpc.connectors.plugin_metrics import PluginMetrics
 from connect_grpc.kernel.domain import TaskPlacement
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.runtime.placement import driver_placement
 
-__all__ = ["DriverHost", "RemoteTaskHost", "TaskHost"]
+__all__ = ["DriverHost", "LoopSite", "RemoteTaskHost", "TaskHost"]
 
 
 class TaskHost(Protocol):
@@ -49,7 +51,9 @@ class TaskHost(Protocol):
 class RemoteTaskHost(TaskHost, Protocol):
     """A host in a process of its own (an executor's Python worker, or its JVM): the
     plugin moves each batch there, and a batch is one ``call``. The hosted runners
-    (``source_hosted``, ``sink_hosted``) drive any such host."""
+    (``source_task.HostedSourceTaskRunner``, ``sink_task.HostedSinkTaskRunner``) drive any
+    such host through its record loop's remote end (``source_loop.RemoteSourceLoop``,
+    ``sink_loop.RemoteSinkLoop``)."""
 
     @property
     def broken(self) -> bool:
@@ -79,3 +83,19 @@ class DriverHost:
 
     def close(self) -> None:
         return None
+
+
+class LoopSite(Protocol):
+    """The place a task's record loop runs (``source_loop``, ``sink_loop``), as the loop
+    sees it: what every host gives it. Each kind adds what it needs (``SourceSite``,
+    ``SinkSite``)."""
+
+    def stopping(self) -> bool:
+        """Whether the task was asked to stop."""
+
+    def backoff(self, delay_ms: int) -> bool:
+        """The pipeline's retry back-off: sleeps ``delay_ms`` unless the task is asked to
+        stop; returns whether it was."""
+
+    def plugin_metrics(self, pipeline: TaskPipeline | None) -> PluginMetrics | None:
+        """The plugin's metrics (KIP-877), once the pipeline's plugins have theirs."""

@@ -33,10 +33,8 @@ from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
 from connect_grpc.runtime.java_tasks import JavaTasks, is_java_task
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor
 from connect_grpc.runtime.retry import RetryPolicy
-from connect_grpc.runtime.sink_hosted import HostedSinkTaskRunner
-from connect_grpc.runtime.sink_task import SinkTaskRunner
-from connect_grpc.runtime.source_hosted import HostedSourceTaskRunner
-from connect_grpc.runtime.source_task import SourceTaskRunner
+from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
+from connect_grpc.runtime.source_task import HostedSourceTaskRunner, SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, TopicRecorder
 from connect_grpc.runtime.task_host import DriverHost

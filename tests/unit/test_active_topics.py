@@ -22,7 +22,7 @@ from connect_grpc.herder.status import StatusBoard
 from connect_grpc.kernel.domain import ActiveTopic, TaskId
 from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError, InvalidArgumentError
 from connect_grpc.runtime.kafka_results import KafkaFailure
-from connect_grpc.runtime.source_task import Batch, delivered_topics
+from connect_grpc.runtime.source_batch import Batch, delivered_topics
 from connect_grpc.runtime.task import TaskRunner
 from connect_grpc.storage.file_offsets import FileOffsetStore
 from connect_grpc.storage.kafka_status import KafkaStatusStore

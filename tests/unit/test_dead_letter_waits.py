@@ -22,7 +22,8 @@ from connect_grpc.pipeline.dead_letter import DeadLetterQueueReporter
 from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.pipeline.tolerance import ProcessingContext
 from connect_grpc.runtime.kafka_results import RangeResult
-from connect_grpc.runtime.sink_task import _Member, put_all
+from connect_grpc.runtime.sink_loop import put_all
+from connect_grpc.runtime.sink_task import _Member
 from connect_grpc.testing.pipeline_plugins import Utf8Converter
 
 pytestmark = pytest.mark.timeout(10)

@@ -52,8 +52,8 @@ from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.pipeline.tolerance import ErrorHandlerError
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.kafka_results import RangeResult
-from connect_grpc.runtime.sink_task import put_all, read_and_put
-from connect_grpc.runtime.source_task import Batch
+from connect_grpc.runtime.sink_loop import put_all, read_and_put
+from connect_grpc.runtime.source_batch import Batch
 from connect_grpc.runtime.spark_rows import latest_offsets
 from connect_grpc.testing.pipeline_plugins import (
     DropTransformation,

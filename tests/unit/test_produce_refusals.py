@@ -27,7 +27,7 @@ from connect_grpc.pipeline.tolerance import LogReporter, ProcessingContext
 from connect_grpc.runtime import client_cache, produce
 from connect_grpc.runtime.kafka_results import KafkaFailure, ProduceResult, RecordRefusedError
 from connect_grpc.runtime.produce import DriverProducer, ProduceErrors, produce_slices
-from connect_grpc.runtime.source_task import (
+from connect_grpc.runtime.source_batch import (
     Batch,
     DeliveryError,
     check_delivery,

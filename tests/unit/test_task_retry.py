@@ -458,8 +458,9 @@ class _CountingSourceRunner(SourceTaskRunner):
 
     produced: list[SourceRecord]
 
-    def _produce(self, records: Any) -> None:
+    def _produce(self, records: Any, tolerate: bool = False) -> list[Any]:
         self.produced = [*getattr(self, "produced", []), *records]
+        return []
 
 
 def test_a_source_batch_whose_offsets_cannot_be_written_is_kept_not_produced_again(

@@ -9,7 +9,7 @@ import os
 import pickle
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection
 from typing import Any, Protocol
@@ -17,11 +17,16 @@ from typing import Any, Protocol
 from connect_grpc.config_providers.redaction import SECRETS, SecretRegistry
 from connect_grpc.connectors.api import Task
 from connect_grpc.connectors.plugin_loading import import_object
+from connect_grpc.connectors.plugin_metrics import PluginMetrics
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.kernel.traces import status_trace
 from connect_grpc.logs.levels import apply_levels
 from connect_grpc.logs.output import capture_output, plugin_context
+from connect_grpc.metrics.worker_metrics import ErrorCounts
+from connect_grpc.pipeline.task_pipeline import TaskPipeline
+from connect_grpc.pipeline.tolerance import StopAwareSleep
 from connect_grpc.runtime.client_cache import prepare_executor
+from connect_grpc.runtime.hosting.plugin_metrics import monitor_hosted
 from connect_grpc.runtime.placement import executor_id
 
 
@@ -77,23 +82,66 @@ class Closeable(Protocol):
     def close(self) -> None: ...
 
 
-class PluginHost:
-    """What a source and a sink task's host share: the plugin, and the one Kafka client the
-    host moves batches with, closed once."""
+class HostedLoop(Protocol):
+    """What a host needs of its task's record loop (``source_loop.SourceLoop``,
+    ``sink_loop.SinkLoop``)."""
 
-    def __init__(self, plugin: Task, client: Closeable) -> None:
+    def open(self) -> None:
+        """Starts what the loop moves records with and initializes the plugin."""
+
+    def take_errors(self) -> ErrorCounts:
+        """The record errors counted since they were last taken."""
+
+    def close(self) -> None:
+        """Closes what ``open`` started."""
+
+
+class PluginHost:
+    """What a source and a sink task's host share: the plugin, its record loop, and the
+    one Kafka client the host moves batches with, closed once."""
+
+    def __init__(self, plugin: Task, loop: HostedLoop, client: Closeable) -> None:
         self._task_plugin = plugin
+        self._hosted_loop = loop
         self._client = client
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self._hosted_loop.open()
+        self._task_plugin.start(config)
+
+    def take_errors(self) -> ErrorCounts:
+        """The record errors counted since they were last taken."""
+        return self._hosted_loop.take_errors()
 
     def stop(self, connector_deleted: bool) -> None:
         try:
-            self._task_plugin.stop(connector_deleted)
+            try:
+                self._task_plugin.stop(connector_deleted)
+            finally:
+                self._client.close()
         finally:
-            self._client.close()
+            self._hosted_loop.close()
 
     def abandon(self) -> None:
         """The driver is gone: close the client, leave the plugin (as a crash would)."""
         self._client.close()
+
+
+class HostSite:
+    """An executor's Python worker as the place a task's record loop runs (what
+    ``source_loop.SourceSite`` and ``sink_loop.SinkSite`` share): a stop is signalled by
+    the driver over the task's connection, and the pipeline's plugins get metrics that
+    are not exported (``plugin_metrics``)."""
+
+    def __init__(self, session: HostSession, task_id: TaskId) -> None:
+        self._session = session
+        self._task_id = task_id
+        self.stopping: Callable[[], bool] = session.stopping
+        self.backoff: Callable[[int], bool] = StopAwareSleep(session.stopping)
+
+    def plugin_metrics(self, pipeline: TaskPipeline | None) -> PluginMetrics | None:
+        monitor_hosted(pipeline, self._task_id)
+        return None
 
 
 class HostSession:
