@@ -115,10 +115,12 @@ def restart_task_instance(
     config: Mapping[str, str],
     task_config: Mapping[str, str],
     target: TargetState,
+    task_count: int | None = None,
 ) -> None:
-    """Stops the task and starts it again; raises InstanceFailedError if it failed to."""
+    """Stops the task and starts it again; raises InstanceFailedError if it failed to.
+    ``task_count``: the connector generation's number of tasks."""
     worker.stop_tasks([task], False)
-    if not worker.start_task(task, config, task_config, target):
+    if not worker.start_task(task, config, task_config, target, task_count):
         raise InstanceFailedError(
             f"Failed to start task {task}: see its status (GetTaskStatus) for the cause"
         )

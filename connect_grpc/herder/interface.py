@@ -59,7 +59,10 @@ class WorkerRuntime(Protocol):
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
         target: TargetState,
-    ) -> bool: ...
+        task_count: int | None = None,
+    ) -> bool:
+        """``task_count``: how many tasks the connector's current generation has."""
+        ...
 
     def set_task_target(self, task: TaskId, target: TargetState) -> None: ...
 

@@ -32,9 +32,10 @@ from typing import Any, Protocol
 
 from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer, has_references
-from connect_grpc.connectors.api import Connector
+from connect_grpc.connectors.api import Connector, SourceConnector
 from connect_grpc.connectors.pipeline_plugins import PluginKind
 from connect_grpc.connectors.plugins import KAFKA_CLASS_ALIASES, Plugins
+from connect_grpc.herder.framework_keys import EXACTLY_ONCE_SUPPORT, TRANSACTION_BOUNDARY
 from connect_grpc.herder.validation import ConfigValidator, _without_resolved_values
 from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import (
@@ -263,10 +264,15 @@ class JavaPlugins:
         java_class: str,
         transformer: ConfigTransformer,
         plugin: str | None = None,
+        more_errors: Callable[[Mapping[str, str], dict[str, list[str]]], None] | None = None,
     ) -> ConfigInfos:
         """Kafka Connect's validation of a Java connector's config, as ValidateConfig shows a
         Python connector's: config provider references resolved for the plugin and shown
-        unresolved, PASSWORD values hidden, no resolved value in a message."""
+        unresolved, PASSWORD values hidden, no resolved value in a message.
+
+        ``more_errors(resolved config, errors)``: adds the worker's own checks to the errors
+        of the keys Kafka's validation answered (the catalogue's validation is a standalone
+        herder's, which has no exactly-once checks), before their messages are cleaned."""
         resolution = transformer.resolve_all(config)
         sent = dict(resolution.config)
         if plugin:
@@ -276,6 +282,8 @@ class JavaPlugins:
             raise _validation_error(java_class, body["error"])
         infos = config_infos_from_kafka(body, config)
         errors = {info.value.name: list(info.value.errors) for info in infos.configs}
+        if more_errors is not None:
+            more_errors(resolution.config, errors)
         for key, problems in resolution.problems.items():
             errors[key] = problems  # its other errors would be about the unresolved text
         cleaned = _without_resolved_values(errors, config, resolution.config)
@@ -316,7 +324,40 @@ class JavaAwareValidator(ConfigValidator):
         )
         if java_class is None:
             return super().validate(config, plugin)
-        return self.java_plugins.validate(config, java_class, self._transformer, plugin)
+        return self.java_plugins.validate(
+            config,
+            java_class,
+            self._transformer,
+            plugin,
+            lambda resolved, errors: self._java_exactly_once_errors(
+                java_class, config, plugin, resolved, errors
+            ),
+        )
+
+    def _java_exactly_once_errors(
+        self,
+        java_class: str,
+        config: Mapping[str, str],
+        plugin: str | None,
+        resolved: Mapping[str, str],
+        errors: dict[str, list[str]],
+    ) -> None:
+        """Kafka's distributed herder's checks of a source's ``exactly.once.support`` and
+        ``transaction.boundary``, with the Java connector's own declarations
+        (``exactlyOnceSupport``, ``canDefineTransactionBoundaries``, asked of a fresh instance
+        in the JVM), as a Python source's are checked. Only where Java connectors run: a
+        standalone worker refuses to create one anyway (and Kafka's standalone herder makes
+        no such check)."""
+        if (
+            not self.java_plugins.runs_connectors
+            or self.java_plugins.connector_kind(java_class) is not ConnectorType.SOURCE
+            or EXACTLY_ONCE_SUPPORT not in errors
+            or TRANSACTION_BOUNDARY not in errors
+        ):
+            return
+        connector = self.plugin_for(config, plugin)
+        if isinstance(connector, SourceConnector):
+            self._exactly_once_errors(connector, resolved, errors)
 
     def ensure_valid(self, config: Mapping[str, str]) -> ConfigInfos:
         # Its callers hold the connector's lock: the refusal never waits for the JVM.

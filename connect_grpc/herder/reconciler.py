@@ -228,7 +228,8 @@ class Reconciler:
     def _restart_task_now(self, task: TaskId) -> None:
         config, task_config, target = self._running(self._running_tasks, task, f"task {task}")
         self._log.info("task_restart_requested", connector=task.connector, task=task.task)
-        restart_task_instance(self._worker, task, config, task_config, target)
+        count = len(self._snapshot().task_configs(task.connector)) or None
+        restart_task_instance(self._worker, task, config, task_config, target, count)
 
     def _restart_connector_now(self, name: str) -> None:
         config, target = self._running(self._running_connectors, name, f"connector {name}")
@@ -452,7 +453,9 @@ class Reconciler:
                 running = self._running_tasks.get(task)
             if running is None:
                 config, task_config, target = wanted
-                self._worker.start_task(task, config, task_config, target)
+                self._worker.start_task(
+                    task, config, task_config, target, len(snapshot.task_configs(task.connector))
+                )
                 with self._lock:
                     self._running_tasks[task] = wanted
             elif running[2] is not wanted[2]:

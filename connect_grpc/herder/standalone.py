@@ -457,8 +457,9 @@ class StandaloneHerder(HerderCommon):
                     raise NotFoundError(f"Unknown task {task.task} of connector {task.connector}")
                 config, task_config = dict(state.config), dict(state.task_configs[task.task])
                 target = task_target(state.target)
+                count = len(state.task_configs)
             self._log.info("task_restart_requested", connector=task.connector, task=task.task)
-            restart_task_instance(self._worker, task, config, task_config, target)
+            restart_task_instance(self._worker, task, config, task_config, target, count)
         self._log.info("task_restarted", connector=task.connector, task=task.task)
 
     # offsets (Kafka or file I/O, under the connector's lock only)

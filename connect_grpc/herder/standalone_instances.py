@@ -123,7 +123,7 @@ class StandaloneInstances:
         running = self._worker.task_ids()
         for task, task_config in tasks:
             if task not in running:
-                self._worker.start_task(task, config, task_config, target)
+                self._worker.start_task(task, config, task_config, target, len(tasks))
 
     def _stop_tasks(self, name: str, connector_deleted: bool) -> None:
         running = sorted(task for task in self._worker.task_ids() if task.connector == name)
@@ -184,6 +184,7 @@ class StandaloneInstances:
                 for t in plan.task_ids
                 if t.task < len(state.task_configs)
             ]
+            count = len(state.task_configs)
         if plan.restart_connector and name in self._worker.connector_names():
             self._worker.stop_connector(name, False)
         self._worker.stop_tasks([t for t, _ in tasks], False)
@@ -196,7 +197,7 @@ class StandaloneInstances:
             started = self._worker.start_connector(name, config, target)
             running = started and target is TargetState.STARTED
         for task, task_config in tasks:
-            self._worker.start_task(task, config, task_config, tasks_target)
+            self._worker.start_task(task, config, task_config, tasks_target, count)
         if running:
             self.reconfigure_tasks(name)
         self._log.info(

@@ -50,7 +50,12 @@ from connect_grpc.herder.framework_keys import (
 )
 from connect_grpc.kernel.configdef import ConfigDef, ConfigKey, ConfigType
 from connect_grpc.kernel.domain import ConfigInfo, ConfigInfos, ConfigValueInfo
-from connect_grpc.kernel.errors import FieldViolation, InvalidArgumentError, NotFoundError
+from connect_grpc.kernel.errors import (
+    FieldViolation,
+    InvalidArgumentError,
+    NotFoundError,
+    UnavailableError,
+)
 from connect_grpc.pipeline.output_check import unwritable_output_errors
 from connect_grpc.pipeline.validation import PipelineValidation, validate_pipeline
 
@@ -346,6 +351,8 @@ _WORKER_WITHOUT_EXACTLY_ONCE = (
 def _declared_support_errors(connector: SourceConnector, config: Mapping[str, str]) -> list[str]:
     try:
         support = connector.exactly_once_support(config)
+    except UnavailableError:
+        raise  # a Java connector's answer outlived the call's deadline: retry the call
     except Exception as exc:  # a plugin's bug is a validation error, not a failed RPC
         return [_unexpected(exc)]
     if support is ExactlyOnceSupport.SUPPORTED:
@@ -363,6 +370,8 @@ def _declared_support_errors(connector: SourceConnector, config: Mapping[str, st
 def _declared_boundary_errors(connector: SourceConnector, config: Mapping[str, str]) -> list[str]:
     try:
         boundaries = connector.can_define_transaction_boundaries(config)
+    except UnavailableError:
+        raise  # a Java connector's answer outlived the call's deadline: retry the call
     except Exception as exc:  # a plugin's bug is a validation error, not a failed RPC
         return [_unexpected(exc)]
     if boundaries is ConnectorTransactionBoundaries.SUPPORTED:
@@ -373,7 +382,8 @@ def _declared_boundary_errors(connector: SourceConnector, config: Mapping[str, s
 
 
 def _unexpected(exc: Exception) -> str:
-    reason = str(exc).strip()
+    # The first line only: a Java connector's exception goes on with its stack trace.
+    reason = next(iter(str(exc).strip().splitlines()), "")
     return "An unexpected error occurred during validation" + (
         f": {reason}" if reason else f" ({type(exc).__name__})"
     )

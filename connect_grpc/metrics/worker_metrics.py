@@ -281,6 +281,23 @@ class TaskMetrics:
         families.sink_send.labels(*labels).inc(records)
         self._batch(records, seconds, runs_on)
 
+    def add_counts(self, *, written: int = 0, read: int = 0, sent: int = 0) -> None:
+        """Records counted by a task whose batches are not timed here (a Java task's, from
+        Kafka's worker metrics): written to Kafka (a source's), read from Kafka and put to
+        the task (a sink's)."""
+        families, labels = self._families, self._labels
+        pairs = (
+            (families.source_write, written), (families.sink_read, read),
+            (families.sink_send, sent),
+        )
+        for family, count in pairs:
+            if count:
+                family.labels(*labels).inc(count)
+
+    def batch_moved(self, records: int) -> None:
+        """A batch of ``records`` whose move is not timed here (a Java task's)."""
+        self._families.batch_size.labels(*self._labels).observe(records)
+
     def _batch(self, records: int, seconds: float, runs_on: str) -> None:
         self._families.batch_size.labels(*self._labels).observe(records)
         self._families.batch_time.labels(*self._labels, runs_on).observe(seconds)

@@ -43,7 +43,12 @@ import structlog
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.java.jvm_build import JvmNotBuiltError
-from connect_grpc.java.plugin_path import driver_jars, host_worker_properties, java_plugin_entries
+from connect_grpc.java.plugin_path import (
+    driver_jars,
+    host_worker_properties,
+    java_plugin_entries,
+    unreadable_archives,
+)
 from connect_grpc.java.shipped_plugins import pack_plugin_entries
 from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError, UnavailableError
 
@@ -240,4 +245,8 @@ def java_catalogue_for(config: WorkerConfig) -> JvmPluginCatalogue | None:
     entries = java_plugin_entries(config.plugin_path)
     if not entries:
         return None
+    for archive, reason in unreadable_archives(entries):
+        log.error("java_plugin_jar_unreadable", jar=str(archive), error=reason,
+                  consequence="Kafka's plugin loader finds no class in it: the plugins it "
+                  "holds are neither listed nor loadable")
     return JvmPluginCatalogue(host_worker_properties(config.raw, entries))

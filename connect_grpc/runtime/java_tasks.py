@@ -33,6 +33,7 @@ from connect_grpc.runtime.hosting.jvm_host import (
     launch_spark_host,
     shut_down_driver_worker,
 )
+from connect_grpc.runtime.hosting.jvm_reports import JavaTaskReports, TopicRecords
 from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
 from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
 from connect_grpc.runtime.java_logs import DriverJavaLogs
@@ -139,6 +140,13 @@ class JavaTaskRunner(TaskRunner):
         options["spark_jobs"] = False
         super().__init__(setup, host, clients, **options)
         host.on_version = self._version_known
+        # the task's topics (KIP-558) and metrics, as Kafka's worker in its host counts them
+        records = options.get("active_topics")
+        self._reports = JavaTaskReports(
+            setup.id, self.metrics, self.record_topics,
+            records if isinstance(records, TopicRecords) else None,
+        )
+        host.on_report = self._reports.handle
         #: Whether the loss of the current host was shown (a turn raised HostLostError).
         self._lost_shown = False
 
@@ -170,6 +178,7 @@ class JavaTaskRunner(TaskRunner):
         self._take_news()
         self.host.tell_target()
         self.host.tell_levels()
+        self.host.forget_topics(self._reports.forgotten())
 
     def run_batch(self) -> bool:
         """Waits for the host's news (the task moves its records there)."""
@@ -229,11 +238,18 @@ class JavaTasks:
             spark.on_start(self._logs.start)
 
     def new_runner(
-        self, setup: TaskSetup, clients: TaskClients, is_sink: bool, options: RunnerOptions
+        self,
+        setup: TaskSetup,
+        clients: TaskClients,
+        is_sink: bool,
+        options: RunnerOptions,
+        task_count: int | None = None,
     ) -> JavaTaskRunner:
         """The runner of a Java task, with its host: in an executor's JVM when a Spark task
         slot is free (``task.hosting=executor``), else in the driver's JVM (waiting for a
-        slot then, as a Python task does)."""
+        slot then, as a Python task does). ``task_count``: the number of tasks of the
+        connector's generation, which Kafka's worker checks against ``tasks.max`` as the
+        task starts (``JavaTaskSpec.task_count``)."""
         task = setup.id
         self._hosted = True
         spec = JavaTaskSpec(
@@ -245,6 +261,7 @@ class JavaTasks:
             sink=is_sink,
             exactly_once=not is_sink and clients.transactions is not None,
             shutdown_timeout_ms=_shutdown_timeout_ms(self._config),
+            task_count=task_count,
         )
         hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
         launch: Launcher

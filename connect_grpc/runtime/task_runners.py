@@ -86,10 +86,15 @@ class TaskRunners:
         return options
 
     def new_runner(
-        self, task: TaskId, connector_config: Mapping[str, str], task_config: Mapping[str, str]
+        self,
+        task: TaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        task_count: int | None = None,
     ) -> TaskRunner:
         """The task's runner: its setup, clients and pipeline spec, and its host (an
-        executor's when ``task.hosting=executor`` and a slot is free, else the driver)."""
+        executor's when ``task.hosting=executor`` and a slot is free, else the driver).
+        ``task_count``: the connector generation's number of tasks (a Java task's)."""
         class_name = connector_config.get("connector.class", "")
         task_class = self.plugins.new_connector(
             class_name, connector_config.get(CONNECTOR_VERSION)
@@ -102,7 +107,9 @@ class TaskRunners:
         )
         clients = self._clients(task, connector_config, is_sink)
         if is_java_task(task_class):
-            return self.java_tasks.new_runner(setup, clients, is_sink, self.options(task))
+            return self.java_tasks.new_runner(
+                setup, clients, is_sink, self.options(task), task_count
+            )
         pipeline = self._pipeline(setup, is_sink)
         hosting = self.config.task_hosting == TASK_HOSTING_EXECUTOR
         hosted_name = importable_name(task_class) if hosting else None

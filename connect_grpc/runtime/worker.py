@@ -75,6 +75,7 @@ class _Placement:
     connector_config: Mapping[str, str]
     task_config: Mapping[str, str]
     target: TargetState
+    task_count: int | None = None
 
 
 class _MaskingListener:
@@ -279,11 +280,13 @@ class Worker:
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
         target: TargetState,
+        task_count: int | None = None,
     ) -> bool:
         """Starts the task plugin and its loop, with both configs resolved. False (reported
-        FAILED) iff it failed."""
+        FAILED) iff it failed. ``task_count``: how many tasks the connector's current
+        generation has (a Java task's Kafka worker checks it against ``tasks.max``)."""
         with self._guarded([task]):
-            return self._start_task(task, connector_config, task_config, target)
+            return self._start_task(task, connector_config, task_config, target, task_count)
 
     def _start_task(
         self,
@@ -291,8 +294,9 @@ class Worker:
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
         target: TargetState,
+        task_count: int | None = None,
     ) -> bool:
-        placement = _Placement(connector_config, task_config, target)
+        placement = _Placement(connector_config, task_config, target, task_count)
         with self._lock:
             existing = self._tasks.get(task)
         if existing is not None:
@@ -301,7 +305,9 @@ class Worker:
         try:
             connector_config = self._transformer.resolve(connector_config)
             task_config = self._transformer.resolve(task_config)
-            runner = self._runners.new_runner(task, connector_config, task_config)
+            runner = self._runners.new_runner(
+                task, connector_config, task_config, task_count=task_count
+            )
         except Exception as exc:
             self._report_task(task, State.FAILED, status_trace(exc))
             return False
@@ -415,7 +421,8 @@ class Worker:
                 self._log.info("task_moving_to_host", connector=task.connector, task=task.task)
                 self._stop_tasks([task], connector_deleted=False)
                 self._start_task(
-                    task, placement.connector_config, placement.task_config, placement.target
+                    task, placement.connector_config, placement.task_config, placement.target,
+                    placement.task_count,
                 )
             finally:
                 with self._lock:

@@ -12,6 +12,7 @@ reconfiguration from a thread of its own, and one that generates more task confi
 
 from __future__ import annotations
 
+import json
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -168,9 +169,9 @@ def _build_tiny_plugin(work: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def worker(
+def process(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ConnectClient]:
+) -> Iterator[WorkerProcess]:
     work = tmp_path_factory.mktemp("java-connectors")
     tiny = _build_tiny_plugin(work / "tiny")
     properties = {
@@ -184,11 +185,15 @@ def worker(
     with one_start_at_a_time():
         process.start()
     try:
-        with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
-                           retry_unavailable=True) as client:
-            yield client
+        yield process
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(process: WorkerProcess) -> Iterator[ConnectClient]:
+    with ConnectClient(process.address, timeout=CALL_TIMEOUT_S, retry_unavailable=True) as client:
+        yield client
 
 
 @pytest.fixture
@@ -257,7 +262,7 @@ def test_kafkas_filestream_source_runs_and_follows_every_connector_rpc(
     _connector_state(worker, name, State.RUNNING)
     _task_configs(worker, name, 1)
     worker.delete_connector(name)
-    assert name not in worker.list_connectors()
+    assert name not in [c.name for c in worker.list_connectors()]
 
 
 def test_a_java_connector_created_stopped_or_paused_waits_in_that_state(
@@ -303,7 +308,7 @@ def test_offsets_of_a_stopped_java_connector_go_through_its_alter_offsets(
         worker.create_connector(f"{name}-bad", _file_source(tmp_path / "x.txt"),
                                 TargetState.STOPPED,
                                 initial_offsets=[ConnectorOffset(partition, {"pos": 1})])
-    assert f"{name}-bad" not in worker.list_connectors()
+    assert f"{name}-bad" not in [c.name for c in worker.list_connectors()]
     worker.delete_connector(name)
 
 
@@ -364,8 +369,21 @@ def test_a_java_connector_reads_its_offsets_and_its_context_reaches_the_worker(
         worker.delete_connector(each)
 
 
+def _java_warnings(process: WorkerProcess, connector: str, text: str) -> set[int]:
+    """The tasks of ``connector`` whose Java lines in the worker's log hold ``text``."""
+    tasks: set[int] = set()
+    for line in process.log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.startswith("{") or text not in line:
+            continue
+        event = json.loads(line)
+        if (event.get("event") == "java_log" and event.get("connector") == connector
+                and text in event.get("message", "") and "task" in event):
+            tasks.add(int(event["task"]))
+    return tasks
+
+
 def test_task_configs_beyond_tasks_max_are_refused_as_kafka_refuses_them(
-    worker: ConnectClient, name: str
+    worker: ConnectClient, process: WorkerProcess, name: str
 ) -> None:
     config = {"connector.class": "tinyit.WatchingSource", "generate": "3", "tasks.max": "2"}
     worker.create_connector(name, config)
@@ -378,6 +396,11 @@ def test_task_configs_beyond_tasks_max_are_refused_as_kafka_refuses_them(
     worker.create_connector(lenient, {**config, "tasks.max.enforce": "false"})
     _connector_state(worker, lenient, State.RUNNING)
     assert len(_task_configs(worker, lenient, 3)) == 3
+    # Kafka's worker checks each task's start against the connector's generation, all 3
+    # tasks of it: each warns (not only those whose number is past tasks.max)
+    too_many = f"The connector {lenient} has generated 3 tasks, which is greater than 2"
+    wait_until(lambda: _java_warnings(process, lenient, too_many) == {0, 1, 2},
+               timeout=STATE_TIMEOUT_S)
     for each in (name, lenient):
         worker.delete_connector(each)
 

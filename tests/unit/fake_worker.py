@@ -33,6 +33,8 @@ class FakeWorker:
     connectors: dict[str, _Instance] = field(default_factory=dict)
     tasks: dict[TaskId, TargetState] = field(default_factory=dict)
     task_starts: list[TaskId] = field(default_factory=list)
+    #: The generation's task count each start was given.
+    task_counts: list[int | None] = field(default_factory=list)
     task_stops: list[tuple[TaskId, bool]] = field(default_factory=list)
     connector_stops: list[tuple[str, bool]] = field(default_factory=list)
     failing_tasks: set[TaskId] = field(default_factory=set)
@@ -106,9 +108,11 @@ class FakeWorker:
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
         target: TargetState,
+        task_count: int | None = None,
     ) -> bool:
         self.tasks[task] = target
         self.task_starts.append(task)
+        self.task_counts.append(task_count)
         state = State.RUNNING if target is TargetState.STARTED else State.PAUSED
         if task in self.failing_tasks:
             state = State.FAILED

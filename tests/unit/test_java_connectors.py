@@ -453,6 +453,91 @@ def test_exactly_once_declarations_come_from_a_fresh_java_instance(
             is ConnectorTransactionBoundaries.UNSUPPORTED)
 
 
+def _eos_key(name: str, value: str | None, errors: list[str] | None = None) -> dict[str, Any]:
+    return {"definition": {"name": name, "type": "STRING", "required": False,
+                           "default_value": None, "importance": "MEDIUM", "documentation": "",
+                           "group": "Exactly Once Support", "order_in_group": 1,
+                           "width": "NONE", "display_name": name, "dependents": []},
+            "value": {"name": name, "value": value, "recommended_values": [],
+                      "errors": errors or [], "visible": True}}
+
+
+def test_a_java_sources_exactly_once_settings_are_checked_with_its_declarations(
+    factory: JvmConnectors, host: FakeHost
+) -> None:
+    """Kafka's distributed herder's checks, which the catalogue's validation (a standalone
+    herder's) lacks: ``required`` against ``exactlyOnceSupport`` and ``connector`` against
+    ``canDefineTransactionBoundaries``, each asked of a fresh instance, errors on the key."""
+    plugins = Plugins()
+    catalogue = FakeCatalogue(answer={"name": POSTGRES, "error_count": 0, "groups": [],
+                                      "configs": [_eos_key("exactly.once.support", "required"),
+                                                  _eos_key("transaction.boundary", "connector")]})
+    catalogue.listing = lambda timeout_s: SINK_LISTING  # type: ignore[method-assign]
+    catalogue.listing_if_ready = lambda: SINK_LISTING  # type: ignore[method-assign]
+    java = JavaPlugins(catalogue, plugins, factory)
+    validator = config_validator(java, plugins, 10, "enabled")
+    config = {"name": "pg", "connector.class": POSTGRES, "exactly.once.support": "required",
+              "transaction.boundary": "connector"}
+
+    def errors(given: Mapping[str, str] = config) -> dict[str, list[str]]:
+        infos = validator.validate(given)
+        return {c.value.name: list(c.value.errors) for c in infos.configs if c.value.errors}
+
+    boundary_error = ("The connector does not support connector-defined transaction boundaries "
+                      "with the given configuration. Please reconfigure it to use a different "
+                      "transaction boundary definition.")
+    # SUPPORTED, and a null answer of canDefineTransactionBoundaries (not SUPPORTED)
+    assert errors() == {"transaction.boundary": [boundary_error]}
+    asked = [c[0] for c in host.calls if c[0] != "describe"]
+    assert asked == ["exactlyOnceSupport", "canDefineTransactionBoundaries"]
+    host.answers["canDefineTransactionBoundaries"] = _ok("SUPPORTED")
+    assert errors() == {}
+    host.answers["exactlyOnceSupport"] = _ok("UNSUPPORTED")
+    assert errors() == {"exactly.once.support": [
+        "The connector does not support exactly-once semantics with the provided "
+        "configuration."]}
+    host.answers["exactlyOnceSupport"] = _ok(None)
+    [undeclared] = errors()["exactly.once.support"]
+    assert "does not declare whether it supports exactly-once" in undeclared
+    assert "exactly.once.support=requested" in undeclared
+    host.answers["exactlyOnceSupport"] = _error(
+        "org.apache.kafka.common.config.ConfigException", "no slot name")
+    assert errors() == {"exactly.once.support": [
+        "An unexpected error occurred during validation: "
+        "org.apache.kafka.common.config.ConfigException: no slot name"]}
+    # a create or an update is refused on the key, as a Python source's is
+    with pytest.raises(InvalidArgumentError) as refused:
+        validator.ensure_valid(config)
+    assert [v.field for v in refused.value.violations] == ["config.exactly.once.support"]
+    # what Kafka's own validation already refused is not asked again
+    catalogue.answer = {**catalogue.answer, "configs": [
+        _eos_key("exactly.once.support", "always", ["Invalid value always"]),
+        _eos_key("transaction.boundary", "poll")]}
+    calls = len(host.calls)
+    assert errors({**config, "exactly.once.support": "always",
+                   "transaction.boundary": "poll"}) == {
+        "exactly.once.support": ["Invalid value always"]}
+    assert len(host.calls) == calls
+
+
+def test_a_workers_exactly_once_support_decides_before_a_java_source_is_asked(
+    factory: JvmConnectors, host: FakeHost
+) -> None:
+    plugins = Plugins()
+    catalogue = FakeCatalogue(answer={"name": POSTGRES, "error_count": 0, "groups": [],
+                                      "configs": [_eos_key("exactly.once.support", "required"),
+                                                  _eos_key("transaction.boundary", "interval")]})
+    catalogue.listing = lambda timeout_s: SINK_LISTING  # type: ignore[method-assign]
+    catalogue.listing_if_ready = lambda: SINK_LISTING  # type: ignore[method-assign]
+    validator = config_validator(JavaPlugins(catalogue, plugins, factory), plugins, 10)
+    infos = validator.validate({"name": "pg", "connector.class": POSTGRES,
+                                "exactly.once.support": "required",
+                                "transaction.boundary": "interval"})
+    found = dict(infos.all_errors())
+    assert "does not have exactly-once source support enabled" in found["exactly.once.support"]
+    assert "transaction.boundary=interval has nothing to bound" in found["transaction.boundary"]
+
+
 # KIP-1004's escape hatch
 
 

@@ -27,6 +27,7 @@ from connect_grpc.java.plugin_path import (
     driver_jars,
     host_worker_properties,
     java_plugin_entries,
+    unreadable_archives,
 )
 from connect_grpc.kernel.domain import ConnectorType
 from connect_grpc.kernel.errors import (
@@ -159,6 +160,25 @@ def test_entries_holding_jars_or_classes_are_javas_and_python_trees_are_not(
     path = (plugin_dirs, uber, classes, python, empty, tmp_path / "missing")
     assert java_plugin_entries(path) == (plugin_dirs, uber, classes)
     assert java_plugin_entries((python, empty)) == ()
+
+
+def test_jars_that_cannot_be_read_are_found_with_why(tmp_path: Path) -> None:
+    import zipfile
+
+    good = tmp_path / "plugins" / "good" / "good.jar"
+    good.parent.mkdir(parents=True)
+    with zipfile.ZipFile(good, "w") as jar:
+        jar.writestr("a/B.class", b"\xca\xfe\xba\xbe" * 64)
+    truncated = tmp_path / "plugins" / "cut" / "lib" / "cut.jar"
+    truncated.parent.mkdir(parents=True)
+    truncated.write_bytes(good.read_bytes()[:40])
+    uber = tmp_path / "plugins" / "uber.zip"
+    uber.write_bytes(b"not a zip at all")
+    (tmp_path / "plugins" / "good" / "README.txt").write_text("not an archive")
+    found = unreadable_archives([tmp_path / "plugins"])
+    assert sorted(path for path, _ in found) == [truncated, uber]
+    assert all(reason for _, reason in found)
+    assert unreadable_archives([good]) == []
 
 
 def test_the_jvm_host_gets_the_java_entries_and_the_discovery_and_policy_keys() -> None:

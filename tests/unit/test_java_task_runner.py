@@ -154,6 +154,7 @@ def harness(
     *,
     exactly_once: bool = False,
     shutdown_ms: int = 500,
+    task_count: int | None = None,
 ) -> Harness:
     """A runner whose host launches the next of ``jvms`` each time it needs one."""
     config = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:9"})
@@ -168,7 +169,7 @@ def harness(
         return jvm.connect(address, token)
 
     spec = JavaTaskSpec(TASK, "worker-1", {}, {}, {}, sink=False, exactly_once=exactly_once,
-                        shutdown_timeout_ms=shutdown_ms)
+                        shutdown_timeout_ms=shutdown_ms, task_count=task_count)
     host = JvmTaskHost(spec, launch, listener, lambda: fenced.append(TASK.connector),
                        executor=True)
     # the runner's loop launches no Spark job: it is given no Spark
@@ -209,6 +210,24 @@ def test_a_java_task_starts_pauses_resumes_and_stops_through_its_host(
     # the driver waits Kafka's graceful time-out and 3 s more for the host's answer
     assert [m.timeout_ms for m in jvm.sent("stop_task")] == [3500]
     assert run.statuses.last().state is State.RUNNING  # a stop reports nothing itself
+
+
+def test_the_host_is_told_the_connectors_task_count_not_the_tasks_number(
+    listener: JvmHostListener,
+) -> None:
+    """Kafka's worker checks the generation's task count against tasks.max as each task
+    starts (KIP-1004): task 0 of a connector with 3 tasks is told 3."""
+    jvm = FakeJvm([STARTED])
+    run = harness(listener, [jvm], task_count=3)
+    assert run.runner.start({}, TargetState.STARTED)
+    assert [m.task_count for m in jvm.sent("start_task")] == [3]
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+    # a task started on its own (no generation given): the least its connector has
+    jvm = FakeJvm([STARTED])
+    run = harness(listener, [jvm])
+    assert run.runner.start({}, TargetState.STARTED)
+    assert [m.task_count for m in jvm.sent("start_task")] == [TASK.task + 1]
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
 
 
 def test_a_task_started_paused_is_started_paused(listener: JvmHostListener) -> None:

@@ -177,6 +177,9 @@ def test_replaced_task_configs_restart_the_tasks_and_drop_their_statuses(h: Harn
     assert sorted(h.statuses.deleted) == [T0, T1]
     assert h.worker.task_ids() == {T0}
     assert h.worker.task_starts.count(T0) == 2
+    # each start is given its generation's task count (a Java task's Kafka worker checks it
+    # against tasks.max), not the task's number + 1
+    assert h.worker.task_counts == [2, 2, 1]
 
 
 def test_a_moved_task_stops_here_and_keeps_its_status(h: Harness) -> None:
@@ -319,6 +322,16 @@ def reconciler_thread(h: Harness) -> Iterator[None]:
     finally:
         stopping.set()
         thread.join(5)
+
+
+def test_a_plain_task_restart_gives_the_task_its_generations_count(h: Harness) -> None:
+    h.view.write(task_config_records(NAME, h.task_configs()))
+    h.view.assign(2, w1=WorkerAssignment.of([], [T0, T1]))
+    h.reconciler.reconcile()
+    with reconciler_thread(h):
+        h.reconciler.restart_task(T1)
+    assert h.worker.task_starts == [T0, T1, T1]
+    assert h.worker.task_counts == [2, 2, 2]
 
 
 def test_plain_restart_of_an_instance_not_running_here_is_unavailable(h: Harness) -> None:

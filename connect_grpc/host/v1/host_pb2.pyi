@@ -26,32 +26,38 @@ TASK_TYPE_SOURCE: TaskType
 TASK_TYPE_SINK: TaskType
 
 class DriverMessage(_message.Message):
-    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done", "set_log_levels")
+    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done", "set_log_levels", "forget_topics")
     START_TASK_FIELD_NUMBER: _ClassVar[int]
     SET_TARGET_STATE_FIELD_NUMBER: _ClassVar[int]
     STOP_TASK_FIELD_NUMBER: _ClassVar[int]
     CHECK_DONE_FIELD_NUMBER: _ClassVar[int]
     SET_LOG_LEVELS_FIELD_NUMBER: _ClassVar[int]
+    FORGET_TOPICS_FIELD_NUMBER: _ClassVar[int]
     start_task: StartTask
     set_target_state: SetTargetState
     stop_task: StopTask
     check_done: CheckDone
     set_log_levels: LogLevels
-    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ..., set_log_levels: _Optional[_Union[LogLevels, _Mapping]] = ...) -> None: ...
+    forget_topics: ForgetTopics
+    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ..., set_log_levels: _Optional[_Union[LogLevels, _Mapping]] = ..., forget_topics: _Optional[_Union[ForgetTopics, _Mapping]] = ...) -> None: ...
 
 class HostMessage(_message.Message):
-    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record")
+    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record", "topics_used", "task_metrics")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     TASK_EVENT_FIELD_NUMBER: _ClassVar[int]
     STOPPED_FIELD_NUMBER: _ClassVar[int]
     CHECK_REQUEST_FIELD_NUMBER: _ClassVar[int]
     LOG_RECORD_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_USED_FIELD_NUMBER: _ClassVar[int]
+    TASK_METRICS_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     task_event: TaskEvent
     stopped: Stopped
     check_request: CheckRequest
     log_record: LogRecord
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ...) -> None: ...
+    topics_used: TopicsUsed
+    task_metrics: TaskMetrics
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ..., topics_used: _Optional[_Union[TopicsUsed, _Mapping]] = ..., task_metrics: _Optional[_Union[TaskMetrics, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("token", "executor_id", "host")
@@ -242,3 +248,72 @@ class LogRecord(_message.Message):
     suppressed: int
     dropped: int
     def __init__(self, logger: _Optional[str] = ..., level: _Optional[_Union[LogRecord.Level, str]] = ..., message: _Optional[str] = ..., thrown: _Optional[str] = ..., connector: _Optional[str] = ..., task: _Optional[int] = ..., thread: _Optional[str] = ..., time_ms: _Optional[int] = ..., suppressed: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
+
+class TopicsUsed(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, topics: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ForgetTopics(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, topics: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TaskMetrics(_message.Message):
+    __slots__ = ("increments", "gauges", "batch_sizes", "commit_times_ms", "commit_failures", "dropped", "plugin_metrics")
+    class IncrementsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class GaugesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    INCREMENTS_FIELD_NUMBER: _ClassVar[int]
+    GAUGES_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZES_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_TIMES_MS_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    PLUGIN_METRICS_FIELD_NUMBER: _ClassVar[int]
+    increments: _containers.ScalarMap[str, float]
+    gauges: _containers.ScalarMap[str, float]
+    batch_sizes: _containers.RepeatedScalarFieldContainer[float]
+    commit_times_ms: _containers.RepeatedScalarFieldContainer[float]
+    commit_failures: int
+    dropped: int
+    plugin_metrics: PluginMetricValues
+    def __init__(self, increments: _Optional[_Mapping[str, float]] = ..., gauges: _Optional[_Mapping[str, float]] = ..., batch_sizes: _Optional[_Iterable[float]] = ..., commit_times_ms: _Optional[_Iterable[float]] = ..., commit_failures: _Optional[int] = ..., dropped: _Optional[int] = ..., plugin_metrics: _Optional[_Union[PluginMetricValues, _Mapping]] = ...) -> None: ...
+
+class PluginMetricValues(_message.Message):
+    __slots__ = ("metrics",)
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    metrics: _containers.RepeatedCompositeFieldContainer[PluginMetricValue]
+    def __init__(self, metrics: _Optional[_Iterable[_Union[PluginMetricValue, _Mapping]]] = ...) -> None: ...
+
+class PluginMetricValue(_message.Message):
+    __slots__ = ("name", "description", "tags", "value")
+    class TagsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    tags: _containers.ScalarMap[str, str]
+    value: float
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., tags: _Optional[_Mapping[str, str]] = ..., value: _Optional[float] = ...) -> None: ...

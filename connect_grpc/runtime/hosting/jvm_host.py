@@ -210,6 +210,15 @@ class JavaTaskSpec:
     exactly_once: bool
     #: Kafka Connect's ``task.shutdown.graceful.timeout.ms``.
     shutdown_timeout_ms: int
+    #: How many tasks the connector's generation has, which Kafka's worker checks against
+    #: ``tasks.max`` when the task starts (KIP-1004); None when not known (a task started
+    #: on its own), then the least it has: the task's number + 1.
+    task_count: int | None = None
+
+    @property
+    def generation_tasks(self) -> int:
+        """``task_count``, or the least it can be."""
+        return self.id.task + 1 if self.task_count is None else self.task_count
 
 
 #: Launches a host for a connection: (address, token) → the host.
@@ -250,6 +259,8 @@ class JvmTaskHost:
         #: The task plugin's version, as its host reported it, and who is told when it is.
         self.version = ""
         self.on_version: Callable[[str], None] = _ignore
+        #: Who takes the host's reports of the task's topics and metrics (``jvm_reports``).
+        self.on_report: Callable[[Any], None] = _ignore_report
         self._log = log.bind(connector=spec.id.connector, task=spec.id.task)
 
     # TaskHost
@@ -282,7 +293,7 @@ class JvmTaskHost:
             self.close()
             raise
         self._told = None
-        conn.start(f"jvm-host-reader-{self.spec.id}", self._check)
+        conn.start(f"jvm-host-reader-{self.spec.id}", self._check, self._report)
         self._conn = conn
         self._log.info(
             "task_host_connected", host=conn.host, executor=conn.executor_id,
@@ -355,10 +366,7 @@ class JvmTaskHost:
             plugin_scan_properties=dict(spec.scan_properties),
             connector_config=dict(spec.connector_config),
             task_config=self._task_config,
-            # the driver does not hand a task its generation's task count: the task's number
-            # + 1 is the least it has, all Kafka's check against tasks.max needs (the
-            # herder refuses more task configs than tasks.max)
-            task_count=spec.id.task + 1,
+            task_count=spec.generation_tasks,
             target_state=_target(target),
             task_type=host_pb2.TASK_TYPE_SINK if spec.sink else host_pb2.TASK_TYPE_SOURCE,
             exactly_once=spec.exactly_once,
@@ -407,6 +415,14 @@ class JvmTaskHost:
             return
         conn.send(host_pb2.DriverMessage(set_log_levels=log_levels(version, levels)))
         self._levels_told = version
+
+    def forget_topics(self, topics: list[str]) -> None:
+        """Tells the host to forget that it sent ``topics`` (their records were reset), if
+        there are any and the host is connected."""
+        conn = self._conn
+        if not topics or conn is None or conn.lost:
+            return
+        conn.send(host_pb2.DriverMessage(forget_topics=host_pb2.ForgetTopics(topics=topics)))
 
     def wait_for_news(self, timeout: float) -> None:
         """Returns once the host has news (an event, or it was lost), or after ``timeout``."""
@@ -472,6 +488,9 @@ class JvmTaskHost:
             return ""
         return f"unknown check {check}"
 
+    def _report(self, message: Any) -> None:
+        self.on_report(message)
+
     def _connection(self) -> JvmConnection:
         conn = self._conn
         if conn is None:
@@ -480,6 +499,10 @@ class JvmTaskHost:
 
 
 def _ignore(version: str) -> None:
+    return None
+
+
+def _ignore_report(message: Any) -> None:
     return None
 
 

@@ -11,10 +11,11 @@ connection that says anything else first, or a token nobody waits for, is closed
 ``JvmConnection`` reads the host's messages on a thread of its own: the task's events are
 queued for the task's runner, a ``Stopped`` is kept for the stop that waits for it, and a
 host's ``CheckRequest`` is answered on a thread of its own by the check the host's owner
-gave (an exactly-once task's fencing wait may take long), and a host's log lines
-(``LogRecord``) are written to the worker's log as they come (``logs.java.emit``). A connection
-that closes or breaks makes the host lost (``HostLostError``, retriable: the runner hosts the
-task again).
+gave (an exactly-once task's fencing wait may take long), a host's log lines
+(``LogRecord``) are written to the worker's log as they come (``logs.java.emit``), and its
+reports of the task's topics and metrics go to the taker its owner gave (``jvm_reports``).
+A connection that closes or breaks makes the host lost (``HostLostError``, retriable: the
+runner hosts the task again).
 
 The driver's JVM sends its log lines through py4j instead, as length-delimited ``LogRecord``s
 (:func:`java_log_lines`).
@@ -47,6 +48,8 @@ HELLO_TIMEOUT_S = 10.0
 
 #: Answers a host's check: (the check) → "" when it passed, else why it failed.
 CheckAnswerer = Callable[[int], str]
+#: Takes a host's report of its task (a HostMessage with ``topics_used`` or ``task_metrics``).
+ReportTaker = Callable[[Any], None]
 
 
 def encode(message: Any) -> bytes:
@@ -149,10 +152,16 @@ class JvmConnection:
         #: Why the connection is gone (None while it is up).
         self.lost: str | None = None
         self._answer: CheckAnswerer = _no_checks
+        self._take_report: ReportTaker = _no_reports
 
-    def start(self, name: str, answer: CheckAnswerer) -> None:
-        """Starts reading the host's messages; ``answer`` answers its checks."""
+    def start(
+        self, name: str, answer: CheckAnswerer, take_report: ReportTaker | None = None
+    ) -> None:
+        """Starts reading the host's messages; ``answer`` answers its checks, and
+        ``take_report`` takes its reports of the task's topics and metrics."""
         self._answer = answer
+        if take_report is not None:
+            self._take_report = take_report
         threading.Thread(target=self._read, name=name, daemon=True).start()
 
     def _read(self) -> None:
@@ -167,6 +176,8 @@ class JvmConnection:
                     self._set_stopped(message.stopped)
                 elif kind == "log_record":
                     self._log_line(message.log_record)
+                elif kind in ("topics_used", "task_metrics"):
+                    self._report(message, kind)
                 elif kind == "check_request":
                     request = message.check_request
                     threading.Thread(
@@ -186,6 +197,12 @@ class JvmConnection:
             emit(java_log_line(record), executor=self.executor_id)
         except Exception:  # a line the log cannot write must not lose the host
             log.warning("java_log_not_written", logger=record.logger, exc_info=True)
+
+    def _report(self, message: Any, kind: str) -> None:
+        try:
+            self._take_report(message)
+        except Exception:  # a report the worker cannot take must not lose the host
+            log.warning("jvm_host_report_not_taken", kind=kind, exc_info=True)
 
     def _add_event(self, event: Any) -> None:
         with self._changed:
@@ -272,6 +289,10 @@ class JvmConnection:
 
 def _no_checks(check: int) -> str:
     return f"this task's driver makes no checks (asked for check {check})"
+
+
+def _no_reports(message: Any) -> None:
+    return None
 
 
 class JvmHostListener:

@@ -1,5 +1,7 @@
 package io.connectgrpc.jvm.host;
 
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -24,7 +26,10 @@ import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
 import org.apache.kafka.connect.runtime.isolation.Plugins;
 import org.apache.kafka.connect.runtime.standalone.StandaloneHerder;
 import org.apache.kafka.connect.storage.KafkaOffsetBackingStore;
+import org.apache.kafka.connect.storage.MemoryConfigBackingStore;
+import org.apache.kafka.connect.storage.MemoryStatusBackingStore;
 import org.apache.kafka.connect.storage.OffsetBackingStore;
+import org.apache.kafka.connect.storage.StatusBackingStore;
 import org.apache.kafka.connect.util.ConnectUtils;
 import org.apache.kafka.connect.util.SharedTopicAdmin;
 import org.slf4j.Logger;
@@ -46,7 +51,8 @@ import org.slf4j.LoggerFactory;
  * <p>No Kafka herder runs here (connect-grpc's is the control plane). Kafka's worker still
  * needs one for its tasks' status store and its metrics: a {@link StandaloneHerder} that is
  * built and never started, whose in-memory status store is kept current by
- * {@link StatusRelay} (it is the herder's own status listener).
+ * {@link StatusRelay} (it is the herder's own status listener), and which hands the tasks a
+ * store that relays the topics they use to their drivers ({@link TopicRelayStore}).
  */
 public final class KafkaTaskWorker implements AutoCloseable {
 
@@ -59,6 +65,7 @@ public final class KafkaTaskWorker implements AutoCloseable {
     private final Map<String, String> properties;
     private final Worker worker;
     private final StandaloneHerder herder;
+    private final TopicRelayStore topics;
     private final AutoCloseable resources;
     private final long shutdownTimeoutMs;
 
@@ -77,8 +84,9 @@ public final class KafkaTaskWorker implements AutoCloseable {
                 ConnectorClientConfigOverridePolicy.class);
         this.worker = new Worker(workerId, Time.SYSTEM, plugins, config, offsets, policy);
         // Building the herder hands it to the worker (Kafka's herders do so in their
-        // constructor); it is never started.
-        this.herder = new StandaloneHerder(worker, config.kafkaClusterId(), policy);
+        // constructor); it is never started. Its status store relays the tasks' topics.
+        this.topics = new TopicRelayStore(new MemoryStatusBackingStore());
+        this.herder = herder(worker, config.kafkaClusterId(), topics, policy);
         this.shutdownTimeoutMs = config.getLong(WorkerConfig.TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS_CONFIG);
         worker.start();
     }
@@ -174,6 +182,37 @@ public final class KafkaTaskWorker implements AutoCloseable {
     /** The herder's status listener: it keeps the status store Kafka's worker reads current. */
     TaskStatus.Listener statusStore() {
         return herder;
+    }
+
+    /** The status store Kafka's tasks record the topics they use in (KIP-558). */
+    TopicRelayStore topics() {
+        return topics;
+    }
+
+    /**
+     * Kafka's standalone herder over {@code statuses}. Its public constructor makes an
+     * in-memory status store of its own, which Kafka's worker would hand its tasks: the
+     * constructor that takes the store is package-private (Kafka's tests use it), so it is
+     * called reflectively; Kafka's public one calls it with these same arguments.
+     */
+    static StandaloneHerder herder(Worker worker, String clusterId, StatusBackingStore statuses,
+                                   ConnectorClientConfigOverridePolicy policy) {
+        try {
+            Constructor<StandaloneHerder> constructor = StandaloneHerder.class.getDeclaredConstructor(
+                    Worker.class, String.class, String.class, StatusBackingStore.class,
+                    MemoryConfigBackingStore.class, ConnectorClientConfigOverridePolicy.class, Time.class);
+            constructor.setAccessible(true);
+            return constructor.newInstance(worker, worker.workerId(), clusterId, statuses,
+                    new MemoryConfigBackingStore(worker.configTransformer()), policy, Time.SYSTEM);
+        } catch (InvocationTargetException e) {
+            if (e.getCause() instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            throw new IllegalStateException("Kafka's StandaloneHerder could not be built", e.getCause());
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(
+                    "Kafka's StandaloneHerder no longer has the constructor that takes a status store", e);
+        }
     }
 
     /** Kafka Connect's {@code task.shutdown.graceful.timeout.ms} of this worker. */

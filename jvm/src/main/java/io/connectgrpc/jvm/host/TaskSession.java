@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 
 import io.connectgrpc.jvm.host.proto.CheckRequest;
 import io.connectgrpc.jvm.host.proto.DriverMessage;
@@ -22,6 +23,7 @@ import io.connectgrpc.jvm.host.proto.HostMessage;
 import io.connectgrpc.jvm.host.proto.StartTask;
 import io.connectgrpc.jvm.host.proto.Stopped;
 import io.connectgrpc.jvm.host.proto.TargetState;
+import io.connectgrpc.jvm.host.proto.TaskType;
 
 import org.apache.kafka.connect.runtime.Worker;
 import org.apache.kafka.connect.storage.AppliedConnectorConfig;
@@ -42,6 +44,11 @@ import org.slf4j.LoggerFactory;
  * protocol. A task id has one owner in a JVM: a session that starts a task which an earlier
  * session of this JVM still runs (the driver gave that host up and hosted the task again)
  * stops the earlier instance first, and the earlier session then leaves the task alone.
+ *
+ * <p>Reports: the topics the task uses (KIP-558, relayed by its Kafka worker's status store,
+ * {@link TopicRelayStore}) and its metrics and its plugins' are sent to the driver by a
+ * {@link TaskReports} of the session's, from before the task starts until it stopped; the
+ * driver's {@code ForgetTopics} makes the store forget topics whose records were reset.
  *
  * <p>Logs: the session applies the worker's log levels it is sent (with StartTask, then
  * SetLogLevels) to the JVM's Java loggers, and relays the task's log lines to the driver
@@ -91,6 +98,8 @@ final class TaskSession {
     private StatusRelay relay;
     private LogRelay logs;
     private LoggingContext logging;
+    private TaskReports reports;
+    private Consumer<String> topicsUsed;
 
     TaskSession(DriverLink link, BooleanSupplier interrupted, Workers workers) {
         this.link = link;
@@ -172,6 +181,11 @@ final class TaskSession {
                 }
                 case CHECK_DONE -> checks.answered(message.getCheckDone());
                 case SET_LOG_LEVELS -> LogRelay.applyLevels(message.getSetLogLevels());
+                case FORGET_TOPICS -> {
+                    if (kafka != null) {
+                        kafka.topics().forget(id.connector(), message.getForgetTopics().getTopicsList());
+                    }
+                }
                 default -> log.warn("Ignoring a message the host does not know: {}", message.getMessageCase());
             }
         }
@@ -209,7 +223,12 @@ final class TaskSession {
                 log.info("Task {} still runs in this JVM for a host the driver gave up: stopping it first", id);
                 worker.stopAndAwaitTask(id);
             }
+            // the task's topics are relayed from its first record on
+            reports = new TaskReports(link, worker.metrics(), id, start.getTaskType() == TaskType.TASK_TYPE_SINK);
+            topicsUsed = reports::topicUsed;
+            kafka.topics().listen(id, topicsUsed);
             startOnWorker(worker, start);
+            reports.start();
         } catch (Exception | LinkageError e) {
             // Kafka's worker reports what fails inside it; this is what failed around it
             relay.failedToStart(e);
@@ -276,6 +295,10 @@ final class TaskSession {
             }
             Worker worker = kafka.worker();
             ConnectorTaskId task = id;
+            if (reports != null) {
+                // the task's metrics are read before Kafka's worker removes them with the task
+                reportQuietly();
+            }
             Future<?> stopped = STOPS.submit(() -> worker.stopAndAwaitTask(task));
             try {
                 stopped.get(waitMs, TimeUnit.MILLISECONDS);
@@ -293,7 +316,25 @@ final class TaskSession {
             }
             return Stopped.newBuilder().setClean(true).build();
         } finally {
+            endReports();
             handOver.unlock();
+        }
+    }
+
+    private void reportQuietly() {
+        try {
+            reports.report();
+        } catch (IOException e) {
+            log.debug("Could not send task {}'s metrics", id, e);
+        }
+    }
+
+    /** The task stopped (or is left to Kafka's worker): its last report, and no more topics. */
+    private void endReports() {
+        if (reports != null) {
+            kafka.topics().unlisten(id, topicsUsed);
+            reports.close();
+            reports = null;
         }
     }
 

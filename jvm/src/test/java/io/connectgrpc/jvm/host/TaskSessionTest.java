@@ -405,16 +405,26 @@ class TaskSessionTest {
             return message;
         }
 
-        /** The host's next message that is not a log line (those are kept for nextLog). */
+        /**
+         * The host's next message that is not a log line (those are kept for nextLog) nor a
+         * report of the task's topics or metrics (TaskReportsTest's).
+         */
         HostMessage nextOrEnd() throws IOException {
             if (!messages.isEmpty()) {
                 return messages.poll();
             }
             HostMessage message;
-            while ((message = HostMessage.parseDelimitedFrom(in)) != null && message.hasLogRecord()) {
-                logs.add(message.getLogRecord());
+            while ((message = HostMessage.parseDelimitedFrom(in)) != null
+                    && (message.hasLogRecord() || isReport(message))) {
+                if (message.hasLogRecord()) {
+                    logs.add(message.getLogRecord());
+                }
             }
             return message;
+        }
+
+        private static boolean isReport(HostMessage message) {
+            return message.hasTaskMetrics() || message.hasTopicsUsed();
         }
 
         /** The host's next log line (other messages are kept for next). */
@@ -424,7 +434,9 @@ class TaskSessionTest {
             }
             HostMessage message;
             while ((message = HostMessage.parseDelimitedFrom(in)) != null && !message.hasLogRecord()) {
-                messages.add(message);
+                if (!isReport(message)) {
+                    messages.add(message);
+                }
             }
             if (message == null) {
                 throw new IOException("the host closed the connection");

@@ -1,0 +1,184 @@
+"""What a JVM host reports of its Java task besides its statuses (``host.proto``'s
+``TopicsUsed`` and ``TaskMetrics``): the topics Kafka's worker recorded the task using
+(KIP-558), which the driver records as it does a Python task's, and the task's metrics, read
+in the host from Kafka's worker metrics, which the driver exports under the names of a Python
+task's (docs/metrics.md, "Java tasks").
+
+A host sends a topic once (Kafka's worker looks its record up before each use, and the host
+answers from what it sent): when the records are reset, the runner tells the host to forget
+the topics it sent (``forgotten``), so that a task that goes on using one records it again.
+
+Kafka's names and ours: Kafka's cumulative metrics come as increments, each added to the
+counter of the same meaning; its ``batch-size`` and ``commit-time`` sensors come value by
+value, observed into the batch-size and commit-time histograms; its failed commits are
+counted as failures. The metrics the task's plugins registered (KIP-877) come as a set that
+replaces the last one, exported as a Python plugin's. Handled on the connection's reader
+thread: nothing here waits on Kafka (the status board writes topics in the background).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import threading
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import structlog
+
+from connect_grpc.connectors.plugin_metrics import MetricName, PluginMetrics
+from connect_grpc.kernel.domain import TaskId
+from connect_grpc.metrics.worker_metrics import CommitTally, ErrorCounts, TaskMetrics
+
+__all__ = ["JavaPluginMetrics", "JavaTaskReports", "TopicRecords", "error_counts"]
+
+log = structlog.get_logger(__name__)
+
+#: Kafka's task-error-metrics, by the ErrorCounts field each one adds to.
+ERROR_TOTALS = {
+    "total-record-failures": "failures",
+    "total-record-errors": "errors",
+    "total-records-skipped": "skipped",
+    "total-retries": "retries",
+    "total-errors-logged": "logged",
+    "deadletterqueue-produce-requests": "dlq_requests",
+    "deadletterqueue-produce-failures": "dlq_failures",
+}
+LAST_ERROR = "last-error-timestamp"
+
+
+def error_counts(increments: Mapping[str, float], gauges: Mapping[str, float]) -> ErrorCounts:
+    """Kafka's task-error-metrics increments as the worker's ErrorCounts."""
+    counts = ErrorCounts()
+    for kafka_name, field in ERROR_TOTALS.items():
+        setattr(counts, field, int(increments.get(kafka_name, 0)))
+    counts.last_error_ms = int(gauges.get(LAST_ERROR, 0))
+    return counts
+
+
+@runtime_checkable
+class TopicRecords(Protocol):
+    """Where the driver keeps the connector's topic records (the herder's ``StatusBoard``)."""
+
+    def active_topics(self, name: str) -> list[str]:
+        """The topics the connector has records of."""
+        ...
+
+
+class JavaTaskReports:
+    """Takes a Java task's reports into the task's metrics and topic records.
+
+    ``record_topics`` is the runner's (``TaskRunner.record_topics``: nothing with
+    ``topic.tracking.enable=false``, a failure logged); ``records`` is where they are kept
+    (None: topics are not tracked), which ``forgotten`` compares with what the host sent."""
+
+    def __init__(
+        self,
+        task: TaskId,
+        metrics: TaskMetrics,
+        record_topics: Callable[[Collection[str]], None],
+        records: TopicRecords | None,
+    ) -> None:
+        self._connector = task.connector
+        self._metrics = metrics
+        self._record_topics = record_topics
+        self._records = records
+        self._lock = threading.Lock()
+        #: The topics the host sent that it was not told to forget since.
+        self._sent: set[str] = set()
+        self._plugins = JavaPluginMetrics(metrics)
+
+    def handle(self, message: Any) -> None:
+        """One ``HostMessage`` carrying ``topics_used`` or ``task_metrics``."""
+        kind = message.WhichOneof("message")
+        if kind == "topics_used":
+            topics = list(message.topics_used.topics)
+            self._record_topics(topics)
+            with self._lock:
+                self._sent.update(topics)
+        elif kind == "task_metrics":
+            self._add(message.task_metrics)
+
+    def forgotten(self) -> list[str]:
+        """The topics the host sent whose records are gone since (a user reset them): the
+        host is to forget them (``ForgetTopics``), so that its task's next use of one sends it
+        again and it is recorded again. Called from the runner's loop, every turn."""
+        if self._records is None:
+            return []
+        with self._lock:
+            if not self._sent:
+                return []
+            sent = set(self._sent)
+        gone = sent - set(self._records.active_topics(self._connector))
+        if gone:
+            with self._lock:
+                self._sent -= gone
+        return sorted(gone)
+
+    def _add(self, report: Any) -> None:
+        metrics = self._metrics
+        increments: Mapping[str, float] = report.increments
+        polled = int(increments.get("source-record-poll-total", 0))
+        if polled:
+            metrics.polled(polled)
+        metrics.add_counts(
+            written=int(increments.get("source-record-write-total", 0)),
+            read=int(increments.get("sink-record-read-total", 0)),
+            sent=int(increments.get("sink-record-send-total", 0)),
+        )
+        for size in report.batch_sizes:
+            metrics.batch_moved(int(size))
+        for millis in report.commit_times_ms:
+            metrics.commit_succeeded(millis / 1000)
+        if report.commit_failures:
+            metrics.add_commits(CommitTally(failed=int(report.commit_failures)))
+        metrics.add_errors(error_counts(increments, report.gauges))
+        if report.HasField("plugin_metrics"):
+            self._plugins.update(report.plugin_metrics.metrics)
+        if report.dropped:
+            log.debug("java_task_observations_dropped", dropped=int(report.dropped))
+
+
+class JavaPluginMetrics:
+    """The metrics a Java task's plugins registered (KIP-877), as their host last sent them:
+    gauges of one PluginMetrics of the task (``TaskMetrics.plugin_metrics``), exported as a
+    Python plugin's (``connect_grpc_plugin_<name>``) with Kafka's tags as labels, and gone
+    with the task's other series when it stops."""
+
+    def __init__(self, metrics: TaskMetrics) -> None:
+        self._metrics = metrics
+        self._opened: PluginMetrics | None = None
+        self._lock = threading.Lock()
+        self._values: dict[MetricName, float] = {}
+
+    def update(self, sent: Iterable[Any]) -> None:
+        """Replaces the metrics with those the host sent (``PluginMetricValue``s)."""
+        values = {
+            MetricName(value.name, value.description, _labels(value.tags)): float(value.value)
+            for value in sent
+        }
+        with self._lock:
+            gone = self._values.keys() - values.keys()
+            added = values.keys() - self._values.keys()
+            self._values = values
+        if self._opened is None:
+            if not added:
+                return
+            self._opened = self._metrics.plugin_metrics({})
+        try:
+            for name in gone:
+                self._opened.remove_metric(name)
+            for name in added:
+                self._opened.add_metric(name, functools.partial(self._value, name))
+        except ValueError:  # the task stopped meanwhile: its metrics are closed
+            return
+
+    def _value(self, name: MetricName) -> float:
+        with self._lock:
+            return self._values.get(name, math.nan)
+
+
+def _labels(tags: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """Kafka's tags as Prometheus labels (a name is letters, digits and ``_``)."""
+    return tuple(sorted((re.sub(r"[^A-Za-z0-9_]", "_", key), value) for key, value in tags.items()))
