@@ -40,6 +40,7 @@ from connect_grpc.pipeline.spec import PipelineSpec
 from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.runtime.batching import BatchSizer, OffsetRange, clip_ranges
 from connect_grpc.runtime.client_settings import member_conf, reader_conf
+from connect_grpc.runtime.hosting.plugin_metrics import PluginMetricsRelay
 from connect_grpc.runtime.kafka_results import RangeResult, raise_read_failure
 from connect_grpc.runtime.partition_ends import partition_ends
 from connect_grpc.runtime.range_reader import DriverReader, read_ranges
@@ -442,7 +443,14 @@ class HostedSinkTaskRunner(SinkRunner):
         self._record_loop = RemoteSinkLoop(
             host, self.metrics, pipeline is not None, self._stopping.is_set
         )
+        self._plugin_metrics = PluginMetricsRelay(host, self.metrics, clock=self._clock)
 
     def prepare(self) -> None:
         self.host.open()
         self._member = self._new_member()
+
+    def keep_alive(self) -> None:
+        """Also takes the host's plugin metrics when due: on every turn, so that they
+        move while the task is idle or paused too, at most once a second."""
+        super().keep_alive()
+        self._plugin_metrics.take()

@@ -23,6 +23,7 @@ from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive
 from connect_grpc.metrics.worker_metrics import ON_DRIVER, ON_SPARK_JOB
 from connect_grpc.pipeline.spec import PipelineSpec
 from connect_grpc.runtime.batching import BatchSizer, slice_count
+from connect_grpc.runtime.hosting.plugin_metrics import PluginMetricsRelay
 from connect_grpc.runtime.kafka_results import KafkaFailure, ProduceResult
 from connect_grpc.runtime.produce import DriverProducer, produce_slices
 from connect_grpc.runtime.source_batch import check_delivery
@@ -259,8 +260,14 @@ class HostedSourceTaskRunner(SourceRunner):
     ) -> None:
         super().__init__(setup, host, clients, **options)
         self._record_loop = RemoteSourceLoop(host, self.metrics)
+        self._plugin_metrics = PluginMetricsRelay(host, self.metrics, clock=self._clock)
 
     def prepare(self) -> None:
         if self._transactional:
             self._await_fencing()
         self.host.open()
+
+    def keep_alive(self) -> None:
+        """Also takes the host's plugin metrics when due: on every turn, so that they
+        move while the task is idle or paused too, at most once a second."""
+        self._plugin_metrics.take()

@@ -7,8 +7,9 @@ key runs the latest; the statuses say which. A range no installed version is in 
 by ValidateConfig and CreateConnector on its key, with Kafka's message. With tasks hosted
 in Spark executors, the executor runs the copy the connector chose (a task of another
 version fails at its start). The connector and its task register metrics through their
-contexts: scraped with the worker's tags (a task's only when it is hosted on the driver),
-gone once the connector is deleted.
+contexts, and the task's transformation as a Monitorable: scraped with the worker's tags,
+the same whether the task is hosted on the driver or in an executor (whose readings the
+driver takes once a second), gone once the connector is deleted.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 CONNECTOR = "vconn.conn.VersionedSourceConnector"
 TASK = "vconn.conn.VersionedSourceTask"
+TRANSFORMATION = "vconn.conn.CountingTransformation"
+COUNTING = {"transforms": "count", "transforms.count.type": TRANSFORMATION}
+POLLS = "connect_grpc_plugin_polls"
+TRANSFORMED = "connect_grpc_plugin_records_transformed"
 VERSIONS = ("1.0.0", "2.0.0")
 NO_MATCH = (
     f"Plugin {CONNECTOR} not found that matches the version range [5.0,6.0), available "
@@ -48,7 +53,7 @@ NO_MATCH = (
 PLUGIN = '''
 import time
 
-from connect_grpc.plugin import ConfigDef, SourceConnector, SourceTask
+from connect_grpc.plugin import ConfigDef, SourceConnector, SourceTask, Transformation
 
 from .version_info import VERSION
 
@@ -73,6 +78,20 @@ class VersionedSourceTask(SourceTask):
 
     def stop(self, connector_deleted=False):
         pass
+
+
+class CountingTransformation(Transformation):
+    def version(self):
+        return VERSION
+
+    def with_plugin_metrics(self, metrics):
+        self.seen = 0
+        metrics.add_metric(metrics.metric_name("records-transformed", "Records seen."),
+                           lambda: self.seen)
+
+    def apply(self, record):
+        self.seen += 1
+        return record
 
 
 class VersionedSourceConnector(SourceConnector):
@@ -171,7 +190,7 @@ def test_the_version_asked_for_runs_and_its_metrics_come_and_go(
     deployment: Deployment,
 ) -> None:
     stub, port = deployment.worker.stub, deployment.metrics_port
-    create(stub, "v-old", _config(**{"connector.plugin.version": "[1.0,2.0)"}))
+    create(stub, "v-old", _config(**{"connector.plugin.version": "[1.0,2.0)", **COUNTING}))
     create(stub, "v-new", _config())
     for name in ("v-old", "v-new"):
         wait_for_states(stub, name, RUNNING, [RUNNING])
@@ -185,9 +204,6 @@ def test_the_version_asked_for_runs_and_its_metrics_come_and_go(
         lambda: "connect_grpc_plugin_started_version" in _plugin_samples(port, "v-old"),
         timeout=60,
     )
-    if deployment.hosting == "driver":
-        wait_until(lambda: "connect_grpc_plugin_polls" in _plugin_samples(port, "v-old"),
-                   timeout=60)
     if deployment.hosting == "executor":
         def hosted(name: str) -> bool:
             task = stub.GetTaskStatus(pb.GetTaskStatusRequest(name=name, task_id=0),
@@ -198,14 +214,19 @@ def test_the_version_asked_for_runs_and_its_metrics_come_and_go(
         time.sleep(2)  # a task of the wrong version fails at its start in the executor
     for name in ("v-old", "v-new"):  # still running: each task started its own version
         assert states(stub, name) == (RUNNING, [RUNNING])
+    # wherever the task is hosted, its plugins' metrics are the same series
+    wait_until(lambda: {POLLS, TRANSFORMED} <= _plugin_samples(port, "v-old").keys(), timeout=60)
     samples = _plugin_samples(port, "v-old")
-    if deployment.hosting == "driver":
-        assert samples["connect_grpc_plugin_polls"] == {
-            "connector": "v-old", "task": "0", "config": "task", "class": TASK,
-            "version": "1.0.0",
-        }
-    else:  # what a task registers in an executor stays there
-        assert "connect_grpc_plugin_polls" not in samples
+    assert samples[POLLS] == {
+        "connector": "v-old", "task": "0", "config": "task", "class": TASK, "version": "1.0.0",
+    }
+    assert samples[TRANSFORMED] == {  # without a version of its own: the latest
+        "connector": "v-old", "task": "0", "config": "transforms", "class": TRANSFORMATION,
+        "version": "2.0.0", "alias": "count",
+    }
+    polls = (POLLS, frozenset(samples[POLLS].items()))
+    first = _scrape(port)[polls]
+    wait_until(lambda: _scrape(port)[polls] > first, timeout=30)  # read again, not once
     assert samples["connect_grpc_plugin_started_version"] == {
         "connector": "v-old", "config": "connector", "class": CONNECTOR, "version": "1.0.0"
     }

@@ -1,36 +1,162 @@
-"""The plugin metrics (KIP-877) of a task hosted in a Spark executor: its plugins get a
-PluginMetrics as on the driver, so they run unchanged, but the executor's Python worker
-has no metrics endpoint and nothing carries the values to the driver: they are not
-exported, which the host logs once per task."""
+"""The plugin metrics (KIP-877) of a task hosted in a Spark executor, exported as a
+driver-hosted task's.
+
+In the executor, ``HostedPluginMetrics`` hands the task plugin and its pipeline's Monitorable
+plugins a PluginMetrics each, tagged as on the driver (``pipeline.monitoring.plugin_tags``).
+The executor's Python worker has no metrics endpoint, so the driver takes their readings,
+each metric under all its labels (``PluginReading``), with the host call
+``take_plugin_metrics``: ``PluginMetricsRelay`` makes it from the runner's loop, on its turns
+(also idle or paused ones), at most once per ``RELAY_INTERVAL_S``, never per batch. The
+driver mirrors the set it took as gauges of one PluginMetrics of the task, which replace the
+last set, so a metric a plugin removed (or whose gauge raised) leaves the scrape, and which
+are closed with the task's other series when it stops.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
 
 import structlog
 
-from connect_grpc.connectors.plugin_metrics import PluginMetrics
+from connect_grpc.connectors.plugin_metrics import MetricName, PluginMetrics
 from connect_grpc.kernel.domain import TaskId
-from connect_grpc.pipeline.monitoring import monitor_pipeline
+from connect_grpc.metrics.worker_metrics import TaskMetrics
+from connect_grpc.pipeline.monitoring import monitor_pipeline, plugin_tags
 from connect_grpc.pipeline.task_pipeline import TaskPipeline
+from connect_grpc.runtime.task_host import RemoteTaskHost
 
-__all__ = ["monitor_hosted"]
+__all__ = [
+    "RELAY_INTERVAL_S",
+    "TAKE_PLUGIN_METRICS",
+    "HostedPluginMetrics",
+    "MirroredPluginMetrics",
+    "PluginMetricsRelay",
+    "PluginReading",
+]
 
 _log = structlog.get_logger(__name__)
 
+#: The host call that answers the readings (``PluginHost.take_plugin_metrics``).
+TAKE_PLUGIN_METRICS = "take_plugin_metrics"
+#: How often the driver takes a hosted task's readings: the series lag the plugin by at
+#: most this (plus a loop turn), for one round trip a second whatever the batch rate.
+RELAY_INTERVAL_S = 1.0
 
-def monitor_hosted(pipeline: TaskPipeline | None, task: TaskId) -> None:
-    """Hands the pipeline's Monitorable plugins an unexported PluginMetrics each."""
-    if pipeline is None:
-        return
-    monitored: list[PluginMetrics] = []
+#: One metric's reading: its name, with every label (the worker's tags of its plugin, then
+#: its own) as its tags, and its value.
+PluginReading = tuple[MetricName, float]
 
-    def unexported(tags: Mapping[str, str]) -> PluginMetrics:
+
+class HostedPluginMetrics:
+    """In the executor: the PluginMetrics of a hosted task's plugins (the task's own and its
+    pipeline's Monitorable plugins'), read for the driver and closed when the task stops."""
+
+    def __init__(self, task: TaskId, plugin: object) -> None:
+        self._task = task
+        self._plugin = plugin
+        self._lock = threading.Lock()
+        self._opened: list[PluginMetrics] = []
+
+    def open(self, pipeline: TaskPipeline | None) -> PluginMetrics:
+        """The task plugin's PluginMetrics, once the Monitorable plugins of its pipeline
+        have theirs (``LoopSite.plugin_metrics``)."""
+        task = self._task
+        if pipeline is not None:
+            monitor_pipeline(pipeline.plugins, task, self._open)
+        return self._open(plugin_tags(task, task.connector, self._plugin, "task"))
+
+    def _open(self, tags: Mapping[str, str]) -> PluginMetrics:
         metrics = PluginMetrics(tags)
-        monitored.append(metrics)
+        with self._lock:
+            self._opened.append(metrics)
         return metrics
 
-    monitor_pipeline(pipeline.plugins, task, unexported)
-    if monitored:
-        _log.info("plugin_metrics_not_exported", connector=task.connector, task=task.task,
-                  reason="the task is hosted in a Spark executor")
+    def readings(self) -> list[PluginReading]:
+        """Every metric's current value (a gauge that raises is logged and left out)."""
+        with self._lock:
+            opened = list(self._opened)
+        return [
+            (MetricName(name.name, name.description, tuple(labels.items())), value)
+            for metrics in opened
+            for name, labels, value in metrics.samples()
+        ]
+
+    def close(self) -> None:
+        """The task stopped: its plugins' metrics are closed (later adds are refused)."""
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for metrics in opened:
+            metrics.close()
+
+
+class MirroredPluginMetrics:
+    """On the driver: a hosted task's plugin metrics as their host last read them, gauges of
+    one PluginMetrics of the task (``TaskMetrics.plugin_metrics``) under the same names and
+    labels as a driver-hosted plugin's, gone with the task's other series when it stops."""
+
+    def __init__(self, metrics: TaskMetrics) -> None:
+        self._metrics = metrics
+        self._opened: PluginMetrics | None = None
+        self._lock = threading.Lock()
+        self._values: dict[MetricName, float] = {}
+
+    def update(self, readings: Iterable[PluginReading]) -> None:
+        """Replaces the metrics with ``readings``: a metric not among them is removed."""
+        values = dict(readings)
+        with self._lock:
+            gone = self._values.keys() - values.keys()
+            added = values.keys() - self._values.keys()
+            self._values = values
+        if self._opened is None:
+            if not added:
+                return
+            # Empty tags: each reading's name carries all its labels already.
+            self._opened = self._metrics.plugin_metrics({})
+        try:
+            for name in gone:
+                self._opened.remove_metric(name)
+            for name in added:
+                self._opened.add_metric(name, functools.partial(self._value, name))
+        except ValueError:  # the task stopped meanwhile: its metrics are closed
+            return
+
+    def _value(self, name: MetricName) -> float:
+        with self._lock:
+            return self._values.get(name, math.nan)
+
+
+class PluginMetricsRelay:
+    """On the driver: takes a hosted task's readings from its host at most once per
+    ``interval_s`` into its mirror. Called from the runner's loop thread only (the one
+    that calls the host), every turn."""
+
+    def __init__(
+        self,
+        host: RemoteTaskHost,
+        metrics: TaskMetrics,
+        interval_s: float = RELAY_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._host = host
+        self._mirror = MirroredPluginMetrics(metrics)
+        self._interval_s = interval_s
+        self._clock = clock
+        self._next_at = -math.inf
+
+    def take(self) -> None:
+        """Takes the readings if they are due. A failure (the host lost, an older host
+        without the call) is logged, never raised: metrics must not stop the data."""
+        now = self._clock()
+        if now < self._next_at or self._host.broken:
+            return
+        self._next_at = now + self._interval_s
+        try:
+            readings: list[PluginReading] = self._host.call(TAKE_PLUGIN_METRICS)
+        except Exception as exc:
+            _log.debug("plugin_metrics_not_taken", error=repr(exc))
+            return
+        self._mirror.update(readings)

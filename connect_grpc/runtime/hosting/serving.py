@@ -26,7 +26,7 @@ from connect_grpc.metrics.worker_metrics import ErrorCounts
 from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.pipeline.tolerance import StopAwareSleep
 from connect_grpc.runtime.client_cache import prepare_executor
-from connect_grpc.runtime.hosting.plugin_metrics import monitor_hosted
+from connect_grpc.runtime.hosting.plugin_metrics import HostedPluginMetrics, PluginReading
 from connect_grpc.runtime.placement import executor_id
 
 
@@ -97,13 +97,15 @@ class HostedLoop(Protocol):
 
 
 class PluginHost:
-    """What a source and a sink task's host share: the plugin, its record loop, and the
-    one Kafka client the host moves batches with, closed once."""
+    """What a source and a sink task's host share: the plugin, its record loop, the one
+    Kafka client the host moves batches with, closed once, and its plugins' metrics, read
+    for the driver (``take_plugin_metrics``) and closed when the plugin stops."""
 
-    def __init__(self, plugin: Task, loop: HostedLoop, client: Closeable) -> None:
+    def __init__(self, plugin: Task, loop: HostedLoop, client: Closeable, site: HostSite) -> None:
         self._task_plugin = plugin
         self._hosted_loop = loop
         self._client = client
+        self._plugin_metrics = site.monitored
 
     def start(self, config: Mapping[str, str]) -> None:
         self._hosted_loop.open()
@@ -113,6 +115,10 @@ class PluginHost:
         """The record errors counted since they were last taken."""
         return self._hosted_loop.take_errors()
 
+    def take_plugin_metrics(self) -> list[PluginReading]:
+        """The current readings of the metrics the task's plugins registered (KIP-877)."""
+        return self._plugin_metrics.readings()
+
     def stop(self, connector_deleted: bool) -> None:
         try:
             try:
@@ -120,7 +126,10 @@ class PluginHost:
             finally:
                 self._client.close()
         finally:
-            self._hosted_loop.close()
+            try:
+                self._hosted_loop.close()
+            finally:
+                self._plugin_metrics.close()
 
     def abandon(self) -> None:
         """The driver is gone: close the client, leave the plugin (as a crash would)."""
@@ -130,18 +139,18 @@ class PluginHost:
 class HostSite:
     """An executor's Python worker as the place a task's record loop runs (what
     ``source_loop.SourceSite`` and ``sink_loop.SinkSite`` share): a stop is signalled by
-    the driver over the task's connection, and the pipeline's plugins get metrics that
-    are not exported (``plugin_metrics``)."""
+    the driver over the task's connection, and the plugins' metrics are kept for the
+    driver to take (``monitored``)."""
 
-    def __init__(self, session: HostSession, task_id: TaskId) -> None:
+    def __init__(self, session: HostSession, task_id: TaskId, plugin: Task) -> None:
         self._session = session
         self._task_id = task_id
         self.stopping: Callable[[], bool] = session.stopping
         self.backoff: Callable[[int], bool] = StopAwareSleep(session.stopping)
+        self.monitored = HostedPluginMetrics(task_id, plugin)
 
     def plugin_metrics(self, pipeline: TaskPipeline | None) -> PluginMetrics | None:
-        monitor_hosted(pipeline, self._task_id)
-        return None
+        return self.monitored.open(pipeline)
 
 
 class HostSession:

@@ -21,8 +21,10 @@ class _SinkHostSite(HostSite):
     """The executor as the place a sink's loop runs (``sink_loop.SinkSite``): every batch
     read in-process with the host's reader; the driver counts what it answers."""
 
-    def __init__(self, session: HostSession, task_id: TaskId, reader: DriverReader) -> None:
-        super().__init__(session, task_id)
+    def __init__(
+        self, session: HostSession, task_id: TaskId, plugin: SinkTask, reader: DriverReader
+    ) -> None:
+        super().__init__(session, task_id, plugin)
         self._reader = reader
 
     def read_and_put(
@@ -46,9 +48,9 @@ class SinkHost(PluginHost):
     ) -> None:
         plugin: SinkTask = build(task_class)
         reader = DriverReader(conf)
-        site = _SinkHostSite(session, task_id, reader)
+        site = _SinkHostSite(session, task_id, plugin, reader)
         self._loop = SinkLoop(plugin, task_id, site, dlq_base_conf or {}, pipeline)
-        super().__init__(plugin, self._loop, reader)
+        super().__init__(plugin, self._loop, reader, site)
 
     def move(self, ranges: list[OffsetRange]) -> SinkMove:
         """``SinkLoop.move``, in the host."""

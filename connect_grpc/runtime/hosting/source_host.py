@@ -42,8 +42,10 @@ class _SourceHostSite(HostSite):
     asked of the driver, records produced with the host's producer, counts handed to the
     driver with the next answer."""
 
-    def __init__(self, session: HostSession, task_id: TaskId, producer: DriverProducer) -> None:
-        super().__init__(session, task_id)
+    def __init__(
+        self, session: HostSession, task_id: TaskId, plugin: SourceTask, producer: DriverProducer
+    ) -> None:
+        super().__init__(session, task_id, plugin)
         self._producer = producer
         #: Records polled and written since the last answer (the driver counts them).
         self.polled = 0
@@ -99,11 +101,11 @@ class SourceHost(PluginHost):
         transactional = (
             None if transactions is None else TransactionalProducer(conf, transactions)
         )
-        self._site = _SourceHostSite(session, task_id, producer)
+        self._site = _SourceHostSite(session, task_id, plugin, producer)
         self._loop = SourceLoop(
             plugin, task_id, self._site, conf, transactional, pipeline, topic_creation, log
         )
-        super().__init__(plugin, self._loop, transactional or producer)
+        super().__init__(plugin, self._loop, transactional or producer, self._site)
 
     def move(self, wanted: int) -> SourceMove:
         """``SourceLoop.move``, with the records polled and written since the last answer."""
