@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import structlog
@@ -35,10 +35,12 @@ RESERVED_TAGS = frozenset({"connector", "task", "config", "class", "version", "a
 
 @dataclass(frozen=True)
 class MetricName:
-    """A plugin metric's name, its description and its own tags (beside the worker's)."""
+    """A plugin metric's name, its description and its own tags (beside the worker's).
+    Two names are the same metric when their names and tags are, whatever their
+    descriptions, as Kafka's ``MetricName`` compares them."""
 
     name: str
-    description: str = ""
+    description: str = field(default="", compare=False)
     tags: tuple[tuple[str, str], ...] = ()
 
 
@@ -91,6 +93,8 @@ class PluginMetrics:
         with self._lock:
             if self._closed:
                 raise ValueError("the plugin's metrics are closed: its instance stopped")
+            # popped first: a replacement's key (and so its description) is the new one
+            self._metrics.pop(metric, None)
             self._metrics[metric] = value
         return metric
 

@@ -55,6 +55,22 @@ def test_a_task_metric_is_exported_with_its_tags_and_gone_when_the_task_stops() 
         own.add_metric("late", lambda: 1)
 
 
+def test_a_metric_is_named_by_its_name_and_tags_not_its_description() -> None:
+    """As Kafka's MetricName: a metric added with a description is removed by its plain
+    name, and one added again under a new description replaces it, the new description
+    shown."""
+    metrics = WorkerMetrics()
+    own = metrics.plugins.open({"connector": "c"}, "c", None)
+    own.add_metric(own.metric_name("polls", "Polls made."), lambda: 1)
+    own.add_metric(own.metric_name("polls", "Polls, all of them."), lambda: 2)
+    text = _scrape(metrics)
+    assert "# HELP connect_grpc_plugin_polls Polls, all of them." in text
+    assert 'connect_grpc_plugin_polls{connector="c"} 2.0' in text
+    own.remove_metric("polls")
+    assert "connect_grpc_plugin_polls" not in _scrape(metrics)
+    metrics.plugins.close_owner("c", None)
+
+
 def test_a_gauge_that_raises_is_left_out_of_the_scrape() -> None:
     metrics = WorkerMetrics()
     own = metrics.plugins.open({"connector": "c"}, "c", None)
