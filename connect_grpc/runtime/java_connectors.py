@@ -14,7 +14,10 @@ call is an UnavailableError, and the JVM's work goes on (``runtime.java_plugins`
 The Java instance of a stand-in lives from its ``start`` to its ``stop`` (a pause, a stop and
 a restart each end it, and the next ``start`` makes a new one, initialized with its context
 as Kafka's worker does); while it lives, a daemon thread relays its context's
-``requestTaskReconfiguration`` and ``raiseError`` to the Python context. What Kafka's worker
+``requestTaskReconfiguration`` and ``raiseError`` to the Python context, and reads, at most
+once a second, the metrics the instance registered through its context's ``PluginMetrics``
+(KIP-877) into the Python context's, which the worker exports as a Python connector's; they
+leave the scrape when the instance is released. What Kafka's worker
 asks of a fresh instance (``alterOffsets``, ``exactlyOnceSupport``,
 ``canDefineTransactionBoundaries``, the version) makes one in the JVM for the call. A Java
 exception becomes a :class:`JavaConnectorError`, whose message opens on its root cause
@@ -61,6 +64,7 @@ from connect_grpc.kernel.configdef import ConfigDef
 from connect_grpc.kernel.domain import ConnectorType, OffsetMap
 from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError
 from connect_grpc.kernel.traces import CarriesTrace
+from connect_grpc.runtime.java_connector_metrics import JavaConnectorMetrics
 from connect_grpc.runtime.java_plugins import _driver_jvm, _java_message, _run_in_thread, _wait
 from connect_grpc.runtime.java_task_classes import JavaSinkTask, JavaSourceTask
 
@@ -204,6 +208,15 @@ class ConnectorHostLink:
         event: Mapping[str, Any] | None = _ok(str(host.nextEvent(handle, wait_ms)))
         return event
 
+    def plugin_metrics(self, handle: int) -> list[Mapping[str, Any]]:
+        """The metrics a connector instance registered (KIP-877) that have a number for a
+        value, ``{"name", "description", "tags", "value"}`` each (the relay's thread calls
+        it: the JVM reads its registry, not under the instance's lock, so a call in
+        progress on the connector does not hold it up)."""
+        host = self._host()
+        metrics: list[Mapping[str, Any]] = _ok(str(host.pluginMetrics(handle))) or []
+        return metrics
+
     def close(self) -> None:
         """Releases every instance and stops the offsets readers (once Spark's driver has
         gone, there is nothing left to close)."""
@@ -244,6 +257,12 @@ class JavaConnector(Connector):
         #: The version the JVM's instance reports (Kafka's status shows it).
         self._version: str | None = None
         self._lock = threading.Lock()
+        #: The instance's own metrics (KIP-877), exported through the Python context's.
+        self._own_metrics = JavaConnectorMetrics(
+            self.java_class,
+            lambda handle: self._link.plugin_metrics(handle),
+            lambda: self.context.plugin_metrics,
+        )
 
     @property
     def _link(self) -> ConnectorHostLink:
@@ -275,6 +294,7 @@ class JavaConnector(Connector):
                 )
                 self._handle = int(created["handle"])
                 self._version = str(created["version"])
+                self._own_metrics.follow(self._handle)
                 _relay(self, self._handle)
             handle = self._handle
         try:
@@ -323,6 +343,7 @@ class JavaConnector(Connector):
             handle, self._handle = self._handle, None
         if handle is None:
             return
+        self._own_metrics.release(handle)
         try:
             self._link.call(
                 f"the release of the Java connector {self.java_class}",
@@ -369,6 +390,7 @@ def _relay(connector: JavaConnector, handle: int) -> None:
     Python context, until the JVM says the instance is released."""
 
     def run() -> None:
+        metrics = connector._own_metrics
         failures = 0
         while True:
             try:
@@ -379,14 +401,17 @@ def _relay(connector: JavaConnector, handle: int) -> None:
                 if failures >= 3:  # the JVM is gone (the worker stops): nothing left to relay
                     log.warning("java_connector_events_lost", java_class=connector.java_class,
                                 error=str(exc).splitlines()[0] if str(exc) else repr(exc))
+                    metrics.release(handle)
                     return
                 time.sleep(1.0)
                 continue
+            if event is not None and event.get("event") == "released":
+                metrics.release(handle)
+                return
+            metrics.read(handle)
             if event is None:
                 continue
             kind = event.get("event")
-            if kind == "released":
-                return
             try:
                 if kind == "reconfigure":
                     connector.context.request_task_reconfiguration()

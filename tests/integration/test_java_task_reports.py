@@ -4,7 +4,8 @@ FileStreamSink (connect-file on ``plugin.path``) created over gRPC, the topics t
 (KIP-558) listed by GetConnectorTopics and reset by ResetConnectorTopics as a Python task's,
 and their metrics, counted by Kafka's worker in the host, on the worker's Prometheus endpoint
 under the names and labels of a Python task's, with the metrics a Java transformation of the
-test's own registers (KIP-877)."""
+test's own registers (KIP-877), and the metrics a Java connector of the test's own registers
+through its context (KIP-877), exported with a Python connector's labels."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from connect_grpc.kernel.domain import State
 from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
 from tests.integration.conftest import one_start_at_a_time
 from tests.integration.helpers import create_topic
-from tests.integration.java_builds import build_plugin
+from tests.integration.java_builds import SOURCE_CONNECTOR, build_plugin
 from tests.integration.test_metrics import scrape, task_labels
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -85,6 +86,86 @@ public class CountingTransform<R extends ConnectRecord<R>>
 """
 
 
+MONITORED_CLASS = "test.metrics.MonitoredSource"
+MONITORED_PATH = "test/metrics/MonitoredSource.java"
+#: A source connector that counts the task configs it generated in a metric of its own,
+#: registered through its context's PluginMetrics (KIP-877); it generates none, so that no
+#: task runs.
+MONITORED_SOURCE = """
+package test.metrics;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.metrics.Gauge;
+import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.source.SourceConnector;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.apache.kafka.connect.source.SourceTask;
+
+public class MonitoredSource extends SourceConnector {
+    private final AtomicLong generated = new AtomicLong();
+
+    @Override
+    public void start(Map<String, String> props) {
+        PluginMetrics metrics = context().pluginMetrics();
+        LinkedHashMap<String, String> tags = new LinkedHashMap<>();
+        tags.put("unit", "calls");
+        metrics.addMetric(metrics.metricName("configs-generated", "taskConfigs calls", tags),
+                (Gauge<Long>) (config, now) -> generated.get());
+    }
+
+    @Override
+    public Class<? extends Task> taskClass() {
+        return Idle.class;
+    }
+
+    @Override
+    public List<Map<String, String>> taskConfigs(int maxTasks) {
+        generated.incrementAndGet();
+        return List.of();
+    }
+
+    @Override
+    public void stop() {
+    }
+
+    @Override
+    public ConfigDef config() {
+        return new ConfigDef();
+    }
+
+    @Override
+    public String version() {
+        return "1.2.3";
+    }
+
+    public static class Idle extends SourceTask {
+        @Override
+        public String version() {
+            return "1.2.3";
+        }
+
+        @Override
+        public void start(Map<String, String> props) {
+        }
+
+        @Override
+        public List<SourceRecord> poll() {
+            return null;
+        }
+
+        @Override
+        public void stop() {
+        }
+    }
+}
+"""
+
+
 @dataclass
 class ReportingWorker:
     client: ConnectClient
@@ -111,6 +192,9 @@ def worker(
     plugins = work / "plugins"
     build_plugin(work / "build", plugins / "counting-transform", {COUNTING_PATH: COUNTING_SOURCE},
                  {TRANSFORMATION: [COUNTING_CLASS]})
+    # and a Java connector of our own that registers one through its context
+    build_plugin(work / "build-connector", plugins / "monitored-source",
+                 {MONITORED_PATH: MONITORED_SOURCE}, {SOURCE_CONNECTOR: [MONITORED_CLASS]})
     properties["plugin.path"] = f"{ensure_plugins()},{plugins}"
     process = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
     with one_start_at_a_time():
@@ -297,3 +381,44 @@ def test_a_java_plugins_own_metrics_are_exported_as_a_python_plugins(
     wait_until(lambda: not any(metric == series and dict(labels).get("connector") == name
                                for metric, labels in scrape(port).samples),
                timeout=STATE_TIMEOUT_S)
+
+
+def test_a_java_connectors_own_metrics_are_exported_as_a_python_connectors(
+    worker: ReportingWorker,
+) -> None:
+    client = worker.client
+    name = f"java-connector-metrics-{uuid.uuid4().hex[:6]}"
+    port = worker.metrics_port
+    series = "connect_grpc_plugin_configs_generated"
+
+    def found() -> list[tuple[dict[str, str], float]]:
+        return [(dict(labels), value) for (metric, labels), value in scrape(port).samples.items()
+                if metric == series and dict(labels).get("connector") == name]
+
+    def exported() -> bool:
+        return len(found()) == 1 and found()[0][1] >= 1
+
+    def gone() -> bool:
+        return not found()
+
+    client.create_connector(name, {"connector.class": MONITORED_CLASS, "tasks.max": "1"})
+    try:
+        try:
+            wait_until(exported, timeout=STATE_TIMEOUT_S)
+        except TimeoutError:
+            raise AssertionError(f"{series} of {name}: {found()}, status "
+                                 f"{client.get_connector_status(name)}") from None
+        [(labels, _)] = found()
+        # a Python connector's labels: the worker's tags, then the metric's own
+        assert labels == {"connector": name, "config": "connector", "class": MONITORED_CLASS,
+                          "version": "1.2.3", "unit": "calls"}
+
+        # paused, the Java instance is released, and its metrics with it; resumed, a new
+        # instance registers them again
+        client.pause_connector(name)
+        wait_until(gone, timeout=STATE_TIMEOUT_S)
+        client.resume_connector(name)
+        wait_until(exported, timeout=STATE_TIMEOUT_S)
+    finally:
+        client.delete_connector(name)
+    wait_until(gone, timeout=STATE_TIMEOUT_S)

@@ -6,7 +6,8 @@ MirrorSourceConnector copies a topic into the target's ``<alias>.<topic>`` with 
 values and headers; MirrorCheckpointConnector translates a source consumer group's offsets
 into a checkpoint in the target's ``<alias>.checkpoints.internal``; and, the worker running
 with ``exactly.once.source.support=enabled``, every record appears exactly once under
-read_committed across a restart of the connector and its task."""
+read_committed across a restart of the connector and its task. MirrorHeartbeatConnector
+emits heartbeats naming both clusters into the target's ``heartbeats``."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 MIRROR_SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 MIRROR_CHECKPOINT = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
+MIRROR_HEARTBEAT = "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"
+#: The target cluster's topic of heartbeats (MM2's default replication policy names it).
+HEARTBEATS_TOPIC = "heartbeats"
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 SOURCE_ALIAS, TARGET_ALIAS = "upstream", "downstream"
 #: The first call that needs the Java plugins waits for the scan of plugin.path.
@@ -254,3 +258,51 @@ def test_mirror_maker_2_replicates_a_topic_exactly_once_and_checkpoints_a_group(
             with contextlib.suppress(NotFoundError):
                 worker.delete_connector(name)
 
+
+
+def _heartbeats(bootstrap: str) -> list[tuple[str, str, int]]:
+    """Kafka's Heartbeat records: (source alias, target alias, timestamp in ms). The key is a
+    struct of the two aliases, the value a version (int16) then the timestamp (int64)."""
+    decoded = []
+    for _offset, key, value, _headers in _read(bootstrap, HEARTBEATS_TOPIC):
+        source, at = _string(key, 0)
+        target, _ = _string(key, at)
+        (timestamp,) = struct.unpack_from(">q", value, 2)
+        decoded.append((source, target, timestamp))
+    return decoded
+
+
+def test_mirror_maker_2s_heartbeat_connector_emits_heartbeats_into_the_target(
+    source_cluster: str, worker: ConnectClient, kafka_bootstrap: str
+) -> None:
+    run = uuid.uuid4().hex[:8]
+    # aliases of this run's own, so that its heartbeats are told apart in the shared topic
+    source_alias, target_alias = f"up-{run}", f"down-{run}"
+    name = f"mm2-heartbeat-{run}"
+    worker.create_connector(name, {
+        "connector.class": MIRROR_HEARTBEAT,
+        **_mirror_config(
+            source_cluster, kafka_bootstrap,
+            **{"source.cluster.alias": source_alias,
+               "target.cluster.alias": target_alias,
+               "heartbeats.topic.replication.factor": "1",
+               "emit.heartbeats.interval.seconds": "1"}),
+    })
+    try:
+        _running(worker, name)
+
+        def beats() -> list[int]:
+            found = [ts for source, target, ts in _heartbeats(kafka_bootstrap)
+                     if (source, target) == (source_alias, target_alias)]
+            return found if len(found) >= 3 else []
+
+        try:
+            timestamps = wait_until(beats, timeout=STATE_TIMEOUT_S, interval=1)
+        except TimeoutError:
+            raise AssertionError(
+                f"no heartbeats of {source_alias}->{target_alias} in {HEARTBEATS_TOPIC}: "
+                f"{worker.get_connector_status(name)}") from None
+        # one a second, each later than the one before
+        assert timestamps == sorted(timestamps) and len(set(timestamps)) == len(timestamps)
+    finally:
+        worker.delete_connector(name)

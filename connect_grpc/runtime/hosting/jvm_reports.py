@@ -31,7 +31,13 @@ from connect_grpc.connectors.plugin_metrics import MetricName, PluginMetrics
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.metrics.worker_metrics import CommitTally, ErrorCounts, TaskMetrics
 
-__all__ = ["JavaPluginMetrics", "JavaTaskReports", "TopicRecords", "error_counts"]
+__all__ = [
+    "JavaPluginMetrics",
+    "JavaTaskReports",
+    "TopicRecords",
+    "error_counts",
+    "java_metric_name",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -87,7 +93,7 @@ class JavaTaskReports:
         self._lock = threading.Lock()
         #: The topics the host sent that it was not told to forget since.
         self._sent: set[str] = set()
-        self._plugins = JavaPluginMetrics(metrics)
+        self._plugins = JavaPluginMetrics(functools.partial(metrics.plugin_metrics, {}))
 
     def handle(self, message: Any) -> None:
         """One ``HostMessage`` carrying ``topics_used`` or ``task_metrics``."""
@@ -141,37 +147,42 @@ class JavaTaskReports:
 
 
 class JavaPluginMetrics:
-    """The metrics a Java task's plugins registered (KIP-877), as their host last sent them:
-    gauges of one PluginMetrics of the task (``TaskMetrics.plugin_metrics``), exported as a
-    Python plugin's (``connect_grpc_plugin_<name>``) with Kafka's tags as labels, and gone
-    with the task's other series when it stops."""
+    """The metrics Java plugins registered (KIP-877), as last read from their JVM: gauges of
+    one PluginMetrics (``open_metrics()``, called when the first metric comes), exported as a
+    Python plugin's (``connect_grpc_plugin_<name>``) with Kafka's tags as labels. A Java
+    task's come in its host's reports (``TaskMetrics.plugin_metrics``) and go with the task's
+    other series when it stops; a Java connector's are read from the driver's JVM
+    (``runtime.java_connectors``) into its context's PluginMetrics."""
 
-    def __init__(self, metrics: TaskMetrics) -> None:
-        self._metrics = metrics
+    def __init__(self, open_metrics: Callable[[], PluginMetrics]) -> None:
+        self._open_metrics = open_metrics
         self._opened: PluginMetrics | None = None
         self._lock = threading.Lock()
         self._values: dict[MetricName, float] = {}
 
     def update(self, sent: Iterable[Any]) -> None:
         """Replaces the metrics with those the host sent (``PluginMetricValue``s)."""
-        values = {
-            MetricName(value.name, value.description, _labels(value.tags)): float(value.value)
+        self.replace({
+            java_metric_name(value.name, value.description, value.tags): float(value.value)
             for value in sent
-        }
+        })
+
+    def replace(self, values: Mapping[MetricName, float]) -> None:
+        """Replaces the metrics with ``values``: those not in it leave the scrape."""
         with self._lock:
             gone = self._values.keys() - values.keys()
             added = values.keys() - self._values.keys()
-            self._values = values
+            self._values = dict(values)
         if self._opened is None:
             if not added:
                 return
-            self._opened = self._metrics.plugin_metrics({})
+            self._opened = self._open_metrics()
         try:
             for name in gone:
                 self._opened.remove_metric(name)
             for name in added:
                 self._opened.add_metric(name, functools.partial(self._value, name))
-        except ValueError:  # the task stopped meanwhile: its metrics are closed
+        except ValueError:  # the plugin's instance stopped meanwhile: its metrics are closed
             return
 
     def _value(self, name: MetricName) -> float:
@@ -179,6 +190,9 @@ class JavaPluginMetrics:
             return self._values.get(name, math.nan)
 
 
-def _labels(tags: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """Kafka's tags as Prometheus labels (a name is letters, digits and ``_``)."""
-    return tuple(sorted((re.sub(r"[^A-Za-z0-9_]", "_", key), value) for key, value in tags.items()))
+def java_metric_name(name: str, description: str, tags: Mapping[str, str]) -> MetricName:
+    """A Java plugin metric's name, with Kafka's tags as Prometheus labels (a label's name
+    is letters, digits and ``_``)."""
+    return MetricName(name, description, tuple(sorted(
+        (re.sub(r"[^A-Za-z0-9_]", "_", key), value) for key, value in tags.items()
+    )))

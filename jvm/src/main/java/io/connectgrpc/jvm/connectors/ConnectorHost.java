@@ -175,6 +175,18 @@ public final class ConnectorHost implements AutoCloseable {
     }
 
     /**
+     * The metrics the instance registered through its context's {@code PluginMetrics}
+     * (KIP-877) that have a number for a value: a list of {@code {"name", "description",
+     * "tags", "value"}}, empty once the instance is released (Kafka's close removed them).
+     */
+    public String pluginMetrics(int handle) {
+        return Answers.answer(() -> {
+            HostedConnector connector = hosted.get(handle);
+            return connector == null ? List.of() : ConnectorPluginMetrics.read(metrics, connector.name);
+        });
+    }
+
+    /**
      * A source connector's answer to {@code exactlyOnceSupport(config)} on a fresh instance:
      * {@code "SUPPORTED"}, {@code "UNSUPPORTED"} or null (not declared).
      */

@@ -193,6 +193,19 @@ class ConnectorHostTest {
     }
 
     @Test
+    void theMetricsAConnectorRegistersThroughItsContextAreAnsweredUntilItIsReleased() {
+        int handle = create("metered", TinyConnectors.SOURCE);
+        assertEquals(List.of(), ok(host.pluginMetrics(handle)));
+        ok(host.start(handle, json(Map.of("name", "metered", "metric", "polls"))));
+        // tagged as Kafka's worker tags a connector's plugin metrics
+        assertEquals(List.of(Map.of("name", "polls", "description", "tiny",
+                        "tags", Map.of("connector", "metered"), "value", 42.0)),
+                ok(host.pluginMetrics(handle)));
+        ok(host.release(handle));
+        assertEquals(List.of(), ok(host.pluginMetrics(handle)));
+    }
+
+    @Test
     void aSourceConnectorsOffsetReaderSaysWhyItCannotReadWithoutAnOffsetsTopic() {
         int handle = create("reader", TinyConnectors.SOURCE);
         Map<String, Object> failed = error(host.start(handle, json(Map.of("name", "reader", "read.offset", "/f"))));
