@@ -24,7 +24,13 @@ from connect_grpc.config_providers.redaction import SECRETS, SecretRegistry
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.kernel.domain import InstanceStatus, TargetState, TaskId
 from connect_grpc.runtime import worker as worker_module
-from connect_grpc.runtime.hosting.jobs import HostedTaskError, HostJob, HostLostError, WarmHosts
+from connect_grpc.runtime.hosting.jobs import (
+    HostedTaskError,
+    HostJob,
+    HostLostError,
+    WarmHosts,
+    receive,
+)
 from connect_grpc.runtime.hosting.link import HostedPlugin, HostLink
 from connect_grpc.runtime.hosting.serving import HostSession
 from connect_grpc.runtime.hosting.slots import HostSlots
@@ -433,3 +439,25 @@ def test_a_workers_next_task_adopts_the_stopped_ones_host_and_its_stop_ends_it(
     assert worker.hosted_tasks() == {second}
     worker.stop()  # stops the task (its host parked), then ends the parked host
     assert worker.parked_hosts() == 0 and not launched.jobs[0].alive()
+
+
+class _AnswersAsItEnds:
+    """A host connection whose answer lands just after a poll gave up, as its job ends."""
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    def poll(self, timeout: float) -> bool:
+        self.polls += 1
+        return self.polls > 1  # the first poll times out; the answer is there after it
+
+    def recv(self) -> tuple[Any, ...]:
+        return ("error", "failed on purpose", False)
+
+
+def test_an_answer_sent_as_the_host_ended_is_read_not_lost() -> None:
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()
+    job = HostJob(_AnswersAsItEnds(), "h", 1, "tag", ended, lambda: None)  # type: ignore[arg-type]
+    assert receive(job, None) == ("error", "failed on purpose", False)

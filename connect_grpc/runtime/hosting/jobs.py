@@ -198,7 +198,9 @@ def receive(job: HostJob, deadline: float | None) -> tuple[Any, ...]:
     said nothing in time."""
     try:
         while not job.conn.poll(CALL_POLL_S):
-            if not job.alive():
+            # a host may answer and end between the poll and this look (its stop that
+            # raised, say): what it sent before it ended is read, not lost with it
+            if not job.alive() and not job.conn.poll(0):
                 raise HostLostError(job.ended())
             if deadline is not None and time.monotonic() > deadline:
                 raise HostLostError("the task's host did not answer in time")
