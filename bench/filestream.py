@@ -45,6 +45,26 @@ first idempotent producer on the broker pays. The Markdown tables go to stdout, 
 stderr. The run fails (non-zero exit, no
 skipping) if the broker, Kafka Connect or connect-grpc cannot be started.
 
+``--connect-grpc-plugins java`` gives connect-grpc Kafka's own FileStream classes instead
+of its Python built-ins: the very ``plugin.path`` directory Kafka Connect is given (the same
+``connect-file`` jar), ``plugin.discovery=service_load``. A Java connector needs a
+distributed worker (its tasks' source offsets live in Kafka's offsets topic), so connect-grpc
+runs as ``connect-grpc distributed``, a cluster of one with internal topics of its own, and
+the worker converters are Kafka's StringConverter, as the anchor's. Which class runs is
+chosen by name: with ``connect-file`` on ``plugin.path``, Kafka's class names
+(``org.apache.kafka.connect.file.FileStream…Connector``) designate Kafka's Java classes
+(the Python built-ins keep their own names and aliases, ``FileStreamSource``); both systems
+also get ``connector.plugin.version`` = the jar's version (KIP-891). Before timing, the bench
+checks that ListPlugins lists both classes at that version (this call also makes the worker
+scan ``plugin.path``, which Kafka Connect does at its start, untimed), and before deleting
+each connector that its status and its task's show that version (the Python built-ins report
+connect-grpc's own). It then also measures, on both systems, ``--start-samples`` starts of a
+FileStreamSource (create call → connector RUNNING → task RUNNING, status polled every
+10 ms) and the RSS of the worker's process tree with ``--rss-tasks`` FileStreamSource
+connectors' tasks running (``bench/connector_start.py``). ``--anchor-mode distributed`` runs
+Kafka Connect as ``ConnectDistributed`` alone in a group of its own (as connect-grpc runs Java
+connectors) instead of standalone.
+
 ``--results FILE`` (``bench/results/headline.json``) also replaces the run's entries of the
 headline results (``bench/headline.py``): for each pipeline run, the source's and the sink's
 ratio from the create call and in the steady state, and the peak RSS's, with the run's date and
@@ -59,15 +79,24 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
 import headline  # the sibling module: BENCHMARKS.md's headline results
 from cluster import machine  # the sibling bench's machine report
+from connect_grpc_worker import (
+    JAVA_VERSION_CONFIG,
+    START_TIMEOUT_S,
+    ConnectGrpcWorker,
+    check_ran_java,
+    java_creator,
+    status_reader,
+)
+from connector_start import listed_ms, start_samples, start_table, tasks_rss
 from kafka_connect import (  # the sibling module: the script's directory is on sys.path
     LINE_BYTES,
+    KafkaConnectDistributed,
     KafkaConnectError,
     KafkaConnectStandalone,
     Timing,
@@ -77,7 +106,7 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
     ensure_connect_libs,
     measure_sink,
     measure_source,
-    process_tree_rss_bytes,
+    plugin_path,
     progress,
     sha256,
     sorted_lines_sha256,
@@ -88,57 +117,12 @@ from pipelines import PIPELINES  # the sibling module: the configs of --pipeline
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.kafka.jars import KAFKA_VERSION
 from connect_grpc.logs.output import configure_logging
-from connect_grpc.testing.cluster import WorkerProcess
-from connect_grpc.v1 import connect_pb2 as pb
 
 ANCHOR = f"Kafka Connect {KAFKA_VERSION}"
 OURS = "connect-grpc"
 
 #: Lines of each sink file kept to show a difference between the two workers' files.
 HEAD_LINES = 1000
-
-
-class ConnectGrpcWorker:
-    """A ``connect-grpc standalone`` process, driven like the anchor (``Runner``)."""
-
-    def __init__(self, work_dir: Path, bootstrap: str) -> None:
-        self.process = WorkerProcess(
-            work_dir, bootstrap, {"test.plugins.enabled": "false", "log.format": "json"}
-        )
-
-    def start(self) -> None:
-        self.process.start()
-
-    def stop(self) -> None:
-        self.process.stop()
-
-    def create_connector(self, name: str, config: Mapping[str, str]) -> object:
-        return self.process.stub.CreateConnector(
-            pb.CreateConnectorRequest(name=name, config=dict(config)), timeout=60
-        )
-
-    def delete_connector(self, name: str) -> None:
-        self.process.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
-
-    def rss_bytes(self) -> int:
-        pid = self.process.pid
-        return 0 if pid is None else process_tree_rss_bytes(pid)
-
-    def check_alive(self) -> None:
-        if self.process.returncode is not None:
-            raise RuntimeError(f"connect-grpc exited:\n{self.process.logs()[-4000:]}")
-
-    def failed_trace(self, name: str) -> str | None:
-        try:
-            status = self.process.stub.GetConnectorStatus(
-                pb.GetConnectorStatusRequest(name=name), timeout=10
-            ).status
-        except grpc.RpcError:
-            return None
-        for instance in [status.connector, *status.tasks]:
-            if instance.state == pb.INSTANCE_STATE_FAILED:
-                return instance.trace or "FAILED (no trace)"
-        return None
 
 
 @dataclass
@@ -166,13 +150,18 @@ def one_round(
     timeout: float,
     pipeline: str,
     partitions: int = 1,
+    java: bool = False,
 ) -> tuple[Timing, Timing, str]:
     """Source then sink through ``runner``; their timings and the SHA-256 of the sink
     file (of its lines sorted, with several partitions: the input's lines sort as they
-    are written)."""
+    are written). ``java``: both connectors ask for ``connect-file``'s version (KIP-891),
+    and connect-grpc's must have run it."""
     topic = f"bench-{name.split()[0].lower()}-{root.name}"
     sink_file = root / f"{topic}.txt"
     source_extra, sink_extra = PIPELINES[pipeline]
+    if java:
+        source_extra = {**source_extra, **JAVA_VERSION_CONFIG}
+        sink_extra = {**sink_extra, **JAVA_VERSION_CONFIG}
     with _consumer(bootstrap) as consumer:
         create_topic(bootstrap, topic, consumer, partitions)
         source = measure_source(
@@ -181,6 +170,8 @@ def one_round(
     progress(f"{name} FileStreamSource ({pipeline}): {_described(source, lines)}")
     sink = measure_sink(runner, sink_file, topic, lines, timeout, sink_extra)
     progress(f"{name} FileStreamSink ({pipeline}): {_described(sink, lines)}")
+    if java and isinstance(runner, ConnectGrpcWorker):
+        check_ran_java(runner, ("bench-file-source", "bench-file-sink"))
     output = sha256(sink_file) if partitions == 1 else sorted_lines_sha256(sink_file)
     if pipeline == "none" and output != sha256(source_file):
         raise RuntimeError(f"{name}: {sink_file} differs from the input")
@@ -197,15 +188,26 @@ def _described(timing: Timing, lines: int) -> str:
 
 
 def start_runner(
-    name: str, root: Path, bootstrap: str, libs: Path
+    name: str, root: Path, bootstrap: str, libs: Path, java: bool = False,
+    distributed_anchor: bool = False,
 ) -> KafkaConnectStandalone | ConnectGrpcWorker:
+    """Starts the anchor or connect-grpc; ``java``: connect-grpc hosts Kafka's FileStream
+    classes from the anchor's own ``plugin.path`` (the same jars); ``distributed_anchor``:
+    Kafka Connect runs ``ConnectDistributed``, alone in a group of its own."""
     started = time.monotonic()
     runner: KafkaConnectStandalone | ConnectGrpcWorker
-    if name == ANCHOR:
+    if name == ANCHOR and distributed_anchor:
+        runner = KafkaConnectDistributed(root, bootstrap, f"bench-kc-{root.name}",
+                                         libs_dir=libs, die_with_parent=True)
+    elif name == ANCHOR:
         runner = KafkaConnectStandalone(root, bootstrap, libs_dir=libs, die_with_parent=True)
     else:
-        runner = ConnectGrpcWorker(root, bootstrap)
-    runner.start()
+        plugins = plugin_path(libs) if java else None
+        if java and plugins is None:
+            raise RuntimeError(f"no plugin.path beside {libs}: connect-file is on Kafka "
+                               f"Connect's classpath, not a plugin connect-grpc can host")
+        runner = ConnectGrpcWorker(root, bootstrap, plugins)
+    runner.start(START_TIMEOUT_S)
     progress(f"{name} up in {time.monotonic() - started:.1f} s (not timed)")
     return runner
 
@@ -362,11 +364,12 @@ def run_pipeline(
         order = [ANCHOR, OURS] if round_ % 2 == 0 else [OURS, ANCHOR]
         for name in order:
             work = root / f"{pipeline}-{name.split()[0].lower()}-{round_}"
-            runner = start_runner(name, work, bootstrap, libs)
+            runner = start_runner(name, work, bootstrap, libs, args.java,
+                                  args.anchor_mode == "distributed")
             try:
                 source, sink, output = one_round(
                     name, runner, bootstrap, work, source_file, args.lines, args.timeout,
-                    pipeline, args.partitions,
+                    pipeline, args.partitions, args.java,
                 )
             finally:
                 runner.stop()
@@ -386,6 +389,51 @@ def run_pipeline(
             raise RuntimeError(f"{pipeline}: the sink files of the two workers differ; "
                                f"first difference:\n  {ANCHOR}: {first[0]}\n  {OURS}: {first[1]}")
     return results
+
+
+def run_starts(
+    args: argparse.Namespace, root: Path, bootstrap: str, libs: Path
+) -> str:
+    """``--start-samples`` starts of a Java FileStreamSource on each system, then the RSS of
+    each worker's process tree with ``--rss-tasks`` of its tasks running; the report's
+    section."""
+    starts = {}
+    rss = {}
+    for name in (ANCHOR, OURS):
+        work = root / f"starts-{name.split()[0].lower()}"
+        runner = start_runner(name, work, bootstrap, libs, args.java,
+                              args.anchor_mode == "distributed")
+        try:
+            status = status_reader(runner)
+            create = java_creator(runner)
+            starts[name] = start_samples(status, create, runner.delete_connector, work,
+                                         args.start_samples, name)
+            if isinstance(runner, ConnectGrpcWorker):
+                check_ran_java(runner, tuple(f"bench-start-{i}"
+                                             for i in range(args.start_samples)))
+            if args.rss_tasks:
+                rss[name] = tasks_rss(status, create, runner.delete_connector, runner.rss_bytes,
+                                      work, args.rss_tasks, name)
+        finally:
+            runner.stop()
+    out = [
+        f"Start of a Java FileStreamSource (connect-file {connect_file_version()}, a one-line "
+        f"file), median of {args.start_samples} starts one after the other on a fresh worker "
+        f"(status polled every 10 ms):",
+        "",
+        *start_table(starts[ANCHOR], starts[OURS]),
+        "",
+        f"Each start's task RUNNING (ms): Kafka Connect {listed_ms(starts[ANCHOR])}; "
+        f"connect-grpc {listed_ms(starts[OURS])}.",
+    ]
+    if rss:
+        (a_before, a_with), (b_before, b_with) = rss[ANCHOR], rss[OURS]
+        out += ["", f"RSS of the worker's whole process tree with {args.rss_tasks} Java "
+                    f"FileStreamSource tasks RUNNING (one connector each): Kafka Connect "
+                    f"{a_with / 2**20:,.0f} MiB ({a_before / 2**20:,.0f} before), connect-grpc "
+                    f"{b_with / 2**20:,.0f} MiB ({b_before / 2**20:,.0f} before): "
+                    f"**{b_with / a_with:.2f}x**."]
+    return "\n".join(out) + "\n"
 
 
 def warm_producer_ids(bootstrap: str) -> None:
@@ -419,13 +467,20 @@ def run(args: argparse.Namespace, root: Path) -> int:
                 recorded += headline_entries(
                     results, args.lines, pipeline, args.partitions, args.run
                 )
+        if args.java and args.start_samples:
+            reports.append(run_starts(args, root, bootstrap, libs))
     finally:
         broker.stop()
     out = sys.stdout
     out.write("\n")
     report_lines = {
         **machine(load_before),
-        "Kafka Connect": f"{KAFKA_VERSION} (standalone; connect-file {connect_file_version()})",
+        "Kafka Connect": f"{KAFKA_VERSION} ({args.anchor_mode}; connect-file "
+                         f"{connect_file_version()})",
+        "connect-grpc's FileStream": (
+            f"Kafka's Java classes (connect-file {connect_file_version()}, the anchor's "
+            f"plugin.path; a distributed worker alone in its group)" if args.java
+            else "its Python built-ins (standalone)"),
     }
     for key, value in report_lines.items():
         out.write(f"- {key}: {value}\n")
@@ -447,12 +502,29 @@ def main(argv: list[str] | None = None) -> int:
                         help="the connectors' converters and transformations (see above)")
     parser.add_argument("--partitions", type=int, default=1,
                         help="partitions of the topic between the two connectors")
+    parser.add_argument("--connect-grpc-plugins", choices=["python", "java"], default="python",
+                        help="connect-grpc's FileStream classes: its Python built-ins, or "
+                             "Kafka's Java ones from the anchor's plugin.path (see above)")
+    parser.add_argument("--anchor-mode", choices=["standalone", "distributed"],
+                        default="standalone",
+                        help="Kafka Connect's ConnectStandalone, or ConnectDistributed alone in "
+                             "a group of its own (as connect-grpc runs Java connectors)")
+    parser.add_argument("--start-samples", type=int, default=5,
+                        help="with java plugins: connector starts timed on each system")
+    parser.add_argument("--rss-tasks", type=int, default=10,
+                        help="with java plugins: tasks running while the RSS is read (0: no)")
     parser.add_argument("--results", type=Path, metavar="FILE",
                         help="replace this run's entries of this headline JSON "
                              "(bench/results/headline.json), with its date and commit")
     args = parser.parse_args(argv)
     if args.lines < 1 or args.rounds < 1 or args.partitions < 1:
         parser.error("--lines, --rounds and --partitions must be at least 1")
+    if args.start_samples < 0 or args.rss_tasks < 0:
+        parser.error("--start-samples and --rss-tasks must be at least 0")
+    args.java = args.connect_grpc_plugins == "java"
+    if args.java and args.results is not None:
+        parser.error("--results records the Python built-ins' rows only: the Java runs' "
+                     "go to bench/results/history/java_filestream.md by hand")
     # with --results: the run's date and commit, taken when it starts, and the command that
     # repeats it
     args.run = None if args.results is None else (*headline.stamp(), (
