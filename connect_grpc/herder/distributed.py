@@ -219,6 +219,7 @@ class DistributedHerder(DistributedCalls):
                 metrics=metrics,
                 transformer=transformer,
                 active_topics=self._board if config.topic_tracking_enabled else None,
+                hosts_java_tasks=java_plugins is not None,
             )
         )
         #: Whether restart requests read from the config topic are carried out (not those

@@ -9,7 +9,9 @@ and the choice of a host (an executor's JVM when the worker's Spark task slots h
 does). What the JVM's Kafka worker is built from is the worker's properties in Kafka
 Connect's names (``kafka_worker_properties``). With Java plugins on ``plugin.path`` it also
 brings the driver JVM's log lines into the worker's log and its Java loggers under the
-worker's levels, once Spark started (``java_logs``).
+worker's levels, once Spark started (``java_logs``), and, on a worker that hosts Java tasks,
+has the driver's JVM build its Kafka worker then, as Kafka Connect builds its worker at its
+own start, rather than at the first Java task (seconds on its create path).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from connect_grpc.runtime.hosting.jvm_host import (
     launch_driver_host,
     launch_spark_host,
     shut_down_driver_worker,
+    warm_driver_worker,
 )
 from connect_grpc.runtime.hosting.jvm_reports import JavaTaskReports, TopicRecords
 from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
@@ -217,7 +220,12 @@ class JavaTasks:
         slots: HostSlots,
         slot_watcher: SlotWatcher,
         warm_hosts: WarmHosts,
+        *,
+        hosts_java_tasks: bool = False,
     ) -> None:
+        """``hosts_java_tasks``: whether the worker runs Java connectors (a distributed one):
+        with Java plugins on ``plugin.path``, the driver JVM's Kafka worker is then built as
+        Spark starts (``_warm_driver_worker``)."""
         self._config = config
         self._spark = spark
         self._slots = slots
@@ -236,6 +244,22 @@ class JavaTasks:
         if java_plugin_entries(config.plugin_path):
             self._logs = DriverJavaLogs(spark)
             spark.on_start(self._logs.start)
+            if hosts_java_tasks:
+                spark.on_start(self._warm_driver_worker)
+
+    def _warm_driver_worker(self, context: Any) -> None:
+        """Has the driver's JVM build the Kafka worker its Java tasks run on (its config, the
+        cluster id through an admin client, the offsets topic read) in a thread of its own,
+        while the worker starts: Kafka Connect does so at its own start, and the first Java
+        task would otherwise wait for it. A task started meanwhile waits for that build; one
+        that failed is logged there and made again by the first task, which reports why. An
+        executor's JVM on a cluster builds its own at its first task; with a local master the
+        executors' JVM is the driver's."""
+        self._hosted = True  # what close() stops, once built
+        warm_driver_worker(
+            context, self._config.worker_id, self._worker_properties, self._scan_properties
+        )
+        log.info("java_task_worker_warming", worker_id=self._config.worker_id)
 
     def new_runner(
         self,

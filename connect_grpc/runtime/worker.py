@@ -115,6 +115,7 @@ class Worker:
         metrics: WorkerMetrics | None = None,
         transformer: ConfigTransformer | None = None,
         active_topics: TopicRecorder | None = None,
+        hosts_java_tasks: bool = False,
     ) -> None:
         """``kafka_monitor`` defaults to one probing ``bootstrap.servers``. With
         ``exactly_once``, every source task writes each batch and its offsets in one
@@ -124,7 +125,9 @@ class Worker:
         (the worker's, which also shows this worker's instances; a new one by default).
         ``transformer`` resolves config provider references (by default there are no
         providers, and a reference fails its instance). Tasks record the topics they use
-        in ``active_topics`` (None: they do not, ``topic.tracking.enable=false``)."""
+        in ``active_topics`` (None: they do not, ``topic.tracking.enable=false``).
+        ``hosts_java_tasks``: whether it runs Java connectors (a distributed worker), whose
+        tasks' Kafka worker its driver JVM then builds as Spark starts."""
         self._config = config
         self._plugins = plugins
         self._offsets_for = offsets_for or (lambda connector_config: offset_store)
@@ -150,7 +153,8 @@ class Worker:
             functools.partial(launch_host_job, self._spark), self._host_slots
         )
         self._java_tasks = JavaTasks(
-            config, self._spark, self._host_slots, self._slot_watcher, self._warm_hosts
+            config, self._spark, self._host_slots, self._slot_watcher, self._warm_hosts,
+            hosts_java_tasks=hosts_java_tasks,
         )
         self._log = log.bind(worker_id=config.worker_id)
         self._metrics = metrics or WorkerMetrics()

@@ -2,12 +2,14 @@
 Kafka's FileStreamSource and FileStreamSink (connect-file on ``plugin.path``) created over
 gRPC, their tasks run by Kafka's worker in JVM hosts: a file's lines through a topic into
 another file, the tasks' statuses with their placement and version, Kafka's offsets read back
-with GetOffsets, and a failing task's Java root cause in its status. (Pause, resume, a
+with GetOffsets, a failing task's Java root cause in its status, and Kafka's worker built as
+the worker starts, not by its first Java task. (Pause, resume, a
 cancelled host and the stop time-out are ``test_java_tasks``'s, which drives the worker in
 process.)"""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,9 +34,9 @@ STATE_TIMEOUT_S = 120
 
 
 @pytest.fixture(scope="module")
-def worker(
+def worker_process(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ConnectClient]:
+) -> Iterator[WorkerProcess]:
     work = tmp_path_factory.mktemp("java-tasks-grpc")
     properties = {
         **cluster_properties(f"java-tasks-grpc-{uuid.uuid4().hex[:8]}"),
@@ -50,11 +52,16 @@ def worker(
     with one_start_at_a_time():
         process.start()
     try:
-        with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
-                           retry_unavailable=True) as client:
-            yield client
+        yield process
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(worker_process: WorkerProcess) -> Iterator[ConnectClient]:
+    with ConnectClient(worker_process.address, timeout=CALL_TIMEOUT_S,
+                       retry_unavailable=True) as client:
+        yield client
 
 
 def _task(client: ConnectClient, name: str, state: State) -> TaskStatus:
@@ -127,3 +134,28 @@ def test_a_failing_java_task_shows_its_java_root_cause_in_its_status(
         assert worker.get_connector_status(name).connector.state is State.RUNNING
     finally:
         worker.delete_connector(name)
+
+
+def test_kafkas_worker_is_built_as_the_worker_starts_not_by_its_first_java_task(
+    worker: ConnectClient, worker_process: WorkerProcess, tmp_path: Path, unique_topic: str
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("a line\n", encoding="utf-8")
+    name = f"java-warm-{uuid.uuid4().hex[:6]}"
+    worker.create_connector(name, {"connector.class": FILE_SOURCE, "tasks.max": "1",
+                                   "file": str(source), "topic": unique_topic})
+    try:
+        _task(worker, name, State.RUNNING)
+    finally:
+        worker.delete_connector(name)
+    builds = []
+    for line in worker_process.log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if str(entry.get("message", "")).startswith("Started Kafka Connect's worker for"):
+            builds.append(entry.get("thread"))
+    # one Kafka worker for every Java task of the worker, built by the driver's JVM as Spark
+    # started (the thread of KafkaTaskWorker.warm), not by a task's host
+    assert builds == ["connect-grpc-kafka-worker-warm"]

@@ -8,11 +8,13 @@ jvm/'s TaskSessionTest; both with Spark and a broker: tests/integration/test_jav
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -20,10 +22,14 @@ import pytest
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.host.v1 import host_pb2
 from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.runtime.hosting import jvm_host
+from connect_grpc.runtime.hosting.jobs import WarmHosts
 from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost
 from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener, encode, read_message
-from connect_grpc.runtime.java_tasks import JavaTaskRunner, kafka_worker_properties
+from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
+from connect_grpc.runtime.java_tasks import JavaTaskRunner, JavaTasks, kafka_worker_properties
 from connect_grpc.runtime.retry import RetryPolicy
+from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 
 pytestmark = pytest.mark.timeout(60)
@@ -230,6 +236,34 @@ def test_the_host_is_told_the_connectors_task_count_not_the_tasks_number(
     run.runner.finish_stop(connector_deleted=False, timeout=5)
 
 
+
+def test_a_host_is_taken_as_soon_as_it_connects_not_at_the_next_look(
+    listener: JvmHostListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jvm_host, "POLL_S", 5.0)
+    jvm = FakeJvm([STARTED])
+
+    def launch(address: tuple[str, int], token: str) -> FakeJvm:
+        def connect_later() -> None:
+            time.sleep(0.3)
+            jvm.connect(address, token)
+
+        jvm.thread = threading.Thread(target=connect_later, daemon=True)  # alive meanwhile
+        jvm.thread.start()
+        return jvm
+
+    spec = JavaTaskSpec(TASK, "worker-1", {}, {}, {}, sink=False, exactly_once=False,
+                        shutdown_timeout_ms=500)
+    host = JvmTaskHost(spec, launch, listener, lambda: None, executor=True)
+    began = time.monotonic()
+    host.open()
+    try:
+        # not after a whole look (5 s here) at whether its job still runs
+        assert time.monotonic() - began < 3.0
+        assert not host.broken
+    finally:
+        host.close()
+
 def test_a_task_started_paused_is_started_paused(listener: JvmHostListener) -> None:
     jvm = FakeJvm([host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_PAUSED, version="1")])
     run = harness(listener, [jvm])
@@ -339,3 +373,69 @@ def test_the_kafka_worker_is_given_kafka_connects_properties_only() -> None:
         # Python tasks; the header converter stays Kafka's default (SimpleHeaderConverter)
         "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
     }
+
+
+class JavaClass:
+    """``KafkaTaskWorker`` as py4j finds it in the driver's JVM (the worker checks the type's
+    name): what ``warm`` was given."""
+
+    def __init__(self) -> None:
+        self.warmed: list[tuple[str, dict[str, str], dict[str, str]]] = []
+
+    def warm(self, worker_id: str, worker_properties: str, scan_properties: str) -> None:
+        self.warmed.append((worker_id, json.loads(worker_properties), json.loads(scan_properties)))
+
+
+class _Jvm:
+    def __init__(self, worker_class: JavaClass) -> None:
+        self._worker_class = worker_class
+
+    def __getattr__(self, name: str) -> Any:
+        return self._worker_class if name == "KafkaTaskWorker" else self
+
+
+class _StartingSpark:
+    """A SparkRuntime that keeps its start callbacks (called by the test)."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[Any], None]] = []
+
+    def on_start(self, callback: Callable[[Any], None]) -> None:
+        self.callbacks.append(callback)
+
+
+def _java_tasks(tmp_path: Path, hosts_java_tasks: bool) -> tuple[JavaTasks, _StartingSpark]:
+    (tmp_path / "plugin.jar").write_bytes(b"")
+    config = WorkerConfig.from_properties({
+        "bootstrap.servers": "kafka:9092", "group.id": "g", "offset.storage.topic": "o",
+        "plugin.path": str(tmp_path), "worker.id": "w-1",
+    })
+    spark = _StartingSpark()
+    tasks = JavaTasks(
+        config, cast(SparkRuntime, spark), cast(HostSlots, None), cast(SlotWatcher, None),
+        cast(WarmHosts, None), hosts_java_tasks=hosts_java_tasks,
+    )
+    return tasks, spark
+
+
+def test_a_worker_hosting_java_tasks_has_the_driver_jvm_build_its_kafka_worker_as_spark_starts(
+    tmp_path: Path,
+) -> None:
+    tasks, spark = _java_tasks(tmp_path, hosts_java_tasks=True)
+    recorder = JavaClass()
+    context = type("Context", (), {"_jvm": _Jvm(recorder)})()
+    for callback in spark.callbacks[1:]:  # the first brings the JVM's log lines
+        callback(context)
+    # the very properties a task's StartTask carries, so that its task finds that worker
+    assert recorder.warmed == [
+        ("w-1", dict(tasks._worker_properties), dict(tasks._scan_properties))
+    ]
+    assert recorder.warmed[0][1]["group.id"] == "g"
+    assert recorder.warmed[0][2]["plugin.path"] == str(tmp_path)
+
+
+def test_a_worker_running_no_java_connectors_builds_no_kafka_worker_ahead(
+    tmp_path: Path,
+) -> None:
+    _, spark = _java_tasks(tmp_path, hosts_java_tasks=False)
+    assert len(spark.callbacks) == 1  # the JVM's log lines only

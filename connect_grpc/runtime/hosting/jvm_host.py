@@ -21,9 +21,11 @@ change (``tell_levels``).
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -184,6 +186,20 @@ def launch_driver_host(
     return DriverThreadHost()
 
 
+def warm_driver_worker(
+    context: Any,
+    worker_id: str,
+    worker_properties: Mapping[str, str],
+    scan_properties: Mapping[str, str],
+) -> None:
+    """Has the driver's JVM build the Kafka worker of ``worker_id``'s Java tasks in a thread
+    of its own, ahead of their first (``KafkaTaskWorker.warm``), with the properties their
+    ``StartTask`` carries; returns at once. ``context``: the SparkContext."""
+    _jvm_class(context._jvm, WORKER_CLASS).warm(
+        worker_id, json.dumps(dict(worker_properties)), json.dumps(dict(scan_properties))
+    )
+
+
 def shut_down_driver_worker(spark: SparkRuntime, worker_id: str) -> None:
     """Stops the Kafka worker the driver's JVM built for ``worker_id``'s Java tasks, if it
     did (the worker is stopping; its tasks were stopped). Nothing when Spark never started."""
@@ -286,7 +302,8 @@ class JvmTaskHost:
                     raise HostLostError(
                         f"no JVM host of the task connected within {CONNECT_TIMEOUT_S:.0f} s"
                     )
-                time.sleep(POLL_S)
+                # back as soon as it connected (a sleep would add half a poll to each start)
+                wait([connected], timeout=POLL_S)
             conn = connected.result()
         except BaseException:
             self._listener.forget(token)

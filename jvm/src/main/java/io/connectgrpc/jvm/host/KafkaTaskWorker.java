@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.connectgrpc.jvm.host.proto.StartTask;
@@ -45,7 +46,8 @@ import org.slf4j.LoggerFactory;
  * {@link DistributedConfig} of the worker's properties, the JVM's one plugin scan
  * ({@link JavaPluginHost#shared}), a {@link KafkaOffsetBackingStore} on the worker's offsets
  * topic over a shared admin client, and the connector client override policy the worker
- * names; it is started once, when its first task starts, and stopped when the connect-grpc
+ * names; it is started once, by the first task that needs it or, as Kafka Connect builds its
+ * worker at its own start, ahead of any task ({@link #warm}), and stopped when the connect-grpc
  * worker stops ({@link #shutdown}) or the JVM ends.
  *
  * <p>No Kafka herder runs here (connect-grpc's is the control plane). Kafka's worker still
@@ -59,8 +61,17 @@ public final class KafkaTaskWorker implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(KafkaTaskWorker.class);
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** This JVM's workers, by connect-grpc worker id. */
-    private static final Map<String, CompletableFuture<KafkaTaskWorker>> WORKERS = new ConcurrentHashMap<>();
+    private static final TypeReference<Map<String, String>> STRING_MAP = new TypeReference<>() { };
+
+    /** This JVM's workers, built or being built, by connect-grpc worker id. */
+    private static final Map<String, Building> WORKERS = new ConcurrentHashMap<>();
+
+    /** A Kafka worker, built or being built, and the worker properties it is built from. */
+    private record Building(Map<String, String> properties, CompletableFuture<KafkaTaskWorker> worker) {
+        Building(Map<String, String> properties) {
+            this(Map.copyOf(properties), new CompletableFuture<>());
+        }
+    }
 
     private final Map<String, String> properties;
     private final Worker worker;
@@ -126,52 +137,107 @@ public final class KafkaTaskWorker implements AutoCloseable {
 
     /**
      * The Kafka worker of the task's connect-grpc worker in this JVM, built and started by the
-     * first task that needs it. A worker id that comes back with other properties (a worker
-     * restarted with a new config while its executors live on) gets a new Kafka worker; the
-     * old one is stopped, with whatever tasks of the old incarnation it still ran.
+     * first task that needs it unless it was built ahead ({@link #warm}: the task then waits
+     * for that build; one that failed is made again here, so that the task reports why). A
+     * worker id that comes back with other properties (a worker restarted with a new config
+     * while its executors live on) gets a new Kafka worker; the old one is stopped, with
+     * whatever tasks of the old incarnation it still ran.
      */
     static KafkaTaskWorker forStart(StartTask start) throws Exception {
         String workerId = start.getWorkerId();
-        Map<String, String> properties = start.getWorkerPropertiesMap();
         while (true) {
-            CompletableFuture<KafkaTaskWorker> mine = new CompletableFuture<>();
-            CompletableFuture<KafkaTaskWorker> current = WORKERS.putIfAbsent(workerId, mine);
-            if (current == null) {
-                try {
-                    mine.complete(open(workerId, properties, start.getPluginScanPropertiesMap()));
-                } catch (RuntimeException | Error e) {
-                    WORKERS.remove(workerId, mine);
-                    mine.completeExceptionally(e);
-                    throw e;
-                }
-                return mine.join();
+            Building mine = new Building(start.getWorkerPropertiesMap());
+            Building current = claim(workerId, mine);
+            if (current == mine) {
+                return build(workerId, mine, start.getPluginScanPropertiesMap());
             }
-            KafkaTaskWorker existing;
             try {
-                existing = current.get();
+                return current.worker().get();
             } catch (ExecutionException e) {
                 // its builder failed (and removed it): this task builds it anew
-                continue;
-            }
-            if (existing.properties.equals(properties)) {
-                return existing;
-            }
-            if (WORKERS.remove(workerId, current)) {
-                log.info("connect-grpc worker {} came back with other properties: a new Kafka worker", workerId);
-                existing.close();
             }
         }
     }
 
     /**
+     * Builds the Kafka worker of a connect-grpc worker in a thread of its own, ahead of its
+     * first task, as Kafka Connect builds its worker at its own start (its config, the
+     * cluster id through an admin client, the offsets topic read: seconds the first task would
+     * otherwise wait); returns at once. Nothing when one is built or being built from these
+     * properties. A build that fails is logged, and the first task builds it again. For Python,
+     * through py4j (the maps as JSON objects of strings).
+     */
+    public static void warm(String workerId, String workerPropertiesJson, String scanPropertiesJson) {
+        Building mine = new Building(map(workerPropertiesJson, "worker properties"));
+        Map<String, String> scan = map(scanPropertiesJson, "plugin scan properties");
+        if (claim(workerId, mine) != mine) {
+            return;
+        }
+        Thread thread = new Thread(() -> {
+            try {
+                build(workerId, mine, scan);
+            } catch (RuntimeException | Error e) {
+                log.warn("Could not build Kafka Connect's worker for connect-grpc worker {} ahead of its tasks; "
+                        + "its first Java task builds it again", workerId, e);
+            }
+        }, "connect-grpc-kafka-worker-warm");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /**
+     * {@code mine} if this caller is to build the worker (the entry is now {@code mine}), else
+     * the entry built or being built from the same properties. An entry of other properties
+     * is replaced, and its worker stopped once built.
+     */
+    private static Building claim(String workerId, Building mine) {
+        while (true) {
+            Building current = WORKERS.putIfAbsent(workerId, mine);
+            if (current == null) {
+                return mine;
+            }
+            if (current.properties().equals(mine.properties())) {
+                return current;
+            }
+            if (WORKERS.replace(workerId, current, mine)) {
+                log.info("connect-grpc worker {} came back with other properties: a new Kafka worker", workerId);
+                closeWhenBuilt(current);
+                return mine;
+            }
+        }
+    }
+
+    /** Builds the worker of the entry this caller claimed; a failure removes the entry. */
+    private static KafkaTaskWorker build(String workerId, Building mine, Map<String, String> scanProperties) {
+        try {
+            mine.worker().complete(open(workerId, mine.properties(), scanProperties));
+        } catch (RuntimeException | Error e) {
+            WORKERS.remove(workerId, mine);
+            mine.worker().completeExceptionally(e);
+            throw e;
+        }
+        return mine.worker().join();
+    }
+
+    /** Stops the entry's worker now if it is built, else once it is (if it ever is). */
+    private static void closeWhenBuilt(Building building) {
+        CompletableFuture<KafkaTaskWorker> worker = building.worker();
+        if (!worker.isDone()) {
+            worker.thenAccept(KafkaTaskWorker::closeQuietly);
+        } else if (!worker.isCompletedExceptionally()) {
+            worker.join().close();
+        }
+    }
+
+    /**
      * Stops the Kafka worker of a connect-grpc worker in this JVM, if there is one (the
-     * connect-grpc worker is stopping: its tasks were stopped before). For Python, through
-     * py4j.
+     * connect-grpc worker is stopping: its tasks were stopped before); one still being built
+     * is stopped once built. For Python, through py4j.
      */
     public static void shutdown(String workerId) {
-        CompletableFuture<KafkaTaskWorker> current = WORKERS.remove(workerId);
-        if (current != null && current.isDone() && !current.isCompletedExceptionally()) {
-            current.join().close();
+        Building current = WORKERS.remove(workerId);
+        if (current != null) {
+            closeWhenBuilt(current);
         }
     }
 
@@ -232,6 +298,26 @@ public final class KafkaTaskWorker implements AutoCloseable {
             } catch (Exception e) {
                 log.warn("Could not close the Kafka worker's admin client", e);
             }
+        }
+    }
+
+    private void closeQuietly() {
+        try {
+            close();
+        } catch (RuntimeException e) {
+            log.warn("Could not stop a Kafka worker that was replaced or shut down while it was built", e);
+        }
+    }
+
+    private static Map<String, String> map(String json, String what) {
+        try {
+            Map<String, String> read = JSON.readValue(json, STRING_MAP);
+            if (read == null) {
+                throw new IllegalArgumentException("the " + what + " must be a JSON object of strings, got null");
+            }
+            return read;
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException("the " + what + " must be a JSON object of strings", e);
         }
     }
 
