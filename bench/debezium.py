@@ -35,6 +35,7 @@ cannot be started or a phase does not finish in ``--timeout`` seconds.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import os
 import statistics
@@ -82,23 +83,23 @@ PASSWORD = "bench-debezium"
 START_TIMEOUT_S = 600.0
 
 
-class Worker:
-    """What a phase drives: either system."""
+class Worker(abc.ABC):
+    """What a phase drives: either system (``Anchor``, ``Ours``)."""
 
-    def create_connector(self, name: str, config: Mapping[str, str]) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def create_connector(self, name: str, config: Mapping[str, str]) -> None: ...
 
-    def delete_connector(self, name: str) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def delete_connector(self, name: str) -> None: ...
 
-    def failed_trace(self, name: str) -> str | None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def failed_trace(self, name: str) -> str | None: ...
 
-    def rss_bytes(self) -> int:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def rss_bytes(self) -> int: ...
 
-    def stop(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def stop(self) -> None: ...
 
 
 class Anchor(Worker):
