@@ -227,9 +227,9 @@ class Forwarder:
         """
         with self._acknowledged_lock:
             position = self._acknowledged
-        # not ``position <= view.config_position()``: that counts a record as soon as it is
-        # applied, before the herder's listener has acted on it (a cluster log level, say),
-        # while the wait below returns at once only when both have happened
+        # once a write was acknowledged the wait decides, not how far the view applied the
+        # topic: a record is applied before the herder's listener has acted on it (a cluster
+        # log level, say), and a read must see both; the wait returns at once when it has
         if self.view is None or position <= 0:
             return
         try:

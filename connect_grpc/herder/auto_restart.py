@@ -12,8 +12,9 @@ Progress that must outlive the decider (distributed: a new leader) goes to ``per
 it differs from what was last persisted (a write that failed is made again at the next
 look), or, for the progress that counts a restart, with the restart's own request
 (``restart_carrying``: one write, so that a decider that dies between them can neither
-restart twice nor lose the count), and comes back through ``load`` for a connector the
-decider has no memory of;
+restart twice nor lose the count; one that may have been written, its answer lost, is
+taken as made and its progress written alone at the next look), and comes back through
+``load`` for a connector the decider has no memory of;
 ``stored`` names the connectors with persisted progress, so that the progress of a
 connector deleted while no decider knew it is removed too. The restarts it makes and where
 each policy stands go to the worker's metrics (``metrics.auto_restart_metrics``).
@@ -37,7 +38,7 @@ from connect_grpc.herder.auto_restart_policy import (
     decide,
 )
 from connect_grpc.kernel.domain import AutoRestartStatus, ConnectorStatus
-from connect_grpc.kernel.errors import ConnectError
+from connect_grpc.kernel.errors import ConnectError, NotLeaderError
 from connect_grpc.metrics.auto_restart_metrics import AutoRestartMetrics
 
 log = structlog.get_logger(__name__)
@@ -71,8 +72,9 @@ class AutoRestarter:
         (NotFoundError when gone); ``restart``: asks for the connector's restart of its
         failed instances (raises ConnectError when it could not: tried at the next look);
         ``restart_carrying``: instead of ``restart`` and then ``persist``, asks for the
-        restart with the progress that counts it, in one write (raises ConnectError when
-        it could not, or cannot tell whether it was made);
+        restart with the progress that counts it, in one write (raises NotLeaderError
+        when it surely was not made, another ConnectError when it could not, or cannot
+        tell whether it was made: it is then taken as made);
         ``persist``/``load``: where progress outlives this decider (None: memory only;
         ``persist`` raises ConnectError when it could not write); ``stored``: the connectors
         whose progress is persisted; ``metrics``: where the restarts are counted and the
@@ -153,16 +155,7 @@ class AutoRestarter:
             try:
                 self._ask(name, after)
             except ConnectError as exc:
-                self._log.warning("auto_restart_not_asked", connector=name, error=exc.message)
-                with self._lock:
-                    if self._restart_carrying is None:
-                        self._states[name] = before
-                    else:
-                        # the write may have been made (a time-out): the next look takes
-                        # the progress from where it is persisted, the restart with it
-                        self._states.pop(name, None)
-                        self._persisted.pop(name, None)
-                return before
+                return self._not_asked(name, before, after, exc)
             self._log.info("auto_restart", connector=name, count=after.count,
                            max_attempts=policy.max_attempts)
             if self._metrics is not None:
@@ -190,6 +183,34 @@ class AutoRestarter:
         self._restart_carrying(name, value)
         with self._lock:
             self._persisted[name] = value
+
+    def _not_asked(
+        self, name: str, before: AutoRestartState, after: AutoRestartState, exc: ConnectError
+    ) -> AutoRestartState:
+        """The state after ``_ask`` raised: ``before`` when the restart was surely not
+        asked for, ``after`` when it may have been."""
+        surely_not = self._restart_carrying is None or isinstance(exc, NotLeaderError)
+        self._log.warning("auto_restart_not_asked" if surely_not else "auto_restart_ask_unsure",
+                          connector=name, error=exc.message)
+        with self._lock:
+            if self._restart_carrying is None:
+                self._states[name] = before  # asked for again at the next look
+                return before
+            if surely_not:
+                # refused as a deposed leader's, or never sent: the next look takes the
+                # progress back from the config topic, as a new leader would
+                self._states.pop(name, None)
+                self._persisted.pop(name, None)
+                return before
+            # the request may have landed (its read-back timed out) before this worker's
+            # view read it: the progress taken back from that view would be the one from
+            # before, with the same restart due at once. Kept as asked for, the restart is
+            # awaited (a failure it never shows counts again after RESTART_UNSEEN_MS), and
+            # the next look writes the progress that counts it alone, so that the config
+            # topic holds it whether or not the request's record landed.
+            self._states[name] = after
+            self._persisted.pop(name, None)
+            return after
 
     def _persist_changed(self, name: str, value: dict[str, Any]) -> None:
         """Persists the progress unless it is what was persisted last; a failed write

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from connect_grpc.api.convert import connector_status_to_pb
 from connect_grpc.client.convert import connector_status_from_pb
@@ -39,7 +40,7 @@ from connect_grpc.kernel.domain import (
     TaskId,
     TaskStatus,
 )
-from connect_grpc.kernel.errors import UnavailableError
+from connect_grpc.kernel.errors import NotLeaderError, UnavailableError
 from connect_grpc.testing.plugins import InstrumentedSourceConnector
 from tests.unit.fake_worker import FakeWorker
 
@@ -316,40 +317,120 @@ def test_decider_restarts_persists_and_says_when_to_look_again() -> None:
     assert decider.status_of("c") == AutoRestartStatus(1, 210, 0, False)
 
 
-def test_a_restart_carrying_its_progress_is_one_call_and_a_failed_one_is_forgotten(
-) -> None:
+class Carrying:
+    """A cluster's ``restart_carrying`` and ``load``: the config topic, and the leader's
+    view of it, which has not read the records written here yet."""
+
+    def __init__(self, fakes: Fakes) -> None:
+        self.fakes = fakes
+        self.asked: list[dict[str, Any]] = []  # the restart requests that landed
+        self.topic = fakes.persisted  # the progress the topic holds, alone or carried
+        self.view: dict[str, dict[str, Any] | None] = {}
+        self.lands = True  # whether the next request lands
+        self.answers: Exception | None = None  # what the next call raises
+
+    def restart_carrying(self, name: str, value: dict[str, Any]) -> None:
+        if self.lands:
+            self.asked.append(value)
+            self.topic[name] = value
+        if self.answers is not None:
+            raise self.answers
+
+    def decider(self) -> AutoRestarter:
+        return self.fakes.decider(restart_carrying=self.restart_carrying,
+                                  persist=self.fakes.persist, load=self.view_of)
+
+    def view_of(self, name: str) -> dict[str, Any] | None:
+        return self.view.get(name)
+
+
+def test_a_restart_carrying_its_progress_is_one_call() -> None:
     """With ``restart_carrying`` the progress that counts a restart goes with it, not to
-    ``persist``; when that call fails (it may have been made), the decider takes the
-    progress back from where it is persisted at its next look."""
+    ``persist``."""
     fakes = Fakes()
-    carried: list[tuple[str, dict[str, Any]]] = []
-
-    def restart_carrying(name: str, value: dict[str, Any]) -> None:
-        if fakes.busy:
-            fakes.persisted[name] = value  # the write landed, its answer timed out
-            raise UnavailableError("timed out", 1.0)
-        carried.append((name, value))
-        fakes.persisted[name] = value
-
-    decider = fakes.decider(restart_carrying=restart_carrying, persist=fakes.persist,
-                            load=fakes.persisted.get)
-    fakes.busy = True
+    cluster = Carrying(fakes)
+    decider = cluster.decider()
     decider.tick()
-    assert decider.status_of("c") is None  # forgotten: the next look loads it
-    fakes.busy = False
+    [value] = cluster.asked
+    assert (value["count"], value["restart_awaited"]) == (1, [0])
+    fakes.persisted.clear()
     fakes.now = 50
-    decider.tick()  # the restart it asked for is awaited: not asked again
-    assert carried == [] and fakes.restarts == []
-    assert decider.status_of("c") == AutoRestartStatus(1, 0, 0, False)
+    decider.tick()  # the restart it asked for is awaited: not asked again, nothing written
+    assert len(cluster.asked) == 1 and fakes.persisted == {} and fakes.restarts == []
     fakes.status = _status(R, (F, 2))  # it ran and failed again: after one back-off
     fakes.now = 100
     decider.tick()
     assert fakes.persisted["c"] is not None and "restart_awaited" not in fakes.persisted["c"]
     fakes.now = 300
     decider.tick()
-    [(name, value)] = carried
-    assert (name, value["count"], value["restart_awaited"]) == ("c", 2, [0])
+    assert [(value["count"], value["restart_awaited"]) for value in cluster.asked] == [
+        (1, [0]), (2, [0])]
     assert fakes.restarts == []  # never the plain restart
+
+
+def test_a_restart_whose_request_may_have_landed_is_not_asked_for_again() -> None:
+    """The request lands but its answer times out, and the view the progress would be
+    taken back from has not read it yet: the restart is taken as asked for, not asked for
+    again at the next look, and its progress is written alone."""
+    fakes = Fakes()
+    cluster = Carrying(fakes)
+    decider = cluster.decider()
+    cluster.answers = UnavailableError("the request's read-back timed out", 1.0)
+    with capture_logs() as logs:
+        decider.tick()
+    assert [entry["event"] for entry in logs] == ["auto_restart_ask_unsure"]
+    [value] = cluster.asked
+    assert decider.status_of("c") == AutoRestartStatus(1, 0, 0, False)
+    cluster.answers = None
+    fakes.persisted.clear()
+    for now in (0, 10, 50):  # the view still lags
+        fakes.now = now
+        decider.tick()
+    assert len(cluster.asked) == 1
+    assert fakes.persisted == {"c": value}  # written alone: sure to be in the topic
+    fakes.status = _status(R, (R, 2))  # the restart ran
+    fakes.now = 60
+    decider.tick()
+    assert len(cluster.asked) == 1
+    assert decider.status_of("c") == AutoRestartStatus(1, 0, 0, False)
+
+
+def test_a_restart_whose_request_did_not_land_is_asked_for_after_it_went_unseen() -> None:
+    """The same time-out, the request lost: the restart is awaited as if made, then, never
+    shown, the failure counts again and is restarted after its back-off."""
+    fakes = Fakes()
+    cluster = Carrying(fakes)
+    decider = cluster.decider()
+    cluster.lands = False
+    cluster.answers = UnavailableError("the request's write timed out", 1.0)
+    decider.tick()
+    cluster.lands, cluster.answers = True, None
+    decider.tick()
+    assert cluster.asked == []
+    assert fakes.persisted["c"]["restart_awaited"] == [0]  # type: ignore[index]
+    fakes.now = RESTART_UNSEEN_MS - 1
+    decider.tick()
+    assert cluster.asked == []
+    fakes.now = RESTART_UNSEEN_MS
+    decider.tick()  # given up waiting: due after one restart's back-off
+    assert decider.status_of("c") == AutoRestartStatus(1, RESTART_UNSEEN_MS + 200, 0, False)
+    fakes.now = RESTART_UNSEEN_MS + 200
+    decider.tick()
+    [value] = cluster.asked
+    assert value["count"] == 2
+
+
+def test_a_restart_refused_as_a_deposed_leaders_is_forgotten() -> None:
+    """A refused request surely did not land: the decider takes the progress back from
+    where it is persisted at its next look."""
+    fakes = Fakes()
+    cluster = Carrying(fakes)
+    decider = cluster.decider()
+    cluster.lands = False
+    cluster.answers = NotLeaderError("deposed")
+    decider.tick()
+    assert decider.status_of("c") is None
+    assert fakes.persisted == {}
 
 
 def test_decider_keeps_its_state_when_the_restart_could_not_be_asked() -> None:

@@ -237,11 +237,22 @@ def test_a_write_that_failed_is_made_again_at_the_next_look() -> None:
     office = _Office(cluster.view, 1)
     leader = cluster.decider(office)
     office.failing = 1
-    leader.tick()  # the restart is asked for; its progress could not be written
+    leader.tick()  # the restart's request timed out (it did not land): taken as made
     assert cluster.shown() == AutoRestartStatus()
-    leader.tick()
+    leader.tick()  # its progress, written alone
     assert cluster.shown() == AutoRestartStatus(1, 0, T0, False)
+    assert cluster.asked == []
+    cluster.now = T0 + RESTART_UNSEEN_MS  # never shown: the failure counts again
+    office.failing = 1
+    leader.tick()  # that progress could not be written
+    assert cluster.shown() == AutoRestartStatus(1, 0, T0, False)
+    leader.tick()
+    due = T0 + RESTART_UNSEEN_MS + 200
+    assert cluster.shown() == AutoRestartStatus(1, due, T0, False)
+    cluster.now = due
+    leader.tick()
     assert len(cluster.asked) == 1
+    assert cluster.shown() == AutoRestartStatus(2, 0, due, False)
 
 
 def test_the_progress_of_a_connector_no_leader_knew_deleted_is_removed() -> None:
