@@ -5,7 +5,8 @@ runs ``pytest -n N --dist loadfile``).
   module-scoped workers and clusters start once; the modules of one :data:`SHARED_NAMES`
   group run on one xdist worker, one after the other, because they use the same fixed
   names (a path, a topic, a group id), and so must never run at the same time; so do the
-  :data:`SHARED_WORKER_MODULES`, so that the shared worker and cluster start once. (Not
+  :data:`SHARED_WORKER_MODULES` (and the other lists of modules that share workers), so
+  that the shared worker and cluster start once. (Not
   ``--dist loadgroup`` with ``xdist_group`` marks: pytest-xdist 3.8 groups by renaming
   ``item._nodeid``, which pytest 9 no longer reads, so the marks would be ignored.)
 - One Kafka broker for the whole run: the controller starts it before the xdist workers
@@ -87,6 +88,14 @@ SHARED_TLS_WORKER_MODULES = (
     "tests/integration/test_security.py",
 )
 
+#: The modules that use the session's shared worker with exactly-once source support and
+#: Kafka Connect's Java plugins (``tests/integration/java_eos_worker.py``): on one xdist
+#: worker, one after the other, so that it starts once.
+SHARED_JAVA_EOS_WORKER_MODULES = (
+    "tests/integration/test_java_exactly_once_validation.py",
+    "tests/integration/test_mirror_maker.py",
+)
+
 
 def _scopes() -> dict[str, str]:
     """Each module of a group, or of the shared workers, to the name of the xdist scope it
@@ -94,6 +103,7 @@ def _scopes() -> dict[str, str]:
     groups = [set(modules) for modules in SHARED_NAMES.values()]
     groups.append(set(SHARED_WORKER_MODULES))
     groups.append(set(SHARED_TLS_WORKER_MODULES))
+    groups.append(set(SHARED_JAVA_EOS_WORKER_MODULES))
     merged: list[set[str]] = []
     for group in groups:
         overlapping = [other for other in merged if other & group]

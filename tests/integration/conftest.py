@@ -16,6 +16,8 @@
 - ``pki``: the session's test certificates; ``token_worker`` and ``mtls_worker``: the TLS
   workers of :mod:`tls_workers`, shared in the same way by the modules of
   ``SHARED_TLS_WORKER_MODULES``.
+- ``java_eos_worker``: the distributed worker of :mod:`java_eos_worker` (Java plugins,
+  exactly-once source support), shared in the same way by ``SHARED_JAVA_EOS_WORKER_MODULES``.
 - ``postgres``: a private PostgreSQL server (``wal_level=logical``, TCP clients need
   :data:`POSTGRES_PASSWORD`), started once per pytest process by its first user;
   ``postgres_database``: a fresh database on it per test, dropped with its replication slots.
@@ -47,10 +49,12 @@ from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
 from tests.conftest import (
     EXTERNAL_BROKER_ENV,
     SHARED_BROKER_ENV,
+    SHARED_JAVA_EOS_WORKER_MODULES,
     SHARED_TLS_WORKER_MODULES,
     SHARED_WORKER_MODULES,
     START_LOCK_ENV,
 )
+from tests.integration import java_eos_worker as java_eos
 from tests.integration import tls_workers, warm_ups
 from tests.integration.helpers import CLUSTER_SIZE, delete_every_connector
 
@@ -260,6 +264,29 @@ def mtls_worker(
         yield process
 
 
+@pytest.fixture(scope="session")
+def _shared_java_eos_worker(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedWorkers]:
+    shared = SharedWorkers(
+        lambda: [java_eos.make_worker(tmp_path_factory.mktemp("java-eos"), kafka_bootstrap)]
+    )
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
+@pytest.fixture(scope="module")
+def java_eos_worker(
+    _shared_java_eos_worker: SharedWorkers, request: pytest.FixtureRequest
+) -> Iterator[WorkerProcess]:
+    """The session's worker of :mod:`java_eos_worker`, started by the first module that asks
+    for it; every connector a module leaves on it is deleted when the module ends."""
+    with _lent(_shared_java_eos_worker, request, _uses_java_eos_worker) as [process]:
+        yield process
+
+
 @contextlib.contextmanager
 def _lent(
     shared: SharedWorkers, request: pytest.FixtureRequest, uses: Callable[[pytest.Item], bool]
@@ -307,6 +334,11 @@ def _uses_tls_workers(item: pytest.Item) -> bool:
     return _module_name(Path(str(item.path))) in SHARED_TLS_WORKER_MODULES
 
 
+def _uses_java_eos_worker(item: pytest.Item) -> bool:
+    """Whether the test is in a module that shares the worker of :mod:`java_eos_worker`."""
+    return _module_name(Path(str(item.path))) in SHARED_JAVA_EOS_WORKER_MODULES
+
+
 def _module_name(path: Path) -> str:
     return path.relative_to(HERE.parent.parent).as_posix()
 
@@ -330,8 +362,9 @@ def _is_integration(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Runs the integration modules that share the cluster, then those that share the
-    standalone worker, each group one after the other (modules otherwise in their order,
-    tests in theirs), so the shared workers start once and stop when their last user ends."""
+    standalone worker, then those that share the Java exactly-once worker, each group one
+    after the other (modules otherwise in their order, tests in theirs), so the shared
+    workers start once and stop when their last user ends."""
     integration = [i for i, item in enumerate(items) if _is_integration(item)]
     if not integration:
         return
@@ -342,7 +375,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def group(tests: list[pytest.Item]) -> int:
         if any(_uses_cluster(t) for t in tests):
             return 0
-        return 1 if any(_uses_worker(t) for t in tests) else 2
+        if any(_uses_worker(t) for t in tests):
+            return 1
+        return 2 if any(_uses_java_eos_worker(t) for t in tests) else 3
 
     _check_shared_worker_modules(modules, group)
 
@@ -371,6 +406,13 @@ def _check_shared_worker_modules(
             raise pytest.UsageError(
                 f"{name} is not in tests/conftest.py's SHARED_TLS_WORKER_MODULES but uses the "
                 "shared TLS workers: add it to the list"
+            )
+        if any("_shared_java_eos_worker" in getattr(t, "fixturenames", ()) for t in tests) and (
+            name not in SHARED_JAVA_EOS_WORKER_MODULES
+        ):
+            raise pytest.UsageError(
+                f"{name} is not in tests/conftest.py's SHARED_JAVA_EOS_WORKER_MODULES but uses "
+                "the shared Java exactly-once worker: add it to the list"
             )
 
 

@@ -1,15 +1,20 @@
 """Small Java plugins that integration tests compile: sources built with ``javac`` against
 Kafka's Connect API (the jars of jvm/'s build), laid out as a plugin directory of
-``plugin.path`` (a jar with its ServiceLoader manifests, and the libraries it bundles)."""
+``plugin.path`` (a jar with its ServiceLoader manifests, and the libraries it bundles); and
+the distributed worker the Java modules run them on (:func:`java_worker`, :func:`running`)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from connect_grpc.java.jvm_build import jvm_target
+from connect_grpc.java.plugin_jars import ensure_plugins
+from connect_grpc.testing.cluster import WorkerProcess, cluster_properties
 
 #: The ServiceLoader manifest of each kind of plugin the tests compile.
 SOURCE_CONNECTOR = "org.apache.kafka.connect.source.SourceConnector"
@@ -68,3 +73,37 @@ def maven_jar(group: str, artifact: str, version: str) -> Path:
             check=True, capture_output=True, timeout=600,
         )
     return jar
+
+
+def java_worker(
+    work: Path,
+    bootstrap: str,
+    group: str,
+    plugin_dirs: Sequence[Path] = (),
+    properties: Mapping[str, str] | None = None,
+) -> WorkerProcess:
+    """A distributed worker (not started), alone in a cluster ``<group>-<random>``, whose
+    ``plugin.path`` holds the plugin directories ``make install`` fetched and
+    ``plugin_dirs`` (directories of plugin directories, as a Kafka Connect worker is given
+    them), found by their ServiceLoader manifests (no reflective scan of the classpath);
+    ``properties`` are its other worker properties. Its files are under ``work/worker``."""
+    return WorkerProcess(work / "worker", bootstrap, {
+        **cluster_properties(f"{group}-{uuid.uuid4().hex[:8]}"),
+        "plugin.path": ",".join(str(path) for path in [ensure_plugins(), *plugin_dirs]),
+        "plugin.discovery": "service_load",
+        **(properties or {}),
+    }, mode="distributed")
+
+
+@contextlib.contextmanager
+def running(process: WorkerProcess) -> Iterator[WorkerProcess]:
+    """``process`` started (one module's workers at a time under xdist), stopped after."""
+    # here, not at the top: the integration conftest imports this module
+    from tests.integration.conftest import one_start_at_a_time
+
+    with one_start_at_a_time():
+        process.start()
+    try:
+        yield process
+    finally:
+        process.stop()

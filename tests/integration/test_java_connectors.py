@@ -22,7 +22,7 @@ import pytest
 
 from connect_grpc.client import ConnectClient
 from connect_grpc.java.jvm_build import jvm_target
-from connect_grpc.java.plugin_jars import CONNECT_FILE, ensure_plugins
+from connect_grpc.java.plugin_jars import CONNECT_FILE
 from connect_grpc.kernel.domain import (
     ConnectorOffset,
     ConnectorStatus,
@@ -36,9 +36,9 @@ from connect_grpc.kernel.errors import (
     InvalidArgumentError,
 )
 from connect_grpc.pipeline.preview_model import SampleRecord
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
-from tests.integration.conftest import one_start_at_a_time
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import read_all
+from tests.integration.java_builds import java_worker, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -174,20 +174,8 @@ def process(
 ) -> Iterator[WorkerProcess]:
     work = tmp_path_factory.mktemp("java-connectors")
     tiny = _build_tiny_plugin(work / "tiny")
-    properties = {
-        **cluster_properties(f"java-connectors-{uuid.uuid4().hex[:8]}"),
-        # directories of plugin directories, as a Kafka Connect worker is given them
-        "plugin.path": f"{ensure_plugins()},{tiny}",
-        # every plugin here has a ServiceLoader manifest: no reflective scan of the classpath
-        "plugin.discovery": "service_load",
-    }
-    process = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
-    try:
+    with running(java_worker(work, kafka_bootstrap, "java-connectors", [tiny])) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ ValidateConfig and a refused CreateConnector or PutConnectorConfig.
 The connectors: Kafka's FileStreamSourceConnector (connect-file 4.3.1: exactly-once with a
 file, not from stdin; never its own transaction boundaries), MirrorSourceConnector
 (connect-mirror 4.3.1: exactly-once when its consumer reads committed records only, which its
-own validation checks too), and a
-small plugin this module compiles for what they do not show: a connector that declares
-nothing (Kafka's default: null), one that defines its own boundaries, and one whose
-declaration throws."""
+own validation checks too), and the small plugin of :mod:`java_eos_worker` for what they do
+not show: a connector that declares nothing (Kafka's default: null), one that defines its
+own boundaries, and one whose declaration throws. The worker is the one ``test_mirror_maker``
+uses too."""
 
 from __future__ import annotations
 
@@ -22,12 +22,9 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.java.plugin_jars import ensure_plugins
 from connect_grpc.kernel.domain import TargetState
 from connect_grpc.kernel.errors import InvalidArgumentError
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties
-from tests.integration.conftest import one_start_at_a_time
-from tests.integration.java_builds import SOURCE_CONNECTOR, build_plugin
+from connect_grpc.testing.cluster import WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -44,88 +41,12 @@ NO_BOUNDARIES = ("The connector does not support connector-defined transaction b
                  "the given configuration. Please reconfigure it to use a different transaction "
                  "boundary definition.")
 
-_TASK = """
-package eosit;
-import java.util.List;
-import java.util.Map;
-import org.apache.kafka.connect.source.SourceRecord;
-import org.apache.kafka.connect.source.SourceTask;
-public class IdleTask extends SourceTask {
-  public String version() { return "1.0"; }
-  public void start(Map<String, String> props) { }
-  public List<SourceRecord> poll() throws InterruptedException { Thread.sleep(100); return null; }
-  public void stop() { }
-}
-"""
-
-
-def _connector(name: str, body: str) -> str:
-    return f"""
-package eosit;
-import java.util.List;
-import java.util.Map;
-import org.apache.kafka.common.config.ConfigDef;
-import org.apache.kafka.connect.connector.Task;
-import org.apache.kafka.connect.errors.ConnectException;
-import org.apache.kafka.connect.source.ConnectorTransactionBoundaries;
-import org.apache.kafka.connect.source.ExactlyOnceSupport;
-import org.apache.kafka.connect.source.SourceConnector;
-public class {name} extends SourceConnector {{
-  public String version() {{ return "1.0"; }}
-  public ConfigDef config() {{
-    return new ConfigDef()
-        .define("explode", ConfigDef.Type.STRING, null, ConfigDef.Importance.LOW, "");
-  }}
-  public void start(Map<String, String> props) {{ }}
-  public Class<? extends Task> taskClass() {{ return IdleTask.class; }}
-  public List<Map<String, String>> taskConfigs(int maxTasks) {{ return List.of(Map.of()); }}
-  public void stop() {{ }}
-{body}
-}}
-"""
-
-
-SOURCES = {
-    "eosit/IdleTask.java": _TASK,
-    # declares nothing: SourceConnector.exactlyOnceSupport answers null
-    "eosit/UndeclaredSource.java": _connector("UndeclaredSource", ""),
-    "eosit/BoundingSource.java": _connector("BoundingSource", """
-  public ExactlyOnceSupport exactlyOnceSupport(Map<String, String> props) {
-    if (props.containsKey("explode")) {
-      throw new ConnectException("cannot tell without " + props.get("explode"));
-    }
-    return ExactlyOnceSupport.SUPPORTED;
-  }
-  public ConnectorTransactionBoundaries canDefineTransactionBoundaries(Map<String, String> props) {
-    return ConnectorTransactionBoundaries.SUPPORTED;
-  }
-"""),
-}
-
 
 @pytest.fixture(scope="module")
-def worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ConnectClient]:
-    work = tmp_path_factory.mktemp("java-eos-validation")
-    plugins = work / "plugins"
-    build_plugin(work / "build", plugins / "eos-it", SOURCES,
-                 {SOURCE_CONNECTOR: ["eosit.UndeclaredSource", "eosit.BoundingSource"]})
-    properties = {
-        **cluster_properties(f"java-eos-validation-{uuid.uuid4().hex[:8]}"),
-        "plugin.path": f"{ensure_plugins()},{plugins}",
-        "plugin.discovery": "service_load",
-        "exactly.once.source.support": "enabled",
-    }
-    process = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
-    try:
-        with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
-                           retry_unavailable=True) as client:
-            yield client
-    finally:
-        process.stop()
+def worker(java_eos_worker: WorkerProcess) -> Iterator[ConnectClient]:
+    with ConnectClient(java_eos_worker.address, timeout=CALL_TIMEOUT_S,
+                       retry_unavailable=True) as client:
+        yield client
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ plugin's lines arrive, and GetLogger reads the Java logger's level.
 The setup is ``test_java_tasks``': one in-process worker serves the module, its plugin loader
 giving Kafka's FileStream connector classes tasks that stand for Java tasks, started with the
 task configs Kafka's connectors generate. The worker's log is configured as in production
-(JSON lines), and what its handler writes is read back. The last test runs a distributed
-worker process and goes over gRPC: a Java connector's own line, ListLoggers, GetLogger and
-SetLogLevel.
+(JSON lines), and what its handler writes is read back. The same over gRPC on a distributed
+worker process (a Java connector's own line, ListLoggers, GetLogger and SetLogLevel) is
+``test_java_tasks_grpc``'s, which has such a worker already.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 import structlog
 
-from connect_grpc.client import ConnectClient
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.providers import FileConfigProvider
 from connect_grpc.config_providers.transformer import ConfigTransformer
@@ -41,8 +40,6 @@ from connect_grpc.logs.output import configure_logging
 from connect_grpc.runtime.java_task_classes import JavaSourceTask
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
-from tests.integration.conftest import one_start_at_a_time
 from tests.integration.helpers import fresh_spark_jvm
 from tests.integration.test_runtime import RecordingListener, wait_for
 
@@ -276,72 +273,3 @@ def test_a_level_set_on_the_file_plugins_loggers_changes_which_of_its_lines_arri
         assert plugin_lines == []
     finally:
         levels.set_level(FILE_LOGGERS, "INFO")
-
-
-@pytest.mark.timeout(600)
-def test_over_grpc_a_java_connectors_lines_arrive_and_set_log_level_reaches_java_loggers(
-    kafka_bootstrap: str, tmp_path: Path,
-) -> None:
-    """A distributed worker process (the production path): the connector instance's line
-    comes from the driver's JVM, ListLoggers and GetLogger answer the JVM's loggers, and
-    SetLogLevel reaches the JVM hosting the task."""
-    properties = {
-        **cluster_properties(f"java-logs-grpc-{uuid.uuid4().hex[:8]}"),
-        "plugin.path": str(ensure_plugins()),
-        "plugin.discovery": "service_load",
-    }
-    process = WorkerProcess(tmp_path / "worker", kafka_bootstrap, properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
-    try:
-        with ConnectClient(process.address, timeout=240, retry_unavailable=True) as client:
-            _grpc_checks(client, process, tmp_path)
-    finally:
-        process.stop()
-
-
-def _java_events(process: WorkerProcess, connector: str) -> list[dict[str, Any]]:
-    events = [json.loads(line) for line in process.logs().splitlines() if line.startswith("{")]
-    return [e for e in events if e.get("event") == "java_log" and e.get("connector") == connector]
-
-
-def _grpc_checks(client: ConnectClient, process: WorkerProcess, tmp_path: Path) -> None:
-    source = tmp_path / "in.txt"
-    source.write_text("a\nb\n", encoding="utf-8")
-    config = {"connector.class": FILE_SOURCE, "file": str(source), "tasks.max": "1",
-              "topic": f"java-logs-{uuid.uuid4().hex[:8]}",
-              "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
-    first = f"java-grpc-{uuid.uuid4().hex[:6]}"
-    client.create_connector(first, config)
-    # the connector instance's own line, from the driver's JVM: its connector named, no task
-    starting = f"Starting file source connector reading from {source}"
-    wait_until(lambda: [e for e in _java_events(process, first) if e["message"] == starting],
-               timeout=START_S)
-    [line] = [e for e in _java_events(process, first) if e["message"] == starting]
-    assert (line["logger"], line["level"], line["executor"]) == (
-        "org.apache.kafka.connect.file.FileStreamSourceConnector", "info", "driver",
-    )
-    assert "task" not in line
-    wait_until(lambda: [e for e in _java_events(process, first) if e.get("task") == 0
-                        and "Source task finished initialization" in e["message"]],
-               timeout=START_S)
-
-    listed = client.list_loggers()
-    assert listed["org.apache.kafka.connect.file.FileStreamSourceConnector"].level == "INFO"
-    assert not [name for name in listed if name.startswith("org.apache.spark")]
-    changed = client.set_log_level(FILE_LOGGERS, "DEBUG")
-    assert {"org.apache.kafka.connect.file.FileStreamSourceConnector", SOURCE_TASK} <= set(changed)
-    task_logger = client.get_logger(SOURCE_TASK)
-    assert task_logger.level == "DEBUG" and task_logger.last_modified is not None
-
-    # a task started after the set logs its DEBUG line, from the JVM that hosts it
-    second = f"java-grpc-{uuid.uuid4().hex[:6]}"
-    client.create_connector(second, {**config, "topic": f"java-logs-{uuid.uuid4().hex[:8]}"})
-    opened = f"Opened {source} for reading"
-    wait_until(lambda: [e for e in _java_events(process, second)
-                        if e["message"] == opened and e.get("task") == 0], timeout=START_S)
-    assert not [e for e in _java_events(process, first) if e["message"] == opened], (
-        "the first task opened its file before the set, at INFO"
-    )
-    client.delete_connector(first)
-    client.delete_connector(second)

@@ -28,17 +28,17 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.java.plugin_jars import ensure_plugins
 from connect_grpc.kernel.domain import ConnectorType, State
 from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError, InvalidArgumentError
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
-from tests.integration.conftest import one_start_at_a_time
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import create_topic, produce, read_all
 from tests.integration.java_builds import (
     SINK_CONNECTOR,
     SOURCE_CONNECTOR,
     build_plugin,
+    java_worker,
     maven_jar,
+    running,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -254,19 +254,10 @@ def process(
 ) -> Iterator[WorkerProcess]:
     work = tmp_path_factory.mktemp("java-bad-plugins")
     plugins = _build_plugins(work)
-    properties = {
-        **cluster_properties(f"java-bad-plugins-{uuid.uuid4().hex[:8]}"),
-        "plugin.path": f"{ensure_plugins()},{plugins}",
-        "plugin.discovery": "service_load",
-        "task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS),
-    }
-    process = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
-    try:
+    process = java_worker(work, kafka_bootstrap, "java-bad-plugins", [plugins],
+                          {"task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS)})
+    with running(process):
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

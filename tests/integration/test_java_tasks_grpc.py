@@ -2,8 +2,10 @@
 Kafka's FileStreamSource and FileStreamSink (connect-file on ``plugin.path``) created over
 gRPC, their tasks run by Kafka's worker in JVM hosts: a file's lines through a topic into
 another file, the tasks' statuses with their placement and version, Kafka's offsets read back
-with GetOffsets, a failing task's Java root cause in its status, and Kafka's worker built as
-the worker starts, not by its first Java task. (Pause, resume, a
+with GetOffsets, a failing task's Java root cause in its status, Kafka's worker built as
+the worker starts, not by its first Java task, and the Java plugins' log lines and loggers
+over gRPC (the in-process side of the logs is ``test_java_logs``'s; the test is here to run on
+this module's worker rather than start one of its own). (Pause, resume, a
 cancelled host and the stop time-out are ``test_java_tasks``'s, which drives the worker in
 process.)"""
 
@@ -13,21 +15,24 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.java.plugin_jars import CONNECT_FILE, ensure_plugins
+from connect_grpc.java.plugin_jars import CONNECT_FILE
 from connect_grpc.kernel.domain import PlacementKind, State, TaskStatus
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
-from tests.integration.conftest import one_start_at_a_time
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import create_topic
+from tests.integration.java_builds import java_worker, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+SOURCE_TASK = "org.apache.kafka.connect.file.FileStreamSourceTask"
+FILE_LOGGERS = "org.apache.kafka.connect.file"
 #: The first call that needs the Java plugins waits for the scan of plugin.path.
 CALL_TIMEOUT_S = 240
 STATE_TIMEOUT_S = 120
@@ -37,24 +42,17 @@ STATE_TIMEOUT_S = 120
 def worker_process(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WorkerProcess]:
-    work = tmp_path_factory.mktemp("java-tasks-grpc")
     properties = {
-        **cluster_properties(f"java-tasks-grpc-{uuid.uuid4().hex[:8]}"),
-        "plugin.path": str(ensure_plugins()),
-        "plugin.discovery": "service_load",
         "key.converter": STRING_CONVERTER,
         "value.converter": STRING_CONVERTER,
         # Kafka's worker commits a sink's offsets every offset.flush.interval.ms (60 s by
         # default)
         "offset.flush.interval.ms": "1000",
     }
-    process = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
-    try:
+    process = java_worker(tmp_path_factory.mktemp("java-tasks-grpc"), kafka_bootstrap,
+                          "java-tasks-grpc", properties=properties)
+    with running(process):
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +157,66 @@ def test_kafkas_worker_is_built_as_the_worker_starts_not_by_its_first_java_task(
     # one Kafka worker for every Java task of the worker, built by the driver's JVM as Spark
     # started (the thread of KafkaTaskWorker.warm), not by a task's host
     assert builds == ["connect-grpc-kafka-worker-warm"]
+
+
+def test_over_grpc_a_java_connectors_lines_arrive_and_set_log_level_reaches_java_loggers(
+    worker: ConnectClient, worker_process: WorkerProcess, tmp_path: Path,
+) -> None:
+    """The production path of ``test_java_logs``: the connector instance's line comes from
+    the driver's JVM, ListLoggers and GetLogger answer the JVM's loggers, and SetLogLevel
+    reaches the JVM hosting the task."""
+    try:
+        _grpc_log_checks(worker, worker_process, tmp_path)
+    finally:
+        worker.set_log_level(FILE_LOGGERS, "INFO")  # the module's other tests log at INFO
+
+
+def _java_events(process: WorkerProcess, connector: str) -> list[dict[str, Any]]:
+    """The worker's java_log events of ``connector``, from the whole of its log (the module's
+    earlier tests wrote to it too)."""
+    text = process.log_path.read_text(encoding="utf-8", errors="replace")
+    events = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    return [e for e in events if e.get("event") == "java_log" and e.get("connector") == connector]
+
+
+def _grpc_log_checks(client: ConnectClient, process: WorkerProcess, tmp_path: Path) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("a\nb\n", encoding="utf-8")
+    config = {"connector.class": FILE_SOURCE, "file": str(source), "tasks.max": "1",
+              "topic": f"java-logs-{uuid.uuid4().hex[:8]}",
+              "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
+    first = f"java-grpc-{uuid.uuid4().hex[:6]}"
+    client.create_connector(first, config)
+    # the connector instance's own line, from the driver's JVM: its connector named, no task
+    starting = f"Starting file source connector reading from {source}"
+    wait_until(lambda: [e for e in _java_events(process, first) if e["message"] == starting],
+               timeout=STATE_TIMEOUT_S)
+    [line] = [e for e in _java_events(process, first) if e["message"] == starting]
+    assert (line["logger"], line["level"], line["executor"]) == (
+        "org.apache.kafka.connect.file.FileStreamSourceConnector", "info", "driver",
+    )
+    assert "task" not in line
+    wait_until(lambda: [e for e in _java_events(process, first) if e.get("task") == 0
+                        and "Source task finished initialization" in e["message"]],
+               timeout=STATE_TIMEOUT_S)
+
+    listed = client.list_loggers()
+    assert listed["org.apache.kafka.connect.file.FileStreamSourceConnector"].level == "INFO"
+    assert not [name for name in listed if name.startswith("org.apache.spark")]
+    changed = client.set_log_level(FILE_LOGGERS, "DEBUG")
+    assert {"org.apache.kafka.connect.file.FileStreamSourceConnector", SOURCE_TASK} <= set(changed)
+    task_logger = client.get_logger(SOURCE_TASK)
+    assert task_logger.level == "DEBUG" and task_logger.last_modified is not None
+
+    # a task started after the set logs its DEBUG line, from the JVM that hosts it
+    second = f"java-grpc-{uuid.uuid4().hex[:6]}"
+    client.create_connector(second, {**config, "topic": f"java-logs-{uuid.uuid4().hex[:8]}"})
+    opened = f"Opened {source} for reading"
+    wait_until(lambda: [e for e in _java_events(process, second)
+                        if e["message"] == opened and e.get("task") == 0],
+               timeout=STATE_TIMEOUT_S)
+    assert not [e for e in _java_events(process, first) if e["message"] == opened], (
+        "the first task opened its file before the set, at INFO"
+    )
+    client.delete_connector(first)
+    client.delete_connector(second)

@@ -22,12 +22,10 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.java.plugin_jars import ensure_plugins
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.kernel.domain import State
 from connect_grpc.kernel.errors import NotFoundError
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
-from tests.integration.conftest import one_start_at_a_time
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import create_topic, end_offset
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -57,27 +55,12 @@ def source_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ConnectClient]:
-    """A distributed worker on the target cluster, with exactly-once source support."""
-    work = tmp_path_factory.mktemp("mirror-maker")
-    properties = {
-        **cluster_properties(f"mirror-maker-{uuid.uuid4().hex[:8]}"),
-        "plugin.path": str(ensure_plugins()),
-        "plugin.discovery": "service_load",
-        "exactly.once.source.support": "enabled",
-        "offset.flush.interval.ms": "1000",
-    }
-    process = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
-    try:
-        with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
-                           retry_unavailable=True) as client:
-            yield client
-    finally:
-        process.stop()
+def worker(java_eos_worker: WorkerProcess) -> Iterator[ConnectClient]:
+    """A distributed worker on the target cluster, with exactly-once source support (the one
+    ``test_java_exactly_once_validation`` uses too: :mod:`java_eos_worker`)."""
+    with ConnectClient(java_eos_worker.address, timeout=CALL_TIMEOUT_S,
+                       retry_unavailable=True) as client:
+        yield client
 
 
 def _mirror_config(source: str, target: str, **extra: str) -> dict[str, str]:
