@@ -2,13 +2,15 @@
 registers through its context's ``PluginMetrics``, exported on the worker's endpoint as a
 Python connector's (``connect_grpc_plugin_<name>``, decision 0108).
 
-The relay thread of the stand-in's instance (``runtime.java_connectors``) reads them from
-the JVM at most every ``METRICS_INTERVAL_S`` into the Python context's PluginMetrics, which
-carries the worker's tags (``connector``, ``config``, ``class``, ``version``); a scrape reads
-the last values and never waits on the JVM. When the instance is released (a pause, a stop, a
-restart) its metrics are gone in the JVM, and they leave the scrape; the stand-in's next
-instance (a new handle) brings its own. Only the instance the stand-in holds is followed, so
-a late read or release of the one before cannot touch its successor's series.
+A thread of the stand-in's instance's own (``runtime.java_connectors``; not the relay of
+its events, as the JVM runs the connector's gauges inside the read) reads them from the JVM
+every ``METRICS_INTERVAL_S`` into the Python context's PluginMetrics, which carries the
+worker's tags (``connector``, ``config``, ``class``, ``version``); a scrape reads the last
+values and never waits on the JVM. A read that fails keeps the last values. When the
+instance is released (a pause, a stop, a restart) its metrics are gone in the JVM, and they
+leave the scrape; the stand-in's next instance (a new handle) brings its own. Only the
+instance the stand-in holds is followed, so a late read or release of the one before cannot
+touch its successor's series.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any
 import structlog
 
 from connect_grpc.connectors.plugin_metrics import RESERVED_TAGS, MetricName, PluginMetrics
-from connect_grpc.runtime.hosting.jvm_reports import JavaPluginMetrics, java_metric_name
+from connect_grpc.runtime.hosting.jvm_reports import java_metric_name
+from connect_grpc.runtime.hosting.plugin_metrics import MirroredPluginMetrics
 
 __all__ = ["METRICS_INTERVAL_S", "JavaConnectorMetrics"]
 
@@ -56,18 +59,23 @@ class JavaConnectorMetrics:
     ) -> None:
         self._java_class = java_class
         self._read = read
-        self._metrics = JavaPluginMetrics(open_metrics)
+        self._metrics = MirroredPluginMetrics(open_metrics)
         self._clock = clock
         self._read_at = -math.inf
         self._refused: set[str] = set()
         self._lock = threading.Lock()
+        #: Notified when the followed instance changes (a reading loop's end).
+        self._changed = threading.Condition(self._lock)
         self._followed: int | None = None
+        #: The instance whose read last failed past the JVM's answer (logged once).
+        self._failed: int | None = None
 
     def follow(self, handle: int) -> None:
         """The stand-in made the instance ``handle``: its metrics are the ones read now."""
         with self._lock:
             self._followed = handle
             self._read_at = -math.inf
+            self._changed.notify_all()
 
     def read(self, handle: int) -> None:
         """Reads the metrics of the instance ``handle`` from the JVM, unless it is not the
@@ -78,12 +86,42 @@ class JavaConnectorMetrics:
             if handle != self._followed or now - self._read_at < METRICS_INTERVAL_S:
                 return
             self._read_at = now
+        self._read_now(handle)
+
+    def keep_reading(self, handle: int) -> None:
+        """Reads the metrics of the instance ``handle`` every ``METRICS_INTERVAL_S`` until
+        it is no longer the one followed; never raises. The loop of a thread of its own
+        (``runtime.java_connectors`` starts one per instance): the JVM runs the connector's
+        gauges inside the read, so a gauge that blocks holds up that thread only, never the
+        relay of the instance's events."""
+        while True:
+            with self._lock:
+                if handle != self._followed:
+                    return
+                self._read_at = self._clock()
+            self._read_now(handle)
+            with self._lock:
+                if handle != self._followed:
+                    return
+                self._changed.wait(METRICS_INTERVAL_S)
+
+    def _read_now(self, handle: int) -> None:
         try:
             sent = self._read(handle)
         except Exception as exc:  # the JVM is busy or gone: the last values stay
             log.debug("java_connector_metrics_not_read", java_class=self._java_class,
                       error=str(exc).splitlines()[0] if str(exc) else repr(exc))
             return
+        try:
+            self._export(handle, sent)
+        except Exception as exc:  # an answer it cannot take: the last values stay
+            with self._lock:
+                logged, self._failed = self._failed == handle, handle
+            if not logged:  # once an instance; the error's kind only: a message may hold values
+                log.warning("java_connector_metrics_not_exported",
+                            java_class=self._java_class, error=type(exc).__name__)
+
+    def _export(self, handle: int, sent: Sequence[Mapping[str, Any]]) -> None:
         values: dict[MetricName, float] = {}
         for metric in sent:
             tags = {str(k): str(v) for k, v in (metric.get("tags") or {}).items()}
@@ -109,4 +147,5 @@ class JavaConnectorMetrics:
         with self._lock:
             if handle == self._followed:
                 self._followed = None
+                self._changed.notify_all()
                 self._metrics.replace({})

@@ -14,9 +14,10 @@ call is an UnavailableError, and the JVM's work goes on (``runtime.java_plugins`
 The Java instance of a stand-in lives from its ``start`` to its ``stop`` (a pause, a stop and
 a restart each end it, and the next ``start`` makes a new one, initialized with its context
 as Kafka's worker does); while it lives, a daemon thread relays its context's
-``requestTaskReconfiguration`` and ``raiseError`` to the Python context, and reads, at most
+``requestTaskReconfiguration`` and ``raiseError`` to the Python context, and another reads,
 once a second, the metrics the instance registered through its context's ``PluginMetrics``
-(KIP-877) into the Python context's, which the worker exports as a Python connector's; they
+(KIP-877) into the Python context's, which the worker exports as a Python connector's (the
+JVM runs the connector's gauges inside that read: one that blocks holds up no event); they
 leave the scrape when the instance is released. What Kafka's worker
 asks of a fresh instance (``alterOffsets``, ``exactlyOnceSupport``,
 ``canDefineTransactionBoundaries``, the version) makes one in the JVM for the call. A Java
@@ -296,6 +297,9 @@ class JavaConnector(Connector):
                 self._version = str(created["version"])
                 self._own_metrics.follow(self._handle)
                 _relay(self, self._handle)
+                metrics, followed = self._own_metrics, self._handle
+                _run_in_thread(lambda: metrics.keep_reading(followed),
+                               f"java-connector-metrics-{followed}")
             handle = self._handle
         try:
             self._link.call(
@@ -408,7 +412,6 @@ def _relay(connector: JavaConnector, handle: int) -> None:
             if event is not None and event.get("event") == "released":
                 metrics.release(handle)
                 return
-            metrics.read(handle)
             if event is None:
                 continue
             kind = event.get("event")

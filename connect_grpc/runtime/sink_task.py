@@ -14,11 +14,11 @@ A member that stays outside its group while Kafka answers is replaced by a new o
 ``REJOIN_TIMEOUT_S``): a task must not show RUNNING for ever while nobody reads its partitions.
 
 The record loop is one, ``sink_loop.SinkLoop``, wherever the plugin runs; so is the
-runners' side of it (``SinkRunner``: the member, planning ranges, committing). A task whose
-plugin runs on the driver (``DriverHost``) has ``SinkTaskRunner``, which runs the loop in
-this process and reads a large batch as a Spark job; a task whose plugin lives in a host of
-its own (``RemoteTaskHost``: an executor's, ``hosting.sink_host``) has
-``HostedSinkTaskRunner``, which calls the loop there, one round trip a batch.
+runner, ``SinkTaskRunner`` (the member, planning ranges, committing), whose host is a
+parameter. On the driver (``DriverHost``) the runner runs the loop in this process and reads
+a large batch as a Spark job (``_InProcessLoop``); in a host of its own (``RemoteTaskHost``:
+an executor's, ``hosting.sink_host``) it calls the loop there, one round trip a batch, and
+relays the host's plugin metrics (``_RemoteLoop``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Unpack
+from typing import Any, Protocol, Unpack, cast
 
 import structlog
 
@@ -54,13 +54,11 @@ from connect_grpc.runtime.sink_loop import (
 )
 from connect_grpc.runtime.spark_rows import ConsumedRow, to_sink_records
 from connect_grpc.runtime.task import DriverSite, RunnerOptions, TaskRunner, for_cluster
-from connect_grpc.runtime.task_host import RemoteTaskHost, TaskHost
+from connect_grpc.runtime.task_host import DriverHost, RemoteTaskHost, TaskHost
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 
 __all__ = [
     "REJOIN_TIMEOUT_S",
-    "HostedSinkTaskRunner",
-    "SinkRunner",
     "SinkTaskRunner",
     "TopicPartitionKey",
     "incremental_rebalancing",
@@ -241,22 +239,44 @@ class _Member:
             log.warning("retired_sink_member_not_closed", error=repr(exc))
 
 
-class SinkRunner(TaskRunner):
-    """The runner's side of a sink task's loop, the same for every host: a loop of plan
-    ranges → move (the loop reads, puts and flushes) → commit. The group member lives
-    here, on the driver. Subclasses give the loop (``_record_loop``) and open it."""
+class _LoopPlace(Protocol):
+    """Where a sink runner's loop runs, as the runner opens, keeps and closes it."""
+
+    @property
+    def loop(self) -> SinkLoopCalls: ...
+
+    def open(self) -> None: ...
+
+    def keep_alive(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class SinkTaskRunner(TaskRunner):
+    """Runs a SinkTask wherever its plugin runs (``host``): the runner's side of its record
+    loop, the same for every host, a loop of plan ranges → move (the loop reads, puts and
+    flushes) → commit. The group member lives here, on the driver.
+
+    A ``DriverHost`` runs the loop in this process, a small batch read in-process, a large
+    one as a Spark job over up to ``parallelism`` slices; any other host is a
+    ``RemoteTaskHost`` that runs the loop itself (``executor_hosts.sink_host``), called one
+    round trip a batch, while the driver keeps the group membership, plans the ranges and
+    commits them."""
 
     plugin: SinkTask
-    #: The task's record loop, where its plugin runs (set by the subclass).
-    _record_loop: SinkLoopCalls
 
     def __init__(
         self,
         setup: TaskSetup,
         host: TaskHost,
         clients: TaskClients,
+        pipeline: PipelineSpec | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
+        """``pipeline`` builds the connector's converters, transformations and error
+        handling (None: records go to the task as read, the bytes path); a remote host was
+        given it when it was made (``executor_hosts.sink_host``) and builds it there, the
+        driver only knows whether there is one."""
         task_id = setup.id
         worker_config, connector_config = setup.worker_config, setup.connector_config
         self._member_conf = member_conf(
@@ -267,6 +287,18 @@ class SinkRunner(TaskRunner):
         self._subscription_config = {**setup.task_config, **connector_config}
         self._sizer = BatchSizer.from_config(connector_config)
         self._member: _Member | None = None
+        self._place: _LoopPlace
+        if isinstance(host, DriverHost):
+            self._in_process = _InProcessLoop(self, setup, pipeline)
+            self._place = self._in_process
+        else:
+            self._place = _RemoteLoop(self, cast(RemoteTaskHost, host), pipeline is not None)
+        #: The task's record loop, where its plugin runs.
+        self._record_loop: SinkLoopCalls = self._place.loop
+
+    def prepare(self) -> None:
+        self._place.open()
+        self._member = self._new_member()
 
     def _new_member(self) -> _Member:
         return _Member(
@@ -279,6 +311,7 @@ class SinkRunner(TaskRunner):
     def keep_alive(self) -> None:
         if self._member is not None:
             self._member.poll()
+        self._place.keep_alive()
 
     def run_batch(self) -> bool:
         member = self._member
@@ -345,65 +378,64 @@ class SinkRunner(TaskRunner):
         return moved.offsets, moved.records
 
     def close(self) -> None:
-        member, self._member = self._member, None
-        if member is not None:
-            member.close()
+        """Leaves the group, then closes the loop (in-process: its reader, its pipeline)."""
+        try:
+            member, self._member = self._member, None
+            if member is not None:
+                member.close()
+        finally:
+            self._place.close()
 
 
-class SinkTaskRunner(SinkRunner):
-    """Runs a SinkTask whose plugin runs on the driver: the loop in this process, a small
-    batch read in-process, a large one as a Spark job over up to ``parallelism`` slices."""
+class _InProcessLoop:
+    """The loop in this process, for a plugin on the driver: its reader, a small batch read
+    in-process, a large one as a Spark job."""
 
     def __init__(
-        self,
-        setup: TaskSetup,
-        host: TaskHost,
-        clients: TaskClients,
-        pipeline: PipelineSpec | None = None,
-        **options: Unpack[RunnerOptions],
+        self, runner: SinkTaskRunner, setup: TaskSetup, pipeline: PipelineSpec | None
     ) -> None:
-        """``pipeline`` builds the connector's converters, transformations and error
-        handling (None: records go to the task as read, the bytes path)."""
-        super().__init__(setup, host, clients, **options)
+        self._runner = runner
         worker_config = setup.worker_config
-        self._reader_conf = reader_conf(worker_config, setup.connector_config, self.id.connector)
+        self._reader_conf = reader_conf(worker_config, setup.connector_config, runner.id.connector)
         self._local_max = worker_config.local_batch_max_records
         self._driver_reader = DriverReader(self._reader_conf)
         #: The dead-letter queue's producer starts from the task's producer settings.
-        self._record_loop = self._sink_loop = SinkLoop(
-            self.plugin, self.id, _DriverSite(self), setup.producer_conf(), pipeline
+        self.loop = self._sink_loop = SinkLoop(
+            runner.plugin, runner.id, _DriverSite(self), setup.producer_conf(), pipeline
         )
 
-    def prepare(self) -> None:
+    def open(self) -> None:
         self._sink_loop.open()
-        self._member = self._new_member()
 
-    def _read_and_put(
+    def keep_alive(self) -> None:
+        return None
+
+    def read_and_put(
         self, ranges: list[OffsetRange], plugin: SinkTask, pipeline: TaskPipeline | None
     ) -> tuple[dict[TopicPartitionKey, int], int]:
+        runner = self._runner
         began = time.monotonic()
         if sum(r.size for r in ranges) <= self._local_max:
             offsets, count = read_and_put(
-                self._driver_reader, ranges, self._stopping.is_set, plugin, pipeline
+                self._driver_reader, ranges, runner._stopping.is_set, plugin, pipeline
             )
-            self.metrics.put(count, time.monotonic() - began, ON_DRIVER)
+            runner.metrics.put(count, time.monotonic() - began, ON_DRIVER)
             return offsets, count
         read = functools.partial(read_ranges, self._reader_conf)
-        context = self._spark.context
-        slices = min(len(ranges), self._spark.parallelism())
+        spark = runner._spark
+        slices = min(len(ranges), spark.parallelism())
         rows: list[RangeResult[ConsumedRow]] = (
-            context.parallelize(ranges, slices).mapPartitions(read).collect()
+            spark.context.parallelize(ranges, slices).mapPartitions(read).collect()
         )
         raise_read_failure(rows)
         records = to_sink_records((r.topic, r.partition, r.rows) for r in rows)
         offsets, count = put_all(plugin, records, rows, pipeline)
-        self.metrics.put(count, time.monotonic() - began, ON_SPARK_JOB)
+        runner.metrics.put(count, time.monotonic() - began, ON_SPARK_JOB)
         return offsets, count
 
     def close(self) -> None:
         try:
             self._driver_reader.close()
-            super().close()
         finally:
             self._sink_loop.close()
 
@@ -412,45 +444,32 @@ class _DriverSite(DriverSite):
     """The driver as the place a sink's loop runs (``sink_loop.SinkSite``): also the
     runner's reader, or a Spark job."""
 
-    def __init__(self, runner: SinkTaskRunner) -> None:
-        super().__init__(runner)
-        self._runner = runner
+    def __init__(self, place: _InProcessLoop) -> None:
+        super().__init__(place._runner)
+        self._place = place
 
     def read_and_put(
         self, ranges: list[OffsetRange], plugin: SinkTask, pipeline: TaskPipeline | None
     ) -> tuple[dict[TopicPartitionKey, int], int]:
-        return self._runner._read_and_put(ranges, plugin, pipeline)
+        return self._place.read_and_put(ranges, plugin, pipeline)
 
 
-class HostedSinkTaskRunner(SinkRunner):
-    """Runs a SinkTask whose plugin reads and puts in a process of its own (a
-    ``RemoteTaskHost``: an executor's, see ``executor_hosts``); the driver keeps the group
-    membership, plans the ranges and commits them."""
+class _RemoteLoop:
+    """The loop in a host of its own (a ``RemoteTaskHost``: an executor's, see
+    ``executor_hosts``), which reads and puts there."""
 
-    host: RemoteTaskHost
+    def __init__(self, runner: SinkTaskRunner, host: RemoteTaskHost, has_pipeline: bool) -> None:
+        self._host = host
+        self.loop = RemoteSinkLoop(host, runner.metrics, has_pipeline, runner._stopping.is_set)
+        self._plugin_metrics = PluginMetricsRelay(host, runner.metrics, clock=runner._clock)
 
-    def __init__(
-        self,
-        setup: TaskSetup,
-        host: RemoteTaskHost,
-        clients: TaskClients,
-        pipeline: PipelineSpec | None = None,
-        **options: Unpack[RunnerOptions],
-    ) -> None:
-        """``pipeline`` is the spec the host was given (``executor_hosts.sink_host``): the host
-        builds the pipeline, the driver only knows whether there is one."""
-        super().__init__(setup, host, clients, **options)
-        self._record_loop = RemoteSinkLoop(
-            host, self.metrics, pipeline is not None, self._stopping.is_set
-        )
-        self._plugin_metrics = PluginMetricsRelay(host, self.metrics, clock=self._clock)
-
-    def prepare(self) -> None:
-        self.host.open()
-        self._member = self._new_member()
+    def open(self) -> None:
+        self._host.open()
 
     def keep_alive(self) -> None:
-        """Also takes the host's plugin metrics when due: on every turn, so that they
-        move while the task is idle or paused too, at most once a second."""
-        super().keep_alive()
+        """Takes the host's plugin metrics when due: on every turn, so that they move
+        while the task is idle or paused too, at most once a second."""
         self._plugin_metrics.take()
+
+    def close(self) -> None:
+        return None

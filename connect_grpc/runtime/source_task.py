@@ -1,13 +1,13 @@
-"""Source tasks' runners: poll a batch where the plugin runs, produce it to Kafka, then
-commit the batch's source offsets (at-least-once: offsets are written after every record is
+"""Source tasks' runner: polls a batch where the plugin runs, produces it to Kafka, then
+commits the batch's source offsets (at-least-once: offsets are written after every record is
 acked; exactly-once: each batch is written in a transaction with its offsets).
 
 The record loop is one, ``source_loop.SourceLoop``, wherever the plugin runs; so is the
-runners' side of it (``SourceRunner``: committing offsets, counting, sizing batches). A
-task whose plugin runs on the driver (``DriverHost``) has ``SourceTaskRunner``, which runs
-the loop in this process and produces a large batch as a Spark job; a task whose plugin
-lives in a host of its own (``RemoteTaskHost``: an executor's, ``hosting.source_host``) has
-``HostedSourceTaskRunner``, which calls the loop there, one round trip a batch.
+runner, ``SourceTaskRunner`` (committing offsets, counting, sizing batches), whose host is
+a parameter. On the driver (``DriverHost``) the runner runs the loop in this process and
+produces a large batch as a Spark job (``_InProcessLoop``); in a host of its own
+(``RemoteTaskHost``: an executor's, ``hosting.source_host``) it calls the loop there, one
+round trip a batch, and relays the host's plugin metrics (``_RemoteLoop``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Sequence
-from typing import Unpack
+from typing import Protocol, Unpack, cast
 
 from connect_grpc.connectors.api import OffsetReader, SourceRecord, SourceTask
 from connect_grpc.kernel.domain import OffsetMap, OffsetPrimitive
@@ -35,34 +35,52 @@ from connect_grpc.runtime.source_loop import (
 )
 from connect_grpc.runtime.spark_rows import group_for_slices, slice_indexes
 from connect_grpc.runtime.task import DriverSite, RunnerOptions, TaskRunner, for_cluster
-from connect_grpc.runtime.task_host import RemoteTaskHost, TaskHost
+from connect_grpc.runtime.task_host import DriverHost, RemoteTaskHost, TaskHost
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from connect_grpc.runtime.topic_creator import topic_creation_spec
 from connect_grpc.runtime.transactions import TransactionalProducer
 from connect_grpc.storage.base import OffsetStore
 
-__all__ = ["HostedSourceTaskRunner", "SourceRunner", "SourceTaskRunner"]
+__all__ = ["SourceTaskRunner"]
 
 
-class SourceRunner(TaskRunner):
-    """The runner's side of a source task's loop, the same for every host: each batch's
-    offsets committed once its records were acknowledged (at-least-once; exactly-once, by
-    the batch's transaction), the plugin told, the batch size adapted, the task's counts
-    and active topics recorded. Subclasses give the loop (``_record_loop``) and open it."""
+class _LoopPlace(Protocol):
+    """Where a source runner's loop runs, as the runner opens, keeps and closes it."""
+
+    @property
+    def loop(self) -> SourceLoopCalls: ...
+
+    def open(self) -> None: ...
+
+    def keep_alive(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class SourceTaskRunner(TaskRunner):
+    """Runs a SourceTask wherever its plugin runs (``host``): the runner's side of its
+    record loop, the same for every host. Each batch's offsets are committed once its
+    records were acknowledged (at-least-once; exactly-once, by the batch's transaction),
+    the plugin told, the batch size adapted, the task's counts and active topics recorded.
+
+    A ``DriverHost`` runs the loop in this process, each batch produced from the driver when
+    it is small, else as a Spark job; any other host is a ``RemoteTaskHost`` that runs the
+    loop itself (``executor_hosts.source_host``), called one round trip a batch."""
 
     plugin: SourceTask
-    #: The task's record loop, where its plugin runs (set by the subclass).
-    _record_loop: SourceLoopCalls
 
     def __init__(
         self,
         setup: TaskSetup,
         host: TaskHost,
         clients: TaskClients,
+        pipeline: PipelineSpec | None = None,
         **options: Unpack[RunnerOptions],
     ) -> None:
-        """With ``clients.transactions`` (exactly-once) the task starts once
-        ``clients.await_fencing`` returned."""
+        """``pipeline`` builds the connector's converters, transformations and error
+        handling (None: records go out as polled, the bytes path); a remote host was given
+        it when it was made, and builds it there. With ``clients.transactions``
+        (exactly-once) the task starts once ``clients.await_fencing`` returned."""
         self._await_fencing = clients.await_fencing
         self._producer_conf = setup.producer_conf()
         options = for_cluster(options, self._producer_conf, setup.worker_config)
@@ -70,6 +88,20 @@ class SourceRunner(TaskRunner):
         self._offsets = clients.offsets()
         self._sizer = BatchSizer.from_config(setup.connector_config)
         self._transactional = clients.transactions is not None
+        self._place: _LoopPlace
+        if isinstance(host, DriverHost):
+            self._in_process = _InProcessLoop(self, setup, clients, pipeline)
+            self._place = self._in_process
+        else:
+            self._place = _RemoteLoop(self, cast(RemoteTaskHost, host))
+        #: The task's record loop, where its plugin runs.
+        self._record_loop: SourceLoopCalls = self._place.loop
+
+    def prepare(self) -> None:
+        self._place.open()
+
+    def keep_alive(self) -> None:
+        self._place.keep_alive()
 
     def run_batch(self) -> bool:
         self.recover_host()
@@ -114,6 +146,17 @@ class SourceRunner(TaskRunner):
             raise
         self.metrics.add_commits(commits)
 
+    def _produce(
+        self, records: Sequence[SourceRecord], tolerate: bool = False
+    ) -> list[tuple[int, KafkaFailure]]:
+        """A driver host's: produces the batch, on the driver when it is too small to pay
+        for a Spark job, else as a Spark job over up to ``parallelism`` slices. Returns the
+        records refused for good (by index), when the task tolerates them (``tolerate``)."""
+        return self._in_process.produce(records, tolerate)
+
+    def close(self) -> None:
+        self._place.close()
+
 
 class _OffsetReader:
     def __init__(self, store: OffsetStore, connector: str) -> None:
@@ -124,22 +167,19 @@ class _OffsetReader:
         return self._store.get(self._connector, partition)
 
 
-class SourceTaskRunner(SourceRunner):
-    """Runs a SourceTask whose plugin runs on the driver: the loop in this process, each
-    batch produced from the driver when it is small, else as a Spark job."""
+class _InProcessLoop:
+    """The loop in this process, for a plugin on the driver: its producers, each batch
+    produced from the driver when it is small, else as a Spark job."""
 
     def __init__(
         self,
+        runner: SourceTaskRunner,
         setup: TaskSetup,
-        host: TaskHost,
         clients: TaskClients,
-        pipeline: PipelineSpec | None = None,
-        **options: Unpack[RunnerOptions],
+        pipeline: PipelineSpec | None,
     ) -> None:
-        """``pipeline`` builds the connector's converters, transformations and error
-        handling (None: records go out as polled, the bytes path)."""
-        super().__init__(setup, host, clients, **options)
-        conf = self._producer_conf
+        self._runner = runner
+        conf = runner._producer_conf
         self._local_max = setup.worker_config.local_batch_max_records
         self._driver_producer = DriverProducer(conf)
         transactions = clients.transactions
@@ -147,32 +187,33 @@ class SourceTaskRunner(SourceRunner):
         self._transactional_producer = (
             None if transactions is None else TransactionalProducer(conf, transactions)
         )
-        self._record_loop = self._source_loop = SourceLoop(
-            self.plugin,
-            self.id,
-            _DriverSite(self),
+        self.loop = self._source_loop = SourceLoop(
+            runner.plugin,
+            runner.id,
+            _DriverSite(runner),
             conf,
             self._transactional_producer,
             pipeline,
             topic_creation_spec(setup.worker_config, setup.connector_config, conf, setup.id),
-            self.log,
+            runner.log,
         )
 
-    def prepare(self) -> None:
+    def open(self) -> None:
         self._source_loop.open()
 
-    def _produce(
-        self, records: Sequence[SourceRecord], tolerate: bool = False
+    def keep_alive(self) -> None:
+        return None
+
+    def produce(
+        self, records: Sequence[SourceRecord], tolerate: bool
     ) -> list[tuple[int, KafkaFailure]]:
-        """Produces the batch: on the driver when it is too small to pay for a Spark job,
-        else as a Spark job over up to ``parallelism`` slices. Returns the records refused
-        for good (by index), when the task tolerates them (``tolerate``)."""
+        runner = self._runner
         begun = time.monotonic()
         on_driver = len(records) <= self._local_max
         slices: list[list[int]] = []
         if on_driver:
             producer = self._driver_producer
-            results = [producer.produce(records, self._stopping.is_set, tolerate)]
+            results = [producer.produce(records, runner._stopping.is_set, tolerate)]
         else:
             results, slices = self._produce_on_spark(records, tolerate)
         refusals = check_delivery(results, len(records))
@@ -181,8 +222,8 @@ class SourceTaskRunner(SourceRunner):
         ]
         elapsed = time.monotonic() - begun
         where = ON_DRIVER if on_driver else ON_SPARK_JOB
-        self.metrics.written(len(records) - len(refused), elapsed, where)
-        self.log.debug(
+        runner.metrics.written(len(records) - len(refused), elapsed, where)
+        runner.log.debug(
             "batch_produced",
             records=len(records),
             on="driver" if on_driver else "spark",
@@ -195,12 +236,14 @@ class SourceTaskRunner(SourceRunner):
     ) -> tuple[list[ProduceResult], list[list[int]]]:
         """The results of a Spark job that produces the records, one per slice; with
         ``tolerate``, which record each slice's rows are (by index)."""
-        context = self._spark.context
-        count = slice_count(len(records), self._spark.parallelism())
+        spark = self._runner._spark
+        count = slice_count(len(records), spark.parallelism())
         slices = group_for_slices(records, count)
-        produce = functools.partial(produce_slices, self._producer_conf, tolerate=tolerate)
+        produce = functools.partial(
+            produce_slices, self._runner._producer_conf, tolerate=tolerate
+        )
         results: list[ProduceResult] = (
-            context.parallelize(slices, len(slices)).mapPartitions(produce).collect()
+            spark.context.parallelize(slices, len(slices)).mapPartitions(produce).collect()
         )
         members = slice_indexes(records, count) if any(r.refused for r in results) else []
         return results, members
@@ -244,30 +287,26 @@ class _DriverSite(DriverSite):
         self._runner.metrics.written(records, seconds, ON_DRIVER)
 
 
-class HostedSourceTaskRunner(SourceRunner):
-    """Runs a SourceTask whose plugin polls and produces in a process of its own (a
-    ``RemoteTaskHost``: an executor's, see ``executor_hosts``); the pipeline spec went to
-    the host, which builds the pipeline there."""
+class _RemoteLoop:
+    """The loop in a host of its own (a ``RemoteTaskHost``: an executor's, see
+    ``executor_hosts``), which polls and produces there; the pipeline spec went to the
+    host, which builds the pipeline there."""
 
-    host: RemoteTaskHost
+    def __init__(self, runner: SourceTaskRunner, host: RemoteTaskHost) -> None:
+        self._runner = runner
+        self._host = host
+        self.loop = RemoteSourceLoop(host, runner.metrics)
+        self._plugin_metrics = PluginMetricsRelay(host, runner.metrics, clock=runner._clock)
 
-    def __init__(
-        self,
-        setup: TaskSetup,
-        host: RemoteTaskHost,
-        clients: TaskClients,
-        **options: Unpack[RunnerOptions],
-    ) -> None:
-        super().__init__(setup, host, clients, **options)
-        self._record_loop = RemoteSourceLoop(host, self.metrics)
-        self._plugin_metrics = PluginMetricsRelay(host, self.metrics, clock=self._clock)
-
-    def prepare(self) -> None:
-        if self._transactional:
-            self._await_fencing()
-        self.host.open()
+    def open(self) -> None:
+        if self._runner._transactional:
+            self._runner._await_fencing()
+        self._host.open()
 
     def keep_alive(self) -> None:
-        """Also takes the host's plugin metrics when due: on every turn, so that they
-        move while the task is idle or paused too, at most once a second."""
+        """Takes the host's plugin metrics when due: on every turn, so that they move
+        while the task is idle or paused too, at most once a second."""
         self._plugin_metrics.take()
+
+    def close(self) -> None:
+        return None

@@ -50,9 +50,9 @@ class TaskHost(Protocol):
 
 class RemoteTaskHost(TaskHost, Protocol):
     """A host in a process of its own (an executor's Python worker, or its JVM): the
-    plugin moves each batch there, and a batch is one ``call``. The hosted runners
-    (``source_task.HostedSourceTaskRunner``, ``sink_task.HostedSinkTaskRunner``) drive any
-    such host through its record loop's remote end (``source_loop.RemoteSourceLoop``,
+    plugin moves each batch there, and a batch is one ``call``. The runners
+    (``source_task.SourceTaskRunner``, ``sink_task.SinkTaskRunner``) drive any such host
+    through its record loop's remote end (``source_loop.RemoteSourceLoop``,
     ``sink_loop.RemoteSinkLoop``)."""
 
     @property

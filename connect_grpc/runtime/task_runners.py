@@ -33,8 +33,8 @@ from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
 from connect_grpc.runtime.java_tasks import JavaTasks, is_java_task
 from connect_grpc.runtime.kafka_monitor import KafkaMonitor
 from connect_grpc.runtime.retry import RetryPolicy
-from connect_grpc.runtime.sink_task import HostedSinkTaskRunner, SinkTaskRunner
-from connect_grpc.runtime.source_task import HostedSourceTaskRunner, SourceTaskRunner
+from connect_grpc.runtime.sink_task import SinkTaskRunner
+from connect_grpc.runtime.source_task import SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, TopicRecorder
 from connect_grpc.runtime.task_host import DriverHost
@@ -121,13 +121,11 @@ class TaskRunners:
                     host = executor_hosts.sink_host(
                         setup, hosted_name, clients, pipeline, self.warm_hosts
                     )
-                    return HostedSinkTaskRunner(
-                        setup, host, clients, pipeline, **self.options(task)
-                    )
+                    return SinkTaskRunner(setup, host, clients, pipeline, **self.options(task))
                 host = executor_hosts.source_host(
                     setup, hosted_name, clients, pipeline, self.warm_hosts
                 )
-                return HostedSourceTaskRunner(setup, host, clients, **self.options(task))
+                return SourceTaskRunner(setup, host, clients, pipeline, **self.options(task))
             except BaseException:
                 self.host_slots.release(task)
                 raise

@@ -26,8 +26,8 @@ from connect_grpc.runtime.hosting.plugin_metrics import (
     PluginReading,
 )
 from connect_grpc.runtime.hosting.serving import HostSite, PluginHost
-from connect_grpc.runtime.sink_task import HostedSinkTaskRunner
-from connect_grpc.runtime.source_task import HostedSourceTaskRunner
+from connect_grpc.runtime.sink_task import SinkTaskRunner
+from connect_grpc.runtime.source_task import SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from tests.task_fakes import FakeSpark, StatusRecorder
@@ -296,7 +296,7 @@ def test_a_hosted_runner_takes_the_readings_on_its_loop_turns_once_a_second(
     setup = TaskSetup(TASK, "w1", config, {"topics": "t", "topic": "t"}, {})
     clients = TaskClients(StatusRecorder(), cast(SparkRuntime, FakeSpark()),
                           offset_store=cast(Any, object()))
-    runner_class = HostedSourceTaskRunner if kind == "source" else HostedSinkTaskRunner
+    runner_class = SourceTaskRunner if kind == "source" else SinkTaskRunner
     runner = runner_class(setup, cast(Any, host), clients, metrics=worker.task(TASK), clock=clock)
     runner.prepare()
     labels = dict(hosted.readings()[0][0].tags)

@@ -5,10 +5,13 @@ gone when the instance is released; a later instance's series are its own."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.java_connector_metrics import METRICS_INTERVAL_S, JavaConnectorMetrics
@@ -97,4 +100,39 @@ def test_a_metric_that_reuses_a_workers_tag_is_left_out_and_a_failed_read_keeps_
     jvm.now += METRICS_INTERVAL_S
     jvm.metrics[1] = []
     metrics.read(1)  # the connector removed its metric
+    assert registry.get_sample_value(SERIES, WORKER_TAGS) is None
+
+
+def test_an_answer_it_cannot_take_is_logged_once_and_the_next_reads_go_on() -> None:
+    registry, jvm, metrics = _setup()
+    jvm.metrics[1] = [{**_metric(0), "value": "many"}]  # not a number
+    metrics.follow(1)
+    with capture_logs() as logs:
+        metrics.read(1)
+        jvm.now += METRICS_INTERVAL_S
+        metrics.read(1)
+    assert jvm.reads == 2
+    # once, the error's kind only: its message may hold the value
+    assert [entry for entry in logs if entry["event"] == "java_connector_metrics_not_exported"
+            ] == [{"event": "java_connector_metrics_not_exported", "log_level": "warning",
+                   "java_class": "org.example.Mirror", "error": "ValueError"}]
+    jvm.metrics[1] = [_metric(4)]
+    jvm.now += METRICS_INTERVAL_S
+    metrics.read(1)
+    assert registry.get_sample_value(SERIES, WORKER_TAGS) == 4
+
+
+def test_the_reading_loop_reads_until_its_instance_is_released() -> None:
+    registry, jvm, metrics = _setup()
+    jvm.metrics[1] = [_metric(2)]
+    metrics.follow(1)
+    reading = threading.Thread(target=metrics.keep_reading, args=(1,), daemon=True)
+    reading.start()
+    deadline = time.monotonic() + 5
+    while registry.get_sample_value(SERIES, WORKER_TAGS) != 2:
+        assert time.monotonic() < deadline, "never read"
+        time.sleep(0.01)
+    metrics.release(1)
+    reading.join(5)
+    assert not reading.is_alive()
     assert registry.get_sample_value(SERIES, WORKER_TAGS) is None

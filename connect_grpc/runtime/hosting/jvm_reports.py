@@ -19,7 +19,6 @@ thread: nothing here waits on Kafka (the status board writes topics in the backg
 from __future__ import annotations
 
 import functools
-import math
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -27,16 +26,17 @@ from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
-from connect_grpc.connectors.plugin_metrics import MetricName, PluginMetrics
+from connect_grpc.connectors.plugin_metrics import MetricName
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.metrics.worker_metrics import CommitTally, ErrorCounts, TaskMetrics
+from connect_grpc.runtime.hosting.plugin_metrics import MirroredPluginMetrics
 
 __all__ = [
-    "JavaPluginMetrics",
     "JavaTaskReports",
     "TopicRecords",
     "error_counts",
     "java_metric_name",
+    "java_plugin_values",
 ]
 
 log = structlog.get_logger(__name__)
@@ -93,7 +93,7 @@ class JavaTaskReports:
         self._lock = threading.Lock()
         #: The topics the host sent that it was not told to forget since.
         self._sent: set[str] = set()
-        self._plugins = JavaPluginMetrics(functools.partial(metrics.plugin_metrics, {}))
+        self._plugins = MirroredPluginMetrics(functools.partial(metrics.plugin_metrics, {}))
 
     def handle(self, message: Any) -> None:
         """One ``HostMessage`` carrying ``topics_used`` or ``task_metrics``."""
@@ -141,53 +141,21 @@ class JavaTaskReports:
             metrics.add_commits(CommitTally(failed=int(report.commit_failures)))
         metrics.add_errors(error_counts(increments, report.gauges))
         if report.HasField("plugin_metrics"):
-            self._plugins.update(report.plugin_metrics.metrics)
+            self._plugins.replace(java_plugin_values(report.plugin_metrics.metrics))
         if report.dropped:
             log.debug("java_task_observations_dropped", dropped=int(report.dropped))
 
 
-class JavaPluginMetrics:
-    """The metrics Java plugins registered (KIP-877), as last read from their JVM: gauges of
-    one PluginMetrics (``open_metrics()``, called when the first metric comes), exported as a
-    Python plugin's (``connect_grpc_plugin_<name>``) with Kafka's tags as labels. A Java
-    task's come in its host's reports (``TaskMetrics.plugin_metrics``) and go with the task's
-    other series when it stops; a Java connector's are read from the driver's JVM
-    (``runtime.java_connectors``) into its context's PluginMetrics."""
-
-    def __init__(self, open_metrics: Callable[[], PluginMetrics]) -> None:
-        self._open_metrics = open_metrics
-        self._opened: PluginMetrics | None = None
-        self._lock = threading.Lock()
-        self._values: dict[MetricName, float] = {}
-
-    def update(self, sent: Iterable[Any]) -> None:
-        """Replaces the metrics with those the host sent (``PluginMetricValue``s)."""
-        self.replace({
-            java_metric_name(value.name, value.description, value.tags): float(value.value)
-            for value in sent
-        })
-
-    def replace(self, values: Mapping[MetricName, float]) -> None:
-        """Replaces the metrics with ``values``: those not in it leave the scrape."""
-        with self._lock:
-            gone = self._values.keys() - values.keys()
-            added = values.keys() - self._values.keys()
-            self._values = dict(values)
-        if self._opened is None:
-            if not added:
-                return
-            self._opened = self._open_metrics()
-        try:
-            for name in gone:
-                self._opened.remove_metric(name)
-            for name in added:
-                self._opened.add_metric(name, functools.partial(self._value, name))
-        except ValueError:  # the plugin's instance stopped meanwhile: its metrics are closed
-            return
-
-    def _value(self, name: MetricName) -> float:
-        with self._lock:
-            return self._values.get(name, math.nan)
+def java_plugin_values(sent: Iterable[Any]) -> dict[MetricName, float]:
+    """The metrics Java plugins registered (KIP-877), as a JVM sent them
+    (``PluginMetricValue``s), under the names a Python plugin's have (``java_metric_name``):
+    what ``MirroredPluginMetrics`` exports as gauges of the task's PluginMetrics
+    (``TaskMetrics.plugin_metrics``). A Java connector's own, read from the driver's JVM,
+    are named the same way (``runtime.java_connector_metrics``)."""
+    return {
+        java_metric_name(value.name, value.description, value.tags): float(value.value)
+        for value in sent
+    }
 
 
 def java_metric_name(name: str, description: str, tags: Mapping[str, str]) -> MetricName:

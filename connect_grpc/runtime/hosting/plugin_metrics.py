@@ -18,7 +18,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 import structlog
 
@@ -94,34 +94,35 @@ class HostedPluginMetrics:
 
 
 class MirroredPluginMetrics:
-    """On the driver: a hosted task's plugin metrics as their host last read them, gauges of
-    one PluginMetrics of the task (``TaskMetrics.plugin_metrics``) under the same names and
-    labels as a driver-hosted plugin's, gone with the task's other series when it stops."""
+    """On the driver: plugin metrics read in another process (a hosted Python task's, read by
+    its host; a Java plugin's, read in its JVM), as last read, exported as gauges of one
+    PluginMetrics (``open_metrics()``, called when the first metric comes) under the names
+    and labels each reading carries, so that they look like a driver-hosted plugin's. A
+    task's PluginMetrics (``TaskMetrics.plugin_metrics``) go with its other series when it
+    stops."""
 
-    def __init__(self, metrics: TaskMetrics) -> None:
-        self._metrics = metrics
+    def __init__(self, open_metrics: Callable[[], PluginMetrics]) -> None:
+        self._open_metrics = open_metrics
         self._opened: PluginMetrics | None = None
         self._lock = threading.Lock()
         self._values: dict[MetricName, float] = {}
 
-    def update(self, readings: Iterable[PluginReading]) -> None:
-        """Replaces the metrics with ``readings``: a metric not among them is removed."""
-        values = dict(readings)
+    def replace(self, values: Mapping[MetricName, float]) -> None:
+        """Replaces the metrics with ``values``: those not in it leave the scrape."""
         with self._lock:
             gone = self._values.keys() - values.keys()
             added = values.keys() - self._values.keys()
-            self._values = values
+            self._values = dict(values)
         if self._opened is None:
             if not added:
                 return
-            # Empty tags: each reading's name carries all its labels already.
-            self._opened = self._metrics.plugin_metrics({})
+            self._opened = self._open_metrics()
         try:
             for name in gone:
                 self._opened.remove_metric(name)
             for name in added:
                 self._opened.add_metric(name, functools.partial(self._value, name))
-        except ValueError:  # the task stopped meanwhile: its metrics are closed
+        except ValueError:  # the plugin's task or instance stopped meanwhile: metrics closed
             return
 
     def _value(self, name: MetricName) -> float:
@@ -142,7 +143,8 @@ class PluginMetricsRelay:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._host = host
-        self._mirror = MirroredPluginMetrics(metrics)
+        # Empty tags: each reading's name carries all its labels already.
+        self._mirror = MirroredPluginMetrics(functools.partial(metrics.plugin_metrics, {}))
         self._interval_s = interval_s
         self._clock = clock
         self._next_at = -math.inf
@@ -159,4 +161,4 @@ class PluginMetricsRelay:
         except Exception as exc:
             _log.debug("plugin_metrics_not_taken", error=repr(exc))
             return
-        self._mirror.update(readings)
+        self._mirror.replace(dict(readings))

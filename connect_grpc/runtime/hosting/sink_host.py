@@ -1,7 +1,7 @@
 """A sink task's host, in the executor's Python worker (``serving``): the task's record loop
 (``sink_loop.SinkLoop``) runs here, reading the ranges the driver plans with a reader the
 host keeps until the task stops, running the task's pipeline and putting and flushing the
-records; the driver commits (``sink_task.HostedSinkTaskRunner``)."""
+records; the driver commits (``sink_task.SinkTaskRunner``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A source task's host, in the executor's Python worker (``serving``): the task's record
 loop (``source_loop.SourceLoop``) runs here, polling the plugin, running the task's
 pipeline and producing each batch with a producer the host keeps until the task stops; the
-driver commits the offsets the loop answers with (``source_task.HostedSourceTaskRunner``)."""
+driver commits the offsets the loop answers with (``source_task.SourceTaskRunner``)."""
 
 from __future__ import annotations
 
