@@ -6,7 +6,8 @@ placement are those of any task; no record moves through Python.
 ``JavaTasks`` is what the worker makes them with: its listener for the hosts' connections,
 and the choice of a host (an executor's JVM when the worker's Spark task slots have room,
 ``HostSlots``; else the driver's JVM, the task then waiting for a slot as a Python task
-does). What the JVM's Kafka worker is built from is the worker's properties in Kafka
+does; an executor's JVM host whose task stopped cleanly is parked for the next Java task,
+``WarmHosts``). What the JVM's Kafka worker is built from is the worker's properties in Kafka
 Connect's names (``kafka_worker_properties``). With Java plugins on ``plugin.path`` it also
 brings the driver JVM's log lines into the worker's log and its Java loggers under the
 worker's levels, once Spark started (``java_logs``), and, on a worker that hosts Java tasks,
@@ -26,11 +27,8 @@ from connect_grpc.config.worker import TASK_HOSTING_EXECUTOR, WorkerConfig
 from connect_grpc.java.plugin_path import host_worker_properties, java_plugin_entries
 from connect_grpc.kernel.domain import TargetState
 from connect_grpc.runtime.hosting.jobs import HostLostError, WarmHosts
-from connect_grpc.runtime.hosting.jvm_host import (
-    JavaTaskSpec,
-    JvmTaskHost,
-    Launcher,
-    TaskEvents,
+from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost, Launcher, TaskEvents
+from connect_grpc.runtime.hosting.jvm_launch import (
     launch_driver_host,
     launch_spark_host,
     shut_down_driver_worker,
@@ -290,9 +288,8 @@ class JavaTasks:
         hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
         launch: Launcher
         if hosting and self._slots.try_acquire(task):
-            # a parked Python host sits on a Spark task slot the slots count as free: those
-            # beyond the free slots end, so that this task's job gets one
-            self._warm_hosts.expire()
+            # the host adopts a parked JVM host; failing one, the parked Python hosts beyond
+            # the free slots end before its job is launched (``WarmHosts.adopt``)
             launch = functools.partial(launch_spark_host, self._spark, task)
             executor = True
             log.info("task_hosted", connector=task.connector, task=task.task, jvm=True)
@@ -302,7 +299,10 @@ class JavaTasks:
                 self._slot_watcher.wait_for_slot(task)
             launch = functools.partial(launch_driver_host, self._spark)
             executor = False
-        host = JvmTaskHost(spec, launch, self._listener, clients.await_fencing, executor=executor)
+        host = JvmTaskHost(
+            spec, launch, self._listener, clients.await_fencing, executor=executor,
+            parked=self._warm_hosts,
+        )
         return JavaTaskRunner(setup, host, clients, **options)
 
     def close(self) -> None:

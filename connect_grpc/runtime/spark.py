@@ -39,10 +39,33 @@ SPARK_DEFAULTS: Mapping[str, str] = {
 }
 
 
+#: The driver's heap when ``plugin.path`` holds Java plugins and the worker's properties set
+#: none: Kafka Connect's own scripts give its worker ``-Xmx2G``, and this JVM hosts the Java
+#: connectors and, in local mode, every Java task too (beside Spark).
+JAVA_HOST_DRIVER_MEMORY = "2g"
+
+#: Kafka Connect's collector, G1 (also where the JVM would pick another: fewer than 2 CPUs or
+#: less than 1792 MiB), with an explicit ``System.gc()`` (Spark's context cleaner calls it
+#: periodically) a concurrent cycle instead of a full pause, as its scripts set
+#: (``KAFKA_JVM_PERFORMANCE_OPTS``); not their 20 ms pause target, which keeps G1's young
+#: generation small: the JVM's own (200 ms) moved records at Kafka Connect's CPU cost.
+#: Given to the JVMs that host Java plugins through ``spark.{driver,executor}.defaultJavaOptions``
+#: unless the worker's properties set those, or name a collector of their own in
+#: ``spark.{driver,executor}.extraJavaOptions`` (two collectors stop a JVM from starting).
+#: Spark puts the extra options after the default ones, and the JVM takes the last of a
+#: repeated option: any of these the properties repeat there is theirs.
+JAVA_HOST_GC_OPTIONS = "-XX:+UseG1GC -XX:+ExplicitGCInvokesConcurrent"
+
+#: A JVM option that selects a garbage collector (``-XX:+UseParallelGC``, ``-XX:+UseZGC``…).
+_COLLECTOR_OPTION = re.compile(r"(?:^|[\s='\"])-XX:\+Use\w*GC(?=[\s'\"]|$)")
+
+
 def spark_conf(config: WorkerConfig) -> dict[str, str]:
     """Every ``spark.*`` worker property over the defaults; FAIR scheduling always; and,
-    when ``plugin.path`` holds Java plugins, the jars that host them (``spark.jars``) and, on
-    a cluster master, the plugins packed for the executors (``spark.archives``)."""
+    when ``plugin.path`` holds Java plugins, the jars that host them (``spark.jars``), the
+    JVM settings of Kafka Connect's worker where the properties set none
+    (:func:`java_host_jvm_conf`) and, on a cluster master, the plugins packed for the
+    executors (``spark.archives``)."""
     conf = dict(SPARK_DEFAULTS)
     conf["spark.app.name"] = f"connect-grpc-{config.worker_id}"
     conf["spark.pyspark.python"] = sys.executable
@@ -53,6 +76,7 @@ def spark_conf(config: WorkerConfig) -> dict[str, str]:
     if java_jars:
         # The Java plugins' host joins the jars the worker's properties name, if any.
         conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars", ""), *java_jars) if j)
+        conf.update(java_host_jvm_conf(config.spark_conf, os.environ))
         if not _LOCAL_MASTER.fullmatch(conf["spark.master"].strip()):
             # A cluster's executors are JVMs of their own, maybe on other machines: the
             # plugins themselves are shipped (decision 0083), each entry a directory there.
@@ -60,6 +84,34 @@ def spark_conf(config: WorkerConfig) -> dict[str, str]:
             conf["spark.archives"] = ",".join(
                 a for a in (conf.get("spark.archives", ""), *shipped) if a
             )
+    return conf
+
+
+def java_host_jvm_conf(
+    spark_properties: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """What a worker hosting Java plugins adds to Spark's settings so that its JVMs run them
+    as Kafka Connect's does, for what ``spark_properties`` (the worker's ``spark.*``
+    properties) leave unset: the driver's heap (``JAVA_HOST_DRIVER_MEMORY``; Spark reads it
+    as it starts the driver's JVM, in local mode too) and the collector settings of the
+    driver and of the executors (``JAVA_HOST_GC_OPTIONS``). The driver's are left out too
+    when ``SPARK_SUBMIT_OPTS`` or ``PYSPARK_SUBMIT_ARGS`` (in ``environ``), which also reach
+    the driver's JVM, name a collector. An executor's heap is left to
+    ``spark.executor.memory``: a cluster's machines are sized by their owner, and executors
+    asking for more than a cluster offers would never start."""
+    conf: dict[str, str] = {}
+    if "spark.driver.memory" not in spark_properties:
+        conf["spark.driver.memory"] = JAVA_HOST_DRIVER_MEMORY
+    for side in ("driver", "executor"):
+        if f"spark.{side}.defaultJavaOptions" in spark_properties:
+            continue
+        theirs = spark_properties.get(f"spark.{side}.extraJavaOptions", "")
+        if side == "driver":
+            theirs = " ".join((environ.get("SPARK_SUBMIT_OPTS", ""),
+                               environ.get("PYSPARK_SUBMIT_ARGS", ""), theirs))
+        if _COLLECTOR_OPTION.search(theirs):
+            continue
+        conf[f"spark.{side}.defaultJavaOptions"] = JAVA_HOST_GC_OPTIONS
     return conf
 
 

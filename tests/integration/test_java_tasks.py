@@ -333,9 +333,10 @@ def test_pause_holds_a_java_task_and_resume_moves_on(env: JavaEnv, unique_topic:
 
 
 @pytest.mark.timeout(300)
-def test_stop_ends_a_java_task_and_its_host_within_the_shutdown_timeout(
+def test_stop_ends_a_java_task_within_the_shutdown_timeout_and_parks_its_host(
     env: JavaEnv, unique_topic: str
 ) -> None:
+    env.worker._warm_hosts.end_parked()  # so that the task launches its host itself
     create_topic(env.admin, unique_topic)
     source = env.tmp / f"stop-{unique_topic}.txt"
     write_lines(source, ["one"])
@@ -347,12 +348,46 @@ def test_stop_ends_a_java_task_and_its_host_within_the_shutdown_timeout(
     assert took < SHUTDOWN_TIMEOUT_MS / 1000 + 5, f"the stop took {took:.1f} s"
     assert task not in env.worker.task_ids()
     assert task not in env.worker.hosted_tasks()
-    # the host's Spark job (in the task's hosting job group) ended with its task
+    # stopped cleanly: the host's Spark job (in the task's hosting job group) runs on,
+    # parked for the next Java task, until it is let go
     tracker = env.worker._spark.context.statusTracker()  # test-only peek at Spark's jobs
     jobs = tracker.getJobIdsForGroup(host_job_tag(task.connector, task.task))
     assert jobs, "the task was hosted by a Spark job"
+    assert env.worker.parked_hosts() == 1
+    assert any(_job_status(env, job) == "RUNNING" for job in jobs)
+    env.worker._warm_hosts.end_parked()  # what the worker's stop and the idle time do
     wait_for(lambda: all(_job_status(env, job) != "RUNNING" for job in jobs), timeout=20,
              what="the host's Spark job to end")
+
+
+@pytest.mark.timeout(300)
+def test_the_next_java_task_adopts_the_parked_host_of_the_last_one(
+    env: JavaEnv, unique_topic: str
+) -> None:
+    env.worker._warm_hosts.end_parked()
+    create_topic(env.admin, unique_topic)
+    tasks = []
+    tags = []
+    try:
+        for i in range(2):  # one after the other, of two connectors
+            source = env.tmp / f"adopted-{i}-{unique_topic}.txt"
+            write_lines(source, [f"task-{i}"])
+            task = start_source(env, f"java-adopt-{i}-{uuid.uuid4().hex[:6]}", source,
+                                unique_topic)
+            tasks.append(task)
+            env.wait_state(task, State.RUNNING)
+
+            def written(line: str = f"task-{i}") -> bool:
+                return line in topic_values(env, unique_topic)
+
+            wait_for(written, timeout=60, what=f"task {i}'s line")
+            tags.append(env.worker.host_job_tags()[task])
+            env.worker.stop_tasks([task], connector_deleted=True)
+            assert env.worker.parked_hosts() == 1
+        assert tags[0] == tags[1], "the second task was hosted by the first one's Spark job"
+    finally:
+        env.worker.stop_tasks(tasks, connector_deleted=False)
+        env.worker._warm_hosts.end_parked()
 
 
 def _job_status(env: JavaEnv, job: int) -> str:

@@ -1,6 +1,7 @@
 """Hosting Spark jobs, the driver's side: launching one for a task and waiting until its
 Spark task connected back (``launch_host_job``), the job as the driver holds it
-(``HostJob``), and the hosts parked between tasks (``WarmHosts``)."""
+(``HostJob``), and the hosts parked between tasks (``WarmHosts``: Python hosts' jobs, and the
+JVM hosts of Java tasks, ``jvm_launch.ParkedJvmHost``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection, Listener
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -37,6 +38,11 @@ JOB_END_WAIT_S = 2.0
 #: any case).
 PARKED_IDLE_S = 300.0
 
+#: The kinds of parked hosts (``ParkedHost.kind``): a Python host serves Python tasks, a JVM
+#: host Java ones.
+PYTHON_HOST = "python"
+JVM_HOST = "jvm"
+
 
 class HostedTaskError(CarriesTrace, Exception):
     """The hosted plugin (or the host's clients) raised; the message carries its trace."""
@@ -58,9 +64,31 @@ def hosted_error(trace: str, retriable: bool) -> Exception:
     return RetriableHostedTaskError(message) if retriable else HostedTaskError(message)
 
 
+class ParkedHost(Protocol):
+    """A host that waits, parked on its Spark task slot, for a task to adopt it."""
+
+    #: Which tasks it can serve (PYTHON_HOST or JVM_HOST).
+    kind: str
+    #: Its job's cancel tag, and where it runs (for the log).
+    tag: str
+    hostname: str
+    pid: int
+
+    def reusable(self) -> bool:
+        """Whether it still runs and waits for a task."""
+
+    def let_go(self) -> None:
+        """Tells it to end (it ends its Spark task)."""
+
+    def end(self, wait: float = JOB_END_WAIT_S) -> None:
+        """Lets it end, then cancels its job if it did not within about ``wait`` seconds."""
+
+
 class HostJob:
     """One long-running hosting Spark job whose Spark task is connected to the driver: it
     serves hosted tasks one after the other (parked in between, see ``WarmHosts``)."""
+
+    kind = PYTHON_HOST
 
     def __init__(
         self,
@@ -216,13 +244,17 @@ HostLauncher = Callable[[TaskId, float], HostJob]
 
 class WarmHosts:
     """This worker's hosts between tasks. A task that is to be hosted takes a parked host
-    if there is one (the most recently parked: no Spark job to launch, no handshake),
-    else launches one; a task whose plugin stopped cleanly parks its host for the next.
+    of its kind if there is one (the most recently parked: no Spark job to launch, no
+    handshake), else launches one; a task whose plugin stopped cleanly parks its host for
+    the next. A Python task's host is a Python worker's (``take``), a Java task's a JVM's
+    (``adopt``, ``jvm_host.JvmTaskHost``).
 
     A parked host sits on a slot that ``HostSlots`` counts as free, so a task that gets a
-    slot (also one that waited on the driver for one) adopts it. It is ended when it was
-    parked for ``idle_s`` (``expire``, called now and then), when the slots have no room
-    for it any more (a cluster's executors went away), and when the worker stops."""
+    slot (also one that waited on the driver for one) adopts one of its kind; when there is
+    none, the parked hosts of the other kind that sit on the slot the task needs are ended
+    before its job is launched (``_end_crowded``). A host is ended when it was parked for
+    ``idle_s`` (``expire``, called now and then), when the slots have no room for it any
+    more (a cluster's executors went away), and when the worker stops."""
 
     def __init__(
         self,
@@ -237,24 +269,43 @@ class WarmHosts:
         self._clock = clock
         self._lock = threading.Lock()
         #: (host, when it was parked), oldest first.
-        self._parked: list[tuple[HostJob, float]] = []
+        self._parked: list[tuple[ParkedHost, float]] = []
         self._closed = False
 
     def take(self, task: TaskId, timeout: float = CONNECT_TIMEOUT_S) -> tuple[HostJob, bool]:
-        """A host for ``task``, and whether it was adopted (parked) rather than launched.
-        Raises HostLostError if a new one did not connect within ``timeout``."""
+        """A Python host for ``task``, and whether it was adopted (parked) rather than
+        launched. Raises HostLostError if a new one did not connect within ``timeout``."""
+        parked = self.adopt(PYTHON_HOST)
+        if isinstance(parked, HostJob):
+            return parked, True
+        with self._lock:
+            if self._closed:
+                raise HostLostError("the worker is stopping: no new host")
+        return self._launch(task, timeout), False
+
+    def adopt(self, kind: str) -> ParkedHost | None:
+        """The most recently parked host of ``kind`` that still waits, taken; None when
+        there is none (the parked hosts then beyond the free slots, of the other kind, are
+        ended: the caller's task holds a slot and launches a job onto it)."""
         while True:
             with self._lock:
                 if self._closed:
-                    raise HostLostError("the worker is stopping: no new host")
-                parked = self._parked.pop()[0] if self._parked else None
+                    return None
+                parked = self._pop(kind)
             if parked is None:
-                return self._launch(task, timeout), False
+                self._end_crowded()
+                return None
             if parked.reusable():
-                return parked, True
+                return parked
             parked.end()
 
-    def park(self, job: HostJob, task: TaskId) -> None:
+    def _pop(self, kind: str) -> ParkedHost | None:
+        for index in range(len(self._parked) - 1, -1, -1):
+            if self._parked[index][0].kind == kind:
+                return self._parked.pop(index)[0]
+        return None
+
+    def park(self, job: ParkedHost, task: TaskId) -> None:
         """Keeps the host of ``task``, whose plugin stopped cleanly, for the next task,
         unless the worker is stopping, the host is gone or the free slots have no room for
         it (its job is then ended). The task's slot is released first: the host sits on
@@ -267,7 +318,9 @@ class WarmHosts:
         if not keep:
             job.end()
             return
-        log.info("task_host_parked", host=job.hostname, pid=job.pid, job_tag=job.tag)
+        log.info(
+            "task_host_parked", host=job.hostname, pid=job.pid, job_tag=job.tag, kind=job.kind
+        )
 
     def _room(self) -> int:
         """How many hosts may be parked: as many as there are free slots."""
@@ -280,17 +333,18 @@ class WarmHosts:
         with self._lock:
             return len(self._parked)
 
-    def expire(self) -> None:
-        """Ends the hosts parked for ``idle_s`` or longer, and the oldest others the free
-        slots have no room for."""
+    def expire(self, idle_s: float | None = None) -> None:
+        """Ends the hosts parked for ``idle_s`` (by default the pool's) or longer, and the
+        oldest others the free slots have no room for."""
+        idle_s = self._idle_s if idle_s is None else idle_s
         now = self._clock()
         try:
             room = self._slots.free()
         except Exception:  # Spark stopping: ``close`` ends them
             return
         with self._lock:
-            idle = [job for job, at in self._parked if now - at >= self._idle_s]
-            fresh = [entry for entry in self._parked if now - entry[1] < self._idle_s]
+            idle = [job for job, at in self._parked if now - at >= idle_s]
+            fresh = [entry for entry in self._parked if now - entry[1] < idle_s]
             surplus = max(0, len(fresh) - room)
             crowded = [job for job, _ in fresh[:surplus]]
             self._parked = fresh[surplus:]
@@ -301,9 +355,14 @@ class WarmHosts:
                     host=job.hostname,
                     pid=job.pid,
                     job_tag=job.tag,
+                    kind=job.kind,
                     reason=reason,
                 )
         self._end_all(idle + crowded)
+
+    def _end_crowded(self) -> None:
+        """Ends the oldest parked hosts the free slots have no room for (none idle yet)."""
+        self.expire(idle_s=float("inf"))
 
     def end_parked(self) -> None:
         """Ends every parked host now."""
@@ -319,7 +378,7 @@ class WarmHosts:
         self.end_parked()
 
     @staticmethod
-    def _end_all(jobs: list[HostJob]) -> None:
+    def _end_all(jobs: list[ParkedHost]) -> None:
         for job in jobs:  # every host is told at once, then each is waited for
             job.let_go()
         deadline = time.monotonic() + JOB_END_WAIT_S

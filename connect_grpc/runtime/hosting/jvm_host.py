@@ -3,12 +3,16 @@ runs the task in a JVM (``jvm/``'s ``io.connectgrpc.jvm.host``), and the driver 
 through the task-host protocol (``jvm_wire``), so that the task's state machine, statuses,
 retries and stop time-outs are the driver's, as for a Python task.
 
-Where the JVM is: an executor's, as a long-running Spark task launched through py4j
-(``TaskHostFunction.launch``: one partition whose function serves the task, with no Python
-worker; its job is in the job group of the task it was launched for and carries a cancel tag
-of its own, as a Python host's job does), when the worker gave the task a Spark task slot;
-else the driver's own, in a thread (``TaskHosting.startInDriver``). Either connects back to
-the worker's listener with the token it was handed, and says where it runs.
+Where the JVM is (``jvm_launch``): an executor's, as a long-running Spark task launched
+through py4j (``TaskHostFunction.launch``: one partition whose function serves tasks, with no
+Python worker; its job is in the job group of the task it was launched for and carries a
+cancel tag of its own, as a Python host's job does), when the worker gave the task a Spark
+task slot; else the driver's own, in a thread (``TaskHosting.startInDriver``). Either
+connects back to the worker's listener with the token it was handed, and says where it runs.
+An executor's host whose task stopped cleanly is parked on its Spark task slot
+(``ParkedJvmHost``, in the worker's ``jobs.WarmHosts``) and the next Java task given a slot
+adopts it: its start is then one StartTask on an open connection, no Spark job and no
+connection made.
 
 No record moves through the driver: the host reports what happens to the task (started,
 paused, resumed, failed with the Java trace, shut down), asks the driver's checks of an
@@ -20,195 +24,42 @@ change (``tell_levels``).
 
 from __future__ import annotations
 
-import itertools
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import wait
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
 from connect_grpc.connectors.api import Task
 from connect_grpc.host.v1 import host_pb2
 from connect_grpc.kernel.domain import TargetState, TaskId, TaskPlacement
-from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.kernel.traces import CarriesTrace
 from connect_grpc.logs.levels import LEVELS_SET
-from connect_grpc.runtime.hosting.jobs import JOB_END_WAIT_S, HostLostError
+from connect_grpc.runtime.hosting.jobs import JVM_HOST, HostLostError, WarmHosts
+from connect_grpc.runtime.hosting.jvm_launch import (
+    CONNECT_TIMEOUT_S,
+    POLL_S,
+    LaunchedHost,
+    ParkedJvmHost,
+)
 from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener, log_levels
 from connect_grpc.runtime.placement import driver_placement, executor_placement
-from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
 
 log = structlog.get_logger(__name__)
 
-#: Seconds a launched host has to connect back (a Spark task waits for its slot first).
-CONNECT_TIMEOUT_S = 60.0
 #: Seconds a started task has to say it runs (or is paused, or failed): Kafka's worker, the
 #: task's clients and its plugin's ``start`` (an exactly-once task also waits for fencing).
 START_TIMEOUT_S = 300.0
 #: Seconds the driver waits for a host's Stopped beyond Kafka's own bound on the stop.
 STOP_MARGIN_S = 3.0
-#: Seconds between two looks at whether a host's Spark job is still running.
-POLL_S = 0.1
-
-#: The py4j paths of the JVM side's entry points.
-FUNCTION_CLASS = "io.connectgrpc.jvm.host.TaskHostFunction"
-HOSTING_CLASS = "io.connectgrpc.jvm.host.TaskHosting"
-WORKER_CLASS = "io.connectgrpc.jvm.host.KafkaTaskWorker"
 
 
 class JavaTaskFailedError(CarriesTrace, Exception):
     """The Java task failed in its JVM; the message is its status trace (the Java
     failure and its root cause on the first line, then the Java stack trace)."""
-
-
-def _jvm_class(jvm: Any, path: str) -> Any:
-    """A class of ``jvm/``'s jar in the driver's JVM (py4j answers a package for a class it
-    cannot find: say why instead)."""
-    entry = jvm
-    for part in path.split("."):
-        entry = getattr(entry, part)
-    if type(entry).__name__ != "JavaClass":
-        raise ConnectError(
-            f"{path} is not on the Spark driver's classpath: jvm/ was not built when the worker "
-            f"started (`make install` builds it), so Java tasks cannot be hosted"
-        )
-    return entry
-
-
-class LaunchedHost(Protocol):
-    """A host launched for one connection: the JVM side that serves it."""
-
-    #: The cancel tag of its Spark job ("" when it is not a Spark job).
-    job_tag: str
-
-    def alive(self) -> bool:
-        """Whether the host may still connect or serve (its job runs)."""
-
-    def failure(self) -> str:
-        """Why it ended, when it did ("" when not known)."""
-
-    def end(self) -> None:
-        """Lets it end (its connection was closed before); cancels a job that does not."""
-
-
-class SparkJobHost:
-    """A host launched as a Spark job of one task (``TaskHostFunction``)."""
-
-    def __init__(self, spark: SparkRuntime, future: Any, tag: str) -> None:
-        self._spark = spark
-        self._future = future
-        self.job_tag = tag
-
-    def alive(self) -> bool:
-        try:
-            return not bool(self._future.isDone())
-        except Exception:  # the JVM is going away
-            return False
-
-    def failure(self) -> str:
-        try:
-            self._future.get()
-        except Exception as exc:
-            java = getattr(exc, "java_exception", None)
-            return str(java.toString() if java is not None else exc).partition("\n")[0]
-        return ""
-
-    def end(self) -> None:
-        deadline = time.monotonic() + JOB_END_WAIT_S
-        while self.alive() and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-        if self.alive():
-            log.warning("jvm_task_host_cancelled", job_tag=self.job_tag)
-            self._spark.cancel_tag(self.job_tag)
-
-
-class DriverThreadHost:
-    """A host in a thread of the driver's JVM (``TaskHosting.startInDriver``): it ends when
-    its connection closes."""
-
-    job_tag = ""
-
-    def alive(self) -> bool:
-        return True
-
-    def failure(self) -> str:
-        return ""
-
-    def end(self) -> None:
-        return None
-
-
-#: Numbers the JVM hosting jobs this process launches (their cancel tags).
-_JOB_SERIALS = itertools.count(1)
-
-
-def launch_spark_host(
-    spark: SparkRuntime, task: TaskId, address: tuple[str, int], token: str
-) -> SparkJobHost:
-    """Launches a Spark job whose one task hosts ``task`` in an executor's JVM. The job is in
-    the task's hosting job group (``host_job_tag``) and the connector's scheduler pool, and
-    is cancelled by its own tag."""
-    tag = f"connect-host-job:jvm-{next(_JOB_SERIALS)}"
-    launched: list[Any] = []
-    failed: list[BaseException] = []
-
-    def submit() -> None:
-        try:
-            spark.bind_thread_tag(
-                tag, task.connector, group=host_job_tag(task.connector, task.task), only=True
-            )
-            context = spark.context
-            function = _jvm_class(context._jvm, FUNCTION_CLASS)
-            launched.append(function.launch(context._jsc, address[0], address[1], token))
-        except BaseException as exc:
-            failed.append(exc)
-
-    # job tags are the submitting thread's: a pinned thread of its own, which then ends
-    thread = spark.new_thread(submit, f"connect-jvm-host-{task}")
-    thread.start()
-    thread.join(CONNECT_TIMEOUT_S)
-    if not launched:
-        spark.cancel_tag(tag)
-        why = f"{failed[0]!r}" if failed else "the launch did not return"
-        raise HostLostError(f"the Spark job to host the task could not be launched: {why}")
-    return SparkJobHost(spark, launched[0], tag)
-
-
-def launch_driver_host(
-    spark: SparkRuntime, address: tuple[str, int], token: str
-) -> DriverThreadHost:
-    """Starts a host in a thread of the driver's JVM."""
-    _jvm_class(spark.context._jvm, HOSTING_CLASS).startInDriver(address[0], address[1], token)
-    return DriverThreadHost()
-
-
-def warm_driver_worker(
-    context: Any,
-    worker_id: str,
-    worker_properties: Mapping[str, str],
-    scan_properties: Mapping[str, str],
-) -> None:
-    """Has the driver's JVM build the Kafka worker of ``worker_id``'s Java tasks in a thread
-    of its own, ahead of their first (``KafkaTaskWorker.warm``), with the properties their
-    ``StartTask`` carries; returns at once. ``context``: the SparkContext."""
-    _jvm_class(context._jvm, WORKER_CLASS).warm(
-        worker_id, json.dumps(dict(worker_properties)), json.dumps(dict(scan_properties))
-    )
-
-
-def shut_down_driver_worker(spark: SparkRuntime, worker_id: str) -> None:
-    """Stops the Kafka worker the driver's JVM built for ``worker_id``'s Java tasks, if it
-    did (the worker is stopping; its tasks were stopped). Nothing when Spark never started."""
-    if not spark.started:
-        return
-    try:
-        _jvm_class(spark.context._jvm, WORKER_CLASS).shutdown(worker_id)
-    except Exception:  # jvm/ not on the driver's classpath, or the JVM going away
-        log.warning("java_task_worker_not_stopped", exc_info=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +95,9 @@ Launcher = Callable[[tuple[str, int], str], LaunchedHost]
 class JvmTaskHost:
     """A ``TaskHost`` in a JVM: the plugin is a stand-in (``JavaTaskPlugin``) whose start and
     stop run there. ``executor`` says whether the host is a Spark task (else a thread of the
-    driver's JVM). Called from the task's runner; ``interrupt`` from any thread."""
+    driver's JVM); ``parked``, for an executor's, the worker's parked hosts: ``open`` adopts
+    a parked JVM host before it launches one, and ``close`` parks the host after a clean
+    stop. Called from the task's runner; ``interrupt`` from any thread."""
 
     def __init__(
         self,
@@ -254,6 +107,7 @@ class JvmTaskHost:
         await_fencing: Callable[[], None],
         *,
         executor: bool,
+        parked: WarmHosts | None = None,
     ) -> None:
         """``await_fencing`` returns once the connector's earlier task generations are
         fenced (an exactly-once source's, ``TaskClients.await_fencing``)."""
@@ -262,6 +116,9 @@ class JvmTaskHost:
         self._listener = listener
         self._await_fencing = await_fencing
         self._executor = executor
+        self._parked = parked if executor else None
+        #: Whether the task's last stop was answered clean (its host may then be parked).
+        self._stopped_cleanly = False
         self.plugin = JavaTaskPlugin(self)
         self._conn: JvmConnection | None = None
         self._launched: LaunchedHost | None = None
@@ -282,8 +139,11 @@ class JvmTaskHost:
     # TaskHost
 
     def open(self) -> None:
-        """Launches a host and waits until it connected (CONNECT_TIMEOUT_S); HostLostError
-        if it did not."""
+        """Adopts a parked host, else launches one and waits until it connected
+        (CONNECT_TIMEOUT_S); HostLostError if it did not."""
+        self._stopped_cleanly = False
+        if self._adopt():
+            return
         address = self._listener.address()
         token, connected = self._listener.expect()
         try:
@@ -314,8 +174,26 @@ class JvmTaskHost:
         self._conn = conn
         self._log.info(
             "task_host_connected", host=conn.host, executor=conn.executor_id,
-            job_tag=self.job_tag(), jvm=True,
+            job_tag=self.job_tag(), jvm=True, adopted=False,
         )
+
+    def _adopt(self) -> bool:
+        """Takes a parked JVM host, if there is one, for this task."""
+        if self._parked is None:
+            return False
+        parked = self._parked.adopt(JVM_HOST)
+        if not isinstance(parked, ParkedJvmHost):
+            return False
+        conn = parked.conn
+        conn.adopt(self._check, self._report)
+        self._told = None
+        self._launched = parked.launched
+        self._conn = conn
+        self._log.info(
+            "task_host_connected", host=conn.host, executor=conn.executor_id,
+            job_tag=self.job_tag(), jvm=True, adopted=True,
+        )
+        return True
 
     def placement(self) -> TaskPlacement | None:
         conn = self._conn
@@ -341,6 +219,15 @@ class JvmTaskHost:
             conn.nudge()
 
     def close(self) -> None:
+        """Parks the host if the task stopped cleanly in an executor's JVM that is still
+        connected (``WarmHosts.park``, which gives the task's slot to it), else lets it go."""
+        conn, launched, parked = self._conn, self._launched, self._parked
+        if (self._stopped_cleanly and parked is not None and conn is not None
+                and conn.lost is None and launched is not None):
+            self._conn = self._launched = None
+            self._stopped_cleanly = False
+            parked.park(ParkedJvmHost(conn, launched), self.spec.id)
+            return
         self.abandon()
 
     def abandon(self) -> None:
@@ -485,7 +372,8 @@ class JvmTaskHost:
             self._log.warning(
                 "java_task_not_stopped_cleanly", reason=stopped.trace.partition("\n")[0]
             )
-        return bool(stopped.clean)
+        self._stopped_cleanly = bool(stopped.clean)
+        return self._stopped_cleanly
 
     def failure_trace(self, trace: str) -> str:
         """A Java failure's status trace, its headline first, then where it ran."""

@@ -1,5 +1,6 @@
 """The driver's end of the JVM task hosts' connections: the task-host protocol
-(``proto/connect_grpc/host/v1/host.proto``) over TCP, one connection per hosted task.
+(``proto/connect_grpc/host/v1/host.proto``) over TCP, one connection per JVM host, which
+serves one task at a time (a host parked between two keeps it, ``JvmConnection.adopt``).
 
 Each message is length-delimited (its size as a base-128 varint, then its bytes), as Java's
 ``writeDelimitedTo``/``parseDelimitedFrom`` frame them. The worker has one listener
@@ -163,6 +164,16 @@ class JvmConnection:
         if take_report is not None:
             self._take_report = take_report
         threading.Thread(target=self._read, name=name, daemon=True).start()
+
+    def adopt(self, answer: CheckAnswerer, take_report: ReportTaker) -> None:
+        """Hands the connection of a parked host (its task stopped cleanly) to the next task:
+        its checks and reports go to that task's, and what the last task left is dropped."""
+        with self._changed:
+            self._events = []
+            self._stopped = None
+            self._nudged = False
+            self._answer = answer
+            self._take_report = take_report
 
     def _read(self) -> None:
         why = "the JVM hosting the task closed its connection"

@@ -10,8 +10,9 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.VoidFunction;
 
 /**
- * A JVM task host as a long-running Spark task: the one partition's function serves the task
- * in the executor's JVM, with no Python worker, until the task stops. Spark does not interrupt
+ * A JVM task host as a long-running Spark task: the one partition's function serves tasks in
+ * the executor's JVM, with no Python worker, one after the other, until the driver lets it go
+ * (between two it is parked on its Spark task slot). Spark does not interrupt
  * the thread when the job is cancelled (unless {@code spark.job.interruptOnCancel}), so the
  * host looks at {@link TaskContext#isInterrupted()} while it waits.
  *

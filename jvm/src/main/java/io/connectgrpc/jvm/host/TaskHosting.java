@@ -8,8 +8,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Where a JVM task host starts: connects to the worker's driver, serves one task
- * ({@link TaskSession}) and returns once it stopped. It runs as a long-running Spark task in
+ * Where a JVM task host starts: connects to the worker's driver, serves its tasks
+ * ({@link TaskSession}: one at a time, the host parked between two) and returns once the
+ * driver let it go. It runs as a long-running Spark task in
  * an executor's JVM ({@link TaskHostFunction}) or, when the worker has no Spark task slot
  * free for it, in a thread of the driver's own JVM ({@link #startInDriver}).
  *
@@ -30,8 +31,8 @@ public final class TaskHosting {
     }
 
     /**
-     * Serves one task until it stopped (see the class comment), with its Kafka worker from
-     * {@code workers}.
+     * Serves tasks until the driver lets the host go (see the class comment), with their Kafka
+     * worker from {@code workers}.
      */
     static void serve(String address, int port, String token, String executorId, BooleanSupplier interrupted,
                       TaskSession.Workers workers) {
@@ -46,7 +47,7 @@ public final class TaskHosting {
 
     /**
      * Starts a host in a thread of this JVM (the driver's), for Python through py4j; returns at
-     * once. The host ends when its task stopped or its connection to the driver closed.
+     * once. The host ends when its connection to the driver closed (or a stop was not clean).
      */
     public static void startInDriver(String address, int port, String token) {
         // the driver reads the worker's plugin.path itself (its scan is the catalogue's)

@@ -34,11 +34,17 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One hosted task, from the host's end of its connection to the driver: says hello, starts
- * the task on the JVM's Kafka worker when told, relays its status events, pauses and resumes
- * it, and stops it when told, when its connection to the driver closes, or when the Spark task
- * hosting it is cancelled ({@code interrupted}: Spark does not interrupt the thread, so the
- * session looks every {@link #POLL_MS} ms). Returns once the task is stopped.
+ * A host's tasks, one after the other, from the host's end of its connection to the driver:
+ * says hello, starts a task on the JVM's Kafka worker when told, relays its status events,
+ * pauses and resumes it, and stops it when told, when its connection to the driver closes, or
+ * when the Spark task hosting it is cancelled ({@code interrupted}: Spark does not interrupt
+ * the thread, so the session looks every {@link #POLL_MS} ms).
+ *
+ * <p>A task the driver stopped cleanly leaves the host parked: it waits on the same connection
+ * for the driver's next StartTask (of any task), so that a later start is one message rather
+ * than a Spark job and a connection; the driver closes the connection of a host it does not
+ * keep. A stop that was not clean (Kafka's worker gave up on the task's thread), a closed
+ * connection or a cancelled Spark task ends the session.
  *
  * <p>The task runs in Kafka's worker's own thread; this session's thread only serves the
  * protocol. A task id has one owner in a JVM: a session that starts a task which an earlier
@@ -90,7 +96,7 @@ final class TaskSession {
     private final BooleanSupplier interrupted;
     private final Workers workers;
     private final BlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
-    private final DriverChecks checks;
+    private DriverChecks checks;
 
     private KafkaTaskWorker kafka;
     private ConnectorTaskId id;
@@ -108,7 +114,7 @@ final class TaskSession {
         this.checks = new DriverChecks(link);
     }
 
-    /** Serves the task until it is stopped. */
+    /** Serves tasks until the connection closes, the Spark task is cancelled or a stop was not clean. */
     void run(String token, String executorId, String host) throws IOException, InterruptedException {
         link.send(HostMessage.newBuilder()
                 .setHello(Hello.newBuilder().setToken(token).setExecutorId(executorId).setHost(host))
@@ -120,16 +126,32 @@ final class TaskSession {
         // own name back
         String name = Thread.currentThread().getName();
         try {
-            serve();
+            while (serve()) {
+                endTask(name);  // parked: the next StartTask, if any, is another task's
+            }
         } finally {
-            if (logs != null) {
-                logs.close();
-            }
-            if (logging != null) {
-                logging.close();
-            }
-            Thread.currentThread().setName(name);
+            endTask(name);
         }
+    }
+
+    /** Forgets the task that stopped: the session is as new, its connection kept. */
+    private void endTask(String threadName) {
+        if (logs != null) {
+            logs.close();
+            logs = null;
+        }
+        if (logging != null) {
+            logging.close();
+            logging = null;
+        }
+        kafka = null;
+        id = null;
+        owner = null;
+        relay = null;
+        reports = null;
+        topicsUsed = null;
+        checks = new DriverChecks(link);
+        Thread.currentThread().setName(threadName);
     }
 
     private void read() {
@@ -144,13 +166,21 @@ final class TaskSession {
         inbox.add(CLOSED);
     }
 
-    private void serve() throws InterruptedException {
+    /**
+     * Serves one task; returns true when the driver stopped it cleanly (the host may take
+     * another), false when the session is to end.
+     */
+    private boolean serve() throws InterruptedException {
         while (true) {
             Object next = inbox.poll(POLL_MS, TimeUnit.MILLISECONDS);
             if (interrupted.getAsBoolean()) {
-                log.info("The Spark task hosting task {} was cancelled: stopping the task", id);
+                if (id != null) {
+                    log.info("The Spark task hosting task {} was cancelled: stopping the task", id);
+                } else {
+                    log.info("The Spark task of a parked task host was cancelled: the host ends");
+                }
                 stop(defaultStopWaitMs());
-                return;
+                return false;
             }
             if (next == null) {
                 continue;
@@ -160,7 +190,7 @@ final class TaskSession {
                     log.info("The driver closed the connection of task {}: stopping the task", id);
                 }
                 stop(defaultStopWaitMs());
-                return;
+                return false;
             }
             DriverMessage message = (DriverMessage) next;
             switch (message.getMessageCase()) {
@@ -176,8 +206,10 @@ final class TaskSession {
                         link.send(HostMessage.newBuilder().setStopped(stopped).build());
                     } catch (IOException e) {
                         log.debug("Could not tell the driver that task {} stopped", id, e);
+                        return false;
                     }
-                    return;
+                    // a task whose thread Kafka's worker gave up on may still run here
+                    return stopped.getClean();
                 }
                 case CHECK_DONE -> checks.answered(message.getCheckDone());
                 case SET_LOG_LEVELS -> LogRelay.applyLevels(message.getSetLogLevels());

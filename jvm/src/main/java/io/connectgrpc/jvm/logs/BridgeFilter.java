@@ -2,7 +2,6 @@ package io.connectgrpc.jvm.logs;
 
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.Marker;
-import org.apache.logging.log4j.ThreadContext;
 import org.apache.logging.log4j.core.LogEvent;
 import org.apache.logging.log4j.core.Logger;
 import org.apache.logging.log4j.core.filter.AbstractFilter;
@@ -26,7 +25,7 @@ final class BridgeFilter extends AbstractFilter {
 
     private Result decide(Logger logger, Level level) {
         String name = logger == null ? null : logger.getName();
-        if (!bridge.active() || !bridge.takes(name, ThreadContext.get(LogBridge.CONTEXT_KEY))) {
+        if (!bridge.active() || !bridge.takesHere(name)) {
             return Result.NEUTRAL;
         }
         return bridge.enabled(name, level) ? Result.ACCEPT : Result.DENY;

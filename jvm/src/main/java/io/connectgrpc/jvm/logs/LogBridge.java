@@ -14,6 +14,7 @@ import org.apache.kafka.connect.runtime.isolation.PluginClassLoader;
 import org.apache.kafka.connect.util.LoggingContext;
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.ThreadContext;
 import org.apache.logging.log4j.core.Appender;
 import org.apache.logging.log4j.core.LogEvent;
 import org.apache.logging.log4j.core.LoggerContext;
@@ -73,6 +74,8 @@ public final class LogBridge {
     private final Map<String, LogQueue> tasks = new ConcurrentHashMap<>();
     private volatile LogQueue driver;
     private final Set<String> seen = ConcurrentHashMap.newKeySet();
+    /** The names last added to or found in {@link #seen}, by their hash's low bits. */
+    private final String[] recentlySeen = new String[256];
     private final AtomicLong unrouted = new AtomicLong();
     private final Set<LoggerContext> contexts = Collections.newSetFromMap(new IdentityHashMap<>());
 
@@ -159,10 +162,23 @@ public final class LogBridge {
         return takes(logger, context, Thread.currentThread().getContextClassLoader());
     }
 
+    /**
+     * {@link #takes(String, String)} with this thread's logging context, which is looked up
+     * last: the configuration filter asks for every logging call, those of disabled levels
+     * included (several per record in a task's path), and the thread's class loader or the
+     * logger's name usually decides without that thread-local lookup.
+     */
+    boolean takesHere(String logger) {
+        return Thread.currentThread().getContextClassLoader() instanceof PluginClassLoader
+                || inNamespaces(logger)
+                || ThreadContext.get(CONTEXT_KEY) != null;
+    }
+
     static boolean takes(String logger, String context, ClassLoader threadLoader) {
-        if (context != null) {
-            return true;
-        }
+        return context != null || inNamespaces(logger) || threadLoader instanceof PluginClassLoader;
+    }
+
+    private static boolean inNamespaces(String logger) {
         if (logger != null) {
             for (String namespace : NAMESPACES) {
                 if (logger.startsWith(namespace)
@@ -171,7 +187,7 @@ public final class LogBridge {
                 }
             }
         }
-        return threadLoader instanceof PluginClassLoader;
+        return false;
     }
 
     /**
@@ -184,10 +200,28 @@ public final class LogBridge {
 
     /** Whether a taken line of {@code level} from {@code logger} is logged (the logger is remembered). */
     boolean enabled(String logger, Level level) {
-        if (logger != null && seen.size() < MAX_SEEN) {
+        if (logger == null) {
+            return false;
+        }
+        remember(logger);
+        return levels.enabled(logger, level);
+    }
+
+    /**
+     * Adds {@code logger} to the loggers seen. This runs for every logging call a task makes,
+     * disabled levels included: a logger met recently is found in {@link #recentlySeen}
+     * without a lookup in the set (a racy cache of the very name instances log4j passes: a
+     * stale or lost slot only costs that lookup).
+     */
+    private void remember(String logger) {
+        int slot = logger.hashCode() & (recentlySeen.length - 1);
+        if (recentlySeen[slot] == logger) {
+            return;
+        }
+        if (!seen.contains(logger) && seen.size() < MAX_SEEN) {
             seen.add(logger);
         }
-        return logger != null && levels.enabled(logger, level);
+        recentlySeen[slot] = logger;
     }
 
     /** Where a line of {@code context} goes from this JVM; null when nowhere. */

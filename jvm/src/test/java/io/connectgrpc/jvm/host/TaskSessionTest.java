@@ -132,9 +132,43 @@ class TaskSessionTest {
             assertEquals(TaskEvent.Kind.KIND_SHUTDOWN, driver.nextEvent().getKind());
             Stopped stopped = driver.next().getStopped();
             assertTrue(stopped.getClean(), stopped.getTrace());
-            assertTrue(driver.hostEnded(5_000), "the host ends once its task stopped");
-            assertNull(driver.nextOrEnd(), "the host closes its connection");
             assertFalse(kafka.worker().taskIds().contains(new ConnectorTaskId("lifecycle", 0)));
+            assertFalse(driver.hostEnded(200), "a host whose task stopped cleanly is parked");
+            driver.closeConnection();
+            assertTrue(driver.hostEnded(5_000), "a parked host ends when the driver lets it go");
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aParkedHostServesTheNextTaskOnItsConnection() throws Exception {
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            driver.send(start("first-task", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            Stopped stopped = driver.stop();
+            assertTrue(stopped.getClean(), stopped.getTrace());
+
+            // another connector's exactly-once task: its checks are its own (the first task's
+            // stop failed the first task's)
+            StartTask next = start("next-task", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED)
+                    .getStartTask().toBuilder().setExactlyOnce(true).build();
+            driver.send(DriverMessage.newBuilder().setStartTask(next).build());
+            CheckRequest check = driver.next().getCheckRequest();
+            assertEquals(CheckRequest.Check.CHECK_PRE_PRODUCER, check.getCheck());
+            driver.send(DriverMessage.newBuilder().setCheckDone(
+                    CheckDone.newBuilder().setId(check.getId()).setError("not fenced")).build());
+            TaskEvent failed = driver.nextEvent();
+            assertEquals(TaskEvent.Kind.KIND_FAILED, failed.getKind());
+            assertTrue(failed.getTrace().contains("not fenced"), failed.getTrace());
+            assertTrue(driver.stop().getClean());
+
+            driver.send(start("next-task", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            assertTrue(kafka.worker().taskIds().contains(new ConnectorTaskId("next-task", 0)));
+            driver.closeConnection();
+            assertTrue(driver.hostEnded(10_000), "the host ends when the driver is gone");
+            assertFalse(kafka.worker().taskIds().contains(new ConnectorTaskId("next-task", 0)));
         }
     }
 

@@ -117,6 +117,27 @@ class LogBridgeTest {
     }
 
     @Test
+    void takesHereDecidesAsTakesWithThisThreadsContextAndClassLoader() throws Exception {
+        assertTrue(bridge.takesHere(RUNTIME_LOGGER));
+        assertFalse(bridge.takesHere("org.apache.kafkaesque.Thing"));
+        assertFalse(bridge.takesHere(SPARK_LOGGER));
+        assertFalse(bridge.takesHere(null));
+        ThreadContext.put(LogBridge.CONTEXT_KEY, "[orders|task-0] ");
+        assertTrue(bridge.takesHere("com.zaxxer.hikari.HikariPool"));
+        ThreadContext.clearMap();
+        assertFalse(bridge.takesHere("io.debezium.relational.Snapshotter"));
+        Thread thread = Thread.currentThread();
+        ClassLoader before = thread.getContextClassLoader();
+        try (PluginClassLoader plugin = new PluginClassLoader(new URL("file:/plugins/x/"), new URL[0],
+                getClass().getClassLoader())) {
+            thread.setContextClassLoader(plugin);
+            assertTrue(bridge.takesHere("io.debezium.relational.Snapshotter"));
+        } finally {
+            thread.setContextClassLoader(before);
+        }
+    }
+
+    @Test
     void aTasksLinesGoToTheDriverNamedAndSparksStayInItsLog() throws Exception {
         ThreadContext.put(LogBridge.CONTEXT_KEY, "[orders|task-3] ");
         logger(RUNTIME_LOGGER).info("{} Source task finished initialization and start", "WorkerSourceTask{id=orders-3}");
