@@ -15,25 +15,20 @@ import sys
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import structlog
-
-from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.config.connector_files import ConnectorRequest, load_connector_file
-from connect_grpc.config.worker import WorkerConfig, read_properties
 from connect_grpc.ctl import COMPLETE_VAR as CTL_COMPLETE_VAR
 from connect_grpc.ctl import complete as complete_ctl
 from connect_grpc.ctl import run_ctl
-from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
+from connect_grpc.kafka.ports import DEFAULT_BROKER_PORT
 from connect_grpc.kernel.errors import InvalidArgumentError, StartupError
-from connect_grpc.logs.output import capture_output, configure_logging
+from connect_grpc.kernel.properties import read_properties
 
-log = structlog.get_logger(__name__)
-
-if TYPE_CHECKING:  # the worker (Spark, Kafka clients) is imported only to run one, so ctl
-    # starts fast
+if TYPE_CHECKING:  # imported where a worker is run: ctl, which runs none, starts fast
+    # without the worker's config (structlog, rich's tracebacks), Spark or Kafka clients
     from connect_grpc.app import DistributedProcess, StandaloneProcess
+    from connect_grpc.config.worker import WorkerConfig
 
 P = TypeVar("P", "StandaloneProcess", "DistributedProcess")
 
@@ -99,11 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "kafka":
         from connect_grpc.kafka.cli import run_kafka_command
 
-        configure_logging("console")
+        _configure_logging("console")
         return run_kafka_command(args.action, args.state_dir, args.port)
     from connect_grpc.dev import DEMO_DIR, run_dev
 
-    configure_logging("console")
+    _configure_logging("console")
     return run_dev(args.port, args.run_seconds, args.kafka_port, args.bootstrap_servers,
                    args.demo_dir or DEMO_DIR)
 
@@ -112,6 +107,20 @@ def _run_ctl(args: Sequence[str]) -> int:
     """``connect-grpc ctl``, or an answer to its shell completion script."""
     instruction = os.environ.get(CTL_COMPLETE_VAR)
     return complete_ctl(instruction) if instruction else run_ctl(args)
+
+
+def _log() -> Any:
+    """This module's structlog logger: structlog (which imports rich's tracebacks) is
+    imported by the commands that log, not by ctl."""
+    import structlog
+
+    return structlog.get_logger(__name__)
+
+
+def _configure_logging(log_format: str) -> None:
+    from connect_grpc.logs.output import configure_logging
+
+    configure_logging(log_format)
 
 
 def run_standalone(worker_properties: Path, connector_files: Sequence[Path]) -> int:
@@ -148,6 +157,10 @@ def run_distributed(worker_properties: Path) -> int:
 
 
 def _serve(process: StandaloneProcess | DistributedProcess, start: Callable[[], None]) -> int:
+    import structlog
+
+    from connect_grpc.logs.output import capture_output
+
     structlog.contextvars.bind_contextvars(worker_id=process.config.worker_id)
     capture_output()  # what plugins print becomes masked log lines
     process.install_signal_handlers()
@@ -157,14 +170,17 @@ def _serve(process: StandaloneProcess | DistributedProcess, start: Callable[[], 
         code = _report(_startup_error(exc))
         _stop_quietly(process)
         return code
-    log.info("worker_ready", port=process.server.port)
+    _log().info("worker_ready", port=process.server.port)
     process.wait()
     return 0
 
 
 def _prepare_distributed(worker_properties: Path) -> DistributedProcess:
+    from connect_grpc.cluster.config import DistributedConfig
+    from connect_grpc.config.worker import WorkerConfig
+
     props = _read_worker_properties(worker_properties)
-    configure_logging(_log_format(props))
+    _configure_logging(_log_format(props))
     try:
         config = WorkerConfig.from_properties(props)
         cluster = DistributedConfig.from_properties(props)
@@ -182,7 +198,7 @@ def _prepare(
     """Reads and checks every input, then builds the process (binding its listener); starts
     nothing."""
     props = _read_worker_properties(worker_properties)
-    configure_logging(_log_format(props))
+    _configure_logging(_log_format(props))
     swapped = swapped_arguments_error(worker_properties, props, connector_files)
     if swapped is not None:
         raise swapped
@@ -263,15 +279,17 @@ def _stop_quietly(process: StandaloneProcess | DistributedProcess) -> None:
     try:
         process.shutdown()
     except Exception as exc:
-        log.warning("worker_stop_failed", error=f"{type(exc).__name__}: {exc}")
+        _log().warning("worker_stop_failed", error=f"{type(exc).__name__}: {exc}")
 
 
 def _report(error: StartupError) -> int:
     """Logs the one ``worker_start_failed`` line; returns the exit code."""
+    import structlog
+
     if not structlog.is_configured():
-        configure_logging("console")
+        _configure_logging("console")
     details = {"file": error.file, "property": error.property_name}
-    log.error(
+    _log().error(
         "worker_start_failed",
         error=error.message,
         fix=error.fix,
@@ -299,6 +317,8 @@ def _log_format(props: dict[str, str]) -> str:
 
 
 def _worker_config(path: Path, props: dict[str, str]) -> WorkerConfig:
+    from connect_grpc.config.worker import WorkerConfig
+
     try:
         config = WorkerConfig.from_properties(props)
         config.standalone_offset_file()

@@ -29,7 +29,7 @@ from connect_grpc.kernel.domain import (
 )
 from connect_grpc.kernel.domain import ClusterInfo as DomainClusterInfo
 from connect_grpc.kernel.errors import InvalidArgumentError
-from connect_grpc.logs.levels import LoggerLevel, LogLevelScope
+from connect_grpc.logs.level_model import LoggerLevel, LogLevelScope
 from connect_grpc.v1 import connect_pb2 as pb
 
 _STATE_TO_PB = {

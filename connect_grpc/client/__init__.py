@@ -47,8 +47,8 @@ from connect_grpc.kernel.domain import PutConfigResult as PutConfigResult
 from connect_grpc.kernel.domain import TargetState as TargetState
 from connect_grpc.kernel.domain import TaskInfo as TaskInfo
 from connect_grpc.kernel.domain import TaskStatus as TaskStatus
-from connect_grpc.logs.levels import LoggerLevel as LoggerLevel
-from connect_grpc.logs.levels import LogLevelScope as LogLevelScope
+from connect_grpc.logs.level_model import LoggerLevel as LoggerLevel
+from connect_grpc.logs.level_model import LogLevelScope as LogLevelScope
 from connect_grpc.pipeline.preview_model import PipelinePreview as PipelinePreview
 from connect_grpc.pipeline.preview_model import PreviewRequest as PreviewRequest
 from connect_grpc.pipeline.preview_model import SampleRecord as SampleRecord

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from connect_grpc.client import convert as cc
 from connect_grpc.client._channel import ChannelClient
 from connect_grpc.kernel.domain import ClusterInfo, ConfigInfos, PluginDesc
-from connect_grpc.logs.levels import LoggerLevel, LogLevelScope
+from connect_grpc.logs.level_model import LoggerLevel, LogLevelScope
 from connect_grpc.pipeline import preview_convert
 from connect_grpc.pipeline.preview_model import (
     PipelinePreview,

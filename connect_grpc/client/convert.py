@@ -57,7 +57,7 @@ from connect_grpc.kernel.errors import (
     UnavailableError,
     UnimplementedError,
 )
-from connect_grpc.logs.levels import LoggerLevel, LogLevelScope
+from connect_grpc.logs.level_model import LoggerLevel, LogLevelScope
 from connect_grpc.v1 import connect_pb2 as pb
 
 __all__ = [

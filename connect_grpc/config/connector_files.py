@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from connect_grpc.config.worker import read_properties
 from connect_grpc.kernel.domain import ConnectorOffset, OffsetPrimitive, TargetState
 from connect_grpc.kernel.errors import InvalidArgumentError
+from connect_grpc.kernel.properties import read_properties
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +36,8 @@ def load_connector_file(path: Path) -> ConnectorRequest:
             raise InvalidArgumentError.for_field(str(path), f"not valid JSON: {exc}") from None
         return _from_json(path, document)
     if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml  # only for a YAML file: ctl starts without it
+
         try:
             document = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from connect_grpc.config.connector_files import load_connector_file, parse_offsets
 from connect_grpc.kernel.domain import ConnectorOffset, TargetState
 from connect_grpc.kernel.errors import InvalidArgumentError
@@ -128,6 +126,8 @@ def _document(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgumentError.for_field(str(path), f"cannot read: {exc}") from None
+    import yaml  # only to read a spec: ctl starts without it
+
     try:
         return json.loads(text) if suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:

@@ -26,7 +26,7 @@ from connect_grpc.ctl.session import (
     output_option,
     pass_session,
 )
-from connect_grpc.kafka.broker import DEFAULT_BROKER_PORT
+from connect_grpc.kafka.ports import DEFAULT_BROKER_PORT
 from connect_grpc.kernel.errors import FailedPreconditionError, UnavailableError
 from connect_grpc.pipeline.dead_letter_headers import HEADER_PREFIX
 

@@ -8,7 +8,7 @@ import click
 
 from connect_grpc.ctl import documents
 from connect_grpc.ctl.session import OUTPUTS, Session, output_option, pass_session
-from connect_grpc.logs.levels import LoggerLevel, LogLevelScope
+from connect_grpc.logs.level_model import LoggerLevel, LogLevelScope
 
 HEADERS = ["LOGGER", "LEVEL", "LAST MODIFIED"]
 

@@ -16,8 +16,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
-
 from connect_grpc.client.convert import ConnectorListing
 from connect_grpc.ctl.contexts import Context
 from connect_grpc.kernel.domain import (
@@ -31,7 +29,7 @@ from connect_grpc.kernel.domain import (
     State,
     TaskPlacement,
 )
-from connect_grpc.logs.levels import LoggerLevel
+from connect_grpc.logs.level_model import LoggerLevel
 from connect_grpc.pipeline.preview_model import PipelinePreview
 
 Document = dict[str, Any]
@@ -40,6 +38,8 @@ Document = dict[str, Any]
 def render(document: Document, output: str) -> str:
     """The document as JSON (indented, integers exact) or YAML."""
     if output == "yaml":
+        import yaml  # only for -o yaml: ctl starts without it
+
         return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 

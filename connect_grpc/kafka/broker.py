@@ -56,6 +56,7 @@ import structlog
 
 from connect_grpc.kafka.jars import cache_root, ensure_kafka_libs, file_lock
 from connect_grpc.kafka.kraft import BrokerConfig, format_storage, log4j2_config_text
+from connect_grpc.kafka.ports import DEFAULT_BROKER_PORT as DEFAULT_BROKER_PORT
 from connect_grpc.kafka.ports import free_port, port_is_free
 from connect_grpc.kafka.processes import (
     KafkaBrokerError,
@@ -70,7 +71,6 @@ from connect_grpc.kafka.processes import (
 log = structlog.get_logger(__name__)
 
 STATE_FILE = "state.json"
-DEFAULT_BROKER_PORT = 9092
 #: Starts tried, each on ports chosen again, when another process took a chosen port.
 PORT_ATTEMPTS = 3
 

@@ -11,6 +11,10 @@ Public API
     port 0 elsewhere takes it before it is used).
 ``port_is_free(port: int, host: str = "127.0.0.1") -> bool``
     Whether ``port`` can be bound now.
+``DEFAULT_BROKER_PORT: int``
+    ``9092``: the port ``connect-grpc kafka start`` and ``dev`` use unless told otherwise
+    (here, not in :mod:`.broker`, so that ``connect-grpc ctl`` names it without importing
+    the broker manager).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import random
 import socket
 from pathlib import Path
 
+DEFAULT_BROKER_PORT = 9092
 #: The kernel's ephemeral ports (Linux): those it gives a socket bound to port 0 and an
 #: outgoing connection's local end.
 _EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")

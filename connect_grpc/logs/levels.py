@@ -29,18 +29,18 @@ tasks get the same table (``LEVELS_SET``) over their connections.
 
 from __future__ import annotations
 
-import enum
 import logging
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import structlog
 
 from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.logs.java import JAVA_LOGGERS
+from connect_grpc.logs.level_model import LoggerLevel as LoggerLevel
+from connect_grpc.logs.level_model import LogLevelScope as LogLevelScope
 
 ROOT_NAME = "root"
 #: The project's package: its modules' loggers are known before they first log.
@@ -69,22 +69,6 @@ logging.addLevelName(OFF, "OFF")
 _LAZY_LOGGER = type(structlog.get_logger(PROJECT_PACKAGE))
 
 log = structlog.get_logger(__name__)
-
-
-class LogLevelScope(enum.Enum):
-    """Where a level set through the API applies (KIP-976)."""
-
-    WORKER = "worker"
-    CLUSTER = "cluster"
-
-
-@dataclass(frozen=True, slots=True)
-class LoggerLevel:
-    """A logger's effective level (a Kafka name) and when it was last set through the API
-    (ms since the epoch; None if it never was)."""
-
-    level: str
-    last_modified: int | None = None
 
 
 def parse_level(text: str, field: str = "level") -> str:
