@@ -28,7 +28,9 @@ Public API
 from __future__ import annotations
 
 import atexit
+import functools
 import json
+import queue
 import shutil
 import tempfile
 import threading
@@ -37,7 +39,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import structlog
 
@@ -58,6 +60,8 @@ log = structlog.get_logger(__name__)
 HOST_CLASS = "io.connectgrpc.jvm.plugins.JavaPluginHost"
 #: How long a caller is told to wait before retrying a call that outlived its deadline.
 RETRY_AFTER_S = 2.0
+#: How long a thread of the gateway's calls waits for the next one before it ends.
+CALL_THREAD_IDLE_S = 60.0
 
 T = TypeVar("T")
 
@@ -112,29 +116,84 @@ def _driver_jvm() -> Any:
     return context._jvm
 
 
-def _run_in_thread(work: Callable[[], T], name: str) -> Future[T]:
-    """``work`` on a thread of its own: a py4j call cannot be interrupted, so its caller
-    waits on the future for as long as it may and leaves the call to finish."""
-    from pyspark import InheritableThread, SparkContext
+class _CallThreads:
+    """The threads the gateway's calls run on, kept for the next call.
 
-    future: Future[T] = Future()
+    Under PySpark's pinned-thread mode a Python thread's first call opens a gateway
+    connection of its own (a socket, the gateway's handshake and a JVM thread serving it),
+    closed when the thread ends: a thread per call paid that on every call, several times
+    over in a connector's create. A call goes to an idle thread, or to a new one when none
+    is idle, so that a call that never returns holds only its own thread; a thread idle for
+    ``idle_s`` ends. No Spark job runs on these threads, so they need none of the Spark
+    local properties PySpark's InheritableThread copies from the caller."""
 
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
+    def __init__(self, idle_s: float = CALL_THREAD_IDLE_S) -> None:
+        self._idle_s = idle_s
+        self._lock = threading.Lock()
+        #: Threads waiting for a call that no call has claimed yet.
+        self._idle = 0
+        self._calls: queue.SimpleQueue[_Call[Any]] = queue.SimpleQueue()
+
+    def submit(self, work: Callable[[], T], name: str) -> Future[T]:
+        """``work``'s outcome, run on an idle thread or a new one named ``name``."""
+        call = _Call(work, Future(), name)
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1  # claimed: a waiting thread takes it off the queue
+                self._calls.put(call)
+                return call.future
+        threading.Thread(target=self._serve, args=(call,), name=name, daemon=True).start()
+        return call.future
+
+    def _serve(self, call: _Call[Any]) -> None:
+        current = threading.current_thread()
+        while True:
+            current.name = call.name
+            outcome = call.run()
+            current.name = "java-plugin-call-idle"
+            with self._lock:
+                self._idle += 1
+            # idle before the caller learns the outcome: its next call finds this thread
+            outcome()
+            while True:
+                try:
+                    call = self._calls.get(timeout=self._idle_s)
+                    break
+                except queue.Empty:
+                    with self._lock:
+                        if self._idle > 0:  # unclaimed: this thread may end
+                            self._idle -= 1
+                            return
+                    # every waiting thread is claimed, this one too: its call is queued
+
+
+class _Call(Generic[T]):
+    """One call of :class:`_CallThreads`: its work, its future and its thread's name."""
+
+    def __init__(self, work: Callable[[], T], future: Future[T], name: str) -> None:
+        self.work = work
+        self.future = future
+        self.name = name
+
+    def run(self) -> Callable[[], None]:
+        """Runs the work; returns what hands its outcome to the future."""
+        if not self.future.set_running_or_notify_cancel():
+            return lambda: None
         try:
-            future.set_result(work())
+            result = self.work()
         except BaseException as exc:
-            future.set_exception(exc)
+            return functools.partial(self.future.set_exception, exc)
+        return functools.partial(self.future.set_result, result)
 
-    # with a live driver, its JVM side is released when it ends; without one (stopped, or a
-    # stand-in JVM) PySpark's thread refuses to start and a plain one has nothing to release
-    active = SparkContext._active_spark_context is not None
-    thread = InheritableThread(run) if active else threading.Thread(target=run)
-    thread.name = name
-    thread.daemon = True
-    thread.start()
-    return future
+
+_CALL_THREADS = _CallThreads()
+
+
+def _run_in_thread(work: Callable[[], T], name: str) -> Future[T]:
+    """``work`` on a thread of the gateway's calls (``_CallThreads``): a py4j call cannot be
+    interrupted, so its caller waits on the future for as long as it may and leaves the call
+    to finish."""
+    return _CALL_THREADS.submit(work, name)
 
 
 def _wait(future: Future[T], timeout_s: float, what: str) -> T:

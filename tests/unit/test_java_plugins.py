@@ -454,3 +454,31 @@ def test_a_host_missing_from_the_driver_is_a_precise_failed_precondition() -> No
     catalogue = JvmPluginCatalogue({"plugin.path": "/p"}, lambda: FakeJvm(object()))
     with pytest.raises(FailedPreconditionError, match="make install"):
         catalogue.listing(5)
+
+
+def test_gateway_calls_reuse_their_threads_and_a_stuck_call_holds_only_its_own() -> None:
+    threads = runtime_java._CallThreads(idle_s=0.3)
+
+    def on_thread(work: Any) -> Any:
+        return threads.submit(work, "java-test-call").result(timeout=5)
+
+    first = on_thread(threading.current_thread)
+    # one after the other, calls keep the thread (and its gateway connection)
+    assert {on_thread(threading.current_thread) for _ in range(5)} == {first}
+    stuck, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        stuck.set()
+        release.wait(5)
+
+    threads.submit(hold, "java-test-stuck")
+    assert stuck.wait(5)
+    # the stuck call holds the thread it took: the next call gets another one
+    second, name = on_thread(
+        lambda: (threading.current_thread(), threading.current_thread().name)
+    )
+    assert second is not first and name == "java-test-call"
+    release.set()
+    for thread in (first, second):
+        thread.join(5)  # idle past idle_s, each thread ends
+        assert not thread.is_alive()
