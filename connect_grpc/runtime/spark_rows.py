@@ -17,8 +17,9 @@ from connect_grpc.kernel.domain import OffsetMap
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.storage.base import OffsetEntry
 
-#: What an executor produces: (topic, partition or -1, key, value, headers).
-ProduceRow = tuple[str, int, bytes | None, bytes | None, RawHeaders]
+#: What an executor produces: (topic, partition or -1, key, value, headers, timestamp as
+#: the client takes it: see :func:`client_timestamp`, 0 for the producer's time).
+ProduceRow = tuple[str, int, bytes | None, bytes | None, RawHeaders, int]
 #: What an executor reads from one partition: (offset, key, value, timestamp ms or -1,
 #: headers, timestamp type as librdkafka numbers it); the partition is said once, by the
 #: range the rows belong to.
@@ -27,12 +28,46 @@ ConsumedRow = tuple[int, bytes | None, bytes | None, int, RawHeaders, int]
 PartitionRows = tuple[str, int, Sequence[ConsumedRow]]
 
 
+class InvalidRecordTimestampError(ValueError):
+    """A source record's timestamp Kafka cannot be given; it fails the task, as Kafka
+    Connect's check of a record's timestamp does (outside ``errors.tolerance``)."""
+
+    def __init__(self, timestamp_ms: int, why: str) -> None:
+        super().__init__(f"Invalid record timestamp {timestamp_ms}: {why}")
+        self.timestamp_ms = timestamp_ms
+
+
+def client_timestamp(timestamp_ms: int) -> int:
+    """A source record's ``timestamp_ms`` (not None) as confluent_kafka's ``timestamp``
+    takes it, as Kafka Connect checks a record's timestamp: a positive one is written, -1
+    (Kafka's "no timestamp") means the producer's time, which the client writes for 0, and
+    any other negative one is refused. 0 is refused too: librdkafka reads it as "no
+    timestamp" and writes its own time, so the epoch cannot be written
+    (docs/decisions/0115-source-record-timestamps-reach-kafka.md)."""
+    if timestamp_ms > 0:
+        return timestamp_ms
+    if timestamp_ms == -1:
+        return 0
+    if timestamp_ms == 0:
+        raise InvalidRecordTimestampError(
+            0,
+            "the Kafka client writes a timestamp of 0 as the producer's time, so the epoch "
+            "cannot be written; give None (or -1) for the producer's time, or 1 or more",
+        )
+    raise InvalidRecordTimestampError(
+        timestamp_ms,
+        "a source record's timestamp_ms is None or -1 (the producer's time), or "
+        "milliseconds since the epoch",
+    )
+
+
 def to_produce_row(record: SourceRecord) -> ProduceRow:
     """The row an executor produces, for a connector without converters or transformations
     (bytes or str key and value, raw headers). Inlined conversions: it runs once per record
-    on the driver, whose one interpreter every task of the worker shares."""
-    key, value, partition, headers = (
-        record.key, record.value, record.kafka_partition, record.headers
+    on the driver, whose one interpreter every task of the worker shares. A timestamp
+    Kafka cannot be given raises InvalidRecordTimestampError, before anything is produced."""
+    key, value, partition, headers, timestamp = (
+        record.key, record.value, record.kafka_partition, record.headers, record.timestamp_ms
     )
     return (
         record.topic,
@@ -40,6 +75,7 @@ def to_produce_row(record: SourceRecord) -> ProduceRow:
         key.encode("utf-8") if isinstance(key, str) else key,
         value.encode("utf-8") if isinstance(value, str) else value,
         headers if headers.__class__ is tuple else _raw_pairs(headers),
+        0 if timestamp is None else client_timestamp(timestamp),
     )
 
 

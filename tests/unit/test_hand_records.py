@@ -4,7 +4,8 @@ behaviour: it encoded ``str`` keys and values itself and looked at the stop and 
 error before every record). A differential property test (hypothesis, derandomized): the
 same records, the same full-queue refusals, fatal errors, client errors and stops give
 the same calls to the producer, in the same order, with the same bytes, the same count
-and the same errors. The producer stands in for confluent_kafka's as far as the loop uses
+and the same errors. Each record's timestamp (none, Kafka's -1, one, or one Kafka cannot be
+given) is part of the calls. The producer stands in for confluent_kafka's as far as the loop uses
 it; that the real client encodes a ``str`` as ``str.encode()`` does is checked against a
 broker by ``tests/integration/test_hand_records_bytes.py``.
 """
@@ -24,6 +25,7 @@ from connect_grpc.kernel.kafka_clients import kafka_error_of
 from connect_grpc.runtime import produce
 from connect_grpc.runtime.kafka_results import KafkaFailure
 from connect_grpc.runtime.produce import ProduceErrors, hand_records
+from connect_grpc.runtime.spark_rows import InvalidRecordTimestampError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,7 +39,9 @@ def reference_hand_records(
     errors: ProduceErrors,
     stopping: Callable[[], bool],
 ) -> int:
-    """The loop as it was before ``str`` values went to the client as they are."""
+    """The loop as it was before ``str`` values went to the client as they are, with a
+    record's timestamp checked as Kafka Connect checks it and passed as the client's
+    ``timestamp`` when the record has one (written here independently of the loop's)."""
     produce_one, on_delivery = producer.produce, errors.on_delivery
     produced = 0
     try:
@@ -47,6 +51,8 @@ def reference_hand_records(
             ):
                 return produced
             key, value, partition = record.key, record.value, record.kafka_partition
+            # before the encoding: the loop checks it before the client reads its arguments
+            stamp = _reference_timestamp(record.timestamp_ms)
             if isinstance(key, str):
                 key = key.encode()
             if isinstance(value, str):
@@ -54,7 +60,13 @@ def reference_hand_records(
             partition = -1 if partition is None else partition
             while True:
                 try:
-                    if record.headers:
+                    if stamp is not None:
+                        produce_one(
+                            record.topic, value, key, partition, on_delivery,
+                            timestamp=stamp,
+                            headers=list(record.headers) if record.headers else None,
+                        )
+                    elif record.headers:
                         headers = list(record.headers)
                         produce_one(
                             record.topic, value, key, partition, on_delivery, headers=headers
@@ -72,6 +84,19 @@ def reference_hand_records(
             raise
         errors.add(KafkaFailure.of(error, "produce"))
     return produced
+
+
+def _reference_timestamp(timestamp_ms: int | None) -> int | None:
+    """ConnectUtils.checkAndConvertTimestamp, for a client that writes 0 as its own time:
+    None → no argument, -1 → 0 (the producer's time), ≥ 1 → itself; anything else
+    refused (0 as the epoch cannot be written)."""
+    if timestamp_ms is None:
+        return None
+    if timestamp_ms == -1:
+        return 0
+    if timestamp_ms < 1:
+        raise InvalidRecordTimestampError(timestamp_ms, "refused")
+    return timestamp_ms
 
 
 class StandInClient:
@@ -94,7 +119,7 @@ class StandInClient:
 
     def produce(
         self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
-        on_delivery: Any = None, *, headers: Any = None,
+        on_delivery: Any = None, *, timestamp: int = 0, headers: Any = None,
     ) -> None:
         # The client reads its arguments (encoding a str) before it queues the record.
         sent_value = value.encode() if isinstance(value, str) else value
@@ -106,7 +131,7 @@ class StandInClient:
         if sent_value == CLIENT_REFUSED:
             raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "refused by the client"))
         self.log.append((
-            "produce", topic, sent_value, sent_key, partition, headers,
+            "produce", topic, sent_value, sent_key, partition, headers or None, timestamp,
             on_delivery == self._errors.on_delivery,
         ))
 
@@ -137,6 +162,8 @@ def _run(
         outcome: Any = hand(records, client, errors, stopping)
     except UnicodeEncodeError as exc:
         outcome = ("raised", type(exc).__name__, str(exc))
+    except InvalidRecordTimestampError as exc:  # the reasons are worded apart
+        outcome = ("raised", type(exc).__name__, exc.timestamp_ms)
     return (
         outcome, client.log, asked,
         errors.count, errors.messages, errors.fatal, errors.retriable,
@@ -163,6 +190,9 @@ def _records(draw: st.DrawFn) -> SourceRecord:
         draw(st.none() | _TEXT | st.binary(max_size=4)),
         draw(st.none() | st.integers(0, 3)),
         draw(_HEADERS),
+        timestamp_ms=draw(
+            st.none() | st.integers(1, 2**42) | st.sampled_from([-1, 0, -2, -(2**40)])
+        ),
     )
 
 
@@ -184,6 +214,14 @@ def _records(draw: st.DrawFn) -> SourceRecord:
 @example(  # a fatal error found while waiting for room for the last record: polled at the end
     records=[SourceRecord({}, {}, "a", None), SourceRecord({}, {}, "a", None)],
     full_at=frozenset({2}), fatal_at_poll=1, stop_at_call=None, run_size=1,
+)
+@example(  # timestamps: none, Kafka's "none", one, then the epoch, refused after the others
+    records=[
+        SourceRecord({}, {}, "a", b"1"), SourceRecord({}, {}, "a", b"2", timestamp_ms=-1),
+        SourceRecord({}, {}, "a", b"3", headers=(("h", b""),), timestamp_ms=7),
+        SourceRecord({}, {}, "a", b"4", timestamp_ms=0),
+    ],
+    full_at=frozenset({3}), fatal_at_poll=None, stop_at_call=None, run_size=5,
 )
 @example(  # stopped at the second run's start
     records=[SourceRecord({}, {}, "a", "x")] * 5,

@@ -37,6 +37,7 @@ from connect_grpc.runtime.sink_task import incremental_rebalancing, subscription
 from connect_grpc.runtime.source_batch import DeliveryError, check_delivery
 from connect_grpc.runtime.spark import job_tag, spark_conf
 from connect_grpc.runtime.spark_rows import (
+    InvalidRecordTimestampError,
     group_for_slices,
     latest_offsets,
     next_offsets,
@@ -121,8 +122,26 @@ def test_clip_ranges_drops_empty_and_shares_the_budget() -> None:
 def test_produce_row_encodes_strings_and_keeps_bytes() -> None:
     rec = SourceRecord({"p": 1}, {"o": 2}, "t", "välue", key=b"k", kafka_partition=3,
                        headers=(("h", b"x"),))
-    assert to_produce_row(rec) == ("t", 3, b"k", "välue".encode(), (("h", b"x"),))
-    assert to_produce_row(record("f", 1, None)) == ("t", -1, None, None, ())
+    assert to_produce_row(rec) == ("t", 3, b"k", "välue".encode(), (("h", b"x"),), 0)
+    assert to_produce_row(record("f", 1, None)) == ("t", -1, None, None, (), 0)
+
+
+@pytest.mark.parametrize(("timestamp", "as_sent"), [(None, 0), (-1, 0), (1, 1), (2**41, 2**41)])
+def test_produce_row_carries_the_timestamp_as_the_client_takes_it(
+    timestamp: int | None, as_sent: int
+) -> None:
+    """None and Kafka's -1 are the producer's time, which confluent_kafka writes for 0."""
+    rec = SourceRecord({}, {}, "t", b"v", timestamp_ms=timestamp)
+    assert to_produce_row(rec)[5] == as_sent
+
+
+@pytest.mark.parametrize("timestamp", [0, -2, -(2**40)])
+def test_a_timestamp_kafka_cannot_be_given_is_refused_naming_it(timestamp: int) -> None:
+    """As Kafka Connect's check: a negative timestamp other than -1 fails the task; 0 too,
+    which librdkafka would write as the producer's time."""
+    rec = SourceRecord({}, {}, "t", b"v", timestamp_ms=timestamp)
+    with pytest.raises(InvalidRecordTimestampError, match=f"Invalid record timestamp {timestamp}:"):
+        to_produce_row(rec)
 
 
 def test_group_for_slices_keeps_each_partition_together_and_in_order() -> None:
