@@ -48,7 +48,8 @@ class PluginMetrics:
     """One plugin instance's metrics (Kafka's ``PluginMetrics``). Thread-safe.
 
     ``add_metric(name, value)`` registers a gauge: ``value()`` is called when the metrics
-    are scraped (a call that raises leaves the metric out of that scrape, logged).
+    are scraped (a call that raises leaves the metric out of that scrape, logged the first
+    time of a run of failures, not on every scrape).
     Metric names are letters, digits, ``_``, ``.`` and ``-`` (``records-seen``); each is
     exported as ``connect_grpc_plugin_<name>`` with ``.`` and ``-`` turned into ``_``.
     """
@@ -59,6 +60,8 @@ class PluginMetrics:
         self._lock = threading.Lock()
         self._metrics: dict[MetricName, Callable[[], float]] = {}
         self._closed = False
+        #: The metrics whose last reading raised (logged once until one is read again).
+        self._failing: set[MetricName] = set()
 
     @property
     def tags(self) -> dict[str, str]:
@@ -120,9 +123,18 @@ class PluginMetrics:
             try:
                 reading = float(value())
             except Exception as exc:  # one plugin's broken gauge must not stop the scrape
-                _log.warning("plugin_metric_failed", metric=metric.name, error=repr(exc),
-                             **self._tags)
+                with self._lock:
+                    first = metric not in self._failing
+                    self._failing.add(metric)
+                # once per run of failures: a scrape (or a hosted task's reading) every
+                # second would otherwise repeat it for as long as the gauge is broken
+                (_log.warning if first else _log.debug)(
+                    "plugin_metric_failed", metric=metric.name, error=repr(exc), **self._tags
+                )
                 continue
+            if self._failing:
+                with self._lock:
+                    self._failing.discard(metric)
             yield metric, {**self._tags, **dict(metric.tags)}, reading
 
 

@@ -163,6 +163,19 @@ class JavaTaskRunner(TaskRunner):
     def prepare(self) -> None:
         self.host.open()
 
+    def finish_stop(self, connector_deleted: bool, timeout: float) -> None:
+        """The stop, then the host's reports ignored: the worker drops the task's series
+        next, while a loop left to close the clients may keep the connection open."""
+        try:
+            super().finish_stop(connector_deleted, timeout)
+        finally:
+            self._reports.close()
+
+    def close(self) -> None:
+        """The host's reports ignored from now on (a parked host's reader hands them here
+        until the next task adopts it)."""
+        self._reports.close()
+
     def set_target(self, target: TargetState) -> None:
         self.host.target = target
         super().set_target(target)

@@ -5,11 +5,14 @@ have, and gone when the task stops."""
 from __future__ import annotations
 
 import pickle
+import threading
+import time
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from structlog.testing import capture_logs
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugin_metrics import MetricName, PluginMetrics
@@ -20,6 +23,7 @@ from connect_grpc.pipeline.config import ErrorHandling
 from connect_grpc.pipeline.monitoring import monitor_pipeline, plugin_tags
 from connect_grpc.plugin import ConnectRecord, SinkTask, SourceTask, Transformation
 from connect_grpc.runtime.hosting.plugin_metrics import (
+    READING_WAIT_S,
     TAKE_PLUGIN_METRICS,
     HostedPluginMetrics,
     PluginMetricsRelay,
@@ -244,6 +248,68 @@ def test_the_host_answers_its_plugins_readings_and_closes_their_metrics_when_it_
     assert host.take_plugin_metrics() == []
     with pytest.raises(ValueError, match="closed"):
         own.add_metric("late", lambda: 1)
+
+
+def test_a_blocking_gauge_holds_up_neither_the_hosts_answer_nor_the_tasks_stop() -> None:
+    """The host serves the driver's calls on one thread: a Monitorable plugin's gauge that
+    blocks is read on a thread of its own, and the host answers the last reading."""
+    plugin, transformation = Polling(), Counting()
+    site = HostSite(SimpleNamespace(stopping=lambda: False), TASK, plugin)  # type: ignore[arg-type]
+    host = PluginHost(plugin, _Loop(), _Client(), site)
+    own = site.plugin_metrics(_pipeline(transformation))
+    assert own is not None
+    _register(own, plugin)
+    transformation.seen = 2
+    assert {name.name: v for name, v in host.take_plugin_metrics()} == {
+        "records-seen": 2, "polls": 0}
+    release = threading.Event()
+    own.add_metric("stuck", lambda: float(release.wait(30)))
+    began = time.monotonic()
+    stale = host.take_plugin_metrics()  # waits the reading a moment, then the last one
+    assert time.monotonic() - began < READING_WAIT_S + 1
+    assert {name.name: v for name, v in stale} == {"records-seen": 2, "polls": 0}
+    began = time.monotonic()
+    transformation.seen = 5
+    assert host.take_plugin_metrics() == stale  # still stuck: answered at once
+    assert time.monotonic() - began < READING_WAIT_S  # no wait for a reading
+    release.set()
+    deadline = time.monotonic() + 10
+    while {name.name for name, _ in host.take_plugin_metrics()} != {
+            "records-seen", "polls", "stuck"}:
+        assert time.monotonic() < deadline, "the reading never came after the gauge returned"
+        time.sleep(0.05)
+    release.clear()
+    host.take_plugin_metrics()  # stuck again
+    began = time.monotonic()
+    host.stop(False)  # the stop does not wait for the gauge
+    assert time.monotonic() - began < 1
+    assert host.take_plugin_metrics() == []
+    release.set()
+
+
+def test_a_broken_gauge_is_logged_once_not_on_every_reading() -> None:
+    plugin = Polling()
+    hosted = HostedPluginMetrics(TASK, plugin)
+    own = hosted.open(None)
+    broken = {"now": True}
+
+    def gauge() -> float:
+        if broken["now"]:
+            raise RuntimeError("the plugin's gauge is broken")
+        return 1.0
+
+    own.add_metric("broken", gauge)
+    with capture_logs() as logs:
+        for _ in range(3):
+            assert hosted.readings() == []
+        broken["now"] = False
+        assert [name.name for name, _ in hosted.readings()] == ["broken"]
+        broken["now"] = True
+        hosted.readings()  # broken again: logged again
+    warned = [e for e in logs if e["event"] == "plugin_metric_failed"
+              and e["log_level"] == "warning"]
+    assert len(warned) == 2
+    hosted.close()
 
 
 class RunnerHost(FakeHost):

@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.host.v1 import host_pb2
 from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.metrics.worker_metrics import TaskMetrics, WorkerMetrics
 from connect_grpc.runtime.hosting import jvm_host
 from connect_grpc.runtime.hosting.jobs import WarmHosts
 from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost
@@ -161,6 +163,7 @@ def harness(
     exactly_once: bool = False,
     shutdown_ms: int = 500,
     task_count: int | None = None,
+    metrics: TaskMetrics | None = None,
 ) -> Harness:
     """A runner whose host launches the next of ``jvms`` each time it needs one."""
     config = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:9"})
@@ -180,7 +183,7 @@ def harness(
                        executor=True)
     # the runner's loop launches no Spark job: it is given no Spark
     clients = TaskClients(statuses, cast(Any, None))
-    runner = JavaTaskRunner(setup, host, clients,
+    runner = JavaTaskRunner(setup, host, clients, metrics=metrics,
                             retry_policy=RetryPolicy(timeout_s=30, backoff_max_s=0.2))
     return Harness(runner, statuses, launched, fenced)
 
@@ -312,6 +315,30 @@ def test_a_lost_host_shows_retrying_and_the_task_is_hosted_again(
     wait_for(lambda: len(run.jvms) == 2 and run.statuses.last().state is State.RUNNING)
     assert dict(second.sent("start_task")[0].task_config) == {"task.class": "x.YTask"}
     run.runner.finish_stop(connector_deleted=False, timeout=5)
+
+
+def test_a_report_after_the_stop_brings_back_none_of_the_tasks_series(
+    listener: JvmHostListener,
+) -> None:
+    """The worker drops a stopped task's series; the host's connection may outlive the stop
+    (a loop left to close it, a parked host until the next task adopts it), and what its
+    reader hands on then is ignored."""
+    registry = CollectorRegistry()
+    worker = WorkerMetrics(registry)
+    jvm = FakeJvm([STARTED])
+    run = harness(listener, [jvm], metrics=worker.task(TASK))
+    assert run.runner.start({}, TargetState.STARTED)
+    report = host_pb2.HostMessage(task_metrics=host_pb2.TaskMetrics(
+        increments={"source-record-write-total": 2}, batch_sizes=[2]))
+    run.runner.host.on_report(report)
+    labels = {"connector": TASK.connector, "task": "0"}
+    written = "kafka_connect_source_task_source_record_write_total"
+    assert registry.get_sample_value(written, labels) == 2
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+    worker.forget_task(TASK)
+    run.runner.host.on_report(report)  # what the reader of a still-open connection hands on
+    assert [s for m in registry.collect() for s in m.samples
+            if s.labels.get("connector") == TASK.connector] == []
 
 
 def test_a_shutdown_nobody_asked_for_hosts_the_task_again(listener: JvmHostListener) -> None:

@@ -120,6 +120,31 @@ def test_java_plugins_metrics_are_exported_as_a_python_plugins_with_kafkas_tags(
     assert _value(registry, seen, transformation="count") is None
 
 
+def test_a_report_after_the_close_brings_back_no_series_of_the_stopped_task(
+    registry: CollectorRegistry,
+) -> None:
+    """The connection may outlive the stop (a loop left to close it, a parked host's reader
+    until adoption): once the runner closed its reports, the worker's dropped series stay
+    dropped and no topic is recorded."""
+    worker = WorkerMetrics(registry)
+    recorded: list[list[str]] = []
+    reports = JavaTaskReports(TASK, worker.task(TASK), lambda t: recorded.append(list(t)), None)
+    reports.handle(_metrics_message(increments={"source-record-write-total": 3}))
+    assert _value(registry, "kafka_connect_source_task_source_record_write_total") == 3
+    reports.close()
+    assert reports.closed
+    worker.forget_task(TASK)
+    reports.handle(_metrics_message(
+        increments={"source-record-poll-total": 1, "source-record-write-total": 1,
+                    "total-record-errors": 1},
+        batch_sizes=[1], commit_times_ms=[5.0], commit_failures=1,
+    ))
+    reports.handle(host_pb2.HostMessage(topics_used=host_pb2.TopicsUsed(topics=["a"])))
+    assert [s for m in registry.collect() for s in m.samples
+            if s.labels.get("connector") == TASK.connector] == []
+    assert recorded == []
+
+
 def test_topics_are_recorded_and_those_reset_since_are_named_once_to_forget() -> None:
     board = Board()
     recorded: list[list[str]] = []
@@ -139,6 +164,30 @@ def test_topics_are_recorded_and_those_reset_since_are_named_once_to_forget() ->
     assert reports.forgotten() == [], "a topic is named once, until the host sends it again"
     reports.handle(host_pb2.HostMessage(topics_used=host_pb2.TopicsUsed(topics=["a"])))
     assert board.active_topics(TASK.connector) == ["a", "b"]
+
+
+def test_a_topic_sent_while_the_records_are_read_is_named_or_kept_never_dropped() -> None:
+    """The host's reader adds to what was sent while the loop compares it with the records:
+    a topic sent meanwhile is either named to forget (the host then sends it again) or kept,
+    so that a later reset of it still reaches the host."""
+    board = Board()
+    reports: JavaTaskReports
+
+    class Reading(Board):
+        def active_topics(self, name: str) -> list[str]:
+            active = board.active_topics(name)
+            # the host sends "b" while the records are read
+            reports.handle(host_pb2.HostMessage(topics_used=host_pb2.TopicsUsed(topics=["b"])))
+            return active
+
+    reports = JavaTaskReports(TASK, WorkerMetrics().task(TASK), board.record, Reading())
+    reports.handle(host_pb2.HostMessage(topics_used=host_pb2.TopicsUsed(topics=["a"])))
+    board.topics[TASK.connector] = set()  # a user reset "a"
+    named = reports.forgotten()
+    assert "a" in named
+    if "b" not in named:
+        board.topics[TASK.connector] = set()  # a user reset "b" as well
+        assert reports.forgotten() == ["b"]
 
 
 def test_without_topic_records_nothing_is_forgotten() -> None:

@@ -13,7 +13,8 @@ counter of the same meaning; its ``batch-size`` and ``commit-time`` sensors come
 value, observed into the batch-size and commit-time histograms; its failed commits are
 counted as failures. The metrics the task's plugins registered (KIP-877) come as a set that
 replaces the last one, exported as a Python plugin's. Handled on the connection's reader
-thread: nothing here waits on Kafka (the status board writes topics in the background).
+thread: nothing here waits on Kafka (the status board writes topics in the background). Once
+the task stopped (``close``), reports are ignored: the worker dropped its series.
 """
 
 from __future__ import annotations
@@ -94,17 +95,38 @@ class JavaTaskReports:
         #: The topics the host sent that it was not told to forget since.
         self._sent: set[str] = set()
         self._plugins = MirroredPluginMetrics(functools.partial(metrics.plugin_metrics, {}))
+        #: Held while a report is taken, so that once ``close`` returned none is under way.
+        self._handling = threading.Lock()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether the task's runner stopped or closed: reports are ignored since."""
+        return self._closed
+
+    def close(self) -> None:
+        """From the task's stop on, reports are ignored: the worker then drops the task's
+        series, which a late one would make again for a task no longer running here (the
+        connection outlives the stop when the loop is left to close it, and a parked host's
+        reader hands reports to this task's until the next task adopts it). Returns once no
+        report is being taken."""
+        with self._handling:
+            self._closed = True
 
     def handle(self, message: Any) -> None:
-        """One ``HostMessage`` carrying ``topics_used`` or ``task_metrics``."""
-        kind = message.WhichOneof("message")
-        if kind == "topics_used":
-            topics = list(message.topics_used.topics)
-            self._record_topics(topics)
-            with self._lock:
-                self._sent.update(topics)
-        elif kind == "task_metrics":
-            self._add(message.task_metrics)
+        """One ``HostMessage`` carrying ``topics_used`` or ``task_metrics``; none once
+        ``close``d."""
+        with self._handling:
+            if self._closed:
+                return
+            kind = message.WhichOneof("message")
+            if kind == "topics_used":
+                topics = list(message.topics_used.topics)
+                self._record_topics(topics)
+                with self._lock:
+                    self._sent.update(topics)
+            elif kind == "task_metrics":
+                self._add(message.task_metrics)
 
     def forgotten(self) -> list[str]:
         """The topics the host sent whose records are gone since (a user reset them): the
@@ -115,11 +137,13 @@ class JavaTaskReports:
         with self._lock:
             if not self._sent:
                 return []
-            sent = set(self._sent)
-        gone = sent - set(self._records.active_topics(self._connector))
-        if gone:
-            with self._lock:
-                self._sent -= gone
+        # the records are read first, and what was sent is compared and reduced in one hold:
+        # nothing leaves it unnamed, and a topic the host sends while the records are read
+        # is at worst named once more (the host then sends it again)
+        active = set(self._records.active_topics(self._connector))
+        with self._lock:
+            gone = self._sent - active
+            self._sent -= gone
         return sorted(gone)
 
     def _add(self, report: Any) -> None:

@@ -45,8 +45,9 @@ import org.slf4j.LoggerFactory;
  * its offset-commit-completion sensor, for failures), which gets every value they record.
  * Those sensors exist from the task's construction, which happens before Kafka's worker runs
  * it; what they recorded before the stats were added (between the start call's return and
- * {@link #start}) is not seen. The topics are taken from before the task starts (the session
- * listens for them first).
+ * {@link #start}) is not seen. The stats are registered under a group of their own
+ * ({@link #RELAY_GROUP}), not the task's. The topics are taken from before the task starts
+ * (the session listens for them first).
  */
 final class TaskReports implements AutoCloseable {
 
@@ -68,6 +69,12 @@ final class TaskReports implements AutoCloseable {
     static final String LAST_ERROR = "last-error-timestamp";
     /** The group of Kafka's registry that plugins' own metrics (KIP-877) are in. */
     static final String PLUGINS_GROUP = "plugins";
+    /**
+     * The group of the stats added to the task's sensors: a sensor registers a metric for each
+     * stat, and one in Kafka's task group would show as an attribute of its
+     * {@code connector-task-metrics} MBean (and to any metric reporter), which users monitor.
+     */
+    static final String RELAY_GROUP = "connect-grpc-relay";
 
     private final DriverLink link;
     private final Metrics metrics;
@@ -77,7 +84,6 @@ final class TaskReports implements AutoCloseable {
     private final Map<String, Double> sent = new HashMap<>();
     private final MetricName lastError;
     private final Map<String, String> tags;
-    private final String taskGroup;
     /** The prefix of the names of the task's sensors in Kafka's registry. */
     private final String sensors;
     private double lastErrorSent;
@@ -111,8 +117,7 @@ final class TaskReports implements AutoCloseable {
             totals.put(name, new MetricName(name, errors, "", tags));
         }
         lastError = new MetricName(LAST_ERROR, errors, "", tags);
-        taskGroup = registry.taskGroupName();
-        sensors = SENSOR_PREFIX + new ConnectMetrics.MetricGroupId(taskGroup, tags) + ";";
+        sensors = SENSOR_PREFIX + new ConnectMetrics.MetricGroupId(registry.taskGroupName(), tags) + ";";
         this.tags = tags;
         this.thread = new Thread(this::run, "connect-grpc-task-reports-" + id);
         this.thread.setDaemon(true);
@@ -147,7 +152,7 @@ final class TaskReports implements AutoCloseable {
             return;
         }
         try {
-            found.add(new MetricName(stat, taskGroup, "", tags), observations);
+            found.add(new MetricName(stat, RELAY_GROUP, "", tags), observations);
         } catch (IllegalArgumentException e) {
             // an earlier instance's stat is still there (its group not yet closed)
             log.debug("Could not observe sensor {} of task {}", sensorName, id, e);

@@ -22,6 +22,7 @@ import io.connectgrpc.jvm.host.proto.HostMessage;
 import io.connectgrpc.jvm.host.proto.PluginMetricValue;
 import io.connectgrpc.jvm.host.proto.TaskMetrics;
 
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.Gauge;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.metrics.stats.Avg;
@@ -129,6 +130,16 @@ class TaskReportsTest {
             TaskReports reports = new TaskReports(link, connect, TASK, false);
             reports.observe();
             try {
+                // the relay's stats stay out of Kafka's task group (its JMX MBean, reporters)
+                List<String> inTaskGroup = connect.metrics().metrics().keySet().stream()
+                        .filter(name -> registry.taskGroupName().equals(name.group()))
+                        .map(MetricName::name).filter(name -> name.startsWith("connect-grpc")).toList();
+                assertEquals(List.of(), inTaskGroup);
+                List<String> relayed = connect.metrics().metrics().keySet().stream()
+                        .filter(name -> TaskReports.RELAY_GROUP.equals(name.group()))
+                        .map(MetricName::name).sorted().toList();
+                assertEquals(List.of("connect-grpc-relayed-batch-size", "connect-grpc-relayed-commit-failures",
+                        "connect-grpc-relayed-commit-time"), relayed);
                 polled.record(3);
                 batchSize.record(3);
                 commitTime.record(12);
@@ -171,6 +182,9 @@ class TaskReportsTest {
                         plugin.getTagsMap());
                 assertEquals(4.0, plugin.getValue());
                 assertFalse(second.hasPluginMetrics(), "unchanged: not sent again");
+                taskGroup.close();  // the task stopped: the stats leave with its sensors
+                assertTrue(connect.metrics().metrics().keySet().stream()
+                        .noneMatch(name -> TaskReports.RELAY_GROUP.equals(name.group())));
             } finally {
                 reports.close();
             }
