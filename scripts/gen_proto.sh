@@ -44,9 +44,10 @@ generated=("$out/connect_grpc/v1" "$out/connect_grpc/host" "$out/go/connectv1")
 committed=(connect_grpc/v1 connect_grpc/host clients/go/connectv1)
 if [ "${1:-}" = "--check" ]; then
   drifted=0
+  # the bytecode Python writes beside the committed modules (make pyc) is not generated code
   for i in "${!generated[@]}"; do
-    if ! diff -r "${generated[$i]}" "${committed[$i]}" >/dev/null; then
-      diff -r "${generated[$i]}" "${committed[$i]}" | head -40 >&2 || true
+    if ! diff -r -x __pycache__ "${generated[$i]}" "${committed[$i]}" >/dev/null; then
+      diff -r -x __pycache__ "${generated[$i]}" "${committed[$i]}" | head -40 >&2 || true
       echo "${committed[$i]} drifted from proto/: run \`make proto\`" >&2
       drifted=1
     fi

@@ -84,6 +84,9 @@ class ApiServer:
             options=[
                 ("grpc.max_receive_message_length", limits.grpc_receive_bytes),
                 ("grpc.max_send_message_length", limits.grpc_send_bytes),
+                # grpcio sets SO_REUSEPORT by default: a second worker given the same listener
+                # would share the port and take half its calls instead of failing to start
+                ("grpc.so_reuseport", 0),
             ],
         )
         servicer = ConnectServicer(

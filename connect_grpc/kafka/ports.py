@@ -34,6 +34,10 @@ _PORT_TRIES = 50
 #: Not the ``random`` module's generator: pytest-randomly seeds it alike in every test
 #: process, which would have them try the same ports in the same order.
 _PORT_RANDOM = random.SystemRandom()
+#: The ports ``free_port`` picked in this process: several processes made one after the
+#: other (a cluster's workers) are given their ports before any listens, so a port free
+#: when picked for one is still free when picked for the next.
+_PICKED: set[int] = set()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -47,7 +51,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     if low is not None and low > _LOWEST_PICKED_PORT:
         for _ in range(_PORT_TRIES):
             port = _PORT_RANDOM.randrange(_LOWEST_PICKED_PORT, low)
-            if port_is_free(port, host):
+            if port not in _PICKED and port_is_free(port, host):
+                _PICKED.add(port)
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
