@@ -11,7 +11,6 @@ FileStream task: tests/integration/test_java_logs.py."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -34,10 +33,10 @@ from connect_grpc.runtime.hosting.jvm_wire import (
     encode,
     java_log_line,
     java_log_lines,
-    read_message,
 )
 from connect_grpc.runtime.java_logs import DriverJavaLogs
 from connect_grpc.runtime.spark import SparkRuntime
+from tests.unit.jvm_fakes import LoopbackJvm
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -136,52 +135,19 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-class FakeHost:
+class FakeHost(LoopbackJvm):
     """A JVM task host on a loopback socket: says hello, answers StartTask with STARTED, records
     what the driver sends, and sends what it is given."""
 
-    def __init__(self) -> None:
-        self.sock: socket.socket | None = None
-        self.received: list[host_pb2.DriverMessage] = []
-        self.thread: threading.Thread | None = None
-        self.job_tag = ""
+    executor_id = "5"
+    hostname = ""
+    job_tag = ""
 
-    def connect(self, address: tuple[str, int], token: str) -> FakeHost:
-        self.sock = socket.create_connection(address, timeout=10)
-        self.send(host_pb2.HostMessage(hello=host_pb2.Hello(token=token, executor_id="5")))
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-        return self
-
-    def send(self, message: host_pb2.HostMessage) -> None:
-        assert self.sock is not None
-        self.sock.sendall(encode(message))
-
-    def _serve(self) -> None:
-        assert self.sock is not None
-        stream = self.sock.makefile("rb")
-        try:
-            while (data := read_message(stream)) is not None:
-                message = host_pb2.DriverMessage.FromString(data)
-                self.received.append(message)
-                if message.WhichOneof("message") == "start_task":
-                    started = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_STARTED)
-                    self.send(host_pb2.HostMessage(task_event=started))
-        except OSError:
-            return
-
-    def sent(self, kind: str) -> list[Any]:
-        return [getattr(m, kind) for m in self.received if m.WhichOneof("message") == kind]
-
-    def alive(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
-
-    def failure(self) -> str:
-        return ""
-
-    def end(self) -> None:
-        if self.sock is not None:
-            self.sock.close()
+    def answer(self, message: host_pb2.DriverMessage) -> bool:
+        if message.WhichOneof("message") == "start_task":
+            started = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_STARTED)
+            self.send(host_pb2.HostMessage(task_event=started))
+        return True
 
 
 @pytest.fixture

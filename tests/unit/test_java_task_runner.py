@@ -7,7 +7,6 @@ jvm/'s TaskSessionTest; both with Spark and a broker: tests/integration/test_jav
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import threading
@@ -27,12 +26,13 @@ from connect_grpc.metrics.worker_metrics import TaskMetrics, WorkerMetrics
 from connect_grpc.runtime.hosting import jvm_host
 from connect_grpc.runtime.hosting.jobs import WarmHosts
 from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost
-from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener, encode, read_message
+from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
 from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
 from connect_grpc.runtime.java_tasks import JavaTaskRunner, JavaTasks, kafka_worker_properties
 from connect_grpc.runtime.retry import RetryPolicy
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+from tests.unit.jvm_fakes import LoopbackJvm
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -46,7 +46,7 @@ TRACE = (
 
 
 @dataclass
-class FakeJvm:
+class FakeJvm(LoopbackJvm):
     """A JVM task host: answers StartTask as ``on_start`` says, records what the driver
     sends, answers StopTask after ``stop_delay`` seconds (never, when None)."""
 
@@ -58,67 +58,31 @@ class FakeJvm:
     thread: threading.Thread | None = None
     check_answers: list[host_pb2.CheckDone] = field(default_factory=list)
 
-    def connect(self, address: tuple[str, int], token: str) -> FakeJvm:
-        self.sock = socket.create_connection(address, timeout=10)
-        hello = host_pb2.Hello(token=token, executor_id="3", host="node-9")
-        self.sock.sendall(encode(host_pb2.HostMessage(hello=hello)))
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-        return self
-
-    def send(self, message: host_pb2.HostMessage) -> None:
-        assert self.sock is not None
-        self.sock.sendall(encode(message))
-
     def event(self, kind: int, **fields: str) -> None:
         self.send(host_pb2.HostMessage(task_event=host_pb2.TaskEvent(kind=kind, **fields)))
 
-    def _serve(self) -> None:
-        assert self.sock is not None
-        stream = self.sock.makefile("rb")
-        try:
-            while (data := read_message(stream)) is not None:
-                message = host_pb2.DriverMessage.FromString(data)
-                self.received.append(message)
-                kind = message.WhichOneof("message")
-                if kind == "start_task":
-                    for check in self.checks:
-                        request = host_pb2.CheckRequest(id=check, check=check)
-                        self.send(host_pb2.HostMessage(check_request=request))
-                    for event in self.on_start:
-                        self.send(host_pb2.HostMessage(task_event=event))
-                elif kind == "check_done":
-                    self.check_answers.append(message.check_done)
-                elif kind == "stop_task" and self.stop_delay is not None:
-                    time.sleep(self.stop_delay)
-                    self.event(host_pb2.TaskEvent.KIND_SHUTDOWN)
-                    self.send(host_pb2.HostMessage(stopped=host_pb2.Stopped(clean=True)))
-                    return
-        except OSError:
-            return
-        finally:
-            self.close()
+    def answer(self, message: host_pb2.DriverMessage) -> bool:
+        kind = message.WhichOneof("message")
+        if kind == "start_task":
+            for check in self.checks:
+                request = host_pb2.CheckRequest(id=check, check=check)
+                self.send(host_pb2.HostMessage(check_request=request))
+            for event in self.on_start:
+                self.send(host_pb2.HostMessage(task_event=event))
+        elif kind == "check_done":
+            self.check_answers.append(message.check_done)
+        elif kind == "stop_task" and self.stop_delay is not None:
+            time.sleep(self.stop_delay)
+            self.event(host_pb2.TaskEvent.KIND_SHUTDOWN)
+            self.send(host_pb2.HostMessage(stopped=host_pb2.Stopped(clean=True)))
+            return False
+        return True
 
-    def close(self) -> None:
-        if self.sock is not None:
-            with contextlib.suppress(OSError):
-                self.sock.shutdown(socket.SHUT_RDWR)
-            self.sock.close()
-
-    def sent(self, kind: str) -> list[Any]:
-        return [getattr(m, kind) for m in self.received if m.WhichOneof("message") == kind]
+    def served(self) -> None:
+        self.close()
 
     # LaunchedHost
     job_tag = "connect-host-job:jvm-test"
-
-    def alive(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
-
-    def failure(self) -> str:
-        return ""
-
-    def end(self) -> None:
-        self.close()
 
 
 STARTED = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_STARTED, version="4.3.1")

@@ -8,8 +8,6 @@ jvm/'s TaskSession does (its JUnit test: aParkedHostServesTheNextTaskOnItsConnec
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -20,15 +18,16 @@ from connect_grpc.host.v1 import host_pb2
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.runtime.hosting.jobs import JVM_HOST, HostJob, WarmHosts
 from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost
-from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener, encode, read_message
+from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
 from connect_grpc.runtime.hosting.slots import HostSlots
+from tests.unit.jvm_fakes import LoopbackJvm
 
 pytestmark = pytest.mark.timeout(60)
 
 STARTED = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_STARTED, version="4.3.1")
 
 
-class ServingJvm:
+class ServingJvm(LoopbackJvm):
     """A JVM host that serves tasks one after the other on its one connection: answers
     StartTask with STARTED, and StopTask with SHUTDOWN and Stopped(clean=``clean``), after
     which it waits for the next StartTask (a clean stop) or ends (not clean). ``LaunchedHost``
@@ -37,60 +36,27 @@ class ServingJvm:
     job_tag = "connect-host-job:jvm-test"
 
     def __init__(self, clean: bool = True) -> None:
+        super().__init__()
         self.clean = clean
         self.starts: list[Any] = []
-        self.sock: socket.socket | None = None
-        self.thread: threading.Thread | None = None
         self.ended = threading.Event()
 
-    def connect(self, address: tuple[str, int], token: str) -> ServingJvm:
-        self.sock = socket.create_connection(address, timeout=10)
-        hello = host_pb2.Hello(token=token, executor_id="3", host="node-9")
-        self._send(host_pb2.HostMessage(hello=hello))
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-        return self
+    def answer(self, message: host_pb2.DriverMessage) -> bool:
+        kind = message.WhichOneof("message")
+        if kind == "start_task":
+            self.starts.append(message.start_task)
+            self.send(host_pb2.HostMessage(task_event=STARTED))
+        elif kind == "stop_task":
+            shutdown = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_SHUTDOWN)
+            self.send(host_pb2.HostMessage(task_event=shutdown))
+            stopped = host_pb2.Stopped(clean=self.clean, trace="" if self.clean else "x")
+            self.send(host_pb2.HostMessage(stopped=stopped))
+            return self.clean
+        return True
 
-    def _send(self, message: Any) -> None:
-        assert self.sock is not None
-        self.sock.sendall(encode(message))
-
-    def _serve(self) -> None:
-        assert self.sock is not None
-        stream = self.sock.makefile("rb")
-        try:
-            while (data := read_message(stream)) is not None:
-                message = host_pb2.DriverMessage.FromString(data)
-                kind = message.WhichOneof("message")
-                if kind == "start_task":
-                    self.starts.append(message.start_task)
-                    self._send(host_pb2.HostMessage(task_event=STARTED))
-                elif kind == "stop_task":
-                    shutdown = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_SHUTDOWN)
-                    self._send(host_pb2.HostMessage(task_event=shutdown))
-                    stopped = host_pb2.Stopped(clean=self.clean, trace="" if self.clean else "x")
-                    self._send(host_pb2.HostMessage(stopped=stopped))
-                    if not self.clean:
-                        return
-        except OSError:
-            return
-        finally:
-            self.ended.set()
-            self.end()
-
-    # LaunchedHost
-
-    def alive(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
-
-    def failure(self) -> str:
-        return ""
-
-    def end(self) -> None:
-        if self.sock is not None:
-            with contextlib.suppress(OSError):
-                self.sock.shutdown(socket.SHUT_RDWR)
-            self.sock.close()
+    def served(self) -> None:
+        self.ended.set()
+        self.end()
 
 
 class Launches:
