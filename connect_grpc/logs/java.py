@@ -8,21 +8,26 @@ repeats held back. Each becomes one ``java_log`` event here (:func:`emit`): at t
 level, with the Java ``logger``, the ``message``, the ``connector`` and ``task`` Kafka's logging
 context names, the Java stack trace as ``exception``, and the values resolved from config
 references masked (``SECRETS``) before anything is written, since a plugin may log its
-resolved config.
+resolved config. A line logged outside Kafka's logging context (a plugin's own thread) names
+its connector and task only where the JVM could tell them soundly, and then says how
+(``inferred_from``: Debezium's own logging context, the client id of a hosted task's Kafka
+client in the thread's name, or the one task its JVM hosts).
 
 A Java logger is not a Python logger: its level was applied in its JVM, so the event is
 written through a logger of its name kept out of Python's logger tree (a set on ``root``
 through the API does not hold it back twice, and it is not listed as a Python logger). The
 Java loggers of the driver's JVM are listed and set through the API beside the Python ones
 (``levels.LoggerLevels``), through the source the worker registers here
-(:data:`JAVA_LOGGERS`).
+(:data:`JAVA_LOGGERS`); those of the JVMs hosting its Java tasks (an executor's), which the
+hosts report by name over their connections, are kept in :data:`HOST_LOGGERS`, their levels
+the worker's table's (:func:`table_level`), which the hosts apply.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,6 +74,10 @@ class JavaLogLine:
     suppressed: int = 0
     #: How many lines the JVM dropped before this one, its queue being full.
     dropped: int = 0
+    #: How ``connector`` and ``task`` were found when Kafka's logging context did not name
+    #: them ("debezium_context", "kafka_client_id", "only_task"; "" when it did, or nothing
+    #: did).
+    inferred_from: str = ""
 
 
 _writers: dict[str, Any] = {}
@@ -100,6 +109,8 @@ def emit(line: JavaLogLine, **where: str) -> None:
         fields["connector"] = line.connector
     if line.task is not None:
         fields["task"] = line.task
+    if line.inferred_from and line.connector:
+        fields["inferred_from"] = line.inferred_from
     if line.level in ("TRACE", "FATAL"):
         fields["java_level"] = line.level
     if line.thread:
@@ -154,3 +165,67 @@ class JavaLoggerSlot:
 
 #: The Java loggers of this process's driver JVM, once its worker registered them.
 JAVA_LOGGERS = JavaLoggerSlot()
+
+
+#: A Java logger's level when the worker's table covers it not: Kafka Connect's default root.
+JAVA_DEFAULT_LEVEL = "INFO"
+
+
+def table_level(name: str, entries: Iterable[tuple[str, str]]) -> str:
+    """The level a JVM gives the Java logger ``name`` under the worker's table of levels
+    (``levels.LEVELS_SET``'s entries, in the order set), as ``jvm/``'s ``JavaLogLevels``: the
+    level of the longest namespace ``name`` starts with (a plain prefix), a set on ``root``
+    replacing what came before it, else ``root``'s, else INFO."""
+    root = JAVA_DEFAULT_LEVEL
+    table: dict[str, str] = {}
+    for namespace, level in entries:
+        if namespace.lower() == "root":
+            table.clear()
+            root = level
+            continue
+        table = {key: value for key, value in table.items() if not key.startswith(namespace)}
+        table[namespace] = level
+    best = ""
+    level = root
+    for namespace, value in table.items():
+        if len(namespace) > len(best) and name.startswith(namespace):
+            best, level = namespace, value
+    return level
+
+
+class HostLoggers:
+    """The Java loggers the JVMs hosting the worker's Java tasks reported (``LoggersSeen``),
+    by the connection that reported them: a JVM of an executor is not the driver's, whose
+    loggers the worker reads directly. A connection's names are forgotten when it closes.
+    Bounded (``MAX_NAMES`` per connection). Thread-safe."""
+
+    #: The most names kept of one connection.
+    MAX_NAMES = 10_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_owner: dict[object, set[str]] = {}
+
+    def add(self, owner: object, names: Iterable[str]) -> None:
+        """Adds the names ``owner`` (a host's connection) reported."""
+        with self._lock:
+            known = self._by_owner.setdefault(owner, set())
+            for name in names:
+                if len(known) >= self.MAX_NAMES:
+                    break
+                if name:
+                    known.add(name)
+
+    def drop(self, owner: object) -> None:
+        """Forgets what ``owner`` reported (its connection closed)."""
+        with self._lock:
+            self._by_owner.pop(owner, None)
+
+    def names(self) -> set[str]:
+        """Every name a connection still open reported."""
+        with self._lock:
+            return set().union(*self._by_owner.values())
+
+
+#: The Java loggers of the JVMs that host this process's Java tasks, as they reported them.
+HOST_LOGGERS = HostLoggers()

@@ -24,7 +24,10 @@ Java loggers: when the worker hosts Java plugins, the Java loggers of its Spark 
 (``java.JAVA_LOGGERS``: Kafka Connect's runtime and clients, and those its plugins logged
 through) are listed and read beside these (a name Python knows is Python's), and a set applies
 to them too, the changed ones answered with the Python ones; the JVMs that host its Java
-tasks get the same table (``LEVELS_SET``) over their connections.
+tasks get the same table (``LEVELS_SET``) over their connections, and the Java loggers they
+report (``java.HOST_LOGGERS``: an executor's JVM is not the driver's) are listed too, at the
+level that table gives them (``java.table_level``), and answered as changed by a set that
+changes it.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from collections.abc import Callable, Mapping
 import structlog
 
 from connect_grpc.kernel.errors import InvalidArgumentError
-from connect_grpc.logs.java import JAVA_LOGGERS
+from connect_grpc.logs.java import HOST_LOGGERS, JAVA_LOGGERS, table_level
 from connect_grpc.logs.level_model import LoggerLevel as LoggerLevel
 from connect_grpc.logs.level_model import LogLevelScope as LogLevelScope
 
@@ -133,13 +136,17 @@ class LoggerLevels:
 
     def all_levels(self) -> dict[str, LoggerLevel]:
         """Every known logger whose level is not OFF, by name, sorted (``root`` first): the
-        driver JVM's Java loggers too, when there are any."""
+        driver JVM's Java loggers too, when there are any, and those the JVMs hosting Java
+        tasks reported."""
         java = _java_levels()
         with self._lock:
             levels = {
                 name: self._level_of(name, logger) for name, logger in _current_loggers().items()
             }
             for name, level in java.items():
+                if name not in levels:
+                    levels[name] = LoggerLevel(level, self._last_modified.get(name))
+            for name, level in _host_levels().items():
                 if name not in levels:
                     levels[name] = LoggerLevel(level, self._last_modified.get(name))
         return {name: levels[name] for name in _sorted(levels) if levels[name].level != "OFF"}
@@ -151,6 +158,8 @@ class LoggerLevels:
         logger = loggers.get(key)
         if logger is None:
             java = _java_levels().get(key)
+            if java is None:
+                java = _host_levels().get(key)
             if java is None:
                 return None
             with self._lock:
@@ -180,12 +189,21 @@ class LoggerLevels:
                 logger.setLevel(number)
             stamp = self._clock() if at is None else at
             changed = [name for name, _ in targets if before.get(name) != level]
+            _, entries_before = LEVELS_SET.snapshot()
             LEVELS_SET.record(key, level)
             version, entries = LEVELS_SET.snapshot()
         java = JAVA_LOGGERS.current()
         if java is not None:
             known = set(changed)
             changed += [name for name in java.apply(version, entries, key) if name not in known]
+        known = set(changed)
+        changed += [
+            name
+            for name in HOST_LOGGERS.names()
+            if name not in known
+            and name not in before
+            and table_level(name, entries_before) != table_level(name, entries)
+        ]
         changed = _sorted(changed)
         with self._lock:
             for name in changed:
@@ -247,6 +265,13 @@ def _java_levels() -> Mapping[str, str]:
     """The driver JVM's Java loggers and their levels (none when it hosts no Java plugins)."""
     java = JAVA_LOGGERS.current()
     return {} if java is None else java.levels()
+
+
+def _host_levels() -> dict[str, str]:
+    """The Java loggers the JVMs hosting Java tasks reported, at the levels the worker's table
+    gives them there."""
+    _, entries = LEVELS_SET.snapshot()
+    return {name: table_level(name, entries) for name in HOST_LOGGERS.names()}
 
 
 def _sorted(names: list[str] | dict[str, LoggerLevel]) -> list[str]:

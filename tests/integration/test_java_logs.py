@@ -6,6 +6,13 @@ with the values resolved from config references masked; a level set through the 
 levels (what SetLogLevel calls) on ``org.apache.kafka.connect.file`` changes which of the
 plugin's lines arrive, and GetLogger reads the Java logger's level.
 
+A task's threads outside Kafka's logging context: its producer's network thread's lines name
+the task (by the client id Kafka's worker gave the producer), and Debezium PostgreSQL's (its
+jar on ``plugin.path``, against the session's PostgreSQL) change-event coordinator's lines name
+the connector and task (Debezium 3.x copies Kafka's context onto its threads itself). The
+Java loggers of a task's host JVM reach the worker's list of loggers over the host's
+connection, as an executor's JVM (not the driver's) has them listed.
+
 The setup is ``test_java_tasks``': one in-process worker serves the module, its plugin loader
 giving Kafka's FileStream connector classes tasks that stand for Java tasks, started with the
 task configs Kafka's connectors generate. The worker's log is configured as in production
@@ -35,11 +42,14 @@ from connect_grpc.connectors.api import Connector, SourceConnector, Task
 from connect_grpc.java.plugin_jars import ensure_plugins
 from connect_grpc.kernel.configdef import ConfigDef
 from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
+from connect_grpc.logs.java import HOST_LOGGERS, JAVA_LOGGERS
 from connect_grpc.logs.levels import LoggerLevels
 from connect_grpc.logs.output import configure_logging
 from connect_grpc.runtime.java_task_classes import JavaSourceTask
 from connect_grpc.runtime.worker import Worker
 from connect_grpc.storage.file_offsets import FileOffsetStore
+from connect_grpc.testing.postgres import PostgresServer
+from tests.integration.debezium import POSTGRES_CONNECTOR, TABLE, Names, postgres_config
 from tests.integration.helpers import fresh_spark_jvm
 from tests.integration.test_runtime import RecordingListener, wait_for
 
@@ -51,6 +61,9 @@ FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 SOURCE_TASK = "org.apache.kafka.connect.file.FileStreamSourceTask"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 FILE_LOGGERS = "org.apache.kafka.connect.file"
+POSTGRES_TASK = "io.debezium.connector.postgresql.PostgresConnectorTask"
+#: The thread Debezium runs its snapshot and streaming on, which it starts itself.
+COORDINATOR_THREAD = "change-event-source-coordinator"
 #: How long a Java task may take to run (the first one builds Kafka's worker in the JVM).
 START_S = 120.0
 #: How long a line may take to reach the worker's log.
@@ -81,7 +94,7 @@ class _SourceStandIn(SourceConnector):
 
 class KafkaFileSource:
     def new_connector(self, name: str, version: str | None = None, /) -> Connector:
-        if name == FILE_SOURCE:
+        if name in (FILE_SOURCE, POSTGRES_CONNECTOR):
             return _SourceStandIn()
         raise KeyError(name)
 
@@ -273,3 +286,93 @@ def test_a_level_set_on_the_file_plugins_loggers_changes_which_of_its_lines_arri
         assert plugin_lines == []
     finally:
         levels.set_level(FILE_LOGGERS, "INFO")
+
+
+@pytest.mark.timeout(300)
+def test_a_java_tasks_producer_network_thread_lines_name_it_by_its_client_id(env: LogEnv) -> None:
+    """The task's producer logs on its own network thread, outside Kafka's logging context
+    (Kafka Connect prints those lines with an empty context); the JVM hosting the task names it
+    by the client id Kafka's worker gave the producer, which the thread's name carries."""
+    source = env.tmp / "network.txt"
+    source.write_text("a\n", encoding="utf-8")
+    name = f"java-net-{uuid.uuid4().hex[:6]}"
+    task = start_source(env, name, str(source))
+    thread = f"kafka-producer-network-thread | connector-producer-{name}-0"
+    try:
+        env.wait_running(task)
+        line = env.wait_line(name, "", thread=thread)
+    finally:
+        stop(env, task)
+    assert line["task"] == 0
+    assert line["inferred_from"] == "kafka_client_id"
+    assert line["logger"].startswith("org.apache.kafka.clients")
+
+
+@pytest.mark.timeout(300)
+def test_a_debezium_tasks_own_threads_lines_name_its_connector_and_task(
+    env: LogEnv, postgres: PostgresServer, postgres_database: str,
+) -> None:
+    postgres.execute(f"CREATE TABLE {TABLE} (id INT PRIMARY KEY, name TEXT, score INT);\n"
+                     f"INSERT INTO {TABLE} VALUES (1, 'a', 1);", postgres_database)
+    names = Names.fresh("javalogs")
+    name = f"java-dbz-{uuid.uuid4().hex[:6]}"
+    task = TaskId(name, 0)
+    connector = {"name": name, **postgres_config(postgres, postgres_database, names)}
+    # what PostgresConnector.taskConfigs generates (its config), and the task.class Kafka adds
+    assert env.worker.start_task(task, connector, {**connector, "task.class": POSTGRES_TASK},
+                                 TargetState.STARTED)
+    try:
+        env.wait_running(task)
+
+        def coordinator() -> list[dict[str, Any]]:
+            return [e for e in env.log.events() if e.get("event") == "java_log"
+                    and names.prefix in e.get("thread", "")
+                    and COORDINATOR_THREAD in e.get("thread", "")]
+
+        # Debezium's snapshot ends, then streams, on its coordinator thread
+        wait_for(lambda: any("Starting streaming" in e.get("message", "")
+                             for e in coordinator()),
+                 timeout=START_S, what="Debezium's streaming start on its coordinator thread")
+    finally:
+        stop(env, task)  # the database's fixture drops the slot Debezium made
+    lines = coordinator()
+    assert lines, "Debezium logged on its own thread"
+    unnamed = [(e["logger"], e["message"]) for e in lines
+               if (e.get("connector"), e.get("task")) != (name, 0)]
+    assert unnamed == [], "every line of Debezium's own thread names its connector and task"
+    # by Kafka's context (Debezium's copy of it), else by Debezium's own MDC
+    assert {e.get("inferred_from") for e in lines} <= {None, "debezium_context"}
+
+
+@pytest.mark.timeout(300)
+def test_a_task_hosts_java_loggers_are_listed_and_set_through_its_connection(
+    env: LogEnv,
+) -> None:
+    """Which Java loggers a task's host JVM has reaches the worker over the host's connection:
+    with the driver JVM's own loggers out of the list (an executor's JVM is not the driver's;
+    on a local master they are one JVM), the task's plugin's loggers are still listed and set."""
+    levels = LoggerLevels()
+    source = env.tmp / "listed.txt"
+    source.write_text("a\n", encoding="utf-8")
+    task = start_source(env, f"java-listed-{uuid.uuid4().hex[:6]}", str(source))
+    driver_jvm = JAVA_LOGGERS.current()
+    assert driver_jvm is not None
+    try:
+        env.wait_running(task)
+        env.wait_line(task.connector, "Source task finished initialization and start", task=0)
+        wait_for(lambda: SOURCE_TASK in HOST_LOGGERS.names(), timeout=LINE_S,
+                 what="the host's report of its JVM's loggers")
+        JAVA_LOGGERS.unregister(driver_jvm)
+        try:
+            listed = levels.all_levels()
+            assert listed[SOURCE_TASK].level == "INFO"
+            assert "org.apache.kafka.connect.runtime.WorkerSourceTask" in listed
+            changed = levels.set_level(FILE_LOGGERS, "WARN")
+            assert SOURCE_TASK in changed
+            read = levels.level(SOURCE_TASK)
+            assert read is not None and read.level == "WARN"
+        finally:
+            JAVA_LOGGERS.register(driver_jvm)
+            levels.set_level(FILE_LOGGERS, "INFO")
+    finally:
+        stop(env, task)

@@ -42,7 +42,7 @@ class DriverMessage(_message.Message):
     def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ..., set_log_levels: _Optional[_Union[LogLevels, _Mapping]] = ..., forget_topics: _Optional[_Union[ForgetTopics, _Mapping]] = ...) -> None: ...
 
 class HostMessage(_message.Message):
-    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record", "topics_used", "task_metrics")
+    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record", "topics_used", "task_metrics", "loggers_seen")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     TASK_EVENT_FIELD_NUMBER: _ClassVar[int]
     STOPPED_FIELD_NUMBER: _ClassVar[int]
@@ -50,6 +50,7 @@ class HostMessage(_message.Message):
     LOG_RECORD_FIELD_NUMBER: _ClassVar[int]
     TOPICS_USED_FIELD_NUMBER: _ClassVar[int]
     TASK_METRICS_FIELD_NUMBER: _ClassVar[int]
+    LOGGERS_SEEN_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     task_event: TaskEvent
     stopped: Stopped
@@ -57,7 +58,8 @@ class HostMessage(_message.Message):
     log_record: LogRecord
     topics_used: TopicsUsed
     task_metrics: TaskMetrics
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ..., topics_used: _Optional[_Union[TopicsUsed, _Mapping]] = ..., task_metrics: _Optional[_Union[TaskMetrics, _Mapping]] = ...) -> None: ...
+    loggers_seen: LoggersSeen
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ..., topics_used: _Optional[_Union[TopicsUsed, _Mapping]] = ..., task_metrics: _Optional[_Union[TaskMetrics, _Mapping]] = ..., loggers_seen: _Optional[_Union[LoggersSeen, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("token", "executor_id", "host")
@@ -210,7 +212,7 @@ class LogLevel(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
 
 class LogRecord(_message.Message):
-    __slots__ = ("logger", "level", "message", "thrown", "connector", "task", "thread", "time_ms", "suppressed", "dropped")
+    __slots__ = ("logger", "level", "message", "thrown", "connector", "task", "thread", "time_ms", "suppressed", "dropped", "inferred_from")
     class Level(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         LEVEL_UNSPECIFIED: _ClassVar[LogRecord.Level]
@@ -237,6 +239,7 @@ class LogRecord(_message.Message):
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
     SUPPRESSED_FIELD_NUMBER: _ClassVar[int]
     DROPPED_FIELD_NUMBER: _ClassVar[int]
+    INFERRED_FROM_FIELD_NUMBER: _ClassVar[int]
     logger: str
     level: LogRecord.Level
     message: str
@@ -247,7 +250,14 @@ class LogRecord(_message.Message):
     time_ms: int
     suppressed: int
     dropped: int
-    def __init__(self, logger: _Optional[str] = ..., level: _Optional[_Union[LogRecord.Level, str]] = ..., message: _Optional[str] = ..., thrown: _Optional[str] = ..., connector: _Optional[str] = ..., task: _Optional[int] = ..., thread: _Optional[str] = ..., time_ms: _Optional[int] = ..., suppressed: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
+    inferred_from: str
+    def __init__(self, logger: _Optional[str] = ..., level: _Optional[_Union[LogRecord.Level, str]] = ..., message: _Optional[str] = ..., thrown: _Optional[str] = ..., connector: _Optional[str] = ..., task: _Optional[int] = ..., thread: _Optional[str] = ..., time_ms: _Optional[int] = ..., suppressed: _Optional[int] = ..., dropped: _Optional[int] = ..., inferred_from: _Optional[str] = ...) -> None: ...
+
+class LoggersSeen(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TopicsUsed(_message.Message):
     __slots__ = ("topics",)

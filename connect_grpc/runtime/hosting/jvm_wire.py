@@ -13,7 +13,9 @@ connection that says anything else first, or a token nobody waits for, is closed
 queued for the task's runner, a ``Stopped`` is kept for the stop that waits for it, and a
 host's ``CheckRequest`` is answered on a thread of its own by the check the host's owner
 gave (an exactly-once task's fencing wait may take long), a host's log lines
-(``LogRecord``) are written to the worker's log as they come (``logs.java.emit``), and its
+(``LogRecord``) are written to the worker's log as they come (``logs.java.emit``), the names
+of its JVM's Java loggers (``LoggersSeen``) kept for the worker's list of loggers while the
+connection is open (``logs.java.HOST_LOGGERS``), and its
 reports of the task's topics and metrics go to the taker its owner gave (``jvm_reports``).
 A connection that closes or breaks makes the host lost (``HostLostError``, retriable: the
 runner hosts the task again).
@@ -37,7 +39,7 @@ from typing import Any, BinaryIO
 import structlog
 
 from connect_grpc.host.v1 import host_pb2
-from connect_grpc.logs.java import JavaLogLine, emit
+from connect_grpc.logs.java import HOST_LOGGERS, JavaLogLine, emit
 from connect_grpc.runtime.hosting.jobs import HostLostError
 
 log = structlog.get_logger(__name__)
@@ -117,6 +119,7 @@ def java_log_line(record: Any) -> JavaLogLine:
         thread=record.thread,
         suppressed=record.suppressed,
         dropped=record.dropped,
+        inferred_from=record.inferred_from,
     )
 
 
@@ -187,6 +190,8 @@ class JvmConnection:
                     self._set_stopped(message.stopped)
                 elif kind == "log_record":
                     self._log_line(message.log_record)
+                elif kind == "loggers_seen":
+                    HOST_LOGGERS.add(self, message.loggers_seen.names)
                 elif kind in ("topics_used", "task_metrics"):
                     self._report(message, kind)
                 elif kind == "check_request":
@@ -201,6 +206,7 @@ class JvmConnection:
             why = f"the connection to the JVM hosting the task broke ({exc!r})"
         except Exception as exc:  # a message protobuf cannot read: the host is not ours
             why = f"the JVM hosting the task sent what the protocol does not allow ({exc!r})"
+        HOST_LOGGERS.drop(self)
         self._set_lost(why)
 
     def _log_line(self, record: Any) -> None:

@@ -2,13 +2,16 @@ package io.connectgrpc.jvm.host;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import io.connectgrpc.jvm.host.proto.HostMessage;
 import io.connectgrpc.jvm.host.proto.LogLevel;
 import io.connectgrpc.jvm.host.proto.LogLevels;
 import io.connectgrpc.jvm.host.proto.LogRecord;
+import io.connectgrpc.jvm.host.proto.LoggersSeen;
 import io.connectgrpc.jvm.logs.LogBridge;
 import io.connectgrpc.jvm.logs.LogQueue;
 
@@ -17,7 +20,10 @@ import io.connectgrpc.jvm.logs.LogQueue;
  * bridge ({@link LogBridge}) queues the lines that name the task (and, in an executor, those that
  * name no task), and a thread of the relay's own sends them as {@code LogRecord}s, so that no
  * logging thread waits on the connection. Also applies the worker's log levels to the JVM's
- * bridge ({@link #applyLevels}).
+ * bridge ({@link #applyLevels}), and tells the driver the JVM's Java loggers it had not told
+ * yet on this connection ({@code LoggersSeen}, at most every {@link #LOGGERS_EVERY_MS}), for
+ * the worker's list of loggers: a JVM of an executor is not the driver's, whose loggers the
+ * worker reads directly.
  */
 final class LogRelay implements AutoCloseable {
 
@@ -27,9 +33,17 @@ final class LogRelay implements AutoCloseable {
     static final int BATCH = 512;
     /** How long the relay's thread waits for a line before it looks whether it should end. */
     static final long POLL_MS = 200L;
+    /** How often the relay looks for Java loggers it has not told the driver of. */
+    static final long LOGGERS_EVERY_MS = 2_000L;
+    /** The most logger names one LoggersSeen carries (the rest go in the next ones). */
+    static final int LOGGERS_BATCH = 1_000;
 
     private final DriverLink link;
+    private final LogBridge bridge;
     private final LogQueue queue = new LogQueue(CAPACITY);
+    /** The logger names told to the driver on this connection (the relay's thread's only). */
+    private final Set<String> told = new HashSet<>();
+    private long loggersDue;
     private final AutoCloseable attached;
     private final Thread thread;
     private volatile boolean closing;
@@ -37,6 +51,7 @@ final class LogRelay implements AutoCloseable {
 
     private LogRelay(DriverLink link, LogBridge bridge, String connector, int task) {
         this.link = link;
+        this.bridge = bridge;
         this.attached = bridge.attachTask(connector, task, queue);
         this.thread = new Thread(this::run, "connect-grpc-log-relay-" + connector + "-" + task);
         this.thread.setDaemon(true);
@@ -73,6 +88,7 @@ final class LogRelay implements AutoCloseable {
     private void run() {
         try {
             while (!closing || !queue.isEmpty()) {
+                tellLoggers();
                 List<LogRecord> records = queue.take(BATCH, POLL_MS);
                 if (records.isEmpty()) {
                     continue;
@@ -90,6 +106,27 @@ final class LogRelay implements AutoCloseable {
         } finally {
             sending = false;
             detach();
+        }
+    }
+
+    /** Sends the names of the JVM's Java loggers not told yet, when it is time to look. */
+    private void tellLoggers() throws IOException {
+        long now = System.nanoTime();
+        if (now - loggersDue < 0L) {
+            return;
+        }
+        loggersDue = now + LOGGERS_EVERY_MS * 1_000_000L;
+        List<String> fresh = new ArrayList<>();
+        for (String name : bridge.loggerNames()) {
+            if (!told.contains(name)) {
+                fresh.add(name);
+            }
+        }
+        for (int from = 0; from < fresh.size(); from += LOGGERS_BATCH) {
+            List<String> names = fresh.subList(from, Math.min(fresh.size(), from + LOGGERS_BATCH));
+            link.send(List.of(HostMessage.newBuilder()
+                    .setLoggersSeen(LoggersSeen.newBuilder().addAllNames(names)).build()));
+            told.addAll(names);
         }
     }
 

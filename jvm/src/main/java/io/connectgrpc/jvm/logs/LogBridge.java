@@ -23,6 +23,7 @@ import org.apache.logging.log4j.core.config.LoggerConfig;
 import org.apache.logging.log4j.core.filter.Filterable;
 import org.apache.logging.log4j.core.impl.Log4jContextFactory;
 import org.apache.logging.log4j.message.Message;
+import org.apache.logging.log4j.util.ReadOnlyStringMap;
 
 /**
  * Hands the log lines of Kafka Connect's Java plugins, and of the Kafka runtime that hosts them,
@@ -51,6 +52,14 @@ import org.apache.logging.log4j.message.Message;
  *       A taken line with a destination is kept out of the JVM's other appenders
  *       ({@link TakenFilter}); one with none (no task hosted here any more) stays in Spark's
  *       log.</li>
+ *   <li>Whose a line is: the connector and task Kafka's logging context names. A line logged
+ *       outside it (on a thread the plugin started itself, or outside the scopes Kafka sets)
+ *       is attributed only where that is sound ({@link #attribute}): by Debezium's own MDC
+ *       (its connector's logical name and task id), once a line on a task's thread showed
+ *       both Debezium's and Kafka's contexts; by the client id in the name of a Kafka
+ *       client's thread, the one Kafka's worker gives the clients of a task hosted here;
+ *       else, in a JVM other than the driver's that hosts exactly one task, to that task.
+ *       Otherwise it stays unattributed.</li>
  * </ul>
  *
  * <p>Nothing here waits for the worker: a full queue drops the line and counts it. The bridge
@@ -66,12 +75,54 @@ public final class LogBridge {
     static final String CONTEXT_KEY = LoggingContext.CONNECTOR_CONTEXT;
     /** How many logger names seen are remembered, for the worker's list of loggers. */
     static final int MAX_SEEN = 10_000;
+    /** Debezium's MDC keys of its logging context (its {@code io.debezium.util.LoggingContext}). */
+    static final String DEBEZIUM_NAME_KEY = "dbz.connectorLogicalName";
+    static final String DEBEZIUM_TASK_KEY = "dbz.taskId";
+    /** How many Debezium contexts are remembered (one per Debezium task, and per connector). */
+    static final int MAX_DEBEZIUM = 1_000;
+    /**
+     * The client ids Kafka's worker gives a task's clients, before the task's id
+     * ({@code <connector>-<task>}): its producer's, its consumer's, its admin client's. A Kafka
+     * client names its threads {@code "<what> | <client id>"}.
+     */
+    static final List<String> CLIENT_ID_PREFIXES = List.of("connector-producer-", "connector-consumer-", "connector-adminclient-");
+    private static final String CLIENT_THREAD_SEPARATOR = " | ";
+    /** A Debezium context seen with two different Kafka contexts: not used to attribute. */
+    private static final ConnectorContext AMBIGUOUS = new ConnectorContext("\u0000", -1);
+
+    /** How a line's connector and task were found (the {@code inferred_from} of its record). */
+    enum Inferred {
+        /** Kafka's logging context named them, or nothing did. */
+        NONE(""),
+        /** Debezium's MDC, as seen beside Kafka's context on a task's thread. */
+        DEBEZIUM_CONTEXT("debezium_context"),
+        /** The client id in a Kafka client's thread name, that of a task hosted here. */
+        KAFKA_CLIENT_ID("kafka_client_id"),
+        /** The one task a JVM other than the driver's hosts. */
+        ONLY_TASK("only_task");
+
+        final String wire;
+
+        Inferred(String wire) {
+            this.wire = wire;
+        }
+    }
+
+    /** A line's connector and task, and how they were found. */
+    record Attribution(ConnectorContext context, Inferred inferred) {
+    }
+
+    /** A task hosted in this JVM: whose, and the queue of its connection. */
+    private record Hosted(ConnectorContext task, LogQueue queue) {
+    }
 
     private static LogBridge shared;
 
     private final JavaLogLevels levels;
     private final RateLimiter limiter;
-    private final Map<String, LogQueue> tasks = new ConcurrentHashMap<>();
+    private final Map<String, Hosted> tasks = new ConcurrentHashMap<>();
+    /** Debezium's contexts (logical name and task id) and the Kafka contexts seen with them. */
+    private final Map<String, ConnectorContext> debezium = new ConcurrentHashMap<>();
     private volatile LogQueue driver;
     private final Set<String> seen = ConcurrentHashMap.newKeySet();
     /** The names last added to or found in {@link #seen}, by their hash's low bits. */
@@ -227,9 +278,9 @@ public final class LogBridge {
     /** Where a line of {@code context} goes from this JVM; null when nowhere. */
     LogQueue route(ConnectorContext context) {
         if (context.task() >= 0) {
-            LogQueue task = tasks.get(key(context.connector(), context.task()));
+            Hosted task = tasks.get(key(context.connector(), context.task()));
             if (task != null) {
-                return task;
+                return task.queue();
             }
         }
         LogQueue toDriver = driver;
@@ -238,12 +289,12 @@ public final class LogBridge {
         }
         LogQueue any = null;
         String prefix = context.connector() + "\u0000";
-        for (Map.Entry<String, LogQueue> entry : tasks.entrySet()) {
+        for (Map.Entry<String, Hosted> entry : tasks.entrySet()) {
             if (!context.connector().isEmpty() && entry.getKey().startsWith(prefix)) {
-                return entry.getValue();
+                return entry.getValue().queue();
             }
             if (any == null) {
-                any = entry.getValue();
+                any = entry.getValue().queue();
             }
         }
         return any;
@@ -251,8 +302,11 @@ public final class LogBridge {
 
     /** Queues a taken line for the worker (unless held back as a repeat). */
     void publish(LogEvent event) {
-        String contextValue = event.getContextData().getValue(CONTEXT_KEY);
-        ConnectorContext context = ConnectorContext.parse(contextValue);
+        ReadOnlyStringMap data = event.getContextData();
+        String contextValue = data.getValue(CONTEXT_KEY);
+        Attribution attribution = attribute(ConnectorContext.parse(contextValue),
+                data.getValue(DEBEZIUM_NAME_KEY), data.getValue(DEBEZIUM_TASK_KEY), event.getThreadName());
+        ConnectorContext context = attribution.context();
         LogQueue target = route(context);
         if (target == null) {
             unrouted.incrementAndGet();
@@ -271,14 +325,115 @@ public final class LogBridge {
                 return;
             }
         }
-        target.offer(LogRecords.of(event, context, suppressed));
+        target.offer(LogRecords.of(event, context, suppressed).setInferredFrom(attribution.inferred().wire));
+    }
+
+    /**
+     * Whose a line is: the context Kafka's logging context names ({@code kafka}), if it names a
+     * connector. Else, when the line carries Debezium's MDC ({@code dbzName}, the connector's
+     * logical name, and {@code dbzTask}, its task id, either null when absent), the Kafka
+     * context a line with the same Debezium context had on a task's thread: with the task when
+     * the task ids match, else the connector alone (unless two Kafka contexts were seen with
+     * it). Else, when the line's thread is a Kafka client's ({@code thread}: "... | client id")
+     * whose client id is the one Kafka's worker gives a client of a task hosted here, that
+     * task (a client id set by the connector's config names no task, and is not matched).
+     * Else, in a JVM that is not the driver's and hosts exactly one task, that task: every
+     * line it takes is then of that task's work (Kafka's worker in the JVM, its clients, its
+     * plugin's threads). Else none. A line naming a connector with Debezium's MDC teaches the
+     * bridge that Debezium context.
+     */
+    Attribution attribute(ConnectorContext kafka, String dbzName, String dbzTask, String thread) {
+        if (!kafka.connector().isEmpty()) {
+            if (dbzName != null) {
+                if (dbzTask != null) {
+                    learn(debeziumKey(dbzName, dbzTask), kafka);
+                }
+                learn(debeziumKey(dbzName, null), new ConnectorContext(kafka.connector(), -1));
+            }
+            return new Attribution(kafka, Inferred.NONE);
+        }
+        if (dbzName != null) {
+            ConnectorContext known = debezium.get(debeziumKey(dbzName, dbzTask));
+            if (known == null || known == AMBIGUOUS) {
+                known = debezium.get(debeziumKey(dbzName, null));
+            }
+            if (known != null && known != AMBIGUOUS) {
+                return new Attribution(known, Inferred.DEBEZIUM_CONTEXT);
+            }
+        }
+        ConnectorContext client = clientTask(thread);
+        if (client != null) {
+            return new Attribution(client, Inferred.KAFKA_CLIENT_ID);
+        }
+        if (driver == null) {
+            ConnectorContext only = null;
+            int count = 0;
+            for (Hosted hosted : tasks.values()) {
+                only = hosted.task();
+                count++;
+            }
+            if (count == 1) {
+                return new Attribution(only, Inferred.ONLY_TASK);
+            }
+        }
+        return new Attribution(ConnectorContext.NONE, Inferred.NONE);
+    }
+
+    /** The hosted task whose Kafka client's thread {@code thread} is, by its default client id; null if none. */
+    private ConnectorContext clientTask(String thread) {
+        int at = thread == null ? -1 : thread.lastIndexOf(CLIENT_THREAD_SEPARATOR);
+        if (at < 0) {
+            return null;
+        }
+        String clientId = thread.substring(at + CLIENT_THREAD_SEPARATOR.length());
+        for (String prefix : CLIENT_ID_PREFIXES) {
+            if (clientId.startsWith(prefix)) {
+                String taskId = clientId.substring(prefix.length());
+                int dash = taskId.lastIndexOf('-');
+                if (dash <= 0) {
+                    return null;
+                }
+                Hosted hosted = tasks.get(key(taskId.substring(0, dash), parseTask(taskId.substring(dash + 1))));
+                return hosted == null ? null : hosted.task();
+            }
+        }
+        return null;
+    }
+
+    private static int parseTask(String text) {
+        try {
+            return Integer.parseInt(text);
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    private void learn(String key, ConnectorContext context) {
+        ConnectorContext known = debezium.get(key);
+        if (known == null) {
+            if (debezium.size() < MAX_DEBEZIUM) {
+                known = debezium.putIfAbsent(key, context);
+            }
+            if (known == null) {
+                return;
+            }
+        }
+        if (!known.equals(context)) {
+            debezium.put(key, AMBIGUOUS);
+        }
+    }
+
+    /** The key of a Debezium context: its logical name, and its task id ("*" for any). */
+    private static String debeziumKey(String name, String task) {
+        return name + "\u0000" + (task == null ? "*" : "#" + task);
     }
 
     /** Sends the lines of a task hosted in this JVM to {@code queue} until the result is closed. */
     public AutoCloseable attachTask(String connector, int task, LogQueue queue) {
         String key = key(connector, task);
-        tasks.put(key, queue);
-        return () -> tasks.remove(key, queue);
+        Hosted hosted = new Hosted(new ConnectorContext(connector, task), queue);
+        tasks.put(key, hosted);
+        return () -> tasks.remove(key, hosted);
     }
 
     /** Sends the lines no hosted task takes to {@code queue} (the driver's), until the result is closed. */
@@ -315,6 +470,11 @@ public final class LogBridge {
             known.put(name, levels.levelOf(name));
         }
         return known;
+    }
+
+    /** The names of {@link #knownLoggers}: the loggers a host tells the driver of. */
+    public Set<String> loggerNames() {
+        return knownLoggers().keySet();
     }
 
     /** How many taken lines had nowhere to go (no task hosted here, no driver queue). */

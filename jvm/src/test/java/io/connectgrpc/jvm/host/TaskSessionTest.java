@@ -441,7 +441,8 @@ class TaskSessionTest {
 
         /**
          * The host's next message that is not a log line (those are kept for nextLog) nor a
-         * report of the task's topics or metrics (TaskReportsTest's).
+         * report of the task's topics or metrics (TaskReportsTest's) or of its JVM's loggers
+         * (LogRelayTest's).
          */
         HostMessage nextOrEnd() throws IOException {
             if (!messages.isEmpty()) {
@@ -458,7 +459,7 @@ class TaskSessionTest {
         }
 
         private static boolean isReport(HostMessage message) {
-            return message.hasTaskMetrics() || message.hasTopicsUsed();
+            return message.hasTaskMetrics() || message.hasTopicsUsed() || message.hasLoggersSeen();
         }
 
         /** The host's next log line (other messages are kept for next). */
