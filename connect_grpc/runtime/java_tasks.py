@@ -18,6 +18,7 @@ own start, rather than at the first Java task (seconds on its create path).
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
@@ -26,10 +27,11 @@ import structlog
 from connect_grpc.config.worker import TASK_HOSTING_EXECUTOR, WorkerConfig
 from connect_grpc.java.plugin_path import host_worker_properties, java_plugin_entries
 from connect_grpc.kernel.domain import TargetState
-from connect_grpc.runtime.hosting.jobs import HostLostError, WarmHosts
+from connect_grpc.runtime.hosting.jobs import JOB_END_WAIT_S, HostLostError, WarmHosts
 from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost, Launcher, TaskEvents
 from connect_grpc.runtime.hosting.jvm_launch import (
     launch_driver_host,
+    launch_host_ahead,
     launch_spark_host,
     shut_down_driver_worker,
     warm_driver_worker,
@@ -236,7 +238,8 @@ class JavaTasks:
     ) -> None:
         """``hosts_java_tasks``: whether the worker runs Java connectors (a distributed one):
         with Java plugins on ``plugin.path``, the driver JVM's Kafka worker is then built as
-        Spark starts (``_warm_driver_worker``)."""
+        Spark starts (``_warm_driver_worker``), and, with ``task.hosting=executor``, an
+        executor's JVM host is launched and parked once it started (``start``)."""
         self._config = config
         self._spark = spark
         self._slots = slots
@@ -252,6 +255,15 @@ class JavaTasks:
         self._hosted = False
         #: The driver JVM's log lines and loggers, when it hosts Java plugins.
         self._logs: DriverJavaLogs | None = None
+        #: Whether a JVM host is launched ahead of the first Java task, and the thread that
+        #: launches it.
+        self._host_ahead = bool(
+            hosts_java_tasks
+            and java_plugin_entries(config.plugin_path)
+            and config.task_hosting == TASK_HOSTING_EXECUTOR
+        )
+        self._ahead: threading.Thread | None = None
+        self._stopping = threading.Event()
         if java_plugin_entries(config.plugin_path):
             self._logs = DriverJavaLogs(spark)
             spark.on_start(self._logs.start)
@@ -271,6 +283,23 @@ class JavaTasks:
             context, self._config.worker_id, self._worker_properties, self._scan_properties
         )
         log.info("java_task_worker_warming", worker_id=self._config.worker_id)
+
+    def start(self) -> None:
+        """Once Spark started (and warmed its Python workers, with a job on every slot):
+        launches an executor's JVM host on a thread of its own and parks it
+        (``jvm_launch.launch_host_ahead``), when the worker runs Java tasks on executors, so
+        that its first Java task adopts a host as every later one does, rather than wait
+        for a Spark job to run and connect (the largest part of that task's start). Nothing
+        on a worker without Java plugins."""
+        if not self._host_ahead or self._ahead is not None:
+            return
+        self._ahead = threading.Thread(
+            target=launch_host_ahead,
+            args=(self._spark, self._listener, self._warm_hosts, self._stopping.is_set),
+            name="jvm-host-ahead",
+            daemon=True,
+        )
+        self._ahead.start()
 
     def new_runner(
         self,
@@ -321,8 +350,12 @@ class JavaTasks:
     def close(self) -> None:
         """Stops listening and stops the Kafka worker of the driver's JVM (its tasks were
         stopped before), then the driver JVM's log lines (those of the stop included).
-        Executors' JVMs end with the application."""
+        Executors' JVMs end with the application. A host still being launched ahead is let
+        go (bounded by JOB_END_WAIT_S)."""
+        self._stopping.set()
         self._listener.close()
+        if self._ahead is not None:
+            self._ahead.join(JOB_END_WAIT_S + 1.0)
         if self._hosted:
             shut_down_driver_worker(self._spark, self._config.worker_id)
         if self._logs is not None:

@@ -174,11 +174,14 @@ class Worker:
     # lifecycle
 
     def start(self) -> None:
-        """Starts the Kafka monitor and creates the SparkSession. Idempotent."""
+        """Starts the Kafka monitor and creates the SparkSession (then launches a JVM host
+        ahead of the first Java task, when it runs Java tasks: ``JavaTasks.start``).
+        Idempotent."""
         tune_for_batches()
         futex_hash = use_global_futex_hash()
         self._monitor.start()
         self._spark.start(warm_up=warm_python_workers)
+        self._java_tasks.start()
         self._slot_watcher.start()
         if self._watchdog is None:
             self._watchdog = threading.Thread(

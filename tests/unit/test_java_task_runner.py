@@ -23,7 +23,7 @@ from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.host.v1 import host_pb2
 from connect_grpc.kernel.domain import InstanceStatus, State, TargetState, TaskId
 from connect_grpc.metrics.worker_metrics import TaskMetrics, WorkerMetrics
-from connect_grpc.runtime.hosting import jvm_host
+from connect_grpc.runtime.hosting import jvm_launch
 from connect_grpc.runtime.hosting.jobs import WarmHosts
 from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost
 from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
@@ -208,7 +208,7 @@ def test_a_host_is_taken_as_soon_as_it_connects_not_at_the_next_look(
 ) -> None:
     """The host connects while open() waits for the next look at whether its job still runs,
     a look an hour away here: open() takes it then, after the one look made before."""
-    monkeypatch.setattr(jvm_host, "POLL_S", 3600.0)
+    monkeypatch.setattr(jvm_launch, "POLL_S", 3600.0)
     jvm = FakeJvm([STARTED])
     looks = 0
 

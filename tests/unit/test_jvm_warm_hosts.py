@@ -10,19 +10,28 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
+from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.host.v1 import host_pb2
 from connect_grpc.kernel.domain import TaskId
+from connect_grpc.runtime import java_tasks
+from connect_grpc.runtime.hosting import jvm_launch
 from connect_grpc.runtime.hosting.jobs import JVM_HOST, HostJob, WarmHosts
 from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost
 from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
-from connect_grpc.runtime.hosting.slots import HostSlots
+from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
+from connect_grpc.runtime.java_tasks import JavaTasks
+from connect_grpc.runtime.spark import SparkRuntime
 from tests.unit.jvm_fakes import LoopbackJvm
 
 pytestmark = pytest.mark.timeout(60)
+
+#: The SparkRuntime ``launch_host_ahead`` hands to ``launch_spark_host`` (replaced here).
+_NO_SPARK = cast(SparkRuntime, None)
 
 STARTED = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_STARTED, version="4.3.1")
 
@@ -213,3 +222,158 @@ def test_a_parked_jvm_host_that_went_away_is_not_adopted(listener: JvmHostListen
     host.open()
     assert launch.launched == [gone, fresh]
     host.abandon()
+
+
+# a JVM host launched ahead of the worker's first Java task (``jvm_launch.launch_host_ahead``)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _launch_ahead(
+    monkeypatch: pytest.MonkeyPatch, jvm: ServingJvm, *, connects: bool = True
+) -> list[TaskId | None]:
+    """Has ``jvm_launch.launch_spark_host`` start ``jvm`` (connected, or not at all);
+    returns the tasks it was launched for."""
+    launched_for: list[TaskId | None] = []
+
+    def launch(spark: object, task: TaskId | None, address: tuple[str, int], token: str) -> Any:
+        launched_for.append(task)
+        return jvm.connect(address, token) if connects else jvm
+
+    monkeypatch.setattr(jvm_launch, "launch_spark_host", launch)
+    return launched_for
+
+
+def test_a_host_launched_ahead_is_parked_and_the_first_java_task_adopts_it(
+    listener: JvmHostListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slots = HostSlots(lambda: 2)
+    parked = WarmHosts(_no_python_host, slots)
+    jvm = ServingJvm()
+    launched_for = _launch_ahead(monkeypatch, jvm)
+    assert jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False)
+    assert launched_for == [None], "launched for no task (a job group of its own)"
+    assert parked.parked() == 1
+    assert slots.held() == set(), "it sits on a free slot, as a parked host does"
+
+    first = _host("first", Launches([]), listener, parked, slots)  # launches nothing
+    first.open()
+    assert parked.parked() == 0
+    assert first.job_tag() == jvm.job_tag
+    first.start_task({"task.class": "x.YTask"})
+    assert [(s.connector, dict(s.task_config)) for s in jvm.starts] == [
+        ("first", {"task.class": "x.YTask"})
+    ]
+    assert first.version == "4.3.1"
+    assert first.stop_task()
+    first.close()
+    assert parked.parked() == 1, "parked again after its task's clean stop, as any host"
+    parked.close()
+    assert jvm.ended.wait(5)
+
+
+def test_a_host_parked_ahead_is_not_ended_for_being_idle_but_for_want_of_a_slot(
+    listener: JvmHostListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    capacity = [2]
+    slots = HostSlots(lambda: capacity[0])
+    clock = _Clock()
+    parked = WarmHosts(_no_python_host, slots, idle_s=300.0, clock=clock)
+    served, waiting = ServingJvm(), ServingJvm()
+    _launch_ahead(monkeypatch, served)
+    assert jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False)
+    # a task adopts it, and parks it the usual way as it stops cleanly
+    assert _run_and_stop(_host("other", Launches([]), listener, parked, slots))
+    _launch_ahead(monkeypatch, waiting)
+    assert jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False)
+    assert parked.parked() == 2
+    clock.now += 301.0
+    parked.expire()
+    # the host a task stopped in ends after idle_s; the one parked ahead waits on
+    assert parked.parked() == 1
+    assert served.ended.wait(5)
+    assert waiting.alive()
+    capacity[0] = 0  # the cluster's executors went away
+    parked.expire()
+    assert parked.parked() == 0
+    assert waiting.ended.wait(5)
+
+
+def test_a_host_launched_ahead_that_does_not_connect_is_not_parked(
+    listener: JvmHostListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slots = HostSlots(lambda: 2)
+    parked = WarmHosts(_no_python_host, slots)
+    never = ServingJvm()  # its job ends before it connects: never alive
+    _launch_ahead(monkeypatch, never, connects=False)
+    assert not jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False)
+    assert parked.parked() == 0
+
+
+def test_a_host_launched_ahead_as_the_worker_stops_is_ended_not_parked(
+    listener: JvmHostListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slots = HostSlots(lambda: 2)
+    parked = WarmHosts(_no_python_host, slots)
+    parked.close()  # the worker stopped while the host was launched
+    jvm = ServingJvm()
+    _launch_ahead(monkeypatch, jvm)
+    assert not jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False)
+    assert jvm.ended.wait(5)
+    assert parked.parked() == 0
+    # stopping before it connected: not waited for, let go
+    slots2 = HostSlots(lambda: 2)
+    parked2 = WarmHosts(_no_python_host, slots2)
+    quiet = ServingJvm()
+    quiet.thread = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
+    quiet.thread.start()  # alive, but never connects
+    _launch_ahead(monkeypatch, quiet, connects=False)
+    assert not jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked2, lambda: True)
+    assert parked2.parked() == 0
+
+
+def test_a_host_is_launched_ahead_only_by_a_worker_running_java_tasks_on_executors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[object] = []
+    monkeypatch.setattr(java_tasks, "launch_host_ahead", lambda *args: calls.append(args))
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "plugin.jar").write_bytes(b"")
+
+    def started(hosts_java_tasks: bool, **properties: str) -> int:
+        config = WorkerConfig.from_properties({
+            "bootstrap.servers": "kafka:9092", "group.id": "g", "offset.storage.topic": "o",
+            "worker.id": "w-1", **properties,
+        })
+        tasks = JavaTasks(
+            config, cast(SparkRuntime, _Spark()), HostSlots(lambda: 2), cast(SlotWatcher, None),
+            WarmHosts(_no_python_host, HostSlots(lambda: 2)), hosts_java_tasks=hosts_java_tasks,
+        )
+        before = len(calls)
+        tasks.start()
+        tasks.start()  # once per worker
+        if tasks._ahead is not None:
+            tasks._ahead.join(5)
+        tasks.close()
+        return len(calls) - before
+
+    plugins = str(tmp_path / "plugins")
+    assert started(True, **{"plugin.path": plugins}) == 1
+    assert started(True) == 0, "no Java plugin: nothing launched"
+    assert started(False, **{"plugin.path": plugins}) == 0, "no Java tasks (standalone)"
+    assert started(True, **{"plugin.path": plugins, "task.hosting": "driver"}) == 0
+
+
+class _Spark:
+    """A SparkRuntime that never starts (its start callbacks are kept, not called)."""
+
+    started = False
+
+    def on_start(self, callback: object) -> None:
+        return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 import secrets
 import threading
 import time
@@ -254,7 +255,9 @@ class WarmHosts:
     none, the parked hosts of the other kind that sit on the slot the task needs are ended
     before its job is launched (``_end_crowded``). A host is ended when it was parked for
     ``idle_s`` (``expire``, called now and then), when the slots have no room for it any
-    more (a cluster's executors went away), and when the worker stops."""
+    more (a cluster's executors went away), and when the worker stops. A host launched
+    ahead of any task (``park_ahead``: the JVM host a worker with Java plugins launches as it
+    starts) is not ended for being idle, only for want of room or at the stop."""
 
     def __init__(
         self,
@@ -268,7 +271,8 @@ class WarmHosts:
         self._idle_s = idle_s
         self._clock = clock
         self._lock = threading.Lock()
-        #: (host, when it was parked), oldest first.
+        #: (host, when it was parked), oldest first; a host launched ahead of any task has
+        #: no idle expiry (``math.inf``: never that old).
         self._parked: list[tuple[ParkedHost, float]] = []
         self._closed = False
 
@@ -322,6 +326,24 @@ class WarmHosts:
             "task_host_parked", host=job.hostname, pid=job.pid, job_tag=job.tag, kind=job.kind
         )
 
+    def park_ahead(self, job: ParkedHost) -> bool:
+        """Keeps a host launched before any task needed it, for the first task of its kind,
+        with no idle expiry (a worker's first task of that kind may come at any time), unless
+        the worker is stopping, the host is gone or the free slots have no room for it (it
+        is then ended). Returns whether it was kept."""
+        with self._lock:
+            keep = not self._closed and job.reusable() and len(self._parked) < self._room()
+            if keep:
+                self._parked.append((job, math.inf))
+        if not keep:
+            job.end()
+            return False
+        log.info(
+            "task_host_parked", host=job.hostname, pid=job.pid, job_tag=job.tag, kind=job.kind,
+            ahead=True,
+        )
+        return True
+
     def _room(self) -> int:
         """How many hosts may be parked: as many as there are free slots."""
         try:
@@ -343,6 +365,7 @@ class WarmHosts:
         except Exception:  # Spark stopping: ``close`` ends them
             return
         with self._lock:
+            # a host parked ahead (at ``math.inf``) is never idle: ``now - inf`` is ``-inf``
             idle = [job for job, at in self._parked if now - at >= idle_s]
             fresh = [entry for entry in self._parked if now - entry[1] < idle_s]
             surplus = max(0, len(fresh) - room)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,10 +39,10 @@ from connect_grpc.kernel.traces import CarriesTrace
 from connect_grpc.logs.levels import LEVELS_SET
 from connect_grpc.runtime.hosting.jobs import JVM_HOST, HostLostError, WarmHosts
 from connect_grpc.runtime.hosting.jvm_launch import (
-    CONNECT_TIMEOUT_S,
     POLL_S,
     LaunchedHost,
     ParkedJvmHost,
+    await_connection,
 )
 from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener, log_levels
 from connect_grpc.runtime.placement import driver_placement, executor_placement
@@ -149,22 +148,7 @@ class JvmTaskHost:
         try:
             launched = self._launch(address, token)
             self._launched = launched
-            deadline = time.monotonic() + CONNECT_TIMEOUT_S
-            while not connected.done():
-                if self._interrupted.is_set():
-                    raise HostLostError("the task is stopping: its host was not waited for")
-                if not launched.alive():
-                    why = launched.failure() or "its Spark job ended"
-                    raise HostLostError(
-                        f"the JVM host of the task ended before it connected: {why}"
-                    )
-                if time.monotonic() > deadline:
-                    raise HostLostError(
-                        f"no JVM host of the task connected within {CONNECT_TIMEOUT_S:.0f} s"
-                    )
-                # back as soon as it connected (a sleep would add half a poll to each start)
-                wait([connected], timeout=POLL_S)
-            conn = connected.result()
+            conn = await_connection(launched, connected, self._interrupted.is_set)
         except BaseException:
             self._listener.forget(token)
             self.close()

@@ -1,9 +1,10 @@
 """Where a Java task's JVM host runs, the driver's side: launched as a Spark job of one task
 in an executor's JVM (``launch_spark_host``: ``TaskHostFunction``, in the task's hosting job
 group, cancelled by a tag of its own), or in a thread of the driver's JVM
-(``launch_driver_host``); an executor's host parked between two tasks (``ParkedJvmHost``);
-and the driver JVM's Kafka worker, built ahead of the first Java task
-(``warm_driver_worker``) and stopped with the worker (``shut_down_driver_worker``).
+(``launch_driver_host``); an executor's host parked between two tasks (``ParkedJvmHost``),
+and the one launched and parked as the worker starts, ahead of its first Java task
+(``launch_host_ahead``); and the driver JVM's Kafka worker, built ahead of the first Java
+task (``warm_driver_worker``) and stopped with the worker (``shut_down_driver_worker``).
 """
 
 from __future__ import annotations
@@ -11,15 +12,16 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import CancelledError, Future, wait
 from typing import Any, Protocol
 
 import structlog
 
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.kernel.errors import ConnectError
-from connect_grpc.runtime.hosting.jobs import JOB_END_WAIT_S, JVM_HOST, HostLostError
-from connect_grpc.runtime.hosting.jvm_wire import JvmConnection
+from connect_grpc.runtime.hosting.jobs import JOB_END_WAIT_S, JVM_HOST, HostLostError, WarmHosts
+from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener
 from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
 
 log = structlog.get_logger(__name__)
@@ -32,6 +34,10 @@ POLL_S = 0.1
 FUNCTION_CLASS = "io.connectgrpc.jvm.host.TaskHostFunction"
 HOSTING_CLASS = "io.connectgrpc.jvm.host.TaskHosting"
 WORKER_CLASS = "io.connectgrpc.jvm.host.KafkaTaskWorker"
+#: The job group and scheduler pool of the JVM host launched ahead of any Java task (a task's
+#: host is in its task's group and its connector's pool).
+AHEAD_GROUP = "connect-host:ahead"
+AHEAD_POOL = "default"
 
 
 def jvm_class(jvm: Any, path: str) -> Any:
@@ -142,20 +148,23 @@ _JOB_SERIALS = itertools.count(1)
 
 
 def launch_spark_host(
-    spark: SparkRuntime, task: TaskId, address: tuple[str, int], token: str
+    spark: SparkRuntime, task: TaskId | None, address: tuple[str, int], token: str
 ) -> SparkJobHost:
     """Launches a Spark job whose one task hosts ``task`` in an executor's JVM. The job is in
-    the task's hosting job group (``host_job_tag``) and the connector's scheduler pool, and
-    is cancelled by its own tag."""
+    the task's hosting job group (``host_job_tag``) and the connector's scheduler pool (with
+    no task, a host launched ahead: AHEAD_GROUP and AHEAD_POOL), and is cancelled by its own
+    tag."""
     tag = f"connect-host-job:jvm-{next(_JOB_SERIALS)}"
     launched: list[Any] = []
     failed: list[BaseException] = []
+    if task is None:
+        group, pool = AHEAD_GROUP, AHEAD_POOL
+    else:
+        group, pool = host_job_tag(task.connector, task.task), task.connector
 
     def submit() -> None:
         try:
-            spark.bind_thread_tag(
-                tag, task.connector, group=host_job_tag(task.connector, task.task), only=True
-            )
+            spark.bind_thread_tag(tag, pool, group=group, only=True)
             context = spark.context
             function = jvm_class(context._jvm, FUNCTION_CLASS)
             launched.append(function.launch(context._jsc, address[0], address[1], token))
@@ -163,7 +172,7 @@ def launch_spark_host(
             failed.append(exc)
 
     # job tags are the submitting thread's: a pinned thread of its own, which then ends
-    thread = spark.new_thread(submit, f"connect-jvm-host-{task}")
+    thread = spark.new_thread(submit, f"connect-jvm-host-{task or 'ahead'}")
     thread.start()
     thread.join(CONNECT_TIMEOUT_S)
     if not launched:
@@ -171,6 +180,65 @@ def launch_spark_host(
         why = f"{failed[0]!r}" if failed else "the launch did not return"
         raise HostLostError(f"the Spark job to host the task could not be launched: {why}")
     return SparkJobHost(spark, launched[0], tag)
+
+
+def await_connection(
+    launched: LaunchedHost,
+    connected: Future[JvmConnection],
+    stopping: Callable[[], bool],
+    timeout: float = CONNECT_TIMEOUT_S,
+) -> JvmConnection:
+    """The connection of a host just launched, once it said hello. HostLostError if its job
+    ended first, ``stopping()`` became true, or it did not connect within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not connected.done():
+        if stopping():
+            raise HostLostError("the task is stopping: its host was not waited for")
+        if not launched.alive():
+            why = launched.failure() or "its Spark job ended"
+            raise HostLostError(f"the JVM host of the task ended before it connected: {why}")
+        if time.monotonic() > deadline:
+            raise HostLostError(f"no JVM host of the task connected within {timeout:.0f} s")
+        # back as soon as it connected (a sleep would add half a poll to each start)
+        wait([connected], timeout=POLL_S)
+    try:
+        return connected.result()
+    except CancelledError:  # the listener closed: the worker is stopping
+        raise HostLostError("the worker is stopping: no new JVM host") from None
+
+
+def launch_host_ahead(
+    spark: SparkRuntime,
+    listener: JvmHostListener,
+    parked: WarmHosts,
+    stopping: Callable[[], bool],
+) -> bool:
+    """Launches an executor's JVM host before any Java task needs one and parks it
+    (``WarmHosts.park_ahead``), so that the worker's first Java task adopts it rather than
+    wait for a Spark job to run and connect. Returns whether a host was parked; a host that
+    could not be launched is logged, and the first Java task launches its own. Blocks until
+    the host connected (run it on a thread of its own)."""
+    try:
+        address = listener.address()
+    except HostLostError:
+        return False
+    token, connected = listener.expect()
+    launched: SparkJobHost | None = None
+    try:
+        launched = launch_spark_host(spark, None, address, token)
+        conn = await_connection(launched, connected, stopping)
+    except Exception as exc:
+        listener.forget(token)
+        if launched is not None:
+            launched.end()
+        log.info("jvm_host_not_launched_ahead", reason=str(exc).partition("\n")[0])
+        return False
+    conn.start("jvm-host-reader-ahead", _no_checks)
+    return parked.park_ahead(ParkedJvmHost(conn, launched))
+
+
+def _no_checks(check: int) -> str:
+    return f"no task runs in this host yet (asked for check {check})"
 
 
 def launch_driver_host(

@@ -16,6 +16,8 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
+import com.google.protobuf.InvalidProtocolBufferException;
+
 import io.connectgrpc.jvm.host.proto.CheckRequest;
 import io.connectgrpc.jvm.host.proto.DriverMessage;
 import io.connectgrpc.jvm.host.proto.Hello;
@@ -156,6 +158,12 @@ final class TaskSession {
 
     private void read() {
         try {
+            primeParsing();
+        } catch (RuntimeException | LinkageError e) {
+            // only the first message's parse is slower: the session reads on
+            log.debug("Could not parse a sample StartTask ahead of the driver's first message", e);
+        }
+        try {
             DriverMessage message;
             while ((message = link.receive()) != null) {
                 inbox.add(message);
@@ -164,6 +172,28 @@ final class TaskSession {
             log.debug("The connection to the driver broke", e);
         }
         inbox.add(CLOSED);
+    }
+
+    /**
+     * Parses a StartTask with each of its maps once, on the reading thread, before the
+     * driver's first message: a JVM's first parse of one builds the protocol's descriptors and
+     * protobuf's own (the maps' entries need them), hundreds of milliseconds of a cold JVM's
+     * CPU that the first task's start would otherwise wait for. A host launched ahead of its
+     * first task pays it while parked; another pays it as before, since the reading thread
+     * reads the driver's first message only after it. Returns the parsed copy.
+     */
+    static DriverMessage primeParsing() {
+        DriverMessage sample = DriverMessage.newBuilder().setStartTask(StartTask.newBuilder()
+                .putWorkerProperties("k", "v")
+                .putPluginScanProperties("k", "v")
+                .putConnectorConfig("k", "v")
+                .putTaskConfig("k", "v"))
+                .build();
+        try {
+            return DriverMessage.parseFrom(sample.toByteArray());
+        } catch (InvalidProtocolBufferException e) {
+            throw new IllegalStateException("a message just built parses", e);
+        }
     }
 
     /**

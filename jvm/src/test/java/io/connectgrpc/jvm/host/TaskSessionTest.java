@@ -109,6 +109,16 @@ class TaskSessionTest {
     }
 
     @Test
+    void theReadingThreadParsesAStartTaskWithEachMapBeforeTheDriversFirstMessage() {
+        // what a host launched ahead of its first task builds while parked: every map's entry
+        DriverMessage parsed = TaskSession.primeParsing();
+        assertEquals(Map.of("k", "v"), parsed.getStartTask().getWorkerPropertiesMap());
+        assertEquals(Map.of("k", "v"), parsed.getStartTask().getPluginScanPropertiesMap());
+        assertEquals(Map.of("k", "v"), parsed.getStartTask().getConnectorConfigMap());
+        assertEquals(Map.of("k", "v"), parsed.getStartTask().getTaskConfigMap());
+    }
+
+    @Test
     @Timeout(60)
     void startsPausesResumesAndStopsATaskWithKafkasWorker() throws Exception {
         try (TestDriver driver = TestDriver.start()) {
