@@ -96,6 +96,17 @@ SHARED_JAVA_EOS_WORKER_MODULES = (
     "tests/integration/test_mirror_maker.py",
 )
 
+#: The modules that use the session's shared worker with Kafka Connect's Java plugins and the
+#: plugins those modules compile (``tests/integration/java_worker.py``): on one xdist worker,
+#: one after the other, so that it starts once.
+SHARED_JAVA_WORKER_MODULES = (
+    "tests/integration/test_java_auto_restart.py",
+    "tests/integration/test_java_connectors.py",
+    "tests/integration/test_java_plugin_bad_inputs.py",
+    "tests/integration/test_java_task_reports.py",
+    "tests/integration/test_java_tasks_grpc.py",
+)
+
 
 def _scopes() -> dict[str, str]:
     """Each module of a group, or of the shared workers, to the name of the xdist scope it
@@ -104,6 +115,7 @@ def _scopes() -> dict[str, str]:
     groups.append(set(SHARED_WORKER_MODULES))
     groups.append(set(SHARED_TLS_WORKER_MODULES))
     groups.append(set(SHARED_JAVA_EOS_WORKER_MODULES))
+    groups.append(set(SHARED_JAVA_WORKER_MODULES))
     merged: list[set[str]] = []
     for group in groups:
         overlapping = [other for other in merged if other & group]

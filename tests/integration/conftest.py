@@ -18,6 +18,8 @@
   ``SHARED_TLS_WORKER_MODULES``.
 - ``java_eos_worker``: the distributed worker of :mod:`java_eos_worker` (Java plugins,
   exactly-once source support), shared in the same way by ``SHARED_JAVA_EOS_WORKER_MODULES``.
+- ``shared_java_worker``: the distributed worker of :mod:`java_worker` (Java plugins, those
+  the Java modules compile), shared in the same way by ``SHARED_JAVA_WORKER_MODULES``.
 - ``postgres``: a private PostgreSQL server (``wal_level=logical``, TCP clients need
   :data:`POSTGRES_PASSWORD`), started once per pytest process by its first user;
   ``postgres_database``: a fresh database on it per test, dropped with its replication slots.
@@ -50,11 +52,13 @@ from tests.conftest import (
     EXTERNAL_BROKER_ENV,
     SHARED_BROKER_ENV,
     SHARED_JAVA_EOS_WORKER_MODULES,
+    SHARED_JAVA_WORKER_MODULES,
     SHARED_TLS_WORKER_MODULES,
     SHARED_WORKER_MODULES,
     START_LOCK_ENV,
 )
 from tests.integration import java_eos_worker as java_eos
+from tests.integration import java_worker as java_shared
 from tests.integration import tls_workers, warm_ups
 from tests.integration.helpers import CLUSTER_SIZE, delete_every_connector
 
@@ -287,6 +291,29 @@ def java_eos_worker(
         yield process
 
 
+@pytest.fixture(scope="session")
+def _shared_java_worker(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedWorkers]:
+    shared = SharedWorkers(
+        lambda: [java_shared.make_worker(tmp_path_factory.mktemp("java-shared"), kafka_bootstrap)]
+    )
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_java_worker(
+    _shared_java_worker: SharedWorkers, request: pytest.FixtureRequest
+) -> Iterator[WorkerProcess]:
+    """The session's worker of :mod:`java_worker`, started by the first module that asks for
+    it; every connector a module leaves on it is deleted when the module ends."""
+    with _lent(_shared_java_worker, request, _uses_java_worker) as [process]:
+        yield process
+
+
 @contextlib.contextmanager
 def _lent(
     shared: SharedWorkers, request: pytest.FixtureRequest, uses: Callable[[pytest.Item], bool]
@@ -339,6 +366,11 @@ def _uses_java_eos_worker(item: pytest.Item) -> bool:
     return _module_name(Path(str(item.path))) in SHARED_JAVA_EOS_WORKER_MODULES
 
 
+def _uses_java_worker(item: pytest.Item) -> bool:
+    """Whether the test is in a module that shares the worker of :mod:`java_worker`."""
+    return _module_name(Path(str(item.path))) in SHARED_JAVA_WORKER_MODULES
+
+
 def _module_name(path: Path) -> str:
     return path.relative_to(HERE.parent.parent).as_posix()
 
@@ -362,9 +394,9 @@ def _is_integration(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Runs the integration modules that share the cluster, then those that share the
-    standalone worker, then those that share the Java exactly-once worker, each group one
-    after the other (modules otherwise in their order, tests in theirs), so the shared
-    workers start once and stop when their last user ends."""
+    standalone worker, then those that share the Java exactly-once worker, then those that
+    share the Java worker, each group one after the other (modules otherwise in their order,
+    tests in theirs), so the shared workers start once and stop when their last user ends."""
     integration = [i for i, item in enumerate(items) if _is_integration(item)]
     if not integration:
         return
@@ -377,7 +409,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             return 0
         if any(_uses_worker(t) for t in tests):
             return 1
-        return 2 if any(_uses_java_eos_worker(t) for t in tests) else 3
+        if any(_uses_java_eos_worker(t) for t in tests):
+            return 2
+        return 3 if any(_uses_java_worker(t) for t in tests) else 4
 
     _check_shared_worker_modules(modules, group)
 
@@ -413,6 +447,13 @@ def _check_shared_worker_modules(
             raise pytest.UsageError(
                 f"{name} is not in tests/conftest.py's SHARED_JAVA_EOS_WORKER_MODULES but uses "
                 "the shared Java exactly-once worker: add it to the list"
+            )
+        if any("_shared_java_worker" in getattr(t, "fixturenames", ()) for t in tests) and (
+            name not in SHARED_JAVA_WORKER_MODULES
+        ):
+            raise pytest.UsageError(
+                f"{name} is not in tests/conftest.py's SHARED_JAVA_WORKER_MODULES but uses "
+                "the shared Java worker: add it to the list"
             )
 
 

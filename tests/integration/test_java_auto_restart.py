@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from connect_grpc.java.plugin_jars import ensure_plugins
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
-from tests.integration.conftest import one_start_at_a_time
 from tests.integration.helpers import FAILED, RUNNING, states
 from tests.integration.java_builds import SOURCE_CONNECTOR, build_plugin
 
@@ -112,26 +109,17 @@ public class FlakyTask extends SourceTask {
 }
 
 
-@pytest.fixture(scope="module")
-def process(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WorkerProcess]:
-    work = tmp_path_factory.mktemp("java-auto-restart")
-    plugins = work / "plugins"
+def build_plugins(work: Path, plugins: Path) -> None:
+    """Compiles ``FLAKY_SOURCES`` under ``work`` into the plugin directory ``plugins/flaky``
+    (of :mod:`java_worker`'s worker)."""
     build_plugin(work / "flaky-build", plugins / "flaky", FLAKY_SOURCES,
                  {SOURCE_CONNECTOR: [FLAKY_SOURCE]})
-    properties = {
-        **cluster_properties(f"java-auto-restart-{uuid.uuid4().hex[:8]}"),
-        "plugin.path": f"{ensure_plugins()},{plugins}",
-        "plugin.discovery": "service_load",
-    }
-    worker = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
-    with one_start_at_a_time():
-        worker.start()
-    try:
-        yield worker
-    finally:
-        worker.stop()
+
+
+@pytest.fixture(scope="module")
+def process(shared_java_worker: WorkerProcess) -> WorkerProcess:
+    """The session's worker of :mod:`java_worker` (this module's plugin is among its own)."""
+    return shared_java_worker
 
 
 class _HealthSampler:

@@ -8,7 +8,8 @@ Kafka's FileStream connector cannot show: a connector that fails in ``start``, o
 its offsets through its context's ``offsetStorageReader()``, raises an error and asks for a
 reconfiguration from a thread of its own, and one that generates more task configs than
 ``tasks.max`` (KIP-1004). Java tasks run in JVM hosts (their own tests are
-``test_java_tasks``): here only the FileStream source's lines are checked to reach Kafka."""
+``test_java_tasks``): here only the FileStream source's lines are checked to reach Kafka.
+The worker is the one the Java modules share (:mod:`java_worker`), with their plugins too."""
 
 from __future__ import annotations
 
@@ -38,7 +39,6 @@ from connect_grpc.kernel.errors import (
 from connect_grpc.pipeline.preview_model import SampleRecord
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import read_all
-from tests.integration.java_builds import java_worker, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -141,9 +141,10 @@ public class WatchingTask extends SourceTask {
 }
 
 
-def _build_tiny_plugin(work: Path) -> Path:
-    """Compiles ``TINY_SOURCES`` against Kafka's Connect API and lays them out as a plugin
-    directory (a jar with its ServiceLoader manifest) in a directory of plugins."""
+def build_plugins(work: Path, plugins: Path) -> None:
+    """Compiles ``TINY_SOURCES`` against Kafka's Connect API under ``work`` and lays them out
+    as a plugin directory (a jar with its ServiceLoader manifest) in the directory of plugins
+    ``plugins`` (of :mod:`java_worker`'s worker)."""
     sources, classes = work / "src", work / "classes"
     for name, text in TINY_SOURCES.items():
         (sources / name).parent.mkdir(parents=True, exist_ok=True)
@@ -161,21 +162,15 @@ def _build_tiny_plugin(work: Path) -> Path:
     (services / "org.apache.kafka.connect.source.SourceConnector").write_text(
         "tinyit.FailingSource\ntinyit.WatchingSource\n", encoding="utf-8"
     )
-    plugins = work / "plugins"
     (plugins / "tiny-it").mkdir(parents=True)
     subprocess.run(["jar", "cf", str(plugins / "tiny-it" / "tiny-it.jar"), "-C", str(classes), "."],
                    check=True, capture_output=True, timeout=120)
-    return plugins
 
 
 @pytest.fixture(scope="module")
-def process(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WorkerProcess]:
-    work = tmp_path_factory.mktemp("java-connectors")
-    tiny = _build_tiny_plugin(work / "tiny")
-    with running(java_worker(work, kafka_bootstrap, "java-connectors", [tiny])) as process:
-        yield process
+def process(shared_java_worker: WorkerProcess) -> WorkerProcess:
+    """The session's worker of :mod:`java_worker` (this module's plugin is among its own)."""
+    return shared_java_worker
 
 
 @pytest.fixture(scope="module")

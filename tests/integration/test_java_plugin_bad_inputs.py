@@ -36,9 +36,7 @@ from tests.integration.java_builds import (
     SINK_CONNECTOR,
     SOURCE_CONNECTOR,
     build_plugin,
-    java_worker,
     maven_jar,
-    running,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -49,8 +47,6 @@ STATE_TIMEOUT_S = 120
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 LANG_VERSIONS = {"isoold": "3.8.1", "isonew": "3.12.0"}
-#: The worker's task.shutdown.graceful.timeout.ms.
-GRACEFUL_MS = 2000
 
 _HEADER = """
 package {package};
@@ -217,8 +213,9 @@ public class TroubleSinkTask extends SinkTask {
 }
 
 
-def _build_plugins(work: Path) -> Path:
-    plugins = work / "plugins"
+def build_plugins(work: Path, plugins: Path) -> None:
+    """Builds this module's plugins under ``work`` into the directory of plugins ``plugins``
+    (of :mod:`java_worker`'s worker), the library and the whole jar they leave out beside."""
     build_plugin(work / "trouble-build", plugins / "trouble", TROUBLE_SOURCES, {
         SOURCE_CONNECTOR: ["failit.TroubleSource"], SINK_CONNECTOR: ["failit.TroubleSink"]})
     # a library the needs-helper plugin is compiled against and then not given
@@ -245,19 +242,13 @@ def _build_plugins(work: Path) -> Path:
             f"{package}/LangSource.java": _LANG_CONNECTOR.format(package=package),
             f"{package}/LangTask.java": _LANG_TASK.format(package=package),
         }, {SOURCE_CONNECTOR: [f"{package}.LangSource"]}, [lang])
-    return plugins
 
 
 @pytest.fixture(scope="module")
-def process(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WorkerProcess]:
-    work = tmp_path_factory.mktemp("java-bad-plugins")
-    plugins = _build_plugins(work)
-    process = java_worker(work, kafka_bootstrap, "java-bad-plugins", [plugins],
-                          {"task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS)})
-    with running(process):
-        yield process
+def process(shared_java_worker: WorkerProcess) -> WorkerProcess:
+    """The session's worker of :mod:`java_worker` (this module's plugins are among its own,
+    its task.shutdown.graceful.timeout.ms is :data:`java_worker.GRACEFUL_MS`)."""
+    return shared_java_worker
 
 
 @pytest.fixture(scope="module")

@@ -17,20 +17,17 @@ from pathlib import Path
 import pytest
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.java.plugin_jars import ensure_plugins
-from connect_grpc.kafka.ports import free_port
 from connect_grpc.kernel.domain import State
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
-from tests.integration.conftest import one_start_at_a_time
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import create_topic
 from tests.integration.java_builds import SOURCE_CONNECTOR, build_plugin
+from tests.integration.java_worker import metrics_port
 from tests.integration.test_metrics import scrape, task_labels
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
-STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 CALL_TIMEOUT_S = 240
 STATE_TIMEOUT_S = 120
 
@@ -172,39 +169,24 @@ class ReportingWorker:
     metrics_port: int
 
 
-@pytest.fixture(scope="module")
-def worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ReportingWorker]:
-    work = tmp_path_factory.mktemp("java-task-reports")
-    port = free_port()
-    properties = {
-        **cluster_properties(f"java-task-reports-{uuid.uuid4().hex[:8]}"),
-        "plugin.path": str(ensure_plugins()),
-        "plugin.discovery": "service_load",
-        "key.converter": STRING_CONVERTER,
-        "value.converter": STRING_CONVERTER,
-        # Kafka's worker commits offsets every offset.flush.interval.ms (60 s by default)
-        "offset.flush.interval.ms": "1000",
-        "metrics.listener": f"http://127.0.0.1:{port}",
-    }
+def build_plugins(work: Path, plugins: Path) -> None:
+    """Compiles this module's plugins under ``work`` into the directory of plugins ``plugins``
+    (of :mod:`java_worker`'s worker)."""
     # a Java transformation of our own that registers a metric (KIP-877), beside connect-file
-    plugins = work / "plugins"
     build_plugin(work / "build", plugins / "counting-transform", {COUNTING_PATH: COUNTING_SOURCE},
                  {TRANSFORMATION: [COUNTING_CLASS]})
     # and a Java connector of our own that registers one through its context
     build_plugin(work / "build-connector", plugins / "monitored-source",
                  {MONITORED_PATH: MONITORED_SOURCE}, {SOURCE_CONNECTOR: [MONITORED_CLASS]})
-    properties["plugin.path"] = f"{ensure_plugins()},{plugins}"
-    process = WorkerProcess(work / "worker", kafka_bootstrap, properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
-    try:
-        with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
-                           retry_unavailable=True) as client:
-            yield ReportingWorker(client, port)
-    finally:
-        process.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(shared_java_worker: WorkerProcess) -> Iterator[ReportingWorker]:
+    """The session's worker of :mod:`java_worker`: String converters, offsets committed
+    every second (offset.flush.interval.ms, 60 s by default) and a metrics endpoint."""
+    with ConnectClient(shared_java_worker.address, timeout=CALL_TIMEOUT_S,
+                       retry_unavailable=True) as client:
+        yield ReportingWorker(client, metrics_port(shared_java_worker))
 
 
 def _running(client: ConnectClient, name: str) -> None:

@@ -5,9 +5,9 @@ another file, the tasks' statuses with their placement and version, Kafka's offs
 with GetOffsets, a failing task's Java root cause in its status, Kafka's worker built as
 the worker starts, not by its first Java task, and the Java plugins' log lines and loggers
 over gRPC (the in-process side of the logs is ``test_java_logs``'s; the test is here to run on
-this module's worker rather than start one of its own). (Pause, resume, a
-cancelled host and the stop time-out are ``test_java_tasks``'s, which drives the worker in
-process.)"""
+the worker the Java modules share, :mod:`java_worker`, rather than start one of its own).
+(Pause, resume, a cancelled host and the stop time-out are ``test_java_tasks``'s, which
+drives the worker in process.)"""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from connect_grpc.java.plugin_jars import CONNECT_FILE
 from connect_grpc.kernel.domain import PlacementKind, State, TaskStatus
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import create_topic
-from tests.integration.java_builds import java_worker, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -39,20 +38,10 @@ STATE_TIMEOUT_S = 120
 
 
 @pytest.fixture(scope="module")
-def worker_process(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WorkerProcess]:
-    properties = {
-        "key.converter": STRING_CONVERTER,
-        "value.converter": STRING_CONVERTER,
-        # Kafka's worker commits a sink's offsets every offset.flush.interval.ms (60 s by
-        # default)
-        "offset.flush.interval.ms": "1000",
-    }
-    process = java_worker(tmp_path_factory.mktemp("java-tasks-grpc"), kafka_bootstrap,
-                          "java-tasks-grpc", properties=properties)
-    with running(process):
-        yield process
+def worker_process(shared_java_worker: WorkerProcess) -> WorkerProcess:
+    """The session's worker of :mod:`java_worker`: String converters, and Kafka's worker
+    commits a sink's offsets every second (offset.flush.interval.ms, 60 s by default)."""
+    return shared_java_worker
 
 
 @pytest.fixture(scope="module")
