@@ -37,6 +37,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
+from tests.integration.committed_reads import committed_values, has_committed, settled_values
 from tests.integration.helpers import (
     RUNNING,
     STOPPED,
@@ -46,7 +47,6 @@ from tests.integration.helpers import (
     field_violations,
     host_pid,
     read_all,
-    read_committed,
     wait_for_states,
 )
 from tests.integration.test_distributed import SESSION_TIMEOUT_MS, Cluster
@@ -83,8 +83,9 @@ def _sequence(topic: str, count: int, tasks: int, rate: float) -> dict[str, str]
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[int]:
-    """Partition 0's committed values, as integers (see ``helpers.read_committed``)."""
-    return [int(value) for value in read_committed(bootstrap, topic)]
+    """Partition 0's committed values, as integers (``helpers.read_committed``, read in
+    batches: the tests poll topics of up to 600 000 records)."""
+    return [int(value) for value in committed_values(bootstrap, topic)]
 
 
 def _written(bootstrap: str, topic: str) -> int:
@@ -144,7 +145,7 @@ def test_kill_9_of_workers_and_the_leader_writes_every_value_exactly_once(
 
 def _wait_for_more_values(bootstrap: str, topic: str, more: int) -> None:
     written = len(_read_committed(bootstrap, topic))
-    wait_until(lambda: len(_read_committed(bootstrap, topic)) >= written + more, timeout=90)
+    wait_until(lambda: has_committed(bootstrap, topic, written + more), timeout=90)
 
 
 def _open_records(admin: AdminClient, topic: str) -> int:
@@ -232,7 +233,7 @@ def test_a_task_whose_spark_task_dies_mid_transaction_is_retried_without_a_dupli
     os.kill(host, signal.SIGKILL)
 
     try:
-        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= count, timeout=180)
+        wait_until(lambda: has_committed(kafka_bootstrap, topic, count), timeout=180)
     except TimeoutError:
         raise AssertionError(f"the sequence did not complete:\n{_logs(cluster)}") from None
     values = _read_committed(kafka_bootstrap, topic)
@@ -330,16 +331,9 @@ def _last_status(bootstrap: str, topic: str, partitions: int, key: str) -> bytes
 
 
 def _settled_values(bootstrap: str, topic: str) -> list[int]:
-    """The committed values once they stopped changing for a second."""
-    seen = [_read_committed(bootstrap, topic)]
-
-    def unchanged() -> bool:
-        time.sleep(1.0)
-        seen.append(_read_committed(bootstrap, topic))
-        return seen[-1] == seen[-2]
-
-    wait_until(unchanged, timeout=60)
-    return seen[-1]
+    """The committed values once they stopped changing for a second (watched through the
+    last stable offset, see ``committed_reads.settled_values``)."""
+    return settled_values(bootstrap, topic)
 
 
 def _claim(bootstrap: str, transactional_id: str, topic: str, value: bytes) -> Producer:

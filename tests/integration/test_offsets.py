@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -278,9 +279,16 @@ def file_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
-def settle() -> None:
-    """A short grace period in which nothing more must arrive."""
-    time.sleep(3)
+def wait_for_committed(
+    stub: pb_grpc.ConnectServiceStub, name: str, expected: Sequence[tuple[Fields, Fields]]
+) -> None:
+    """Waits until the connector's committed offsets are ``expected``: those of its last
+    record. This is how a test knows that nothing more will arrive (rather than a grace
+    period): a source task commits a batch's offsets only once its records were produced,
+    and a sink task commits only what it put and flushed, so once the offsets name the
+    last record (the source's last entry or end of file, the end of the sink's topic),
+    every record the task moved, a duplicate included, is already in the topic or file."""
+    wait_until(lambda: offsets(stub, name) == canonical(expected), timeout=60)
 
 
 # ---- fixtures -----------------------------------------------------------------------------
@@ -324,14 +332,53 @@ def new_name() -> str:
 # (first in the module: their workers run before the module worker starts)
 
 
-@pytest.fixture
-def fresh_bootstrap(tmp_path: Path) -> Iterator[str]:
-    """A broker of its own, on which no consumer group was ever used (no __consumer_offsets
-    yet): the first group operations meet a coordinator that is not ready."""
+#: The tests below that each need a broker of their own (``fresh_bootstrap``).
+FRESH_BROKERS = 2
+
+
+@pytest.fixture(scope="module")
+def fresh_brokers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[], LocalKafka]]:
+    """The brokers of the tests that need one no consumer group was ever used on, all
+    started at once when the first is asked for, so that the next one's start overlaps the
+    test before it rather than following it. Each is handed out once (the callable this
+    yields, for ``fresh_bootstrap``).
+
+    The starting threads live until the brokers are stopped: a broker started with
+    ``die_with_parent`` gets SIGTERM when the thread that spawned it ends."""
     if os.environ.get(BOOTSTRAP_ENV):
         pytest.skip(f"{BOOTSTRAP_ENV} is set: the session uses an external broker")
-    broker = LocalKafka(tmp_path / "fresh-kafka", die_with_parent=True)
-    broker.start(timeout=90)
+    brokers = [
+        LocalKafka(tmp_path_factory.mktemp("fresh-kafka"), die_with_parent=True)
+        for _ in range(FRESH_BROKERS)
+    ]
+    pool = ThreadPoolExecutor(max_workers=FRESH_BROKERS, thread_name_prefix="fresh-kafka")
+    starts = [pool.submit(broker.start, 90) for broker in brokers]
+
+    unused = iter(range(FRESH_BROKERS))
+
+    def take() -> LocalKafka:
+        index = next(unused, None)
+        assert index is not None, f"more tests use fresh_bootstrap than {FRESH_BROKERS=}"
+        starts[index].result()
+        return brokers[index]
+
+    try:
+        yield take
+    finally:
+        for start in starts:
+            start.exception()  # wait for every start to end before stopping its broker
+        for broker in brokers:
+            broker.stop()
+        pool.shutdown()
+
+
+@pytest.fixture
+def fresh_bootstrap(fresh_brokers: Callable[[], LocalKafka]) -> Iterator[str]:
+    """A broker of its own, on which no consumer group was ever used (no __consumer_offsets
+    yet): the first group operations meet a coordinator that is not ready."""
+    broker = fresh_brokers()
     try:
         yield broker.bootstrap_servers
     finally:
@@ -650,10 +697,8 @@ def test_file_stream_source_validates_and_resumes_from_altered_position(
     assert offsets(stub, name) == canonical([(partition, {"position": 15})])
     stub.ResumeConnector(pb.ResumeConnectorRequest(name=name))
     wait_until(lambda: len(topic_values(kafka_bootstrap, topic)) >= 5, timeout=90)
-    settle()
+    wait_for_committed(stub, name, [(partition, {"position": 30})])  # the end of the file
     assert topic_values(kafka_bootstrap, topic) == [f"l{i}" for i in range(5, 10)]
-    wait_until(lambda: offsets(stub, name) == canonical([(partition, {"position": 30})]),
-               timeout=60)
 
 
 def test_sequence_source_continues_from_altered_offset_and_starts_over_after_reset(
@@ -667,10 +712,8 @@ def test_sequence_source_continues_from_altered_offset_and_starts_over_after_res
     stub.ResumeConnector(pb.ResumeConnectorRequest(name=name))
     wait_for_states(stub, name, RUNNING, [RUNNING])
     wait_until(lambda: len(topic_values(kafka_bootstrap, topic)) >= 5, timeout=90)
-    settle()
+    wait_for_committed(stub, name, [({"task": 0}, {"seq": 9})])  # the sequence's last entry
     assert topic_values(kafka_bootstrap, topic) == ["5", "6", "7", "8", "9"]
-    wait_until(lambda: offsets(stub, name) == canonical([({"task": 0}, {"seq": 9})]),
-               timeout=60)
 
     stub.StopConnector(pb.StopConnectorRequest(name=name))
     wait_for_states(stub, name, STOPPED, [])
@@ -678,7 +721,7 @@ def test_sequence_source_continues_from_altered_offset_and_starts_over_after_res
     assert raw_offsets(stub, name) == []
     stub.ResumeConnector(pb.ResumeConnectorRequest(name=name))
     wait_until(lambda: len(topic_values(kafka_bootstrap, topic)) >= 15, timeout=90)
-    settle()
+    wait_for_committed(stub, name, [({"task": 0}, {"seq": 9})])  # again: the reset emptied them
     assert topic_values(kafka_bootstrap, topic) == [str(i) for i in [5, 6, 7, 8, 9, *range(10)]]
 
 
@@ -883,9 +926,8 @@ def test_file_sink_skips_to_altered_offset_and_reconsumes_after_reset(
     stub.ResumeConnector(pb.ResumeConnectorRequest(name=name))
     wait_for_states(stub, name, RUNNING, [RUNNING])
     wait_until(lambda: len(file_lines(out)) >= 5, timeout=90)
-    settle()
+    wait_for_committed(stub, name, [sink_entry(topic, 0, 10)])
     assert file_lines(out) == ["5", "6", "7", "8", "9"]
-    wait_until(lambda: offsets(stub, name) == canonical([sink_entry(topic, 0, 10)]), timeout=60)
 
     stub.StopConnector(pb.StopConnectorRequest(name=name))
     wait_for_states(stub, name, STOPPED, [])
@@ -893,7 +935,7 @@ def test_file_sink_skips_to_altered_offset_and_reconsumes_after_reset(
     assert raw_offsets(stub, name) == []
     stub.ResumeConnector(pb.ResumeConnectorRequest(name=name))
     wait_until(lambda: len(file_lines(out)) >= 15, timeout=90)
-    settle()
+    wait_for_committed(stub, name, [sink_entry(topic, 0, 10)])  # again: the reset emptied them
     assert file_lines(out) == [str(i) for i in [5, 6, 7, 8, 9, *range(10)]]
 
 
@@ -944,7 +986,7 @@ def test_create_running_source_starts_from_initial_offsets(
     assert response.offsets_message == applied("set")
     wait_for_states(stub, name, RUNNING, [RUNNING])
     wait_until(lambda: len(topic_values(kafka_bootstrap, topic)) >= 5, timeout=90)
-    settle()
+    wait_for_committed(stub, name, [({"task": 0}, {"seq": 9})])
     assert topic_values(kafka_bootstrap, topic) == ["5", "6", "7", "8", "9"]
 
 
@@ -976,7 +1018,7 @@ def test_create_running_sink_starts_from_initial_offsets(
     assert response.offsets_message == applied("set")
     wait_for_states(stub, name, RUNNING, [RUNNING])
     wait_until(lambda: len(file_lines(out)) >= 5, timeout=90)
-    settle()
+    wait_for_committed(stub, name, [sink_entry(topic, 0, 10)])
     assert file_lines(out) == ["5", "6", "7", "8", "9"]
 
 
