@@ -57,6 +57,8 @@ TRANSACTION_STEP_TIMEOUT_S = 30.0
 COMMIT_SLICE_S = 1.0
 #: An abort gets this long: it only tells the coordinator what it would decide anyway.
 ABORT_TIMEOUT_S = 5.0
+#: How long the client is polled, between two tries, while its queue is full.
+QUEUE_FULL_WAIT_S = 0.05
 
 
 def task_transactional_id(group_id: str, connector: str, task: int) -> str:
@@ -369,11 +371,16 @@ class TransactionalProducer:
         assert errors is not None
         topic = self._tx.offsets_topic
         for key, value in self._offsets.items():
-            try:
-                produce(topic, value, key, on_delivery=errors.on_delivery)
-            except KafkaException as exc:  # the cause of a fatal error comes from poll
-                cause = _fatal_error(cached, errors) or kafka_error_of(exc)
-                raise self._failed(cause, "write offsets") from exc
+            while True:
+                try:
+                    produce(topic, value, key, on_delivery=errors.on_delivery)
+                    break
+                except BufferError:  # the batch filled the client's queue: wait for room
+                    # (records leave it delivered or failed within message.timeout.ms)
+                    cached.producer.poll(QUEUE_FULL_WAIT_S)
+                except KafkaException as exc:  # the cause of a fatal error comes from poll
+                    cause = _fatal_error(cached, errors) or kafka_error_of(exc)
+                    raise self._failed(cause, "write offsets") from exc
 
     def _commit(
         self, cached: CachedProducer, stopping: Callable[[], bool], batch: object | None

@@ -120,3 +120,44 @@ def test_a_batch_the_pipeline_dropped_whole_still_commits_its_offsets(
     assert producer.write(polled, lambda: False, [None])
     calls = producer._cached.producer.calls  # type: ignore[union-attr]
     assert [c[1] for c in calls if c[0] == "produce"] == ["offsets"]
+
+
+class _FullQueueProducer(_FakeTransactionalProducer):
+    """A client whose queue is full when the offsets come (the batch filled it) until it
+    was polled twice: what a batch as large as ``queue.buffering.max.messages`` meets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full_for = 2
+
+    def produce(self, topic: str, value: object, key: object, *args: object, **kw: object) -> None:
+        if topic == _TX.offsets_topic and self.full_for:
+            self.calls.append(("queue full",))
+            raise BufferError("Local: Queue full")
+        super().produce(topic, value, key, *args, **kw)
+
+    def poll(self, timeout: float) -> int:
+        if self.calls[-1] == ("queue full",):  # a poll while the queue is full makes room
+            self.full_for -= 1
+        return 0
+
+
+class _FullQueueCached(_FakeCached):
+    def __init__(self, conf: object) -> None:
+        self.producer = _FullQueueProducer()
+        self.current = None
+
+
+def test_offsets_wait_for_room_in_a_queue_the_batch_filled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transactions, "CachedProducer", _FullQueueCached)
+    monkeypatch.setattr(transactions, "QUEUE_FULL_WAIT_S", 0.0)
+    producer = TransactionalProducer({"client.id": "unit"}, _TX)
+    batch = [SourceRecord({"p": 0}, {"o": n}, "t", f"v{n}") for n in range(2)]
+    assert producer.write(batch, lambda: False)
+    calls = producer._cached.producer.calls  # type: ignore[union-attr]
+    assert [c[0] if c[0] != "produce" else c[1] for c in calls] == [
+        "init", "begin", "t", "t", "queue full", "queue full", "offsets", "commit"
+    ]
+    assert producer.commits.succeeded and not producer.commits.failed
