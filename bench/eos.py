@@ -26,7 +26,12 @@ disabled. Workers are started before timing. In the same run, on fresh 1-partiti
   ResumeConnector until a ``read_committed`` consumer sees the first new record. R times.
 
 Throughput is reported as the median of R runs and as ratios: exactly-once / anchor (goal
->= 0.5, steady state) and exactly-once / at-least-once, steady and end to end. The
+>= 0.5, steady state) and exactly-once / at-least-once, steady and end to end. So is the
+CPU each took per 1M records, which a loaded machine disturbs less than a rate: the user +
+system CPU seconds of the worker's process tree (its Python process, Spark JVM and the
+task's Python worker) from the first committed offset seen to the last (steady state) and
+from CreateConnector, and for the anchor this process's own (its producer's threads
+included); the broker's is in neither. The
 Markdown goes to stdout; logs go to stderr.
 """
 
@@ -41,6 +46,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 from confluent_kafka import Consumer, Producer, TopicPartition
 from source_throughput import versions
 
@@ -66,7 +72,15 @@ def worker(root: Path, bootstrap: str, exactly_once: bool) -> WorkerProcess:
     return WorkerProcess(root / group, bootstrap, properties, mode="distributed")
 
 
-def anchor(bootstrap: str, records: int) -> float:
+@dataclass(frozen=True)
+class AnchorRun:
+    """The anchor's records/s, and the CPU seconds this process took per 1M records."""
+
+    rate: float
+    cpu_per_million: float
+
+
+def anchor(bootstrap: str, records: int) -> AnchorRun:
     topic, offsets = f"anchor-{uuid.uuid4().hex[:6]}", f"anchor-offsets-{uuid.uuid4().hex[:6]}"
     producer = Producer(
         {
@@ -77,7 +91,7 @@ def anchor(bootstrap: str, records: int) -> float:
         }
     )
     values = [str(i).encode() for i in range(records)]
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     producer.init_transactions(30)
     for first in range(0, records, ANCHOR_BATCH):
         producer.begin_transaction()
@@ -87,7 +101,8 @@ def anchor(bootstrap: str, records: int) -> float:
         produce(producer, offsets, b'{"seq":%d}' % (first + len(batch) - 1), b"k")
         producer.commit_transaction(60)
     elapsed = time.monotonic() - started
-    return records / elapsed
+    cpu = time.process_time() - cpu_started
+    return AnchorRun(records / elapsed, cpu * 1_000_000 / records)
 
 
 def produce(producer: Producer, topic: str, value: bytes, key: bytes) -> None:
@@ -107,6 +122,29 @@ class ConnectorRun:
 
     end_to_end: float
     steady: float
+    #: CPU seconds of the worker's process tree per 1M records, steady state and from
+    #: CreateConnector (start-up included).
+    cpu_steady_per_million: float = 0.0
+    cpu_per_million: float = 0.0
+
+
+def tree_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants (0 if gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def connector_rate(via: WorkerProcess, records: int, exactly_once: bool) -> ConnectorRun:
@@ -117,27 +155,31 @@ def connector_rate(via: WorkerProcess, records: int, exactly_once: bool) -> Conn
         "tasks.max": "1",
         "sequence.count": str(records),
     }
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), tree_cpu_seconds(via.pid)
     via.stub.CreateConnector(pb.CreateConnectorRequest(name=name, config=config), timeout=60)
-    first_seen: list[tuple[float, int]] = []
+    first_seen: list[tuple[float, int, float]] = []
 
     def done() -> bool:
         index = last_index(via, name)
         if index is not None and not first_seen:
-            first_seen.append((time.monotonic(), index))
+            first_seen.append((time.monotonic(), index, tree_cpu_seconds(via.pid)))
         return index == records - 1
 
     wait_until(done, RUN_TIMEOUT_S, POLL_INTERVAL_S)
-    ended = time.monotonic()
+    ended, cpu_ended = time.monotonic(), tree_cpu_seconds(via.pid)
     via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
-    seen_at, seen_index = first_seen[0]
+    seen_at, seen_index, cpu_seen = first_seen[0]
+    steady_records = max(records - 1 - seen_index, 1)
     run = ConnectorRun(
         end_to_end=records / (ended - started),
-        steady=(records - 1 - seen_index) / max(ended - seen_at, 1e-9),
+        steady=steady_records / max(ended - seen_at, 1e-9),
+        cpu_steady_per_million=(cpu_ended - cpu_seen) * 1_000_000 / steady_records,
+        cpu_per_million=(cpu_ended - cpu_started) * 1_000_000 / records,
     )
     sys.stderr.write(
         f"{'exactly' if exactly_once else 'at-least'}-once: {run.end_to_end:,.0f} rec/s "
-        f"end to end, {run.steady:,.0f} rec/s steady\n"
+        f"end to end, {run.steady:,.0f} rec/s steady; CPU s per 1M records "
+        f"{run.cpu_steady_per_million:.2f} steady, {run.cpu_per_million:.2f} end to end\n"
     )
     return run
 
@@ -211,7 +253,7 @@ def drain(consumer: Consumer) -> None:
 def report(
     records: int,
     repeats: int,
-    anchors: list[float],
+    anchor_runs: list[AnchorRun],
     eos_runs: list[ConnectorRun],
     alo_runs: list[ConnectorRun],
     latencies: list[float],
@@ -224,6 +266,7 @@ def report(
         runs = ", ".join(f"{r:,.0f}" for r in rates)
         return f"| {label} | {statistics.median(rates):,.0f} | {runs} |"
 
+    anchors = [r.rate for r in anchor_runs]
     eos_steady, alo_steady = [r.steady for r in eos_runs], [r.steady for r in alo_runs]
     eos_total, alo_total = [r.end_to_end for r in eos_runs], [r.end_to_end for r in alo_runs]
     lines += [
@@ -243,6 +286,14 @@ def report(
         "",
         f"start-up included: exactly-once / anchor **{e_total / a:.2f}x**, "
         f"exactly-once / at-least-once **{e_total / o_total:.2f}x**",
+        "",
+        "CPU seconds per 1M records (median): anchor (this process) "
+        f"{statistics.median(r.cpu_per_million for r in anchor_runs):.2f}; worker process "
+        "tree, steady state: exactly-once "
+        f"{statistics.median(r.cpu_steady_per_million for r in eos_runs):.2f}, at-least-once "
+        f"{statistics.median(r.cpu_steady_per_million for r in alo_runs):.2f}; start-up "
+        f"included: exactly-once {statistics.median(r.cpu_per_million for r in eos_runs):.2f}, "
+        f"at-least-once {statistics.median(r.cpu_per_million for r in alo_runs):.2f}",
         "",
         "ResumeConnector after AlterOffsets -> first committed record, 3 tasks: median "
         f"**{statistics.median(latencies) * 1000:.0f} ms** "
@@ -265,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             eos.start()
             alo.start()
-            anchors: list[float] = []
+            anchors: list[AnchorRun] = []
             eos_runs: list[ConnectorRun] = []
             alo_runs: list[ConnectorRun] = []
             for _ in range(args.repeats):  # interleaved

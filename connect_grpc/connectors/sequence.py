@@ -343,15 +343,26 @@ class SequenceSourceTask(SourceTask):
             return []
         granted = self._limiter.acquire(wanted)
         if len(self._streams) == 1:
-            stream = self._streams[0]
-            records = [self._record(stream, stream.next + k * stream.stride)
-                       for k in range(granted)]
-            stream.next += granted * stream.stride
+            records = self._take_run(self._streams[0], granted)
         else:
             records = self._take_in_turn(granted)
         if self._transactions is not None and self._transaction_size:
             self._ask_commits(records, self._transactions)
         return records
+
+    def _take_run(self, stream: _Stream, granted: int) -> list[SourceRecord]:
+        """The next ``granted`` entries of one partition, as ``_record`` makes them, built
+        inline and positionally: benchmarks ask a million records a second of this source,
+        and a call and keyword arguments per record were about 30 % of its CPU a record."""
+        partition, topic, stride = stream.partition, self._topic, stream.stride
+        first = stream.next
+        end = first + granted * stride
+        stream.next = end
+        values = map(str, range(self._start + first, self._start + end, stride))
+        return [
+            SourceRecord(partition, {SEQ_FIELD: index}, topic, text, text)
+            for index, text in zip(range(first, end, stride), values, strict=True)
+        ]
 
     def _take_in_turn(self, granted: int) -> list[SourceRecord]:
         """One entry of each partition in turn, skipping partitions that are done."""

@@ -295,3 +295,23 @@ def test_partitioned_offsets_are_checked_by_their_partition_key() -> None:
     assert connector.alter_offsets(config, [({"partition": 5}, {"seq": 11})]) is True
     with pytest.raises(ValueError, match="the key 'partition'"):
         connector.alter_offsets(config, [({"task": 0}, {"seq": 1})])
+
+
+@pytest.mark.parametrize(("tasks", "offset"), [(1, None), (3, 4), (4, 0)])
+def test_a_run_of_one_partition_is_the_records_entry_by_entry(
+    tasks: int, offset: int | None
+) -> None:
+    """The single-partition path builds its records in one go; each is what the task makes
+    of that entry on its own (``_record``), and all share the partition's object."""
+    offsets = None if offset is None else {1: offset}
+    task = _tasks({"sequence.count": "40", "sequence.start": "7"}, tasks, offsets)[
+        min(1, tasks - 1)
+    ]
+    (stream,) = task._streams
+    first = stream.next
+    records = task.poll(5)
+    expected = [task._record(stream, first + k * stream.stride) for k in range(5)]
+    assert records == expected
+    assert all(r.source_partition is stream.partition for r in records)
+    assert stream.next == first + 5 * stream.stride
+    assert task.poll(1)[0] == task._record(stream, first + 5 * stream.stride)
