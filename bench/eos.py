@@ -46,8 +46,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 from confluent_kafka import Consumer, Producer, TopicPartition
+from process_tree import tree_cpu_seconds
 from source_throughput import versions
 
 from connect_grpc.kafka.broker import LocalKafka
@@ -126,25 +126,6 @@ class ConnectorRun:
     #: CreateConnector (start-up included).
     cpu_steady_per_million: float = 0.0
     cpu_per_million: float = 0.0
-
-
-def tree_cpu_seconds(pid: int | None) -> float:
-    """User + system CPU seconds of ``pid`` and its live descendants (0 if gone)."""
-    if pid is None:
-        return 0.0
-    try:
-        root = psutil.Process(pid)
-        processes = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
-    for process in processes:
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
 
 
 def connector_rate(via: WorkerProcess, records: int, exactly_once: bool) -> ConnectorRun:

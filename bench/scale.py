@@ -81,7 +81,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-import psutil
 from cluster import (
     Cluster,
     EchoServer,
@@ -94,6 +93,7 @@ from cluster import (
 from cluster_anchor import KafkaConnectCluster
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from kafka_connect import FILE_SOURCE_CLASS, KafkaConnectDistributed
+from process_tree import tree_cpu_seconds
 
 from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.logs.output import configure_logging
@@ -375,23 +375,6 @@ def status_reads(
                 control()
                 reads.control.seconds.append(time.perf_counter() - started)
     return reads
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and its live descendants (0 if gone)."""
-    try:
-        root = psutil.Process(pid)
-        processes = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
-    for process in processes:
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
 
 
 def idle_cpu(pids: Sequence[int], seconds: float) -> list[float]:
