@@ -106,8 +106,12 @@ def _placed_off_the_leader(
             return name, events
         placed.append((status.connector.worker_id, status.tasks[0].worker_id))
         via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
-        create(via.stub, f"ballast-{prefix}-{uuid.uuid4().hex[:6]}",
+        ballast = f"ballast-{prefix}-{uuid.uuid4().hex[:6]}"
+        create(via.stub, ballast,
                source_config(tmp_path / f"ballast-{prefix}{attempt}.jsonl", tasks=1))
+        # placed before the next try is created: two new instances dealt in one round go
+        # out in id order, and the ballast would not take the leader's free place
+        wait_until(functools.partial(_reported, via, ballast), timeout=60)
     members = {w.id: (len(w.connectors), len(w.tasks)) for w in _info(via).workers}
     pytest.fail(f"{prefix}: placed on the leader {leader_id} six times (connector, task): "
                 f"{placed}; members' (connectors, tasks) {members}")

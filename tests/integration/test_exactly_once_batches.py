@@ -57,6 +57,9 @@ def test_a_batch_as_large_as_the_clients_queue_commits_with_its_offsets(
         assert producer.write(batch, lambda: False)
     finally:
         producer.close()
+    # the commit's markers reach the partition after commit_transaction returned: the last
+    # stable offset moves past the records a moment later
+    wait_until(lambda: len(read_committed(kafka_bootstrap, topic)) >= QUEUE_RECORDS, TIMEOUT_S)
     values = [v.decode() for v in read_committed(kafka_bootstrap, topic)]
     assert values == [str(i) for i in range(QUEUE_RECORDS)]
     wait_until(lambda: store.get("c", PARTITION) == {"seq": QUEUE_RECORDS - 1}, TIMEOUT_S)
