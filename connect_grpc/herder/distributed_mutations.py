@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from connect_grpc.cluster.extension_records import assignment_in, worker_records
+from connect_grpc.cluster.extension_records import WorkerRecord, assignment_in, worker_records
 from connect_grpc.cluster.fenced_writer import FencedWriter
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.herder.cut_short_writes import removal_leftovers
@@ -342,16 +342,41 @@ class DistributedMutations:
 
     def _require_owner(self, snapshot: ConfigSnapshot, instance: str | TaskId) -> None:
         """Raises NotLeaderError naming the worker that runs ``instance`` unless it is this
-        one (the forwarding layer then sends the call there)."""
+        one (the forwarding layer then sends the call there).
+
+        When this view shows no owner, or not the owner's address, the config and status
+        topics are read to their end once first, within the caller's deadline, as Kafka
+        Connect's herder catches up with its config topic before it answers: the assignment
+        or the worker's record may be written already and only not read here yet. Still
+        none: UNAVAILABLE (retry). No lock is held while it reads."""
         owner = assignment_in(snapshot).owner_of(instance)
         if owner == self._id:
             return
         address = worker_records(self._statuses.extensions()).get(owner or "")
         if owner is None or address is None:
+            owner, address = self._owner_after_catching_up(instance)
+            if owner == self._id:
+                return
+        if owner is None or address is None:
             raise UnavailableError(f"{instance} is not assigned to a worker yet; retry", 1.0)
         raise NotLeaderError(
             f"{instance} runs on worker {owner}", leader_id=owner, leader_address=address.address
         )
+
+    def _owner_after_catching_up(
+        self, instance: str | TaskId
+    ) -> tuple[str | None, WorkerRecord | None]:
+        """The owner of ``instance`` and its worker record once the config topic, then the
+        status topic, are read to their end (as far as the caller's deadline allows: a read
+        cut short answers from what was read)."""
+        try:
+            self._view.configs.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
+            self._statuses.refresh(deadline.remaining(LEADER_CALL_TIMEOUT_S))
+        except UnavailableError:
+            connector, task = (instance, None) if isinstance(instance, str) else instance
+            self._log.info("owner_catch_up_cut_short", connector=connector, task=task)
+        owner = assignment_in(self._view.snapshot()).owner_of(instance)
+        return owner, worker_records(self._statuses.extensions()).get(owner or "")
 
     def alter_offsets(
         self,
