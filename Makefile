@@ -28,8 +28,13 @@ GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_p
 # sources or the task-host protocol's proto (its Java classes are generated from it at build
 # time) change; Maven needs Maven Central the first time only, then its local repository.
 # Its output is shown only when it fails: Debian's mvn 3.8 prints colour codes even with -B -q.
+# The jar is built into a staging directory and renamed over jvm/target/connect-grpc-jvm.jar:
+# a worker's running JVM keeps reading the jar it opened, where one rewritten in place under
+# it fails its next class load ("invalid LOC header").
 MVN := mvn -B -q
 JVM_STAMP := jvm/target/.build-stamp
+JVM_JAR := jvm/target/connect-grpc-jvm.jar
+JVM_JAR_STAGING := jvm/target/jar-staging
 JVM_SOURCES := $(shell find jvm/src/main proto/connect_grpc/host -type f 2>/dev/null)
 JVM_TEST_LOG := .jvm-test.log
 
@@ -79,9 +84,11 @@ java-plugins: $(INSTALL_STAMP)
 $(JVM_STAMP): jvm/pom.xml $(JVM_SOURCES)
 	@echo "==> building jvm/ with Maven (the first time about 2 min: Kafka's connect-runtime" \
 		"and its dependencies from Maven Central; mvn -q prints nothing until it is done)"
-	@start=$$(date +%s); \
-		if out=$$($(MVN) -f jvm/pom.xml -DskipTests package 2>&1); then \
-			echo "==> built jvm/ in $$(( $$(date +%s) - start )) s"; \
+	@start=$$(date +%s); rm -rf $(JVM_JAR_STAGING); \
+		if out=$$($(MVN) -f jvm/pom.xml -DskipTests \
+				-Dconnect.grpc.jar.directory="$(CURDIR)/$(JVM_JAR_STAGING)" package 2>&1); then \
+			mv -f $(JVM_JAR_STAGING)/$(notdir $(JVM_JAR)) $(JVM_JAR) && rmdir $(JVM_JAR_STAGING) \
+			&& echo "==> built jvm/ in $$(( $$(date +%s) - start )) s"; \
 		else printf '%s\n' "$$out" >&2; exit 1; fi
 	@touch $@
 
