@@ -350,24 +350,42 @@ def hand_records(
     return produced
 
 
+#: How long the client is polled, between two tries, while its queue is full.
+QUEUE_FULL_WAIT_S = 0.05
+
+
+def produce_when_room(producer: Any, hand: Callable[[], None]) -> None:
+    """Calls ``hand`` (one ``produce`` call of ``producer``) until the client's queue has
+    room for it: while it raises BufferError, the client is polled for QUEUE_FULL_WAIT_S
+    (records leave the queue delivered or failed within ``message.timeout.ms``). Any
+    other error reaches the caller. A call through a closure costs more than an inline
+    ``produce``: :func:`hand_records` comes here only for a record that met a full queue,
+    a transaction's few offset records come here each."""
+    while True:
+        try:
+            hand()
+            return
+        except BufferError:
+            producer.poll(QUEUE_FULL_WAIT_S)
+
+
 def _produce_when_room(producer: Any, record: SourceRecord, on_delivery: Any) -> None:
     """Hands ``record`` to the producer once its full queue has room (polled meanwhile)."""
     partition = -1 if record.kafka_partition is None else record.kafka_partition
-    while True:
-        producer.poll(0.05)
-        try:
-            if record.timestamp_ms is not None:
-                _produce_stamped(producer.produce, record, record.timestamp_ms, on_delivery)
-            elif record.headers:
-                producer.produce(
-                    record.topic, record.value, record.key, partition, on_delivery,
-                    headers=list(record.headers),
-                )
-            else:
-                producer.produce(record.topic, record.value, record.key, partition, on_delivery)
-            return
-        except BufferError:
-            continue
+
+    def hand() -> None:
+        if record.timestamp_ms is not None:
+            _produce_stamped(producer.produce, record, record.timestamp_ms, on_delivery)
+        elif record.headers:
+            producer.produce(
+                record.topic, record.value, record.key, partition, on_delivery,
+                headers=list(record.headers),
+            )
+        else:
+            producer.produce(record.topic, record.value, record.key, partition, on_delivery)
+
+    producer.poll(QUEUE_FULL_WAIT_S)  # the queue was full a moment ago
+    produce_when_room(producer, hand)
 
 
 def _produce_stamped(produce: Any, record: SourceRecord, timestamp: int, on_delivery: Any) -> None:

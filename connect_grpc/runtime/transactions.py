@@ -25,6 +25,7 @@ or on the driver.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,12 @@ from connect_grpc.connectors.api import SourceRecord, TransactionBoundary
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.kernel.kafka_clients import KafkaIoError, kafka_error_of
 from connect_grpc.metrics.worker_metrics import CommitTally
-from connect_grpc.runtime.produce import CachedProducer, ProduceErrors, hand_records
+from connect_grpc.runtime.produce import (
+    CachedProducer,
+    ProduceErrors,
+    hand_records,
+    produce_when_room,
+)
 from connect_grpc.runtime.spark_rows import latest_offsets
 from connect_grpc.runtime.transaction_boundaries import (
     DEFAULT_INTERVAL_MS,
@@ -57,8 +63,6 @@ TRANSACTION_STEP_TIMEOUT_S = 30.0
 COMMIT_SLICE_S = 1.0
 #: An abort gets this long: it only tells the coordinator what it would decide anyway.
 ABORT_TIMEOUT_S = 5.0
-#: How long the client is polled, between two tries, while its queue is full.
-QUEUE_FULL_WAIT_S = 0.05
 
 
 def task_transactional_id(group_id: str, connector: str, task: int) -> str:
@@ -371,16 +375,13 @@ class TransactionalProducer:
         assert errors is not None
         topic = self._tx.offsets_topic
         for key, value in self._offsets.items():
-            while True:
-                try:
-                    produce(topic, value, key, on_delivery=errors.on_delivery)
-                    break
-                except BufferError:  # the batch filled the client's queue: wait for room
-                    # (records leave it delivered or failed within message.timeout.ms)
-                    cached.producer.poll(QUEUE_FULL_WAIT_S)
-                except KafkaException as exc:  # the cause of a fatal error comes from poll
-                    cause = _fatal_error(cached, errors) or kafka_error_of(exc)
-                    raise self._failed(cause, "write offsets") from exc
+            # the batch may have filled the client's queue: each waits for room
+            hand = functools.partial(produce, topic, value, key, on_delivery=errors.on_delivery)
+            try:
+                produce_when_room(cached.producer, hand)
+            except KafkaException as exc:  # the cause of a fatal error comes from poll
+                cause = _fatal_error(cached, errors) or kafka_error_of(exc)
+                raise self._failed(cause, "write offsets") from exc
 
     def _commit(
         self, cached: CachedProducer, stopping: Callable[[], bool], batch: object | None

@@ -9,7 +9,7 @@ import pytest
 from connect_grpc.connectors.api import SourceRecord
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.kernel.kafka_clients import KafkaIoError
-from connect_grpc.runtime import transactions
+from connect_grpc.runtime import produce, transactions
 from connect_grpc.runtime.transactions import (
     ExactlyOnceSource,
     TransactionalProducer,
@@ -152,7 +152,7 @@ def test_offsets_wait_for_room_in_a_queue_the_batch_filled(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(transactions, "CachedProducer", _FullQueueCached)
-    monkeypatch.setattr(transactions, "QUEUE_FULL_WAIT_S", 0.0)
+    monkeypatch.setattr(produce, "QUEUE_FULL_WAIT_S", 0.0)
     producer = TransactionalProducer({"client.id": "unit"}, _TX)
     batch = [SourceRecord({"p": 0}, {"o": n}, "t", f"v{n}") for n in range(2)]
     assert producer.write(batch, lambda: False)
