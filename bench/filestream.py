@@ -65,6 +65,11 @@ connectors' tasks running (``bench/connector_start.py``). ``--anchor-mode distri
 Kafka Connect as ``ConnectDistributed`` alone in a group of its own (as connect-grpc runs Java
 connectors) instead of standalone.
 
+``--only connect-grpc`` runs connect-grpc's rounds alone (the same worker, topics and checks
+of the sink file against the input, no anchor and so no ratio): for comparing connect-grpc
+with itself, one commit against another (each from its own checkout) or one broker against
+another, where the anchor's rounds would only halve the rounds per minute.
+
 ``--results FILE`` (``bench/results/headline.json``) also replaces the run's entries of the
 headline results (``bench/headline.py``): for each pipeline run, the source's and the sink's
 ratio from the create call and in the steady state, and the peak RSS's, with the run's date and
@@ -275,6 +280,24 @@ def report(
     return "\n".join(out) + "\n"
 
 
+def report_ours(ours: Result, lines: int, pipeline: str, partitions: int) -> str:
+    """``--only connect-grpc``: connect-grpc's rounds alone, no ratio (no anchor ran)."""
+    out = [
+        f"Pipeline `{pipeline}`, connect-grpc alone (no anchor ran): N = {lines:,} lines of "
+        f"{LINE_BYTES} bytes, {partitions}-partition topic; each round",
+        "",
+        "| round | FileStreamSource (records/s) | FileStreamSink (records/s) | sink's first "
+        "record (ms) | sink steady (records/s) | peak RSS (MiB) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    rounds = zip(ours.rates(ours.sources), ours.rates(ours.sinks), ours.sinks, ours.peak_rss,
+                 strict=True)
+    for index, (source, sink, timing, rss) in enumerate(rounds, start=1):
+        out.append(f"| {index} | {source:,.0f} | {sink:,.0f} | {timing.first_s * 1000:,.0f} | "
+                   f"{timing.steady_rate:,.0f} | {rss / 2**20:,.0f} |")
+    return "\n".join(out) + "\n"
+
+
 #: How a headline entry names each pipeline.
 PIPELINE_LABELS = {
     "none": "bytes path (`--pipeline none`)",
@@ -362,6 +385,8 @@ def run_pipeline(
     results = {ANCHOR: Result(lines=args.lines), OURS: Result(lines=args.lines)}
     for round_ in range(args.rounds):
         order = [ANCHOR, OURS] if round_ % 2 == 0 else [OURS, ANCHOR]
+        if args.only == OURS:
+            order = [OURS]
         for name in order:
             work = root / f"{pipeline}-{name.split()[0].lower()}-{round_}"
             runner = start_runner(name, work, bootstrap, libs, args.java,
@@ -378,6 +403,8 @@ def run_pipeline(
             result.sinks.append(sink)
             result.peak_rss.append(max(source.peak_rss, sink.peak_rss))
             result.outputs.append(output)
+        if args.only == OURS:
+            continue  # the sink file was checked against the input (bytes path) or not at all
         if results[ANCHOR].outputs[-1] != results[OURS].outputs[-1]:
             heads = [
                 (root / f"{pipeline}-{name.split()[0].lower()}-{round_}" / "sink-head.txt")
@@ -451,7 +478,8 @@ def warm_producer_ids(bootstrap: str) -> None:
 
 def run(args: argparse.Namespace, root: Path) -> int:
     load_before = os.getloadavg()
-    libs = ensure_connect_libs()
+    # connect-grpc alone needs no anchor jars (its Java plugins, which do, need --only both)
+    libs = ensure_connect_libs() if args.only != OURS else Path()
     write_input(root / "input.txt", args.lines)
     pipelines = ["none", "json-smts"] if args.pipeline == "both" else [args.pipeline]
     broker = LocalKafka(root / "kafka", die_with_parent=True)
@@ -462,6 +490,9 @@ def run(args: argparse.Namespace, root: Path) -> int:
         warm_producer_ids(bootstrap)
         for pipeline in pipelines:
             results = run_pipeline(args, root, bootstrap, libs, pipeline)
+            if args.only == OURS:
+                reports.append(report_ours(results[OURS], args.lines, pipeline, args.partitions))
+                continue
             reports.append(report(results, args.lines, args.rounds, pipeline, args.partitions))
             if args.run is not None:
                 recorded += headline_entries(
@@ -475,8 +506,8 @@ def run(args: argparse.Namespace, root: Path) -> int:
     out.write("\n")
     report_lines = {
         **machine(load_before),
-        "Kafka Connect": f"{KAFKA_VERSION} ({args.anchor_mode}; connect-file "
-                         f"{connect_file_version()})",
+        "Kafka Connect": "not run (--only connect-grpc)" if args.only == OURS else (
+            f"{KAFKA_VERSION} ({args.anchor_mode}; connect-file {connect_file_version()})"),
         "connect-grpc's FileStream": (
             f"Kafka's Java classes (connect-file {connect_file_version()}, the anchor's "
             f"plugin.path; a distributed worker alone in its group)" if args.java
@@ -513,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="with java plugins: connector starts timed on each system")
     parser.add_argument("--rss-tasks", type=int, default=10,
                         help="with java plugins: tasks running while the RSS is read (0: no)")
+    parser.add_argument("--only", choices=["both", OURS], default="both",
+                        help="connect-grpc: run connect-grpc's rounds alone (no anchor, no "
+                             "ratio), to compare its code or its broker between runs")
     parser.add_argument("--results", type=Path, metavar="FILE",
                         help="replace this run's entries of this headline JSON "
                              "(bench/results/headline.json), with its date and commit")
@@ -522,6 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.start_samples < 0 or args.rss_tasks < 0:
         parser.error("--start-samples and --rss-tasks must be at least 0")
     args.java = args.connect_grpc_plugins == "java"
+    if args.only == OURS and (args.results is not None or args.java):
+        parser.error("--only connect-grpc has no anchor to compare with: --results and "
+                     "--connect-grpc-plugins java need both systems")
     if args.java and args.results is not None:
         parser.error("--results records the Python built-ins' rows only: the Java runs' "
                      "go to bench/results/history/java_filestream.md by hand")
