@@ -90,6 +90,12 @@ class AssignmentPublisher:
         """An election won: the members are asked again before the next step."""
         self._rebalances += 1
 
+    def prepare(self) -> None:
+        """(A leader taking office.) Starts the admin client's child process, if it is not
+        running, while the leader opens its writer and reads the config topic: the first
+        publication asks for the group's members through it."""
+        self._admin.start()
+
     def on_group_rebalanced(self) -> None:
         """The group's members changed (a worker joined or left): the leader asks for them
         again and looks now rather than at its next tick (recovery after a worker died

@@ -95,6 +95,8 @@ class LeaderLoop:
 
     def _lead(self) -> None:
         with deadline.scope(LEADER_CALL_TIMEOUT_S):
+            if self._writer.usable() is None:  # taking office: publishing comes next
+                self._assignment.prepare()
             writer = self._writer.take_office()
             self._cut_short.finish_removals(writer)
             self._cut_short.finish_stops(writer)

@@ -8,7 +8,9 @@ about a second after a broker restarts: ``rd_kafka_enq_once_del_source_return: A
 released). No client life cycle avoids it, so the worker sends none of these requests
 itself: one child process owns one long-lived AdminClient and runs the calls one at a
 time. A call that the child does not answer in time, or that kills it, raises
-UnavailableError; the next call starts a new child.
+UnavailableError; the next call starts a new child. A child still starting (an interpreter's
+start and imports, seconds on a busy machine) is left to start: the call that finds it so is
+UNAVAILABLE, and a later one uses it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ ANSWER_MARGIN_S = 0.5
 STOP_TIMEOUT_S = 5.0
 #: Retry hint when the child did not answer.
 RETRY_AFTER_S = 2.0
+#: Seconds a child may take to start (an interpreter's start and imports: seconds on a busy
+#: machine) before it is taken as stuck and replaced. A call that finds it still starting is
+#: UNAVAILABLE and leaves it starting: replaced each time, it would never start under load.
+CHILD_START_TIMEOUT_S = 60.0
+#: What the child sends once its client exists, before any answer.
+_READY = ("ready", None)
 
 GroupOffsetList = list[tuple[str, int, int]]
 #: A per-partition error of an alter: (topic, partition, code, message).
@@ -172,6 +180,7 @@ def _serve(conn: Connection, conf: dict[str, str], log_format: str) -> None:
 
     configure_logging(log_format)
     admin = AdminClient(with_client_log(conf, conf.get("client.id", "admin")))
+    conn.send(_READY)
     while True:
         try:
             request = conn.recv()
@@ -200,6 +209,9 @@ class IsolatedAdmin:
         self._lock = threading.Lock()
         self._process: Any = None
         self._conn: Connection | None = None
+        #: Whether the child said it is ready; when it was started.
+        self._ready = False
+        self._started_at = 0.0
 
     def call(self, op: str, *args: Any) -> Any:
         """Runs ``op`` within the caller's deadline (``deadline.remaining()``).
@@ -217,6 +229,17 @@ class IsolatedAdmin:
         finally:
             self._lock.release()
 
+    def start(self) -> None:
+        """Starts the child now, unless one runs (or a call is under way), rather than on
+        the first call: that call then does not wait for a Python interpreter to start and
+        import, seconds on a busy machine. Returns without waiting for the child."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._child()
+        finally:
+            self._lock.release()
+
     def close(self) -> None:
         """Stops the child (if any). Idempotent."""
         with self._lock:
@@ -225,8 +248,14 @@ class IsolatedAdmin:
     def _call_locked(self, op: str, args: tuple[Any, ...], budget: float) -> Any:
         if budget <= ANSWER_MARGIN_S:
             raise self._unavailable(op, "the call's deadline leaves no time to ask Kafka")
+        answer_by = time.monotonic() + budget
         conn = self._child()
         try:
+            if not self._ready:
+                self._await_ready(conn, op, answer_by)
+                budget = answer_by - time.monotonic()
+                if budget <= ANSWER_MARGIN_S:
+                    raise self._unavailable(op, "the admin client was starting (retry)")
             conn.send((op, args, time.monotonic() + budget - ANSWER_MARGIN_S))
             if not conn.poll(budget):
                 self._stop_child(graceful=False)
@@ -239,6 +268,20 @@ class IsolatedAdmin:
         if status == "error":
             raise payload
         return payload
+
+    def _await_ready(self, conn: Connection, op: str, answer_by: float) -> None:
+        """Waits until ``answer_by`` for the child's word that it started. One still starting
+        is left to start (UNAVAILABLE), unless it has taken CHILD_START_TIMEOUT_S."""
+        if conn.poll(max(0.0, answer_by - time.monotonic())):
+            if conn.recv() != _READY:
+                raise EOFError("the Kafka admin process answered before it said it started")
+            self._ready = True
+            return
+        if time.monotonic() - self._started_at >= CHILD_START_TIMEOUT_S:
+            self._stop_child(graceful=False)
+            raise self._unavailable(
+                op, f"the admin client did not start within {CHILD_START_TIMEOUT_S:.0f} s")
+        raise self._unavailable(op, "the admin client is still starting (retry)")
 
     def _child(self) -> Connection:
         if self._process is not None and self._process.is_alive() and self._conn is not None:
@@ -255,6 +298,7 @@ class IsolatedAdmin:
         process.start()
         child.close()
         self._process, self._conn = process, parent
+        self._ready, self._started_at = False, time.monotonic()
         log.info("kafka_admin_process_started", pid=process.pid)
         return parent
 
