@@ -35,6 +35,7 @@ from connect_grpc.kernel.errors import (
     NotFoundError,
     StartupError,
 )
+from connect_grpc.kernel.start_phases import StartPhases, recording, start_phase
 from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.pipeline.build import check_worker_converters
@@ -65,6 +66,8 @@ class _ServingProcess:
         self._stopped = threading.Event()
         self._handle_signals = False
         self.metrics = WorkerMetrics()
+        #: How long each phase of ``start`` took (the ``worker_ready`` log line's fields).
+        self.start_phases = StartPhases()
 
     def _api_metrics(self, config: WorkerConfig) -> CollectorRegistry | None:
         """Where the gRPC server counts its calls: nowhere unless metrics are served."""
@@ -167,10 +170,12 @@ class DistributedProcess(_ServingProcess):
 
     def start(self) -> None:
         """Starts the herder (topics, stores, Spark, group membership), then serves."""
-        self.herder.start()
-        if self._handle_signals:
-            self.install_signal_handlers()
-        self.server.start()
+        with recording(self.start_phases):
+            self.herder.start()
+            if self._handle_signals:
+                self.install_signal_handlers()
+            with start_phase("grpc_server"):
+                self.server.start()
 
     def _close(self) -> None:
         self._forwarder.close()
@@ -210,11 +215,20 @@ class StandaloneProcess(_ServingProcess):
         or cannot be created is a StartupError naming the file; what can be checked without
         Spark and Kafka is checked before they start."""
         self._check_connector_files(connector_files)
-        self.herder.start()
-        if self._handle_signals:
-            self.install_signal_handlers()
-        # not ready before its files' connectors exist (KIP-1017's standalone start-up)
-        self.server.start(started=not connector_files)
+        with recording(self.start_phases):
+            self.herder.start()
+            if self._handle_signals:
+                self.install_signal_handlers()
+            # not ready before its files' connectors exist (KIP-1017's standalone start-up)
+            with start_phase("grpc_server"):
+                self.server.start(started=not connector_files)
+            with start_phase("connector_files"):
+                self._create_file_connectors(connector_files)
+        self.server.mark_started()
+
+    def _create_file_connectors(
+        self, connector_files: Sequence[tuple[Path, ConnectorRequest]]
+    ) -> None:
         for path, request in connector_files:
             try:
                 self.herder.create_connector(
@@ -223,7 +237,6 @@ class StandaloneProcess(_ServingProcess):
             except ConnectError as exc:
                 raise _connector_file_error(path, exc) from None
             log.info("connector_file_loaded", path=str(path), connector=request.name)
-        self.server.mark_started()
 
     def _check_connector_files(
         self, connector_files: Sequence[tuple[Path, ConnectorRequest]]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -138,27 +139,35 @@ def run_standalone(worker_properties: Path, connector_files: Sequence[Path]) -> 
     Whatever had started (gRPC server, Spark) is stopped before the command returns.
     0 is the exit code after a graceful stop.
     """
+    begun = time.monotonic()
     try:
         process, requests = _prepare(worker_properties, connector_files)
     except Exception as exc:  # every start-up failure ends in one line, without a trace
         return _report(_startup_error(exc))
-    return _serve(process, lambda: process.start(requests))
+    return _serve(process, lambda: process.start(requests), time.monotonic() - begun)
 
 
 def run_distributed(worker_properties: Path) -> int:
     """Runs a worker of a cluster until it is stopped; exit codes as :func:`run_standalone`
     (2 also for a bad ``group.id``, topic or ``advertised.listener`` and for internal
     topics that exist but are unusable)."""
+    begun = time.monotonic()
     try:
         process = _prepare_distributed(worker_properties)
     except Exception as exc:  # every start-up failure ends in one line, without a trace
         return _report(_startup_error(exc))
-    return _serve(process, process.start)
+    return _serve(process, process.start, time.monotonic() - begun)
 
 
-def _serve(process: StandaloneProcess | DistributedProcess, start: Callable[[], None]) -> int:
+def _serve(
+    process: StandaloneProcess | DistributedProcess, start: Callable[[], None], prepare_s: float
+) -> int:
+    """Starts the prepared process (``prepare_s``: the seconds its preparation took) and
+    serves until it is stopped. ``worker_ready`` says how long the start took, since the
+    process began (``seconds``: the interpreter and imports included), and phase by phase."""
     import structlog
 
+    from connect_grpc.kernel.start_phases import process_age_s
     from connect_grpc.logs.output import capture_output
 
     structlog.contextvars.bind_contextvars(worker_id=process.config.worker_id)
@@ -170,7 +179,14 @@ def _serve(process: StandaloneProcess | DistributedProcess, start: Callable[[], 
         code = _report(_startup_error(exc))
         _stop_quietly(process)
         return code
-    _log().info("worker_ready", port=process.server.port)
+    age = process_age_s()
+    _log().info(
+        "worker_ready",
+        port=process.server.port,
+        seconds=None if age is None else round(age, 2),
+        prepare_s=round(prepare_s, 2),
+        **process.start_phases.fields(),
+    )
     process.wait()
     return 0
 

@@ -75,6 +75,7 @@ from connect_grpc.herder.task_fencing import FencingRequester, TaskFencing
 from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import HealthReport, RestartRequest, TargetState
 from connect_grpc.kernel.errors import InvalidArgumentError, NotLeaderError, UnavailableError
+from connect_grpc.kernel.start_phases import running_beside, start_phase
 from connect_grpc.logs.levels import LoggerLevels, parse_level
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.client_settings import lookup_conf
@@ -273,16 +274,21 @@ class DistributedHerder(DistributedCalls):
     # lifecycle
 
     def start(self) -> None:
-        """Creates or checks the internal topics, reads them, starts the runtime, joins the
-        group, then serves. Raises StartupError for unusable topics."""
-        self._kafka_cluster_id = ensure_internal_topics(
-            self._client, self._cluster, self._cluster.default_api_timeout_ms / 1000
-        )
-        self._offsets.start()
-        self._statuses.start()
-        self._configs.start()
-        self._listening = True
-        self._worker.start()
+        """Creates or checks the internal topics, reads them while the runtime starts, joins
+        the group, then serves. Raises StartupError for unusable topics.
+
+        The runtime's start (Spark: seconds of CPU) and the reads (mostly waits on Kafka)
+        need nothing of each other, so they overlap; the topics come first, so that an
+        unusable one stops the start before Spark does."""
+        with start_phase("internal_topics"):
+            self._kafka_cluster_id = ensure_internal_topics(
+                self._client, self._cluster, self._cluster.default_api_timeout_ms / 1000
+            )
+        with running_beside(self._start_runtime, "runtime-start"), start_phase("stores"):
+            self._offsets.start()
+            self._statuses.start()
+            self._configs.start()
+            self._listening = True
         self._write_worker_record()
         self._election.start()
         for target, name in ((self._leader.run, "cluster-leader"),
@@ -293,6 +299,10 @@ class DistributedHerder(DistributedCalls):
             self._threads.append(thread)
         self._started = True
         self._log.info("herder_started", mode="distributed", group_id=self._cluster.group_id)
+
+    def _start_runtime(self) -> None:
+        with start_phase("runtime"):
+            self._worker.start()
 
     def stop(self) -> None:
         """Stops this worker's instances, then leaves the group (so that another worker

@@ -75,6 +75,7 @@ from connect_grpc.kernel.errors import (
     AlreadyExistsError,
     NotFoundError,
 )
+from connect_grpc.kernel.start_phases import start_phase
 from connect_grpc.logs.levels import LoggerLevels
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.runtime.client_settings import lookup_conf
@@ -181,7 +182,8 @@ class StandaloneHerder(HerderCommon):
 
     def start(self) -> None:
         self._offsets.start()
-        self._worker.start()
+        with start_phase("runtime"):
+            self._worker.start()
         self._heartbeats.loop(CONTROL_PLANE).beat()
         self._started = True
         threading.Thread(

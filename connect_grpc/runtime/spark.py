@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.kernel.start_phases import start_phase
 from connect_grpc.runtime.java_plugins import java_spark_archives, java_spark_jars
 
 log = structlog.get_logger(__name__)
@@ -158,10 +159,15 @@ def is_python_worker_crash(exc: BaseException) -> bool:
     return False
 
 
-#: How long a SparkSession (and the warm-up of its Python workers) usually takes to start
+#: How long a SparkSession usually takes to start (its Python workers warm after it)
 #: here; the JVM's first start after boot is slower, and a busy machine much slower (2.5 min
 #: seen with a load average of 30 on 2 cores).
 SPARK_START_USUAL_S = 10
+
+#: The job group and tag of the warm-up's jobs (:meth:`SparkRuntime.warm_up`), and their
+#: scheduler pool (FAIR's default one).
+WARM_UP_TAG = "connect-warm-up"
+WARM_UP_POOL = "default"
 
 #: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``, ``local[*,F]``: group 1 is N or *.
 _LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?")
@@ -228,13 +234,9 @@ class SparkRuntime:
         is logged, and the start goes on."""
         self._on_start.append(callback)
 
-    def start(self, warm_up: Callable[[Any, int], None] | None = None) -> None:
-        """Creates the session (≈ 5 s). Idempotent.
-
-        ``warm_up(context, slots)``, if given, runs once the session is up and Spark offers
-        task slots, before ``spark_started`` is logged. The worker passes
-        :func:`~connect_grpc.runtime.warm_up.warm_python_workers`: the task modules build on
-        this one, so this one is told what to warm rather than importing them."""
+    def start(self) -> None:
+        """Creates the session (≈ 5 s). Idempotent. Its Python workers are warmed by a
+        separate call, :meth:`warm_up`."""
         with self._lock:
             if self._session is not None:
                 return
@@ -248,21 +250,18 @@ class SparkRuntime:
                      usual_seconds=SPARK_START_USUAL_S,
                      note="slower on a busy machine or the JVM's first start after boot")
             started = time.monotonic()
-            builder = SparkSession.builder
-            for key, value in conf.items():
-                builder = builder.config(key, value)
-            self._session = builder.getOrCreate()
-            context = self._session.sparkContext
-            _quiet_fair_scheduler_pools(context)
-            for callback in self._on_start:
-                try:
-                    callback(context)
-                except Exception:
-                    log.warning("spark_start_callback_failed", exc_info=True)
-            slots = self.task_slots()
-            # no slots: a cluster whose executors are not there yet, nothing to warm
-            if slots > 0 and warm_up is not None:
-                warm_up(context, slots)
+            with start_phase("spark_session"):
+                builder = SparkSession.builder
+                for key, value in conf.items():
+                    builder = builder.config(key, value)
+                self._session = builder.getOrCreate()
+                context = self._session.sparkContext
+                _quiet_fair_scheduler_pools(context)
+                for callback in self._on_start:
+                    try:
+                        callback(context)
+                    except Exception:
+                        log.warning("spark_start_callback_failed", exc_info=True)
             log.info(
                 "spark_started",
                 master=context.master,
@@ -270,6 +269,22 @@ class SparkRuntime:
                 spark_version=context.version,
                 seconds=round(time.monotonic() - started, 1),
             )
+
+    def warm_up(self, warm: Callable[[Any, int], None]) -> None:
+        """Runs ``warm(context, slots)`` when Spark offers task slots (a cluster whose
+        executors are not there yet offers none: nothing to warm), its jobs tagged
+        :data:`WARM_UP_TAG` (a job group of their own); logs ``python_workers_warmed``.
+        The worker passes :func:`~connect_grpc.runtime.warm_up.warm_python_workers`: the
+        task modules build on this one, so this one is told what to warm rather than
+        importing them. Raises what the jobs raise (Spark stopped meanwhile, say)."""
+        slots = self.task_slots()
+        if slots <= 0:
+            return
+        started = time.monotonic()
+        self.bind_thread_tag(WARM_UP_TAG, WARM_UP_POOL)
+        warm(self.context, slots)
+        log.info("python_workers_warmed", slots=slots,
+                 seconds=round(time.monotonic() - started, 1))
 
     @property
     def started(self) -> bool:

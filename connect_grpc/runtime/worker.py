@@ -166,6 +166,8 @@ class Worker:
         self._metrics.watch_worker(self)
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
+        #: Held by the start while it launches a JVM host ahead (after the warm-up).
+        self._warm_up_lock = threading.Lock()
 
     @property
     def worker_id(self) -> str:
@@ -174,14 +176,19 @@ class Worker:
     # lifecycle
 
     def start(self) -> None:
-        """Starts the Kafka monitor and creates the SparkSession (then launches a JVM host
-        ahead of the first Java task, when it runs Java tasks: ``JavaTasks.start``).
-        Idempotent."""
+        """Starts the Kafka monitor and creates the SparkSession, warms the executors'
+        Python workers, then launches a JVM host ahead of the first Java task, when it runs
+        Java tasks (``JavaTasks.start``). Idempotent.
+
+        The warm-up is waited for: its jobs hold every Spark slot while they run, so a task
+        hosted meanwhile waited for them (its host connected 17-30 s after it was handed to
+        it on a busy machine, against about 1 s after a warmed start), and the JVM host
+        launched ahead came after the first Java task had launched its own."""
         tune_for_batches()
         futex_hash = use_global_futex_hash()
         self._monitor.start()
-        self._spark.start(warm_up=warm_python_workers)
-        self._java_tasks.start()
+        self._spark.start()
+        self._warm_up_then_host_ahead()
         self._slot_watcher.start()
         if self._watchdog is None:
             self._watchdog = threading.Thread(
@@ -200,11 +207,28 @@ class Worker:
             self.stop_connector(name, connector_deleted=False)
         if self._watchdog is not None:
             self._watchdog.join(WATCHDOG_INTERVAL_S)
+        # once the lock is taken here, a start still under way launches no JVM host ahead
+        with self._warm_up_lock:
+            pass
         self._warm_hosts.close()
         self._java_tasks.close()
         self._spark.stop()
         self._monitor.stop()
         self._log.info("worker_stopped")
+
+    def _warm_up_then_host_ahead(self) -> None:
+        """A failed warm-up costs the first hosted tasks some seconds, nothing more: it is
+        logged, and the JVM host is launched ahead anyway."""
+        try:
+            if not self._stopping.is_set():
+                self._spark.warm_up(warm_python_workers)
+        except Exception:
+            if self._stopping.is_set():
+                return
+            self._log.warning("python_workers_warm_up_failed", exc_info=True)
+        with self._warm_up_lock:
+            if not self._stopping.is_set():
+                self._java_tasks.start()
 
     def kafka_unreachable_for(self) -> float | None:
         """Seconds Kafka (``bootstrap.servers``) has not answered, or None while it does."""
