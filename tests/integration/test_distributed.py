@@ -25,6 +25,7 @@ from connect_grpc.testing.cluster import (
 )
 from connect_grpc.testing.plugins import count, read_events
 from connect_grpc.v1 import connect_pb2 as pb
+from tests.integration.concurrently import stop_together
 from tests.integration.helpers import (
     PAUSED,
     RUNNING,
@@ -98,21 +99,37 @@ class Cluster:
         return idle_worker(self.live, connector)
 
     def stop(self) -> None:
-        for worker in self.workers:
-            worker.stop()
+        """Stops every worker at once (each stop is mostly its Spark session's): as when a
+        whole cluster is taken down, not a rolling stop."""
+        stop_together(self.workers)
+
+
+#: The workers each test of the module starts with.
+WORKERS = 3
 
 
 @pytest.fixture(scope="module")
-def cluster(
+def _cluster(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     cluster = Cluster(tmp_path_factory.mktemp("cluster"), kafka_bootstrap)
     try:
-        cluster.start(3)
-        cluster.settled(3)
+        cluster.start(WORKERS)
+        cluster.settled(WORKERS)
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def cluster(_cluster: Cluster) -> Cluster:
+    """The module's cluster with three live workers: a test that killed one leaves the
+    cluster short, and the next test that needs it starts the replacement (none starts
+    after the module's last test)."""
+    if (missing := WORKERS - len(_cluster.live)) > 0:
+        start_together([_cluster.add() for _ in range(missing)])
+        _cluster.settled(WORKERS)
+    return _cluster
 
 
 def _id(worker: WorkerProcess) -> str:
@@ -531,9 +548,7 @@ def test_leader_kill_loses_no_acknowledged_write(
     _assert_unassigned_before_moving(cluster, killed, acknowledged)
     for name in acknowledged + unanswered:
         new_leader.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=30)
-    # bring the cluster back to three workers for the tests after this one
-    cluster.add().start()
-    cluster.settled(3)
+    # two workers left: the ``cluster`` fixture starts the third for a test after this one
 
 
 

@@ -35,9 +35,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from connect_grpc.testing.cluster import WorkerProcess, wait_until
+from connect_grpc.testing.cluster import WorkerProcess, start_together, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from tests.integration.committed_reads import committed_values, has_committed, settled_values
+from tests.integration.concurrently import stop_together
 from tests.integration.helpers import (
     RUNNING,
     STOPPED,
@@ -57,18 +58,53 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 WORKERS = 2
 
 
+#: The module's clusters (each a fixture of that name) and the
+#: ``exactly.once.source.support`` their workers start with.
+_SUPPORT = {"eos_cluster": "enabled", "preparing_cluster": "preparing"}
+
+
 @pytest.fixture(scope="module")
-def eos_cluster(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Cluster]:
-    cluster = Cluster(tmp_path_factory.mktemp("eos-cluster"), kafka_bootstrap)
-    cluster.properties["exactly.once.source.support"] = "enabled"
+def _clusters(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[dict[str, Cluster]]:
+    """The clusters the session's tests of this module use, their workers started together:
+    a worker's start waits on Kafka and on its Spark session much of the time, so two
+    clusters started at once are ready well before two starts one after the other would
+    be. Each cluster has its own group and internal topics; only the rolling upgrade test
+    uses ``preparing_cluster``."""
+    used = {
+        fixture
+        for item in request.session.items
+        if getattr(item, "module", None) is request.module
+        for fixture in getattr(item, "fixturenames", ())
+        if fixture in _SUPPORT
+    }
+    clusters: dict[str, Cluster] = {}
+    for fixture in sorted(used):
+        cluster = Cluster(tmp_path_factory.mktemp(fixture.replace("_", "-")), kafka_bootstrap)
+        cluster.properties["exactly.once.source.support"] = _SUPPORT[fixture]
+        clusters[fixture] = cluster
     try:
-        cluster.start(WORKERS)
-        cluster.settled(WORKERS)
-        yield cluster
+        start_together([c.add() for c in clusters.values() for _ in range(WORKERS)])
+        for cluster in clusters.values():
+            cluster.settled(WORKERS)
+        yield clusters
     finally:
-        cluster.stop()
+        stop_together([w for cluster in clusters.values() for w in cluster.workers])
+
+
+@pytest.fixture(scope="module")
+def eos_cluster(_clusters: dict[str, Cluster]) -> Cluster:
+    """Two workers with exactly-once source support enabled, shared by the module's tests
+    (each with connectors and topics of its own)."""
+    return _clusters["eos_cluster"]
+
+
+@pytest.fixture(scope="module")
+def preparing_cluster(_clusters: dict[str, Cluster]) -> Cluster:
+    """Two workers with ``exactly.once.source.support=preparing``, for the one test that
+    turns them to ``enabled``."""
+    return _clusters["preparing_cluster"]
 
 
 def _sequence(topic: str, count: int, tasks: int, rate: float) -> dict[str, str]:
@@ -95,6 +131,62 @@ def _written(bootstrap: str, topic: str) -> int:
 
 def _logs(cluster: Cluster) -> str:
     return "\n".join(f"--- {w.port}\n{w.logs()[-5000:]}" for w in cluster.live)
+
+
+# The first of the module's tests: its cluster, started with the module's other one, is
+# stopped when it ends, so that the other tests (the kill -9 one most of all) do not run
+# beside two idle workers.
+def test_a_cluster_turns_exactly_once_on_worker_by_worker_through_preparing(
+    preparing_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    """Kafka Connect's way to turn exactly-once on in a running cluster: every worker
+    restarted with ``preparing`` (tasks still at-least-once, EOS settings accepted by
+    validation but ``required`` refused), then, one by one, with ``enabled``: from then on
+    the tasks write transactionally, their generation fenced, and the sequence goes on
+    without a gap."""
+    cluster = preparing_cluster
+    name, topic = f"eos-roll-{uuid.uuid4().hex[:6]}", f"eos-roll-{uuid.uuid4().hex[:6]}"
+    config_topic = cluster.properties["config.storage.topic"]
+    try:
+        assert cluster.properties["exactly.once.source.support"] == "preparing"
+        cluster.settled(WORKERS)  # started with the module's other cluster, idle since
+        via = cluster.live[0]
+        required = {**_sequence(topic, -1, 2, rate=200), "name": name}
+        with pytest.raises(grpc.RpcError) as refused:
+            create(via.stub, name, required)
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert "config.exactly.once.support" in field_violations(refused.value)
+        create(via.stub, name, {**required, "exactly.once.support": "requested",
+                                "transaction.boundary": "interval",
+                                "transaction.boundary.interval.ms": "500"})
+        wait_for_states(via.stub, name, RUNNING, [RUNNING, RUNNING])
+        status = via.stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name), timeout=30)
+        assert [t.transactional_id for t in status.status.tasks] == ["", ""]
+        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= 200, timeout=60)
+
+        cluster.properties["exactly.once.source.support"] = "enabled"
+        for old in list(cluster.workers):
+            old.stop()
+            cluster.add().start()
+            cluster.settled(WORKERS)
+        via = cluster.live[0]
+        wait_for_states(via.stub, name, RUNNING, [RUNNING, RUNNING])
+        status = via.stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name), timeout=30)
+        group = cluster.properties["group.id"]
+        assert [t.transactional_id for t in status.status.tasks] == [
+            f"{group}-{name}-0", f"{group}-{name}-1"
+        ]
+        assert _task_count_records(kafka_bootstrap, config_topic, name)  # a fenced generation
+        before = len(_read_committed(kafka_bootstrap, topic))
+        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= before + 200,
+                   timeout=60)
+        values = set(_read_committed(kafka_bootstrap, topic))
+        for task in range(2):
+            own = sorted(v for v in values if v % 2 == task)
+            assert own == list(range(task, own[-1] + 1, 2)), f"task {task}: a gap"
+        via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+    finally:
+        cluster.stop()  # no other test uses it: its workers need not idle until the end
 
 
 def test_kill_9_of_workers_and_the_leader_writes_every_value_exactly_once(
@@ -536,60 +628,6 @@ def test_reconfiguring_3_5_1_3_tasks_fences_each_generation_without_duplicate_or
         assert own == list(range(p, p + partitions * len(own), partitions)), f"partition {p}"
     assert _task_count_records(kafka_bootstrap, config_topic, name) == generations
     via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
-
-
-def test_a_cluster_turns_exactly_once_on_worker_by_worker_through_preparing(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    """Kafka Connect's way to turn exactly-once on in a running cluster: every worker
-    restarted with ``preparing`` (tasks still at-least-once, EOS settings accepted by
-    validation but ``required`` refused), then, one by one, with ``enabled``: from then on
-    the tasks write transactionally, their generation fenced, and the sequence goes on
-    without a gap."""
-    cluster = Cluster(tmp_path_factory.mktemp("eos-rolling"), kafka_bootstrap)
-    cluster.properties["exactly.once.source.support"] = "preparing"
-    name, topic = f"eos-roll-{uuid.uuid4().hex[:6]}", f"eos-roll-{uuid.uuid4().hex[:6]}"
-    config_topic = cluster.properties["config.storage.topic"]
-    try:
-        cluster.start(WORKERS)
-        cluster.settled(WORKERS)
-        via = cluster.live[0]
-        required = {**_sequence(topic, -1, 2, rate=200), "name": name}
-        with pytest.raises(grpc.RpcError) as refused:
-            create(via.stub, name, required)
-        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-        assert "config.exactly.once.support" in field_violations(refused.value)
-        create(via.stub, name, {**required, "exactly.once.support": "requested",
-                                "transaction.boundary": "interval",
-                                "transaction.boundary.interval.ms": "500"})
-        wait_for_states(via.stub, name, RUNNING, [RUNNING, RUNNING])
-        status = via.stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name), timeout=30)
-        assert [t.transactional_id for t in status.status.tasks] == ["", ""]
-        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= 200, timeout=60)
-
-        cluster.properties["exactly.once.source.support"] = "enabled"
-        for old in list(cluster.workers):
-            old.stop()
-            cluster.add().start()
-            cluster.settled(WORKERS)
-        via = cluster.live[0]
-        wait_for_states(via.stub, name, RUNNING, [RUNNING, RUNNING])
-        status = via.stub.GetConnectorStatus(pb.GetConnectorStatusRequest(name=name), timeout=30)
-        group = cluster.properties["group.id"]
-        assert [t.transactional_id for t in status.status.tasks] == [
-            f"{group}-{name}-0", f"{group}-{name}-1"
-        ]
-        assert _task_count_records(kafka_bootstrap, config_topic, name)  # a fenced generation
-        before = len(_read_committed(kafka_bootstrap, topic))
-        wait_until(lambda: len(_read_committed(kafka_bootstrap, topic)) >= before + 200,
-                   timeout=60)
-        values = set(_read_committed(kafka_bootstrap, topic))
-        for task in range(2):
-            own = sorted(v for v in values if v % 2 == task)
-            assert own == list(range(task, own[-1] + 1, 2)), f"task {task}: a gap"
-        via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
-    finally:
-        cluster.stop()
 
 
 def test_a_connectors_own_offsets_topic_is_read_first_with_the_workers_as_fallback(

@@ -223,7 +223,7 @@ class Demo:
 
 
 @pytest.fixture(scope="module")
-def demo(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+def _demo(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     """A worker like ``make demo``'s: the demo's connectors, no test plugins, and like it
     an empty topic and no sink group to start from (the broker may be one that runs across
     sessions, ``CONNECT_GRPC_KAFKA_BOOTSTRAP``)."""
@@ -243,6 +243,22 @@ def demo(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     )
     with worker:
         yield Demo(worker, kafka_bootstrap, demo_dir / "input.txt", demo_dir / "output.txt")
+
+
+@pytest.fixture
+def demo(_demo: Demo, request: pytest.FixtureRequest) -> Iterator[Demo]:
+    """The module's demo worker, stopped when the last of the selected tests that use it
+    ends rather than with the module: its two connectors' tasks keep running, and the
+    module's later tests start workers and a broker of their own beside it."""
+    yield _demo
+    items = request.session.items
+    later = items[items.index(request.node) + 1:]
+    if not any(
+        getattr(item, "module", None) is request.module
+        and "demo" in getattr(item, "fixturenames", ())
+        for item in later
+    ):
+        _demo.worker.stop()
 
 
 def _lines(path: Path) -> list[str]:
