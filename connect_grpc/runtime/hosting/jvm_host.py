@@ -246,6 +246,7 @@ class JvmTaskHost:
         spec = self.spec
         target = self.target
         levels_version, levels = LEVELS_SET.snapshot()
+        sent = time.perf_counter()
         conn.send(host_pb2.DriverMessage(start_task=host_pb2.StartTask(
             connector=spec.id.connector,
             task=spec.id.task,
@@ -271,6 +272,10 @@ class JvmTaskHost:
                     if event.version:
                         self.version = event.version
                         self.on_version(event.version)
+                    # Kafka's worker's part of the start, as the driver sees it: off by
+                    # default (SetLogLevel connect_grpc.runtime.hosting DEBUG)
+                    self._log.debug("java_task_start_answered",
+                                    answered_ms=round((time.perf_counter() - sent) * 1000, 3))
                     return
             if conn.lost:
                 raise HostLostError(conn.lost)
