@@ -164,11 +164,6 @@ def is_python_worker_crash(exc: BaseException) -> bool:
 #: seen with a load average of 30 on 2 cores).
 SPARK_START_USUAL_S = 10
 
-#: The job group and tag of the warm-up's jobs (:meth:`SparkRuntime.warm_up`), and their
-#: scheduler pool (FAIR's default one).
-WARM_UP_TAG = "connect-warm-up"
-WARM_UP_POOL = "default"
-
 #: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``, ``local[*,F]``: group 1 is N or *.
 _LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?")
 
@@ -272,8 +267,8 @@ class SparkRuntime:
 
     def warm_up(self, warm: Callable[[Any, int], None]) -> None:
         """Runs ``warm(context, slots)`` when Spark offers task slots (a cluster whose
-        executors are not there yet offers none: nothing to warm), its jobs tagged
-        :data:`WARM_UP_TAG` (a job group of their own); logs ``python_workers_warmed``.
+        executors are not there yet offers none: nothing to warm); logs
+        ``python_workers_warmed``.
         The worker passes :func:`~connect_grpc.runtime.warm_up.warm_python_workers`: the
         task modules build on this one, so this one is told what to warm rather than
         importing them. Raises what the jobs raise (Spark stopped meanwhile, say)."""
@@ -281,7 +276,6 @@ class SparkRuntime:
         if slots <= 0:
             return
         started = time.monotonic()
-        self.bind_thread_tag(WARM_UP_TAG, WARM_UP_POOL)
         warm(self.context, slots)
         log.info("python_workers_warmed", slots=slots,
                  seconds=round(time.monotonic() - started, 1))
