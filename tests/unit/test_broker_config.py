@@ -134,6 +134,8 @@ def test_free_ports_come_from_the_kernel_without_a_range_or_a_free_port_in_it(
     ranges = tmp_path / "ip_local_port_range"
     ranges.write_text("40000 60999\n")
     monkeypatch.setattr(ports, "_EPHEMERAL_RANGE_FILE", ranges)
+    # ports picked by earlier tests in this process are skipped without asking
+    monkeypatch.setattr(ports, "_PICKED", set())
     tried: list[int] = []
     monkeypatch.setattr(ports, "port_is_free", lambda port, host="127.0.0.1": tried.append(port))
     given = ports.free_port()
