@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import grpc
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka_connect import FILE_SOURCE_CLASS, KafkaConnectDistributed, KafkaConnectError
 
 from connect_grpc.v1 import connect_pb2 as pb

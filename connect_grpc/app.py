@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import signal
 import threading
@@ -34,6 +35,7 @@ from connect_grpc.kernel.errors import (
     InvalidArgumentError,
     NotFoundError,
     StartupError,
+    UnavailableError,
 )
 from connect_grpc.kernel.start_phases import StartPhases, recording, start_phase
 from connect_grpc.metrics.endpoint import MetricsEndpoint, serve_metrics
@@ -192,12 +194,19 @@ class StandaloneProcess(_ServingProcess):
         offset_file = config.standalone_offset_file()
         self.config = config
         plugins = _worker_plugins(config)
+        # Java connectors run here too (in the Spark driver's JVM), their tasks' source
+        # offsets kept in the worker's offsets file as a Python task's; with no offsets
+        # topic, a connector's offsetStorageReader() is refused (JvmConnectors)
+        self._java_connectors = JvmConnectors.for_worker(
+            config, {"offset.storage.file.filename": str(offset_file)}
+        )
+        self._java_plugins = _java_plugins(config, plugins, self._java_connectors)
         self.herder = StandaloneHerder(
             config,
             plugins,
             FileOffsetStore(offset_file),
             metrics=self.metrics,
-            java_plugins=_java_plugins(config, plugins),
+            java_plugins=self._java_plugins,
         )
         self.server = ApiServer(
             self.herder,
@@ -208,6 +217,10 @@ class StandaloneProcess(_ServingProcess):
             security=config.security,
         )
         self._serve_metrics(config)
+
+    def _close(self) -> None:
+        if self._java_connectors is not None:
+            self._java_connectors.close()
 
     def start(self, connector_files: Sequence[tuple[Path, ConnectorRequest]] = ()) -> None:
         """Checks the connectors of the files given (already read), starts the herder and the
@@ -229,6 +242,7 @@ class StandaloneProcess(_ServingProcess):
     def _create_file_connectors(
         self, connector_files: Sequence[tuple[Path, ConnectorRequest]]
     ) -> None:
+        self._await_java_scan(connector_files)
         for path, request in connector_files:
             try:
                 self.herder.create_connector(
@@ -248,7 +262,7 @@ class StandaloneProcess(_ServingProcess):
                 name = validate_name(request.name)
                 config = config_with_name(name, request.config)
                 check_config_size(config, self.config.limits.config_bytes)
-                problems = self.herder.validate_config(config).all_errors()
+                problems = self._file_config_problems(config)
             except ConnectError as exc:
                 raise _connector_file_error(path, exc) from None
             if problems:
@@ -258,6 +272,35 @@ class StandaloneProcess(_ServingProcess):
                     f"connector {name} is also defined by {seen[name]}"
                 ))
             seen[name] = path
+
+    def _await_java_scan(self, connector_files: Sequence[tuple[Path, ConnectorRequest]]) -> None:
+        """Waits for the scan of ``plugin.path`` in the Spark driver's JVM (seconds, much
+        longer on a loaded machine) when a file's connector may be a Java one, at most
+        FILE_CONNECTOR_SCAN_WAIT_S: its create validates it with Kafka's validation, which
+        needs the scan, and one create waits for it only a call's 30 s. A scan still not done
+        then leaves that create to answer why, naming the file."""
+        java = self._java_plugins
+        if java is None:
+            return
+        for _, request in connector_files:
+            try:
+                java.java_connector(request.config.get("connector.class", ""), wait=False)
+            except UnavailableError:
+                log.info("connector_files_waiting_for_java_plugins",
+                         timeout_s=FILE_CONNECTOR_SCAN_WAIT_S)
+                with contextlib.suppress(ConnectError):
+                    java.await_scan(FILE_CONNECTOR_SCAN_WAIT_S)
+                return
+
+    def _file_config_problems(self, config: dict[str, str]) -> list[tuple[str, str]]:
+        """The config's validation errors, when it can be validated before the herder
+        starts: a Java connector's validation is Kafka's, in the Spark driver's JVM, which
+        starts with the herder (UNAVAILABLE until then), so it is left to its create, which
+        validates it as any create does."""
+        try:
+            return self.herder.validate_config(config).all_errors()
+        except UnavailableError:
+            return []
 
 
 #: What a connector file can cause by its content (exit 2); other errors are run-time (exit 1).
@@ -282,11 +325,14 @@ def _java_plugins(
 ) -> JavaPlugins | None:
     """The Java plugins of ``plugin.path`` beside the Python ones; None when it holds none
     (then nothing of the JVM side runs). Their scan waits for the first call needing it.
-    With ``connectors`` (a distributed worker's), Java connectors run; without (a
-    standalone worker), creating one is refused."""
+    With ``connectors``, Java connectors run; without, creating one is refused."""
     catalogue = java_catalogue_for(config)
     return None if catalogue is None else JavaPlugins(catalogue, plugins, connectors)
 
+
+#: How long a standalone worker's start waits for the scan of plugin.path's Java plugins
+#: before it creates its files' connectors, when one of them may be a Java connector.
+FILE_CONNECTOR_SCAN_WAIT_S = 300.0
 
 _CONFIG_ERRORS = (InvalidArgumentError, AlreadyExistsError, NotFoundError, FailedPreconditionError)
 

@@ -13,13 +13,13 @@ connectors are the exception, since with Kafka's ``connect-file`` jar on ``plugi
 user put those very classes there: Kafka's class name and Kafka's aliases (the simple name,
 and without ``Connector``) of a Java connector designate it wherever no Python plugin has them.
 
-A distributed worker runs Java connectors: it hands :class:`JavaPlugins` the factory of their
-Python stand-ins (:class:`JavaConnectorFactory`; the worker's is
+A worker runs Java connectors when it hands :class:`JavaPlugins` the factory of their Python
+stand-ins (:class:`JavaConnectorFactory`; the worker's is
 ``runtime.java_connectors.JvmConnectors``, whose instances live in the Spark driver's JVM), and
 the Python registry then routes their names to it (``Plugins.route_connectors``), so that
 everything that makes a connector instance (the worker, the offsets' KIP-875 hook, the
-validator's type checks) gets the stand-in. A standalone worker is given no factory: creating a
-Java connector there (or updating a connector to one) is refused with
+validator's type checks) gets the stand-in. Distributed and standalone workers both do; one
+given no factory refuses to create a Java connector (or to update a connector to one) with
 :func:`java_connector_refused`, before anything is written. PreviewPipeline of a Java
 connector is refused everywhere (:func:`java_preview_refused`).
 """
@@ -106,13 +106,12 @@ def _given(name: str, java_class: str) -> str:
 
 
 def java_connector_refused(name: str, java_class: str) -> FailedPreconditionError:
-    """The answer of a standalone worker to creating a connector of a Java class (or
-    updating one to it)."""
+    """The answer of a worker that runs no Java connectors (one given no factory) to
+    creating a connector of a Java class (or updating one to it)."""
     message = (
         f"connector.class {_given(name, java_class)} is a Java connector found on "
-        f"plugin.path: Java connectors need a distributed worker (connect-grpc distributed), "
-        f"since their tasks' source offsets live in Kafka's offsets topic, which a standalone "
-        f"worker does not have; it is listed by ListPlugins and validated by ValidateConfig "
+        f"plugin.path, and this worker runs no Java connectors (it was given no host for "
+        f"their instances); it is listed by ListPlugins and validated by ValidateConfig "
         f"here, and nothing was created"
     )
     return FailedPreconditionError(
@@ -155,6 +154,11 @@ class JavaPlugins:
     def runs_connectors(self) -> bool:
         """Whether the worker runs Java connectors (else creating one is refused)."""
         return self._connectors is not None
+
+    def await_scan(self, timeout_s: float) -> None:
+        """Returns once the scan of ``plugin.path`` is done; UnavailableError if it is not
+        within ``timeout_s`` (a caller outside any call's deadline: a worker's start)."""
+        self._catalogue.listing(timeout_s)
 
     # which plugin a name designates
 
@@ -345,9 +349,9 @@ class JavaAwareValidator(ConfigValidator):
         """Kafka's distributed herder's checks of a source's ``exactly.once.support`` and
         ``transaction.boundary``, with the Java connector's own declarations
         (``exactlyOnceSupport``, ``canDefineTransactionBoundaries``, asked of a fresh instance
-        in the JVM), as a Python source's are checked. Only where Java connectors run: a
-        standalone worker refuses to create one anyway (and Kafka's standalone herder makes
-        no such check)."""
+        in the JVM), as a Python source's are checked. Only where Java connectors run (a
+        standalone worker has no exactly-once sources, and Kafka's standalone herder makes
+        no such check either)."""
         if (
             not self.java_plugins.runs_connectors
             or self.java_plugins.connector_kind(java_class) is not ConnectorType.SOURCE

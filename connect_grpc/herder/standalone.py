@@ -116,12 +116,9 @@ class StandaloneHerder(HerderCommon):
     ) -> None:
         """``metrics``: where the worker's runtime counts (see ``runtime.worker.Worker``);
         ``clock``: the seconds liveness is measured in; ``java_plugins``: the Java plugins of
-        ``plugin.path`` (None: it holds none), listed and validated; a standalone worker
-        runs no Java connector (their tasks' offsets live in Kafka's offsets topic), so they
-        must come without the Java connectors' factory, and creating one is refused."""
-        if java_plugins is not None and java_plugins.runs_connectors:
-            raise ValueError("a standalone worker runs no Java connectors: give it the Java "
-                             "plugins without their connectors' factory")
+        ``plugin.path`` (None: it holds none), listed and validated, and run when they come
+        with the Java connectors' factory: their source tasks' offsets are then kept in
+        ``offset_store`` too, as a Python task's (the JVM's Kafka worker relays them)."""
         self._config = config
         self._heartbeats = LoopHeartbeats(config.resilience.liveness_timeout_ms, clock)
         self._started = False
@@ -157,6 +154,8 @@ class StandaloneHerder(HerderCommon):
                 config, plugins, offset_store, self._board, metrics=metrics,
                 transformer=transformer,
                 active_topics=self._board if config.topic_tracking_enabled else None,
+                hosts_java_tasks=java_plugins is not None and java_plugins.runs_connectors,
+                keeps_source_offsets=True,
             )
         )
         self._lock = threading.RLock()

@@ -8,7 +8,10 @@ and the choice of a host (an executor's JVM when the worker's Spark task slots h
 ``HostSlots``; else the driver's JVM, the task then waiting for a slot as a Python task
 does; an executor's JVM host whose task stopped cleanly is parked for the next Java task,
 ``WarmHosts``). What the JVM's Kafka worker is built from is the worker's properties in Kafka
-Connect's names (``kafka_worker_properties``). With Java plugins on ``plugin.path`` it also
+Connect's names (``kafka_worker_properties``); on a standalone worker, which keeps source
+offsets in its own file, they name that file, and the JVM builds Kafka's standalone worker,
+whose source tasks' offsets are relayed to the worker's store (``JavaTaskSpec.offset_store``).
+With Java plugins on ``plugin.path`` it also
 brings the driver JVM's log lines into the worker's log and its Java loggers under the
 worker's levels, once Spark started (``java_logs``), and, on a worker that hosts Java tasks,
 has the driver's JVM build its Kafka worker then, as Kafka Connect builds its worker at its
@@ -44,6 +47,7 @@ from connect_grpc.runtime.java_task_classes import is_java_task
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task import RunnerOptions, TaskRunner, for_cluster
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
+from connect_grpc.storage.file_offsets import OFFSET_FILE_PROPERTY
 
 __all__ = [
     "JavaTaskRunner",
@@ -235,11 +239,16 @@ class JavaTasks:
         warm_hosts: WarmHosts,
         *,
         hosts_java_tasks: bool = False,
+        keeps_source_offsets: bool = False,
     ) -> None:
-        """``hosts_java_tasks``: whether the worker runs Java connectors (a distributed one):
-        with Java plugins on ``plugin.path``, the driver JVM's Kafka worker is then built as
-        Spark starts (``_warm_driver_worker``), and, with ``task.hosting=executor``, an
-        executor's JVM host is launched and parked once it started (``start``)."""
+        """``hosts_java_tasks``: whether the worker runs Java connectors: with Java plugins
+        on ``plugin.path``, the driver JVM's Kafka worker is then built as Spark starts
+        (``_warm_driver_worker``), and, with ``task.hosting=executor``, an executor's JVM
+        host is launched and parked once it started (``start``). ``keeps_source_offsets``:
+        whether the worker keeps its source offsets itself (a standalone worker, in
+        ``offset.storage.file.filename``): the JVMs' Kafka worker is then Kafka's standalone
+        one, and its source tasks read and write their offsets through the worker's store
+        (``JavaTaskSpec.offset_store``)."""
         self._config = config
         self._spark = spark
         self._slots = slots
@@ -251,6 +260,10 @@ class JavaTasks:
             config.raw, java_plugin_entries(config.plugin_path)
         )
         self._worker_properties = kafka_worker_properties(config, self._scan_properties)
+        self._keeps_source_offsets = keeps_source_offsets
+        if keeps_source_offsets:
+            # what makes the JVM build Kafka's standalone worker; it never opens the file
+            self._worker_properties[OFFSET_FILE_PROPERTY] = str(config.offset_file or "")
         #: Whether a Java task was hosted (the driver's JVM may then have a Kafka worker).
         self._hosted = False
         #: The driver JVM's log lines and loggers, when it hosts Java plugins.
@@ -326,6 +339,9 @@ class JavaTasks:
             exactly_once=not is_sink and clients.transactions is not None,
             shutdown_timeout_ms=_shutdown_timeout_ms(self._config),
             task_count=task_count,
+            offset_store=(
+                clients.offset_store if self._keeps_source_offsets and not is_sink else None
+            ),
         )
         hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
         launch: Launcher

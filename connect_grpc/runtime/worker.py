@@ -116,6 +116,7 @@ class Worker:
         transformer: ConfigTransformer | None = None,
         active_topics: TopicRecorder | None = None,
         hosts_java_tasks: bool = False,
+        keeps_source_offsets: bool = False,
     ) -> None:
         """``kafka_monitor`` defaults to one probing ``bootstrap.servers``. With
         ``exactly_once``, every source task writes each batch and its offsets in one
@@ -126,8 +127,10 @@ class Worker:
         ``transformer`` resolves config provider references (by default there are no
         providers, and a reference fails its instance). Tasks record the topics they use
         in ``active_topics`` (None: they do not, ``topic.tracking.enable=false``).
-        ``hosts_java_tasks``: whether it runs Java connectors (a distributed worker), whose
-        tasks' Kafka worker its driver JVM then builds as Spark starts."""
+        ``hosts_java_tasks``: whether it runs Java connectors, whose tasks' Kafka worker its
+        driver JVM then builds as Spark starts; ``keeps_source_offsets``: whether their
+        source offsets are in ``offset_store`` (a standalone worker's file) rather than in
+        Kafka's offsets topic (``JavaTasks``)."""
         self._config = config
         self._plugins = plugins
         self._offsets_for = offsets_for or (lambda connector_config: offset_store)
@@ -154,7 +157,7 @@ class Worker:
         )
         self._java_tasks = JavaTasks(
             config, self._spark, self._host_slots, self._slot_watcher, self._warm_hosts,
-            hosts_java_tasks=hosts_java_tasks,
+            hosts_java_tasks=hosts_java_tasks, keeps_source_offsets=keeps_source_offsets,
         )
         self._log = log.bind(worker_id=config.worker_id)
         self._metrics = metrics or WorkerMetrics()

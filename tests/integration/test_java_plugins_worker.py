@@ -2,10 +2,9 @@
 the plugin directories ``make install`` fetched (Kafka's connect-file 4.3.1 and Debezium
 PostgreSQL 3.6.1.Final) and a Python plugin directory. ListPlugins lists the Java plugins
 beside the Python ones, ValidateConfig of a Java connector is Kafka Connect's own (scanned and
-validated in the worker's Spark driver JVM), and creating a Java connector is refused,
-naming connector.class, with nothing created: a standalone worker runs no Java connector
-(their tasks' offsets live in Kafka's offsets topic; a distributed worker runs them, see
-``test_java_connectors``); the Python plugins keep working."""
+validated in the worker's Spark driver JVM), and the Python plugins keep working. (A standalone
+worker runs Java connectors too, their source offsets in its offsets file:
+``test_java_standalone``.)"""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ import pytest
 from connect_grpc.client import ConnectClient
 from connect_grpc.java.plugin_jars import CONNECT_FILE, DEBEZIUM_POSTGRES, ensure_plugins
 from connect_grpc.kernel.domain import ConfigInfos, ConnectorType, TargetState
-from connect_grpc.kernel.errors import FailedPreconditionError
 from connect_grpc.plugin import PLUGIN_VERSION
 from connect_grpc.testing.cluster import WorkerProcess
 
@@ -162,24 +160,6 @@ def test_debezium_validation_reports_an_unreachable_database_on_its_hostname(
     password = next(i for i in infos.configs if i.value.name == "database.password")
     assert password.value.value == "[hidden]"
     assert "secret-password" not in repr(infos)
-
-
-def test_creating_a_java_connector_on_a_standalone_worker_is_refused_and_creates_nothing(
-    worker: ConnectClient,
-) -> None:
-    config = {"connector.class": POSTGRES, "database.hostname": "127.0.0.1",
-              "topic.prefix": "pg"}
-    with pytest.raises(FailedPreconditionError) as refused:
-        worker.create_connector("java-refused", config)
-    message = refused.value.message
-    assert f"connector.class {POSTGRES}" in message
-    assert "Java connectors need a distributed worker" in message
-    assert "offsets topic" in message
-    with pytest.raises(FailedPreconditionError, match="FileStreamSourceConnector"):
-        worker.put_connector_config("java-refused-put", {
-            "connector.class": FILE_SOURCE, "file": "/tmp/input.txt", "topic": "lines",
-        })
-    assert worker.list_connectors() == []
 
 
 def test_python_plugins_keep_working_beside_them(worker: ConnectClient) -> None:

@@ -10,18 +10,15 @@ import json
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import AlterOffsetsUnsupportedError
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.instance_rules import ask_task_configs, tasks_max_enforced
 from connect_grpc.herder.java_plugins import JavaPlugins, config_validator
 from connect_grpc.herder.offset_manager import OffsetManager
-from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import ConnectorType, InstanceStatus, State, TargetState, TaskId
 from connect_grpc.kernel.errors import (
@@ -40,7 +37,6 @@ from connect_grpc.runtime.java_connectors import (
     JvmConnectors,
 )
 from connect_grpc.runtime.java_task_classes import JavaSinkTask, JavaSourceTask
-from connect_grpc.storage.file_offsets import FileOffsetStore
 from tests.unit.test_java_plugins import FILE_SOURCE, LISTING, POSTGRES, FakeCatalogue
 
 SINK = "io.example.JdbcSinkConnector"
@@ -259,16 +255,6 @@ def test_a_java_connector_is_validated_by_kafka_only(
         ConnectorHostLink({}, {}, lambda: None))), plugins, 10)
     infos = validator.validate({"name": "f", "connector.class": FILE_SOURCE, "topic": "t"})
     assert infos.name == FILE_SOURCE and catalogue.calls.count("validate") == 1
-
-
-def test_a_standalone_herder_is_never_given_java_connectors(
-    routed: tuple[Plugins, JavaPlugins], tmp_path: Path
-) -> None:
-    plugins, java = routed
-    config = WorkerConfig.from_properties({"bootstrap.servers": "b:9092", "worker.id": "w"})
-    with pytest.raises(ValueError, match="runs no Java connectors"):
-        StandaloneHerder(config, plugins, FileOffsetStore(tmp_path / "offsets"),
-                         java_plugins=java)
 
 
 def test_preview_of_a_java_connector_is_refused_and_a_python_ones_is_not(

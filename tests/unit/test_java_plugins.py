@@ -273,8 +273,8 @@ def test_running_a_java_connector_is_refused_on_connector_class(java: JavaPlugin
         java.refuse_to_run({"connector.class": "Postgres"})
     error = raised.value
     assert "connector.class Postgres (the Java class " + POSTGRES + ")" in error.message
-    assert "Java connectors need a distributed worker" in error.message
-    assert "offsets topic" in error.message
+    assert "this worker runs no Java connectors" in error.message
+    assert "nothing was created" in error.message
     [violation] = error.violations
     assert violation.subject == "config.connector.class"
 
@@ -374,7 +374,7 @@ def test_validate_config_of_a_java_connector_is_kafkas_and_creating_it_is_refuse
     # ValidateConfig's plugin field names the class the config is validated against.
     validator.validate({"file": "/tmp/in.txt"}, plugin="FileStreamSourceConnector")
     assert catalogue.validated[-1]["connector.class"] == FILE_SOURCE
-    with pytest.raises(FailedPreconditionError, match="need a distributed worker"):
+    with pytest.raises(FailedPreconditionError, match="runs no Java connectors"):
         validator.ensure_valid(config)
     # A Python connector beside them validates as before, without the JVM.
     calls = len(catalogue.calls)

@@ -26,23 +26,25 @@ TASK_TYPE_SOURCE: TaskType
 TASK_TYPE_SINK: TaskType
 
 class DriverMessage(_message.Message):
-    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done", "set_log_levels", "forget_topics")
+    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done", "set_log_levels", "forget_topics", "offsets_written")
     START_TASK_FIELD_NUMBER: _ClassVar[int]
     SET_TARGET_STATE_FIELD_NUMBER: _ClassVar[int]
     STOP_TASK_FIELD_NUMBER: _ClassVar[int]
     CHECK_DONE_FIELD_NUMBER: _ClassVar[int]
     SET_LOG_LEVELS_FIELD_NUMBER: _ClassVar[int]
     FORGET_TOPICS_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
     start_task: StartTask
     set_target_state: SetTargetState
     stop_task: StopTask
     check_done: CheckDone
     set_log_levels: LogLevels
     forget_topics: ForgetTopics
-    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ..., set_log_levels: _Optional[_Union[LogLevels, _Mapping]] = ..., forget_topics: _Optional[_Union[ForgetTopics, _Mapping]] = ...) -> None: ...
+    offsets_written: OffsetsWritten
+    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ..., set_log_levels: _Optional[_Union[LogLevels, _Mapping]] = ..., forget_topics: _Optional[_Union[ForgetTopics, _Mapping]] = ..., offsets_written: _Optional[_Union[OffsetsWritten, _Mapping]] = ...) -> None: ...
 
 class HostMessage(_message.Message):
-    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record", "topics_used", "task_metrics", "loggers_seen")
+    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record", "topics_used", "task_metrics", "loggers_seen", "offsets_write")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     TASK_EVENT_FIELD_NUMBER: _ClassVar[int]
     STOPPED_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +53,7 @@ class HostMessage(_message.Message):
     TOPICS_USED_FIELD_NUMBER: _ClassVar[int]
     TASK_METRICS_FIELD_NUMBER: _ClassVar[int]
     LOGGERS_SEEN_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_WRITE_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     task_event: TaskEvent
     stopped: Stopped
@@ -59,7 +62,8 @@ class HostMessage(_message.Message):
     topics_used: TopicsUsed
     task_metrics: TaskMetrics
     loggers_seen: LoggersSeen
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ..., topics_used: _Optional[_Union[TopicsUsed, _Mapping]] = ..., task_metrics: _Optional[_Union[TaskMetrics, _Mapping]] = ..., loggers_seen: _Optional[_Union[LoggersSeen, _Mapping]] = ...) -> None: ...
+    offsets_write: OffsetsWrite
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ..., topics_used: _Optional[_Union[TopicsUsed, _Mapping]] = ..., task_metrics: _Optional[_Union[TaskMetrics, _Mapping]] = ..., loggers_seen: _Optional[_Union[LoggersSeen, _Mapping]] = ..., offsets_write: _Optional[_Union[OffsetsWrite, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("token", "executor_id", "host")
@@ -72,7 +76,7 @@ class Hello(_message.Message):
     def __init__(self, token: _Optional[str] = ..., executor_id: _Optional[str] = ..., host: _Optional[str] = ...) -> None: ...
 
 class StartTask(_message.Message):
-    __slots__ = ("connector", "task", "worker_id", "worker_properties", "plugin_scan_properties", "connector_config", "task_config", "task_count", "target_state", "task_type", "exactly_once", "log_levels")
+    __slots__ = ("connector", "task", "worker_id", "worker_properties", "plugin_scan_properties", "connector_config", "task_config", "task_count", "target_state", "task_type", "exactly_once", "log_levels", "offsets_kept_by_worker", "source_offsets")
     class WorkerPropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +117,8 @@ class StartTask(_message.Message):
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
     EXACTLY_ONCE_FIELD_NUMBER: _ClassVar[int]
     LOG_LEVELS_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_KEPT_BY_WORKER_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_OFFSETS_FIELD_NUMBER: _ClassVar[int]
     connector: str
     task: int
     worker_id: str
@@ -125,7 +131,33 @@ class StartTask(_message.Message):
     task_type: TaskType
     exactly_once: bool
     log_levels: LogLevels
-    def __init__(self, connector: _Optional[str] = ..., task: _Optional[int] = ..., worker_id: _Optional[str] = ..., worker_properties: _Optional[_Mapping[str, str]] = ..., plugin_scan_properties: _Optional[_Mapping[str, str]] = ..., connector_config: _Optional[_Mapping[str, str]] = ..., task_config: _Optional[_Mapping[str, str]] = ..., task_count: _Optional[int] = ..., target_state: _Optional[_Union[TargetState, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., exactly_once: _Optional[bool] = ..., log_levels: _Optional[_Union[LogLevels, _Mapping]] = ...) -> None: ...
+    offsets_kept_by_worker: bool
+    source_offsets: _containers.RepeatedCompositeFieldContainer[OffsetEntry]
+    def __init__(self, connector: _Optional[str] = ..., task: _Optional[int] = ..., worker_id: _Optional[str] = ..., worker_properties: _Optional[_Mapping[str, str]] = ..., plugin_scan_properties: _Optional[_Mapping[str, str]] = ..., connector_config: _Optional[_Mapping[str, str]] = ..., task_config: _Optional[_Mapping[str, str]] = ..., task_count: _Optional[int] = ..., target_state: _Optional[_Union[TargetState, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., exactly_once: _Optional[bool] = ..., log_levels: _Optional[_Union[LogLevels, _Mapping]] = ..., offsets_kept_by_worker: _Optional[bool] = ..., source_offsets: _Optional[_Iterable[_Union[OffsetEntry, _Mapping]]] = ...) -> None: ...
+
+class OffsetEntry(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    value: bytes
+    def __init__(self, key: _Optional[bytes] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class OffsetsWrite(_message.Message):
+    __slots__ = ("id", "entries")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    entries: _containers.RepeatedCompositeFieldContainer[OffsetEntry]
+    def __init__(self, id: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[OffsetEntry, _Mapping]]] = ...) -> None: ...
+
+class OffsetsWritten(_message.Message):
+    __slots__ = ("id", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    error: str
+    def __init__(self, id: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
 
 class SetTargetState(_message.Message):
     __slots__ = ("target_state",)

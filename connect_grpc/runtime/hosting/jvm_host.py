@@ -20,6 +20,11 @@ exactly-once source (fencing), and stops the task when told, when its connection
 when its Spark job is cancelled. It sends its JVM's log lines for the worker's log, and applies
 the worker's log levels to its Java loggers: those in force when the task starts, then each
 change (``tell_levels``).
+
+On a worker that keeps source offsets itself (a standalone worker's offsets file,
+``JavaTaskSpec.offset_store``), a source task's start carries its connector's stored offsets,
+which the JVM's Kafka worker reads them from, and the host relays each commit of the task's
+offsets, which the driver writes to that store before it answers (``_write_offsets``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from connect_grpc.runtime.hosting.jvm_launch import (
 )
 from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener, log_levels
 from connect_grpc.runtime.placement import driver_placement, executor_placement
+from connect_grpc.storage import offsets_codec
+from connect_grpc.storage.base import OffsetEntry, OffsetStore
 
 log = structlog.get_logger(__name__)
 
@@ -80,6 +87,10 @@ class JavaTaskSpec:
     #: ``tasks.max`` when the task starts (KIP-1004); None when not known (a task started
     #: on its own), then the least it has: the task's number + 1.
     task_count: int | None = None
+    #: Where a source task's offsets are kept when the worker keeps them itself (a
+    #: standalone worker's file); None when they are in Kafka's offsets topic, which the
+    #: JVM's Kafka worker reads and writes.
+    offset_store: OffsetStore | None = None
 
     @property
     def generation_tasks(self) -> int:
@@ -154,7 +165,9 @@ class JvmTaskHost:
             self.close()
             raise
         self._told = None
-        conn.start(f"jvm-host-reader-{self.spec.id}", self._check, self._report)
+        conn.start(
+            f"jvm-host-reader-{self.spec.id}", self._check, self._report, self._write_offsets
+        )
         self._conn = conn
         self._log.info(
             "task_host_connected", host=conn.host, executor=conn.executor_id,
@@ -169,7 +182,7 @@ class JvmTaskHost:
         if not isinstance(parked, ParkedJvmHost):
             return False
         conn = parked.conn
-        conn.adopt(self._check, self._report)
+        conn.adopt(self._check, self._report, self._write_offsets)
         self._told = None
         self._launched = parked.launched
         self._conn = conn
@@ -246,6 +259,7 @@ class JvmTaskHost:
         spec = self.spec
         target = self.target
         levels_version, levels = LEVELS_SET.snapshot()
+        offsets = self._stored_offsets()
         sent = time.perf_counter()
         conn.send(host_pb2.DriverMessage(start_task=host_pb2.StartTask(
             connector=spec.id.connector,
@@ -260,6 +274,8 @@ class JvmTaskHost:
             task_type=host_pb2.TASK_TYPE_SINK if spec.sink else host_pb2.TASK_TYPE_SOURCE,
             exactly_once=spec.exactly_once,
             log_levels=log_levels(levels_version, levels),
+            offsets_kept_by_worker=spec.offset_store is not None,
+            source_offsets=offsets,
         )))
         self._told = target
         self._levels_told = levels_version
@@ -384,6 +400,43 @@ class JvmTaskHost:
 
     def _report(self, message: Any) -> None:
         self.on_report(message)
+
+    def _stored_offsets(self) -> list[Any]:
+        """The connector's stored source offsets, for a source task's start on a worker that
+        keeps them itself (none otherwise)."""
+        store = self.spec.offset_store
+        if store is None or self.spec.sink:
+            return []
+        connector = self.spec.id.connector
+        return [
+            host_pb2.OffsetEntry(
+                key=offsets_codec.encode_key(connector, partition),
+                value=offsets_codec.encode_value(offset),
+            )
+            for partition, offset in store.get_all(connector)
+        ]
+
+    def _write_offsets(self, entries: Any) -> str:
+        """Stores the source offsets the task committed in the worker's store: "" once
+        stored, else why not (the task's commit then fails, as a failed flush does in Kafka
+        Connect, and its next one carries the offsets again)."""
+        store = self.spec.offset_store
+        if store is None:
+            return ("this task's worker keeps no source offsets of its own: they are in "
+                    "Kafka's offsets topic")
+        connector = self.spec.id.connector
+        changes: list[OffsetEntry] = []
+        for entry in entries:
+            decoded = offsets_codec.decode_key(bytes(entry.key))
+            if decoded is None or decoded[0] != connector:
+                return (f"OffsetsWrite.entries holds a key that is not one of connector "
+                        f"{connector}'s: {bytes(entry.key)[:200]!r}")
+            value = (
+                offsets_codec.decode_value(bytes(entry.value)) if entry.HasField("value") else None
+            )
+            changes.append((decoded[1], value))
+        store.put(connector, changes)
+        return ""
 
     def _connection(self) -> JvmConnection:
         conn = self._conn

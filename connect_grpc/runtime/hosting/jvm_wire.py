@@ -16,7 +16,10 @@ gave (an exactly-once task's fencing wait may take long), a host's log lines
 (``LogRecord``) are written to the worker's log as they come (``logs.java.emit``), the names
 of its JVM's Java loggers (``LoggersSeen``) kept for the worker's list of loggers while the
 connection is open (``logs.java.HOST_LOGGERS``), and its
-reports of the task's topics and metrics go to the taker its owner gave (``jvm_reports``).
+reports of the task's topics and metrics go to the taker its owner gave (``jvm_reports``),
+and the source offsets a task relays for a worker that keeps them itself (``OffsetsWrite``)
+are stored by the writer its owner gave, on the reading thread, so that they are stored in
+the order they were committed, and answered (``OffsetsWritten``).
 A connection that closes or breaks makes the host lost (``HostLostError``, retriable: the
 runner hosts the task again).
 
@@ -53,6 +56,9 @@ HELLO_TIMEOUT_S = 10.0
 CheckAnswerer = Callable[[int], str]
 #: Takes a host's report of its task (a HostMessage with ``topics_used`` or ``task_metrics``).
 ReportTaker = Callable[[Any], None]
+#: Stores a host's relayed source offsets (its ``OffsetEntry`` list) → "" when stored, else
+#: why not.
+OffsetsWriter = Callable[[Any], str]
 
 
 def encode(message: Any) -> bytes:
@@ -157,26 +163,41 @@ class JvmConnection:
         self.lost: str | None = None
         self._answer: CheckAnswerer = _no_checks
         self._take_report: ReportTaker = _no_reports
+        self._write_offsets: OffsetsWriter = _no_offsets
 
     def start(
-        self, name: str, answer: CheckAnswerer, take_report: ReportTaker | None = None
+        self,
+        name: str,
+        answer: CheckAnswerer,
+        take_report: ReportTaker | None = None,
+        write_offsets: OffsetsWriter | None = None,
     ) -> None:
-        """Starts reading the host's messages; ``answer`` answers its checks, and
-        ``take_report`` takes its reports of the task's topics and metrics."""
+        """Starts reading the host's messages; ``answer`` answers its checks,
+        ``take_report`` takes its reports of the task's topics and metrics, and
+        ``write_offsets`` stores the source offsets it relays."""
         self._answer = answer
         if take_report is not None:
             self._take_report = take_report
+        if write_offsets is not None:
+            self._write_offsets = write_offsets
         threading.Thread(target=self._read, name=name, daemon=True).start()
 
-    def adopt(self, answer: CheckAnswerer, take_report: ReportTaker) -> None:
+    def adopt(
+        self,
+        answer: CheckAnswerer,
+        take_report: ReportTaker,
+        write_offsets: OffsetsWriter | None = None,
+    ) -> None:
         """Hands the connection of a parked host (its task stopped cleanly) to the next task:
-        its checks and reports go to that task's, and what the last task left is dropped."""
+        its checks, reports and offsets go to that task's, and what the last task left is
+        dropped."""
         with self._changed:
             self._events = []
             self._stopped = None
             self._nudged = False
             self._answer = answer
             self._take_report = take_report
+            self._write_offsets = write_offsets or _no_offsets
 
     def _read(self) -> None:
         why = "the JVM hosting the task closed its connection"
@@ -194,6 +215,8 @@ class JvmConnection:
                     HOST_LOGGERS.add(self, message.loggers_seen.names)
                 elif kind in ("topics_used", "task_metrics"):
                     self._report(message, kind)
+                elif kind == "offsets_write":
+                    self._store_offsets(message.offsets_write)
                 elif kind == "check_request":
                     request = message.check_request
                     threading.Thread(
@@ -236,6 +259,15 @@ class JvmConnection:
             if self.lost is None:
                 self.lost = why
             self._changed.notify_all()
+
+    def _store_offsets(self, write: Any) -> None:
+        try:
+            error = self._write_offsets(write.entries)
+        except Exception as exc:  # a write the worker cannot make is the task's failure to commit
+            error = f"{type(exc).__name__}: {exc}"
+        done = host_pb2.OffsetsWritten(id=write.id, error=error)
+        with contextlib.suppress(HostLostError):
+            self.send(host_pb2.DriverMessage(offsets_written=done))
 
     def _check(self, request_id: int, check: int) -> None:
         try:
@@ -310,6 +342,11 @@ def _no_checks(check: int) -> str:
 
 def _no_reports(message: Any) -> None:
     return None
+
+
+def _no_offsets(entries: Any) -> str:
+    return ("this task's worker keeps no source offsets of its own: they are in Kafka's "
+            "offsets topic")
 
 
 class JvmHostListener:

@@ -42,7 +42,9 @@ import org.slf4j.LoggerFactory;
  * <p>The worker settings it is given: {@code bootstrap.servers}, {@code offset.storage.topic}
  * and its {@code offset.storage.partitions} and {@code offset.storage.replication.factor}
  * (used only if a connector's own topic must be created), {@code exactly.once.source.support}
- * (enabled: the readers see committed offsets only), {@code worker.id}, and {@code client}, the
+ * (enabled: the readers see committed offsets only), {@code worker.id}, {@code
+ * offset.storage.file.filename} instead of the topic on a standalone worker (a reader then
+ * refuses to read, saying so), and {@code client}, the
  * worker's client properties: each of the readers' consumers and admin clients is given those
  * its Java client knows by name (the Python worker's are librdkafka's, mostly the same names).
  */
@@ -51,6 +53,8 @@ final class OffsetReaders implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(OffsetReaders.class);
 
     static final String OFFSET_TOPIC = DistributedConfig.OFFSET_STORAGE_TOPIC_CONFIG;
+    /** Given instead of the topic by a standalone worker, whose offsets are in this file. */
+    static final String OFFSET_FILE = "offset.storage.file.filename";
 
     private final Map<String, Object> settings;
     private final JsonConverter keyConverter = internalConverter(true);
@@ -81,6 +85,13 @@ final class OffsetReaders implements AutoCloseable {
         }
         if (workerStore == null) {
             String topic = setting(OFFSET_TOPIC);
+            String file = setting(OFFSET_FILE);
+            if ((topic == null || topic.isBlank()) && file != null) {
+                // the file is the Python worker's, in its own format, written as its tasks commit
+                throw new UnsupportedOperationException("A connector's offsetStorageReader() is not available on a "
+                        + "standalone connect-grpc worker: its source offsets are in the worker's offsets file ("
+                        + OFFSET_FILE + "=" + file + "), which only its tasks and the offsets calls read");
+            }
             if (topic == null || topic.isBlank()) {
                 throw new UnsupportedOperationException("This worker hosts connectors without an offsets topic "
                         + "(no offset.storage.topic was given to its connector host): there are no source offsets "

@@ -25,6 +25,7 @@ import org.apache.kafka.connect.runtime.Worker;
 import org.apache.kafka.connect.runtime.WorkerConfig;
 import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
 import org.apache.kafka.connect.runtime.isolation.Plugins;
+import org.apache.kafka.connect.runtime.standalone.StandaloneConfig;
 import org.apache.kafka.connect.runtime.standalone.StandaloneHerder;
 import org.apache.kafka.connect.storage.KafkaOffsetBackingStore;
 import org.apache.kafka.connect.storage.MemoryConfigBackingStore;
@@ -48,7 +49,10 @@ import org.slf4j.LoggerFactory;
  * topic over a shared admin client, and the connector client override policy the worker
  * names; it is started once, by the first task that needs it or, as Kafka Connect builds its
  * worker at its own start, ahead of any task ({@link #warm}), and stopped when the connect-grpc
- * worker stops ({@link #shutdown}) or the JVM ends.
+ * worker stops ({@link #shutdown}) or the JVM ends. A connect-grpc standalone worker's (its
+ * properties name {@code offset.storage.file.filename}) is built as Kafka's
+ * {@code ConnectStandalone} builds its worker instead, its source offsets kept by the
+ * connect-grpc worker and relayed to it ({@link RelayedOffsetStore}).
  *
  * <p>No Kafka herder runs here (connect-grpc's is the control plane). Kafka's worker still
  * needs one for its tasks' status store and its metrics: a {@link StandaloneHerder} that is
@@ -79,6 +83,8 @@ public final class KafkaTaskWorker implements AutoCloseable {
     private final TopicRelayStore topics;
     private final AutoCloseable resources;
     private final long shutdownTimeoutMs;
+    /** The offsets its tasks read and write, when the connect-grpc worker keeps them (else null). */
+    private final RelayedOffsetStore relayedOffsets;
 
     /**
      * A started Kafka worker over {@code offsets} (built, not started: the worker starts it).
@@ -99,6 +105,7 @@ public final class KafkaTaskWorker implements AutoCloseable {
         this.topics = new TopicRelayStore(new MemoryStatusBackingStore());
         this.herder = herder(worker, config.kafkaClusterId(), topics, policy);
         this.shutdownTimeoutMs = config.getLong(WorkerConfig.TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS_CONFIG);
+        this.relayedOffsets = offsets instanceof RelayedOffsetStore relayed ? relayed : null;
         worker.start();
     }
 
@@ -112,6 +119,9 @@ public final class KafkaTaskWorker implements AutoCloseable {
     static KafkaTaskWorker open(String workerId, Map<String, String> workerProperties,
                                 Map<String, String> scanProperties) {
         Plugins plugins = JavaPluginHost.shared(json(scanProperties)).catalogue().plugins();
+        if (workerProperties.containsKey(StandaloneConfig.OFFSET_STORAGE_FILE_FILENAME_CONFIG)) {
+            return openKeepingOffsetsInWorker(workerId, workerProperties, plugins);
+        }
         DistributedConfig config = new DistributedConfig(workerProperties);
         String clusterId = config.kafkaClusterId();
         String clientIdBase = ConnectUtils.clientIdBase(config);
@@ -133,6 +143,25 @@ public final class KafkaTaskWorker implements AutoCloseable {
             admin.close();
             throw e;
         }
+    }
+
+    /**
+     * The Kafka worker of a connect-grpc standalone worker, as Kafka's {@code ConnectStandalone}
+     * builds its own ({@link StandaloneConfig}: no connector-specific offsets topics, no
+     * exactly-once sources), except for the offsets: the connect-grpc worker keeps them in its
+     * own offsets file, which this JVM never opens ({@code offset.storage.file.filename} only
+     * says which mode the worker is in), and its tasks read and write them through a
+     * {@link RelayedOffsetStore}.
+     */
+    private static KafkaTaskWorker openKeepingOffsetsInWorker(String workerId, Map<String, String> workerProperties,
+                                                              Plugins plugins) {
+        StandaloneConfig config = new StandaloneConfig(workerProperties);
+        long started = System.nanoTime();
+        KafkaTaskWorker built = new KafkaTaskWorker(workerId, workerProperties, config, plugins,
+                new RelayedOffsetStore(), () -> { });
+        log.info("Started Kafka Connect's worker for connect-grpc standalone worker {} in {} ms", workerId,
+                (System.nanoTime() - started) / 1_000_000);
+        return built;
     }
 
     /**
@@ -248,6 +277,14 @@ public final class KafkaTaskWorker implements AutoCloseable {
     /** The herder's status listener: it keeps the status store Kafka's worker reads current. */
     TaskStatus.Listener statusStore() {
         return herder;
+    }
+
+    /**
+     * The source offsets its tasks read and write when the connect-grpc worker keeps them
+     * itself (a standalone worker); null when they are in Kafka's offsets topic.
+     */
+    RelayedOffsetStore relayedOffsets() {
+        return relayedOffsets;
     }
 
     /** The status store Kafka's tasks record the topics they use in (KIP-558). */

@@ -27,6 +27,7 @@ import io.connectgrpc.jvm.host.proto.Stopped;
 import io.connectgrpc.jvm.host.proto.TargetState;
 import io.connectgrpc.jvm.host.proto.TaskType;
 
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.runtime.Worker;
 import org.apache.kafka.connect.storage.AppliedConnectorConfig;
 import org.apache.kafka.connect.storage.ClusterConfigState;
@@ -99,6 +100,10 @@ final class TaskSession {
     private final Workers workers;
     private final BlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
     private DriverChecks checks;
+    /** Relays the source offsets of the session's tasks when their worker keeps them itself. */
+    private final DriverOffsets offsetWrites;
+    /** Where the task's connector's offsets were loaded, while it runs (else null). */
+    private RelayedOffsetStore offsetsAttached;
 
     private KafkaTaskWorker kafka;
     private ConnectorTaskId id;
@@ -114,6 +119,7 @@ final class TaskSession {
         this.interrupted = interrupted;
         this.workers = workers;
         this.checks = new DriverChecks(link);
+        this.offsetWrites = new DriverOffsets(link);
     }
 
     /** Serves tasks until the connection closes, the Spark task is cancelled or a stop was not clean. */
@@ -146,6 +152,10 @@ final class TaskSession {
             logging.close();
             logging = null;
         }
+        if (offsetsAttached != null) {
+            offsetsAttached.detach(id.connector(), offsetWrites);
+            offsetsAttached = null;
+        }
         kafka = null;
         id = null;
         owner = null;
@@ -166,11 +176,17 @@ final class TaskSession {
         try {
             DriverMessage message;
             while ((message = link.receive()) != null) {
-                inbox.add(message);
+                if (message.getMessageCase() == DriverMessage.MessageCase.OFFSETS_WRITTEN) {
+                    // here, not in the inbox: a task's last commit is waited for during its stop
+                    offsetWrites.answered(message.getOffsetsWritten());
+                } else {
+                    inbox.add(message);
+                }
             }
         } catch (IOException e) {
             log.debug("The connection to the driver broke", e);
         }
+        offsetWrites.failAll("The connection to the worker's driver closed: source offsets cannot be stored");
         inbox.add(CLOSED);
     }
 
@@ -289,6 +305,7 @@ final class TaskSession {
             reports = new TaskReports(link, worker.metrics(), id, start.getTaskType() == TaskType.TASK_TYPE_SINK);
             topicsUsed = reports::topicUsed;
             kafka.topics().listen(id, topicsUsed);
+            attachOffsets(start);
             startOnWorker(worker, start);
             reports.start();
         } catch (Exception | LinkageError e) {
@@ -297,6 +314,26 @@ final class TaskSession {
         } finally {
             handOver.unlock();
         }
+    }
+
+    /**
+     * A source task of a worker that keeps its offsets itself reads them from what its start
+     * carries, and relays what it commits over this session's connection.
+     */
+    private void attachOffsets(StartTask start) {
+        RelayedOffsetStore store = kafka.relayedOffsets();
+        if (start.getOffsetsKeptByWorker() != (store != null)) {
+            throw new ConnectException("StartTask.offsets_kept_by_worker is " + start.getOffsetsKeptByWorker()
+                    + " but this JVM's Kafka worker for connect-grpc worker " + start.getWorkerId()
+                    + (store == null ? " keeps source offsets in Kafka's offsets topic"
+                                     : " relays source offsets to the worker"));
+        }
+        if (store == null || start.getTaskType() != TaskType.TASK_TYPE_SOURCE) {
+            return;
+        }
+        store.load(id.connector(), start.getSourceOffsetsList());
+        store.attach(id.connector(), offsetWrites);
+        offsetsAttached = store;
     }
 
     private void startOnWorker(Worker worker, StartTask start) {

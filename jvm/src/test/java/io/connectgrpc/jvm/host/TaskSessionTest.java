@@ -198,6 +198,24 @@ class TaskSessionTest {
 
     @Test
     @Timeout(60)
+    void aStartTellingOffsetsKeptByTheWorkerToAKafkaWorkerOnTheOffsetsTopicFailsNamingTheField() throws Exception {
+        // this JVM's Kafka worker was built for a worker with an offsets topic
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            StartTask start = start("mode-mismatch", TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED)
+                    .getStartTask().toBuilder().setOffsetsKeptByWorker(true).build();
+            driver.send(DriverMessage.newBuilder().setStartTask(start).build());
+            TaskEvent failed = driver.nextEvent();
+            assertEquals(TaskEvent.Kind.KIND_FAILED, failed.getKind());
+            assertTrue(failed.getTrace().lines().findFirst().orElse("").contains("StartTask.offsets_kept_by_worker"),
+                    failed.getTrace());
+            assertFalse(kafka.worker().taskIds().contains(new ConnectorTaskId("mode-mismatch", 0)));
+            assertTrue(driver.stop().getClean());
+        }
+    }
+
+    @Test
+    @Timeout(60)
     void aFailureIsRelayedWithItsRootCauseOnTheFirstLineOfItsTrace() throws Exception {
         for (TaskType type : new TaskType[] {TaskType.TASK_TYPE_SOURCE, TaskType.TASK_TYPE_SINK}) {
             String name = "failing-" + type.getNumber();
