@@ -198,3 +198,8 @@ def test_count_back_off_and_healthy_period_survive_a_leader_kill(
     assert reset["healthy_since_ms"] == began
     reset_ms = datetime.datetime.fromisoformat(reset["timestamp"]).timestamp() * 1000
     assert reset_ms >= began + HEALTHY_PERIOD_MS
+
+    # the killed worker back (same id, port and properties), so that the session's shared
+    # cluster is whole for the modules after this one: otherwise the next one finds a dead
+    # member, stops the two others and starts all three afresh
+    leader.start()

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +32,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from connect_grpc.kafka.broker import LocalKafka
-from connect_grpc.testing.cluster import WorkerProcess, wait_until
+from connect_grpc.testing.cluster import WorkerProcess, start_together, wait_until
 from connect_grpc.testing.plugins import read_events
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
@@ -332,65 +333,70 @@ def new_name() -> str:
 # (first in the module: their workers run before the module worker starts)
 
 
-#: The tests below that each need a broker of their own (``fresh_bootstrap``).
-FRESH_BROKERS = 2
+@dataclass
+class Fresh:
+    """A broker no consumer group was ever used on (no __consumer_offsets yet: the first
+    group operations meet a coordinator that is not ready), a worker of its own on it, and
+    the test's directory and topic."""
+
+    broker: LocalKafka
+    directory: Path
+    topic: str
+    process: WorkerProcess | None = None
+
+    @property
+    def worker(self) -> WorkerProcess:
+        assert self.process is not None
+        return self.process
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+        self.broker.stop()
 
 
 @pytest.fixture(scope="module")
-def fresh_brokers(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Callable[[], LocalKafka]]:
-    """The brokers of the tests that need one no consumer group was ever used on, all
-    started at once when the first is asked for, so that the next one's start overlaps the
-    test before it rather than following it. Each is handed out once (the callable this
-    yields, for ``fresh_bootstrap``).
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Fresh]]:
+    """The brokers and workers of the two tests below, ``files`` (a worker started with
+    connector files) and ``bare`` (one started with none): the brokers start at once, then
+    the workers at once, when the first test asks, rather than each test's after the
+    other's. Each test stops its own when it ends (``fresh_files``, ``fresh_bare``).
 
     The starting threads live until the brokers are stopped: a broker started with
     ``die_with_parent`` gets SIGTERM when the thread that spawned it ends."""
     if os.environ.get(BOOTSTRAP_ENV):
         pytest.skip(f"{BOOTSTRAP_ENV} is set: the session uses an external broker")
-    brokers = [
-        LocalKafka(tmp_path_factory.mktemp("fresh-kafka"), die_with_parent=True)
-        for _ in range(FRESH_BROKERS)
-    ]
-    pool = ThreadPoolExecutor(max_workers=FRESH_BROKERS, thread_name_prefix="fresh-kafka")
-    starts = [pool.submit(broker.start, 90) for broker in brokers]
-
-    unused = iter(range(FRESH_BROKERS))
-
-    def take() -> LocalKafka:
-        index = next(unused, None)
-        assert index is not None, f"more tests use fresh_bootstrap than {FRESH_BROKERS=}"
-        starts[index].result()
-        return brokers[index]
-
+    made = {
+        key: Fresh(LocalKafka(tmp_path_factory.mktemp("fresh-kafka"), die_with_parent=True),
+                   tmp_path_factory.mktemp(f"fresh-{key}"), f"test-{uuid.uuid4().hex}")
+        for key in ("files", "bare")
+    }
+    pool = ThreadPoolExecutor(max_workers=len(made), thread_name_prefix="fresh-kafka")
+    starts = [pool.submit(each.broker.start, 90) for each in made.values()]
     try:
-        yield take
+        for started in starts:
+            started.result()
+        for each in made.values():
+            create_topic(AdminClient({"bootstrap.servers": each.broker.bootstrap_servers}),
+                         each.topic)
+        made["files"].process = _worker_with_files(made["files"])
+        made["bare"].process = WorkerProcess(
+            made["bare"].directory / "w", made["bare"].broker.bootstrap_servers)
+        start_together([made["files"].worker, made["bare"].worker])
+        yield made
     finally:
-        for start in starts:
-            start.exception()  # wait for every start to end before stopping its broker
-        for broker in brokers:
-            broker.stop()
+        for started in starts:
+            started.exception()  # wait for every start to end before stopping its broker
+        for each in made.values():
+            each.stop()
         pool.shutdown()
 
 
-@pytest.fixture
-def fresh_bootstrap(fresh_brokers: Callable[[], LocalKafka]) -> Iterator[str]:
-    """A broker of its own, on which no consumer group was ever used (no __consumer_offsets
-    yet): the first group operations meet a coordinator that is not ready."""
-    broker = fresh_brokers()
-    try:
-        yield broker.bootstrap_servers
-    finally:
-        broker.stop()
-
-
-def test_connector_file_with_initial_offsets(
-    fresh_bootstrap: str, tmp_path: Path, unique_topic: str
-) -> None:
-    events = tmp_path / "events.jsonl"
-    topic = create_topic(AdminClient({"bootstrap.servers": fresh_bootstrap}), unique_topic)
-    source = tmp_path / "source.json"
+def _worker_with_files(fresh: Fresh) -> WorkerProcess:
+    """A worker (not started) whose connector files create ``json-source`` and ``json-sink``
+    stopped, with initial offsets."""
+    events, topic = fresh.directory / "events.jsonl", fresh.topic
+    source = fresh.directory / "source.json"
     source.write_text(json.dumps({
         "name": "json-source",
         "config": instrumented_source(events),
@@ -400,56 +406,69 @@ def test_connector_file_with_initial_offsets(
             {"partition": {"task": 1}, "offset": {"seq": 3}},
         ],
     }))
-    sink = tmp_path / "sink.json"
+    sink = fresh.directory / "sink.json"
     sink.write_text(json.dumps({
         "name": "json-sink",
-        "config": file_sink(topic, tmp_path / "out.txt"),
+        "config": file_sink(topic, fresh.directory / "out.txt"),
         "initial_state": "stopped",
         "initial_offsets": [
             {"partition": {"kafka_topic": topic, "kafka_partition": 0},
              "offset": {"kafka_offset": 3}},
         ],
     }))
-    process = WorkerProcess(tmp_path / "w", fresh_bootstrap, connector_files=[source, sink])
-    with process:
-        try:
-            stub = process.stub
-            wait_for_states(stub, "json-source", STOPPED, [])
-            wait_for_states(stub, "json-sink", STOPPED, [])
-            assert offsets(stub, "json-source") == canonical([
-                ({"task": 0}, {"seq": MAX_LONG, "note": "x", "ok": True}),
-                ({"task": 1}, {"seq": 3}),
-            ])
-            exact = [o for o in raw_offsets(stub, "json-source")
-                     if o.partition.fields["task"].integer_value == 0]
-            assert exact[0].offset.fields["seq"].WhichOneof("kind") == "integer_value"
-            assert exact[0].offset.fields["seq"].integer_value == MAX_LONG
-            assert offsets(stub, "json-sink") == canonical([sink_entry(topic, 0, 3)])
-            admin = AdminClient({"bootstrap.servers": fresh_bootstrap})
-            assert group_offsets(admin, "connect-json-sink") == {(topic, 0): 3}
-            del admin  # no client left reconnecting once the broker stops
-        finally:
-            assert process.returncode is None, f"worker died:\n{process.logs()[-3000:]}"
+    return WorkerProcess(fresh.directory / "w", fresh.broker.bootstrap_servers,
+                         connector_files=[source, sink])
 
 
-def test_sink_offsets_on_a_fresh_cluster(
-    fresh_bootstrap: str, tmp_path: Path, unique_topic: str
-) -> None:
-    topic = create_topic(AdminClient({"bootstrap.servers": fresh_bootstrap}), unique_topic)
-    process = WorkerProcess(tmp_path / "w", fresh_bootstrap)
-    with process:
+@pytest.fixture
+def fresh_files(fresh: dict[str, Fresh]) -> Iterator[Fresh]:
+    yield fresh["files"]
+    fresh["files"].stop()
+
+
+@pytest.fixture
+def fresh_bare(fresh: dict[str, Fresh]) -> Iterator[Fresh]:
+    yield fresh["bare"]
+    fresh["bare"].stop()
+
+
+def test_connector_file_with_initial_offsets(fresh_files: Fresh) -> None:
+    process, topic = fresh_files.worker, fresh_files.topic
+    try:
         stub = process.stub
-        name = new_name()
-        create(stub, name, file_sink(topic, tmp_path / "out.txt"), pb.INITIAL_STATE_STOPPED)
-        wait_for_states(stub, name, STOPPED, [])
-        try:
-            assert raw_offsets(stub, name) == []
-            assert reset(stub, name) == applied("reset")
-            item = entry({"kafka_topic": topic, "kafka_partition": 0}, {"kafka_offset": 2})
-            assert alter(stub, name, [item]) == applied("altered")
-            assert offsets(stub, name) == canonical([sink_entry(topic, 0, 2)])
-        finally:
-            assert process.returncode is None, f"worker died:\n{process.logs()[-3000:]}"
+        wait_for_states(stub, "json-source", STOPPED, [])
+        wait_for_states(stub, "json-sink", STOPPED, [])
+        assert offsets(stub, "json-source") == canonical([
+            ({"task": 0}, {"seq": MAX_LONG, "note": "x", "ok": True}),
+            ({"task": 1}, {"seq": 3}),
+        ])
+        exact = [o for o in raw_offsets(stub, "json-source")
+                 if o.partition.fields["task"].integer_value == 0]
+        assert exact[0].offset.fields["seq"].WhichOneof("kind") == "integer_value"
+        assert exact[0].offset.fields["seq"].integer_value == MAX_LONG
+        assert offsets(stub, "json-sink") == canonical([sink_entry(topic, 0, 3)])
+        admin = AdminClient({"bootstrap.servers": fresh_files.broker.bootstrap_servers})
+        assert group_offsets(admin, "connect-json-sink") == {(topic, 0): 3}
+        del admin  # no client left reconnecting once the broker stops
+    finally:
+        assert process.returncode is None, f"worker died:\n{process.logs()[-3000:]}"
+
+
+def test_sink_offsets_on_a_fresh_cluster(fresh_bare: Fresh) -> None:
+    process, topic = fresh_bare.worker, fresh_bare.topic
+    stub = process.stub
+    name = new_name()
+    create(stub, name, file_sink(topic, fresh_bare.directory / "out.txt"),
+           pb.INITIAL_STATE_STOPPED)
+    wait_for_states(stub, name, STOPPED, [])
+    try:
+        assert raw_offsets(stub, name) == []
+        assert reset(stub, name) == applied("reset")
+        item = entry({"kafka_topic": topic, "kafka_partition": 0}, {"kafka_offset": 2})
+        assert alter(stub, name, [item]) == applied("altered")
+        assert offsets(stub, name) == canonical([sink_entry(topic, 0, 2)])
+    finally:
+        assert process.returncode is None, f"worker died:\n{process.logs()[-3000:]}"
 
 
 # ---- GetOffsets ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 - The same on a distributed worker (status topic, leader writes): its tasks show RETRYING at
   once (a status report never waits for Kafka), and a write answers UNAVAILABLE with a retry
   hint at once instead of holding the caller for its whole deadline (issue 23, items 1, 3).
+  Both workers ride out the same outage.
 - A Python worker crashing inside a Spark executor (os._exit, segfault) makes the task
   retry; the driver process lives on.
 - A crash of the admin client's process (where consumer-group calls run) is UNAVAILABLE for
@@ -45,9 +46,15 @@ from connect_grpc.runtime.task import TaskRunner
 from connect_grpc.runtime.task_host import DriverHost
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from connect_grpc.storage.kafka_admin import AdminCallError, IsolatedAdmin
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from connect_grpc.testing.cluster import (
+    WorkerProcess,
+    cluster_properties,
+    start_together,
+    wait_until,
+)
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.integration.concurrently import stop_together
 from tests.integration.conftest import BOOTSTRAP_ENV
 from tests.integration.helpers import RUNNING, create_topic
 from tests.task_fakes import NoopTask, StatusRecorder
@@ -187,133 +194,169 @@ def sink_offsets_error(stub: pb_grpc.ConnectServiceStub, name: str) -> grpc.RpcE
     return None
 
 
-@pytest.mark.timeout(240)
-def test_a_broker_outage_shows_retrying_and_heals_without_loss(
+class Sampler:
+    """Calls ``sample`` every ``interval`` seconds on a thread of its own until ``until``
+    (monotonic seconds), keeping what it returned, or the first exception it raised: the
+    standalone worker's states are watched through the rest of the outage while the test
+    checks the distributed worker."""
+
+    def __init__(self, sample: Callable[[], list[int]], until: float, interval: float) -> None:
+        self.samples: list[list[int]] = []
+        self.error: BaseException | None = None
+        self._sample, self._until, self._interval = sample, until, interval
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while time.monotonic() < self._until:
+                self.samples.append(self._sample())
+                time.sleep(self._interval)
+        except Exception as error:  # re-raised by result()
+            self.error = error
+
+    def result(self) -> list[list[int]]:
+        self._thread.join(self._until - time.monotonic() + 10)
+        assert not self._thread.is_alive(), "the sampling did not end with the outage"
+        if self.error is not None:
+            raise self.error
+        return self.samples
+
+
+@pytest.mark.timeout(360)
+def test_a_broker_outage_shows_retrying_refuses_writes_at_once_and_heals_without_loss(
     broker: LocalKafka, tmp_path: Path
 ) -> None:
+    """One outage, two workers (a standalone one, a distributed one) on the broker: the
+    consequences each shows are checked during the same outage, rather than one outage
+    each (the outage, its waits and a worker start are most of the time)."""
     topic = create_topic(_admin(broker.bootstrap_servers), f"outage-{uuid.uuid4().hex[:8]}")
-    worker = WorkerProcess(tmp_path / "worker", broker.bootstrap_servers, extra_properties={
-        "health.kafka.unreachable.grace.ms": str(GRACE_MS),
-        "task.retry.backoff.max.ms": "1000",
-    })
-    with worker:
-        channel = worker.channel
-        assert channel is not None
-        pipeline = Pipeline(worker.stub, tmp_path, topic)
-        before = [f"before-{i}" for i in range(LINES)]
-        pipeline.append(before)
-        wait_until(lambda: len(pipeline.sink_lines()) >= LINES, timeout=90)
-        wait_until(lambda: pipeline.task_states() == [RUNNING, RUNNING], timeout=30)
-        logged_before = _connection_refused_lines(worker)
-
-        broker.stop()
-        down_at = time.monotonic()
-        during = [f"during-{i}" for i in range(LINES)]
-        pipeline.append(during)
-
-        wait_until(lambda: pipeline.task_states() == [RETRYING, RETRYING], timeout=OUTAGE_S)
-        assert all("Kafka" in trace or "_TRANSPORT" in trace for trace in pipeline.task_traces())
-        for call in (
-            lambda: worker.stub.ListConnectors(pb.ListConnectorsRequest(), timeout=2),
-            lambda: pipeline.task_states(),
-        ):
-            assert timed(call) < 1.0
-        error = sink_offsets_error(worker.stub, pipeline.names[1])
-        assert error is not None and error.code() == grpc.StatusCode.UNAVAILABLE, error
-        wait_until(lambda: health(channel) == NOT_SERVING, timeout=GRACE_MS / 1000 + 8)
-        while time.monotonic() - down_at < OUTAGE_S:
-            assert FAILED not in pipeline.task_states()
-            assert RUNNING not in pipeline.task_states()
-            time.sleep(0.5)
-
-        broker.start(timeout=90)
-        wait_until(lambda: health(channel) == SERVING, timeout=30)
-        after = [f"after-{i}" for i in range(LINES)]
-        pipeline.append(after)
-        expected = before + during + after
-        wait_until(lambda: set(expected) <= set(pipeline.sink_lines()), timeout=90)
-        wait_until(lambda: pipeline.task_states() == [RUNNING, RUNNING], timeout=30)
-        # the first offsets call after the outage starts a new admin process (the one asked
-        # during the outage did not answer in time and was stopped): on a loaded machine
-        # its start alone can outlast the call's 4 s, so ask until the new process answers
-        wait_until(lambda: sink_offsets_error(worker.stub, pipeline.names[1]) is None, timeout=30)
-        assert worker.returncode is None
-        written = pipeline.sink_lines()
-        assert [line for line in written if line in set(expected)][: len(before)] == before
-        refused = _connection_refused_lines(worker) - logged_before
-        # one line per client per 30 s: the monitor, the sink's member, a few executor
-        # clients; unthrottled librdkafka logs ~10 lines per client per second
-        assert refused <= 15, worker.logs()[-5000:]
-
-
-@pytest.mark.timeout(240)
-def test_a_distributed_worker_shows_retrying_and_refuses_writes_at_once_during_an_outage(
-    broker: LocalKafka, tmp_path: Path
-) -> None:
-    properties = {
-        **cluster_properties(f"outage-{uuid.uuid4().hex[:8]}"),
+    outage_properties = {
         "health.kafka.unreachable.grace.ms": str(GRACE_MS),
         "task.retry.backoff.max.ms": "1000",
     }
-    worker = WorkerProcess(tmp_path / "worker", broker.bootstrap_servers, properties,
-                           mode="distributed")
-    with worker:
-        channel = worker.channel
-        assert channel is not None
-        source = tmp_path / "in.txt"
-        source.write_text("", encoding="utf-8")
-        name = "outage-distributed"
-        config = {"connector.class": "FileStreamSource", "tasks.max": "1",
-                  "file": str(source), "topic": f"outage-d-{uuid.uuid4().hex[:8]}"}
-        wait_until(lambda: worker.stub.CreateConnector(
-            pb.CreateConnectorRequest(name=name, config=config), timeout=30), timeout=60)
+    worker = WorkerProcess(tmp_path / "worker", broker.bootstrap_servers, outage_properties)
+    member = WorkerProcess(
+        tmp_path / "member", broker.bootstrap_servers,
+        {**cluster_properties(f"outage-{uuid.uuid4().hex[:8]}"), **outage_properties},
+        mode="distributed")
+    try:
+        start_together([worker, member])
+        _outage_on_both(broker, topic, worker, member, tmp_path)
+    finally:
+        stop_together([worker, member])
 
-        def task_states() -> list[int]:
-            status = worker.stub.GetConnectorStatus(
-                pb.GetConnectorStatusRequest(name=name), timeout=2).status
-            return [task.state for task in status.tasks]
 
-        wait_until(lambda: task_states() == [RUNNING], timeout=60)
-        # ready (KIP-1017): started, a member of the group named by the assignment it read
-        assert health(channel, LIVE) == SERVING and health(channel, READY) == SERVING
-        assert worker.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5).joined
-        live, ready = Watched(channel, LIVE), Watched(channel, READY)
+def _outage_on_both(
+    broker: LocalKafka, topic: str, worker: WorkerProcess, member: WorkerProcess, tmp_path: Path
+) -> None:
+    # ---- the standalone worker: source → topic → sink; the distributed one: a source
+    channel, member_channel = worker.channel, member.channel
+    assert channel is not None and member_channel is not None
+    pipeline = Pipeline(worker.stub, tmp_path, topic)
+    before = [f"before-{i}" for i in range(LINES)]
+    pipeline.append(before)
+    source = tmp_path / "member-in.txt"
+    source.write_text("", encoding="utf-8")
+    name = "outage-distributed"
+    config = {"connector.class": "FileStreamSource", "tasks.max": "1",
+              "file": str(source), "topic": f"outage-d-{uuid.uuid4().hex[:8]}"}
+    wait_until(lambda: member.stub.CreateConnector(
+        pb.CreateConnectorRequest(name=name, config=config), timeout=30), timeout=60)
 
-        broker.stop()
-        # RETRYING shows while Kafka is away: reporting it does not wait for the status topic
-        wait_until(lambda: task_states() == [RETRYING], timeout=OUTAGE_S)
-        wait_until(lambda: health(channel) == NOT_SERVING, timeout=GRACE_MS / 1000 + 8)
-        # not ready, but live: a liveness probe must not restart a worker because Kafka is down
-        assert health(channel, READY) == NOT_SERVING
-        assert health(channel, LIVE) == SERVING
-        started = time.monotonic()
-        with pytest.raises(grpc.RpcError) as refused:
-            worker.stub.PauseConnector(pb.PauseConnectorRequest(name=name), timeout=20)
-        elapsed = time.monotonic() - started
-        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, refused.value
-        assert "unreachable" in str(refused.value.details())
-        # answered at once, not at the end of the caller's 20 s deadline
-        assert elapsed < 10, elapsed
-        details = rpc_status.from_call(cast(grpc.Call, refused.value))
-        assert details is not None and any(
-            d.Is(error_details_pb2.RetryInfo.DESCRIPTOR) for d in details.details
-        )
-        assert task_states() == [RETRYING]
-        assert health(channel, LIVE) == SERVING
+    def member_states() -> list[int]:
+        status = member.stub.GetConnectorStatus(
+            pb.GetConnectorStatusRequest(name=name), timeout=2).status
+        return [task.state for task in status.tasks]
 
-        broker.start(timeout=90)
-        wait_until(lambda: health(channel) == SERVING, timeout=30)
-        assert health(channel, READY) == SERVING
-        # each check's Watch streamed its transitions: ready went and came back (a session
-        # the group expired during the outage may make it go once more), live never went
-        wait_until(lambda: ready.statuses[-1:] == [SERVING], timeout=10)
-        went = _transitions(ready.close())
-        assert went[:2] == [SERVING, NOT_SERVING] and went[-1] == SERVING, went
-        assert _transitions(live.close()) == [SERVING]
-        wait_until(lambda: worker.stub.PauseConnector(
-            pb.PauseConnectorRequest(name=name), timeout=10), timeout=60)
-        wait_until(lambda: task_states() == [pb.INSTANCE_STATE_PAUSED], timeout=30)
-        assert worker.returncode is None
+    wait_until(lambda: len(pipeline.sink_lines()) >= LINES, timeout=90)
+    wait_until(lambda: pipeline.task_states() == [RUNNING, RUNNING], timeout=30)
+    wait_until(lambda: member_states() == [RUNNING], timeout=60)
+    # ready (KIP-1017): started, a member of the group named by the assignment it read
+    assert health(member_channel, LIVE) == SERVING and health(member_channel, READY) == SERVING
+    assert member.stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5).joined
+    live, ready = Watched(member_channel, LIVE), Watched(member_channel, READY)
+    logged_before = _connection_refused_lines(worker)
+
+    broker.stop()
+    down_at = time.monotonic()
+    during = [f"during-{i}" for i in range(LINES)]
+    pipeline.append(during)
+
+    # ---- during the outage: the standalone worker
+    wait_until(lambda: pipeline.task_states() == [RETRYING, RETRYING], timeout=OUTAGE_S)
+    # the distributed worker shows RETRYING too, as soon: a status report never waits for
+    # the status topic (counted from the stop, as the standalone worker's wait is)
+    wait_until(lambda: member_states() == [RETRYING],
+               timeout=max(0.5, down_at + OUTAGE_S - time.monotonic()))
+    assert all("Kafka" in trace or "_TRANSPORT" in trace for trace in pipeline.task_traces())
+    for call in (
+        lambda: worker.stub.ListConnectors(pb.ListConnectorsRequest(), timeout=2),
+        lambda: pipeline.task_states(),
+    ):
+        assert timed(call) < 1.0
+    error = sink_offsets_error(worker.stub, pipeline.names[1])
+    assert error is not None and error.code() == grpc.StatusCode.UNAVAILABLE, error
+    wait_until(lambda: health(channel) == NOT_SERVING, timeout=GRACE_MS / 1000 + 8)
+    # from here to the outage's end: never FAILED, never RUNNING while it cannot move data
+    standalone_states = Sampler(pipeline.task_states, until=down_at + OUTAGE_S, interval=0.25)
+
+    # ---- during the outage: the distributed worker
+    wait_until(lambda: health(member_channel) == NOT_SERVING, timeout=GRACE_MS / 1000 + 8)
+    # not ready, but live: a liveness probe must not restart a worker because Kafka is down
+    assert health(member_channel, READY) == NOT_SERVING
+    assert health(member_channel, LIVE) == SERVING
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as refused:
+        member.stub.PauseConnector(pb.PauseConnectorRequest(name=name), timeout=20)
+    elapsed = time.monotonic() - started
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, refused.value
+    assert "unreachable" in str(refused.value.details())
+    # answered at once, not at the end of the caller's 20 s deadline
+    assert elapsed < 10, elapsed
+    details = rpc_status.from_call(cast(grpc.Call, refused.value))
+    assert details is not None and any(
+        d.Is(error_details_pb2.RetryInfo.DESCRIPTOR) for d in details.details
+    )
+    assert member_states() == [RETRYING]
+    assert health(member_channel, LIVE) == SERVING
+
+    for states in standalone_states.result():
+        assert FAILED not in states and RUNNING not in states, states
+
+    # ---- the broker is back on the same port: everything heals by itself
+    broker.start(timeout=90)
+    wait_until(lambda: health(channel) == SERVING, timeout=30)
+    wait_until(lambda: health(member_channel) == SERVING, timeout=30)
+    assert health(member_channel, READY) == SERVING
+    # each check's Watch streamed its transitions: ready went and came back (a session
+    # the group expired during the outage may make it go once more), live never went
+    wait_until(lambda: ready.statuses[-1:] == [SERVING], timeout=10)
+    went = _transitions(ready.close())
+    assert went[:2] == [SERVING, NOT_SERVING] and went[-1] == SERVING, went
+    assert _transitions(live.close()) == [SERVING]
+    wait_until(lambda: member.stub.PauseConnector(
+        pb.PauseConnectorRequest(name=name), timeout=10), timeout=60)
+
+    after = [f"after-{i}" for i in range(LINES)]
+    pipeline.append(after)
+    expected = before + during + after
+    wait_until(lambda: set(expected) <= set(pipeline.sink_lines()), timeout=90)
+    wait_until(lambda: pipeline.task_states() == [RUNNING, RUNNING], timeout=30)
+    # the first offsets call after the outage starts a new admin process (the one asked
+    # during the outage did not answer in time and was stopped): on a loaded machine
+    # its start alone can outlast the call's 4 s, so ask until the new process answers
+    wait_until(lambda: sink_offsets_error(worker.stub, pipeline.names[1]) is None, timeout=30)
+    assert worker.returncode is None
+    written = pipeline.sink_lines()
+    assert [line for line in written if line in set(expected)][: len(before)] == before
+    refused_lines = _connection_refused_lines(worker) - logged_before
+    # one line per client per 30 s: the monitor, the sink's member, a few executor
+    # clients; unthrottled librdkafka logs ~10 lines per client per second
+    assert refused_lines <= 15, worker.logs()[-5000:]
+
+    wait_until(lambda: member_states() == [pb.INSTANCE_STATE_PAUSED], timeout=30)
+    assert member.returncode is None
 
 
 def _transitions(statuses: list[int]) -> list[int]:

@@ -35,9 +35,10 @@ from connect_grpc.pipeline.dead_letter_headers import (
     ERROR_HEADER_TASK_ID,
 )
 from connect_grpc.testing import pipeline_plugins
-from connect_grpc.testing.cluster import WorkerProcess, wait_until
+from connect_grpc.testing.cluster import WorkerProcess, start_together, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.integration.concurrently import stop_together
 from tests.integration.helpers import (
     FAILED,
     RUNNING,
@@ -72,13 +73,38 @@ class Deployment:
         return 0.0
 
 
-@pytest.fixture(scope="module", params=["executor", "driver"])
-def deployment(
+HOSTINGS = ("executor", "driver")
+
+
+@pytest.fixture(scope="module")
+def _workers(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[Deployment]:
+) -> Iterator[dict[str, Deployment]]:
+    """The module's worker of each ``task.hosting`` its selected tests use, started at once
+    (their starts overlap rather than follow one another)."""
+    hostings = {
+        item.callspec.params.get("deployment")
+        for item in request.session.items
+        if getattr(item, "module", None) is request.module and hasattr(item, "callspec")
+    }
+    deployments = {
+        hosting: _deployment(kafka_bootstrap, tmp_path_factory, hosting)
+        for hosting in HOSTINGS if hosting in hostings
+    }
+    workers = [deployment.worker for deployment in deployments.values()]
+    try:
+        start_together(workers)
+        yield deployments
+    finally:
+        stop_together(workers)
+
+
+def _deployment(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, hosting: str
+) -> Deployment:
     """A standalone worker whose ``plugin.path`` holds the test pipeline plugins, its tasks
     hosted in Spark tasks of their own (``executor``) or looping on the driver."""
-    work = tmp_path_factory.mktemp(f"record-errors-{request.param}")
+    work = tmp_path_factory.mktemp(f"record-errors-{hosting}")
     plugin_dir = work / "plugins"
     plugin_dir.mkdir()
     source = Path(pipeline_plugins.__file__).read_text(encoding="utf-8")
@@ -90,11 +116,21 @@ def deployment(
         extra_properties={
             "plugin.path": str(plugin_dir),
             "metrics.listener": f"http://127.0.0.1:{port}",
-            "task.hosting": request.param,
+            "task.hosting": hosting,
         },
     )
-    with worker:
-        yield Deployment(worker, port, work)
+    return Deployment(worker, port, work)
+
+
+@pytest.fixture(scope="module", params=HOSTINGS)
+def deployment(
+    _workers: dict[str, Deployment], request: pytest.FixtureRequest
+) -> Iterator[Deployment]:
+    """The worker of one hosting; stopped once its tests end (the tests run one hosting's
+    after the other), so that it does not idle beside the other's."""
+    chosen = _workers[request.param]
+    yield chosen
+    chosen.worker.stop()
 
 
 def group_offset(admin: AdminClient, group: str, topic: str) -> int:
