@@ -68,11 +68,26 @@ def _consumer_base(worker: WorkerConfig, connector_config: Mapping[str, str]) ->
     return conf
 
 
+#: An idle sink's group member fetches its partitions' ends only to be woken by a record
+#: (``sink_task._Member.wait_for_records``). Its next fetch is held back while the record
+#: waits in its queue (``queued.min.messages`` 1), for 50 ms, time for the member to pause
+#: its partitions: else that fetch, a long poll the broker holds up to ``fetch.wait.max.ms``
+#: (500 ms), would hold up the batch's ListOffsets on the same connection as long (the
+#: broker answers a connection's requests in order).
+MEMBER_QUEUED_MIN_MESSAGES = "1"
+MEMBER_FETCH_QUEUE_BACKOFF_MS = "50"
+
+
 def member_conf(
     worker: WorkerConfig, connector_config: Mapping[str, str], connector: str, client_id: str
 ) -> dict[str, str]:
-    """The sink task's group member: commits by hand, never reads records itself."""
-    conf = _consumer_base(worker, connector_config)
+    """The sink task's group member: commits by hand, never reads records itself (its
+    fetch only wakes an idle task)."""
+    conf = {
+        "queued.min.messages": MEMBER_QUEUED_MIN_MESSAGES,
+        "fetch.queue.backoff.ms": MEMBER_FETCH_QUEUE_BACKOFF_MS,
+        **_consumer_base(worker, connector_config),
+    }
     conf.update(
         {
             "group.id": sink_group_id(connector, connector_config),

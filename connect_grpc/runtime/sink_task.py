@@ -76,6 +76,14 @@ BROKER_TIMEOUT_S = 5.0
 #: during a broker restart without a coordinator for good (its log said "broker -1"): it
 #: never sent a JoinGroup again, and its task showed RUNNING with nothing read for minutes.
 REJOIN_TIMEOUT_S = 20.0
+#: The longest an idle sink's turn waits in its member's fetch for a record (it returns as
+#: soon as one arrives). confluent-kafka's consumer has no ``wakeup()``, so a stop, or a
+#: pause, of a task waiting there is noticed within this; the worker asks all its tasks to
+#: stop before it waits for any, so a stop of many waits for it once. As long as the
+#: broker holds an empty fetch (``fetch.wait.max.ms``, 500 ms by default) and as an idle
+#: task's longest sleep: an idle sink's turns, each with its ListOffsets round trip, come
+#: no more often than before.
+DATA_WAIT_S = 0.5
 
 
 def subscription(config: Mapping[str, str]) -> list[str]:
@@ -123,6 +131,11 @@ class _Member:
         self.positions: dict[TopicPartitionKey, int] = {}
         #: Positions put and flushed but not committed yet (the commit failed).
         self.uncommitted: dict[TopicPartitionKey, int] = {}
+        #: The partitions the last ``pending_ranges`` found read to their end, and from where
+        #: an idle wait fetches them (``wait_for_records``).
+        self._watch_from: dict[TopicPartitionKey, int] = {}
+        #: The partitions resumed for an idle wait (the others stay paused).
+        self._watched: set[TopicPartitionKey] = set()
         self.consumer.subscribe(
             topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
         )
@@ -151,14 +164,67 @@ class _Member:
     def _forget(self, key: TopicPartitionKey) -> None:
         self.positions.pop(key, None)
         self.uncommitted.pop(key, None)
+        self._watch_from.pop(key, None)
+        # assigned again (paused) or gone: no longer fetched for a wait
+        self._watched.discard(key)
 
     def poll(self) -> None:
-        """Serves callbacks and heartbeats; any record (fetched before the pause) is dropped."""
+        """Serves callbacks and heartbeats; any record (fetched before the pause, or for an
+        idle wait) is dropped: a batch reads it."""
+        self._took(self.consumer.poll(0))
+
+    def _took(self, msg: Any) -> bool:
+        """What a poll answered: True for a record (the wait is over: the partitions are
+        paused again), False for nothing or an error; a fatal error is raised."""
         from confluent_kafka import KafkaException
 
-        msg = self.consumer.poll(0)
-        if msg is not None and msg.error() is not None and msg.error().fatal():
-            raise KafkaException(msg.error())
+        if msg is None:
+            return False
+        error = msg.error()
+        if error is None:
+            self.unwatch()
+            return True
+        if error.fatal():
+            raise KafkaException(error)
+        return False
+
+    def wait_for_records(self, timeout: float) -> bool:
+        """Waits up to ``timeout`` in the consumer's fetch (a broker's long poll, no CPU
+        spent meanwhile) for a record past the end of any partition the last
+        ``pending_ranges`` found read to its end, serving the callbacks as ``poll`` does.
+        True when one arrived (it is dropped: the next batch reads it); False at once when
+        there is no such partition, else after the timeout or an error."""
+        if not self._watch():
+            return False
+        return self._took(self.consumer.poll(timeout))
+
+    def _watch(self) -> bool:
+        """Has the partitions read to their end fetched from their end: sought there and
+        resumed, unless they already are (a fetch in flight is not restarted)."""
+        from confluent_kafka import TopicPartition
+
+        wanted = {k: o for k, o in self._watch_from.items() if k in self.assigned}
+        if not wanted:
+            return False
+        if self._watched == wanted.keys():
+            return True
+        self.unwatch()
+        partitions = [TopicPartition(t, p, o) for (t, p), o in sorted(wanted.items())]
+        # resumed, then sought: sought while paused, librdkafka 2.16 started the fetch
+        # only about a second later once a ListOffsets had been asked meanwhile
+        self.consumer.resume(partitions)
+        for tp in partitions:
+            self.consumer.seek(tp)
+        self._watched = set(wanted)
+        return True
+
+    def unwatch(self) -> None:
+        """Pauses the partitions resumed for a wait: only batches read records."""
+        from confluent_kafka import TopicPartition
+
+        watched, self._watched = self._watched & self.assigned, set()
+        if watched:
+            self.consumer.pause([TopicPartition(t, p) for t, p in sorted(watched)])
 
     def pending_ranges(self) -> list[OffsetRange]:
         """[position (or earliest), high watermark) of each assigned partition."""
@@ -168,10 +234,13 @@ class _Member:
         self._load_committed([p for p in owned if p not in self.positions])
         ends = partition_ends(self.consumer, owned, BROKER_TIMEOUT_S)
         ranges: list[OffsetRange] = []
+        self._watch_from = {}
         for key in owned:
             low, high = ends[key]
             start = max(self.positions.get(key, low), low)
             ranges.append(OffsetRange(key[0], key[1], start, high))
+            if start == high:
+                self._watch_from[key] = high
         return ranges
 
     def _load_committed(self, partitions: list[TopicPartitionKey]) -> None:
@@ -326,6 +395,7 @@ class SinkTaskRunner(TaskRunner):
         if not ranges:
             self._sizer.observe(0)
             return False
+        member.unwatch()
         offsets, count = self._move(ranges)
         consumed = {r.topic for r in ranges if offsets[(r.topic, r.partition)] > r.start}
         progressed = bool(consumed)
@@ -335,6 +405,24 @@ class SinkTaskRunner(TaskRunner):
         self.log.debug("batch_consumed", records=count, partitions=len(ranges))
         self._commit(member)
         return progressed
+
+    def wait_for_work(self, seconds: float) -> None:
+        """An idle sink waits in its member's fetch, woken by a record as soon as one
+        arrives past the end of its partitions (or after ``DATA_WAIT_S``), as Kafka
+        Connect's sink task waits in its consumer's poll; a paused one, one with no
+        partitions, or one woken already waits as any task does."""
+        member = self._member
+        if member is None or self._paused or self._wake.is_set():
+            if member is not None:
+                member.unwatch()
+            super().wait_for_work(seconds)
+            return
+        began = time.monotonic()
+        if member.wait_for_records(DATA_WAIT_S):
+            return
+        waited = time.monotonic() - began
+        if waited < DATA_WAIT_S:  # nothing to watch, or an error ended the fetch's wait
+            super().wait_for_work(min(seconds, DATA_WAIT_S - waited))
 
     def _replace_member_outside_group(self, member: _Member) -> None:
         """Replaces a member that has been outside its group for ``REJOIN_TIMEOUT_S`` (only

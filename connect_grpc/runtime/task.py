@@ -50,13 +50,17 @@ from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 
 log = structlog.get_logger(__name__)
 
-#: Seconds an idle or paused loop sleeps before looking for work again; each idle turn
-#: after it doubles the sleep up to IDLE_SLEEP_MAX_S, and a turn that moves data starts
-#: over. So a busy task looks again at once, and a thousand idle ones on a worker look
-#: twice a second each rather than ten times (Kafka Connect's FileStreamSource waits 1 s
-#: when its file has nothing new). A pause, resume or stop wakes the loop at once.
+#: Seconds an idle or paused loop waits before looking for work again. It keeps looking
+#: that often for IDLE_EAGER_S after its last batch that moved data, so that a record
+#: trickling in soon after the last one is seen within it; then each idle turn doubles the
+#: wait up to IDLE_SLEEP_MAX_S, and a turn that moves data starts over. So a busy task
+#: looks again at once, and a thousand long-idle ones on a worker look twice a second each
+#: rather than ten times (Kafka Connect's FileStreamSource waits 1 s when its file has
+#: nothing new). A pause, resume or stop wakes the wait at once; a runner may wait for its
+#: data instead (``TaskRunner.wait_for_work``: a sink, in its group member's fetch).
 IDLE_SLEEP_S = 0.1
 IDLE_SLEEP_MAX_S = 0.5
+IDLE_EAGER_S = 1.0
 #: Seconds between re-cancelling a stopping task's jobs while waiting for its loop.
 CANCEL_INTERVAL_S = 0.5
 
@@ -186,6 +190,13 @@ class TaskRunner(abc.ABC):
         Raises a retriable error (see ``retry.is_retriable_error``) for a failure worth
         retrying; the same batch must then be moved by a later call, nothing lost.
         """
+
+    def wait_for_work(self, seconds: float) -> None:
+        """Called after a turn that moved nothing, running or paused: waits up to
+        ``seconds`` for a reason to look again, and returns at once on a pause, resume or
+        stop. A runner that can be woken by its data (a sink) overrides it; an error it
+        raises is logged and the wait done as here."""
+        self._idle(seconds)
 
     def keep_alive(self) -> None:  # noqa: B027 - optional hook
         """Called on every loop turn, also when paused (e.g. to keep a group membership)."""
@@ -367,6 +378,7 @@ class TaskRunner(abc.ABC):
             self._fail(status_trace(exc))
             return
         idle_s = IDLE_SLEEP_S
+        idle_since: float | None = None
         while not self._stopping.is_set():
             try:
                 moved = self._turn()
@@ -377,11 +389,22 @@ class TaskRunner(abc.ABC):
                     return
                 continue
             if moved:
-                idle_s = IDLE_SLEEP_S
-            else:
-                self._idle(idle_s)
+                idle_s, idle_since = IDLE_SLEEP_S, None
+                continue
+            now = self._clock()
+            if idle_since is None:
+                idle_since = now
+            self._wait_quietly(idle_s)
+            if now - idle_since >= IDLE_EAGER_S:
                 idle_s = min(2 * idle_s, IDLE_SLEEP_MAX_S)
         self._wind_down_quietly()
+
+    def _wait_quietly(self, seconds: float) -> None:
+        try:
+            self.wait_for_work(seconds)
+        except Exception as exc:
+            self._log_quietly(logging.DEBUG, "task_idle_wait_failed", error=repr(exc))
+            self._idle(seconds)
 
     def _wind_down_quietly(self) -> None:
         try:

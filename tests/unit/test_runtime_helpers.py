@@ -274,6 +274,16 @@ def test_readers_do_not_long_poll_unless_told_to() -> None:
     assert reader_conf(told, override, "c")["fetch.wait.max.ms"] == "50"
 
 
+def test_a_sink_member_holds_its_next_fetch_while_a_record_that_woke_it_waits() -> None:
+    """Its fetch only wakes an idle sink: the next one, a long poll, is held back while the
+    member pauses, so it does not hold up the batch's ListOffsets; a setting told wins."""
+    member = member_conf(worker_config(), {}, "c", "c-0")
+    assert member["queued.min.messages"] == "1"
+    assert member["fetch.queue.backoff.ms"] == "50"
+    told = worker_config(**{"consumer.fetch.queue.backoff.ms": "20"})
+    assert member_conf(told, {}, "c", "c-0")["fetch.queue.backoff.ms"] == "20"
+
+
 def test_readers_do_not_back_off_for_a_second_when_their_queue_is_full() -> None:
     assert reader_conf(worker_config(), {}, "c")["fetch.queue.backoff.ms"] == "10"
     told = worker_config(**{"consumer.fetch.queue.backoff.ms": "1000"})

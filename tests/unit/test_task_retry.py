@@ -292,24 +292,30 @@ def test_retriable_errors_show_retrying_then_running_again(runners: list[Scripte
 
 
 class _SleepRecordingRunner(ScriptedRunner):
-    """Records each idle sleep instead of sleeping."""
+    """Records each idle sleep instead of sleeping, its clock moved on by the sleep."""
 
     def __init__(self, outcomes: list[BaseException | bool]) -> None:
-        super().__init__(outcomes)
+        self.clock = FakeClock()
+        super().__init__(outcomes, clock=self.clock)
         self.sleeps: list[float] = []
 
     def _idle(self, seconds: float) -> None:
         self.sleeps.append(seconds)
+        self.clock.advance(seconds)
 
 
-def test_an_idle_loop_looks_less_often_until_a_batch_moves_data(
+def test_an_idle_loop_looks_often_for_a_second_then_less_often_until_data_moves(
     runners: list[ScriptedRunner],
 ) -> None:
-    outcomes: list[BaseException | bool] = [False] * 5 + [True, False]
+    """A record soon after the last one (a trickle) is seen within 0.1 s; a long-idle task
+    looks twice a second."""
+    outcomes: list[BaseException | bool] = [False] * 15 + [True] + [False] * 14
     runner = _SleepRecordingRunner(outcomes)
     start(runners, runner)
-    wait_for(lambda: len(runner.sleeps) >= 8)
-    assert runner.sleeps[:8] == [0.1, 0.2, 0.4, 0.5, 0.5, 0.1, 0.2, 0.4]
+    wait_for(lambda: len(runner.sleeps) >= 28)
+    eager = [0.1] * 10  # the turns that began within IDLE_EAGER_S (1 s) of idleness
+    assert runner.sleeps[:15] == [*eager, 0.1, 0.2, 0.4, 0.5, 0.5]
+    assert runner.sleeps[15:28] == [*eager, 0.1, 0.2, 0.4]
 
 
 def test_a_non_retriable_error_fails_the_task_at_once(runners: list[ScriptedRunner]) -> None:
