@@ -59,9 +59,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-#: Seconds a turn of a Java task's loop waits for its host's news.
-EVENT_WAIT_S = 0.5
-
 #: Kafka Connect's worker properties a JVM's Kafka worker is built from (the rest are
 #: connect-grpc's own, or Python's: its listeners, its Spark settings, its config providers,
 #: which resolved the configs before they reach the JVM).
@@ -201,10 +198,18 @@ class JavaTaskRunner(TaskRunner):
         self.host.forget_topics(self._reports.forgotten())
 
     def run_batch(self) -> bool:
-        """Waits for the host's news (the task moves its records there)."""
-        self.host.wait_for_news(EVENT_WAIT_S)
+        """Takes the host's news (the task moves its records there, so no turn moves
+        any here); the wait for more is ``wait_for_work``'s."""
         self._take_news()
         return False
+
+    def wait_for_work(self, seconds: float) -> None:
+        """Waits for the host's news instead of sleeping, so that a status, a failure or a
+        log line reaches the worker when the host sends it, not after the loop's idle sleep
+        too; a pause, resume or stop nudges the wait. Before the host is connected there is
+        nothing to wait on, and the loop sleeps."""
+        if not self.host.wait_for_news(seconds):
+            super().wait_for_work(seconds)
 
     def _take_news(self) -> None:
         try:

@@ -265,6 +265,23 @@ def test_a_java_failure_while_running_fails_the_task(listener: JvmHostListener) 
     run.runner.finish_stop(connector_deleted=False, timeout=5)
 
 
+def test_an_idle_java_task_waits_for_its_hosts_news_not_in_a_sleep_after_it(
+    listener: JvmHostListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a sleep after each wait for news would hold a status or a failure the host sends
+    # meanwhile for as long as that sleep (up to the loop's longest idle look, 0.5 s)
+    jvm = FakeJvm([STARTED])
+    run = harness(listener, [jvm])
+    slept: list[float] = []
+    monkeypatch.setattr(run.runner, "_idle", slept.append)
+    assert run.runner.start({}, TargetState.STARTED)
+    time.sleep(1.5)  # idle past the loop's first second, to its longest looks
+    jvm.event(host_pb2.TaskEvent.KIND_FAILED, trace=TRACE)
+    wait_for(lambda: run.statuses.last().state is State.FAILED)
+    assert slept == []
+    run.runner.finish_stop(connector_deleted=False, timeout=5)
+
+
 def test_a_lost_host_shows_retrying_and_the_task_is_hosted_again(
     listener: JvmHostListener,
 ) -> None:

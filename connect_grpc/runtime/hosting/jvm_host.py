@@ -333,12 +333,14 @@ class JvmTaskHost:
             return
         conn.send(host_pb2.DriverMessage(forget_topics=host_pb2.ForgetTopics(topics=topics)))
 
-    def wait_for_news(self, timeout: float) -> None:
-        """Returns once the host has news (an event, or it was lost), or after ``timeout``."""
+    def wait_for_news(self, timeout: float) -> bool:
+        """Returns once the host has news (an event, or it was lost), or after ``timeout``;
+        False at once when there is no connection to wait on."""
         conn = self._conn
         if conn is None:
-            return
+            return False
         conn.wait(timeout, self._interrupted.is_set)
+        return True
 
     def nudge(self) -> None:
         """Ends a ``wait_for_news`` early (the target state changed)."""
