@@ -12,15 +12,20 @@ one worker's state (its offsets file, the topics and consumer groups the first r
   created fails the task with a message that says why in Connect's terms.
 
 Only the worker properties that name this machine's ports and paths are replaced, and the
-connector files are copies whose directory and topics are the test's own.
+connector files are copies whose directory and topics are the test's own. The keyless record's
+test runs on the topic-creation block's last worker when both run (the same documented
+properties, its connector left running), rather than starting another like it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
 import uuid
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -113,6 +118,15 @@ def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
+def _has_lines(path: Path, count: int) -> bool:
+    return len(_lines(path)) >= count
+
+
+def _has_records(bootstrap: str, topic: str, count: int) -> bool:
+    """Whether the 6-partition ``topic`` holds ``count`` records or more."""
+    return len(read_all(bootstrap, topic, 6)) >= count
+
+
 def test_readme_kafka_smt_example_and_its_preview(kafka_bootstrap: str, tmp_path: Path) -> None:
     chosen = _section(SMT_SECTION)
     [start] = [c for c in chosen if _is_cli(c, "standalone")]
@@ -139,7 +153,7 @@ def test_readme_kafka_smt_example_and_its_preview(kafka_bootstrap: str, tmp_path
                                         tmp_path / f"shell-{round_}", 300, replacements)
             assert_as_documented(outcomes, worker)
             output = files_dir / "output.txt"
-            wait_until(lambda n=round_, at=output: len(_lines(at)) >= n, timeout=90)
+            wait_until(partial(_has_lines, output, round_), timeout=90)
             assert _lines(output) == [SMT_LINE] * round_
             records = read_all(kafka_bootstrap, topic)
             assert len(records) == round_  # each run's line, in the topic
@@ -153,7 +167,56 @@ def test_readme_kafka_smt_example_and_its_preview(kafka_bootstrap: str, tmp_path
             assert "DELIVERED" in table and "InsertSource (InsertField$Value)" in table, table
 
 
-def test_readme_topic_creation_block(kafka_bootstrap: str, tmp_path: Path) -> None:
+class _Kept:
+    """A documented worker (``worker-standalone.properties``) a test leaves running for a
+    later test of the module that needs one like it, rather than stopping it and that test
+    starting another (a start is mostly its Spark session's: seconds of both cores)."""
+
+    def __init__(self, wanted: bool) -> None:
+        #: Whether a later test of the session will take it.
+        self.wanted = wanted
+        self.worker: WorkerProcess | None = None
+
+    @contextlib.contextmanager
+    def started(self, worker: WorkerProcess, keep: bool) -> Iterator[WorkerProcess]:
+        """``worker`` started; stopped at the end unless ``keep`` and it is wanted (and
+        whenever the block fails)."""
+        worker.start()
+        try:
+            yield worker
+        except BaseException:
+            worker.stop()
+            raise
+        if keep and self.wanted and self.worker is None:
+            self.worker = worker
+        else:
+            worker.stop()
+
+    def take(self) -> WorkerProcess | None:
+        """The kept worker, if one is kept and still runs (handed over: the taker stops it)."""
+        worker, self.worker = self.worker, None
+        if worker is not None and worker.returncode is not None:
+            worker.stop()
+            return None
+        return worker
+
+
+@pytest.fixture(scope="module")
+def kept(request: pytest.FixtureRequest) -> Iterator[_Kept]:
+    """Hands the topic-creation block's last worker to the keyless record's test, when the
+    session runs that test."""
+    taker = test_a_keyless_record_in_a_compacted_topic_fails_the_task_saying_why.__name__
+    held = _Kept(any(getattr(item, "module", None) is request.module
+                     and getattr(item, "originalname", None) == taker
+                     for item in request.session.items))
+    yield held
+    if held.worker is not None:
+        held.worker.stop()
+
+
+def test_readme_topic_creation_block(
+    kafka_bootstrap: str, tmp_path: Path, kept: _Kept
+) -> None:
     shell = [c for c in _section(SECTION) if not _is_cli(c, "standalone")]
     _, connector_files, extra = _worker_extra()
     assert connector_files == [CONNECTOR_FILE]
@@ -169,13 +232,13 @@ def test_readme_topic_creation_block(kafka_bootstrap: str, tmp_path: Path) -> No
     for round_ in (1, 2):
         worker = WorkerProcess(tmp_path / "worker", kafka_bootstrap, extra_properties=extra,
                                connector_files=[copy])
-        with worker:
+        with kept.started(worker, keep=round_ == 2):
             outcomes = run_in_one_shell(
                 shell, f"127.0.0.1:{worker.port}", [Path(sys.executable).parent],
                 tmp_path / f"shell-{round_}", 300, {DOCUMENTED_DIR: str(files_dir)},
             )
             assert_as_documented(outcomes, worker)
-            wait_until(lambda n=round_: len(read_all(kafka_bootstrap, topic, 6)) >= n, timeout=90)
+            wait_until(partial(_has_records, kafka_bootstrap, topic, round_), timeout=90)
             assert len(read_all(kafka_bootstrap, topic, 6)) == round_  # each run's line
             metadata = admin.list_topics(topic, timeout=10).topics[topic]
             assert len(metadata.partitions) == 6  # the default group's, created once
@@ -187,7 +250,7 @@ def test_readme_topic_creation_block(kafka_bootstrap: str, tmp_path: Path) -> No
 
 
 def test_a_keyless_record_in_a_compacted_topic_fails_the_task_saying_why(
-    kafka_bootstrap: str, tmp_path: Path
+    kafka_bootstrap: str, tmp_path: Path, kept: _Kept
 ) -> None:
     _, [connector_file], extra = _worker_extra()
     config = read_properties(connector_file)
@@ -195,7 +258,10 @@ def test_a_keyless_record_in_a_compacted_topic_fails_the_task_saying_why(
     source = tmp_path / "input.txt"
     source.write_text("a line has no key\n", encoding="utf-8")
     config.update({"name": "compacted-source", "file": str(source), "topic": topic})
-    with WorkerProcess(tmp_path / "worker", kafka_bootstrap, extra_properties=extra) as worker:
+    # the topic-creation block's worker (the same properties), else one of its own
+    worker = kept.take() or WorkerProcess(tmp_path / "worker", kafka_bootstrap,
+                                          extra_properties=extra).start()
+    try:
         create(worker.stub, "compacted-source", config)
         wait_for_states(worker.stub, "compacted-source", RUNNING, [FAILED], timeout=120)
         status = worker.stub.GetConnectorStatus(
@@ -204,6 +270,8 @@ def test_a_keyless_record_in_a_compacted_topic_fails_the_task_saying_why(
         trace = status.status.tasks[0].trace
         assert f"the record has no key, and topic {topic} refused it" in trace, trace
         assert "only when the topic is compacted (cleanup.policy=compact)" in trace, trace
+    finally:
+        worker.stop()
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     resource = ConfigResource("topic", topic)
     described = admin.describe_configs([resource])[resource].result(timeout=30)
