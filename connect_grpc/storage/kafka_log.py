@@ -159,14 +159,15 @@ class KafkaBasedLog:
         self._thread.start()
         self.read_to_end(self._timeout)
 
-    def stop(self) -> None:
-        """Stops tailing and closes the clients. Idempotent."""
+    def stop(self, flush_timeout: float | None = None) -> None:
+        """Stops tailing and closes the clients, waiting at most ``flush_timeout`` seconds
+        (default: the log's timeout) for what the producer still holds. Idempotent."""
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=self._timeout)
             self._thread = None
         if self._producer is not None:
-            self._producer.flush(self._timeout)
+            self._producer.flush(self._timeout if flush_timeout is None else flush_timeout)
             self._producer = None
         self._admin = None
         self._log.info("kafka_log_stopped")

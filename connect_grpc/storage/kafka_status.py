@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -141,7 +142,10 @@ class KafkaStatusStore:
         log.info("status_store_started", topic=self._log.topic, connectors=connectors, tasks=tasks)
 
     def stop(self) -> None:
-        """Writes what is pending (for at most STOP_FLUSH_S), then stops. Idempotent."""
+        """Writes what is pending (for at most STOP_FLUSH_S in all: the writer's end and the
+        producer's close included, so that a broker gone away costs the stop that much and
+        no more), then stops. Idempotent."""
+        deadline = time.monotonic() + STOP_FLUSH_S
         if self._writer is not None:
             try:
                 self.flush(STOP_FLUSH_S)
@@ -151,9 +155,9 @@ class KafkaStatusStore:
             self._closing = True
             self._writes.notify_all()
         if self._writer is not None:
-            self._writer.join(STOP_FLUSH_S)
+            self._writer.join(max(0.0, deadline - time.monotonic()))
             self._writer = None
-        self._log.stop()
+        self._log.stop(flush_timeout=max(0.0, deadline - time.monotonic()))
 
     def refresh(self, timeout: float | None = None) -> None:
         """Blocks until every status in the topic when called is visible here.

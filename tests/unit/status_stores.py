@@ -33,13 +33,15 @@ class StatusLog:
         self.down = threading.Event()
         self.written: list[tuple[bytes, bytes | None]] = []
         self.attempts = 0
+        #: What the store's stop gave the log's close (None: the log's own timeout).
+        self.stop_flush_timeout: float | None = None
         self._offset = 0
 
     def start(self) -> None:
         return None
 
-    def stop(self) -> None:
-        return None
+    def stop(self, flush_timeout: float | None = None) -> None:
+        self.stop_flush_timeout = flush_timeout
 
     def send_all(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[LogRecord]:
         self.attempts += 1

@@ -121,6 +121,19 @@ def test_stop_gives_up_on_writes_kafka_never_takes(
     assert log.written == []
 
 
+def test_stop_leaves_the_logs_close_only_what_is_left_of_its_bound(
+    store: KafkaStatusStore, log: StatusLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a real log's close would otherwise wait its own timeout (30 s) for the producer's
+    # undeliverable writes, after the store gave them up
+    monkeypatch.setattr(kafka_status, "STOP_FLUSH_S", 0.2)
+    log.down.set()
+    store.put_task(TaskId("c", 0), RUNNING)
+    store.stop()
+    assert log.stop_flush_timeout is not None
+    assert 0.0 <= log.stop_flush_timeout < 0.2
+
+
 def test_a_status_the_topic_has_already_in_this_generation_is_not_written_again(
     store: KafkaStatusStore, log: StatusLog
 ) -> None:

@@ -66,6 +66,12 @@ public final class KafkaTaskWorker implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private static final TypeReference<Map<String, String>> STRING_MAP = new TypeReference<>() { };
+    /**
+     * What a stop may take beyond the worker's {@code task.shutdown.graceful.timeout.ms}: the
+     * close of its offsets topic's clients and its shared admin client, once its tasks and its
+     * offset committer are stopped (Kafka bounds those by the timeout).
+     */
+    static final long STOP_MARGIN_MS = 5_000L;
 
     /** This JVM's workers, built or being built, by connect-grpc worker id. */
     private static final Map<String, Building> WORKERS = new ConcurrentHashMap<>();
@@ -252,16 +258,47 @@ public final class KafkaTaskWorker implements AutoCloseable {
     private static void closeWhenBuilt(Building building) {
         CompletableFuture<KafkaTaskWorker> worker = building.worker();
         if (!worker.isDone()) {
-            worker.thenAccept(KafkaTaskWorker::closeQuietly);
+            worker.thenAccept(KafkaTaskWorker::stop);
         } else if (!worker.isCompletedExceptionally()) {
-            worker.join().close();
+            worker.join().stop();
         }
     }
 
     /**
+     * Stops the worker, waiting at most {@code task.shutdown.graceful.timeout.ms} and
+     * {@link #STOP_MARGIN_MS} more, as Kafka Connect's herder bounds its own stop: Kafka's
+     * worker bounds its tasks' and offset committer's waits by that timeout, but then closes its
+     * offsets topic's producer with no bound, and that producer never gives up a write
+     * ({@code delivery.timeout.ms} is the maximum), so a worker whose Kafka cluster is gone
+     * with an offset write pending would never stop. It is left to stop in a daemon thread of
+     * its own (the JVM's end ends it).
+     *
+     * @return whether it stopped in time
+     */
+    boolean stop() {
+        Thread stopping = new Thread(this::closeQuietly, "connect-grpc-kafka-worker-stop");
+        stopping.setDaemon(true);
+        stopping.start();
+        long boundMs = shutdownTimeoutMs + STOP_MARGIN_MS;
+        try {
+            stopping.join(boundMs);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (stopping.isAlive()) {
+            log.warn("Kafka Connect's worker for connect-grpc worker {} did not stop within {} ms "
+                    + "(its clients still wait for the Kafka cluster); it is left to stop on its own",
+                    worker.workerId(), boundMs);
+            return false;
+        }
+        return true;
+    }
+
+    /**
      * Stops the Kafka worker of a connect-grpc worker in this JVM, if there is one (the
-     * connect-grpc worker is stopping: its tasks were stopped before); one still being built
-     * is stopped once built. For Python, through py4j.
+     * connect-grpc worker is stopping: its tasks were stopped before), waiting at most its
+     * stop's bound ({@link #stop}); one still being built is stopped once built. For Python,
+     * through py4j.
      */
     public static void shutdown(String workerId) {
         Building current = WORKERS.remove(workerId);
@@ -342,7 +379,7 @@ public final class KafkaTaskWorker implements AutoCloseable {
         try {
             close();
         } catch (RuntimeException e) {
-            log.warn("Could not stop a Kafka worker that was replaced or shut down while it was built", e);
+            log.warn("Could not stop Kafka Connect's worker for connect-grpc worker {}", worker.workerId(), e);
         }
     }
 

@@ -11,9 +11,12 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.common.config.provider.ConfigProvider;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.common.utils.internals.AppInfoParser;
 import org.apache.kafka.connect.connector.policy.ConnectorClientConfigOverridePolicy;
+import org.apache.kafka.connect.runtime.ConnectMetrics;
 import org.apache.kafka.connect.runtime.Worker;
 import org.apache.kafka.connect.runtime.WorkerConfig;
 import org.apache.kafka.connect.runtime.isolation.PluginDesc;
@@ -67,12 +70,16 @@ public final class PluginCatalogue implements AutoCloseable {
     private PluginCatalogue(Map<String, String> workerProps) {
         this.workerProps = workerProps;
         this.plugins = new Plugins(workerProps);
-        WorkerConfig config = new HostWorkerConfig(workerProps, UNKNOWN_CLUSTER_ID);
+        WorkerConfig config = new HostWorkerConfig(reportingNothing(workerProps), UNKNOWN_CLUSTER_ID);
         ConnectorClientConfigOverridePolicy policy = plugins.newPlugin(
                 config.getString(WorkerConfig.CONNECTOR_CLIENT_POLICY_CLASS_CONFIG),
                 config,
                 ConnectorClientConfigOverridePolicy.class);
         Worker worker = new Worker(WORKER_ID, Time.SYSTEM, plugins, config, new NoOffsets(), policy);
+        // Kafka's metrics register the worker's app-info MBean whatever the reporters; this
+        // worker runs nothing, so it is taken back at once (Kafka's own undo, which the
+        // herder's stop repeats harmlessly)
+        AppInfoParser.unregisterAppInfo(ConnectMetrics.JMX_PREFIX, WORKER_ID, worker.metrics().metrics());
         this.herder = new StandaloneHerder(worker, UNKNOWN_CLUSTER_ID, policy);
         this.resource = new ConnectorPluginsResource(
                 herder, RestRequestTimeout.constant(REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS));
@@ -182,6 +189,19 @@ public final class PluginCatalogue implements AutoCloseable {
     public void close() {
         // Stops the never-started herder's executor and the worker's metrics; nothing else runs.
         herder.stop();
+    }
+
+    /**
+     * The worker properties with no metric reporter. Kafka's {@link Worker} registers its
+     * worker metrics with every reporter ({@code metric.reporters}: JMX by default) under
+     * names that carry no worker id, so that this never-started worker's would replace, and
+     * on its close remove, those of the Kafka worker that runs the JVM's Java tasks (and a
+     * user's reporters would count a worker that runs nothing).
+     */
+    private static Map<String, String> reportingNothing(Map<String, String> workerProps) {
+        Map<String, String> props = new HashMap<>(workerProps);
+        props.put(CommonClientConfigs.METRIC_REPORTER_CLASSES_CONFIG, "");
+        return props;
     }
 
     private static String key(String className, String type, String version) {

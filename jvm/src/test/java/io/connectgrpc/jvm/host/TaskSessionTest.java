@@ -377,7 +377,7 @@ class TaskSessionTest {
      * it; with no broker, the test gives it the id first (DistributedConfig is final, and its
      * lookup has no other seam).
      */
-    private static void givenClusterId(WorkerConfig config, String clusterId) {
+    static void givenClusterId(WorkerConfig config, String clusterId) {
         try {
             Field field = WorkerConfig.class.getDeclaredField("kafkaClusterId");
             field.setAccessible(true);
