@@ -22,7 +22,6 @@ from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.config.connector_files import ConnectorRequest
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.herder.distributed import DistributedHerder
 from connect_grpc.herder.interface import Herder
 from connect_grpc.herder.java_plugins import JavaPlugins
 from connect_grpc.herder.recorded_answers import ANSWER_TTL_S
@@ -121,6 +120,10 @@ class DistributedProcess(_ServingProcess):
     server with forwarding to the leader, and the workers' ClusterService."""
 
     def __init__(self, config: WorkerConfig, cluster: DistributedConfig) -> None:
+        # imported here, not with this module: a standalone worker (and its start-up
+        # errors) would otherwise pay for the distributed herder's modules too
+        from connect_grpc.herder.distributed import DistributedHerder
+
         super().__init__()
         self.config = config
         tls = config.security.tls

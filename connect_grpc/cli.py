@@ -18,17 +18,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from connect_grpc.config.connector_files import ConnectorRequest, load_connector_file
 from connect_grpc.ctl import COMPLETE_VAR as CTL_COMPLETE_VAR
-from connect_grpc.ctl import complete as complete_ctl
-from connect_grpc.ctl import run_ctl
 from connect_grpc.kafka.ports import DEFAULT_BROKER_PORT
 from connect_grpc.kernel.errors import InvalidArgumentError, StartupError
 from connect_grpc.kernel.properties import read_properties
 
 if TYPE_CHECKING:  # imported where a worker is run: ctl, which runs none, starts fast
-    # without the worker's config (structlog, rich's tracebacks), Spark or Kafka clients
+    # without the worker's config (structlog, rich's tracebacks), Spark or Kafka clients,
+    # and a worker without ctl's client, click and rich
     from connect_grpc.app import DistributedProcess, StandaloneProcess
+    from connect_grpc.config.connector_files import ConnectorRequest
     from connect_grpc.config.worker import WorkerConfig
 
 P = TypeVar("P", "StandaloneProcess", "DistributedProcess")
@@ -106,8 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run_ctl(args: Sequence[str]) -> int:
     """``connect-grpc ctl``, or an answer to its shell completion script."""
+    from connect_grpc.ctl.root import complete, run_ctl
+
     instruction = os.environ.get(CTL_COMPLETE_VAR)
-    return complete_ctl(instruction) if instruction else run_ctl(args)
+    return complete(instruction) if instruction else run_ctl(args)
 
 
 def _log() -> Any:
@@ -354,6 +355,8 @@ def _property_error(path: Path, exc: InvalidArgumentError) -> StartupError:
 
 
 def _connector_request(path: Path) -> ConnectorRequest:
+    from connect_grpc.config.connector_files import load_connector_file
+
     try:
         return load_connector_file(path)
     except (OSError, UnicodeDecodeError) as exc:
