@@ -1,4 +1,7 @@
-"""The worker's one SparkSession, and job tagging so a task's running job can be cancelled.
+"""The worker's one SparkContext, and job tagging so a task's running job can be cancelled.
+
+The worker runs RDD jobs only: it starts a SparkContext, not a SparkSession, whose SQL state
+cost the driver's JVM about 1.7 s of CPU at every start and served nothing.
 
 PySpark runs in pinned-thread mode (its default): each Python thread has its own JVM
 thread, so the job group, job tag and scheduler pool set in a task's loop thread apply to
@@ -61,8 +64,17 @@ JAVA_HOST_GC_OPTIONS = "-XX:+UseG1GC -XX:+ExplicitGCInvokesConcurrent"
 _COLLECTOR_OPTION = re.compile(r"(?:^|[\s='\"])-XX:\+Use\w*GC(?=[\s'\"]|$)")
 
 
+#: The daemon that forks a local master's Python workers, unless the properties name one:
+#: PySpark's, with the task runtime imported once before the forks and PySpark imported
+#: from its installed, compiled modules (see ``runtime.python_daemon``).
+PYTHON_DAEMON_CONF = "spark.python.daemon.module"
+PYTHON_DAEMON_MODULE = "connect_grpc.runtime.python_daemon"
+
+
 def spark_conf(config: WorkerConfig) -> dict[str, str]:
-    """Every ``spark.*`` worker property over the defaults; FAIR scheduling always; and,
+    """Every ``spark.*`` worker property over the defaults; FAIR scheduling always; with a
+    local master, this package's daemon for the Python workers (``PYTHON_DAEMON_MODULE``)
+    unless the properties name one; and,
     when ``plugin.path`` holds Java plugins, the jars that host them (``spark.jars``), the
     JVM settings of Kafka Connect's worker where the properties set none
     (:func:`java_host_jvm_conf`) and, on a cluster master, the plugins packed for the
@@ -73,6 +85,9 @@ def spark_conf(config: WorkerConfig) -> dict[str, str]:
     conf["spark.pyspark.driver.python"] = sys.executable
     conf.update(config.spark_conf)
     conf["spark.scheduler.mode"] = "FAIR"
+    if _LOCAL_MASTER.fullmatch(conf["spark.master"].strip()):
+        # Its executors are this process's own: their daemon can be this package's.
+        conf.setdefault(PYTHON_DAEMON_CONF, PYTHON_DAEMON_MODULE)
     java_jars = java_spark_jars(config)
     if java_jars:
         # The Java plugins' host joins the jars the worker's properties name, if any.
@@ -159,7 +174,7 @@ def is_python_worker_crash(exc: BaseException) -> bool:
     return False
 
 
-#: How long a SparkSession usually takes to start (its Python workers warm after it)
+#: How long a SparkContext usually takes to start (its Python workers warm after it)
 #: here; the JVM's first start after boot is slower, and a busy machine much slower (2.5 min
 #: seen with a load average of 30 on 2 cores).
 SPARK_START_USUAL_S = 10
@@ -215,27 +230,28 @@ def local_slots(master: str, cpus: int) -> int | None:
 
 
 class SparkRuntime:
-    """Owns the SparkSession: start once, tag and cancel jobs, stop."""
+    """Owns the SparkContext: start once, tag and cancel jobs, stop."""
 
     def __init__(self, config: WorkerConfig) -> None:
         self._config = config
         self._lock = threading.Lock()
-        self._session: Any = None
+        self._context: Any = None
         self._on_start: list[Callable[[Any], None]] = []
 
     def on_start(self, callback: Callable[[Any], None]) -> None:
-        """Has ``callback(context)`` called once the session is up, before the warm-up (what
+        """Has ``callback(context)`` called once the context is up, before the warm-up (what
         the JVM should do before any job: the Java plugins' log bridge). A callback that raises
         is logged, and the start goes on."""
         self._on_start.append(callback)
 
     def start(self) -> None:
-        """Creates the session (≈ 5 s). Idempotent. Its Python workers are warmed by a
+        """Creates the context (≈ 5 s). Idempotent. Its Python workers are warmed by a
         separate call, :meth:`warm_up`."""
         with self._lock:
-            if self._session is not None:
+            if self._context is not None:
                 return
-            from pyspark.sql import SparkSession
+            from pyspark import SparkConf, SparkContext
+            from pyspark.errors.exceptions.captured import install_exception_handler
 
             conf = spark_conf(self._config)
             _export_python_exec(conf)
@@ -245,12 +261,16 @@ class SparkRuntime:
                      usual_seconds=SPARK_START_USUAL_S,
                      note="slower on a busy machine or the JVM's first start after boot")
             started = time.monotonic()
+            # the phase keeps the name worker_ready has logged it under (spark_session_s)
             with start_phase("spark_session"):
-                builder = SparkSession.builder
+                settings = SparkConf()
                 for key, value in conf.items():
-                    builder = builder.config(key, value)
-                self._session = builder.getOrCreate()
-                context = self._session.sparkContext
+                    settings.set(key, value)
+                context = SparkContext.getOrCreate(settings)
+                # What a SparkSession installs as it starts: the JVM's errors reach Python
+                # as PySpark's exception classes, as they did when the worker made one.
+                install_exception_handler()
+                self._context = context
                 _quiet_fair_scheduler_pools(context)
                 for callback in self._on_start:
                     try:
@@ -282,15 +302,15 @@ class SparkRuntime:
 
     @property
     def started(self) -> bool:
-        return self._session is not None
+        return self._context is not None
 
     @property
     def context(self) -> Any:
         """The SparkContext. Raises RuntimeError before ``start``."""
-        session = self._session
-        if session is None:
+        context = self._context
+        if context is None:
             raise RuntimeError("Spark is not started")
-        return session.sparkContext
+        return context
 
     def parallelism(self) -> int:
         return int(self.context.defaultParallelism)
@@ -334,7 +354,7 @@ class SparkRuntime:
 
     def cancel_tag(self, tag: str) -> None:
         """Cancels the running jobs tagged ``tag``, if any. Safe to call from any thread."""
-        if self._session is None:
+        if self._context is None:
             return
         try:
             self.context.cancelJobsWithTag(tag)
@@ -352,7 +372,7 @@ class SparkRuntime:
 
     def stop(self) -> None:
         with self._lock:
-            session, self._session = self._session, None
-        if session is not None:
-            session.stop()
+            context, self._context = self._context, None
+        if context is not None:
+            context.stop()
             log.info("spark_stopped")
