@@ -28,6 +28,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,8 +37,14 @@ from confluent_kafka import IsolationLevel
 from connect_grpc.client import ConnectClient
 from connect_grpc.java.plugin_jars import DEBEZIUM_POSTGRES, ensure_plugin
 from connect_grpc.kernel.domain import ConnectorOffset, State, TaskStatus
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties, wait_until
+from connect_grpc.testing.cluster import (
+    WorkerProcess,
+    cluster_properties,
+    start_together,
+    wait_until,
+)
 from connect_grpc.testing.postgres import PostgresServer
+from tests.integration.concurrently import stop_together
 from tests.integration.conftest import one_start_at_a_time
 from tests.integration.debezium import (
     LSN_KEYS,
@@ -86,12 +93,12 @@ class Deployment:
         return postgres_config(postgres, database, names, **extra)
 
 
-@pytest.fixture(scope="module", params=["at-least-once", "exactly-once"])
-def deployment(
-    request: pytest.FixtureRequest, kafka_bootstrap: str,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Deployment]:
-    exactly_once = request.param == "exactly-once"
+#: The module's params: the worker's delivery.
+MODES = ("at-least-once", "exactly-once")
+
+
+def _worker(mode: str, bootstrap: str, work: Path) -> tuple[WorkerProcess, str]:
+    """The worker of one param (not started) and its group id."""
     group_id = f"debezium-postgres-{uuid.uuid4().hex[:8]}"
     properties = {
         **cluster_properties(group_id),
@@ -102,18 +109,49 @@ def deployment(
         # Kafka's worker commits a source task's offsets every offset.flush.interval.ms
         # (60 s by default), and Debezium confirms its slot's position on each commit
         "offset.flush.interval.ms": "1000",
-        "exactly.once.source.support": "enabled" if exactly_once else "disabled",
+        "exactly.once.source.support": "enabled" if mode == "exactly-once" else "disabled",
     }
-    process = WorkerProcess(tmp_path_factory.mktemp("debezium-postgres"), kafka_bootstrap,
-                            properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
+    return WorkerProcess(work, bootstrap, properties, mode="distributed"), group_id
+
+
+@pytest.fixture(scope="module")
+def _workers(
+    request: pytest.FixtureRequest, kafka_bootstrap: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, tuple[WorkerProcess, str]]]:
+    """The workers of the params the session's tests of this module use, started together:
+    a start waits on Spark and Kafka much of the time, and the second param's worker,
+    started with the first, is ready when its tests come (each param's worker is stopped
+    once its tests are done, by ``deployment``)."""
+    used = {
+        item.callspec.params.get("deployment")
+        for item in request.session.items
+        if isinstance(item, pytest.Function) and item.module is request.module
+        and hasattr(item, "callspec")
+    }
+    workers = {
+        mode: _worker(mode, kafka_bootstrap, tmp_path_factory.mktemp("debezium-postgres"))
+        for mode in MODES if mode in used
+    }
+    try:
+        with one_start_at_a_time():
+            start_together([process for process, _ in workers.values()])
+        yield workers
+    finally:
+        stop_together([process for process, _ in workers.values()])
+
+
+@pytest.fixture(scope="module", params=MODES)
+def deployment(
+    request: pytest.FixtureRequest, _workers: dict[str, tuple[WorkerProcess, str]]
+) -> Iterator[Deployment]:
+    process, group_id = _workers[request.param]
     try:
         with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
                            retry_unavailable=True) as client:
-            yield Deployment(process, client, group_id, exactly_once)
+            yield Deployment(process, client, group_id, request.param == "exactly-once")
     finally:
-        process.stop()
+        process.stop()  # its tests are done: it does not idle beside the other param's
 
 
 @pytest.fixture

@@ -189,52 +189,6 @@ def test_a_cluster_turns_exactly_once_on_worker_by_worker_through_preparing(
         cluster.stop()  # no other test uses it: its workers need not idle until the end
 
 
-def test_kill_9_of_workers_and_the_leader_writes_every_value_exactly_once(
-    eos_cluster: Cluster, kafka_bootstrap: str
-) -> None:
-    """Two kills -9 (the leader, then a follower) while an endless sequence writes,
-    each followed by a replacement worker's start; then the connector is stopped and what
-    it committed is checked: every value of each task once, in order, without a gap, and
-    the committed offsets name each task's last committed value."""
-    cluster = eos_cluster
-    name, topic = f"eos-seq-{uuid.uuid4().hex[:6]}", f"eos-seq-{uuid.uuid4().hex[:6]}"
-    tasks = 2
-    via = cluster.live[0]
-    create(via.stub, name, _sequence(topic, -1, tasks, rate=2_500))
-    wait_for_states(via.stub, name, RUNNING, [RUNNING] * tasks)
-
-    for victim_is_leader in (True, False):
-        _wait_for_more_values(kafka_bootstrap, topic, 1000)  # the tasks write between kills
-        leader = cluster.leader()
-        victim = leader if victim_is_leader else next(w for w in cluster.live if w is not leader)
-        victim.kill()
-        cluster.add().start()
-        cluster.settled(WORKERS)
-
-    survivor = cluster.live[0]
-    wait_for_states(survivor.stub, name, RUNNING, [RUNNING] * tasks, timeout=120)
-    _wait_for_more_values(kafka_bootstrap, topic, 1000)  # and after the last kill
-    survivor.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=60)
-    wait_for_states(survivor.stub, name, STOPPED, [], timeout=120)
-    time.sleep(SESSION_TIMEOUT_MS / 1000)  # a zombie would have written by now
-    values = _settled_values(kafka_bootstrap, topic)
-    duplicates = {v: n for v, n in Counter(values).items() if n > 1}
-    assert not duplicates, f"{len(duplicates)} values written twice, e.g. {list(duplicates)[:5]}"
-    for task in range(tasks):
-        own = [v for v in values if v % tasks == task]
-        assert own == list(range(task, task + tasks * len(own), tasks)), (
-            f"task {task}'s values out of order or with a gap"
-        )
-
-    stored = survivor.stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=30).offsets
-    committed = {
-        fields_py(item.partition)["task"]: fields_py(item.offset)["seq"] for item in stored
-    }
-    last = {task: max(v for v in values if v % tasks == task) for task in range(tasks)}
-    assert committed == last
-    survivor.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
-
-
 def _wait_for_more_values(bootstrap: str, topic: str, more: int) -> None:
     written = len(_read_committed(bootstrap, topic))
     wait_until(lambda: has_committed(bootstrap, topic, written + more), timeout=90)
@@ -672,3 +626,53 @@ def test_a_connectors_own_offsets_topic_is_read_first_with_the_workers_as_fallba
     stored = via.stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=30).offsets
     assert [int(fields_py(item.offset)["seq"]) >= 5000 for item in stored] == [True]
     via.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
+
+
+def test_kill_9_of_workers_and_the_leader_writes_every_value_exactly_once(
+    eos_cluster: Cluster, kafka_bootstrap: str
+) -> None:
+    """Two kills -9 (the leader, then a follower) while an endless sequence writes, the
+    first followed by a replacement worker's start (which the second kill leaves alone:
+    its survivor, the replacement, takes the killed worker's task over); then the connector
+    is stopped and what it committed is checked: every value of each task once, in order,
+    without a gap, and the committed offsets name each task's last committed value.
+
+    The module's last test: the cluster it leaves has one worker."""
+    cluster = eos_cluster
+    name, topic = f"eos-seq-{uuid.uuid4().hex[:6]}", f"eos-seq-{uuid.uuid4().hex[:6]}"
+    tasks = 2
+    via = cluster.live[0]
+    create(via.stub, name, _sequence(topic, -1, tasks, rate=2_500))
+    wait_for_states(via.stub, name, RUNNING, [RUNNING] * tasks)
+
+    for victim_is_leader in (True, False):
+        _wait_for_more_values(kafka_bootstrap, topic, 1000)  # the tasks write between kills
+        leader = cluster.leader()
+        victim = leader if victim_is_leader else next(w for w in cluster.live if w is not leader)
+        victim.kill()
+        if victim_is_leader:  # a worker to survive the second kill
+            cluster.add().start()
+        cluster.settled(len(cluster.live))  # the killed worker out of the assignment
+
+    survivor = cluster.live[0]
+    wait_for_states(survivor.stub, name, RUNNING, [RUNNING] * tasks, timeout=120)
+    _wait_for_more_values(kafka_bootstrap, topic, 1000)  # and after the last kill
+    survivor.stub.StopConnector(pb.StopConnectorRequest(name=name), timeout=60)
+    wait_for_states(survivor.stub, name, STOPPED, [], timeout=120)
+    time.sleep(SESSION_TIMEOUT_MS / 1000)  # a zombie would have written by now
+    values = _settled_values(kafka_bootstrap, topic)
+    duplicates = {v: n for v, n in Counter(values).items() if n > 1}
+    assert not duplicates, f"{len(duplicates)} values written twice, e.g. {list(duplicates)[:5]}"
+    for task in range(tasks):
+        own = [v for v in values if v % tasks == task]
+        assert own == list(range(task, task + tasks * len(own), tasks)), (
+            f"task {task}'s values out of order or with a gap"
+        )
+
+    stored = survivor.stub.GetOffsets(pb.GetOffsetsRequest(name=name), timeout=30).offsets
+    committed = {
+        fields_py(item.partition)["task"]: fields_py(item.offset)["seq"] for item in stored
+    }
+    last = {task: max(v for v in values if v % tasks == task) for task in range(tasks)}
+    assert committed == last
+    survivor.stub.DeleteConnector(pb.DeleteConnectorRequest(name=name), timeout=60)
