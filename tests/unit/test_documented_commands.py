@@ -99,6 +99,10 @@ CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
         "tests/integration/test_debezium_walkthrough.py"
         "::test_the_debezium_walkthrough_runs_as_written_twice",
     ),
+    ("docs/debezium.md", "## On a standalone worker"): (
+        "tests/integration/test_debezium_standalone.py"
+        "::test_debezium_on_a_standalone_worker_runs_as_written_twice",
+    ),
     ("docs/docker.md", "# Docker"): (f"{THIS}::test_the_docker_page_runs_the_compose_file",),
     ("docs/development.md", "# Development"): (
         f"{THIS}::test_documented_make_commands_name_makefile_targets",
