@@ -29,6 +29,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from connect_grpc.api.leader_relay import LEADER_WRITES
+from connect_grpc.runtime.spark import PYTHON_DAEMON_MODULE
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
@@ -366,7 +367,7 @@ def deployment_stub(request: pytest.FixtureRequest) -> Any:
 
 
 def python_workers_under(root: int) -> list[int]:
-    """The executor Python workers (children of a pyspark daemon) among ``root``'s
+    """The executor Python workers (children of a Python daemon) among ``root``'s
     descendants (``root``: a worker process, or its Spark JVM): where its tasks are hosted."""
     parents: dict[int, int] = {}
     commands: dict[int, str] = {}
@@ -389,8 +390,14 @@ def python_workers_under(root: int) -> list[int]:
 
     return [
         pid for pid, parent in parents.items()
-        if "pyspark.daemon" in commands.get(parent, "") and descends(pid)
+        if _is_python_daemon(commands.get(parent, "")) and descends(pid)
     ]
+
+
+def _is_python_daemon(command: str) -> bool:
+    """PySpark's daemon, or the one a local master's workers fork from (spark.py's
+    ``PYTHON_DAEMON_MODULE``, which runs PySpark's)."""
+    return "pyspark.daemon" in command or PYTHON_DAEMON_MODULE in command
 
 
 def host_pid(worker: WorkerProcess, connector: str, task: int) -> int | None:
