@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 
 from connect_grpc.kafka.broker import LocalKafka
-from connect_grpc.kafka.jars import cache_root
 from connect_grpc.testing import class_archive
 
 #: The bootstrap servers of the broker the xdist controller started for its workers.
@@ -206,7 +205,7 @@ def _prepare_class_archive(config: pytest.Config) -> None:
         or os.environ.get(class_archive.SUBMIT_ARGS_ENV)
     ):
         return
-    archive = class_archive.archive_path(cache_root() / "test-jvm")
+    archive = class_archive.default_archive()  # the product's, made by `make install`
 
     def use_archive() -> None:
         if archive is not None and class_archive.ensure_archive(archive):

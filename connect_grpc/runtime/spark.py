@@ -22,6 +22,7 @@ import structlog
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.kernel.start_phases import start_phase
+from connect_grpc.runtime.class_archive import default_archive, driver_archive_conf
 from connect_grpc.runtime.java_plugins import java_spark_archives, java_spark_jars
 
 log = structlog.get_logger(__name__)
@@ -78,7 +79,8 @@ def spark_conf(config: WorkerConfig) -> dict[str, str]:
     when ``plugin.path`` holds Java plugins, the jars that host them (``spark.jars``), the
     JVM settings of Kafka Connect's worker where the properties set none
     (:func:`java_host_jvm_conf`) and, on a cluster master, the plugins packed for the
-    executors (``spark.archives``)."""
+    executors (``spark.archives``); and the driver's class-data archive
+    (:func:`~connect_grpc.runtime.class_archive.driver_archive_conf`)."""
     conf = dict(SPARK_DEFAULTS)
     conf["spark.app.name"] = f"connect-grpc-{config.worker_id}"
     conf["spark.pyspark.python"] = sys.executable
@@ -100,6 +102,9 @@ def spark_conf(config: WorkerConfig) -> dict[str, str]:
             conf["spark.archives"] = ",".join(
                 a for a in (conf.get("spark.archives", ""), *shipped) if a
             )
+    # The driver's JVM (this process's, on any master) maps the class-data archive of
+    # Spark's classes when the cache has one; executors are left alone.
+    conf.update(driver_archive_conf(conf, os.environ, default_archive()))
     return conf
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.runtime import java_plugins as runtime_java
+from connect_grpc.runtime import spark
 from connect_grpc.runtime.spark import (
     JAVA_HOST_DRIVER_MEMORY,
     JAVA_HOST_GC_OPTIONS,
@@ -17,6 +18,13 @@ from connect_grpc.runtime.spark import (
     java_host_jvm_conf,
     spark_conf,
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_class_archive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's class-data archive, which the cache may hold, is tested on its own
+    (test_class_archive.py)."""
+    monkeypatch.setattr(spark, "default_archive", lambda: None)
 
 
 def _config(**props: str) -> WorkerConfig:
