@@ -84,6 +84,10 @@ REJOIN_TIMEOUT_S = 20.0
 #: task's longest sleep: an idle sink's turns, each with its ListOffsets round trip, come
 #: no more often than before.
 DATA_WAIT_S = 0.5
+#: The most records a wake takes off the member's queue to learn how far its fetch reached
+#: (one fetch response's worth at most, ``queued.min.messages`` 1); any left are read by a
+#: later batch all the same.
+WAKE_TAKE_MAX = 100_000
 
 
 def subscription(config: Mapping[str, str]) -> list[str]:
@@ -136,6 +140,9 @@ class _Member:
         self._watch_from: dict[TopicPartitionKey, int] = {}
         #: The partitions resumed for an idle wait (the others stay paused).
         self._watched: set[TopicPartitionKey] = set()
+        #: How far the records a wake fetched reach, by partition: the next batch moves
+        #: them without asking the ends (``_woken_by``).
+        self._woken_ends: dict[TopicPartitionKey, int] = {}
         self.consumer.subscribe(
             topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
         )
@@ -165,6 +172,7 @@ class _Member:
         self.positions.pop(key, None)
         self.uncommitted.pop(key, None)
         self._watch_from.pop(key, None)
+        self._woken_ends.pop(key, None)
         # assigned again (paused) or gone: no longer fetched for a wait
         self._watched.discard(key)
 
@@ -182,11 +190,31 @@ class _Member:
             return False
         error = msg.error()
         if error is None:
-            self.unwatch()
+            self._woken_by(msg)
             return True
         if error.fatal():
             raise KafkaException(error)
         return False
+
+    def _woken_by(self, msg: Any) -> None:
+        """A record arrived: notes how far the records fetched past the watched ends reach
+        (this one and those its fetch brought along, taken before the pause, after which
+        librdkafka drops them), then pauses the partitions again.
+
+        The next batch moves them without a ListOffsets: the member's next fetch, a long
+        poll, may have left before the pause (the record was taken off the queue before
+        librdkafka's fetcher looked at it, so ``queued.min.messages`` did not hold that
+        fetch back), and the broker would answer the ListOffsets only after it, up to
+        ``fetch.wait.max.ms`` (500 ms) later."""
+        watched = self._watched
+        for record in [msg, *self.consumer.consume(WAKE_TAKE_MAX, 0)]:
+            if record.error() is not None:
+                continue
+            key = (record.topic(), record.partition())
+            start = self._watch_from.get(key)
+            if key in watched and start is not None and record.offset() >= start:
+                self._woken_ends[key] = max(self._woken_ends.get(key, start), record.offset() + 1)
+        self.unwatch()
 
     def wait_for_records(self, timeout: float) -> bool:
         """Waits up to ``timeout`` in the consumer's fetch (a broker's long poll, no CPU
@@ -227,10 +255,15 @@ class _Member:
             self.consumer.pause([TopicPartition(t, p) for t, p in sorted(watched)])
 
     def pending_ranges(self) -> list[OffsetRange]:
-        """[position (or earliest), high watermark) of each assigned partition."""
+        """[position (or earliest), high watermark) of each assigned partition; right after
+        a wake, only the woken partitions' ranges, up to the records the wake fetched,
+        without asking the ends (``_woken_by``)."""
         owned = sorted(self.assigned)
         if not owned:
             return []
+        woken = self._woken_ranges()
+        if woken:
+            return woken
         self._load_committed([p for p in owned if p not in self.positions])
         ends = partition_ends(self.consumer, owned, BROKER_TIMEOUT_S)
         ranges: list[OffsetRange] = []
@@ -241,6 +274,19 @@ class _Member:
             ranges.append(OffsetRange(key[0], key[1], start, high))
             if start == high:
                 self._watch_from[key] = high
+        return ranges
+
+    def _woken_ranges(self) -> list[OffsetRange]:
+        """[where it was watched from, past the last record a wake fetched) of each woken
+        partition still assigned; each wake's ranges are taken once."""
+        ends, self._woken_ends = self._woken_ends, {}
+        ranges = [
+            OffsetRange(key[0], key[1], self._watch_from[key], end)
+            for key, end in sorted(ends.items())
+            if key in self.assigned and key in self._watch_from
+        ]
+        if ranges:
+            self._watch_from = {}
         return ranges
 
     def _load_committed(self, partitions: list[TopicPartitionKey]) -> None:

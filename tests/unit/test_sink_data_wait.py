@@ -26,6 +26,9 @@ from tests.task_fakes import FakeSpark, StatusRecorder
 
 pytestmark = pytest.mark.timeout(20)
 
+#: How long the fake broker holds a fetch that finds nothing new (``fetch.wait.max.ms``).
+FETCH_WAIT_S = 0.5
+
 
 class _Record:
     def __init__(self, offset: int) -> None:
@@ -36,6 +39,12 @@ class _Record:
 
     def offset(self) -> int:
         return self._offset
+
+    def topic(self) -> str:
+        return "t"
+
+    def partition(self) -> int:
+        return 0
 
 
 class FetchingConsumer:
@@ -56,6 +65,11 @@ class FetchingConsumer:
         #: Each call for the partition's ends: (time.monotonic(), the end answered).
         self.looks: list[tuple[float, int]] = []
         self.on_look: Callable[[int], None] = lambda looks: None
+        #: Set by a test: the member's next fetch leaves as soon as a record is taken, before
+        #: the member pauses (librdkafka's fetcher did not see the record in the queue).
+        self.fetch_again_at_once = False
+        #: That fetch while the broker holds it: (until when, the end it waits past).
+        self._next_fetch: tuple[float, int] | None = None
         FetchingConsumer.made.append(self)
 
     def subscribe(self, topics: list[str], **callbacks: Callable[..., None]) -> None:
@@ -80,9 +94,9 @@ class FetchingConsumer:
         with self._cond:
             self.fetch_at = partition.offset
 
-    def append(self) -> None:
+    def append(self, count: int = 1) -> None:
         with self._cond:
-            self.end += 1
+            self.end += count
             self._cond.notify_all()
 
     def poll(self, timeout: float) -> _Record | None:
@@ -100,7 +114,20 @@ class FetchingConsumer:
                     return None
                 self._cond.wait(left)
             self.fetch_at += 1
+            if self.fetch_again_at_once:
+                self._next_fetch = (time.monotonic() + FETCH_WAIT_S, self.end)
             return _Record(self.fetch_at - 1)
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Record]:
+        """What is fetchable already (what a fetch brought along), without waiting."""
+        with self._cond:
+            taken: list[_Record] = []
+            while not self.paused and self.fetch_at is not None and self.fetch_at < self.end:
+                if len(taken) == num_messages:
+                    break
+                taken.append(_Record(self.fetch_at))
+                self.fetch_at += 1
+            return taken
 
     def committed(self, partitions: list[Any], timeout: float) -> list[Any]:
         from confluent_kafka import TopicPartition
@@ -110,7 +137,17 @@ class FetchingConsumer:
     def get_watermark_offsets(
         self, partition: Any, timeout: float, cached: bool
     ) -> tuple[int, int]:
-        end = self.end
+        with self._cond:
+            # the broker answers a connection's requests in order: this one after the
+            # member's fetch it holds, until a record arrives or the fetch's wait ends
+            held = self._next_fetch
+            while held is not None and self.end == held[1]:
+                left = held[0] - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            self._next_fetch = None
+            end = self.end
         self.looks.append((time.monotonic(), end))
         self.on_look(len(self.looks))
         return 0, end
@@ -234,6 +271,26 @@ def test_a_sink_waits_from_where_it_read_to_and_reads_nothing_itself(
     wait_for(lambda: len(moves.at) == 2, timeout=2)
     assert [(r.start, r.end) for r in moves.at[1][1]] == [(1, 2)]
     assert moves.paused == [True, True]
+
+
+def test_a_woken_sink_moves_what_its_wake_fetched_without_asking_the_ends(
+    consumers: list[FetchingConsumer], runners: list[SinkTaskRunner]
+) -> None:
+    """The member's next fetch may leave before it pauses its partitions again, and the
+    broker then answers the batch's ListOffsets only when that long poll ends: the batch
+    after a wake moves the records the wake fetched (two written together) without asking
+    the ends."""
+    _, moves = start_sink(runners)
+    wait_for(lambda: consumers and DATA_WAIT_S in consumers[0].poll_timeouts)
+    consumer = consumers[0]
+    consumer.fetch_again_at_once = True
+    appended = time.monotonic()
+    consumer.append(2)
+    wait_for(lambda: moves.at, timeout=2)
+    moved_at, ranges = moves.at[0]
+    assert [(r.start, r.end) for r in ranges] == [(0, 2)]
+    assert moved_at - appended < FETCH_WAIT_S / 2
+    assert moves.paused == [True]
 
 
 def test_a_stop_ends_an_idle_sinks_wait_within_its_bound(
