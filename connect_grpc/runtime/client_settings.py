@@ -68,12 +68,13 @@ def _consumer_base(worker: WorkerConfig, connector_config: Mapping[str, str]) ->
     return conf
 
 
-#: An idle sink's group member fetches its partitions' ends only to be woken by a record
-#: (``sink_task._Member.wait_for_records``). Its next fetch is held back while the record
-#: waits in its queue (``queued.min.messages`` 1), for 50 ms, time for the member to pause
-#: its partitions: else that fetch, a long poll the broker holds up to ``fetch.wait.max.ms``
-#: (500 ms), would hold up the batch's ListOffsets on the same connection as long (the
-#: broker answers a connection's requests in order).
+#: An idle sink's group member fetches its partitions from their ends only to be woken by a
+#: record (``sink_member.SinkMember.wait_for_records``). While a record waits in its queue,
+#: its next fetch is held back (``queued.min.messages`` 1) for 50 ms, time for the member to
+#: take what the fetch brought and pause its partitions again: else that next fetch, a long
+#: poll the broker holds up to ``fetch.wait.max.ms`` (500 ms), would hold up any request the
+#: member sends next on the same connection as long (a broker answers a connection's requests
+#: in order). The batch after a wake asks no ends for that reason (decision 0132).
 MEMBER_QUEUED_MIN_MESSAGES = "1"
 MEMBER_FETCH_QUEUE_BACKOFF_MS = "50"
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connect_grpc.runtime.sink_task import _Member
+from connect_grpc.runtime.sink_member import SinkMember
 from connect_grpc.testing.cluster import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -37,7 +37,7 @@ def test_a_member_without_partitions_leaves_its_group_when_closed(
         "enable.auto.commit": "false",
     }
     clients = [f"member-{n}" for n in range(2)]
-    members = {client: _Member({**conf, "client.id": client}, [topic]) for client in clients}
+    members = {client: SinkMember({**conf, "client.id": client}, [topic]) for client in clients}
     try:
         wait_until(lambda: _settled(kafka_admin, group, members), timeout=60, interval=0.05)
         idle = next(m for m in members.values() if not m.assigned)
@@ -55,7 +55,7 @@ def test_a_member_without_partitions_leaves_its_group_when_closed(
             member.close()
 
 
-def _settled(admin: AdminClient, group: str, members: dict[str, _Member]) -> bool:
+def _settled(admin: AdminClient, group: str, members: dict[str, SinkMember]) -> bool:
     """Whether the group is stable with these members, each holding what the coordinator
     assigned it (one of them the partition)."""
     for member in members.values():

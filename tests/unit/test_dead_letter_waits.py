@@ -23,7 +23,7 @@ from connect_grpc.pipeline.task_pipeline import TaskPipeline
 from connect_grpc.pipeline.tolerance import ProcessingContext
 from connect_grpc.runtime.kafka_results import RangeResult
 from connect_grpc.runtime.sink_loop import put_all
-from connect_grpc.runtime.sink_task import _Member
+from connect_grpc.runtime.sink_member import SinkMember
 from connect_grpc.testing.pipeline_plugins import Utf8Converter
 
 pytestmark = pytest.mark.timeout(10)
@@ -200,7 +200,7 @@ def test_the_member_tells_which_partitions_it_lost() -> None:
     from confluent_kafka import TopicPartition
 
     lost: list[list[tuple[str, int]]] = []
-    member = _Member(
+    member = SinkMember(
         {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, ["t"], lost.append
     )
     try:

@@ -33,7 +33,8 @@ from connect_grpc.runtime.client_settings import (
     sink_group_id,
 )
 from connect_grpc.runtime.kafka_results import ProduceResult
-from connect_grpc.runtime.sink_task import incremental_rebalancing, subscription
+from connect_grpc.runtime.sink_member import incremental_rebalancing
+from connect_grpc.runtime.sink_task import subscription
 from connect_grpc.runtime.source_batch import DeliveryError, check_delivery
 from connect_grpc.runtime.spark import job_tag, spark_conf
 from connect_grpc.runtime.spark_rows import (

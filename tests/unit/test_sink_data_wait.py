@@ -16,7 +16,7 @@ import pytest
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.kernel.domain import State, TargetState, TaskId
-from connect_grpc.runtime import sink_task
+from connect_grpc.runtime import sink_member
 from connect_grpc.runtime.batching import OffsetRange
 from connect_grpc.runtime.sink_task import DATA_WAIT_S, SinkTaskRunner, TopicPartitionKey
 from connect_grpc.runtime.spark import SparkRuntime
@@ -338,6 +338,6 @@ def test_a_sink_with_no_partitions_waits_as_any_task(
 ) -> None:
     """Nothing to fetch (no partition found read to its end yet): the member answers at
     once without polling, and the runner waits as any task does (woken by a stop)."""
-    member = sink_task._Member({}, ["t"])
+    member = sink_member.SinkMember({}, ["t"])
     assert member.wait_for_records(DATA_WAIT_S) is False
     assert consumers[0].poll_timeouts == []

@@ -15,7 +15,7 @@ import pytest
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.kernel.domain import TaskId
-from connect_grpc.runtime import sink_task
+from connect_grpc.runtime import sink_member
 from connect_grpc.runtime.sink_task import REJOIN_TIMEOUT_S, SinkTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task_host import DriverHost
@@ -167,7 +167,7 @@ def test_a_replaced_member_tells_the_task_nothing_more(consumers: list[GroupCons
     from confluent_kafka import TopicPartition
 
     told: list[list[tuple[str, int]]] = []
-    member = sink_task._Member({}, ["t"], told.append, FakeClock())
+    member = sink_member.SinkMember({}, ["t"], told.append, FakeClock())
     member.assigned = {("t", 0)}
     member.retire()
     consumers[0].callbacks["on_revoke"](consumers[0], [TopicPartition("t", 0)])
