@@ -347,6 +347,7 @@ class JavaTasks:
             offset_store=(
                 clients.offset_store if self._keeps_source_offsets and not is_sink else None
             ),
+            worker_keeps_offsets=self._keeps_source_offsets,
         )
         hosting = self._config.task_hosting == TASK_HOSTING_EXECUTOR
         launch: Launcher

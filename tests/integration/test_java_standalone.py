@@ -2,7 +2,8 @@
 ``connect-standalone`` runs them: Kafka's FileStreamSourceConnector (connect-file 4.3.1, from
 the plugin directories ``make install`` fetched), its instance in the worker's Spark driver JVM
 and its task under Kafka's own worker in a JVM host, with its source offsets in the worker's
-offsets file (``offset.storage.file.filename``) as a Python task's are: GetOffsets shows what
+offsets file (``offset.storage.file.filename``) as a Python task's are (and Kafka's
+FileStreamSinkConnector beside it, on the same Kafka worker): GetOffsets shows what
 the task committed, a restarted worker resumes from there without sending a line again, and
 AlterOffsets/ResetOffsets change what the task starts from. Kafka's worker commits a source
 task's offsets every ``offset.flush.interval.ms`` (60 s, left as it is) and as the task
@@ -26,6 +27,7 @@ from tests.integration.java_builds import running
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 #: The first call that needs the Java plugins waits for the scan of plugin.path in the
 #: driver's JVM; the client retries the UNAVAILABLE of a call outliving its deadline.
@@ -108,6 +110,24 @@ def test_a_java_source_on_a_standalone_worker_keeps_its_offsets_in_the_workers_f
         _state(client, name, State.RUNNING)
         append(more)
         _await_lines(kafka_bootstrap, topic, first + more)
+        # a Java sink on the same Kafka worker in the JVM (a sink keeps its offsets in its
+        # consumer group, the worker's offsets file holding none of them)
+        sink_name, sink_file = f"{name}-sink", tmp_path / "out.txt"
+        client.create_connector(sink_name, {
+            "connector.class": FILE_SINK, "file": str(sink_file), "topics": topic,
+            "tasks.max": "1",
+            "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER,
+        })
+        _state(client, sink_name, State.RUNNING)
+        try:
+            wait_until(lambda: sink_file.exists()
+                       and sink_file.read_text(encoding="utf-8").splitlines() == first + more,
+                       timeout=STATE_TIMEOUT_S)
+        except TimeoutError:
+            held = sink_file.read_text(encoding="utf-8") if sink_file.exists() else None
+            raise AssertionError(f"{sink_file} holds {held!r}; "
+                                 f"{client.get_connector_status(sink_name)}") from None
+        client.delete_connector(sink_name)
     # the worker stopped its task, which committed as it stopped: its own offsets file holds
     # them (its journal until the next start compacts it), a standalone worker having no
     # offsets topic

@@ -65,6 +65,20 @@ def test_a_source_tasks_start_carries_its_connectors_stored_offsets(
     assert _host(None, listener)._stored_offsets() == []
 
 
+def test_a_sink_task_of_a_worker_keeping_its_offsets_says_so_without_a_store() -> None:
+    """The JVM's Kafka worker of a standalone worker relays source offsets; a sink task
+    started on it must be told so too, though it has no offsets to load or relay."""
+
+    def spec(sink: bool, store: FileOffsetStore | None, keeps: bool) -> JavaTaskSpec:
+        return JavaTaskSpec(TaskId("files", 0), "w", {}, {}, {}, sink=sink,
+                            exactly_once=False, shutdown_timeout_ms=1000, offset_store=store,
+                            worker_keeps_offsets=keeps)
+
+    assert spec(sink=True, store=None, keeps=True).keeps_offsets
+    assert not spec(sink=True, store=None, keeps=False).keeps_offsets
+    assert spec(sink=False, store=FileOffsetStore(Path("/nowhere")), keeps=False).keeps_offsets
+
+
 def test_relayed_offsets_are_stored_whatever_their_fields_order_and_tombstones_reset(
     store: FileOffsetStore, listener: JvmHostListener
 ) -> None:

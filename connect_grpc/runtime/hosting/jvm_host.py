@@ -91,6 +91,15 @@ class JavaTaskSpec:
     #: standalone worker's file); None when they are in Kafka's offsets topic, which the
     #: JVM's Kafka worker reads and writes.
     offset_store: OffsetStore | None = None
+    #: Whether the worker keeps its source offsets itself (a standalone worker), which is
+    #: how the JVM's Kafka worker was built, whatever the task's kind: a sink task of such a
+    #: worker has no ``offset_store`` but is started on that same Kafka worker.
+    worker_keeps_offsets: bool = False
+
+    @property
+    def keeps_offsets(self) -> bool:
+        """``StartTask.offsets_kept_by_worker``."""
+        return self.worker_keeps_offsets or self.offset_store is not None
 
     @property
     def generation_tasks(self) -> int:
@@ -274,7 +283,7 @@ class JvmTaskHost:
             task_type=host_pb2.TASK_TYPE_SINK if spec.sink else host_pb2.TASK_TYPE_SOURCE,
             exactly_once=spec.exactly_once,
             log_levels=log_levels(levels_version, levels),
-            offsets_kept_by_worker=spec.offset_store is not None,
+            offsets_kept_by_worker=spec.keeps_offsets,
             source_offsets=offsets,
         )))
         self._told = target
