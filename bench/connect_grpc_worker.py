@@ -1,7 +1,7 @@
 """connect-grpc's worker as ``bench/filestream.py`` drives it beside Kafka Connect (the
 ``Runner`` methods of ``bench/kafka_connect.py``): standalone with its Python FileStream
-built-ins, or distributed hosting Kafka's Java FileStream classes from a ``plugin.path``,
-with the checks that the Java classes, not the built-ins, ran."""
+built-ins, or, standalone or distributed, hosting Kafka's Java FileStream classes from a
+``plugin.path``, with the checks that the Java classes, not the built-ins, ran."""
 
 from __future__ import annotations
 
@@ -31,16 +31,24 @@ START_TIMEOUT_S = 600.0
 
 class ConnectGrpcWorker:
     """A ``connect-grpc standalone`` process, driven like the anchor (``Runner``); with
-    ``java_plugins`` (a ``plugin.path``) a ``connect-grpc distributed`` worker, alone in its
-    group, whose FileStream connectors are Kafka's Java classes from that path."""
+    ``java_plugins`` (a ``plugin.path``) one whose FileStream connectors are Kafka's Java
+    classes from that path, ``connect-grpc distributed`` alone in its group if
+    ``distributed``."""
 
-    def __init__(self, work_dir: Path, bootstrap: str, java_plugins: Path | None = None) -> None:
+    def __init__(
+        self,
+        work_dir: Path,
+        bootstrap: str,
+        java_plugins: Path | None = None,
+        distributed: bool = False,
+    ) -> None:
         properties = {"test.plugins.enabled": "false", "log.format": "json"}
         mode = "standalone"
-        if java_plugins is not None:
+        if java_plugins is not None and distributed:
             mode = "distributed"
+            properties |= cluster_properties(f"bench-{work_dir.name}")
+        if java_plugins is not None:
             properties |= {
-                **cluster_properties(f"bench-{work_dir.name}"),
                 "plugin.path": str(java_plugins),
                 "plugin.discovery": "service_load",
                 # the anchor's worker converters (bench/kafka_connect.py)

@@ -47,10 +47,11 @@ skipping) if the broker, Kafka Connect or connect-grpc cannot be started.
 
 ``--connect-grpc-plugins java`` gives connect-grpc Kafka's own FileStream classes instead
 of its Python built-ins: the very ``plugin.path`` directory Kafka Connect is given (the same
-``connect-file`` jar), ``plugin.discovery=service_load``. A Java connector needs a
-distributed worker (its tasks' source offsets live in Kafka's offsets topic), so connect-grpc
-runs as ``connect-grpc distributed``, a cluster of one with internal topics of its own, and
-the worker converters are Kafka's StringConverter, as the anchor's. Which class runs is
+``connect-file`` jar), ``plugin.discovery=service_load``, and the worker converters are
+Kafka's StringConverter, as the anchor's. connect-grpc then runs in the anchor's mode:
+``connect-grpc standalone`` beside ``ConnectStandalone`` (source offsets in a file on both),
+``connect-grpc distributed`` alone in a group of its own beside ``ConnectDistributed`` alone
+in its own (``--anchor-mode distributed``; internal topics of their own). Which class runs is
 chosen by name: with ``connect-file`` on ``plugin.path``, Kafka's class names
 (``org.apache.kafka.connect.file.FileStream…Connector``) designate Kafka's Java classes
 (the Python built-ins keep their own names and aliases, ``FileStreamSource``); both systems
@@ -61,9 +62,8 @@ each connector that its status and its task's show that version (the Python buil
 connect-grpc's own). It then also measures, on both systems, ``--start-samples`` starts of a
 FileStreamSource (create call → connector RUNNING → task RUNNING, status polled every
 10 ms) and the RSS of the worker's process tree with ``--rss-tasks`` FileStreamSource
-connectors' tasks running (``bench/connector_start.py``). ``--anchor-mode distributed`` runs
-Kafka Connect as ``ConnectDistributed`` alone in a group of its own (as connect-grpc runs Java
-connectors) instead of standalone.
+connectors' tasks running (``bench/connector_start.py``). With the Python built-ins
+connect-grpc runs standalone whatever ``--anchor-mode`` says.
 
 ``--only connect-grpc`` runs connect-grpc's rounds alone (the same worker, topics and checks
 of the sink file against the input, no anchor and so no ratio): for comparing connect-grpc
@@ -198,7 +198,8 @@ def start_runner(
 ) -> KafkaConnectStandalone | ConnectGrpcWorker:
     """Starts the anchor or connect-grpc; ``java``: connect-grpc hosts Kafka's FileStream
     classes from the anchor's own ``plugin.path`` (the same jars); ``distributed_anchor``:
-    Kafka Connect runs ``ConnectDistributed``, alone in a group of its own."""
+    Kafka Connect runs ``ConnectDistributed``, alone in a group of its own, and so does a
+    connect-grpc hosting Java classes."""
     started = time.monotonic()
     runner: KafkaConnectStandalone | ConnectGrpcWorker
     if name == ANCHOR and distributed_anchor:
@@ -211,7 +212,7 @@ def start_runner(
         if java and plugins is None:
             raise RuntimeError(f"no plugin.path beside {libs}: connect-file is on Kafka "
                                f"Connect's classpath, not a plugin connect-grpc can host")
-        runner = ConnectGrpcWorker(root, bootstrap, plugins)
+        runner = ConnectGrpcWorker(root, bootstrap, plugins, distributed_anchor)
     runner.start(START_TIMEOUT_S)
     progress(f"{name} up in {time.monotonic() - started:.1f} s (not timed)")
     return runner
@@ -476,6 +477,11 @@ def warm_producer_ids(bootstrap: str) -> None:
         raise RuntimeError("the broker took no record from an idempotent producer in 30 s")
 
 
+def _java_mode(anchor_mode: str) -> str:
+    return ("a distributed worker alone in its group" if anchor_mode == "distributed"
+            else "a standalone worker")
+
+
 def run(args: argparse.Namespace, root: Path) -> int:
     load_before = os.getloadavg()
     # connect-grpc alone needs no anchor jars (its Java plugins, which do, need --only both)
@@ -510,7 +516,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
             f"{KAFKA_VERSION} ({args.anchor_mode}; connect-file {connect_file_version()})"),
         "connect-grpc's FileStream": (
             f"Kafka's Java classes (connect-file {connect_file_version()}, the anchor's "
-            f"plugin.path; a distributed worker alone in its group)" if args.java
+            f"plugin.path; {_java_mode(args.anchor_mode)})" if args.java
             else "its Python built-ins (standalone)"),
     }
     for key, value in report_lines.items():
@@ -539,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anchor-mode", choices=["standalone", "distributed"],
                         default="standalone",
                         help="Kafka Connect's ConnectStandalone, or ConnectDistributed alone in "
-                             "a group of its own (as connect-grpc runs Java connectors)")
+                             "a group of its own; with java plugins connect-grpc runs so too")
     parser.add_argument("--start-samples", type=int, default=5,
                         help="with java plugins: connector starts timed on each system")
     parser.add_argument("--rss-tasks", type=int, default=10,
