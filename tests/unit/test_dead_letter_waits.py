@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from connect_grpc.connectors.api import SinkRecord, SinkTask
+from connect_grpc.connectors.api import SinkRecord
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.kernel.kafka_clients import KafkaIoError
 from connect_grpc.metrics.worker_metrics import ErrorCounts
@@ -25,6 +25,7 @@ from connect_grpc.runtime.kafka_results import RangeResult
 from connect_grpc.runtime.sink_loop import put_all
 from connect_grpc.runtime.sink_member import SinkMember
 from connect_grpc.testing.pipeline_plugins import Utf8Converter
+from tests.unit.sink_fakes import IdleSink
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -153,17 +154,6 @@ def test_close_waits_a_bounded_time_then_ends_every_write_without_counting_failu
     assert counts.dlq_failures == 0  # dropped on purpose, not a failed write
 
 
-class _Sink(SinkTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        return
-
-    def stop(self, connector_deleted: bool = False) -> None:
-        return
-
-    def put(self, records: list[SinkRecord]) -> None:
-        return
-
-
 def test_a_sink_batch_whose_dlq_writes_are_unanswered_at_stop_returns_no_offsets() -> None:
     producer, stopping = HeldProducer(), threading.Event()
     errors = ErrorHandling(
@@ -189,10 +179,10 @@ def test_a_sink_batch_whose_dlq_writes_are_unanswered_at_stop_returns_no_offsets
     results = [RangeResult("t", 0, 2, records)]
     stopping.set()
     with pytest.raises(KafkaIoError, match="stopping"):
-        put_all(_Sink(), records, results, pipeline)  # the offset 2 is not handed back
+        put_all(IdleSink(), records, results, pipeline)  # the offset 2 is not handed back
     stopping.clear()
     producer.release(b"t:0")
-    offsets, _ = put_all(_Sink(), records, results, pipeline)  # the batch's retry
+    offsets, _ = put_all(IdleSink(), records, results, pipeline)  # the batch's retry
     assert offsets == {("t", 0): 2}
 
 

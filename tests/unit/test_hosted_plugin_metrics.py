@@ -21,7 +21,7 @@ from connect_grpc.metrics.worker_metrics import ErrorCounts, WorkerMetrics
 from connect_grpc.pipeline.build import PipelinePlugins, TransformStage
 from connect_grpc.pipeline.config import ErrorHandling
 from connect_grpc.pipeline.monitoring import monitor_pipeline, plugin_tags
-from connect_grpc.plugin import ConnectRecord, SinkTask, SourceTask, Transformation
+from connect_grpc.plugin import ConnectRecord, SourceTask, Transformation
 from connect_grpc.runtime.hosting.plugin_metrics import (
     READING_WAIT_S,
     TAKE_PLUGIN_METRICS,
@@ -35,6 +35,7 @@ from connect_grpc.runtime.source_task import SourceTaskRunner
 from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from tests.task_fakes import FakeSpark, StatusRecorder
+from tests.unit.sink_fakes import IdleSink
 from tests.unit.test_sink_member_rejoin import GroupConsumer
 from tests.unit.test_task_retry import FakeClock
 
@@ -335,17 +336,6 @@ class RunnerHost(FakeHost):
         return None
 
 
-class _Sink(SinkTask):
-    def start(self, config: Any) -> None:
-        return None
-
-    def put(self, records: Any) -> None:
-        return None
-
-    def stop(self, connector_deleted: bool = False) -> None:
-        return None
-
-
 @pytest.mark.parametrize("kind", ["source", "sink"])
 def test_a_hosted_runner_takes_the_readings_on_its_loop_turns_once_a_second(
     kind: str, monkeypatch: pytest.MonkeyPatch
@@ -356,7 +346,7 @@ def test_a_hosted_runner_takes_the_readings_on_its_loop_turns_once_a_second(
     plugin = Polling()
     hosted = HostedPluginMetrics(TASK, plugin)
     _register(hosted.open(None), plugin)
-    host = RunnerHost(hosted, plugin if kind == "source" else _Sink())
+    host = RunnerHost(hosted, plugin if kind == "source" else IdleSink())
     worker, clock = WorkerMetrics(CollectorRegistry()), FakeClock()
     config = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:1"})
     setup = TaskSetup(TASK, "w1", config, {"topics": "t", "topic": "t"}, {})

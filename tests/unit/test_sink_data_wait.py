@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import pytest
 
 from connect_grpc.config.worker import WorkerConfig
-from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.kernel.domain import State, TargetState, TaskId
 from connect_grpc.runtime import sink_member
 from connect_grpc.runtime.batching import OffsetRange
@@ -23,6 +22,7 @@ from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task_host import DriverHost
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from tests.task_fakes import FakeSpark, StatusRecorder
+from tests.unit.sink_fakes import IdleSink
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -162,17 +162,6 @@ class FetchingConsumer:
         return None
 
 
-class _Sink(SinkTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        return None
-
-    def put(self, records: Sequence[SinkRecord]) -> None:
-        return None
-
-    def stop(self, connector_deleted: bool = False) -> None:
-        return None
-
-
 class _Moves:
     """Stands in for the record loop: each batch's ranges, with when it was moved, and
     whether the member's partitions were paused then."""
@@ -210,7 +199,7 @@ def start_sink(
     worker = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:1"})
     runner = SinkTaskRunner(
         TaskSetup(TaskId("sink", 0), "w1", worker, {"topics": "t"}, {}),
-        DriverHost(_Sink()),
+        DriverHost(IdleSink()),
         TaskClients(StatusRecorder(), cast(SparkRuntime, FakeSpark())),
     )
     moves = _Moves()

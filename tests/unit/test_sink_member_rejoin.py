@@ -7,13 +7,12 @@ never sent a JoinGroup again; the task showed RUNNING while nobody read its part
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import pytest
 
 from connect_grpc.config.worker import WorkerConfig
-from connect_grpc.connectors.api import SinkRecord, SinkTask
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.runtime import sink_member
 from connect_grpc.runtime.sink_task import REJOIN_TIMEOUT_S, SinkTaskRunner
@@ -21,6 +20,7 @@ from connect_grpc.runtime.spark import SparkRuntime
 from connect_grpc.runtime.task_host import DriverHost
 from connect_grpc.runtime.task_setup import TaskClients, TaskSetup
 from tests.task_fakes import FakeSpark, StatusRecorder
+from tests.unit.sink_fakes import IdleSink
 from tests.unit.test_task_retry import FakeClock
 
 pytestmark = pytest.mark.timeout(10)
@@ -62,17 +62,6 @@ class GroupConsumer:
         self.closed.set()
 
 
-class _Sink(SinkTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        return None
-
-    def put(self, records: Sequence[SinkRecord]) -> None:
-        return None
-
-    def stop(self, connector_deleted: bool = False) -> None:
-        return None
-
-
 @pytest.fixture
 def consumers(monkeypatch: pytest.MonkeyPatch) -> list[GroupConsumer]:
     import confluent_kafka
@@ -86,7 +75,7 @@ def sink_runner(clock: FakeClock) -> SinkTaskRunner:
     worker = WorkerConfig.from_properties({"bootstrap.servers": "127.0.0.1:1"})
     runner = SinkTaskRunner(
         TaskSetup(TaskId("sink", 0), "w1", worker, {"topics": "t"}, {}),
-        DriverHost(_Sink()),
+        DriverHost(IdleSink()),
         TaskClients(StatusRecorder(), cast(SparkRuntime, FakeSpark())),
         clock=clock,
     )
