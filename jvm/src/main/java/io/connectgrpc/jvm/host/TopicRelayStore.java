@@ -1,6 +1,7 @@
 package io.connectgrpc.jvm.host;
 
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,12 +27,17 @@ import org.apache.kafka.connect.util.ConnectorTaskId;
  * Python task does. What a task relayed is forgotten too when it stops in this JVM
  * ({@link #unlisten}), so that the connector's other tasks here relay it again when they use
  * it.
+ *
+ * <p>{@link #getTopic} runs for every record a task converts or writes, so what was relayed is
+ * kept by connector, then by topic, and looked up with the very strings Kafka's task passes
+ * (their hashes cached in them), as Kafka's own status stores keep it: no key is built per
+ * record.
  */
 final class TopicRelayStore implements StatusBackingStore {
 
     private final StatusBackingStore statuses;
-    /** What was relayed, by (connector, topic). */
-    private final Map<String, TopicStatus> relayed = new ConcurrentHashMap<>();
+    /** What was relayed, by connector, then by topic. */
+    private final Map<String, Map<String, TopicStatus>> relayed = new ConcurrentHashMap<>();
     /** Who relays the topics of each task this JVM runs for the worker. */
     private final Map<ConnectorTaskId, Consumer<String>> listeners = new ConcurrentHashMap<>();
 
@@ -50,21 +56,27 @@ final class TopicRelayStore implements StatusBackingStore {
      */
     void unlisten(ConnectorTaskId id, Consumer<String> listener) {
         if (listeners.remove(id, listener)) {
-            relayed.values().removeIf(status -> status.connector().equals(id.connector())
-                    && status.task() == id.task());
+            // a connector none of whose topics are left is dropped (a put racing with this
+            // may go to the dropped map: that topic is then relayed again at its next use)
+            relayed.computeIfPresent(id.connector(), (connector, topics) -> {
+                topics.values().removeIf(status -> status.task() == id.task());
+                return topics.isEmpty() ? null : topics;
+            });
         }
     }
 
     /** Forgets that {@code topics} of {@code connector} were relayed (the driver's were reset). */
     void forget(String connector, Collection<String> topics) {
-        for (String topic : topics) {
-            relayed.remove(key(connector, topic));
+        Map<String, TopicStatus> relayedTopics = relayed.get(connector);
+        if (relayedTopics != null) {
+            relayedTopics.keySet().removeAll(topics);
         }
     }
 
     @Override
     public TopicStatus getTopic(String connector, String topic) {
-        return relayed.get(key(connector, topic));
+        Map<String, TopicStatus> topics = relayed.get(connector);
+        return topics == null ? null : topics.get(topic);
     }
 
     @Override
@@ -73,26 +85,23 @@ final class TopicRelayStore implements StatusBackingStore {
         if (listener == null) {
             return;  // no session relays the task's topics: its next use asks again
         }
-        relayed.put(key(status.connector(), status.topic()), status);
+        relayed.computeIfAbsent(status.connector(), connector -> new ConcurrentHashMap<>())
+                .put(status.topic(), status);
         listener.accept(status.topic());
     }
 
     @Override
     public Collection<TopicStatus> getAllTopics(String connector) {
-        String prefix = connector + '\u0000';
-        return relayed.entrySet().stream()
-                .filter(entry -> entry.getKey().startsWith(prefix))
-                .map(Map.Entry::getValue)
-                .toList();
+        Map<String, TopicStatus> topics = relayed.get(connector);
+        return topics == null ? List.of() : List.copyOf(topics.values());
     }
 
     @Override
     public void deleteTopic(String connector, String topic) {
-        relayed.remove(key(connector, topic));
-    }
-
-    private static String key(String connector, String topic) {
-        return connector + '\u0000' + topic;
+        Map<String, TopicStatus> topics = relayed.get(connector);
+        if (topics != null) {
+            topics.remove(topic);
+        }
     }
 
     // the rest is the herder's store's

@@ -79,6 +79,28 @@ class TaskReportsTest {
     }
 
     @Test
+    void eachConnectorsTopicsAreKeptApartWhateverTheirNames() {
+        // kept by connector then topic, as Kafka's stores keep them: no joined key for two
+        // names to run into (nor one connector's name to prefix another's)
+        TopicRelayStore store = new TopicRelayStore(new MemoryStatusBackingStore());
+        ConnectorTaskId joined = new ConnectorTaskId("a\u0000b", 0);
+        ConnectorTaskId prefix = new ConnectorTaskId("a", 0);
+        store.listen(joined, topic -> { });
+        store.listen(prefix, topic -> { });
+        store.put(new TopicStatus("c", joined, 1L));
+
+        assertNull(store.getTopic("a", "b\u0000c"), "connector a never used topic b\\0c");
+        assertEquals(List.of(), List.copyOf(store.getAllTopics("a")));
+        store.put(new TopicStatus("d", prefix, 2L));
+        assertEquals(List.of("c"), store.getAllTopics("a\u0000b").stream().map(TopicStatus::topic).toList());
+        assertEquals(List.of("d"), store.getAllTopics("a").stream().map(TopicStatus::topic).toList());
+
+        store.deleteTopic("a", "d");
+        assertNull(store.getTopic("a", "d"));
+        assertNotNull(store.getTopic("a\u0000b", "c"), "another connector's topic stays");
+    }
+
+    @Test
     void statusesAreTheHerdersStoresAndTheHerderTakesTheRelayingStore() {
         MemoryStatusBackingStore statuses = new MemoryStatusBackingStore();
         TopicRelayStore store = new TopicRelayStore(statuses);
