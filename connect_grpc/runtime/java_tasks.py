@@ -40,7 +40,7 @@ from connect_grpc.runtime.hosting.jvm_launch import (
     warm_driver_worker,
 )
 from connect_grpc.runtime.hosting.jvm_reports import JavaTaskReports, TopicRecords
-from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
+from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener, warm_worker
 from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
 from connect_grpc.runtime.java_logs import DriverJavaLogs
 from connect_grpc.runtime.java_task_classes import is_java_task
@@ -294,8 +294,9 @@ class JavaTasks:
         while the worker starts: Kafka Connect does so at its own start, and the first Java
         task would otherwise wait for it. A task started meanwhile waits for that build; one
         that failed is logged there and made again by the first task, which reports why. An
-        executor's JVM on a cluster builds its own at its first task; with a local master the
-        executors' JVM is the driver's."""
+        executor's JVM on a cluster builds its own when the host launched ahead there is told
+        to (``start``), else at its first task; with a local master the executors' JVM is the
+        driver's."""
         self._hosted = True  # what close() stops, once built
         warm_driver_worker(
             context, self._config.worker_id, self._worker_properties, self._scan_properties
@@ -307,13 +308,16 @@ class JavaTasks:
         launches an executor's JVM host on a thread of its own and parks it
         (``jvm_launch.launch_host_ahead``), when the worker runs Java tasks on executors, so
         that its first Java task adopts a host as every later one does, rather than wait
-        for a Spark job to run and connect (the largest part of that task's start). Nothing
-        on a worker without Java plugins."""
+        for a Spark job to run and connect (the largest part of that task's start); its JVM
+        is told to build the Kafka worker of the worker's Java tasks while it waits
+        (``WarmWorker``, from what their ``StartTask`` carries). Nothing on a worker without
+        Java plugins."""
         if not self._host_ahead or self._ahead is not None:
             return
+        warm = warm_worker(self._config.worker_id, self._worker_properties, self._scan_properties)
         self._ahead = threading.Thread(
             target=launch_host_ahead,
-            args=(self._spark, self._listener, self._warm_hosts, self._stopping.is_set),
+            args=(self._spark, self._listener, self._warm_hosts, self._stopping.is_set, warm),
             name="jvm-host-ahead",
             daemon=True,
         )

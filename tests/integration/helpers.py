@@ -438,3 +438,21 @@ def fresh_spark_jvm() -> None:
             process.wait(timeout=30)
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+def log_records(log_path: Path) -> list[dict[str, Any]]:
+    """A worker's JSON log lines (``log.format=json``), in order; other lines left out."""
+    records = []
+    for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
+def logged_events(process: WorkerProcess, event: str) -> list[dict[str, Any]]:
+    """The worker's JSON log lines of ``event``, in order."""
+    return [record for record in log_records(process.log_path) if record.get("event") == event]

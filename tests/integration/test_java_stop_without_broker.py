@@ -7,7 +7,6 @@ for. The broker here is the test's own (the session's shared one is never stoppe
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from connect_grpc.kafka.broker import LocalKafka
 from connect_grpc.kernel.domain import State
 from connect_grpc.testing.cluster import wait_until
 from tests.integration.conftest import one_start_at_a_time
-from tests.integration.helpers import read_all
+from tests.integration.helpers import log_records, read_all
 from tests.integration.java_builds import java_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -100,13 +99,7 @@ def _between(log_path: Path, first: str, then: str) -> float:
     """Seconds between the worker's first JSON log line of event ``first`` and its first
     line of event ``then`` after it (the runtime's, logged by ``connect_grpc.runtime``)."""
     stamps: dict[str, float] = {}
-    for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.startswith("{"):
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
+    for record in log_records(log_path):
         event = record.get("event")
         if (event == first and first not in stamps) or (
             event == then and first in stamps and then not in stamps

@@ -18,7 +18,9 @@ A Java task on the same cluster: a worker whose ``plugin.path`` holds Kafka's ``
 jars runs Kafka's FileStreamSource, its task hosted in its executor's JVM by Kafka's worker,
 with the plugins the worker shipped to the executor (``spark.archives``): the worker's
 ``plugin.path`` is relative to its own working directory, which the executor (working in its
-own Spark work directory) does not share, so the path it was given leads nowhere there.
+own Spark work directory) does not share, so the path it was given leads nowhere there. The
+executor's JVM host the worker launched ahead of its first Java task built that Kafka worker
+before the task came (``WarmWorker``, decision 0133), and the task's start built none.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from tests.integration.helpers import (
     RUNNING,
     create,
     create_topic,
+    logged_events,
     python_workers_under,
     read_all,
     wait_for_states,
@@ -299,6 +302,9 @@ STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 SHIPPED_LINE = "are the copies its worker shipped: plugin.path"
 #: The first call that needs the Java plugins waits for the driver's scan of plugin.path.
 JAVA_CALL_TIMEOUT_S = 240
+#: What a JVM logs once it built the Kafka worker of a connect-grpc worker.
+BUILT_LINE = "Started Kafka Connect's worker for connect-grpc worker"
+
 
 
 def _open_files(pid: int) -> list[str]:
@@ -339,6 +345,12 @@ def test_a_java_task_runs_on_an_executor_with_the_plugins_its_worker_shipped(
         assert found is not None
         app_id = found[_app_name(worker)]
         create_topic(kafka_admin, unique_topic)
+        # the host launched ahead in the application's executor was told to build the Kafka
+        # worker of the worker's Java tasks, and built it, before any Java task exists
+        warmed = wait_until(lambda: logged_events(worker, "jvm_host_worker_warmed"), timeout=120)
+        executor_id = _executor_of(spark_cluster, app_id)
+        assert [(e["executor"], e["built"]) for e in warmed] == [(executor_id, True)], warmed
+        assert not logged_events(worker, "task_host_connected"), "no Java task ran before"
         # written once the task runs on the executor (a task that started before its
         # executor registered runs in the driver's JVM until then): its lines are the
         # executor's to read
@@ -402,6 +414,18 @@ def test_a_java_task_runs_on_an_executor_with_the_plugins_its_worker_shipped(
                 if SHIPPED_LINE in line
             ]
             assert said and f"plugin.path {shipped} (the worker's: plugins)" in said[0], said
+            # the first Java task adopted that host and ran on the Kafka worker built ahead:
+            # its start built none (a build on a task's start is relayed to the worker's log,
+            # the one ahead, with no task, stays in the executor's)
+            [connected] = [e for e in logged_events(worker, "task_host_connected")
+                           if e.get("connector") == name]
+            assert connected["adopted"] is True, connected
+            built = [line for line in (executor_dir / "stderr").read_text(
+                "utf-8", errors="replace").splitlines() if BUILT_LINE in line]
+            assert len(built) == 1, built
+            relayed = [e for e in logged_events(worker, "java_log")
+                       if e.get("executor") == executor_id and BUILT_LINE in e.get("message", "")]
+            assert relayed == [], relayed
 
             client.delete_connector(name)
         assert worker.stop() == 0, worker.logs()

@@ -9,20 +9,23 @@ jvm/'s TaskSession does (its JUnit test: aParkedHostServesTheNextTaskOnItsConnec
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import structlog
 
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.host.v1 import host_pb2
 from connect_grpc.kernel.domain import TaskId
 from connect_grpc.runtime import java_tasks
 from connect_grpc.runtime.hosting import jvm_launch
 from connect_grpc.runtime.hosting.jobs import JVM_HOST, HostJob, WarmHosts
 from connect_grpc.runtime.hosting.jvm_host import JavaTaskSpec, JvmTaskHost
-from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener
+from connect_grpc.runtime.hosting.jvm_wire import JvmHostListener, warm_worker
 from connect_grpc.runtime.hosting.slots import HostSlots, SlotWatcher
 from connect_grpc.runtime.java_tasks import JavaTasks
 from connect_grpc.runtime.spark import SparkRuntime
@@ -49,10 +52,14 @@ class ServingJvm(LoopbackJvm):
         self.clean = clean
         self.starts: list[Any] = []
         self.ended = threading.Event()
+        #: Its answer to WarmWorker.
+        self.warmed = host_pb2.WorkerWarmed(built=True, took_ms=1234)
 
     def answer(self, message: host_pb2.DriverMessage) -> bool:
         kind = message.WhichOneof("message")
-        if kind == "start_task":
+        if kind == "warm_worker":
+            self.send(host_pb2.HostMessage(worker_warmed=self.warmed))
+        elif kind == "start_task":
             self.starts.append(message.start_task)
             self.send(host_pb2.HostMessage(task_event=STARTED))
         elif kind == "stop_task":
@@ -226,6 +233,22 @@ def test_a_parked_jvm_host_that_went_away_is_not_adopted(listener: JvmHostListen
 
 # a JVM host launched ahead of the worker's first Java task (``jvm_launch.launch_host_ahead``)
 
+WORKER_PROPERTIES = {"bootstrap.servers": "kafka:9092", "group.id": "g"}
+SCAN_PROPERTIES = {"plugin.path": "/opt/plugins", "plugin.discovery": "service_load"}
+#: What the worker tells a host launched ahead to build (``JavaTasks.start``).
+WARM = warm_worker("worker-1", WORKER_PROPERTIES, SCAN_PROPERTIES)
+
+
+def _events(logs: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
+    return [entry for entry in list(logs) if entry["event"] == event]
+
+
+def _wait_for(found: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not found():
+        assert time.monotonic() < deadline, "not logged in time"
+        time.sleep(0.01)
+
 
 class _Clock:
     def __init__(self) -> None:
@@ -257,8 +280,20 @@ def test_a_host_launched_ahead_is_parked_and_the_first_java_task_adopts_it(
     parked = WarmHosts(_no_python_host, slots)
     jvm = ServingJvm()
     launched_for = _launch_ahead(monkeypatch, jvm)
-    assert jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False)
+    with structlog.testing.capture_logs() as logs:
+        assert jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False, WARM)
+        _wait_for(lambda: _events(logs, "jvm_host_worker_warmed"))
     assert launched_for == [None], "launched for no task (a job group of its own)"
+    # told to build the Kafka worker of the worker's Java tasks, first thing after its hello
+    [first] = jvm.received[:1]
+    assert first.WhichOneof("message") == "warm_worker"
+    assert first.warm_worker.worker_id == "worker-1"
+    assert dict(first.warm_worker.worker_properties) == WORKER_PROPERTIES
+    assert dict(first.warm_worker.plugin_scan_properties) == SCAN_PROPERTIES
+    [warmed] = _events(logs, "jvm_host_worker_warmed")
+    assert (warmed["executor"], warmed["host"], warmed["built"], warmed["took_ms"]) == (
+        "3", "node-9", True, 1234
+    )
     assert parked.parked() == 1
     assert slots.held() == set(), "it sits on a free slot, as a parked host does"
 
@@ -270,12 +305,78 @@ def test_a_host_launched_ahead_is_parked_and_the_first_java_task_adopts_it(
     assert [(s.connector, dict(s.task_config)) for s in jvm.starts] == [
         ("first", {"task.class": "x.YTask"})
     ]
+    assert len(jvm.sent("warm_worker")) == 1, "the task's start sends none"
     assert first.version == "4.3.1"
     assert first.stop_task()
     first.close()
     assert parked.parked() == 1, "parked again after its task's clean stop, as any host"
     parked.close()
     assert jvm.ended.wait(5)
+
+
+def test_a_host_launched_for_a_task_is_not_told_to_build_the_worker_ahead(
+    listener: JvmHostListener,
+) -> None:
+    slots = HostSlots(lambda: 2)
+    parked = WarmHosts(_no_python_host, slots)
+    jvm = ServingJvm()
+    assert _run_and_stop(_host("launched", Launches([jvm]), listener, parked, slots))
+    assert jvm.sent("warm_worker") == []
+    assert len(jvm.sent("start_task")) == 1
+    parked.close()
+
+
+def test_a_host_launched_ahead_in_the_drivers_jvm_is_not_told_to_build_the_worker(
+    listener: JvmHostListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a local master's executor is the driver's JVM, whose Kafka worker the driver built
+    slots = HostSlots(lambda: 2)
+    parked = WarmHosts(_no_python_host, slots)
+    jvm = ServingJvm()
+    jvm.executor_id = "driver"
+    _launch_ahead(monkeypatch, jvm)
+    assert jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False, WARM)
+    assert parked.parked() == 1
+    host = _host("first", Launches([]), listener, parked, slots)
+    host.open()
+    host.start_task({"task.class": "x.YTask"})
+    assert [m.WhichOneof("message") for m in jvm.received] == ["start_task"]
+    assert host.stop_task()
+    host.close()
+    parked.close()
+
+
+def test_a_worker_build_the_host_launched_ahead_could_not_make_is_logged_masked(
+    listener: JvmHostListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "warm-test-secret-9c1f27"
+    SECRETS.register([secret])
+    slots = HostSlots(lambda: 2)
+    parked = WarmHosts(_no_python_host, slots)
+    jvm = ServingJvm()
+    jvm.warmed = host_pb2.WorkerWarmed(
+        took_ms=40,
+        error=f"Failed to connect: org.apache.kafka.common.KafkaException: {secret} refused\n"
+              f"\tat org.apache.kafka.X.y(X.java:1)",
+    )
+    _launch_ahead(monkeypatch, jvm)
+    with structlog.testing.capture_logs() as logs:
+        assert jvm_launch.launch_host_ahead(_NO_SPARK, listener, parked, lambda: False, WARM)
+        _wait_for(lambda: _events(logs, "jvm_host_worker_not_warmed"))
+    [failed] = _events(logs, "jvm_host_worker_not_warmed")
+    assert failed["log_level"] == "warning"
+    assert failed["reason"] == (
+        "Failed to connect: org.apache.kafka.common.KafkaException: [hidden] refused"
+    )
+    assert secret not in failed["trace"] and "X.java:1" in failed["trace"]
+    # nothing else changes: the host is parked, and the first Java task adopts it
+    assert parked.parked() == 1
+    host = _host("first", Launches([]), listener, parked, slots)
+    host.open()
+    host.start_task({"task.class": "x.YTask"})
+    assert host.stop_task()
+    host.close()
+    parked.close()
 
 
 def test_a_host_parked_ahead_is_not_ended_for_being_idle_but_for_want_of_a_slot(
@@ -365,6 +466,11 @@ def test_a_host_is_launched_ahead_only_by_a_worker_running_java_tasks_on_executo
 
     plugins = str(tmp_path / "plugins")
     assert started(True, **{"plugin.path": plugins}) == 1
+    # the host is told to build the Kafka worker from what the worker's StartTasks carry
+    warm = cast(Any, calls[-1])[4].warm_worker
+    assert warm.worker_id == "w-1"
+    assert warm.worker_properties["bootstrap.servers"] == "kafka:9092"
+    assert warm.worker_properties["plugin.path"] == warm.plugin_scan_properties["plugin.path"]
     assert started(True) == 0, "no Java plugin: nothing launched"
     assert started(False, **{"plugin.path": plugins}) == 0, "no Java tasks (standalone)"
     assert started(True, **{"plugin.path": plugins, "task.hosting": "driver"}) == 0

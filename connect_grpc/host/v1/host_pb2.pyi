@@ -26,7 +26,7 @@ TASK_TYPE_SOURCE: TaskType
 TASK_TYPE_SINK: TaskType
 
 class DriverMessage(_message.Message):
-    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done", "set_log_levels", "forget_topics", "offsets_written")
+    __slots__ = ("start_task", "set_target_state", "stop_task", "check_done", "set_log_levels", "forget_topics", "offsets_written", "warm_worker")
     START_TASK_FIELD_NUMBER: _ClassVar[int]
     SET_TARGET_STATE_FIELD_NUMBER: _ClassVar[int]
     STOP_TASK_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +34,7 @@ class DriverMessage(_message.Message):
     SET_LOG_LEVELS_FIELD_NUMBER: _ClassVar[int]
     FORGET_TOPICS_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    WARM_WORKER_FIELD_NUMBER: _ClassVar[int]
     start_task: StartTask
     set_target_state: SetTargetState
     stop_task: StopTask
@@ -41,10 +42,11 @@ class DriverMessage(_message.Message):
     set_log_levels: LogLevels
     forget_topics: ForgetTopics
     offsets_written: OffsetsWritten
-    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ..., set_log_levels: _Optional[_Union[LogLevels, _Mapping]] = ..., forget_topics: _Optional[_Union[ForgetTopics, _Mapping]] = ..., offsets_written: _Optional[_Union[OffsetsWritten, _Mapping]] = ...) -> None: ...
+    warm_worker: WarmWorker
+    def __init__(self, start_task: _Optional[_Union[StartTask, _Mapping]] = ..., set_target_state: _Optional[_Union[SetTargetState, _Mapping]] = ..., stop_task: _Optional[_Union[StopTask, _Mapping]] = ..., check_done: _Optional[_Union[CheckDone, _Mapping]] = ..., set_log_levels: _Optional[_Union[LogLevels, _Mapping]] = ..., forget_topics: _Optional[_Union[ForgetTopics, _Mapping]] = ..., offsets_written: _Optional[_Union[OffsetsWritten, _Mapping]] = ..., warm_worker: _Optional[_Union[WarmWorker, _Mapping]] = ...) -> None: ...
 
 class HostMessage(_message.Message):
-    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record", "topics_used", "task_metrics", "loggers_seen", "offsets_write")
+    __slots__ = ("hello", "task_event", "stopped", "check_request", "log_record", "topics_used", "task_metrics", "loggers_seen", "offsets_write", "worker_warmed")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     TASK_EVENT_FIELD_NUMBER: _ClassVar[int]
     STOPPED_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +56,7 @@ class HostMessage(_message.Message):
     TASK_METRICS_FIELD_NUMBER: _ClassVar[int]
     LOGGERS_SEEN_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_WRITE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_WARMED_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     task_event: TaskEvent
     stopped: Stopped
@@ -63,7 +66,8 @@ class HostMessage(_message.Message):
     task_metrics: TaskMetrics
     loggers_seen: LoggersSeen
     offsets_write: OffsetsWrite
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ..., topics_used: _Optional[_Union[TopicsUsed, _Mapping]] = ..., task_metrics: _Optional[_Union[TaskMetrics, _Mapping]] = ..., loggers_seen: _Optional[_Union[LoggersSeen, _Mapping]] = ..., offsets_write: _Optional[_Union[OffsetsWrite, _Mapping]] = ...) -> None: ...
+    worker_warmed: WorkerWarmed
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., task_event: _Optional[_Union[TaskEvent, _Mapping]] = ..., stopped: _Optional[_Union[Stopped, _Mapping]] = ..., check_request: _Optional[_Union[CheckRequest, _Mapping]] = ..., log_record: _Optional[_Union[LogRecord, _Mapping]] = ..., topics_used: _Optional[_Union[TopicsUsed, _Mapping]] = ..., task_metrics: _Optional[_Union[TaskMetrics, _Mapping]] = ..., loggers_seen: _Optional[_Union[LoggersSeen, _Mapping]] = ..., offsets_write: _Optional[_Union[OffsetsWrite, _Mapping]] = ..., worker_warmed: _Optional[_Union[WorkerWarmed, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("token", "executor_id", "host")
@@ -134,6 +138,40 @@ class StartTask(_message.Message):
     offsets_kept_by_worker: bool
     source_offsets: _containers.RepeatedCompositeFieldContainer[OffsetEntry]
     def __init__(self, connector: _Optional[str] = ..., task: _Optional[int] = ..., worker_id: _Optional[str] = ..., worker_properties: _Optional[_Mapping[str, str]] = ..., plugin_scan_properties: _Optional[_Mapping[str, str]] = ..., connector_config: _Optional[_Mapping[str, str]] = ..., task_config: _Optional[_Mapping[str, str]] = ..., task_count: _Optional[int] = ..., target_state: _Optional[_Union[TargetState, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., exactly_once: _Optional[bool] = ..., log_levels: _Optional[_Union[LogLevels, _Mapping]] = ..., offsets_kept_by_worker: _Optional[bool] = ..., source_offsets: _Optional[_Iterable[_Union[OffsetEntry, _Mapping]]] = ...) -> None: ...
+
+class WarmWorker(_message.Message):
+    __slots__ = ("worker_id", "worker_properties", "plugin_scan_properties")
+    class WorkerPropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class PluginScanPropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKER_PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    PLUGIN_SCAN_PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    worker_properties: _containers.ScalarMap[str, str]
+    plugin_scan_properties: _containers.ScalarMap[str, str]
+    def __init__(self, worker_id: _Optional[str] = ..., worker_properties: _Optional[_Mapping[str, str]] = ..., plugin_scan_properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class WorkerWarmed(_message.Message):
+    __slots__ = ("built", "took_ms", "error")
+    BUILT_FIELD_NUMBER: _ClassVar[int]
+    TOOK_MS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    built: bool
+    took_ms: int
+    error: str
+    def __init__(self, built: _Optional[bool] = ..., took_ms: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
 
 class OffsetEntry(_message.Message):
     __slots__ = ("key", "value")

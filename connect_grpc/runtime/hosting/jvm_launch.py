@@ -3,8 +3,10 @@ in an executor's JVM (``launch_spark_host``: ``TaskHostFunction``, in the task's
 group, cancelled by a tag of its own), or in a thread of the driver's JVM
 (``launch_driver_host``); an executor's host parked between two tasks (``ParkedJvmHost``),
 and the one launched and parked as the worker starts, ahead of its first Java task
-(``launch_host_ahead``); and the driver JVM's Kafka worker, built ahead of the first Java
-task (``warm_driver_worker``) and stopped with the worker (``shut_down_driver_worker``).
+(``launch_host_ahead``), whose JVM is told to build the Kafka worker of the worker's Java
+tasks while it waits (``WarmWorker``); and the driver JVM's Kafka worker, built ahead of the
+first Java task (``warm_driver_worker``) and stopped with the worker
+(``shut_down_driver_worker``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from connect_grpc.kernel.domain import TaskId
 from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.runtime.hosting.jobs import JOB_END_WAIT_S, JVM_HOST, HostLostError, WarmHosts
 from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener
+from connect_grpc.runtime.placement import LOCAL_EXECUTOR_ID
 from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
 
 log = structlog.get_logger(__name__)
@@ -212,12 +215,19 @@ def launch_host_ahead(
     listener: JvmHostListener,
     parked: WarmHosts,
     stopping: Callable[[], bool],
+    warm: Any = None,
 ) -> bool:
     """Launches an executor's JVM host before any Java task needs one and parks it
     (``WarmHosts.park_ahead``), so that the worker's first Java task adopts it rather than
     wait for a Spark job to run and connect. Returns whether a host was parked; a host that
     could not be launched is logged, and the first Java task launches its own. Blocks until
-    the host connected (run it on a thread of its own)."""
+    the host connected (run it on a thread of its own).
+
+    ``warm``, a ``WarmWorker`` (``jvm_wire.warm_worker``), is sent to the host right after its
+    hello: its JVM builds the Kafka worker of the worker's Java tasks while parked, rather
+    than at its first task's start (the host answers ``WorkerWarmed``, which its connection
+    logs). Not to a host in the driver's JVM (a local master's executor): the driver built
+    that JVM's Kafka worker as Spark started."""
     try:
         address = listener.address()
     except HostLostError:
@@ -234,6 +244,18 @@ def launch_host_ahead(
         log.info("jvm_host_not_launched_ahead", reason=str(exc).partition("\n")[0])
         return False
     conn.start("jvm-host-reader-ahead", _no_checks)
+    if warm is not None and conn.executor_id != LOCAL_EXECUTOR_ID:
+        try:
+            conn.send(warm)
+        except HostLostError as exc:
+            conn.close()
+            launched.end()
+            log.info("jvm_host_not_launched_ahead", reason=str(exc).partition("\n")[0])
+            return False
+        log.info(
+            "jvm_host_worker_warming", worker_id=warm.warm_worker.worker_id,
+            executor=conn.executor_id, host=conn.host, job_tag=launched.job_tag,
+        )
     return parked.park_ahead(ParkedJvmHost(conn, launched))
 
 

@@ -19,7 +19,9 @@ connection is open (``logs.java.HOST_LOGGERS``), and its
 reports of the task's topics and metrics go to the taker its owner gave (``jvm_reports``),
 and the source offsets a task relays for a worker that keeps them itself (``OffsetsWrite``)
 are stored by the writer its owner gave, on the reading thread, so that they are stored in
-the order they were committed, and answered (``OffsetsWritten``).
+the order they were committed, and answered (``OffsetsWritten``). A host launched ahead of any
+task answers the driver's ``WarmWorker`` with ``WorkerWarmed``, which is logged
+(``jvm_host_worker_warmed``, or ``jvm_host_worker_not_warmed`` with why).
 A connection that closes or breaks makes the host lost (``HostLostError``, retriable: the
 runner hosts the task again).
 
@@ -35,12 +37,13 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, BinaryIO
 
 import structlog
 
+from connect_grpc.config_providers.redaction import SECRETS
 from connect_grpc.host.v1 import host_pb2
 from connect_grpc.logs.java import HOST_LOGGERS, JavaLogLine, emit
 from connect_grpc.runtime.hosting.jobs import HostLostError
@@ -146,6 +149,19 @@ def log_levels(version: int, entries: tuple[tuple[str, str], ...]) -> Any:
     )
 
 
+def warm_worker(
+    worker_id: str, worker_properties: Mapping[str, str], scan_properties: Mapping[str, str]
+) -> Any:
+    """The ``DriverMessage`` whose ``WarmWorker`` has a host build the Kafka worker of
+    ``worker_id``'s Java tasks from what their ``StartTask`` carries (the same properties,
+    resolved: they travel, and are kept out of logs, as a ``StartTask``'s)."""
+    return host_pb2.DriverMessage(warm_worker=host_pb2.WarmWorker(
+        worker_id=worker_id,
+        worker_properties=dict(worker_properties),
+        plugin_scan_properties=dict(scan_properties),
+    ))
+
+
 class JvmConnection:
     """One hosted task's connection, once its host said hello."""
 
@@ -217,6 +233,8 @@ class JvmConnection:
                     self._report(message, kind)
                 elif kind == "offsets_write":
                     self._store_offsets(message.offsets_write)
+                elif kind == "worker_warmed":
+                    self._worker_warmed(message.worker_warmed)
                 elif kind == "check_request":
                     request = message.check_request
                     threading.Thread(
@@ -243,6 +261,18 @@ class JvmConnection:
             self._take_report(message)
         except Exception:  # a report the worker cannot take must not lose the host
             log.warning("jvm_host_report_not_taken", kind=kind, exc_info=True)
+
+    def _worker_warmed(self, warmed: Any) -> None:
+        """Logs the host's answer to ``WarmWorker`` (a host launched ahead of any task): its
+        JVM's Kafka worker built, or why not, its values masked (the first task then builds
+        it and reports its own failure)."""
+        where = {"executor": self.executor_id, "host": self.host, "took_ms": warmed.took_ms}
+        if warmed.error:
+            log.warning("jvm_host_worker_not_warmed",
+                        reason=SECRETS.redact(warmed.error.partition("\n")[0]),
+                        trace=SECRETS.redact(warmed.error), **where)
+        else:
+            log.info("jvm_host_worker_warmed", built=warmed.built, **where)
 
     def _add_event(self, event: Any) -> None:
         with self._changed:

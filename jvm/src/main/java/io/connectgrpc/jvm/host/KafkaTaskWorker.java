@@ -4,9 +4,6 @@ import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;
@@ -72,16 +69,6 @@ public final class KafkaTaskWorker implements AutoCloseable {
      * offset committer are stopped (Kafka bounds those by the timeout).
      */
     static final long STOP_MARGIN_MS = 5_000L;
-
-    /** This JVM's workers, built or being built, by connect-grpc worker id. */
-    private static final Map<String, Building> WORKERS = new ConcurrentHashMap<>();
-
-    /** A Kafka worker, built or being built, and the worker properties it is built from. */
-    private record Building(Map<String, String> properties, CompletableFuture<KafkaTaskWorker> worker) {
-        Building(Map<String, String> properties) {
-            this(Map.copyOf(properties), new CompletableFuture<>());
-        }
-    }
 
     private final Map<String, String> properties;
     private final Worker worker;
@@ -172,26 +159,16 @@ public final class KafkaTaskWorker implements AutoCloseable {
 
     /**
      * The Kafka worker of the task's connect-grpc worker in this JVM, built and started by the
-     * first task that needs it unless it was built ahead ({@link #warm}: the task then waits
-     * for that build; one that failed is made again here, so that the task reports why). A
-     * worker id that comes back with other properties (a worker restarted with a new config
-     * while its executors live on) gets a new Kafka worker; the old one is stopped, with
-     * whatever tasks of the old incarnation it still ran.
+     * first task that needs it unless it was built ahead ({@link #warm}, or a host's
+     * {@code WarmWorker}: the task then waits for that build; one that failed is made again
+     * here, so that the task reports why). A worker id that comes back with other properties
+     * (a worker restarted with a new config while its executors live on) gets a new Kafka
+     * worker; the old one is stopped, with whatever tasks of the old incarnation it still ran
+     * ({@link KafkaWorkers}).
      */
     static KafkaTaskWorker forStart(StartTask start) throws Exception {
-        String workerId = start.getWorkerId();
-        while (true) {
-            Building mine = new Building(start.getWorkerPropertiesMap());
-            Building current = claim(workerId, mine);
-            if (current == mine) {
-                return build(workerId, mine, start.getPluginScanPropertiesMap());
-            }
-            try {
-                return current.worker().get();
-            } catch (ExecutionException e) {
-                // its builder failed (and removed it): this task builds it anew
-            }
-        }
+        return KafkaWorkers.SHARED.get(start.getWorkerId(), start.getWorkerPropertiesMap(),
+                start.getPluginScanPropertiesMap());
     }
 
     /**
@@ -203,65 +180,9 @@ public final class KafkaTaskWorker implements AutoCloseable {
      * through py4j (the maps as JSON objects of strings).
      */
     public static void warm(String workerId, String workerPropertiesJson, String scanPropertiesJson) {
-        Building mine = new Building(map(workerPropertiesJson, "worker properties"));
+        Map<String, String> properties = map(workerPropertiesJson, "worker properties");
         Map<String, String> scan = map(scanPropertiesJson, "plugin scan properties");
-        if (claim(workerId, mine) != mine) {
-            return;
-        }
-        Thread thread = new Thread(() -> {
-            try {
-                build(workerId, mine, scan);
-            } catch (RuntimeException | Error e) {
-                log.warn("Could not build Kafka Connect's worker for connect-grpc worker {} ahead of its tasks; "
-                        + "its first Java task builds it again", workerId, e);
-            }
-        }, "connect-grpc-kafka-worker-warm");
-        thread.setDaemon(true);
-        thread.start();
-    }
-
-    /**
-     * {@code mine} if this caller is to build the worker (the entry is now {@code mine}), else
-     * the entry built or being built from the same properties. An entry of other properties
-     * is replaced, and its worker stopped once built.
-     */
-    private static Building claim(String workerId, Building mine) {
-        while (true) {
-            Building current = WORKERS.putIfAbsent(workerId, mine);
-            if (current == null) {
-                return mine;
-            }
-            if (current.properties().equals(mine.properties())) {
-                return current;
-            }
-            if (WORKERS.replace(workerId, current, mine)) {
-                log.info("connect-grpc worker {} came back with other properties: a new Kafka worker", workerId);
-                closeWhenBuilt(current);
-                return mine;
-            }
-        }
-    }
-
-    /** Builds the worker of the entry this caller claimed; a failure removes the entry. */
-    private static KafkaTaskWorker build(String workerId, Building mine, Map<String, String> scanProperties) {
-        try {
-            mine.worker().complete(open(workerId, mine.properties(), scanProperties));
-        } catch (RuntimeException | Error e) {
-            WORKERS.remove(workerId, mine);
-            mine.worker().completeExceptionally(e);
-            throw e;
-        }
-        return mine.worker().join();
-    }
-
-    /** Stops the entry's worker now if it is built, else once it is (if it ever is). */
-    private static void closeWhenBuilt(Building building) {
-        CompletableFuture<KafkaTaskWorker> worker = building.worker();
-        if (!worker.isDone()) {
-            worker.thenAccept(KafkaTaskWorker::stop);
-        } else if (!worker.isCompletedExceptionally()) {
-            worker.join().stop();
-        }
+        KafkaWorkers.SHARED.warmInBackground(workerId, properties, scan);
     }
 
     /**
@@ -301,10 +222,7 @@ public final class KafkaTaskWorker implements AutoCloseable {
      * through py4j.
      */
     public static void shutdown(String workerId) {
-        Building current = WORKERS.remove(workerId);
-        if (current != null) {
-            closeWhenBuilt(current);
-        }
+        KafkaWorkers.SHARED.shutdown(workerId);
     }
 
     Worker worker() {

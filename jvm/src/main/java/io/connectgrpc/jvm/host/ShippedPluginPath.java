@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Locale;
 
 import io.connectgrpc.jvm.host.proto.StartTask;
+import io.connectgrpc.jvm.host.proto.WarmWorker;
 
 import org.apache.spark.SparkFiles;
 import org.slf4j.Logger;
@@ -57,6 +58,11 @@ final class ShippedPluginPath {
         return localize(start, Path.of(SparkFiles.getRootDirectory()));
     }
 
+    /** {@code warm} with the shipped copies in this executor's {@link SparkFiles} root. */
+    static WarmWorker inExecutor(WarmWorker warm) {
+        return localize(warm, Path.of(SparkFiles.getRootDirectory()));
+    }
+
     /**
      * {@code start} with each {@code plugin.path} entry (of its worker properties and of its
      * plugin scan's, which carry the same path) replaced by its copy under {@code root} where
@@ -64,8 +70,43 @@ final class ShippedPluginPath {
      */
     static StartTask localize(StartTask start, Path root) {
         String given = start.getPluginScanPropertiesMap().get(PLUGIN_PATH);
-        if (given == null || given.isBlank()) {
+        String path = localPath(given, root);
+        if (path == null) {
             return start;
+        }
+        log.info("The Java plugins of task {}-{} are the copies its worker shipped: plugin.path {} (the worker's: {})",
+                start.getConnector(), start.getTask(), path, given);
+        StartTask.Builder localized = start.toBuilder().putPluginScanProperties(PLUGIN_PATH, path);
+        if (start.getWorkerPropertiesMap().containsKey(PLUGIN_PATH)) {
+            localized.putWorkerProperties(PLUGIN_PATH, path);
+        }
+        return localized.build();
+    }
+
+    /**
+     * {@code warm} localized as {@link #localize(StartTask, Path)} localizes a StartTask of the
+     * same worker: the same properties come out of both, so that the task's start finds the
+     * Kafka worker built from them.
+     */
+    static WarmWorker localize(WarmWorker warm, Path root) {
+        String given = warm.getPluginScanPropertiesMap().get(PLUGIN_PATH);
+        String path = localPath(given, root);
+        if (path == null) {
+            return warm;
+        }
+        log.info("The Java plugins of the Kafka worker built ahead for connect-grpc worker {} are the copies its "
+                + "worker shipped: plugin.path {} (the worker's: {})", warm.getWorkerId(), path, given);
+        WarmWorker.Builder localized = warm.toBuilder().putPluginScanProperties(PLUGIN_PATH, path);
+        if (warm.getWorkerPropertiesMap().containsKey(PLUGIN_PATH)) {
+            localized.putWorkerProperties(PLUGIN_PATH, path);
+        }
+        return localized.build();
+    }
+
+    /** The plugin.path {@code given} with the copies under {@code root}; null when none has one. */
+    private static String localPath(String given, Path root) {
+        if (given == null || given.isBlank()) {
+            return null;
         }
         List<String> entries = new ArrayList<>();
         boolean shipped = false;
@@ -74,17 +115,7 @@ final class ShippedPluginPath {
             shipped |= local != null;
             entries.add(local != null ? local : entry);
         }
-        if (!shipped) {
-            return start;
-        }
-        String path = String.join(",", entries);
-        log.info("The Java plugins of task {}-{} are the copies its worker shipped: plugin.path {} (the worker's: {})",
-                start.getConnector(), start.getTask(), path, given);
-        StartTask.Builder localized = start.toBuilder().putPluginScanProperties(PLUGIN_PATH, path);
-        if (start.getWorkerPropertiesMap().containsKey(PLUGIN_PATH)) {
-            localized.putWorkerProperties(PLUGIN_PATH, path);
-        }
-        return localized.build();
+        return shipped ? String.join(",", entries) : null;
     }
 
     private static String copyOf(String entry, Path root) {

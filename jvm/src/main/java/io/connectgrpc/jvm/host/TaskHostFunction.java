@@ -19,7 +19,8 @@ import org.apache.spark.api.java.function.VoidFunction;
  * <p>Only the driver's address, a port and the one-off token travel in the job's closure; the
  * task's configs come over the connection, once the token was accepted. Its Kafka worker's
  * {@code plugin.path} is the copy the worker shipped where there is one
- * ({@link ShippedPluginPath}).
+ * ({@link ShippedPluginPath}), for its tasks' starts and for the build ahead of its first
+ * ({@code WarmWorker}, to a host launched ahead of any task).
  */
 public final class TaskHostFunction implements VoidFunction<Iterator<Integer>> {
 
@@ -41,9 +42,10 @@ public final class TaskHostFunction implements VoidFunction<Iterator<Integer>> {
         SparkEnv env = SparkEnv.get();
         String executorId = env == null ? TaskHosting.DRIVER_EXECUTOR_ID : env.executorId();
         // On a cluster the worker shipped its plugins with the application; in local mode
-        // there is no copy, and this JVM is the driver's, which reads plugin.path itself.
+        // there is no copy, and this JVM is the driver's, which reads plugin.path itself (and
+        // whose Kafka worker the driver built ahead already).
         TaskHosting.serve(address, port, token, executorId, context::isInterrupted,
-                start -> KafkaTaskWorker.forStart(ShippedPluginPath.inExecutor(start)));
+                TaskHosting.workers(KafkaWorkers.SHARED, true));
     }
 
     /**

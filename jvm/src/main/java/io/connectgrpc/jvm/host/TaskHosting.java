@@ -4,6 +4,9 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.function.BooleanSupplier;
 
+import io.connectgrpc.jvm.host.proto.StartTask;
+import io.connectgrpc.jvm.host.proto.WarmWorker;
+
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,11 +54,37 @@ public final class TaskHosting {
      */
     public static void startInDriver(String address, int port, String token) {
         // the driver reads the worker's plugin.path itself (its scan is the catalogue's)
+        TaskSession.Workers workers = workers(KafkaWorkers.SHARED, false);
         Thread thread = new Thread(
-                () -> serve(address, port, token, DRIVER_EXECUTOR_ID, () -> false, KafkaTaskWorker::forStart),
+                () -> serve(address, port, token, DRIVER_EXECUTOR_ID, () -> false, workers),
                 "connect-grpc-task-host");
         thread.setDaemon(true);
         thread.start();
+    }
+
+    /**
+     * The Kafka workers of {@code registry} for a host's tasks and for the build ahead of its
+     * first ({@code WarmWorker}), their {@code plugin.path} the copies the worker shipped
+     * ({@link ShippedPluginPath}) when {@code inExecutor}: a StartTask and a WarmWorker of one
+     * worker come out with the same properties, so that the task finds the worker built ahead.
+     * The driver's JVM reads the worker's plugin.path itself (its scan is the catalogue's).
+     */
+    static TaskSession.Workers workers(KafkaWorkers registry, boolean inExecutor) {
+        return new TaskSession.Workers() {
+            @Override
+            public KafkaTaskWorker forStart(StartTask start) throws Exception {
+                StartTask local = inExecutor ? ShippedPluginPath.inExecutor(start) : start;
+                return registry.get(local.getWorkerId(), local.getWorkerPropertiesMap(),
+                        local.getPluginScanPropertiesMap());
+            }
+
+            @Override
+            public boolean warm(WarmWorker warm) throws Exception {
+                WarmWorker local = inExecutor ? ShippedPluginPath.inExecutor(warm) : warm;
+                return registry.warm(local.getWorkerId(), local.getWorkerPropertiesMap(),
+                        local.getPluginScanPropertiesMap());
+            }
+        };
     }
 
     /** This machine's name, as Python's {@code socket.gethostname()} gives it. */

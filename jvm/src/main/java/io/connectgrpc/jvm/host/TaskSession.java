@@ -26,6 +26,8 @@ import io.connectgrpc.jvm.host.proto.StartTask;
 import io.connectgrpc.jvm.host.proto.Stopped;
 import io.connectgrpc.jvm.host.proto.TargetState;
 import io.connectgrpc.jvm.host.proto.TaskType;
+import io.connectgrpc.jvm.host.proto.WarmWorker;
+import io.connectgrpc.jvm.host.proto.WorkerWarmed;
 
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.runtime.Worker;
@@ -47,7 +49,9 @@ import org.slf4j.LoggerFactory;
  * for the driver's next StartTask (of any task), so that a later start is one message rather
  * than a Spark job and a connection; the driver closes the connection of a host it does not
  * keep. A stop that was not clean (Kafka's worker gave up on the task's thread), a closed
- * connection or a cancelled Spark task ends the session.
+ * connection or a cancelled Spark task ends the session. A host launched ahead of any task
+ * may be told first to build the JVM's Kafka worker ({@code WarmWorker}), which it does on a
+ * thread of its own while it waits, so that its first task finds the worker built.
  *
  * <p>The task runs in Kafka's worker's own thread; this session's thread only serves the
  * protocol. A task id has one owner in a JVM: a session that starts a task which an earlier
@@ -86,10 +90,20 @@ final class TaskSession {
         return thread;
     });
 
-    /** Gives the Kafka worker a task's StartTask runs on. */
+    /** Gives the Kafka worker a task's StartTask runs on, and builds one ahead of any task. */
     @FunctionalInterface
     interface Workers {
         KafkaTaskWorker forStart(StartTask start) throws Exception;
+
+        /**
+         * Builds the Kafka worker a WarmWorker names, on the caller's thread, unless one is
+         * built or being built from the same properties (then waits for it); returns whether
+         * this call built it. Throws what the build threw. A host whose JVM builds none ahead
+         * refuses it.
+         */
+        default boolean warm(WarmWorker warm) throws Exception {
+            throw new UnsupportedOperationException("this host builds no Kafka worker ahead of its tasks");
+        }
     }
 
     /** The reader's mark that the driver closed the connection. */
@@ -241,6 +255,7 @@ final class TaskSession {
             DriverMessage message = (DriverMessage) next;
             switch (message.getMessageCase()) {
                 case START_TASK -> start(message.getStartTask());
+                case WARM_WORKER -> warm(message.getWarmWorker());
                 case SET_TARGET_STATE -> setTarget(message.getSetTargetState().getTargetState());
                 case STOP_TASK -> {
                     long waitMs = Math.max(0L, message.getStopTask().getTimeoutMs() - STOP_MARGIN_MS);
@@ -267,6 +282,42 @@ final class TaskSession {
                 default -> log.warn("Ignoring a message the host does not know: {}", message.getMessageCase());
             }
         }
+    }
+
+    /**
+     * Builds the JVM's Kafka worker the driver named, ahead of the host's first task (a host
+     * launched ahead of any), on a thread of its own: the session serves its connection
+     * meanwhile, and a StartTask read before the build ended waits for it in its own
+     * {@code forStart} rather than build another. Answers WorkerWarmed. A build that failed is
+     * logged, its root cause on the first line, and changes nothing else: the first task
+     * builds the worker itself and reports its own failure.
+     */
+    private void warm(WarmWorker warm) {
+        long read = System.nanoTime();
+        String workerId = warm.getWorkerId();
+        Thread thread = new Thread(() -> {
+            WorkerWarmed.Builder answer = WorkerWarmed.newBuilder();
+            try {
+                answer.setBuilt(workers.warm(warm));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                answer.setError("Interrupted while the Kafka worker of connect-grpc worker " + workerId + " was built");
+            } catch (Exception | LinkageError e) {
+                Throwable failure = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+                log.warn("Could not build Kafka Connect's worker for connect-grpc worker {} ahead of the host's first "
+                        + "task: {} (its first task builds it again)", workerId, Traces.headline(failure), failure);
+                answer.setError(Traces.statusTrace(failure));
+            }
+            answer.setTookMs((System.nanoTime() - read) / 1_000_000L);
+            try {
+                link.send(HostMessage.newBuilder().setWorkerWarmed(answer).build());
+            } catch (IOException e) {
+                log.debug("Could not tell the driver that the Kafka worker of connect-grpc worker {} was built",
+                        workerId, e);
+            }
+        }, "connect-grpc-kafka-worker-warm");
+        thread.setDaemon(true);
+        thread.start();
     }
 
     private void start(StartTask start) {

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.Map;
 
 import io.connectgrpc.jvm.host.proto.StartTask;
+import io.connectgrpc.jvm.host.proto.WarmWorker;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -57,6 +58,26 @@ class ShippedPluginPathTest {
         StartTask given = start("/opt/connect/plugins");
         assertSame(given, ShippedPluginPath.localize(given, root));
         StartTask none = StartTask.newBuilder().setConnector("c").build();
+        assertSame(none, ShippedPluginPath.localize(none, root));
+    }
+
+    @Test
+    void aWarmWorkerIsLocalizedAsTheStartTasksOfItsWorkerAreSoThatTheyMatch() throws IOException {
+        Files.createDirectories(root.resolve(ShippedPluginPath.shippedName("/opt/connect/plugins")));
+        StartTask start = start("/opt/connect/plugins,/not/shipped");
+        WarmWorker warm = WarmWorker.newBuilder().setWorkerId("w")
+                .putAllWorkerProperties(start.getWorkerPropertiesMap())
+                .putAllPluginScanProperties(start.getPluginScanPropertiesMap())
+                .build();
+
+        StartTask localStart = ShippedPluginPath.localize(start, root);
+        WarmWorker localWarm = ShippedPluginPath.localize(warm, root);
+
+        assertEquals(localStart.getWorkerPropertiesMap(), localWarm.getWorkerPropertiesMap());
+        assertEquals(localStart.getPluginScanPropertiesMap(), localWarm.getPluginScanPropertiesMap());
+        assertEquals(root.resolve(ShippedPluginPath.shippedName("/opt/connect/plugins")) + ",/not/shipped",
+                localWarm.getWorkerPropertiesMap().get("plugin.path"));
+        WarmWorker none = WarmWorker.newBuilder().setWorkerId("w").build();
         assertSame(none, ShippedPluginPath.localize(none, root));
     }
 }

@@ -18,9 +18,14 @@ import java.util.ArrayDeque;
 import java.util.Comparator;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -40,8 +45,11 @@ import io.connectgrpc.jvm.host.proto.Stopped;
 import io.connectgrpc.jvm.host.proto.TargetState;
 import io.connectgrpc.jvm.host.proto.TaskEvent;
 import io.connectgrpc.jvm.host.proto.TaskType;
+import io.connectgrpc.jvm.host.proto.WarmWorker;
+import io.connectgrpc.jvm.host.proto.WorkerWarmed;
 import io.connectgrpc.jvm.plugins.JavaPluginHost;
 
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.runtime.WorkerConfig;
 import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
 import org.apache.kafka.connect.storage.MemoryOffsetBackingStore;
@@ -71,6 +79,8 @@ class TaskSessionTest {
     private static Path work;
     private static JavaPluginHost plugins;
     private static KafkaTaskWorker kafka;
+    /** The properties of the tests' Kafka workers. */
+    private static Map<String, String> workerProps;
 
     @BeforeAll
     static void startWorker() throws IOException {
@@ -89,10 +99,16 @@ class TaskSessionTest {
         props.put("key.converter", "org.apache.kafka.connect.storage.StringConverter");
         props.put("value.converter", "org.apache.kafka.connect.storage.StringConverter");
         props.put("task.shutdown.graceful.timeout.ms", Long.toString(GRACEFUL_MS));
+        workerProps = Map.copyOf(props);
+        kafka = brokerless("host-test-worker", props);
+    }
+
+    /** A started Kafka worker that needs no broker: its cluster id given, its offsets in memory. */
+    private static KafkaTaskWorker brokerless(String workerId, Map<String, String> props) {
         DistributedConfig config = new DistributedConfig(props);
         givenClusterId(config, "host-test-cluster");
-        kafka = new KafkaTaskWorker("host-test-worker", props, config, plugins.catalogue().plugins(),
-                new MemoryOffsets(), () -> { });
+        return new KafkaTaskWorker(workerId, props, config, plugins.catalogue().plugins(), new MemoryOffsets(),
+                () -> { });
     }
 
     @AfterAll
@@ -367,6 +383,188 @@ class TaskSessionTest {
         }
     }
 
+    // a host launched ahead of its first task builds the JVM's Kafka worker when told (WarmWorker)
+
+    @Test
+    @Timeout(60)
+    void aWarmWorkerBuildsTheKafkaWorkerOnceAndTheNextStartTaskRunsOnItWithoutBuildingAgain() throws Exception {
+        CountedBuilds builds = new CountedBuilds();
+        KafkaWorkers registry = new KafkaWorkers(builds);
+        String workerId = "warm-once";
+        try (TestDriver driver = TestDriver.start(TaskHosting.workers(registry, false))) {
+            driver.next();
+            driver.send(warm(workerId, workerProps));
+            WorkerWarmed warmed = driver.nextWarmed();
+            assertTrue(warmed.getBuilt());
+            assertEquals("", warmed.getError());
+            assertEquals(1, builds.count.get());
+            driver.send(warm(workerId, workerProps));
+            assertFalse(driver.nextWarmed().getBuilt(), "built already: not again");
+
+            driver.send(startOn(workerId, workerProps, "warmed-task"));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            assertEquals(1, builds.count.get(), "the task runs on the worker built ahead");
+            assertTrue(builds.built.get(0).worker().taskIds().contains(new ConnectorTaskId("warmed-task", 0)));
+            assertTrue(driver.stop().getClean());
+        } finally {
+            registry.shutdown(workerId);
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aStartTaskReadWhileTheWorkerIsBuiltAheadWaitsForThatBuildAndTheSessionServesMeanwhile() throws Exception {
+        CountDownLatch gate = new CountDownLatch(1);
+        CountedBuilds builds = new CountedBuilds(gate);
+        KafkaWorkers registry = new KafkaWorkers(builds);
+        String workerId = "warm-slow";
+        try (TestDriver driver = TestDriver.start(TaskHosting.workers(registry, false))) {
+            driver.next();
+            driver.send(warm(workerId, workerProps));
+            assertTrue(builds.started.await(10, TimeUnit.SECONDS));
+            // the build holds its own thread: the session still answers (a stop, with no task)
+            assertTrue(driver.stop().getClean());
+            driver.send(startOn(workerId, workerProps, "waiting-task"));
+            Thread.sleep(300L);
+            assertEquals(1, builds.count.get(), "the task waits for the build under way");
+            gate.countDown();
+            // the answer and the task's start, in either order
+            HostMessage first = driver.next();
+            HostMessage second = driver.next();
+            WorkerWarmed warmed = first.hasWorkerWarmed() ? first.getWorkerWarmed() : second.getWorkerWarmed();
+            TaskEvent started = first.hasTaskEvent() ? first.getTaskEvent() : second.getTaskEvent();
+            assertTrue(warmed.getBuilt(), warmed.toString());
+            assertTrue(warmed.getTookMs() >= 300L, warmed.toString());
+            assertEquals(TaskEvent.Kind.KIND_STARTED, started.getKind());
+            assertEquals(1, builds.count.get());
+            assertTrue(driver.stop().getClean());
+        } finally {
+            gate.countDown();
+            registry.shutdown(workerId);
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aStartTaskWithOtherWorkerPropertiesRunsOnAWorkerBuiltFromThem() throws Exception {
+        CountedBuilds builds = new CountedBuilds();
+        KafkaWorkers registry = new KafkaWorkers(builds);
+        String workerId = "warm-other";
+        Map<String, String> other = new HashMap<>(workerProps);
+        other.put("offset.flush.interval.ms", "12345");
+        try (TestDriver driver = TestDriver.start(TaskHosting.workers(registry, false))) {
+            driver.next();
+            driver.send(warm(workerId, workerProps));
+            assertTrue(driver.nextWarmed().getBuilt());
+            driver.send(startOn(workerId, other, "other-task"));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            assertEquals(2, builds.count.get());
+            assertEquals(other, builds.properties.get(1));
+            assertTrue(builds.built.get(1).worker().taskIds().contains(new ConnectorTaskId("other-task", 0)));
+            assertTrue(driver.stop().getClean());
+        } finally {
+            registry.shutdown(workerId);
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aWarmBuildThatFailsIsReportedWithItsRootCauseAndTheNextStartTaskBuildsTheWorker() throws Exception {
+        CountedBuilds builds = new CountedBuilds();
+        builds.failNext = new ConnectException("Could not read the offsets topic",
+                new IllegalStateException("the root cause"));
+        KafkaWorkers registry = new KafkaWorkers(builds);
+        String workerId = "warm-failed";
+        try (TestDriver driver = TestDriver.start(TaskHosting.workers(registry, false))) {
+            driver.next();
+            driver.send(warm(workerId, workerProps));
+            WorkerWarmed failed = driver.nextWarmed();
+            assertFalse(failed.getBuilt());
+            assertEquals("Could not read the offsets topic: java.lang.IllegalStateException: the root cause",
+                    failed.getError().lines().findFirst().orElse(""));
+
+            driver.send(startOn(workerId, workerProps, "after-failed-warm"));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            assertEquals(2, builds.count.get(), "the task built the worker itself");
+            assertTrue(driver.stop().getClean());
+        } finally {
+            registry.shutdown(workerId);
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aHostThatBuildsNoWorkerAheadAnswersWhyAndServesOn() throws Exception {
+        try (TestDriver driver = TestDriver.start()) {
+            driver.next();
+            driver.send(warm("host-test-worker", workerProps));
+            WorkerWarmed refused = driver.nextWarmed();
+            assertFalse(refused.getBuilt());
+            assertTrue(refused.getError().startsWith("java.lang.UnsupportedOperationException"), refused.getError());
+            driver.send(start("after-refused-warm", TaskType.TASK_TYPE_SOURCE, "idle",
+                    TargetState.TARGET_STATE_STARTED));
+            assertEquals(TaskEvent.Kind.KIND_STARTED, driver.nextEvent().getKind());
+            assertTrue(driver.stop().getClean());
+        }
+    }
+
+    private static DriverMessage warm(String workerId, Map<String, String> props) {
+        return DriverMessage.newBuilder().setWarmWorker(WarmWorker.newBuilder()
+                .setWorkerId(workerId)
+                .putAllWorkerProperties(props)
+                .putPluginScanProperties("plugin.discovery", "service_load"))
+                .build();
+    }
+
+    private static DriverMessage startOn(String workerId, Map<String, String> props, String connector) {
+        StartTask start = start(connector, TaskType.TASK_TYPE_SOURCE, "idle", TargetState.TARGET_STATE_STARTED)
+                .getStartTask().toBuilder()
+                .setWorkerId(workerId)
+                .putAllWorkerProperties(props)
+                .putPluginScanProperties("plugin.discovery", "service_load")
+                .build();
+        return DriverMessage.newBuilder().setStartTask(start).build();
+    }
+
+    /** Kafka workers built without a broker, counted; the next build fails when told, or waits for a gate. */
+    private static final class CountedBuilds implements KafkaWorkers.Builder {
+        final AtomicInteger count = new AtomicInteger();
+        final List<KafkaTaskWorker> built = new CopyOnWriteArrayList<>();
+        final List<Map<String, String>> properties = new CopyOnWriteArrayList<>();
+        final CountDownLatch started = new CountDownLatch(1);
+        final CountDownLatch gate;
+        volatile RuntimeException failNext;
+
+        CountedBuilds() {
+            this(new CountDownLatch(0));
+        }
+
+        CountedBuilds(CountDownLatch gate) {
+            this.gate = gate;
+        }
+
+        @Override
+        public KafkaTaskWorker open(String workerId, Map<String, String> props, Map<String, String> scan) {
+            count.incrementAndGet();
+            properties.add(props);
+            started.countDown();
+            try {
+                gate.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+            RuntimeException failure = failNext;
+            if (failure != null) {
+                failNext = null;
+                throw failure;
+            }
+            KafkaTaskWorker worker = brokerless(workerId, props);
+            built.add(worker);
+            return worker;
+        }
+    }
+
     private static LogLevels levels(long version, String namespace, String level) {
         return LogLevels.newBuilder().setVersion(version)
                 .addLevels(LogLevel.newBuilder().setNamespace(namespace).setLevel(level)).build();
@@ -443,13 +641,17 @@ class TaskSessionTest {
         }
 
         static TestDriver start() throws IOException {
+            return start(start -> kafka);
+        }
+
+        static TestDriver start(TaskSession.Workers workers) throws IOException {
             ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
             server.setSoTimeout(READ_TIMEOUT_MS);
             AtomicBoolean interrupted = new AtomicBoolean();
             int port = server.getLocalPort();
             Thread host = new Thread(() -> {
                 try (DriverLink link = DriverLink.connect("127.0.0.1", port, READ_TIMEOUT_MS)) {
-                    new TaskSession(link, interrupted::get, start -> kafka).run(TOKEN, "executor-7", TaskHosting.hostName());
+                    new TaskSession(link, interrupted::get, workers).run(TOKEN, "executor-7", TaskHosting.hostName());
                 } catch (IOException | InterruptedException e) {
                     throw new IllegalStateException(e);
                 }
@@ -505,6 +707,12 @@ class TaskSessionTest {
                 throw new IOException("the host closed the connection");
             }
             return message.getLogRecord();
+        }
+
+        WorkerWarmed nextWarmed() throws IOException {
+            HostMessage message = next();
+            assertTrue(message.hasWorkerWarmed(), "expected WorkerWarmed, got " + message);
+            return message.getWorkerWarmed();
         }
 
         TaskEvent nextEvent() throws IOException {
