@@ -99,6 +99,7 @@ SHARED_JAVA_EOS_WORKER_MODULES = (
 #: plugins those modules compile (``tests/integration/java_worker.py``): on one xdist worker,
 #: one after the other, so that it starts once.
 SHARED_JAVA_WORKER_MODULES = (
+    "tests/integration/test_debezium_validation.py",
     "tests/integration/test_java_auto_restart.py",
     "tests/integration/test_java_connectors.py",
     "tests/integration/test_java_plugin_bad_inputs.py",

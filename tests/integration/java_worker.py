@@ -15,6 +15,9 @@ of a worker of their own, none of which changes what another module checks:
 - ``task.shutdown.graceful.timeout.ms`` (``test_java_plugin_bad_inputs``' stuck task);
 - a metrics endpoint (``test_java_task_reports``), read by :func:`metrics_port`.
 
+``test_debezium_validation`` asks for no property of its own: only the fetched plugins
+(Debezium's among them).
+
 The modules keep their connectors apart by name (a random suffix each) and delete them; what
 one leaves is deleted when it ends (:class:`conftest.SharedWorkers`). Checks that read the
 worker's log pick their connector's lines, or lines the worker writes once, as it starts."""

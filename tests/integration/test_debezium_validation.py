@@ -1,5 +1,6 @@
 """Debezium PostgreSQL 3.6.1.Final's validation against a live private PostgreSQL, on a real
-distributed worker whose ``plugin.path`` holds the plugin directory ``make install`` fetched:
+distributed worker whose ``plugin.path`` holds the plugin directory ``make install`` fetched
+(the session's shared Java worker):
 ListPlugins lists the connector with its version; ValidateConfig of a correct config (pgoutput)
 has no error and changes nothing in the database; a wrong password, port or database gives
 Debezium's own error on ``database.hostname``, as Kafka Connect's REST validation answers it
@@ -7,52 +8,39 @@ Debezium's own error on ``database.hostname``, as Kafka Connect's REST validatio
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from connect_grpc.client import ConnectClient
-from connect_grpc.java.plugin_jars import DEBEZIUM_POSTGRES, ensure_plugin
 from connect_grpc.kafka.ports import free_port
 from connect_grpc.kernel.domain import ConfigInfos, ConnectorType
-from connect_grpc.testing.cluster import WorkerProcess, cluster_properties
+from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.testing.postgres import PostgresServer
-from tests.integration.conftest import POSTGRES_PASSWORD, one_start_at_a_time
+from tests.integration.conftest import POSTGRES_PASSWORD
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+# as the other modules of the shared Java worker: the first test of a session's first such
+# module waits for its plugins' builds and its start
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
-#: The first call scans plugin.path in the driver's JVM: seconds alone, much longer while
-#: other tests load the machine. The client retries the UNAVAILABLE of a call that outlives
-#: its deadline, until this timeout.
+#: The worker's first call scans plugin.path in the driver's JVM: seconds alone, much longer
+#: while other tests load the machine. The client retries the UNAVAILABLE of a call that
+#: outlives its deadline, until this timeout.
 CALL_TIMEOUT_S = 240
 #: How Debezium 3.6.1 prefixes a failed connection check (PostgresConnector.validateConnection).
 DEBEZIUM_CONNECTION_ERROR = "Error while validating connector config: "
 
 
 @pytest.fixture(scope="module")
-def worker(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ConnectClient]:
-    plugin_dir = ensure_plugin(DEBEZIUM_POSTGRES)  # already there after `make install`
-    properties = {
-        **cluster_properties(f"debezium-validation-{uuid.uuid4().hex[:8]}"),
-        # The directory of plugin directories, as a Kafka Connect worker is given it.
-        "plugin.path": str(plugin_dir.parent),
-        # Debezium ships ServiceLoader manifests: no reflective scan of Spark's classpath.
-        "plugin.discovery": "service_load",
-    }
-    process = WorkerProcess(tmp_path_factory.mktemp("debezium-validation"), kafka_bootstrap,
-                            properties, mode="distributed")
-    with one_start_at_a_time():
-        process.start()
-    try:
-        with ConnectClient(process.address, timeout=CALL_TIMEOUT_S,
-                           retry_unavailable=True) as client:
-            yield client
-    finally:
-        process.stop()
+def worker(shared_java_worker: WorkerProcess) -> Iterator[ConnectClient]:
+    """The session's shared Java worker (``tests/integration/java_worker.py``), rather than a
+    worker of the module's own: a distributed worker whose ``plugin.path`` holds the plugin
+    directories ``make install`` fetched (Debezium's among them), found by their
+    ServiceLoader manifests (Debezium ships them: no reflective scan of Spark's classpath)."""
+    with ConnectClient(shared_java_worker.address, timeout=CALL_TIMEOUT_S,
+                       retry_unavailable=True) as client:
+        yield client
 
 
 def _config(postgres: PostgresServer, database: str, **overrides: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +35,10 @@ from connect_grpc.pipeline.dead_letter_headers import (
     ERROR_HEADER_TASK_ID,
 )
 from connect_grpc.testing import pipeline_plugins
-from connect_grpc.testing.cluster import WorkerProcess, start_together, wait_until
+from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
-from tests.integration.concurrently import stop_together
+from tests.integration.concurrently import selected_params, started_together
 from tests.integration.helpers import (
     FAILED,
     RUNNING,
@@ -79,24 +79,14 @@ HOSTINGS = ("executor", "driver")
 @pytest.fixture(scope="module")
 def _workers(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[dict[str, Deployment]]:
+) -> Iterator[Mapping[str, Deployment]]:
     """The module's worker of each ``task.hosting`` its selected tests use, started at once
     (their starts overlap rather than follow one another)."""
-    hostings = {
-        item.callspec.params.get("deployment")
-        for item in request.session.items
-        if getattr(item, "module", None) is request.module and hasattr(item, "callspec")
-    }
-    deployments = {
-        hosting: _deployment(kafka_bootstrap, tmp_path_factory, hosting)
-        for hosting in HOSTINGS if hosting in hostings
-    }
-    workers = [deployment.worker for deployment in deployments.values()]
-    try:
-        start_together(workers)
+    with started_together(
+        HOSTINGS, selected_params(request, "deployment"),
+        lambda hosting: _deployment(kafka_bootstrap, tmp_path_factory, hosting),
+    ) as deployments:
         yield deployments
-    finally:
-        stop_together(workers)
 
 
 def _deployment(

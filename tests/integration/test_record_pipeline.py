@@ -1,6 +1,6 @@
 """The record pipeline as a Kafka Connect user writes it, end to end: file → topic → file with
 JsonConverter (schemas.enable=true), InsertField and MaskField, errors.tolerance=all and a
-dead-letter queue, on a standalone worker and on a 2-worker cluster (issue 24).
+dead-letter queue, on the session's shared standalone worker and 3-worker cluster (issue 24).
 
 The source writes each line as it is (StringConverter); the lines are JsonConverter
 envelopes, as a producer with ``schemas.enable=true`` writes them, and two are poison (not
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,15 @@ from connect_grpc.pipeline.dead_letter_headers import (
     ERROR_HEADER_STAGE,
     ERROR_HEADER_TASK_ID,
 )
-from connect_grpc.testing.cluster import (
-    WorkerProcess,
-    cluster_properties,
-    start_together,
-    wait_until,
-)
+from connect_grpc.testing.cluster import wait_until
 from connect_grpc.v1 import connect_pb2 as pb
-from tests.integration.conftest import one_start_at_a_time
-from tests.integration.helpers import RUNNING, RoutingStub, read_all, wait_for_states
+from tests.integration.helpers import (
+    DEPLOYMENTS,
+    RUNNING,
+    deployment_stub,
+    read_all,
+    wait_for_states,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -76,36 +75,13 @@ def expected_output() -> list[str]:
     return [f"Struct{{name={name},ssn=,source=file}}" for name, _ in PEOPLE]
 
 
-@pytest.fixture(scope="module")
-def two_workers(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[list[WorkerProcess]]:
-    root = tmp_path_factory.mktemp("pipeline-cluster")
-    properties = cluster_properties(f"pipeline-{uuid.uuid4().hex[:8]}")
-    workers = [
-        WorkerProcess(root / f"worker-{n}", kafka_bootstrap, properties, mode="distributed")
-        for n in range(2)
-    ]
-    try:
-        with one_start_at_a_time():
-            start_together(workers)
-
-        def both_joined() -> bool:
-            info = workers[0].stub.GetClusterInfo(pb.GetClusterInfoRequest(), timeout=5)
-            return bool(info.leader_id) and len(info.workers) == 2
-
-        wait_until(both_joined, timeout=120)
-        yield workers
-    finally:
-        for worker in workers:
-            worker.stop()
-
-
-@pytest.fixture(params=["standalone", "cluster"])
+@pytest.fixture(params=DEPLOYMENTS)
 def stub(request: pytest.FixtureRequest) -> Any:
-    if request.param == "standalone":
-        return request.getfixturevalue("worker").stub
-    return RoutingStub(request.getfixturevalue("two_workers"))
+    """The session's standalone worker, or its 3-worker cluster through
+    :class:`~tests.integration.helpers.RoutingStub` (every write forwarded to the leader,
+    every read answered by a worker that neither leads nor runs the connector), rather than
+    a 2-worker cluster of the module's own: a cluster's start is most of the module's time."""
+    return deployment_stub(request)
 
 
 def test_json_envelopes_are_transformed_and_poison_lines_land_in_the_dlq(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Producer
@@ -28,6 +28,7 @@ from connect_grpc.runtime.spark_rows import to_produce_row
 from connect_grpc.testing.cluster import WorkerProcess, cluster_properties
 from connect_grpc.v1 import connect_pb2 as pb
 from connect_grpc.v1 import connect_pb2_grpc as pb_grpc
+from tests.integration.concurrently import selected_params, started_together
 from tests.integration.helpers import (
     FAILED,
     RUNNING,
@@ -121,31 +122,58 @@ class Deployment:
         return self.worker.stub
 
 
-@pytest.fixture(scope="module", params=["executor", "driver", "exactly-once"])
-def deployment(
+#: The module's params: where a standalone worker's source tasks produce, or a distributed
+#: worker with exactly-once source support.
+DEPLOYMENTS = ("executor", "driver", "exactly-once")
+
+
+@pytest.fixture(scope="module")
+def _workers(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[Deployment]:
+) -> Iterator[Mapping[str, Deployment]]:
+    """The worker of each param the session's tests of this module use, started at once: a
+    start waits on Spark and Kafka much of the time, so the starts overlap rather than
+    follow one another (each is stopped once its tests end, by ``deployment``)."""
+    with started_together(
+        DEPLOYMENTS, selected_params(request, "deployment"),
+        lambda param: _deployment(kafka_bootstrap, tmp_path_factory, param),
+    ) as deployments:
+        yield deployments
+
+
+def _deployment(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, param: str
+) -> Deployment:
     """A standalone worker whose source tasks produce from a Spark task of their own
     (``executor``) or by a Spark job for every batch (``driver``); or a distributed worker
-    with exactly-once source support (its tasks hosted as ``executor``'s)."""
-    work = tmp_path_factory.mktemp(f"timestamps-{request.param}")
+    with exactly-once source support (its tasks hosted as ``executor``'s). Not started."""
+    work = tmp_path_factory.mktemp(f"timestamps-{param}")
     plugin_dir = work / "plugins"
     plugin_dir.mkdir()
     (plugin_dir / f"{PLUGINS}.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
     extra = {"plugin.path": str(plugin_dir)}
     mode = "standalone"
-    if request.param == "driver":
+    if param == "driver":
         extra |= {"task.hosting": "driver", "task.batch.local.max.records": "0"}
-    elif request.param == "executor":
+    elif param == "executor":
         extra["task.hosting"] = "executor"
     else:
         group = f"connect-timestamps-{uuid.uuid4().hex[:8]}"
         extra |= {**cluster_properties(group), "exactly.once.source.support": "enabled"}
         mode = "distributed"
-    with WorkerProcess(
-        work / "worker", kafka_bootstrap, extra_properties=extra, mode=mode
-    ) as worker:
-        yield Deployment(worker, request.param == "exactly-once")
+    worker = WorkerProcess(work / "worker", kafka_bootstrap, extra_properties=extra, mode=mode)
+    return Deployment(worker, param == "exactly-once")
+
+
+@pytest.fixture(scope="module", params=DEPLOYMENTS)
+def deployment(
+    _workers: dict[str, Deployment], request: pytest.FixtureRequest
+) -> Iterator[Deployment]:
+    """The worker of one param; stopped once its tests end (the tests run one param's after
+    the other), so that it does not idle beside the next param's."""
+    chosen = _workers[request.param]
+    yield chosen
+    chosen.worker.stop()
 
 
 def _config(deployment: Deployment, topic: str, stamps: list[str]) -> dict[str, str]:
