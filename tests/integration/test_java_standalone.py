@@ -21,7 +21,7 @@ from connect_grpc.client import ConnectClient
 from connect_grpc.java.plugin_jars import CONNECT_FILE, ensure_plugins
 from connect_grpc.kernel.domain import ConnectorOffset, ConnectorStatus, State
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
-from tests.integration.helpers import read_all
+from tests.integration.helpers import logged_events, read_all
 from tests.integration.java_builds import running
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -101,6 +101,9 @@ def test_a_java_source_on_a_standalone_worker_keeps_its_offsets_in_the_workers_f
             _client(process) as client:
         # Kafka's Java connector, not the Python built-in its class name also stands for
         assert _state(client, name, State.RUNNING).connector.version == CONNECT_FILE.version
+        # the driver JVM's py4j connections answer without Nagle's wait (NoDelayConnections)
+        installed = logged_events(process, "py4j_no_delay_installed")
+        assert [event["installed"] for event in installed] == [True], installed
         _await_lines(kafka_bootstrap, topic, first)
         # the task's commit as it stops, through the worker's offsets file
         client.stop_connector(name)
