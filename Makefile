@@ -18,10 +18,11 @@ GO_BIN := $(CURDIR)/.tools/go-bin
 GO_PLUGINS_STAMP := .tools/.go-plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
 # pytest-xdist processes (tests/conftest.py: each module on one of them; the modules that
 # share fixed names or the shared test workers on the same one). 0 runs the tests in
-# pytest's own process. On the 2-core machine a fresh clone's pytest took 15:30 with 2
-# processes where one takes about 27 min (the shared-worker modules on one, the modules
-# with workers of their own and the unit tests on the other); 3 took longer than one.
-PYTEST_WORKERS ?= 2
+# pytest's own process. Most of an integration module's time is waiting (on Kafka, Spark, a
+# timeout it checks), not CPU: on the 2-core machine a fresh clone's pytest took 12:17 with
+# 2 processes and 9:24 with 3, all passing, each process busy to the end (3 had taken longer
+# than 2 while a worker's start cost ~40 % more CPU).
+PYTEST_WORKERS ?= 3
 PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_proto.sh
 # The JVM side (jvm/, a Maven project; docs/development.md). Rebuilt when its pom, its main
