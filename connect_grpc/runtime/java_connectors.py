@@ -66,7 +66,13 @@ from connect_grpc.kernel.domain import ConnectorType, OffsetMap
 from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError
 from connect_grpc.kernel.traces import CarriesTrace
 from connect_grpc.runtime.java_connector_metrics import JavaConnectorMetrics
-from connect_grpc.runtime.java_plugins import _driver_jvm, _java_message, _run_in_thread, _wait
+from connect_grpc.runtime.java_plugins import (
+    _driver_jvm,
+    _java_message,
+    _run_in_thread,
+    _wait,
+    driver_class,
+)
 from connect_grpc.runtime.java_task_classes import JavaSinkTask, JavaSourceTask
 
 __all__ = [
@@ -169,10 +175,8 @@ class ConnectorHostLink:
         return host
 
     def _open(self, jvm: Any) -> Any:
-        entry = jvm
-        for part in CONNECTOR_HOST_CLASS.split("."):
-            entry = getattr(entry, part)
-        if not callable(getattr(entry, "open", None)) or type(entry).__name__ != "JavaClass":
+        entry = driver_class(jvm, CONNECTOR_HOST_CLASS)
+        if entry is None or not callable(getattr(entry, "open", None)):
             raise FailedPreconditionError(
                 f"{CONNECTOR_HOST_CLASS} is not on the Spark driver's classpath: jvm/ was not "
                 f"built with it when the worker started (`make install` builds it), so the Java "

@@ -28,7 +28,7 @@ from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.logs.java import JAVA_LOGGERS, emit
 from connect_grpc.logs.levels import LEVELS_SET
 from connect_grpc.runtime.hosting.jvm_wire import java_log_lines
-from connect_grpc.runtime.java_plugins import _java_message, _run_in_thread, _wait
+from connect_grpc.runtime.java_plugins import _java_message, _run_in_thread, _wait, driver_class
 from connect_grpc.runtime.spark import SparkRuntime
 
 log = structlog.get_logger(__name__)
@@ -61,12 +61,9 @@ class DriverJavaLogs:
         JAVA_LOGGERS.register(self)
         version, entries = LEVELS_SET.snapshot()
         try:
-            entry = context._jvm
-            for part in DRIVER_LOGS_CLASS.split("."):
-                entry = getattr(entry, part)
-            if type(entry).__name__ != "JavaClass":
+            opener = driver_class(context._jvm, DRIVER_LOGS_CLASS)
+            if opener is None:
                 raise ConnectError(f"{DRIVER_LOGS_CLASS} is not on the Spark driver's classpath")
-            opener = entry
             opened = _run_in_thread(
                 lambda: opener.open(version, json.dumps(entries)), "java-logs-open"
             )

@@ -116,6 +116,15 @@ def _driver_jvm() -> Any:
     return context._jvm
 
 
+def driver_class(jvm: Any, path: str) -> Any | None:
+    """The class ``path`` in the driver's JVM, or None when it is not on its classpath
+    (py4j answers a package for a class it cannot find)."""
+    entry = jvm
+    for part in path.split("."):
+        entry = getattr(entry, part)
+    return entry if type(entry).__name__ == "JavaClass" else None
+
+
 class _CallThreads:
     """The threads the gateway's calls run on, kept for the next call.
 
@@ -236,10 +245,8 @@ class JvmPluginCatalogue:
         log.info("java_plugins_scanning", plugin_path=self._properties["plugin.path"],
                  plugin_discovery=self._properties.get("plugin.discovery", "hybrid_warn"))
         try:
-            entry = jvm
-            for part in HOST_CLASS.split("."):
-                entry = getattr(entry, part)
-            if not callable(getattr(entry, "shared", None)) or type(entry).__name__ != "JavaClass":
+            entry = driver_class(jvm, HOST_CLASS)
+            if entry is None or not callable(getattr(entry, "shared", None)):
                 raise FailedPreconditionError(
                     f"{HOST_CLASS} is not on the Spark driver's classpath: jvm/ was not built "
                     f"when the worker started (`make install` builds it), so the Java plugins "

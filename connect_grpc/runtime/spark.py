@@ -23,7 +23,7 @@ import structlog
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.kernel.start_phases import start_phase
 from connect_grpc.runtime.class_archive import default_archive, driver_archive_conf
-from connect_grpc.runtime.java_plugins import java_spark_archives, java_spark_jars
+from connect_grpc.runtime.java_plugins import driver_class, java_spark_archives, java_spark_jars
 
 log = structlog.get_logger(__name__)
 
@@ -235,10 +235,8 @@ def _py4j_answers_without_delay(context: Any) -> None:
     connections opened from now on get ``TCP_NODELAY``: the Java plugins' calls run on
     threads of their own, each with its own connection. Nothing without ``jvm/``'s jar on
     the driver's classpath (a worker without Java plugins makes no such calls)."""
-    entry: Any = context._jvm
-    for part in NO_DELAY_CLASS.split("."):
-        entry = getattr(entry, part)
-    if type(entry).__name__ != "JavaClass":
+    entry = driver_class(context._jvm, NO_DELAY_CLASS)
+    if entry is None:
         return
     try:
         # py4j's own server object, which the Python side's gateway names

@@ -3,6 +3,7 @@ package io.connectgrpc.jvm.gateway;
 import java.net.Socket;
 import java.net.SocketException;
 
+import py4j.DefaultGatewayServerListener;
 import py4j.GatewayServer;
 import py4j.GatewayServerListener;
 import py4j.Py4JServerConnection;
@@ -15,7 +16,7 @@ import py4j.Py4JServerConnection;
  * request/response peer does: every answer over 8 KiB (a Java connector's validation, a
  * plugin listing) took 44 ms where a smaller one takes a fraction of a millisecond.
  */
-public final class NoDelayConnections implements GatewayServerListener {
+public final class NoDelayConnections extends DefaultGatewayServerListener {
 
     private NoDelayConnections() {
     }
@@ -52,33 +53,5 @@ public final class NoDelayConnections implements GatewayServerListener {
     @Override
     public void connectionStarted(Py4JServerConnection connection) {
         noDelay(connection.getSocket());
-    }
-
-    @Override
-    public void connectionStopped(Py4JServerConnection connection) {
-    }
-
-    @Override
-    public void connectionError(Exception e) {
-    }
-
-    @Override
-    public void serverError(Exception e) {
-    }
-
-    @Override
-    public void serverPostShutdown() {
-    }
-
-    @Override
-    public void serverPreShutdown() {
-    }
-
-    @Override
-    public void serverStarted() {
-    }
-
-    @Override
-    public void serverStopped() {
     }
 }
