@@ -450,3 +450,40 @@ def test_a_worker_running_no_java_connectors_builds_no_kafka_worker_ahead(
 ) -> None:
     _, spark = _java_tasks(tmp_path, hosts_java_tasks=False)
     assert len(spark.callbacks) == 1  # the JVM's log lines only
+
+
+class _QueuedConnection:
+    """A host connection whose events all wait in its queue when the start looks."""
+
+    def __init__(self, events: list[host_pb2.TaskEvent]) -> None:
+        self.queued = list(events)
+        self.lost: str | None = None
+
+    def send(self, message: host_pb2.DriverMessage) -> None:
+        return None
+
+    def take_events(self) -> list[host_pb2.TaskEvent]:
+        events, self.queued = self.queued, []
+        return events
+
+    def put_back(self, events: list[host_pb2.TaskEvent]) -> None:
+        self.queued[:0] = events
+
+    def wait(self, timeout: float) -> None:
+        return None
+
+
+def test_a_failure_reported_with_the_start_is_left_for_the_task_loop(
+    listener: JvmHostListener,
+) -> None:
+    """Kafka's worker reports the start, then a failure of the task's first poll: both may
+    be read before the start looks; the start takes its own and leaves the failure."""
+    failed = host_pb2.TaskEvent(kind=host_pb2.TaskEvent.KIND_FAILED, trace=TRACE)
+    spec = JavaTaskSpec(TASK, "worker-1", {}, {}, {}, sink=False, exactly_once=False,
+                        shutdown_timeout_ms=500)
+    host = JvmTaskHost(spec, lambda address, token: None, listener,  # type: ignore[arg-type, return-value]
+                       lambda: None, executor=True)
+    conn = _QueuedConnection([STARTED, failed])
+    host._conn = conn  # type: ignore[assignment]
+    host.start_task({})
+    assert conn.take_events() == [failed]

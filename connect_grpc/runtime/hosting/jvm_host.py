@@ -290,7 +290,8 @@ class JvmTaskHost:
         self._levels_told = levels_version
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
-            for event in conn.take_events():
+            events = conn.take_events()
+            for index, event in enumerate(events):
                 if event.kind == host_pb2.TaskEvent.KIND_FAILED:
                     raise JavaTaskFailedError(self.failure_trace(event.trace))
                 if event.kind in (host_pb2.TaskEvent.KIND_STARTED, host_pb2.TaskEvent.KIND_PAUSED):
@@ -301,6 +302,9 @@ class JvmTaskHost:
                     # default (SetLogLevel connect_grpc.runtime.hosting DEBUG)
                     self._log.debug("java_task_start_answered",
                                     answered_ms=round((time.perf_counter() - sent) * 1000, 3))
+                    # what the task reported right after its start (a failure in its first
+                    # poll, say) is the task loop's to take
+                    conn.put_back(events[index + 1:])
                     return
             if conn.lost:
                 raise HostLostError(conn.lost)

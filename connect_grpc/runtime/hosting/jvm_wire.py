@@ -345,6 +345,15 @@ class JvmConnection:
             events, self._events = self._events, []
         return events
 
+    def put_back(self, events: list[Any]) -> None:
+        """Returns events taken but not handled (oldest first) ahead of any that came since:
+        the next ``take_events`` answers them first."""
+        if not events:
+            return
+        with self._changed:
+            self._events[:0] = events
+            self._changed.notify_all()
+
     def wait_stopped(self, timeout: float) -> Any:
         """The host's Stopped, or None if it did not come within ``timeout`` seconds (or the
         connection was lost first)."""
