@@ -6,7 +6,8 @@ root cause (``Tolerance exceeded in error handler: DataError: no converter for S
 what a user reads in a status listing, where Kafka Connect shows the wrapper's class and
 message only and leaves the cause to a ``Caused by:`` deep in the stack trace. Below it
 comes the Python traceback of the chain, each exception's last frames only, and never a
-frame's local variables (they hold configs and records).
+frame's local variables (they hold configs and records); a failure reported by another
+process (a task's host, Python's or Java's) shows the trace that process made instead.
 """
 
 from __future__ import annotations
@@ -82,7 +83,13 @@ def headline(error: BaseException) -> str:
 def status_trace(error: BaseException, context: str = "") -> str:
     """The trace a FAILED or RETRYING status shows for ``error``: the headline (after
     ``context``, what was being done, when given), then the chain's traceback, each
-    exception's last MAX_FRAMES frames, with no local variables."""
+    exception's last MAX_FRAMES frames, with no local variables. An error that carries the
+    trace made where the failure happened (:class:`CarriesTrace`), and wraps nothing, shows
+    that trace below the headline: the frames that only passed its news on to this process
+    would stand between the headline and where the failure is."""
     first = f"{context}: {headline(error)}" if context else headline(error)
+    if isinstance(error, CarriesTrace) and root_cause(error) is error:
+        carried = str(error).strip().partition("\n")[2].rstrip("\n")
+        return f"{first}\n{carried}" if carried else first
     frames = "".join(traceback.format_exception(error, limit=-MAX_FRAMES)).rstrip("\n")
     return f"{first}\n{frames}"

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from connect_grpc.connectors.api import SinkRecord
 from connect_grpc.kernel.domain import State
 from connect_grpc.kernel.traces import MAX_FRAMES, headline, root_cause, status_trace, summary
@@ -19,7 +21,7 @@ from connect_grpc.pipeline.tolerance import (
     RetryWithToleranceOperator,
     Stage,
 )
-from connect_grpc.runtime.hosting.jobs import hosted_error
+from connect_grpc.runtime.hosting.jobs import HostedTaskError, hosted_error
 from connect_grpc.testing.pipeline_plugins import PickyBytesConverter
 from tests.unit.test_task_retry import (  # noqa: F401 (the fixture)
     FAST,
@@ -104,6 +106,32 @@ def test_a_hosted_tasks_trace_keeps_the_hosts_first_line() -> None:
     trace = status_trace(hosted)
     assert trace.split("\n", 1)[0] == TOLERANCE_LINE
     assert "in the Spark task hosting the task" in trace
+
+
+def test_a_hosted_tasks_status_shows_the_hosts_trace_not_how_its_news_came() -> None:
+    """Below the headline comes the trace the host made, where the failure is; the frames
+    of the driver that took the host's news and raised it again are not shown."""
+    host_trace = status_trace(tolerance_exceeded())
+    headline_line, _, host_frames = host_trace.partition("\n")
+
+    def driver_loop_took_the_news() -> None:
+        raise hosted_error(host_trace, retriable=False)
+
+    with pytest.raises(HostedTaskError) as caught:
+        driver_loop_took_the_news()
+    trace = status_trace(caught.value)
+    assert trace == f"{headline_line}\nin the Spark task hosting the task:\n{host_frames}"
+    assert "driver_loop_took_the_news" not in trace
+    assert status_trace(caught.value, "while starting").startswith(
+        f"while starting: {headline_line}\nin the Spark task hosting the task:\n")
+    # wrapped by another error, the chain is shown as for any other error
+    try:
+        try:
+            driver_loop_took_the_news()
+        except HostedTaskError as hosted:
+            raise RuntimeError("the task's retries ran out") from hosted
+    except RuntimeError as wrapper:
+        assert "driver_loop_took_the_news" in status_trace(wrapper)
 
 
 def failed(runner: ScriptedRunner) -> Callable[[], bool]:
