@@ -27,7 +27,7 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from connect_grpc.java.jvm_build import JAR_NAME, JvmNotBuiltError, jvm_target
+from connect_grpc.java.jvm_build import built_jvm
 
 #: Kafka Connect's worker properties the plugin host reads: where and how plugins are found
 #: (KIP-898's discovery modes) and the client-override policy its validation applies. Every
@@ -147,8 +147,5 @@ def driver_jars(repository: Path | None = None) -> tuple[Path, ...]:
     Raises:
         JvmNotBuiltError: ``jvm/`` has not been built.
     """
-    target = jvm_target(repository)
-    jar, libs = target / JAR_NAME, target / "lib"
-    if not jar.is_file() or not libs.is_dir():
-        raise JvmNotBuiltError(f"{jar} or {libs} is missing: `make install` builds jvm/")
+    jar, libs = built_jvm(repository)
     return (jar, *(lib for lib in sorted(libs.glob("*.jar")) if not _is_logging_binding(lib)))

@@ -104,6 +104,9 @@ CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
         "::test_debezium_on_a_standalone_worker_runs_as_written_twice",
     ),
     ("docs/docker.md", "# Docker"): (f"{THIS}::test_the_docker_page_runs_the_compose_file",),
+    ("docs/docker.md", "## Kafka Connect's Java plugins"): (
+        f"{THIS}::test_the_docker_pages_java_plugins_are_the_images_own",
+    ),
     ("docs/development.md", "# Development"): (
         f"{THIS}::test_documented_make_commands_name_makefile_targets",
     ),
@@ -168,7 +171,9 @@ def test_the_docker_page_runs_the_compose_file() -> None:
     compose_file = ROOT / "docker-compose.yml"
     header = [line.lstrip("#").strip() for line in
               compose_file.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
-    documented = section_commands(DOCKER, "# Docker")
+    java_section = section_commands(DOCKER, "## Kafka Connect's Java plugins")
+    documented = [command for command in section_commands(DOCKER, "# Docker")
+                  if command not in java_section]
     assert [c.text for c in documented] == [
         "docker compose up --build",
         "grpcurl -plaintext localhost:8083 connect.v1.ConnectService/GetClusterInfo",
@@ -189,6 +194,38 @@ def test_the_docker_page_runs_the_compose_file() -> None:
         any(volume.startswith(f"./config/worker-docker-{name[-1]}.properties:")
             for volume in service["volumes"])
         for name, service in workers.items())
+
+
+def test_the_docker_pages_java_plugins_are_the_images_own() -> None:
+    """docs/docker.md's Java plugin commands are those of the Dockerfile's own header; the
+    image copies the JVM side's build where CONNECT_GRPC_JVM_TARGET says, makes /plugins,
+    the plugin.path of every worker file it or the compose cluster runs, and dumps the
+    class-data archive as its user."""
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    header = [line.lstrip("#").strip() for line in dockerfile.splitlines()
+              if line.startswith("#")]
+    documented = section_commands(DOCKER, "## Kafka Connect's Java plugins")
+    assert [c.text for c in documented] == [
+        "docker build -t connect-grpc .",
+        "docker run --rm -p 8083:8083 -v /path/to/plugins:/plugins:ro connect-grpc "
+        "standalone /config/worker.properties",
+    ]
+    for command in documented:
+        assert command.text in header, command.text
+    words = dockerfile.split()
+    assert "CONNECT_GRPC_JVM_TARGET=/opt/connect-grpc-jvm" in words
+    assert "COPY --from=jvm /out /opt/connect-grpc-jvm" in dockerfile
+    assert "cp jvm/target/connect-grpc-jvm.jar /out/" in dockerfile
+    assert "cp -r jvm/target/lib /out/lib" in dockerfile
+    assert "/plugins" in words
+    # the archive is dumped after USER: it lives in that user's cache, where its workers look
+    assert dockerfile.index("USER 10001:10001") < dockerfile.index(
+        "RUN python -m connect_grpc.runtime.class_archive")
+    ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    assert "proto" not in ignored and "jvm" not in ignored and "jvm/target" in ignored
+    for name in ("worker-docker", *(f"worker-docker-{i}" for i in (1, 2, 3))):
+        lines = (ROOT / "config" / f"{name}.properties").read_text(encoding="utf-8").splitlines()
+        assert "plugin.path=/plugins" in lines, name
 
 
 def test_the_readme_is_one_or_two_screens() -> None:

@@ -22,7 +22,12 @@ from connect_grpc.herder.java_plugins import (
     config_validator,
 )
 from connect_grpc.herder.standalone import StandaloneHerder
-from connect_grpc.java.jvm_build import JvmNotBuiltError
+from connect_grpc.java.jvm_build import (
+    JVM_TARGET_ENV,
+    JvmNotBuiltError,
+    jvm_classpath,
+    jvm_target,
+)
 from connect_grpc.java.plugin_path import (
     driver_jars,
     host_worker_properties,
@@ -204,6 +209,28 @@ def test_the_driver_jars_leave_slf4j_out(tmp_path: Path) -> None:
     assert [jar.name for jar in driver_jars(tmp_path)] == [
         "connect-grpc-jvm.jar", "connect-runtime-4.4.0.jar", "kafka-clients-4.4.0.jar"
     ]
+
+
+def test_an_install_from_a_wheel_finds_the_built_jvm_side_where_its_variable_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the Docker image's install: the package in site-packages, jvm/target copied elsewhere
+    built = tmp_path / "opt" / "connect-grpc-jvm"
+    monkeypatch.setenv(JVM_TARGET_ENV, str(built))
+    with pytest.raises(JvmNotBuiltError, match=JVM_TARGET_ENV):
+        driver_jars()
+    (built / "lib").mkdir(parents=True)
+    (built / "connect-grpc-jvm.jar").write_bytes(b"")
+    (built / "lib" / "connect-runtime-4.4.0.jar").write_bytes(b"")
+    assert driver_jars() == (built / "connect-grpc-jvm.jar",
+                             built / "lib" / "connect-runtime-4.4.0.jar")
+    assert jvm_classpath().split(":") == [str(built / "connect-grpc-jvm.jar"),
+                                          str(built / "lib" / "*")]
+    # a checkout named by the caller is that checkout's, whatever the variable says
+    with pytest.raises(JvmNotBuiltError, match="make install"):
+        driver_jars(tmp_path)
+    monkeypatch.setenv(JVM_TARGET_ENV, " ")
+    assert jvm_target() == Path(__file__).resolve().parents[2] / "jvm" / "target"
 
 
 def _config(**props: str) -> WorkerConfig:
