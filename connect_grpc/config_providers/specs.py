@@ -125,7 +125,8 @@ def _spec(props: Mapping[str, str], name: str) -> ProviderSpec:
         raise InvalidArgumentError.for_field(
             class_key, f"{what}; the built-in providers are FileConfigProvider, "
             "DirectoryConfigProvider and EnvVarConfigProvider (Kafka's class names "
-            f"{_KAFKA_PACKAGE}.* are accepted too)",
+            f"{_KAFKA_PACKAGE}.* are accepted too); a Java config provider on plugin.path "
+            "is listed by ListPlugins but cannot resolve references here",
         )
     params = _params(props, name, kind)
     if kind == ENV:

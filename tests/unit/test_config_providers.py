@@ -75,6 +75,11 @@ def test_no_providers_by_default() -> None:
         ({"config.providers": "file"}, "config.providers.file.class", "is required"),
         ({"config.providers": "file", "config.providers.file.class": "com.acme.Vault"},
          "config.providers.file.class", "unknown provider class 'com.acme.Vault'"),
+        ({"config.providers": "vault",
+          "config.providers.vault.class": "com.github.jcustenborder.kafka.config.vault."
+                                          "VaultConfigProvider"},
+         "config.providers.vault.class", "a Java config provider on plugin.path is listed "
+                                         "by ListPlugins but cannot resolve references here"),
         ({"config.providers": "a,a", "config.providers.a.class": "FileConfigProvider"},
          "config.providers", "provider 'a' is listed more than once"),
         ({"config.providers": "my:file"}, "config.providers", "may only contain"),
