@@ -21,6 +21,8 @@ from connect_grpc.api.tls import PeerCredentials
 from connect_grpc.cluster.config import DistributedConfig
 from connect_grpc.config.connector_files import ConnectorRequest
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.config_providers.providers import ConfigProviderError
+from connect_grpc.config_providers.specs import JAVA, ProviderSpec
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.interface import Herder
 from connect_grpc.herder.java_plugins import JavaPlugins
@@ -140,6 +142,8 @@ class DistributedProcess(_ServingProcess):
             "offset.storage.replication.factor": str(cluster.offset_replication_factor),
             "group.id": cluster.group_id,
         })
+        self._java_plugins = _java_plugins(config, plugins, self._java_connectors)
+        _check_java_config_providers(config, self._java_plugins)
         self.herder = self.distributed = DistributedHerder(
             config,
             cluster,
@@ -147,7 +151,7 @@ class DistributedProcess(_ServingProcess):
             task_config_sender=self._sender,
             fencing_requester=self._sender.request_fencing,
             metrics=self.metrics,
-            java_plugins=_java_plugins(config, plugins, self._java_connectors),
+            java_plugins=self._java_plugins,
         )
         self.metrics.watch_cluster(self.distributed)
         self._forwarder = Forwarder(
@@ -177,6 +181,7 @@ class DistributedProcess(_ServingProcess):
         """Starts the herder (topics, stores, Spark, group membership), then serves."""
         with recording(self.start_phases):
             self.herder.start()
+            _open_java_config_providers(self.config, self._java_plugins)
             if self._handle_signals:
                 self.install_signal_handlers()
             with start_phase("grpc_server"):
@@ -204,6 +209,7 @@ class StandaloneProcess(_ServingProcess):
             config, {"offset.storage.file.filename": str(offset_file)}
         )
         self._java_plugins = _java_plugins(config, plugins, self._java_connectors)
+        _check_java_config_providers(config, self._java_plugins)
         self.herder = StandaloneHerder(
             config,
             plugins,
@@ -233,6 +239,7 @@ class StandaloneProcess(_ServingProcess):
         self._check_connector_files(connector_files)
         with recording(self.start_phases):
             self.herder.start()
+            _open_java_config_providers(self.config, self._java_plugins)
             if self._handle_signals:
                 self.install_signal_handlers()
             # not ready before its files' connectors exist (KIP-1017's standalone start-up)
@@ -336,6 +343,64 @@ def _java_plugins(
 #: How long a standalone worker's start waits for the scan of plugin.path's Java plugins
 #: before it creates its files' connectors, when one of them may be a Java connector.
 FILE_CONNECTOR_SCAN_WAIT_S = 300.0
+
+
+def _java_provider_specs(config: WorkerConfig) -> list[ProviderSpec]:
+    return [spec for spec in config.config_providers if spec.kind == JAVA]
+
+
+def _check_java_config_providers(config: WorkerConfig, java: JavaPlugins | None) -> None:
+    """A Java config provider needs Java plugins on ``plugin.path``: without any, the start
+    stops before Spark, naming the provider's property."""
+    specs = _java_provider_specs(config)
+    if specs and java is None:
+        spec = specs[0]
+        raise StartupError(
+            f"config.providers.{spec.name}.class: {spec.class_name} is not a built-in config "
+            f"provider, and plugin.path holds no Java plugins to find it in",
+            fix="put the provider's jars in a directory of plugin.path, or name a built-in "
+                "provider (FileConfigProvider, DirectoryConfigProvider, EnvVarConfigProvider)",
+            property_name=f"config.providers.{spec.name}.class",
+        )
+
+
+def _open_java_config_providers(config: WorkerConfig, java: JavaPlugins | None) -> None:
+    """Builds the worker's Java config providers, as Kafka Connect's worker builds its
+    providers at its start: once the JVM has scanned ``plugin.path`` (waited for at most
+    FILE_CONNECTOR_SCAN_WAIT_S), each is found, instantiated and configured; one that cannot
+    be stops the start naming its property."""
+    specs = _java_provider_specs(config)
+    if not specs or java is None:
+        return
+    try:
+        java.await_scan(FILE_CONNECTOR_SCAN_WAIT_S)
+    except ConnectError as exc:
+        raise StartupError(
+            f"the worker's Java config providers need the scan of plugin.path: {exc.message}",
+            fix="check the worker's log for the scan's failure (java_plugins_scan_failed), "
+                "then start the worker again",
+            exit_code=1,
+        ) from None
+    for spec in specs:
+        field = f"config.providers.{spec.name}.class"
+        try:
+            java.config_lookup.open_config_provider(spec, FILE_CONNECTOR_SCAN_WAIT_S)
+        except ConfigProviderError as exc:
+            raise StartupError(
+                f"{field}: {exc}",
+                fix="name a config provider class of plugin.path (ListPlugins with "
+                    "all_plugin_types lists them) and the parameters it takes "
+                    f"(config.providers.{spec.name}.param.*)",
+                property_name=field,
+            ) from None
+        except ConnectError as exc:  # the JVM did not answer in time
+            raise StartupError(
+                f"{field}: the config provider could not be built: {exc.message}",
+                fix="check the worker's log, then start the worker again",
+                property_name=field,
+                exit_code=1,
+            ) from None
+        log.info("java_config_provider_opened", provider=spec.name, provider_class=spec.class_name)
 
 _CONFIG_ERRORS = (InvalidArgumentError, AlreadyExistsError, NotFoundError, FailedPreconditionError)
 

@@ -2,8 +2,10 @@
 
 ``config.providers`` lists the names references use; each name needs
 ``config.providers.<name>.class`` (a built-in provider, by its name here or Kafka's class
-name) and may set ``config.providers.<name>.param.<key>``: ``allowed.paths`` for the file
-and directory providers, ``allowlist.pattern`` for the environment provider.
+name, or a Java config provider of ``plugin.path``) and may set
+``config.providers.<name>.param.<key>``: ``allowed.paths`` for the file and directory
+providers, ``allowlist.pattern`` for the environment provider, any for a Java provider (its
+``configure`` is given them, as Kafka Connect's worker does).
 """
 
 from __future__ import annotations
@@ -23,18 +25,22 @@ __all__ = [
     "DIRECTORY",
     "ENV",
     "FILE",
+    "JAVA",
     "PROVIDER_CLASSES",
     "ProviderSpec",
     "provider_specs",
 ]
 
 CONFIG_PROVIDERS = "config.providers"
+PLUGIN_PATH = "plugin.path"
 ALLOWED_PATHS = "allowed.paths"
 ALLOWLIST_PATTERN = "allowlist.pattern"
 
 FILE = "file"
 DIRECTORY = "directory"
 ENV = "env"
+#: A Java config provider of ``plugin.path``, built in the worker's JVM.
+JAVA = "java"
 
 _KAFKA_PACKAGE = "org.apache.kafka.common.config.provider"
 _OUR_MODULE = "connect_grpc.config_providers.providers"
@@ -62,10 +68,15 @@ _PROVIDER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 @dataclass(frozen=True, slots=True)
 class ProviderSpec:
-    """One declared provider: its name in references, which built-in it is, its parameters."""
+    """One declared provider: its name in references, which built-in it is (or JAVA), its
+    parameters."""
 
     name: str
     kind: str
+    #: A Java provider's class, as the worker properties name it.
+    class_name: str = ""
+    #: A Java provider's ``param.*`` settings (the prefix left out), in key order.
+    params: tuple[tuple[str, str], ...] = ()
     #: ``allowed.paths``, each real (symbolic links resolved); None allows every path.
     allowed_paths: tuple[Path, ...] | None = None
     #: ``allowlist.pattern``: the environment variables it may read (full match).
@@ -120,13 +131,18 @@ def _spec(props: Mapping[str, str], name: str) -> ProviderSpec:
     class_key = f"{CONFIG_PROVIDERS}.{name}.class"
     class_name = props.get(class_key, "").strip()
     kind = PROVIDER_CLASSES.get(class_name)
+    if kind is None and class_name and props.get(PLUGIN_PATH, "").strip():
+        # a Java provider: whether plugin.path has that class is known once the worker's
+        # JVM has scanned it, which its start waits for
+        params = _params(props, name, JAVA)
+        return ProviderSpec(name, JAVA, class_name=class_name, params=tuple(sorted(params.items())))
     if kind is None:
         what = f"unknown provider class {class_name!r}" if class_name else "is required"
         raise InvalidArgumentError.for_field(
             class_key, f"{what}; the built-in providers are FileConfigProvider, "
             "DirectoryConfigProvider and EnvVarConfigProvider (Kafka's class names "
-            f"{_KAFKA_PACKAGE}.* are accepted too); a Java config provider on plugin.path "
-            "is listed by ListPlugins but cannot resolve references here",
+            f"{_KAFKA_PACKAGE}.* are accepted too), and a Java config provider's class is "
+            f"looked up on {PLUGIN_PATH}, which is not set",
         )
     params = _params(props, name, kind)
     if kind == ENV:
@@ -138,7 +154,7 @@ def _params(props: Mapping[str, str], name: str, kind: str) -> dict[str, str]:
     prefix = f"{CONFIG_PROVIDERS}.{name}.param."
     params = {key[len(prefix) :]: value for key, value in props.items() if key.startswith(prefix)}
     for param in sorted(params):
-        if param not in _PARAMS[kind]:
+        if kind != JAVA and param not in _PARAMS[kind]:
             raise InvalidArgumentError.for_field(
                 prefix + param,
                 f"unknown parameter of the {kind} provider; it takes: "

@@ -14,13 +14,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from connect_grpc.config_providers.java import JavaConfigLookup, JavaConfigProvider
 from connect_grpc.config_providers.providers import (
     ConfigProvider,
     ConfigProviderError,
     build_provider,
 )
 from connect_grpc.config_providers.redaction import MIN_MASKED_LENGTH, SECRETS
-from connect_grpc.config_providers.specs import CONFIG_PROVIDERS, ProviderSpec
+from connect_grpc.config_providers.specs import CONFIG_PROVIDERS, JAVA, ProviderSpec
 from connect_grpc.kernel.errors import FailedPreconditionError, PreconditionViolation
 
 __all__ = [
@@ -97,8 +98,15 @@ class ConfigTransformer:
         self._providers = dict(providers or {})
 
     @classmethod
-    def from_specs(cls, specs: Iterable[ProviderSpec]) -> ConfigTransformer:
-        return cls({spec.name: build_provider(spec) for spec in specs})
+    def from_specs(
+        cls, specs: Iterable[ProviderSpec], java: JavaConfigLookup | None = None
+    ) -> ConfigTransformer:
+        """The providers ``specs`` declare; a Java one looks its values up through ``java``
+        (the worker's Java plugins; None when ``plugin.path`` holds none)."""
+        return cls({
+            spec.name: JavaConfigProvider(spec, java) if spec.kind == JAVA else build_provider(spec)
+            for spec in specs
+        })
 
     @property
     def provider_names(self) -> tuple[str, ...]:

@@ -148,7 +148,9 @@ class DistributedHerder(DistributedCalls):
             cluster.offset_replication_factor,
         )
         self._view = ClusterView(self._configs, self._statuses)
-        transformer = ConfigTransformer.from_specs(config.config_providers)
+        transformer = ConfigTransformer.from_specs(
+            config.config_providers, java_plugins.config_lookup if java_plugins else None
+        )
         self._validator = config_validator(
             java_plugins,
             plugins,

@@ -30,6 +30,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from connect_grpc.config_providers.java import JavaConfigLookup
 from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer, has_references
 from connect_grpc.connectors.api import Connector, SourceConnector
@@ -72,8 +73,9 @@ _TYPE_ORDER = {kind.value: order for order, kind in enumerate(PluginKind)} | {
 }
 
 
-class JavaCatalogue(Protocol):
-    """The Java plugins of ``plugin.path``, in Kafka's REST JSON (parsed).
+class JavaCatalogue(JavaConfigLookup, Protocol):
+    """The Java plugins of ``plugin.path``, in Kafka's REST JSON (parsed), and the worker's
+    Java config providers.
 
     ``listing`` is ``{"plugin_path", "plugin_discovery", "plugins": [{"class", "type",
     "version", "location", "config"}]}``; ``validate`` Kafka's ``ConfigInfos`` or
@@ -154,6 +156,11 @@ class JavaPlugins:
     def runs_connectors(self) -> bool:
         """Whether the worker runs Java connectors (else creating one is refused)."""
         return self._connectors is not None
+
+    @property
+    def config_lookup(self) -> JavaConfigLookup:
+        """Where the worker's Java config providers are built and asked."""
+        return self._catalogue
 
     def await_scan(self, timeout_s: float) -> None:
         """Returns once the scan of ``plugin.path`` is done; UnavailableError if it is not

@@ -124,7 +124,9 @@ class StandaloneHerder(HerderCommon):
         self._started = False
         self._plugins = plugins
         self._offsets = offset_store
-        transformer = ConfigTransformer.from_specs(config.config_providers)
+        transformer = ConfigTransformer.from_specs(
+            config.config_providers, java_plugins.config_lookup if java_plugins else None
+        )
         self._validator = config_validator(
             java_plugins,
             plugins,

@@ -144,7 +144,15 @@ CONNECT_MIRROR = PluginArtifact(
     ),
     also_expected=(f"connect-mirror-client-{CONNECT_MIRROR_VERSION}.jar",),
 )
-PLUGINS: tuple[PluginArtifact, ...] = (CONNECT_FILE, DEBEZIUM_POSTGRES, CONNECT_MIRROR)
+#: A Java config provider of another project than Kafka (Strimzi's, reading the worker's
+#: environment; 1.1.0 is the newest Maven Central serves): Kafka Connect users' own config
+#: providers (Vault's, a cloud secrets manager's) are plugins of plugin.path like it.
+STRIMZI_ENV_VAR_PROVIDER = PluginArtifact(
+    "strimzi-env-var-config-provider", "io.strimzi", "kafka-env-var-config-provider", "1.1.0", 5
+)
+PLUGINS: tuple[PluginArtifact, ...] = (
+    CONNECT_FILE, DEBEZIUM_POSTGRES, CONNECT_MIRROR, STRIMZI_ENV_VAR_PROVIDER
+)
 
 _POM = """\
 <?xml version="1.0" encoding="UTF-8"?>

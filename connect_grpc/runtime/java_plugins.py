@@ -20,7 +20,8 @@ Public API
 ``java_spark_archives(config: WorkerConfig) -> tuple[str, ...]``
     The archives that ship those plugins to a cluster's executors (``spark.archives``).
 ``JvmPluginCatalogue``
-    The catalogue (``herder.java_plugins.JavaCatalogue``), opened lazily.
+    The catalogue (``herder.java_plugins.JavaCatalogue``), opened lazily; also the worker's
+    Java config providers (``config_providers.java.JavaConfigLookup``).
 ``java_catalogue_for(config: WorkerConfig) -> JvmPluginCatalogue | None``
     The worker's catalogue; None when ``plugin.path`` holds no Java plugins.
 """
@@ -35,7 +36,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -44,6 +45,8 @@ from typing import Any, Generic, TypeVar
 import structlog
 
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.config_providers.providers import ConfigProviderError
+from connect_grpc.config_providers.specs import ProviderSpec
 from connect_grpc.java.jvm_build import JvmNotBuiltError
 from connect_grpc.java.plugin_path import (
     driver_jars,
@@ -292,6 +295,54 @@ class JvmPluginCatalogue:
             ) from exc
         parsed: Mapping[str, Any] = json.loads(body)
         return parsed
+
+
+    def open_config_provider(self, spec: ProviderSpec, timeout_s: float) -> None:
+        self._config_provider_call("openConfigProvider", spec, {}, timeout_s)
+
+    def config_data(
+        self, spec: ProviderSpec, path: str, keys: Collection[str], timeout_s: float
+    ) -> Mapping[str, str]:
+        body = self._config_provider_call(
+            "configData", spec, {"path": path, "keys": sorted(keys)}, timeout_s)
+        data = body.get("data")
+        if not isinstance(data, dict):
+            raise ConfigProviderError(
+                f"provider {spec.name!r} ({spec.class_name}) answered no data")
+        return {str(key): str(value) for key, value in data.items()}
+
+    def _config_provider_call(
+        self, method: str, spec: ProviderSpec, more: Mapping[str, Any], timeout_s: float
+    ) -> Mapping[str, Any]:
+        """A call of the JVM host's ``method`` about the provider ``spec``; its error answer
+        a ConfigProviderError naming the provider (never a value: Kafka's messages name
+        classes, paths and keys)."""
+        until = time.monotonic() + timeout_s
+        host, _ = _wait(self._open(), timeout_s, "the scan of plugin.path's Java plugins")
+        request = json.dumps({"provider": spec.name, "class": spec.class_name,
+                              "params": dict(spec.params), **more})
+        answer = _run_in_thread(lambda: str(getattr(host, method)(request)),
+                                f"java-config-provider-{spec.name}")
+        try:
+            body: Mapping[str, Any] = json.loads(
+                _wait(answer, until - time.monotonic(), f"config provider {spec.name!r}"))
+        except ConnectError:
+            raise
+        except Exception as exc:  # the gateway's own failure: the host answers its errors
+            raise ConfigProviderError(
+                f"provider {spec.name!r} ({spec.class_name}): {_java_message(exc)}") from None
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            raise ConfigProviderError(
+                f"provider {spec.name!r} ({spec.class_name}): {_error_text(error)}")
+        return body
+
+
+def _error_text(error: Mapping[str, Any]) -> str:
+    """The host's error answer: Java's class and message, then its root cause's."""
+    text = f"{error.get('class')}: {error.get('message')}"
+    cause = error.get("cause")
+    return f"{text}: {cause}" if cause else text
 
 
 def _java_message(exc: BaseException) -> str:

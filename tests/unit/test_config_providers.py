@@ -78,8 +78,8 @@ def test_no_providers_by_default() -> None:
         ({"config.providers": "vault",
           "config.providers.vault.class": "com.github.jcustenborder.kafka.config.vault."
                                           "VaultConfigProvider"},
-         "config.providers.vault.class", "a Java config provider on plugin.path is listed "
-                                         "by ListPlugins but cannot resolve references here"),
+         "config.providers.vault.class", "a Java config provider's class is looked up on "
+                                         "plugin.path, which is not set"),
         ({"config.providers": "a,a", "config.providers.a.class": "FileConfigProvider"},
          "config.providers", "provider 'a' is listed more than once"),
         ({"config.providers": "my:file"}, "config.providers", "may only contain"),

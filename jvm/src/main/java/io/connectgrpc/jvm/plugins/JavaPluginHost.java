@@ -32,9 +32,11 @@ public final class JavaPluginHost implements AutoCloseable {
     private static final Map<Map<String, String>, JavaPluginHost> SHARED = new ConcurrentHashMap<>();
 
     private final PluginCatalogue catalogue;
+    private final ConfigProviders configProviders;
 
     private JavaPluginHost(PluginCatalogue catalogue) {
         this.catalogue = catalogue;
+        this.configProviders = new ConfigProviders(catalogue.plugins());
     }
 
     /**
@@ -73,6 +75,43 @@ public final class JavaPluginHost implements AutoCloseable {
         }
     }
 
+    /**
+     * Builds the worker's Java config provider a request names ({@code {"provider": name,
+     * "class": ..., "params": {...}}}), once per name, and answers {@code {"class": ...}} or
+     * {@code {"error": ...}} ({@link ConfigProviders}).
+     */
+    public String openConfigProvider(String requestJson) {
+        try {
+            Map<String, Object> request = Json.readObject(requestJson);
+            return Json.write(configProviders.open(
+                    (String) request.get("provider"), (String) request.get("class"), params(request)));
+        } catch (Exception e) {
+            return Json.write(Json.error(e));
+        }
+    }
+
+    /**
+     * A lookup of that provider ({@code "path"} and {@code "keys"} beside the fields of
+     * {@link #openConfigProvider}): {@code {"data": {...}, "ttl": ...}} or {@code {"error": ...}}.
+     */
+    public String configData(String requestJson) {
+        try {
+            Map<String, Object> request = Json.readObject(requestJson);
+            @SuppressWarnings("unchecked")
+            List<String> keys = (List<String>) request.get("keys");
+            return Json.write(configProviders.get((String) request.get("provider"),
+                    (String) request.get("class"), params(request), (String) request.get("path"), keys));
+        } catch (Exception e) {
+            return Json.write(Json.error(e));
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, String> params(Map<String, Object> request) {
+        Object params = request.get("params");
+        return params == null ? Map.of() : (Map<String, String>) params;
+    }
+
     /** The catalogue behind this entry point, for JVM callers. */
     public PluginCatalogue catalogue() {
         return catalogue;
@@ -80,6 +119,7 @@ public final class JavaPluginHost implements AutoCloseable {
 
     @Override
     public void close() {
+        configProviders.close();
         catalogue.close();
     }
 

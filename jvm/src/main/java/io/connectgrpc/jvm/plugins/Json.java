@@ -44,6 +44,19 @@ final class Json {
         }
     }
 
+    /** A JSON object, its values as Jackson reads them (strings, lists, nested objects). */
+    static Map<String, Object> readObject(String json) {
+        try {
+            Map<String, Object> values = MAPPER.readValue(json, new TypeReference<LinkedHashMap<String, Object>>() { });
+            if (values == null) {
+                throw new IllegalArgumentException("expected a JSON object, got null");
+            }
+            return values;
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException("expected a JSON object: " + e.getOriginalMessage(), e);
+        }
+    }
+
     /** An error as the host reports it: the exception's class, its message and its cause's. */
     static Map<String, Object> error(Throwable error) {
         Map<String, Object> body = new LinkedHashMap<>();
