@@ -14,6 +14,7 @@ from pathlib import Path
 
 from connect_grpc.config.override_policy import ClientOverridePolicy
 from connect_grpc.config_providers.specs import ProviderSpec, provider_specs
+from connect_grpc.config_providers.transformer import resolve_worker_properties
 from connect_grpc.kernel.configdef import (
     INT_MAX,
     LONG_MAX,
@@ -265,6 +266,8 @@ class WorkerConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> WorkerConfig:
+        providers = provider_specs(props)
+        props = resolve_worker_properties(props, providers)
         if not props.get("bootstrap.servers", "").strip():
             raise InvalidArgumentError.for_field("bootstrap.servers", "is required")
         listener = props.get("listeners", DEFAULT_LISTENER).split(",")[0].strip()
@@ -291,7 +294,7 @@ class WorkerConfig:
             ),
             test_plugins_enabled=_bool_property(props, "test.plugins.enabled", False),
             metrics_listener=metrics_listener(props),
-            config_providers=provider_specs(props),
+            config_providers=providers,
             security=SecurityConfig.from_properties(props, tls),
             task_hosting=_choice_property(
                 props,

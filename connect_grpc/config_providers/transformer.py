@@ -22,7 +22,11 @@ from connect_grpc.config_providers.providers import (
 )
 from connect_grpc.config_providers.redaction import MIN_MASKED_LENGTH, SECRETS
 from connect_grpc.config_providers.specs import CONFIG_PROVIDERS, JAVA, ProviderSpec
-from connect_grpc.kernel.errors import FailedPreconditionError, PreconditionViolation
+from connect_grpc.kernel.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    PreconditionViolation,
+)
 
 __all__ = [
     "ConfigReferenceError",
@@ -31,6 +35,7 @@ __all__ = [
     "Resolution",
     "has_references",
     "references",
+    "resolve_worker_properties",
 ]
 
 _REFERENCE = re.compile(r"\$\{([^}]*?):(?:([^}]*?):)?([^}]*?)\}")
@@ -112,15 +117,27 @@ class ConfigTransformer:
     def provider_names(self) -> tuple[str, ...]:
         return tuple(self._providers)
 
-    def resolve_all(self, config: Mapping[str, str]) -> Resolution:
-        """Resolves every reference it can; reports the others per config key."""
+    def resolve_all(self, config: Mapping[str, str], leave_unknown: bool = False) -> Resolution:
+        """Resolves every reference it can; reports the others per config key.
+        ``leave_unknown``: a reference naming no provider of this worker stays as it is
+        (Kafka's rule for the worker's own properties, KIP-421), not a problem."""
         wanted = {key: references(value) for key, value in config.items() if value}
+        if leave_unknown:
+            wanted = {key: [ref for ref in refs if ref.provider in self._providers]
+                      for key, refs in wanted.items()}
         wanted = {key: refs for key, refs in wanted.items() if refs}
         if not wanted:
             return Resolution(dict(config))
         found, failed = self._look_up(ref for refs in wanted.values() for ref in refs)
         resolved = dict(config)
         problems: dict[str, list[str]] = {}
+
+        def value_of(match: re.Match[str]) -> str:
+            source = (match.group(1), match.group(2) or "")
+            if leave_unknown and match.group(1) not in self._providers:
+                return match.group(0)
+            return found[source][match.group(3)]
+
         for key, refs in wanted.items():
             key_problems = [
                 problem for ref in refs if (problem := self._problem(ref, found, failed))
@@ -128,10 +145,7 @@ class ConfigTransformer:
             if key_problems:
                 problems[key] = key_problems
             else:
-                resolved[key] = _REFERENCE.sub(
-                    lambda match: found[(match.group(1), match.group(2) or "")][match.group(3)],
-                    config[key],
-                )
+                resolved[key] = _REFERENCE.sub(value_of, config[key])
         SECRETS.register(
             value for values in found.values() for value in values.values()
         )
@@ -229,3 +243,38 @@ class ConfigTransformer:
                     reversed_config[key] = raw_by_resolved[value]
             reversed_configs.append(reversed_config)
         return reversed_configs
+
+
+def resolve_worker_properties(
+    props: Mapping[str, str], specs: Sequence[ProviderSpec]
+) -> dict[str, str]:
+    """The worker's own properties with their references resolved, as Kafka resolves a
+    worker config's (KIP-421): by the providers the same properties declare, the
+    ``config.providers`` settings themselves left as they are, and a reference naming no
+    declared provider left in place (Spark's own ``${env:NAME}`` substitution in a
+    ``spark.*`` value, say). Unlike Kafka, a reference to a declared provider that does not
+    resolve stops the start, rather than leaving a placeholder where a password was meant.
+
+    Raises:
+        InvalidArgumentError: naming the property whose reference does not resolve, or
+            names a Java provider (built by the worker's JVM, which these properties start).
+    """
+    prefix = f"{CONFIG_PROVIDERS}."
+    own = {key: value for key, value in props.items()
+           if key != CONFIG_PROVIDERS and not key.startswith(prefix)}
+    java = {spec.name: spec for spec in specs if spec.kind == JAVA}
+    for key in sorted(own):
+        for ref in references(own[key]):
+            if ref.provider in java:
+                raise InvalidArgumentError.for_field(
+                    key, f"cannot resolve {ref.text}: {ref.provider!r} is a Java config provider "
+                    f"({java[ref.provider].class_name}), which the worker's JVM builds after "
+                    "reading these properties; a worker property resolves with the built-in "
+                    "providers only")
+    transformer = ConfigTransformer(
+        {spec.name: build_provider(spec) for spec in specs if spec.kind != JAVA})
+    resolution = transformer.resolve_all(own, leave_unknown=True)
+    if resolution.problems:
+        key = min(resolution.problems)
+        raise InvalidArgumentError.for_field(key, "; ".join(resolution.problems[key]))
+    return {**props, **resolution.config}

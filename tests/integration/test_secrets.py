@@ -47,6 +47,7 @@ FILE_SECRET = f"file-secret-{RUN}"
 DIR_SECRET = f"dir-secret-{RUN}"
 ENV_SECRET = f"env-secret-{RUN}"
 ENV_VARIABLE = "CONNECT_SECRETS_TEST_TOKEN"
+LISTENER_VARIABLE = "CONNECT_SECRETS_TEST_LISTENER"
 SECRETS = (FILE_SECRET, DIR_SECRET, ENV_SECRET)
 
 
@@ -97,18 +98,28 @@ def secrets_worker(
     port = free_port()
     process = WorkerProcess(
         root / "worker", kafka_bootstrap,
+        # the worker's own property resolves with its providers too (KIP-421)
         extra_properties={**read_properties(properties_file),
-                          "listeners": f"grpc://0.0.0.0:{port}"},
+                          "listeners": f"${{env:{LISTENER_VARIABLE}}}"},
         port=port,
     )
     with pytest.MonkeyPatch.context() as env:
         env.setenv(ENV_VARIABLE, ENV_SECRET)  # the worker inherits the test's environment
+        env.setenv(LISTENER_VARIABLE, f"grpc://0.0.0.0:{port}")
         process.start()
     try:
         with ConnectClient(process.address, timeout=60) as client:
             yield SecretsWorker(process, client, secrets, output)
     finally:
         process.stop()
+
+
+def test_the_workers_own_property_resolved_its_reference(secrets_worker: SecretsWorker) -> None:
+    """Its properties file names its listener by a reference to the documented env provider:
+    the worker serves where the variable said."""
+    written = read_properties(secrets_worker.process.properties_path)
+    assert written["listeners"] == f"${{env:{LISTENER_VARIABLE}}}"
+    assert secrets_worker.client.get_cluster_info().worker_id == secrets_worker.process.id
 
 
 def _referencing_config(secrets: Path, events: Path) -> dict[str, str]:

@@ -112,6 +112,49 @@ def test_bad_provider_properties_name_the_property(
     assert text in caught.value.message
 
 
+def test_the_workers_own_properties_resolve_with_its_providers(secrets_dir: Path) -> None:
+    """KIP-421: a worker property's reference to a provider the same properties declare is
+    resolved, and masked in log lines like a connector's."""
+    config = WorkerConfig.from_properties({
+        "bootstrap.servers": "localhost:9092",
+        "config.providers": "file",
+        "config.providers.file.class": "FileConfigProvider",
+        "config.providers.file.param.allowed.paths": str(secrets_dir),
+        "producer.sasl.jaas.config":
+            f"x password=\"${{file:{secrets_dir}/db.properties:password}}\";",
+        # a reference naming no declared provider is left as it is: Spark substitutes its own
+        "spark.executor.extraJavaOptions": "-Dhome=${env:HOME}",
+    })
+    assert config.raw["producer.sasl.jaas.config"] == 'x password="file-secret-7f3a";'
+    assert config.raw["spark.executor.extraJavaOptions"] == "-Dhome=${env:HOME}"
+    assert config.spark_conf["spark.executor.extraJavaOptions"] == "-Dhome=${env:HOME}"
+    assert SECRETS.redact("it is file-secret-7f3a") == f"it is {HIDDEN}"
+
+
+def test_a_worker_property_whose_reference_does_not_resolve_stops_the_start(
+    secrets_dir: Path,
+) -> None:
+    providers = {
+        "bootstrap.servers": "localhost:9092",
+        "config.providers": "file",
+        "config.providers.file.class": "FileConfigProvider",
+    }
+    with pytest.raises(InvalidArgumentError) as caught:
+        WorkerConfig.from_properties({
+            **providers, "ssl.key.password": f"${{file:{secrets_dir}/db.properties:nope}}"})
+    assert [v.field for v in caught.value.violations] == ["ssl.key.password"]
+    assert f"properties file {secrets_dir}/db.properties has no key 'nope'" \
+        in caught.value.message
+    # a Java provider is built by the JVM these properties start: not for them
+    with pytest.raises(InvalidArgumentError) as java:
+        WorkerConfig.from_properties({
+            "bootstrap.servers": "localhost:9092", "plugin.path": str(secrets_dir),
+            "config.providers": "vault", "config.providers.vault.class": "com.acme.Vault",
+            "sasl.jaas.config": "${vault:kafka:jaas}"})
+    assert [v.field for v in java.value.violations] == ["sasl.jaas.config"]
+    assert "'vault' is a Java config provider (com.acme.Vault)" in java.value.message
+
+
 # ---- providers ---------------------------------------------------------------------------
 
 
