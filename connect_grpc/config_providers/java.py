@@ -7,24 +7,34 @@ hands the transformer a :class:`JavaConfigLookup` (the worker's is the Java plug
 ``runtime.java_plugins.JvmPluginCatalogue``), and :class:`JavaConfigProvider` asks it.
 
 A value is read at every resolution (a connector's or a task's start, a validation), as the
-built-in providers read theirs; the time to live a Java provider may give its values is not
-acted on (Kafka Connect restarts a connector when it runs out, ``config.action.reload``):
-a rotated secret reaches a connector at its next restart.
+built-in providers read theirs. A Java provider may give its values a time to live
+(``ConfigData.ttl``): the resolution carries it (``Resolution.ttls``), and the worker restarts
+a connector whose values run out, as Kafka Connect does (``config.action.reload``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from connect_grpc.config_providers.providers import ConfigProviderError
 from connect_grpc.config_providers.specs import ProviderSpec
 from connect_grpc.kernel.errors import ConnectError
 
-__all__ = ["LOOKUP_TIMEOUT_S", "JavaConfigLookup", "JavaConfigProvider"]
+__all__ = ["LOOKUP_TIMEOUT_S", "ConfigValues", "JavaConfigLookup", "JavaConfigProvider"]
 
 #: How long one lookup waits for the JVM: the worker's own calls' bound.
 LOOKUP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValues:
+    """What a provider found at a path: the values of the keys it has, and how long they
+    hold (milliseconds; None: for good)."""
+
+    values: Mapping[str, str]
+    ttl_ms: int | None = None
 
 
 class JavaConfigLookup(Protocol):
@@ -42,8 +52,9 @@ class JavaConfigLookup(Protocol):
 
     def config_data(
         self, spec: ProviderSpec, path: str, keys: Collection[str], timeout_s: float
-    ) -> Mapping[str, str]:
-        """The values of ``keys`` the provider finds at ``path`` (a key without one left out).
+    ) -> ConfigValues:
+        """The values of ``keys`` the provider finds at ``path`` (a key without one left out),
+        with their time to live.
 
         Raises:
             ConfigProviderError: the provider threw, or cannot be built.
@@ -60,13 +71,17 @@ class JavaConfigProvider:
         self._lookup = lookup
 
     def get(self, path: str, keys: Collection[str]) -> dict[str, str]:
+        return dict(self.get_expiring(path, keys).values)
+
+    def get_expiring(self, path: str, keys: Collection[str]) -> ConfigValues:
+        """:meth:`get`'s values with the time to live the provider gave them."""
         if self._lookup is None:
             raise ConfigProviderError(
                 f"provider {self._spec.name!r} is the Java class {self._spec.class_name}, and "
                 "plugin.path holds no Java plugins"
             )
         try:
-            return dict(self._lookup.config_data(self._spec, path, keys, LOOKUP_TIMEOUT_S))
+            return self._lookup.config_data(self._spec, path, keys, LOOKUP_TIMEOUT_S)
         except ConnectError as exc:  # the JVM not there, or not in time: this reference fails
             raise ConfigProviderError(
                 f"provider {self._spec.name!r} ({self._spec.class_name}) did not answer: "

@@ -35,8 +35,15 @@ __all__ = [
     "Resolution",
     "has_references",
     "references",
+    "reloads_when_expired",
     "resolve_worker_properties",
 ]
+
+#: What a connector does when the values of its config's references expire (Kafka
+#: Connect's ConnectorConfig key): ``restart`` (the default) restarts it, ``none`` nothing.
+CONFIG_RELOAD_ACTION = "config.action.reload"
+RELOAD_RESTART = "restart"
+RELOAD_NONE = "none"
 
 _REFERENCE = re.compile(r"\$\{([^}]*?):(?:([^}]*?):)?([^}]*?)\}")
 
@@ -87,6 +94,14 @@ class Resolution:
     config: dict[str, str]
     #: For each key whose references did not all resolve, why (one message per reference).
     problems: dict[str, list[str]] = field(default_factory=dict)
+    #: How long the values of each (provider, path) read hold, in milliseconds, where its
+    #: provider said (a Java provider's ``ConfigData.ttl``; the built-ins never do).
+    ttls: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    @property
+    def ttl_ms(self) -> int | None:
+        """How long the resolved config holds: the shortest of :attr:`ttls`, if any."""
+        return min(self.ttls.values()) if self.ttls else None
 
 
 _Source = tuple[str, str]  # (provider, path)
@@ -128,7 +143,7 @@ class ConfigTransformer:
         wanted = {key: refs for key, refs in wanted.items() if refs}
         if not wanted:
             return Resolution(dict(config))
-        found, failed = self._look_up(ref for refs in wanted.values() for ref in refs)
+        found, failed, ttls = self._look_up(ref for refs in wanted.values() for ref in refs)
         resolved = dict(config)
         problems: dict[str, list[str]] = {}
 
@@ -149,7 +164,7 @@ class ConfigTransformer:
         SECRETS.register(
             value for values in found.values() for value in values.values()
         )
-        return Resolution(resolved, problems)
+        return Resolution(resolved, problems, ttls)
 
     def resolve(self, config: Mapping[str, str]) -> dict[str, str]:
         """The config with every reference resolved.
@@ -158,7 +173,15 @@ class ConfigTransformer:
             ConfigReferenceError: for the first key (in key order) a reference of which
                 cannot be resolved.
         """
-        resolution = self.resolve_all(config)
+        return self.resolved(self.resolve_all(config))
+
+    @staticmethod
+    def resolved(resolution: Resolution) -> dict[str, str]:
+        """The config of a resolution that resolved every reference.
+
+        Raises:
+            ConfigReferenceError: for the first key (in key order) with a problem.
+        """
         if resolution.problems:
             key = min(resolution.problems)
             raise ConfigReferenceError(key, "; ".join(resolution.problems[key]))
@@ -166,22 +189,31 @@ class ConfigTransformer:
 
     def _look_up(
         self, refs: Iterable[Reference]
-    ) -> tuple[dict[_Source, dict[str, str]], dict[_Source, str]]:
+    ) -> tuple[dict[_Source, dict[str, str]], dict[_Source, str], dict[_Source, int]]:
         """Each known (provider, path)'s values for the keys asked of it (one read per
-        path, as Kafka does), and why the ones that failed did."""
+        path, as Kafka does), why the ones that failed did, and the time to live of those
+        whose provider gave one."""
         keys_by_source: dict[_Source, set[str]] = {}
         for ref in refs:
             if ref.provider in self._providers:
                 keys_by_source.setdefault((ref.provider, ref.path), set()).add(ref.key)
         found: dict[_Source, dict[str, str]] = {}
         failed: dict[_Source, str] = {}
+        ttls: dict[_Source, int] = {}
         for source, keys in keys_by_source.items():
             provider, path = source
+            plugin = self._providers[provider]
             try:
-                found[source] = self._providers[provider].get(path, keys)
+                if isinstance(plugin, JavaConfigProvider):
+                    read = plugin.get_expiring(path, keys)
+                    found[source] = dict(read.values)
+                    if read.ttl_ms is not None:
+                        ttls[source] = read.ttl_ms
+                else:
+                    found[source] = plugin.get(path, keys)
             except ConfigProviderError as exc:
                 failed[source] = str(exc)
-        return found, failed
+        return found, failed, ttls
 
     def _problem(
         self,
@@ -278,3 +310,10 @@ def resolve_worker_properties(
         key = min(resolution.problems)
         raise InvalidArgumentError.for_field(key, "; ".join(resolution.problems[key]))
     return {**props, **resolution.config}
+
+
+def reloads_when_expired(config: Mapping[str, str]) -> bool:
+    """Whether the connector restarts when its references' values expire
+    (``config.action.reload``, ``restart`` unless set, case ignored as Kafka reads it)."""
+    action = (config.get(CONFIG_RELOAD_ACTION) or RELOAD_RESTART).strip().lower()
+    return action == RELOAD_RESTART

@@ -74,7 +74,12 @@ from connect_grpc.herder.status import StatusBoard
 from connect_grpc.herder.task_fencing import FencingRequester, TaskFencing
 from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import HealthReport, RestartRequest, TargetState
-from connect_grpc.kernel.errors import InvalidArgumentError, NotLeaderError, UnavailableError
+from connect_grpc.kernel.errors import (
+    ConnectError,
+    InvalidArgumentError,
+    NotLeaderError,
+    UnavailableError,
+)
 from connect_grpc.kernel.start_phases import running_beside, start_phase
 from connect_grpc.logs.levels import LoggerLevels, parse_level
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
@@ -209,6 +214,7 @@ class DistributedHerder(DistributedCalls):
         self._loggers = LoggerLevels()
         self._board = StatusBoard(self._id, self._statuses)
         self._board.set_reconfiguration_handler(self._on_reconfiguration_requested)
+        self._board.set_expiry_handler(self._on_config_expired)
         self._worker: WorkerRuntime = (
             runtime_factory(self._board, self._offsets)
             if runtime_factory
@@ -441,6 +447,18 @@ class DistributedHerder(DistributedCalls):
 
     def _on_reconfiguration_requested(self, name: str) -> None:
         self._reconciler.request_regeneration(name)
+
+    def _on_config_expired(self, name: str) -> None:
+        """A plain restart of the connector here, off the timer's thread, as Kafka Connect's
+        worker restarts the connectors it runs whose values expired."""
+
+        def restart() -> None:
+            try:
+                self._reconciler.restart_connector(name)
+            except ConnectError as exc:  # stopped, moved or failed meanwhile: its status says
+                log.warning("connector_restart_failed", connector=name, error=exc.message)
+
+        threading.Thread(target=restart, name=f"expired-{name}", daemon=True).start()
 
     def _write_worker_record(self, generation: int = 0) -> None:
         """This worker's address and the assignment generation it has carried out."""

@@ -9,6 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from connect_grpc.config_providers.transformer import (
+    CONFIG_RELOAD_ACTION,
+    RELOAD_NONE,
+    RELOAD_RESTART,
+)
 from connect_grpc.connectors.api import (
     Connector,
     SinkConnector,
@@ -59,6 +64,13 @@ COMMON_CONFIG = define_all(
                   f"{DEFAULT_MAX_RECORDS}).", default=None, importance=Importance.LOW,
                   validator=at_least(1), group=COMMON_GROUP, order_in_group=4,
                   display_name="Batch max records"),
+        ConfigKey(CONFIG_RELOAD_ACTION, ConfigType.STRING,
+                  "What the connector does when the values its config's references resolved "
+                  f"to expire (a provider's time to live): {RELOAD_RESTART} restarts it, "
+                  f"{RELOAD_NONE} does nothing.", default=RELOAD_RESTART,
+                  importance=Importance.LOW,
+                  validator=one_of_ignoring_case(RELOAD_NONE, RELOAD_RESTART),
+                  group=COMMON_GROUP, order_in_group=7, display_name="Reload Action"),
     ]
 )
 

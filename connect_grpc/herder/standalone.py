@@ -169,6 +169,7 @@ class StandaloneHerder(HerderCommon):
             worker_id=config.worker_id, log=self._log,
         )
         self._board.set_reconfiguration_handler(self._instances.request_reconfiguration)
+        self._board.set_expiry_handler(self._instances.restart_expired)
         self._stopping = threading.Event()
         self._status_version = -1
         self._auto_restart = AutoRestarter(

@@ -32,6 +32,7 @@ from connect_grpc.herder.restart import RestartPlan
 from connect_grpc.herder.standalone_table import ConnectorTable
 from connect_grpc.herder.status import StatusBoard
 from connect_grpc.kernel.domain import InstanceStatus, State, TargetState
+from connect_grpc.kernel.errors import ConnectError
 
 
 class StandaloneInstances:
@@ -73,6 +74,26 @@ class StandaloneInstances:
                     self.reconfigure_tasks(name)
 
         threading.Thread(target=reconfigure, name=f"reconfigure-{name}", daemon=True).start()
+
+    def restart_expired(self, name: str) -> None:
+        """The values of a running connector's config expired: a plain restart of it, off
+        the timer's thread, as Kafka Connect restarts it (its tasks follow only if their
+        configs change)."""
+
+        def restart() -> None:
+            with self._connector_locks.hold(name, bounded=False):
+                with self._lock:
+                    state = self._table.connectors.get(name)
+                    wanted = state is not None and not self._table.stopped
+                if not wanted or name not in self._worker.connector_names():
+                    return
+                try:
+                    self.restart_connector_now(name)
+                except ConnectError as exc:  # its status says why
+                    self._log.warning("connector_restart_failed", connector=name,
+                                      error=exc.message)
+
+        threading.Thread(target=restart, name=f"expired-{name}", daemon=True).start()
 
     def start_connector(self, name: str) -> None:
         """Starts the connector instance in its target state, then its tasks if running."""

@@ -35,6 +35,7 @@ class StatusBoard:
         self._version = 0
         self._closed = False
         self._reconfiguration_handler: Callable[[str], None] | None = None
+        self._expiry_handler: Callable[[str], None] | None = None
 
     # StatusListener
 
@@ -52,6 +53,10 @@ class StatusBoard:
         if self._reconfiguration_handler is not None:
             self._reconfiguration_handler(connector)
 
+    def on_config_expired(self, connector: str) -> None:
+        if self._expiry_handler is not None:
+            self._expiry_handler(connector)
+
     # TopicRecorder
 
     def record_active_topics(self, task: TaskId, topics: Collection[str]) -> None:
@@ -67,6 +72,10 @@ class StatusBoard:
     def set_reconfiguration_handler(self, handler: Callable[[str], None]) -> None:
         """Who recomputes a connector's tasks when its plugin asks (the herder)."""
         self._reconfiguration_handler = handler
+
+    def set_expiry_handler(self, handler: Callable[[str], None]) -> None:
+        """Who restarts a connector whose config's values expired (the herder)."""
+        self._expiry_handler = handler
 
     # reads
 

@@ -32,6 +32,10 @@ class StatusListener(Protocol):
     def on_reconfiguration_requested(self, connector: str) -> None:
         """The connector asked for its task configs to be computed again."""
 
+    def on_config_expired(self, connector: str) -> None:
+        """The values a connector's config references resolved to have run out (their
+        provider's time to live) and its ``config.action.reload`` is ``restart``."""
+
 
 class _Context:
     """The ConnectorContext given to the plugin."""

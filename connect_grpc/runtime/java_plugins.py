@@ -45,6 +45,7 @@ from typing import Any, Generic, TypeVar
 import structlog
 
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.config_providers.java import ConfigValues
 from connect_grpc.config_providers.providers import ConfigProviderError
 from connect_grpc.config_providers.specs import ProviderSpec
 from connect_grpc.java.jvm_build import JvmNotBuiltError
@@ -302,14 +303,15 @@ class JvmPluginCatalogue:
 
     def config_data(
         self, spec: ProviderSpec, path: str, keys: Collection[str], timeout_s: float
-    ) -> Mapping[str, str]:
+    ) -> ConfigValues:
         body = self._config_provider_call(
             "configData", spec, {"path": path, "keys": sorted(keys)}, timeout_s)
-        data = body.get("data")
+        data, ttl = body.get("data"), body.get("ttl")
         if not isinstance(data, dict):
             raise ConfigProviderError(
                 f"provider {spec.name!r} ({spec.class_name}) answered no data")
-        return {str(key): str(value) for key, value in data.items()}
+        return ConfigValues({str(key): str(value) for key, value in data.items()},
+                            int(ttl) if isinstance(ttl, int) and ttl >= 0 else None)
 
     def _config_provider_call(
         self, method: str, spec: ProviderSpec, more: Mapping[str, Any], timeout_s: float

@@ -33,7 +33,7 @@ import structlog
 
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.redaction import SECRETS
-from connect_grpc.config_providers.transformer import ConfigTransformer
+from connect_grpc.config_providers.transformer import ConfigTransformer, reloads_when_expired
 from connect_grpc.connectors.plugin_versions import CONNECTOR_VERSION
 from connect_grpc.kernel.domain import InstanceStatus, PlacementKind, State, TargetState, TaskId
 from connect_grpc.kernel.errors import ConnectError
@@ -43,6 +43,7 @@ from connect_grpc.logs.output import plugin_context
 from connect_grpc.metrics.worker_metrics import WorkerMetrics
 from connect_grpc.pipeline.monitoring import plugin_tags
 from connect_grpc.runtime.connector import ConnectorInstance, StatusListener
+from connect_grpc.runtime.expiry_reloads import ExpiryReloads
 from connect_grpc.runtime.futex_hash import use_global_futex_hash
 from connect_grpc.runtime.hosting.jobs import WarmHosts, launch_host_job
 from connect_grpc.runtime.hosting.link import ExecutorHost
@@ -94,6 +95,9 @@ class _MaskingListener:
     def on_reconfiguration_requested(self, connector: str) -> None:
         self._listener.on_reconfiguration_requested(connector)
 
+    def on_config_expired(self, connector: str) -> None:
+        self._listener.on_config_expired(connector)
+
 
 def _masked(status: InstanceStatus) -> InstanceStatus:
     return replace(status, trace=SECRETS.redact(status.trace)) if status.trace else status
@@ -136,6 +140,7 @@ class Worker:
         self._offsets_for = offsets_for or (lambda connector_config: offset_store)
         self._listener: StatusListener = _MaskingListener(listener)
         self._transformer = transformer or ConfigTransformer()
+        self._reloads = ExpiryReloads(self._listener.on_config_expired)
         self._spark = SparkRuntime(config)
         self._monitor = kafka_monitor or KafkaMonitor(monitor_conf(config))
         self._monitor.add_listener(self._on_kafka_change)
@@ -249,7 +254,8 @@ class Worker:
             self._log.warning("connector_replaced", connector=name)
             self.stop_connector(name, connector_deleted=False)
         try:
-            resolved = self._transformer.resolve(config)
+            resolution = self._transformer.resolve_all(config)
+            resolved = ConfigTransformer.resolved(resolution)
             plugin = self._plugins.new_connector(
                 config.get("connector.class", ""), config.get(CONNECTOR_VERSION)
             )
@@ -266,6 +272,7 @@ class Worker:
             return False
         with self._lock:
             self._connectors[name] = instance
+        self._reloads.schedule(name, resolution.ttl_ms, reloads_when_expired(config))
         return instance.transition(target)
 
     def set_connector_target(self, name: str, target: TargetState) -> bool:
@@ -294,6 +301,7 @@ class Worker:
         """Stops the plugin if started and forgets the instance. Reports nothing."""
         with self._lock:
             instance = self._connectors.pop(name, None)
+        self._reloads.cancel(name)
         if instance is not None:
             instance.shutdown(connector_deleted)
 

@@ -12,10 +12,15 @@ import pytest
 
 from connect_grpc import app
 from connect_grpc.config.worker import WorkerConfig
+from connect_grpc.config_providers.java import ConfigValues
 from connect_grpc.config_providers.providers import ConfigProviderError
 from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
 from connect_grpc.config_providers.specs import JAVA, ProviderSpec, provider_specs
-from connect_grpc.config_providers.transformer import ConfigReferenceError, ConfigTransformer
+from connect_grpc.config_providers.transformer import (
+    ConfigReferenceError,
+    ConfigTransformer,
+    reloads_when_expired,
+)
 from connect_grpc.kernel.errors import InvalidArgumentError, StartupError, UnavailableError
 
 VAULT = "com.github.jcustenborder.kafka.config.vault.VaultConfigProvider"
@@ -27,12 +32,14 @@ def _props(**more: str) -> dict[str, str]:
 
 
 class ScriptedLookup:
-    """The JVM's answers: values by (path, key); errors raised as told."""
+    """The JVM's answers: values by (path, key), a time to live by path; errors raised as
+    told."""
 
     def __init__(self, values: Mapping[tuple[str, str], str],
-                 error: Exception | None = None) -> None:
+                 error: Exception | None = None, ttls: Mapping[str, int] | None = None) -> None:
         self.values = dict(values)
         self.error = error
+        self.ttls = dict(ttls or {})
         self.asked: list[tuple[str, str, tuple[str, ...]]] = []
         self.opened: list[str] = []
 
@@ -43,11 +50,13 @@ class ScriptedLookup:
 
     def config_data(
         self, spec: ProviderSpec, path: str, keys: Collection[str], timeout_s: float
-    ) -> Mapping[str, str]:
+    ) -> ConfigValues:
         self.asked.append((spec.name, path, tuple(sorted(keys))))
         if self.error is not None:
             raise self.error
-        return {key: self.values[(path, key)] for key in keys if (path, key) in self.values}
+        return ConfigValues(
+            {key: self.values[(path, key)] for key in keys if (path, key) in self.values},
+            self.ttls.get(path))
 
 
 def test_a_class_that_is_not_built_in_is_a_java_provider_when_plugin_path_is_set() -> None:
@@ -102,6 +111,24 @@ def test_a_missing_key_or_a_failing_lookup_is_the_references_problem() -> None:
     nowhere = ConfigTransformer.from_specs(provider_specs(_props()), None)
     [problem] = nowhere.resolve_all({"password": "${vault:p:k}"}).problems["password"]
     assert "plugin.path holds no Java plugins" in problem
+
+
+def test_the_time_to_live_a_java_provider_gives_is_the_resolutions() -> None:
+    lookup = ScriptedLookup({("secret/db", "password"): "lease-pw-41f0a", ("secret/mq", "k"): "v",
+                             ("static", "k"): "w"}, ttls={"secret/db": 60_000, "secret/mq": 5_000})
+    transformer = ConfigTransformer.from_specs(provider_specs(_props()), lookup)
+    resolution = transformer.resolve_all({"a": "${vault:secret/db:password}",
+                                          "b": "${vault:secret/mq:k}", "c": "${vault:static:k}"})
+    assert resolution.ttls == {("vault", "secret/db"): 60_000, ("vault", "secret/mq"): 5_000}
+    assert resolution.ttl_ms == 5_000
+    assert transformer.resolve_all({"c": "${vault:static:k}"}).ttl_ms is None
+
+
+@pytest.mark.parametrize(("value", "restarts"), [
+    (None, True), ("restart", True), ("RESTART", True), (" none ", False), ("None", False)])
+def test_config_action_reload_is_read_as_kafka_reads_it(value: str | None, restarts: bool) -> None:
+    config = {} if value is None else {"config.action.reload": value}
+    assert reloads_when_expired(config) is restarts
 
 
 class _Java:

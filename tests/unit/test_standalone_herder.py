@@ -10,6 +10,7 @@ import pytest
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.kernel.domain import State, TargetState, TaskId
 from connect_grpc.kernel.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
+from connect_grpc.testing.cluster import wait_until
 from tests.unit.fake_worker import FakeWorker
 from tests.unit.source_configs import source_config
 
@@ -187,3 +188,36 @@ def test_pause_keeps_target_across_config_update(herder: StandaloneHerder, tmp_p
     state, tasks = _states(herder, "c")
     assert state is State.PAUSED
     assert all(t is State.PAUSED for t in tasks)
+
+
+def test_a_connector_whose_config_expired_is_restarted_alone(
+    herder: StandaloneHerder, worker_holder: dict[str, FakeWorker], tmp_path: Path
+) -> None:
+    """The runtime's word that a running connector's values expired: a plain restart of the
+    connector, off the caller's thread; its tasks keep running (their configs are the same).
+    A stopped connector's is ignored."""
+    herder.create_connector("c", source_config(tmp_path), TargetState.STARTED)
+    herder.create_connector("s", source_config(tmp_path), TargetState.STOPPED)
+    worker = worker_holder["worker"]
+    tasks_before = list(worker.task_starts)
+    worker.listener.on_config_expired("c")
+    worker.listener.on_config_expired("s")
+    wait_until(lambda: ("c", False) in worker.connector_stops, timeout=10)
+    wait_until(lambda: worker.connector_running("c"), timeout=10)
+    assert _states(herder, "c") == (State.RUNNING, [State.RUNNING, State.RUNNING])
+    assert worker.task_starts == tasks_before
+    assert _states(herder, "s") == (State.STOPPED, [])
+    assert [stop for stop in worker.connector_stops if stop[0] == "s"] == []
+
+
+def test_config_action_reload_takes_kafkas_values(
+    herder: StandaloneHerder, tmp_path: Path
+) -> None:
+    config = source_config(tmp_path)
+    for value in ("restart", "NONE"):
+        assert herder.validate_config({**config, "config.action.reload": value}).all_errors() \
+            == []
+    errors = dict(herder.validate_config(
+        {**config, "config.action.reload": "sometimes"}).all_errors())
+    assert list(errors) == ["config.action.reload"]
+    assert "sometimes" in errors["config.action.reload"]
