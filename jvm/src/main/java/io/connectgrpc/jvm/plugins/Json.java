@@ -33,27 +33,23 @@ final class Json {
      * value, which Kafka's validation reports on its key).
      */
     static Map<String, String> readStringMap(String json) {
-        try {
-            Map<String, String> values = MAPPER.readValue(json, new TypeReference<LinkedHashMap<String, String>>() { });
-            if (values == null) {
-                throw new IllegalArgumentException("expected a JSON object of strings, got null");
-            }
-            return values;
-        } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("expected a JSON object of strings: " + e.getOriginalMessage(), e);
-        }
+        return read(json, new TypeReference<LinkedHashMap<String, String>>() { }, "a JSON object of strings");
     }
 
     /** A JSON object, its values as Jackson reads them (strings, lists, nested objects). */
     static Map<String, Object> readObject(String json) {
+        return read(json, new TypeReference<LinkedHashMap<String, Object>>() { }, "a JSON object");
+    }
+
+    private static <T> T read(String json, TypeReference<T> type, String expected) {
         try {
-            Map<String, Object> values = MAPPER.readValue(json, new TypeReference<LinkedHashMap<String, Object>>() { });
+            T values = MAPPER.readValue(json, type);
             if (values == null) {
-                throw new IllegalArgumentException("expected a JSON object, got null");
+                throw new IllegalArgumentException("expected " + expected + ", got null");
             }
             return values;
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("expected a JSON object: " + e.getOriginalMessage(), e);
+            throw new IllegalArgumentException("expected " + expected + ": " + e.getOriginalMessage(), e);
         }
     }
 
