@@ -37,7 +37,11 @@ from connect_grpc.connectors.api import Connector, SourceConnector
 from connect_grpc.connectors.pipeline_plugins import PluginKind
 from connect_grpc.connectors.plugins import KAFKA_CLASS_ALIASES, Plugins
 from connect_grpc.herder.framework_keys import EXACTLY_ONCE_SUPPORT, TRANSACTION_BOUNDARY
-from connect_grpc.herder.validation import ConfigValidator, _without_resolved_values
+from connect_grpc.herder.validation import (
+    ConfigValidator,
+    _without_resolved_values,
+    refuse_invalid,
+)
 from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import (
     ConfigInfo,
@@ -89,7 +93,12 @@ class JavaCatalogue(JavaConfigLookup, Protocol):
         """The listing if the scan is done; None (and the scan started) otherwise."""
         ...
 
-    def validate(self, config: Mapping[str, str], timeout_s: float) -> Mapping[str, Any]: ...
+    def validate(
+        self, config: Mapping[str, str], timeout_s: float, errors_only: bool = False
+    ) -> Mapping[str, Any]:
+        """Kafka's ``ConfigInfos`` JSON of ``config``; ``errors_only``: each key's value only
+        its name and errors, and no definitions (what a create or an update needs)."""
+        ...
 
 
 class JavaConnectorFactory(Protocol):
@@ -276,6 +285,7 @@ class JavaPlugins:
         transformer: ConfigTransformer,
         plugin: str | None = None,
         more_errors: Callable[[Mapping[str, str], dict[str, list[str]]], None] | None = None,
+        errors_only: bool = False,
     ) -> ConfigInfos:
         """Kafka Connect's validation of a Java connector's config, as ValidateConfig shows a
         Python connector's: config provider references resolved for the plugin and shown
@@ -283,12 +293,14 @@ class JavaPlugins:
 
         ``more_errors(resolved config, errors)``: adds the worker's own checks to the errors
         of the keys Kafka's validation answered (the catalogue's validation is a standalone
-        herder's, which has no exactly-once checks), before their messages are cleaned."""
+        herder's, which has no exactly-once checks), before their messages are cleaned.
+        ``errors_only``: only the keys' names and errors come back (no definitions, no
+        values), which is all a create or an update needs."""
         resolution = transformer.resolve_all(config)
         sent = dict(resolution.config)
         if plugin:
             sent[CONNECTOR_CLASS] = java_class
-        body = self._catalogue.validate(sent, deadline.remaining())
+        body = self._catalogue.validate(sent, deadline.remaining(), errors_only=errors_only)
         if "error" in body:
             raise _validation_error(java_class, body["error"])
         infos = config_infos_from_kafka(body, config)
@@ -328,6 +340,11 @@ class JavaAwareValidator(ConfigValidator):
         self.java_plugins = java_plugins
 
     def validate(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
+        return self._validated(config, plugin, errors_only=False)
+
+    def _validated(
+        self, config: Mapping[str, str], plugin: str | None, errors_only: bool
+    ) -> ConfigInfos:
         name = (plugin or config.get(CONNECTOR_CLASS) or "").strip()
         # A reference in connector.class is the Python validator's error to report.
         java_class = (
@@ -343,6 +360,7 @@ class JavaAwareValidator(ConfigValidator):
             lambda resolved, errors: self._java_exactly_once_errors(
                 java_class, config, plugin, resolved, errors
             ),
+            errors_only=errors_only,
         )
 
     def _java_exactly_once_errors(
@@ -371,9 +389,12 @@ class JavaAwareValidator(ConfigValidator):
             self._exactly_once_errors(connector, resolved, errors)
 
     def ensure_valid(self, config: Mapping[str, str]) -> ConfigInfos:
+        """As the Python validator's; a Java connector's errors are asked of Kafka's
+        validation without its definitions (the answer has only the keys' names and
+        errors)."""
         # Its callers hold the connector's lock: the refusal never waits for the JVM.
         self.java_plugins.refuse_to_run(config)
-        return super().ensure_valid(config)
+        return refuse_invalid(self._validated(config, None, errors_only=True))
 
 
 class _JavaConnectorRouter:

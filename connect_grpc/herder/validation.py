@@ -323,16 +323,21 @@ class ConfigValidator:
 
     def ensure_valid(self, config: Mapping[str, str]) -> ConfigInfos:
         """Raises InvalidArgumentError listing every error, as ValidateConfig reports them."""
-        infos = self.validate(config)
-        problems = infos.all_errors()
-        if problems:
-            lines = "\n".join(f"{key}: {message}" for key, message in problems)
-            raise InvalidArgumentError(
-                f"Connector configuration is invalid and contains the following "
-                f"{len(problems)} error(s):\n{lines}\n{_FIND_THEM_AGAIN}",
-                [FieldViolation(f"config.{key}", message) for key, message in problems],
-            )
-        return infos
+        return refuse_invalid(self.validate(config))
+
+
+def refuse_invalid(infos: ConfigInfos) -> ConfigInfos:
+    """``infos``, unless they have errors: InvalidArgumentError listing every one, as
+    ValidateConfig reports them."""
+    problems = infos.all_errors()
+    if problems:
+        lines = "\n".join(f"{key}: {message}" for key, message in problems)
+        raise InvalidArgumentError(
+            f"Connector configuration is invalid and contains the following "
+            f"{len(problems)} error(s):\n{lines}\n{_FIND_THEM_AGAIN}",
+            [FieldViolation(f"config.{key}", message) for key, message in problems],
+        )
+    return infos
 
 
 #: The last line of a refused create or update: Kafka Connect points to its REST validate

@@ -281,11 +281,14 @@ class JvmPluginCatalogue:
         future = self._open()
         return future.result()[1] if future.done() else None
 
-    def validate(self, config: Mapping[str, str], timeout_s: float) -> Mapping[str, Any]:
+    def validate(
+        self, config: Mapping[str, str], timeout_s: float, errors_only: bool = False
+    ) -> Mapping[str, Any]:
         until = time.monotonic() + timeout_s
         host, _ = _wait(self._open(), timeout_s, "the scan of plugin.path's Java plugins")
         request = json.dumps(dict(config))
-        answer = _run_in_thread(lambda: str(host.validate(request)), "java-plugin-validate")
+        validate = host.validateErrors if errors_only else host.validate
+        answer = _run_in_thread(lambda: str(validate(request)), "java-plugin-validate")
         try:
             body = _wait(answer, until - time.monotonic(), "Kafka Connect's validation")
         except ConnectError:

@@ -124,10 +124,25 @@ class FakeCatalogue:
         self.calls.append("listing_if_ready")
         return LISTING if self.ready else None
 
-    def validate(self, config: Mapping[str, str], timeout_s: float) -> Mapping[str, Any]:
-        self.calls.append("validate")
+    def validate(
+        self, config: Mapping[str, str], timeout_s: float, errors_only: bool = False
+    ) -> Mapping[str, Any]:
+        self.calls.append("validate_errors" if errors_only else "validate")
         self.validated.append(dict(config))
-        return self.answer
+        return errors_of(self.answer) if errors_only else self.answer
+
+
+def errors_of(answer: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Kafka's answer as the JVM's ``validateErrors`` reduces it: each key's name and errors."""
+    if "error" in answer:
+        return answer
+    configs = [
+        {"value": {"name": (entry.get("value") or entry["definition"])["name"],
+                   "errors": (entry.get("value") or {}).get("errors") or []}}
+        for entry in answer.get("configs") or ()
+    ]
+    return {"name": answer.get("name"), "error_count": answer.get("error_count"),
+            "groups": answer.get("groups"), "configs": configs}
 
 
 @pytest.fixture
@@ -403,6 +418,7 @@ def test_validate_config_of_a_java_connector_is_kafkas_and_creating_it_is_refuse
     assert catalogue.validated[-1]["connector.class"] == FILE_SOURCE
     with pytest.raises(FailedPreconditionError, match="runs no Java connectors"):
         validator.ensure_valid(config)
+    assert "validate_errors" not in catalogue.calls  # refused before Kafka's validation
     # A Python connector beside them validates as before, without the JVM.
     calls = len(catalogue.calls)
     python = validator.validate({"name": "p", "connector.class": "FileStreamSource",

@@ -1,9 +1,14 @@
 package io.connectgrpc.jvm.plugins;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.kafka.connect.runtime.rest.entities.ConfigInfo;
+import org.apache.kafka.connect.runtime.rest.entities.ConfigInfos;
+import org.apache.kafka.connect.runtime.rest.entities.ConfigValueInfo;
 
 /**
  * The entry point for Python, through py4j (PySpark's driver JVM gateway) or the command line
@@ -14,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *   host = jvm.io.connectgrpc.jvm.plugins.JavaPluginHost.open(json.dumps(worker_properties))
  *   catalogue = json.loads(host.listPlugins())
  *   result = json.loads(host.validate(json.dumps(connector_config)))
+ *   errors = json.loads(host.validateErrors(json.dumps(connector_config)))
  *   host.close()
  * </pre>
  *
@@ -73,6 +79,41 @@ public final class JavaPluginHost implements AutoCloseable {
             // any failed validation, not a broken gateway.
             return Json.write(Json.error(e));
         }
+    }
+
+    /**
+     * Kafka Connect's validation of a connector config, answered with what a create or an
+     * update needs of it: {@link #validate}'s answer with each key's value reduced to its name
+     * and its errors, in Kafka's order, and no definitions. A twentieth of the size, and a
+     * JVM that has written few answers takes milliseconds less to write it on the path of
+     * every create.
+     */
+    public String validateErrors(String connectorConfigJson) {
+        try {
+            return Json.write(errorsOf(catalogue.validate(Json.readStringMap(connectorConfigJson))));
+        } catch (Exception | LinkageError e) {
+            return Json.write(Json.error(e));
+        }
+    }
+
+    /**
+     * {@code ConfigInfos} as its JSON names it, each key's value only its name and errors (a
+     * key Kafka's validation gave no value has none).
+     */
+    static Map<String, Object> errorsOf(ConfigInfos infos) {
+        List<Map<String, Object>> configs = new ArrayList<>(infos.configs().size());
+        for (ConfigInfo info : infos.configs()) {
+            ConfigValueInfo value = info.configValue();
+            String name = value != null ? value.name() : info.configKey().name();
+            List<String> errors = value != null ? value.errors() : List.of();
+            configs.add(Map.of("value", Map.of("name", name, "errors", errors)));
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("name", infos.name());
+        body.put("error_count", infos.errorCount());
+        body.put("groups", infos.groups());
+        body.put("configs", configs);
+        return body;
     }
 
     /**

@@ -5,12 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.kafka.connect.runtime.rest.entities.ConfigInfo;
 import org.apache.kafka.connect.runtime.rest.entities.ConfigInfos;
 import org.junit.jupiter.api.BeforeEach;
@@ -110,6 +113,34 @@ class FetchedPluginsTest {
                 "connector.class", "org.apache.kafka.connect.file.FileStreamSourceConnector",
                 "file", "/tmp/input.txt"));
         assertEquals(Map.of("topic", 1), errorsByKey(result), result.toString());
+    }
+
+    @Test
+    void theErrorsOfAValidationAreItsKeysAndErrorsInKafkasOrder() throws Exception {
+        ConfigInfos result = SharedScan.catalogue().validate(Map.of(
+                "name", "file-source",
+                "connector.class", "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                "file", "/tmp/input.txt"));
+        JsonNode full = new ObjectMapper().readTree(Json.write(result));
+        JsonNode errors = new ObjectMapper().readTree(Json.write(JavaPluginHost.errorsOf(result)));
+        assertEquals(full.get("name"), errors.get("name"));
+        assertEquals(full.get("error_count"), errors.get("error_count"));
+        assertEquals(full.get("groups"), errors.get("groups"));
+        assertEquals(full.get("configs").size(), errors.get("configs").size());
+        for (int i = 0; i < full.get("configs").size(); i++) {
+            JsonNode value = full.get("configs").get(i).get("value");
+            JsonNode reduced = errors.get("configs").get(i);
+            assertEquals(List.of("value"), List.copyOf(iterable(reduced.fieldNames())), reduced.toString());
+            assertEquals(value.get("name"), reduced.get("value").get("name"));
+            assertEquals(value.get("errors"), reduced.get("value").get("errors"));
+        }
+        assertTrue(errors.toString().length() * 10 < full.toString().length(), errors.toString());
+    }
+
+    private static <T> List<T> iterable(Iterator<T> items) {
+        List<T> all = new ArrayList<>();
+        items.forEachRemaining(all::add);
+        return all;
     }
 
     @Test
