@@ -40,10 +40,12 @@ Public API
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any, ClassVar, cast
 
 import structlog
@@ -63,7 +65,7 @@ from connect_grpc.java.plugin_path import host_worker_properties, java_plugin_en
 from connect_grpc.kernel import deadline
 from connect_grpc.kernel.configdef import ConfigDef
 from connect_grpc.kernel.domain import ConnectorType, OffsetMap
-from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError
+from connect_grpc.kernel.errors import ConnectError, FailedPreconditionError, UnavailableError
 from connect_grpc.kernel.traces import CarriesTrace
 from connect_grpc.runtime.java_connector_metrics import JavaConnectorMetrics
 from connect_grpc.runtime.java_plugins import (
@@ -192,14 +194,25 @@ class ConnectorHostLink:
                 f"cannot run: {_java_message(exc)}"
             ) from exc
 
-    def call(self, what: str, invoke: Callable[[Any], str]) -> Any:
+    def call(
+        self,
+        what: str,
+        invoke: Callable[[Any], str],
+        undo_late: Callable[[Any, Any], object] | None = None,
+    ) -> Any:
         """``invoke(host)``'s answer (its ``ok`` value), waited for within the caller's
         deadline. Raises JavaConnectorError for the host's error answer, UnavailableError
-        past the deadline (the JVM's work goes on), ConnectError if the gateway fails."""
+        past the deadline (the JVM's work goes on), ConnectError if the gateway fails.
+        ``undo_late(host, value)``: what undoes an answer that came after the caller stopped
+        waiting, once it comes (an error answer made nothing to undo)."""
         host = self._host()
         answer = _run_in_thread(lambda: str(invoke(host)), "java-connector-call")
         try:
             body = _wait(answer, deadline.remaining(), what)
+        except UnavailableError:
+            if undo_late is not None:
+                answer.add_done_callback(functools.partial(_undo_late, host, undo_late, what))
+            raise
         except ConnectError:
             raise
         except Exception as exc:
@@ -237,6 +250,28 @@ class ConnectorHostLink:
             opened.result().close()
         except Exception as exc:
             log.warning("java_connector_host_not_closed", error=_java_message(exc))
+
+
+def _undo_late(
+    host: Any, undo: Callable[[Any, Any], object], what: str, done: Future[str]
+) -> None:
+    """Undoes, on a call thread, what the late answer of ``what`` made (its caller had
+    stopped waiting for it, and so never learnt of it)."""
+    if done.exception() is not None:
+        return
+    try:
+        value = _ok(done.result())
+    except (JavaConnectorError, ValueError):
+        return
+
+    def run() -> None:
+        try:
+            undo(host, value)
+        except Exception as exc:  # the JVM goes on with it; nothing else to undo here
+            log.warning("java_connector_late_answer_not_undone", what=what,
+                        error=str(exc).splitlines()[0] if str(exc) else repr(exc))
+
+    _run_in_thread(run, "java-connector-undo")
 
 
 def _ok(body: str) -> Any:
@@ -288,14 +323,22 @@ class JavaConnector(Connector):
         return self._task_class
 
     def start(self, config: Mapping[str, str]) -> None:
-        """Makes the Java instance, initializes it with its context, starts the relay of
-        its events, then starts it; a failed start releases it again."""
+        """Makes the Java instance, initializes it with its context and starts it (a failed
+        start releases it again), then starts the relay of its events (the JVM keeps them
+        meanwhile); starts an instance made already (and still held) again."""
         name = config.get("name") or self.java_class
         with self._lock:
             if self._handle is None:
+                # one round trip through the gateway, on the path of every create: the JVM
+                # releases an instance whose start failed, and one answered past the
+                # caller's deadline is released here once it comes
+                body = json.dumps(dict(config))
                 created = self._link.call(
-                    f"creating the Java connector {self.java_class}",
-                    lambda host: host.create(name, self.java_class, self._version_range),
+                    f"the start of the Java connector {self.java_class}",
+                    lambda host: host.createAndStart(
+                        name, self.java_class, self._version_range, body
+                    ),
+                    undo_late=lambda host, made: host.release(int(made["handle"])),
                 )
                 self._handle = int(created["handle"])
                 self._version = str(created["version"])
@@ -304,6 +347,7 @@ class JavaConnector(Connector):
                 metrics, followed = self._own_metrics, self._handle
                 _run_in_thread(lambda: metrics.keep_reading(followed),
                                f"java-connector-metrics-{followed}")
+                return
             handle = self._handle
         try:
             self._link.call(

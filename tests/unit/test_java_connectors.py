@@ -93,6 +93,17 @@ class FakeHost:
     def start(self, handle: int, config: str) -> str:
         return self._call("start", handle, json.loads(config)) or _ok(True)
 
+    def createAndStart(
+        self, name: str, java_class: str, version: str | None, config: str
+    ) -> str:
+        self._handles += 1
+        handle = self._handles
+        answer = self._call("createAndStart", name, java_class, version, json.loads(config))
+        if answer is not None and "error" in json.loads(answer):
+            self.released.add(handle)  # as the JVM releases an instance whose start failed
+        return answer or _ok(
+            {"handle": handle, "class": java_class, "kind": "source", "version": "4.3.1"})
+
     def taskConfigs(self, handle: int, max_tasks: int) -> str:
         return self._call("taskConfigs", handle, max_tasks) or _ok(
             [{"file": "/f", "task.class": "org.apache.kafka.connect.file.FileStreamSourceTask"}])
@@ -255,6 +266,13 @@ def test_a_java_connector_is_validated_by_kafka_only(
         ConnectorHostLink({}, {}, lambda: None))), plugins, 10)
     infos = validator.validate({"name": "f", "connector.class": FILE_SOURCE, "topic": "t"})
     assert infos.name == FILE_SOURCE and catalogue.calls.count("validate") == 1
+    # a create asks Kafka's validation for the errors alone, and is refused as ValidateConfig
+    # reports them
+    with pytest.raises(InvalidArgumentError) as refused:
+        validator.ensure_valid({"name": "f", "connector.class": FILE_SOURCE, "file": "/in"})
+    assert catalogue.calls.count("validate_errors") == 1
+    assert [(v.field, v.description) for v in refused.value.violations] == [
+        ("config.topic", 'Missing required configuration "topic" which has no default value.')]
 
 
 def test_preview_of_a_java_connector_is_refused_and_a_python_ones_is_not(
@@ -281,8 +299,9 @@ def test_the_java_instance_lives_from_start_to_stop(
     instance = _instance(plugins.new_connector(POSTGRES, "[3.6,4)"), listener, topic="t")
     assert host.calls == []  # initialized in Python only: nothing made in the JVM yet
     assert instance.transition(TargetState.STARTED)
-    assert host.calls == [("create", "pg", POSTGRES, "[3.6,4)"),
-                          ("start", 1, {"name": "pg", "topic": "t"})]
+    # made and started in one call
+    assert host.calls == [
+        ("createAndStart", "pg", POSTGRES, "[3.6,4)", {"name": "pg", "topic": "t"})]
     assert listener.statuses[-1].state is State.RUNNING
     assert listener.statuses[-1].version == "4.3.1"
     assert instance.plugin.task_configs(2) == [
@@ -290,8 +309,8 @@ def test_the_java_instance_lives_from_start_to_stop(
     assert instance.transition(TargetState.PAUSED)
     assert ("stop", 1) in host.calls and 1 in host.released
     assert instance.transition(TargetState.STARTED)  # a new Java instance
-    assert host.calls[-2] == ("create", "pg", POSTGRES, "[3.6,4)")
-    assert host.calls[-1][:2] == ("start", 2)
+    assert host.calls[-1][:4] == ("createAndStart", "pg", POSTGRES, "[3.6,4)")
+    assert ("stop", 2) not in host.calls
     instance.shutdown(connector_deleted=True)
     assert 2 in host.released
     # the worker's properties reach the JVM: its plugin scan's and the offsets reader's
@@ -322,8 +341,8 @@ def test_a_start_that_fails_in_java_is_failed_with_the_java_root_cause_first(
     routed: tuple[Plugins, JavaPlugins], host: FakeHost
 ) -> None:
     plugins, _ = routed
-    host.answers["start"] = _error("java.lang.IllegalStateException", "start refused",
-                                   root=("java.io.IOException", "disk gone"))
+    host.answers["createAndStart"] = _error("java.lang.IllegalStateException", "start refused",
+                                            root=("java.io.IOException", "disk gone"))
     listener = Listener()
     instance = _instance(plugins.new_connector(POSTGRES), listener)
     assert not instance.transition(TargetState.STARTED)
@@ -357,11 +376,28 @@ def test_a_call_that_outlives_its_deadline_is_unavailable_and_goes_on(
 ) -> None:
     plugins, _ = routed
     connector = plugins.new_connector(POSTGRES)
-    host.blocked.add("start")
+    host.blocked.add("createAndStart")
     with deadline.scope(0.5), pytest.raises(UnavailableError, match="goes on in the worker's JVM"):
         connector.start({"name": "pg"})
+    assert host.released == set()
     host.block.set()
     _wait_for(lambda: 1 in host.released)  # released once the JVM's start ended
+    assert ("release", 1) in host.calls
+
+
+def test_a_start_that_fails_past_its_deadline_has_nothing_to_release(
+    routed: tuple[Plugins, JavaPlugins], host: FakeHost
+) -> None:
+    plugins, _ = routed
+    connector = plugins.new_connector(POSTGRES)
+    host.blocked.add("createAndStart")
+    host.answers["createAndStart"] = _error("java.lang.IllegalStateException", "start refused")
+    with deadline.scope(0.5), pytest.raises(UnavailableError):
+        connector.start({"name": "pg"})
+    host.block.set()
+    _wait_for(lambda: 1 in host.released)  # the JVM released it itself
+    time.sleep(0.2)
+    assert [call for call in host.calls if call[0] == "release"] == []
 
 
 # KIP-875 and exactly-once declarations on fresh instances
@@ -491,10 +527,12 @@ def test_a_java_sources_exactly_once_settings_are_checked_with_its_declarations(
     assert errors() == {"exactly.once.support": [
         "An unexpected error occurred during validation: "
         "org.apache.kafka.common.config.ConfigException: no slot name"]}
-    # a create or an update is refused on the key, as a Python source's is
+    # a create or an update is refused on the key, as a Python source's is (its validation
+    # asked for the errors alone: the keys are there to check)
     with pytest.raises(InvalidArgumentError) as refused:
         validator.ensure_valid(config)
     assert [v.field for v in refused.value.violations] == ["config.exactly.once.support"]
+    assert catalogue.calls[-1] == "validate_errors"
     # what Kafka's own validation already refused is not asked again
     catalogue.answer = {**catalogue.answer, "configs": [
         _eos_key("exactly.once.support", "always", ["Invalid value always"]),

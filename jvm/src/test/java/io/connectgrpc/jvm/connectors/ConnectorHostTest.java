@@ -157,6 +157,35 @@ class ConnectorHostTest {
     }
 
     @Test
+    @SuppressWarnings("unchecked")
+    void createAndStartAnswersTheCreatedInstanceOnceItStarted() {
+        Map<String, Object> created = (Map<String, Object>) ok(host.createAndStart(
+                "at-once", TinyConnectors.SOURCE, null, json(Map.of("name", "at-once", "tasks.max", "1"))));
+        assertEquals("source", created.get("kind"));
+        assertEquals("1.2.3", created.get("version"));
+        int handle = (Integer) created.get("handle");
+        assertEquals(1, ((List<Object>) ok(host.taskConfigs(handle, 1))).size());
+        ok(host.release(handle));
+        assertEquals("initialize,start,taskConfigs,stop", events("at-once"));
+    }
+
+    @Test
+    void createAndStartReleasesAnInstanceWhoseStartFailedAndAnswersTheStartsError() {
+        Map<String, Object> failed = error(host.createAndStart("fails-at-once", TinyConnectors.SOURCE, null,
+                json(Map.of("name", "fails-at-once", "fail.start", "disk gone"))));
+        assertEquals("java.lang.IllegalStateException", failed.get("class"));
+        assertEquals("disk gone", failed.get("root_message"));
+        // the instance is gone: the next handle's predecessor is unknown
+        int next = create("after-failed", TinyConnectors.SOURCE);
+        assertTrue(error(host.start(next - 1, json(Map.of()))).get("message").toString()
+                .contains("no connector instance"));
+        ok(host.release(next));
+        assertEquals("initialize,start", events("fails-at-once"));
+        Map<String, Object> unknown = error(host.createAndStart("nowhere", "tiny.nowhere.Connector", null, "{}"));
+        assertTrue(unknown.get("message").toString().contains("tiny.nowhere.Connector"), unknown.toString());
+    }
+
+    @Test
     void aPluginsLinkageErrorIsAnAnswerNotABrokenGateway() {
         int handle = create("linkage", TinyConnectors.LINKAGE);
         Map<String, Object> failed = error(host.start(handle, json(Map.of("name", "linkage"))));
