@@ -13,6 +13,12 @@ import org.apache.logging.log4j.message.Message;
  * by the worker's levels (ACCEPT or DENY); for any other line NEUTRAL, and log4j decides by
  * Spark's configuration as before (every line, while the bridge has nowhere to send any). Every overload of log4j's filter is answered the same way,
  * so that each logging call (and {@code isDebugEnabled()}-style checks) is decided once.
+ *
+ * <p>log4j asks for every call, those of disabled levels included, before the logger's level
+ * check: a call of a logger already taken that neither the worker's level nor log4j's lets
+ * through is answered DENY first ({@link LogBridge#deniedEitherWay}), which is what the full
+ * decision would come to, so that a task's trace and debug checks cost a few field reads
+ * rather than the thread's class loader, its context and the table's namespaces.
  */
 final class BridgeFilter extends AbstractFilter {
 
@@ -24,11 +30,18 @@ final class BridgeFilter extends AbstractFilter {
     }
 
     private Result decide(Logger logger, Level level) {
+        if (logger != null && bridge.deniedEitherWay(logger, level)) {
+            return Result.DENY;
+        }
+        return decideFully(logger, level);
+    }
+
+    private Result decideFully(Logger logger, Level level) {
         String name = logger == null ? null : logger.getName();
         if (!bridge.active() || !bridge.takesHere(name)) {
             return Result.NEUTRAL;
         }
-        return bridge.enabled(name, level) ? Result.ACCEPT : Result.DENY;
+        return bridge.enabled(logger, level) ? Result.ACCEPT : Result.DENY;
     }
 
     @Override

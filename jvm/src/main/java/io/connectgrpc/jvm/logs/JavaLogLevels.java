@@ -27,7 +27,22 @@ public final class JavaLogLevels {
     /** The namespace that covers every logger. */
     static final String ROOT = "root";
 
-    private record Table(long version, String[] namespaces, Level[] levels, Level root) {
+    /** A table of levels, immutable: replaced as a whole by a newer one. */
+    record Table(long version, String[] namespaces, Level[] levels, Level root) {
+
+        /** The level of the logger {@code name} by this table. */
+        Level levelOf(String name) {
+            int best = -1;
+            int bestLength = -1;
+            for (int i = 0; i < namespaces.length; i++) {
+                String namespace = namespaces[i];
+                if (namespace.length() > bestLength && name.startsWith(namespace)) {
+                    best = i;
+                    bestLength = namespace.length();
+                }
+            }
+            return best < 0 ? root : levels[best];
+        }
     }
 
     private volatile Table table = new Table(-1L, new String[0], new Level[0], DEFAULT);
@@ -73,22 +88,17 @@ public final class JavaLogLevels {
 
     /** The level of the logger {@code name}. */
     public Level levelOf(String name) {
-        Table current = table;
-        int best = -1;
-        int bestLength = -1;
-        for (int i = 0; i < current.namespaces().length; i++) {
-            String namespace = current.namespaces()[i];
-            if (namespace.length() > bestLength && name.startsWith(namespace)) {
-                best = i;
-                bestLength = namespace.length();
-            }
-        }
-        return best < 0 ? current.root() : current.levels()[best];
+        return table.levelOf(name);
     }
 
     /** Whether a line of {@code level} from the logger {@code name} is logged. */
     public boolean enabled(String name, Level level) {
         return level != null && levelOf(name).intLevel() >= level.intLevel();
+    }
+
+    /** The table in force: a level read from it holds for as long as it is this one (identity). */
+    Table current() {
+        return table;
     }
 
     /** The version of the table in force (-1 before any). */

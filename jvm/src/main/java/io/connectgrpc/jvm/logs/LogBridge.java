@@ -43,7 +43,9 @@ import org.apache.logging.log4j.util.ReadOnlyStringMap;
  *       the worker's table ({@link JavaLogLevels}), before log4j's own levels (Spark's root is at
  *       WARN); it answers NEUTRAL for any other line, which log4j decides as before, and for
  *       every line while the bridge has nowhere to send them (no driver queue, no task hosted
- *       here).</li>
+ *       here). A call that neither way lets through, of a logger it has taken a line of, it
+ *       answers DENY at once ({@link #deniedEitherWay}): the same outcome, without the
+ *       thread's class loader and context.</li>
  *   <li>Where a line goes: an appender on the root logger ({@link BridgeAppender}) holds back
  *       repeats ({@link RateLimiter}) and queues the line for its destination: the task's
  *       connection to the driver when this JVM hosts the task it names, else the driver's own
@@ -116,6 +118,10 @@ public final class LogBridge {
     private record Hosted(ConnectorContext task, LogQueue queue) {
     }
 
+    /** A logger remembered ({@link #seen}), and its level ({@link Level#intLevel}) by {@code table}. */
+    private record Listed(org.apache.logging.log4j.core.Logger logger, JavaLogLevels.Table table, int level) {
+    }
+
     private static LogBridge shared;
 
     private final JavaLogLevels levels;
@@ -125,8 +131,16 @@ public final class LogBridge {
     private final Map<String, ConnectorContext> debezium = new ConcurrentHashMap<>();
     private volatile LogQueue driver;
     private final Set<String> seen = ConcurrentHashMap.newKeySet();
-    /** The names last added to or found in {@link #seen}, by their hash's low bits. */
-    private final String[] recentlySeen = new String[256];
+    /**
+     * The loggers last remembered, by their identity hash's low bits, with their level by the
+     * table then in force: what answers the configuration filter's most frequent question
+     * ({@link #deniedEitherWay}), and a taken line's level without a lookup in {@link #seen} or
+     * the table. A racy cache of the very logger instances log4j passes, of immutable entries:
+     * a stale or lost slot only costs the full decision. Keyed by the logger rather than its
+     * name, so that the quick answer reads nothing of a call that log4j's own check does not
+     * (the name's string, its hash), but the logger's header and this cache's slot.
+     */
+    private final Listed[] listed = new Listed[1024];
     private final AtomicLong unrouted = new AtomicLong();
     private final Set<LoggerContext> contexts = Collections.newSetFromMap(new IdentityHashMap<>());
 
@@ -249,30 +263,53 @@ public final class LogBridge {
         return driver != null || !tasks.isEmpty();
     }
 
-    /** Whether a taken line of {@code level} from {@code logger} is logged (the logger is remembered). */
-    boolean enabled(String logger, Level level) {
-        if (logger == null) {
+    /**
+     * Whether a taken line of {@code level} from {@code logger} is logged, by the worker's levels
+     * ({@link JavaLogLevels#enabled}); the logger is remembered, and cached in {@link #listed}.
+     */
+    boolean enabled(org.apache.logging.log4j.core.Logger logger, Level level) {
+        if (logger == null || logger.getName() == null) {
             return false;
         }
-        remember(logger);
-        return levels.enabled(logger, level);
+        JavaLogLevels.Table table = levels.current();
+        int slot = System.identityHashCode(logger) & (listed.length - 1);
+        Listed known = listed[slot];
+        if (known == null || known.logger() != logger || known.table() != table) {
+            if (known == null || known.logger() != logger) {
+                remember(logger.getName());
+            }
+            known = new Listed(logger, table, table.levelOf(logger.getName()).intLevel());
+            listed[slot] = known;
+        }
+        return level != null && known.level() >= level.intLevel();
     }
 
     /**
-     * Adds {@code logger} to the loggers seen. This runs for every logging call a task makes,
-     * disabled levels included: a logger met recently is found in {@link #recentlySeen}
-     * without a lookup in the set (a racy cache of the very name instances log4j passes: a
-     * stale or lost slot only costs that lookup).
+     * Whether a call of {@code level} on {@code logger} is not logged whether the bridge takes
+     * it or not, as far as the bridge knows without looking at the thread: the logger is in
+     * {@link #listed} with the table in force (so it is remembered already: the call has
+     * nothing to add to the loggers seen), its level by that table is less verbose than the
+     * call (a taken line is denied), and so is its level in log4j's configuration (which
+     * decides a line not taken, and every line while the bridge is not {@link #active}). The
+     * configuration filter asks this first, for every logging call: on a task's record path
+     * most calls are trace and debug checks that no level lets through, answered so with a
+     * few field reads; false sends a call to the full decision, which gives the same answer.
      */
-    private void remember(String logger) {
-        int slot = logger.hashCode() & (recentlySeen.length - 1);
-        if (recentlySeen[slot] == logger) {
-            return;
+    boolean deniedEitherWay(org.apache.logging.log4j.core.Logger logger, Level level) {
+        Level configured = logger.getLevel();
+        if (level == null || configured == null || level.intLevel() <= configured.intLevel()) {
+            return false;
         }
+        Listed known = listed[System.identityHashCode(logger) & (listed.length - 1)];
+        return known != null && known.logger() == logger && known.table() == levels.current()
+                && level.intLevel() > known.level();
+    }
+
+    /** Adds {@code logger} to the loggers seen (up to {@link #MAX_SEEN}). */
+    private void remember(String logger) {
         if (!seen.contains(logger) && seen.size() < MAX_SEEN) {
             seen.add(logger);
         }
-        recentlySeen[slot] = logger;
     }
 
     /** Where a line of {@code context} goes from this JVM; null when nowhere. */
