@@ -23,8 +23,12 @@ timing), its own topic prefix, replication slot and publication:
 
 * **snapshot**: timed from the create call until the table's topic holds N records (its end
   offsets: no transactions, each record once);
-* **streaming**: then C more rows (default N) INSERTed in transactions of ``--batch`` rows,
-  one after the other, timed from the first INSERT until the topic holds N + C records.
+* **streaming**: then, once Debezium streams (its replication slot is in use by a WAL
+  sender: Debezium starts replication only after the snapshot's last record has left it, and
+  a system that delivers the snapshot to Kafka sooner would otherwise start its INSERTs while
+  its Debezium still opens the stream), C more rows (default N) INSERTed in transactions of
+  ``--batch`` rows, one after the other, timed from the first INSERT until the topic holds
+  N + C records.
 
 Reported: records/s of each phase on each system, the ratio connect-grpc / Kafka Connect
 (issue 42's goal: >= 1.0), the first record's delay, and the peak RSS of each worker's process
@@ -309,6 +313,8 @@ def one_round(
                 insert_rows(postgres, database, args.rows + 1, args.changes, args.batch)
                 inserted.append(time.monotonic() - began)
 
+            slot = connector_config(postgres, database, run)["slot.name"]
+            postgres.wait_for_replication_slot(slot, timeout=args.timeout, active=True)
             thread = threading.Thread(target=writer, name="bench-inserts", daemon=True)
             started = time.monotonic()
             thread.start()
