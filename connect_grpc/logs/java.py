@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import structlog
 
 from connect_grpc.config_providers.redaction import SECRETS
+from connect_grpc.logs.output import SOURCE_TIME_KEY
 
 #: The event every Java log line is written as.
 EVENT = "java_log"
@@ -74,6 +75,9 @@ class JavaLogLine:
     suppressed: int = 0
     #: How many lines the JVM dropped before this one, its queue being full.
     dropped: int = 0
+    #: When the JVM logged it, in ms since the epoch (0: not said): the event's timestamp, the
+    #: line reaching the worker's log milliseconds later, in bursts.
+    time_ms: int = 0
     #: How ``connector`` and ``task`` were found when Kafka's logging context did not name
     #: them ("debezium_context", "kafka_client_id", "only_task"; "" when it did, or nothing
     #: did).
@@ -102,8 +106,8 @@ def _writer(name: str) -> Any:
 
 def emit(line: JavaLogLine, **where: str) -> None:
     """Writes ``line`` as a ``java_log`` event at its level (TRACE as debug and FATAL as
-    critical, with ``java_level`` saying so), its texts masked; ``where`` adds fields saying
-    which JVM sent it (``executor``)."""
+    critical, with ``java_level`` saying so), its texts masked, timestamped when the JVM
+    logged it; ``where`` adds fields saying which JVM sent it (``executor``)."""
     fields: dict[str, Any] = {"message": SECRETS.redact(line.message)}
     if line.connector:
         fields["connector"] = line.connector
@@ -122,6 +126,8 @@ def emit(line: JavaLogLine, **where: str) -> None:
         fields["window_s"] = REPEAT_WINDOW_S
     if line.dropped:
         fields["dropped"] = line.dropped
+    if line.time_ms > 0:
+        fields[SOURCE_TIME_KEY] = line.time_ms
     fields.update(where)
     method = _METHODS.get(line.level, "info")
     getattr(_writer(line.logger), method)(EVENT, **fields)

@@ -11,11 +11,28 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TextIO
 
 import structlog
 
 from connect_grpc.config_providers.redaction import HIDDEN, redact_secrets
+
+#: An event field holding when another process logged the line (ms since the epoch: a JVM's
+#: ``LogRecord.time_ms``), which :func:`source_time` makes the event's timestamp.
+SOURCE_TIME_KEY = "source_time_ms"
+
+
+def source_time(
+    logger: object, method: str, event: structlog.typing.EventDict
+) -> structlog.typing.EventDict:
+    """A line logged in another process (a JVM's) keeps the time it was logged there as its
+    timestamp, in the TimeStamper's format, rather than when this process wrote it."""
+    at = event.pop(SOURCE_TIME_KEY, None)
+    if isinstance(at, int) and at > 0:
+        stamp = datetime.fromtimestamp(at / 1000, UTC).isoformat(timespec="microseconds")
+        event["timestamp"] = stamp.replace("+00:00", "Z")
+    return event
 
 
 def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
@@ -31,6 +48,7 @@ def configure_logging(log_format: str = "console", level: str = "INFO") -> None:
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        source_time,
     ]
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()

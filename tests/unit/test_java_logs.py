@@ -54,7 +54,8 @@ levels = LoggerLevels()
 levels.set_level("root", "ERROR")  # the JVM applied the Java logger's level: not Python's
 emit(JavaLogLine("org.apache.kafka.connect.runtime.WorkerSourceTask", "INFO",
                  "WorkerSourceTask{{id=orders-2}} Source task finished initialization and start",
-                 connector="orders", task=2, thread="task-thread-orders-2"), executor="3")
+                 connector="orders", task=2, thread="task-thread-orders-2",
+                 time_ms=1764500000123), executor="3")
 emit(JavaLogLine("io.debezium.jdbc.JdbcConnection", "DEBUG", "connecting with password={SECRET}",
                  connector="orders", thrown="java.sql.SQLException: password {SECRET} refused\\n"
                  "\\tat io.debezium.jdbc.JdbcConnection.connect(JdbcConnection.java:1)"))
@@ -71,6 +72,9 @@ def test_a_java_line_is_a_masked_java_log_event_at_its_level_whatever_pythons_le
     assert SECRET not in run.stdout + run.stderr
     events = [json.loads(line) for line in run.stderr.splitlines()]
     events = [event for event in events if event["event"] == "java_log"]
+    # a line the JVM timed is stamped when it was logged there; the others when written
+    assert events[0]["timestamp"] == "2025-11-30T10:53:20.123000Z"
+    assert all(event["timestamp"] > "2026" for event in events[1:]), events
     for event in events:
         event.pop("timestamp")
     assert events == [

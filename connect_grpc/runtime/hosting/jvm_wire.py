@@ -129,6 +129,7 @@ def java_log_line(record: Any) -> JavaLogLine:
         suppressed=record.suppressed,
         dropped=record.dropped,
         inferred_from=record.inferred_from,
+        time_ms=record.time_ms,
     )
 
 
