@@ -20,9 +20,9 @@ GO_PLUGINS_STAMP := .tools/.go-plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_
 # share fixed names or the shared test workers on the same one). 0 runs the tests in
 # pytest's own process. Most of an integration module's time is waiting (on Kafka, Spark, a
 # timeout it checks), not CPU: on the 2-core machine a fresh clone's pytest took 12:17 with
-# 2 processes and 9:24 with 3, all passing, each process busy to the end (3 had taken longer
-# than 2 while a worker's start cost ~40 % more CPU).
-PYTEST_WORKERS ?= 3
+# 2 processes, 9:24-10:01 with 3 and 8:31 with 4, all passing, each process busy to the end
+# (3 had taken longer than 2 while a worker's start cost ~40 % more CPU).
+PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 GEN_PROTO := PYTHON=$(BIN)/python BUF=$(BUF) GO_BIN=$(GO_BIN) bash scripts/gen_proto.sh
 # The JVM side (jvm/, a Maven project; docs/development.md). Rebuilt when its pom, its main
