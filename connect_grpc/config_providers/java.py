@@ -14,11 +14,10 @@ a connector whose values run out, as Kafka Connect does (``config.action.reload`
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection
 from typing import Protocol
 
-from connect_grpc.config_providers.providers import ConfigProviderError
+from connect_grpc.config_providers.providers import ConfigProviderError, ConfigValues
 from connect_grpc.config_providers.specs import ProviderSpec
 from connect_grpc.kernel.errors import ConnectError
 
@@ -26,15 +25,6 @@ __all__ = ["LOOKUP_TIMEOUT_S", "ConfigValues", "JavaConfigLookup", "JavaConfigPr
 
 #: How long one lookup waits for the JVM: the worker's own calls' bound.
 LOOKUP_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigValues:
-    """What a provider found at a path: the values of the keys it has, and how long they
-    hold (milliseconds; None: for good)."""
-
-    values: Mapping[str, str]
-    ttl_ms: int | None = None
 
 
 class JavaConfigLookup(Protocol):
@@ -71,9 +61,9 @@ class JavaConfigProvider:
         self._lookup = lookup
 
     def get(self, path: str, keys: Collection[str]) -> dict[str, str]:
-        return dict(self.get_expiring(path, keys).values)
+        return dict(self.read(path, keys).values)
 
-    def get_expiring(self, path: str, keys: Collection[str]) -> ConfigValues:
+    def read(self, path: str, keys: Collection[str]) -> ConfigValues:
         """:meth:`get`'s values with the time to live the provider gave them."""
         if self._lookup is None:
             raise ConfigProviderError(

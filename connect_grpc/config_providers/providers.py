@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -20,6 +21,7 @@ from connect_grpc.kernel.properties import read_properties
 __all__ = [
     "ConfigProvider",
     "ConfigProviderError",
+    "ConfigValues",
     "DirectoryConfigProvider",
     "EnvVarConfigProvider",
     "FileConfigProvider",
@@ -29,6 +31,15 @@ __all__ = [
 
 class ConfigProviderError(Exception):
     """A provider cannot look up the path a reference names; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValues:
+    """What a provider found at a path: the values of the keys it has, and how long they
+    hold (milliseconds; None: for good, as the built-in providers' always do)."""
+
+    values: Mapping[str, str]
+    ttl_ms: int | None = None
 
 
 class ConfigProvider(Protocol):
@@ -47,6 +58,20 @@ class ConfigProvider(Protocol):
     def why_missing(self, path: str, key: str) -> str:
         """Why ``get`` found no value for ``key`` at ``path``."""
         ...
+
+    def read(self, path: str, keys: Collection[str]) -> ConfigValues:
+        """:meth:`get`'s values with the time to live the provider gives them."""
+        ...
+
+
+class _Lasting:
+    """A provider whose values hold until they are read again (every built-in one)."""
+
+    def get(self, path: str, keys: Collection[str]) -> dict[str, str]:
+        raise NotImplementedError
+
+    def read(self, path: str, keys: Collection[str]) -> ConfigValues:
+        return ConfigValues(self.get(path, keys))
 
 
 class _AllowedPaths:
@@ -75,7 +100,7 @@ class _AllowedPaths:
         return path
 
 
-class FileConfigProvider:
+class FileConfigProvider(_Lasting):
     """``${file:/path/to/file.properties:key}``: a key of a properties file."""
 
     def __init__(self, name: str, allowed_paths: tuple[Path, ...] | None = None) -> None:
@@ -95,7 +120,7 @@ class FileConfigProvider:
         return f"properties file {path} has no key {key!r}"
 
 
-class DirectoryConfigProvider:
+class DirectoryConfigProvider(_Lasting):
     """``${dir:/path/to/directory:name}``: the whole content of the file ``name`` in the
     directory (a Kubernetes or Docker secret mount, for instance)."""
 
@@ -128,7 +153,7 @@ class DirectoryConfigProvider:
         return f"directory {path} has no regular file {key!r}"
 
 
-class EnvVarConfigProvider:
+class EnvVarConfigProvider(_Lasting):
     """``${env:VARIABLE}``: an environment variable of the worker process, if its name fully
     matches ``allowlist.pattern`` (every variable when it is not set)."""
 

@@ -202,17 +202,14 @@ class ConfigTransformer:
         ttls: dict[_Source, int] = {}
         for source, keys in keys_by_source.items():
             provider, path = source
-            plugin = self._providers[provider]
             try:
-                if isinstance(plugin, JavaConfigProvider):
-                    read = plugin.get_expiring(path, keys)
-                    found[source] = dict(read.values)
-                    if read.ttl_ms is not None:
-                        ttls[source] = read.ttl_ms
-                else:
-                    found[source] = plugin.get(path, keys)
+                read = self._providers[provider].read(path, keys)
             except ConfigProviderError as exc:
                 failed[source] = str(exc)
+                continue
+            found[source] = dict(read.values)
+            if read.ttl_ms is not None:
+                ttls[source] = read.ttl_ms
         return found, failed, ttls
 
     def _problem(
@@ -303,8 +300,7 @@ def resolve_worker_properties(
                     f"({java[ref.provider].class_name}), which the worker's JVM builds after "
                     "reading these properties; a worker property resolves with the built-in "
                     "providers only")
-    transformer = ConfigTransformer(
-        {spec.name: build_provider(spec) for spec in specs if spec.kind != JAVA})
+    transformer = ConfigTransformer.from_specs(spec for spec in specs if spec.kind != JAVA)
     resolution = transformer.resolve_all(own, leave_unknown=True)
     if resolution.problems:
         key = min(resolution.problems)

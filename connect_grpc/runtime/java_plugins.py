@@ -45,8 +45,7 @@ from typing import Any, Generic, TypeVar
 import structlog
 
 from connect_grpc.config.worker import WorkerConfig
-from connect_grpc.config_providers.java import ConfigValues
-from connect_grpc.config_providers.providers import ConfigProviderError
+from connect_grpc.config_providers.providers import ConfigProviderError, ConfigValues
 from connect_grpc.config_providers.specs import ProviderSpec
 from connect_grpc.java.jvm_build import JvmNotBuiltError
 from connect_grpc.java.plugin_path import (

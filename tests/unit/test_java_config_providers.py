@@ -12,8 +12,7 @@ import pytest
 
 from connect_grpc import app
 from connect_grpc.config.worker import WorkerConfig
-from connect_grpc.config_providers.java import ConfigValues
-from connect_grpc.config_providers.providers import ConfigProviderError
+from connect_grpc.config_providers.providers import ConfigProviderError, ConfigValues
 from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
 from connect_grpc.config_providers.specs import JAVA, ProviderSpec, provider_specs
 from connect_grpc.config_providers.transformer import (
