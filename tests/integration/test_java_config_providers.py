@@ -179,12 +179,21 @@ def test_a_connector_whose_values_expire_is_restarted_unless_told_not_to(
                 **more))
         # each start reads values that hold 1.5 s: the connector restarts, again and again
         wait_until(lambda: _restarts(worker, leased) >= 2, timeout=STATE_TIMEOUT_S)
-        status = client.get_connector_status(leased)
-        assert status.connector.state is State.RUNNING
-        assert [task.status.state for task in status.tasks] == [State.RUNNING]
-        scheduled = [e for e in logged_events(worker, "connector_restart_scheduled")
-                     if e.get("connector") == leased]
-        assert len(scheduled) >= 3 and {e["ttl_ms"] for e in scheduled} == {LEASE_TTL_MS}
+
+        def leased_running() -> bool:
+            status = client.get_connector_status(leased)
+            return status.connector.state is State.RUNNING and [
+                task.status.state for task in status.tasks] == [State.RUNNING]
+
+        wait_until(leased_running, timeout=STATE_TIMEOUT_S)
+
+        def scheduled() -> list[dict[str, object]]:
+            return [e for e in logged_events(worker, "connector_restart_scheduled")
+                    if e.get("connector") == leased]
+
+        # each start (the create's, then each restart's) scheduled the next restart
+        wait_until(lambda: len(scheduled()) >= 3, timeout=STATE_TIMEOUT_S)
+        assert {e["ttl_ms"] for e in scheduled()} == {LEASE_TTL_MS}
         # config.action.reload=none: the expiry is noted, never acted on
         assert _restarts(worker, kept) == 0
         ignored = [e for e in logged_events(worker, "connector_config_expiry_ignored")

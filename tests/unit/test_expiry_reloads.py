@@ -40,10 +40,10 @@ def test_only_the_last_starts_timer_fires_and_a_stop_cancels_it() -> None:
     expired = Expired()
     reloads = ExpiryReloads(expired)
     reloads.schedule("orders", 100, restarts=True)
-    reloads.schedule("orders", 300, restarts=True)  # started again: its values read anew
+    reloads.schedule("orders", 1500, restarts=True)  # started again: its values read anew
     reloads.schedule("stopped", 100, restarts=True)
     reloads.cancel("stopped")
-    time.sleep(0.2)
+    time.sleep(0.4)  # both 100 ms timers would have fired by now
     assert expired.names == []
     assert expired.event.wait(5)
     time.sleep(0.3)
