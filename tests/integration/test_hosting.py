@@ -66,6 +66,16 @@ def env(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield env
 
 
+@pytest.fixture(autouse=True)
+def slots_freed(env: Env) -> Iterator[None]:
+    """Whatever a test left running (it failed before its own stops) is stopped, so that
+    one failure does not starve the next tests of the two slots."""
+    yield
+    env.worker.stop_tasks(env.worker.task_ids(), connector_deleted=False)
+    for name in env.worker.connector_names():
+        env.worker.stop_connector(name, connector_deleted=False)
+
+
 def job_ids(env: Env, tag: str) -> list[int]:
     context = env.worker._spark.context  # test-only peek at the job history
     return list(context.statusTracker().getJobIdsForGroup(tag))
@@ -319,8 +329,14 @@ def test_tasks_beyond_the_slots_run_in_process_and_every_record_lands_once(
              what="the third task in the first one's host")
     assert job_ids(env, host_tag(tasks[2])) == []  # no job launched for it
     assert env.worker.task_ids() == {tasks[1], tasks[2]}
-    assert env.listener.task_state(tasks[2]).state is State.RUNNING  # type: ignore[union-attr]
-    assert env.worker.task_placements()[tasks[2]] is PlacementKind.SPARK_EXECUTOR
+    # its status says where it runs once the adopted host connected and it started there
+    wait_for(lambda: env.worker.task_placements().get(tasks[2]) is PlacementKind.SPARK_EXECUTOR,
+             what="the third task placed on the executor")
+    wait_for(lambda: env.listener.task_state(tasks[2]) is not None
+             and env.listener.task_state(tasks[2]).state is State.RUNNING  # type: ignore[union-attr]
+             and env.listener.task_state(tasks[2]).placement  # type: ignore[union-attr]
+             == executor_placement(LOCAL_EXECUTOR_ID, DRIVER_HOST),
+             what="RUNNING on the executor")
     env.worker.stop_tasks(tasks, connector_deleted=False)
     env.worker.stop_connector(name, connector_deleted=False)
 
