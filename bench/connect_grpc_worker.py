@@ -19,6 +19,7 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
     KafkaConnectError,
     KafkaConnectStandalone,
     connect_file_version,
+    process_tree_cpu_seconds,
     process_tree_rss_bytes,
 )
 
@@ -119,6 +120,10 @@ class ConnectGrpcWorker:
     def rss_bytes(self) -> int:
         pid = self.process.pid
         return 0 if pid is None else process_tree_rss_bytes(pid)
+
+    def cpu_seconds(self) -> float:
+        pid = self.process.pid
+        return 0.0 if pid is None else process_tree_cpu_seconds(pid)
 
     def check_alive(self) -> None:
         if self.process.returncode is not None:

@@ -31,10 +31,13 @@ timing), its own topic prefix, replication slot and publication:
   N + C records.
 
 Reported: records/s of each phase on each system, the ratio connect-grpc / Kafka Connect
-(issue 42's goal: >= 1.0), the first record's delay, and the peak RSS of each worker's process
-tree. The connector is deleted and its database dropped (with its slot) after each phase
-pair. Markdown to stdout, progress to stderr; the run fails (non-zero exit) if anything
-cannot be started or a phase does not finish in ``--timeout`` seconds.
+(issue 42's goal: >= 1.0), the first record's delay, the CPU seconds per 10,000 records of
+each worker's process tree, of PostgreSQL's and of the broker (their ``/proc`` times,
+read before and after each phase: whatever else runs on the machine, a worker that costs
+more CPU per record shows it there), and the peak RSS of each worker's process tree. The
+connector is deleted and its database dropped (with its slot) after each phase pair.
+Markdown to stdout, progress to stderr; the run fails (non-zero exit) if anything cannot be
+started or a phase does not finish in ``--timeout`` seconds.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from kafka_connect import (  # the sibling module: the script's directory is on 
     KafkaConnectError,
     _consumer,
     ensure_connect_libs,
+    process_tree_cpu_seconds,
     process_tree_rss_bytes,
     progress,
 )
@@ -103,6 +107,9 @@ class Worker(abc.ABC):
     def rss_bytes(self) -> int: ...
 
     @abc.abstractmethod
+    def cpu_seconds(self) -> float: ...
+
+    @abc.abstractmethod
     def stop(self) -> None: ...
 
 
@@ -129,6 +136,10 @@ class Anchor(Worker):
 
     def rss_bytes(self) -> int:
         return self.connect.rss_bytes()
+
+    def cpu_seconds(self) -> float:
+        pid = self.connect.pid
+        return 0.0 if pid is None else process_tree_cpu_seconds(pid)
 
     def stop(self) -> None:
         self.connect.stop()
@@ -194,6 +205,10 @@ class Ours(Worker):
         pid = self.process.pid
         return 0 if pid is None else process_tree_rss_bytes(pid)
 
+    def cpu_seconds(self) -> float:
+        pid = self.process.pid
+        return 0.0 if pid is None else process_tree_cpu_seconds(pid)
+
     def stop(self) -> None:
         self.process.stop()
 
@@ -206,10 +221,40 @@ class Phase:
     elapsed_s: float
     first_s: float
     peak_rss: int
+    #: CPU seconds the phase cost the worker's process tree, PostgreSQL's and the broker's.
+    cpu_s: CpuSeconds
 
     @property
     def rate(self) -> float:
         return self.records / self.elapsed_s
+
+
+@dataclass(frozen=True)
+class CpuSeconds:
+    worker: float
+    postgres: float
+    broker: float
+
+    def __sub__(self, other: CpuSeconds) -> CpuSeconds:
+        return CpuSeconds(self.worker - other.worker, self.postgres - other.postgres,
+                          self.broker - other.broker)
+
+
+@dataclass(frozen=True)
+class CpuMeter:
+    """Reads the CPU time the worker, PostgreSQL and the broker have used so far."""
+
+    worker: Worker
+    postgres: PostgresServer
+    broker: LocalKafka
+
+    def read(self) -> CpuSeconds:
+        postmaster = int((self.postgres.data_dir / "postmaster.pid").read_text(
+            "ascii").split()[0])
+        broker = self.broker.pid
+        return CpuSeconds(
+            self.worker.cpu_seconds(), process_tree_cpu_seconds(postmaster),
+            0.0 if broker is None else process_tree_cpu_seconds(broker))
 
 
 @dataclass
@@ -222,7 +267,7 @@ class Result:
 
 def wait_records(
     worker: Worker, consumer: Any, topic: str, base: int, count: int, started: float,
-    timeout: float,
+    timeout: float, cpu: CpuMeter, cpu_before: CpuSeconds,
 ) -> Phase:
     """Until the topic holds ``base + count`` records; its first new record's delay, and
     the peak RSS meanwhile."""
@@ -255,7 +300,7 @@ def wait_records(
                 raise RuntimeError(f"{CONNECTOR} failed: {trace[:3000]}")
         time.sleep(POLL_S)
     return Phase(count, now - started, first if first is not None else now - started,
-                 max(peak, worker.rss_bytes()))
+                 max(peak, worker.rss_bytes()), cpu.read() - cpu_before)
 
 
 def insert_rows(postgres: PostgresServer, database: str, start: int, count: int,
@@ -288,9 +333,11 @@ def connector_config(postgres: PostgresServer, database: str, run: str) -> dict[
 
 
 def one_round(
-    name: str, worker: Worker, postgres: PostgresServer, bootstrap: str,
+    name: str, worker: Worker, postgres: PostgresServer, broker: LocalKafka,
     args: argparse.Namespace, round_: int,
 ) -> tuple[Phase, Phase, float]:
+    bootstrap = broker.bootstrap_servers
+    cpu = CpuMeter(worker, postgres, broker)
     run = f"bench-{name.split()[0].lower()}-{round_}-{uuid.uuid4().hex[:6]}"
     database = postgres.create_database(run.replace("-", "_"))
     try:
@@ -299,10 +346,11 @@ def one_round(
         postgres.execute(f"VACUUM ANALYZE {TABLE};", database)
         topic = f"{run}.public.{TABLE}"
         with _consumer(bootstrap) as consumer:
+            cpu_before = cpu.read()
             started = time.monotonic()
             worker.create_connector(CONNECTOR, connector_config(postgres, database, run))
             snapshot = wait_records(worker, consumer, topic, 0, args.rows, started,
-                                    args.timeout)
+                                    args.timeout, cpu, cpu_before)
             progress(f"{name} snapshot: {snapshot.rate:,.0f} records/s from the create call "
                      f"(first after {snapshot.first_s:.1f} s, all after "
                      f"{snapshot.elapsed_s:.1f} s)")
@@ -316,10 +364,11 @@ def one_round(
             slot = connector_config(postgres, database, run)["slot.name"]
             postgres.wait_for_replication_slot(slot, timeout=args.timeout, active=True)
             thread = threading.Thread(target=writer, name="bench-inserts", daemon=True)
+            cpu_before = cpu.read()
             started = time.monotonic()
             thread.start()
             stream = wait_records(worker, consumer, topic, args.rows, args.changes, started,
-                                  args.timeout)
+                                  args.timeout, cpu, cpu_before)
             thread.join()
             progress(f"{name} streaming: {stream.rate:,.0f} records/s from the first INSERT "
                      f"(first after {stream.first_s:.2f} s, all after {stream.elapsed_s:.1f} s;"
@@ -365,6 +414,28 @@ def report(results: dict[str, Result], args: argparse.Namespace) -> str:
             f"{statistics.median(p.first_s for p in mine):.2f} | "
             f"{statistics.median(p.elapsed_s for p in theirs):.1f} / "
             f"{statistics.median(p.elapsed_s for p in mine):.1f} |")
+    out += [
+        "",
+        "CPU seconds per 10,000 records (median), of the worker's whole process tree, of "
+        "PostgreSQL's (its walsender, the snapshot's and the INSERTs' backends) and of the "
+        "broker:",
+        "",
+        "| phase | worker, Kafka Connect / connect-grpc | PostgreSQL | broker |",
+        "|---|---:|---:|---:|",
+    ]
+
+    def per_10k(phases: list[Phase], part: str) -> float:
+        return statistics.median(
+            float(getattr(p.cpu_s, part)) * 10_000 / p.records for p in phases)
+
+    for label, theirs, mine in (
+        ("snapshot", anchor.snapshots, ours.snapshots),
+        ("streaming", anchor.streams, ours.streams),
+    ):
+        out.append(
+            f"| {label} | {per_10k(theirs, 'worker'):.2f} / {per_10k(mine, 'worker'):.2f} | "
+            f"{per_10k(theirs, 'postgres'):.2f} / {per_10k(mine, 'postgres'):.2f} | "
+            f"{per_10k(theirs, 'broker'):.2f} / {per_10k(mine, 'broker'):.2f} |")
     a_rss = max(p.peak_rss for p in anchor.snapshots + anchor.streams) / 2**20
     b_rss = max(p.peak_rss for p in ours.snapshots + ours.streams) / 2**20
     out += [
@@ -397,7 +468,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
                     progress(f"{name} up in {time.monotonic() - began:.1f} s (not timed)")
                     try:
                         snapshot, stream, insert_s = one_round(
-                            name, worker, postgres, bootstrap, args, round_)
+                            name, worker, postgres, broker, args, round_)
                     finally:
                         worker.stop()
                     results[name].snapshots.append(snapshot)

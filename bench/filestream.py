@@ -65,6 +65,10 @@ FileStreamSource (create call → connector RUNNING → task RUNNING, status pol
 connectors' tasks running (``bench/connector_start.py``). With the Python built-ins
 connect-grpc runs standalone whatever ``--anchor-mode`` says.
 
+Each measurement also reads the CPU time of the worker's whole process tree (``/proc``)
+before the create call and after the last record: the report's CPU seconds per 1,000,000
+records tell a worker that costs more CPU per record from one that waited longer.
+
 ``--only connect-grpc`` runs connect-grpc's rounds alone (the same worker, topics and checks
 of the sink file against the input, no anchor and so no ratio): for comparing connect-grpc
 with itself, one commit against another (each from its own checkout) or one broker against
@@ -241,6 +245,16 @@ def _start_and_steady(anchor: Result, ours: Result) -> list[str]:
         steady_b = statistics.median(t.steady_rate for t in mine)
         out.append(f"| {label} | {first_a:,.0f} / {first_b:,.0f} | {steady_a:,.0f} / "
                    f"{steady_b:,.0f} | {steady_b / steady_a:.2f}x |")
+    out += ["", "CPU seconds of the worker's whole process tree per 1,000,000 records, from "
+            "the create call until the last (medians of the rounds):", "",
+            "| pipeline | Kafka Connect | connect-grpc | ratio |", "|---|---:|---:|---:|"]
+    for label, theirs, mine in (
+        ("FileStreamSource", anchor.sources, ours.sources),
+        ("FileStreamSink", anchor.sinks, ours.sinks),
+    ):
+        cpu_a = statistics.median(t.cpu_s for t in theirs) * 1e6 / anchor.lines
+        cpu_b = statistics.median(t.cpu_s for t in mine) * 1e6 / ours.lines
+        out.append(f"| {label} | {cpu_a:.2f} | {cpu_b:.2f} | {cpu_b / cpu_a:.2f}x |")
     return out
 
 

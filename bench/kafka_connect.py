@@ -363,6 +363,22 @@ def process_tree_rss_bytes(root: int) -> int:
     return total
 
 
+def process_tree_cpu_seconds(root: int) -> float:
+    """CPU time (user + system) that ``root`` and its descendants used so far, in seconds
+    (0 if gone): the live processes' own, and that of the children each of them reaped
+    (PostgreSQL's backends, once they ended). The difference of two readings is a phase's
+    CPU cost, whatever else ran on the machine."""
+    ticks = 0
+    for pid in _descendants(root):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text("ascii", errors="replace")
+            fields = stat.rsplit(")", 1)[-1].split()
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        except (OSError, IndexError, ValueError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _status_kib(pid: int, key: str) -> int:
     try:
         text = Path(f"/proc/{pid}/status").read_text("ascii", errors="replace")
@@ -549,6 +565,11 @@ class KafkaConnectStandalone:
         pid = self.pid
         return 0 if pid is None else process_tree_rss_bytes(pid)
 
+    def cpu_seconds(self) -> float:
+        """CPU time the JVM and its descendants used so far (0 when not running)."""
+        pid = self.pid
+        return 0.0 if pid is None else process_tree_cpu_seconds(pid)
+
     def peak_rss_bytes(self) -> int:
         """The JVM's own peak resident set size (``VmHWM``; 0 when not running)."""
         pid = self.pid
@@ -704,6 +725,8 @@ class Runner(Protocol):
 
     def rss_bytes(self) -> int: ...
 
+    def cpu_seconds(self) -> float: ...
+
     def check_alive(self) -> None: ...
 
     def failed_trace(self, name: str) -> str | None: ...
@@ -722,6 +745,8 @@ class Timing:
     #: running, the start left out.
     steady_rate: float
     peak_rss: int
+    #: CPU seconds the worker's whole process tree used meanwhile.
+    cpu_s: float = 0.0
 
 
 class _Progress:
@@ -743,7 +768,7 @@ class _Progress:
         if count >= self._total * 0.9 and self._high is None:
             self._high = (now, count)
 
-    def timing(self, now: float, peak_rss: int) -> Timing:
+    def timing(self, now: float, peak_rss: int, cpu_s: float = 0.0) -> Timing:
         elapsed = now - self._started
         first = elapsed if self._first is None else self._first - self._started
         low, high = self._low, self._high
@@ -751,7 +776,7 @@ class _Progress:
             steady = self._total / elapsed
         else:
             steady = (high[1] - low[1]) / (high[0] - low[0])
-        return Timing(elapsed, first, steady, peak_rss)
+        return Timing(elapsed, first, steady, peak_rss, cpu_s)
 
 
 class Phase:
@@ -822,6 +847,7 @@ def measure_source(
     keys = [(topic, partition) for partition in range(partitions)]
     config = file_stream_source_config(source_file, topic, batch_size=batch_size)
     config.update(extra or {})
+    cpu_before = connect.cpu_seconds()
     started = time.monotonic()
     connect.create_connector(name, config)
     phase = Phase(connect, name)
@@ -839,8 +865,9 @@ def measure_source(
         phase.tick()
         time.sleep(POLL_INTERVAL_S)
     phase.peak_rss = max(phase.peak_rss, connect.rss_bytes())
+    cpu_s = connect.cpu_seconds() - cpu_before
     connect.delete_connector(name)
-    return marks.timing(now, phase.peak_rss)
+    return marks.timing(now, phase.peak_rss, cpu_s)
 
 
 def measure_sink(
@@ -854,6 +881,7 @@ def measure_sink(
     """From the POST until ``sink_file`` has ``lines`` lines; peak RSS meanwhile.
     ``extra`` is added to the connector's config (converters, transforms)."""
     name = "bench-file-sink"
+    cpu_before = connect.cpu_seconds()
     started = time.monotonic()
     connect.create_connector(name, {**file_stream_sink_config(sink_file, topic), **(extra or {})})
     phase = Phase(connect, name)
@@ -877,8 +905,9 @@ def measure_sink(
             phase.tick()
             time.sleep(POLL_INTERVAL_S)
     phase.peak_rss = max(phase.peak_rss, connect.rss_bytes())
+    cpu_s = connect.cpu_seconds() - cpu_before
     connect.delete_connector(name)
-    return marks.timing(now, phase.peak_rss)
+    return marks.timing(now, phase.peak_rss, cpu_s)
 
 
 def sorted_lines_sha256(path: Path) -> str:
