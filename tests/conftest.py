@@ -103,6 +103,7 @@ SHARED_JAVA_WORKER_MODULES = (
     "tests/integration/test_java_auto_restart.py",
     "tests/integration/test_java_connectors.py",
     "tests/integration/test_java_plugin_bad_inputs.py",
+    "tests/integration/test_java_preview.py",
     "tests/integration/test_java_task_reports.py",
     "tests/integration/test_java_tasks_grpc.py",
 )

@@ -13,7 +13,8 @@ from connect_grpc.connectors.plugins import Plugins, closest_name
 from connect_grpc.herder.framework_keys import framework_config_def
 from connect_grpc.herder.instance_rules import require_topic_tracking
 from connect_grpc.herder.interface import WorkerRuntime
-from connect_grpc.herder.java_plugins import JavaAwareValidator, JavaPlugins, merge_listing
+from connect_grpc.herder.java_listing import merge_listing
+from connect_grpc.herder.java_plugins import JavaAwareValidator, JavaPlugins
 from connect_grpc.herder.offset_manager import OffsetManager
 from connect_grpc.herder.preview import run_preview
 from connect_grpc.herder.status import StatusBoard

@@ -1,11 +1,13 @@
 """Kafka Connect's Java plugins of ``plugin.path`` beside the Python ones: which connector
-class names designate a Java plugin, their listing and their validation in the API's terms.
+class names designate a Java plugin, their listing, their validation and their pipeline's
+preview in the API's terms.
 
 The catalogue itself (Kafka's ``Plugins`` scanning the path, its herder validating) lives in a
 JVM that the herder does not know: it is handed a :class:`JavaCatalogue` (the worker's is
 ``runtime.java_plugins.JvmPluginCatalogue``, in the Spark driver's JVM), which answers in
-Kafka's REST JSON. Here that JSON becomes the domain's ``PluginDesc`` and ``ConfigInfos``,
-exactly as a Python plugin's are shown.
+Kafka's REST JSON. That JSON becomes the domain's ``PluginDesc`` and ``ConfigInfos``
+(``herder.java_listing``), exactly as a Python plugin's are shown, and a preview's the
+Python preview's ``PipelinePreview`` (``herder.java_preview``).
 
 Which plugin a ``connector.class`` designates: a name a Python plugin answers to stays
 Python's, and asking it costs no JVM call; Kafka's class names of the Python FileStream
@@ -21,22 +23,30 @@ everything that makes a connector instance (the worker, the offsets' KIP-875 hoo
 validator's type checks) gets the stand-in. Distributed and standalone workers both do; one
 given no factory refuses to create a Java connector (or to update a connector to one) with
 :func:`java_connector_refused`, before anything is written. PreviewPipeline of a Java
-connector is refused everywhere (:func:`java_preview_refused`).
+connector runs Kafka's Java pipeline in the JVM (:meth:`JavaPlugins.preview`) where Java
+connectors run; elsewhere it is refused as a create is.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from connect_grpc.config_providers.java import JavaConfigLookup
-from connect_grpc.config_providers.redaction import HIDDEN, SECRETS
 from connect_grpc.config_providers.transformer import ConfigTransformer, has_references
-from connect_grpc.connectors.api import Connector, SourceConnector
-from connect_grpc.connectors.pipeline_plugins import PluginKind
+from connect_grpc.connectors.api import Connector, SinkRecord, SourceConnector, SourceRecord
 from connect_grpc.connectors.plugins import KAFKA_CLASS_ALIASES, Plugins
 from connect_grpc.herder.framework_keys import EXACTLY_ONCE_SUPPORT, TRANSACTION_BOUNDARY
+from connect_grpc.herder.java_listing import (
+    CONNECTOR_TYPES,
+    config_infos_from_kafka,
+    connector_aliases,
+    connector_names,
+    plugin_desc,
+    plugin_path_entries,
+    validation_error,
+)
+from connect_grpc.herder.java_preview import java_preview_request, preview_from_java
 from connect_grpc.herder.validation import (
     ConfigValidator,
     _without_resolved_values,
@@ -46,7 +56,6 @@ from connect_grpc.kernel import deadline
 from connect_grpc.kernel.domain import (
     ConfigInfo,
     ConfigInfos,
-    ConfigKeyInfo,
     ConfigValueInfo,
     ConnectorType,
     PluginDesc,
@@ -54,27 +63,12 @@ from connect_grpc.kernel.domain import (
 from connect_grpc.kernel.errors import (
     ConnectError,
     FailedPreconditionError,
-    InvalidArgumentError,
     PreconditionViolation,
     UnavailableError,
 )
+from connect_grpc.pipeline.preview_model import PipelinePreview, SampleRecord
 
 CONNECTOR_CLASS = "connector.class"
-#: Kafka's type name of a config provider; the API lists them after every other type.
-CONFIG_PROVIDER = "configprovider"
-#: Where Kafka's scan found a plugin of the runtime's own classpath (``JsonConverter``,
-#: Kafka's transformations): the JVM host's, not the user's ``plugin.path``; not listed.
-CLASSPATH = "classpath"
-#: Kafka's REST API answers its ``BadRequestException`` with 400: a bad request here too.
-_BAD_REQUEST = "org.apache.kafka.connect.runtime.rest.errors.BadRequestException"
-
-_CONNECTOR_TYPES = {"source": ConnectorType.SOURCE, "sink": ConnectorType.SINK}
-#: Kafka Connect's order of the connectors in ``GET /connector-plugins``: sinks, then sources.
-_CONNECTOR_ORDER = {ConnectorType.SINK: 0, ConnectorType.SOURCE: 1, ConnectorType.UNKNOWN: 2}
-#: Kafka Connect's order of the plugin types in a listing after the connectors.
-_TYPE_ORDER = {kind.value: order for order, kind in enumerate(PluginKind)} | {
-    CONFIG_PROVIDER: len(PluginKind)
-}
 
 
 class JavaCatalogue(JavaConfigLookup, Protocol):
@@ -98,6 +92,13 @@ class JavaCatalogue(JavaConfigLookup, Protocol):
     ) -> Mapping[str, Any]:
         """Kafka's ``ConfigInfos`` JSON of ``config``; ``errors_only``: each key's value only
         its name and errors, and no definitions (what a create or an update needs)."""
+        ...
+
+    def preview(self, request: Mapping[str, Any], timeout_s: float) -> Mapping[str, Any]:
+        """PreviewPipeline of a Java connector in the JVM (``herder.java_preview`` says the
+        JSON both ways): its records through Kafka's converters, transformations and
+        predicates, built from the connector config (the worker's converters where it names
+        none)."""
         ...
 
 
@@ -130,20 +131,8 @@ def java_connector_refused(name: str, java_class: str) -> FailedPreconditionErro
     )
 
 
-def java_preview_refused(name: str, java_class: str) -> FailedPreconditionError:
-    """The answer to PreviewPipeline of a Java connector's config."""
-    message = (
-        f"connector.class {_given(name, java_class)} is a Java connector: its records go "
-        f"through Kafka's Java converters, transformations and predicates in its task's JVM, "
-        f"and PreviewPipeline runs the Python record pipeline only, so it cannot preview them"
-    )
-    return FailedPreconditionError(
-        message, [PreconditionViolation("JAVA_CONNECTOR", f"config.{CONNECTOR_CLASS}", message)]
-    )
-
-
 class JavaPlugins:
-    """The Java side of a worker's plugins: routing, listing and validation.
+    """The Java side of a worker's plugins: routing, listing, validation and preview.
 
     ``python``: the worker's Python plugins, which keep every name they answer to.
     ``connectors``: the factory of Java connectors' stand-ins, on a worker that runs them
@@ -198,7 +187,7 @@ class JavaPlugins:
                 f"connector.class {key} may be a Java plugin of plugin.path, whose scan is "
                 f"still under way: retry in a few seconds", retry_after_seconds=2.0,
             )
-        return _connector_names(listing).get(key)
+        return connector_names(listing).get(key)
 
     def _python_knows(self, name: str) -> bool:
         try:
@@ -211,9 +200,9 @@ class JavaPlugins:
         """SOURCE or SINK: the kind of a Java connector ``java_connector`` named (a listing
         already made); UNKNOWN for any other class."""
         listing = self._catalogue.listing_if_ready() or {}
-        for plugin in _plugin_path_entries(listing):
-            if plugin["class"] == java_class and plugin["type"] in _CONNECTOR_TYPES:
-                return _CONNECTOR_TYPES[plugin["type"]]
+        for plugin in plugin_path_entries(listing):
+            if plugin["class"] == java_class and plugin["type"] in CONNECTOR_TYPES:
+                return CONNECTOR_TYPES[plugin["type"]]
         return ConnectorType.UNKNOWN
 
     def refuse_to_run(self, config: Mapping[str, str]) -> None:
@@ -224,10 +213,13 @@ class JavaPlugins:
             return
         self._refuse_java(config, java_connector_refused)
 
-    def refuse_preview(self, config: Mapping[str, str]) -> None:
-        """Raises :func:`java_preview_refused` for a config of a Java connector (waits for
-        the scan within the caller's deadline)."""
-        self._refuse_java(config, java_preview_refused, wait=True)
+    def java_class_of(self, config: Mapping[str, str], *, wait: bool) -> str | None:
+        """The Java connector class ``config``'s ``connector.class`` designates, or None (a
+        reference there is the Python validator's error: connector.class must be literal)."""
+        name = (config.get(CONNECTOR_CLASS) or "").strip()
+        if has_references(name):
+            return None
+        return self.java_connector(name, wait=wait)
 
     def _refuse_java(
         self,
@@ -235,12 +227,32 @@ class JavaPlugins:
         refusal: Callable[[str, str], FailedPreconditionError],
         wait: bool = False,
     ) -> None:
-        name = (config.get(CONNECTOR_CLASS) or "").strip()
-        if has_references(name):
-            return  # the Python validator's error: connector.class must be literal
-        java_class = self.java_connector(name, wait=wait)
+        java_class = self.java_class_of(config, wait=wait)
         if java_class is not None:
-            raise refusal(name, java_class)
+            raise refusal((config.get(CONNECTOR_CLASS) or "").strip(), java_class)
+
+    # preview
+
+    def preview(
+        self,
+        config: Mapping[str, str],
+        java_class: str,
+        records: Sequence[SinkRecord] | Sequence[SourceRecord],
+        samples: Sequence[SampleRecord] | None,
+        config_field: str,
+    ) -> PipelinePreview:
+        """PreviewPipeline of a Java connector's config (resolved and valid): ``records``
+        (a sink's consumed records, or a source's samples as polled records, ``samples``
+        their JSON as given) through Kafka's Java pipeline in the JVM, within the caller's
+        deadline. A plugin that cannot be built is an InvalidArgumentError on
+        ``config_field``."""
+        is_sink = self.connector_kind(java_class) is ConnectorType.SINK
+        # by its class, as validation sends it: an alias is the Python side's to resolve
+        request = java_preview_request(
+            {**config, CONNECTOR_CLASS: java_class}, is_sink, records, samples
+        )
+        body = self._catalogue.preview(request, deadline.remaining())
+        return preview_from_java(body, java_class, is_sink, config_field)
 
     # listing
 
@@ -250,16 +262,16 @@ class JavaPlugins:
         """The Java connectors, and (with ``all_plugin_types``) the other Java plugins, of
         ``plugin.path``; waits for the scan as long as the caller's deadline allows."""
         listing = self._catalogue.listing(deadline.remaining())
-        aliases = _connector_aliases(listing)
+        aliases = connector_aliases(listing)
         connectors: list[PluginDesc] = []
         others: list[PluginDesc] = []
         seen: set[tuple[str, str, str]] = set()
-        for plugin in _plugin_path_entries(listing):
+        for plugin in plugin_path_entries(listing):
             identity = (plugin["class"], plugin["type"], str(plugin.get("version")))
             if identity in seen:  # Kafka lists a class once per plugin location holding it
                 continue
             seen.add(identity)
-            desc = _plugin_desc(plugin, aliases, include_config_definitions)
+            desc = plugin_desc(plugin, aliases, include_config_definitions)
             if desc.type is not ConnectorType.UNKNOWN:
                 connectors.append(desc)
             elif all_plugin_types:
@@ -273,7 +285,7 @@ class JavaPlugins:
             return False
         return any(
             entry["class"] == plugin.class_name and entry["type"] == plugin.plugin_type
-            for entry in _plugin_path_entries(listing)
+            for entry in plugin_path_entries(listing)
         )
 
     # validation
@@ -302,7 +314,7 @@ class JavaPlugins:
             sent[CONNECTOR_CLASS] = java_class
         body = self._catalogue.validate(sent, deadline.remaining(), errors_only=errors_only)
         if "error" in body:
-            raise _validation_error(java_class, body["error"])
+            raise validation_error(java_class, body["error"])
         infos = config_infos_from_kafka(body, config)
         errors = {info.value.name: list(info.value.errors) for info in infos.configs}
         if more_errors is not None:
@@ -430,159 +442,3 @@ def config_validator(
     if java_plugins is None:
         return ConfigValidator(*args, **kwargs)
     return JavaAwareValidator(java_plugins, *args, **kwargs)
-
-
-def merge_listing(
-    python: Sequence[PluginDesc], java: Sequence[PluginDesc], connectors: bool
-) -> list[PluginDesc]:
-    """Python and Java plugins of one part of a listing in Kafka Connect's order: by type
-    (sinks then sources; or transformations, predicates, converters, header converters, then
-    config providers), then by class name; a Python plugin before a Java one of its name.
-
-    A Java connector's class name is no longer a Python connector's alias (Kafka's names of
-    the FileStream built-ins, once Kafka's jar is there): it designates the Java class."""
-    if connectors:
-        java_names = {plugin.class_name for plugin in java}
-        python = [
-            dataclasses.replace(p, aliases=tuple(a for a in p.aliases if a not in java_names))
-            if java_names.intersection(p.aliases) else p
-            for p in python
-        ]
-        return sorted(
-            [*python, *java], key=lambda p: (_CONNECTOR_ORDER[p.type], p.class_name)
-        )
-    return sorted(
-        [*python, *java],
-        key=lambda p: (_TYPE_ORDER.get(p.plugin_type, len(_TYPE_ORDER)), p.class_name),
-    )
-
-
-def _plugin_path_entries(listing: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [p for p in listing.get("plugins") or () if p.get("location") != CLASSPATH]
-
-
-def _simple_aliases(class_name: str) -> set[str]:
-    """Kafka Connect's aliases of a connector: its simple name, and that without
-    ``Connector``."""
-    simple = class_name.rsplit(".", 1)[-1]
-    aliases = {simple}
-    if simple.endswith("Connector") and simple != "Connector":
-        aliases.add(simple.removesuffix("Connector"))
-    return aliases
-
-
-def _connector_aliases(listing: Mapping[str, Any]) -> dict[str, set[str]]:
-    """Each Java connector's aliases that no other Java connector claims (Kafka drops an
-    ambiguous alias too)."""
-    classes = {p["class"] for p in _plugin_path_entries(listing) if p["type"] in _CONNECTOR_TYPES}
-    claims: dict[str, set[str]] = {}
-    for class_name in classes:
-        for alias in _simple_aliases(class_name):
-            claims.setdefault(alias, set()).add(class_name)
-    aliases: dict[str, set[str]] = {class_name: set() for class_name in classes}
-    for alias, owners in claims.items():
-        if len(owners) == 1:
-            aliases[next(iter(owners))].add(alias)
-    return aliases
-
-
-def _connector_names(listing: Mapping[str, Any]) -> dict[str, str]:
-    """Every name of a Java connector (its class name and its aliases) to its class."""
-    names: dict[str, str] = {}
-    for class_name, aliases in _connector_aliases(listing).items():
-        names.update(dict.fromkeys(aliases, class_name))
-        names[class_name] = class_name
-    return names
-
-
-def _text(value: Any, default: str = "") -> str:
-    return default if value is None else str(value)
-
-
-def config_key_from_kafka(key: Mapping[str, Any]) -> ConfigKeyInfo:
-    """Kafka's ``ConfigKeyInfo`` JSON as the domain's."""
-    default = key.get("default_value")
-    return ConfigKeyInfo(
-        name=_text(key.get("name")),
-        type=_text(key.get("type")),
-        required=bool(key.get("required")),
-        default_value=None if default is None else str(default),
-        importance=_text(key.get("importance")),
-        documentation=_text(key.get("documentation")),
-        group=_text(key.get("group")),
-        order_in_group=int(key.get("order_in_group") or 0),
-        width=_text(key.get("width"), "NONE"),
-        display_name=_text(key.get("display_name")),
-        dependents=tuple(str(d) for d in key.get("dependents") or ()),
-    )
-
-
-def _plugin_desc(
-    plugin: Mapping[str, Any], aliases: Mapping[str, set[str]], include_config_definitions: bool
-) -> PluginDesc:
-    kind = str(plugin["type"])
-    definitions = (
-        tuple(config_key_from_kafka(key) for key in plugin.get("config") or ())
-        if include_config_definitions
-        else ()
-    )
-    return PluginDesc(
-        class_name=str(plugin["class"]),
-        type=_CONNECTOR_TYPES.get(kind, ConnectorType.UNKNOWN),
-        version=_text(plugin.get("version")),
-        aliases=tuple(sorted(aliases.get(plugin["class"], ()))) if kind in _CONNECTOR_TYPES
-        else (),
-        config_definitions=definitions,
-        plugin_type=kind,
-    )
-
-
-def config_infos_from_kafka(body: Mapping[str, Any], raw: Mapping[str, str]) -> ConfigInfos:
-    """Kafka's ``ConfigInfos`` JSON as the domain's, values shown as the user gave them: a
-    PASSWORD as ``[hidden]``, a config provider reference unresolved."""
-    configs: list[ConfigInfo] = []
-    for entry in body.get("configs") or ():
-        definition_json = entry.get("definition")
-        definition = None if definition_json is None else config_key_from_kafka(definition_json)
-        # Kafka answers a key its validation gave no value for with a null value.
-        value = entry.get("value") or {}
-        name = _text(value.get("name")) or (definition.name if definition is not None else "")
-        shown = value.get("value")
-        if definition is not None and definition.type == "PASSWORD":
-            shown = HIDDEN if shown is not None or name in raw else None
-        elif name in raw:
-            shown = raw[name]
-        configs.append(
-            ConfigInfo(
-                definition,
-                ConfigValueInfo(
-                    name=name,
-                    value=None if shown is None else str(shown),
-                    errors=tuple(str(e) for e in value.get("errors") or ()),
-                    recommended_values=tuple(
-                        str(v) for v in value.get("recommended_values") or ()
-                    ),
-                    visible=bool(value.get("visible", True)),
-                ),
-            )
-        )
-    return ConfigInfos(
-        name=_text(body.get("name")),
-        error_count=sum(len(c.value.errors) for c in configs),
-        groups=tuple(str(g) for g in body.get("groups") or ()),
-        configs=tuple(configs),
-    )
-
-
-def _validation_error(java_class: str, error: Mapping[str, Any]) -> ConnectError:
-    """What Kafka's validation failed with outright, as its REST API would answer it: a bad
-    request (400) as INVALID_ARGUMENT, anything else as an error of the plugin."""
-    message = SECRETS.redact(_text(error.get("message"), "no message"))
-    cause = error.get("cause")
-    detail = f"{message} (caused by {SECRETS.redact(str(cause))})" if cause else message
-    if error.get("class") == _BAD_REQUEST:
-        return InvalidArgumentError(detail)
-    return ConnectError(
-        f"Kafka Connect's validation of the Java connector {java_class} failed: "
-        f"{error.get('class')}: {detail}"
-    )

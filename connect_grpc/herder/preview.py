@@ -1,7 +1,8 @@
 """PreviewPipeline's control-plane part: which config (an existing connector's, or the
 request's), validated as a create validates it and resolved; the records and the preview
-itself are the pipeline's (``pipeline.preview_input``, ``pipeline.preview``). Nothing is
-written and no connector or task is created."""
+itself are the pipeline's (``pipeline.preview_input``, ``pipeline.preview``), or for a Java
+connector Kafka's Java pipeline in the JVM (``JavaPlugins.preview``), whose tasks run it.
+Nothing is written and no connector or task is created."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from connect_grpc.connectors.api import SinkConnector
 from connect_grpc.connectors.plugins import Plugins
 from connect_grpc.herder.java_plugins import JavaAwareValidator
 from connect_grpc.herder.validation import ConfigValidator
+from connect_grpc.kernel.domain import ConnectorType
 from connect_grpc.kernel.errors import InvalidArgumentError
 from connect_grpc.pipeline.config import PipelineConfigError
 from connect_grpc.pipeline.preview import preview_pipeline
@@ -37,13 +39,23 @@ def run_preview(
             field violations of a create).
         NotFoundError: no connector of that name.
         UnavailableError: Kafka did not answer in time (``from_topic``).
-        FailedPreconditionError: the config is a Java connector's, whose records only its
-            task's JVM can run through Kafka's Java pipeline.
+        FailedPreconditionError: the config is a Java connector's, on a worker that runs
+            no Java connectors (as a create is refused there).
+        UnavailableError: the JVM's preview did not answer in time.
     """
     config = _config_of(request, connector_config)
-    if isinstance(validator, JavaAwareValidator):
-        validator.java_plugins.refuse_preview(config)
     validator.ensure_valid(config)
+    if isinstance(validator, JavaAwareValidator):
+        java = validator.java_plugins
+        # ensure_valid refused a Java connector where none runs, and waited for the scan
+        java_class = java.java_class_of(config, wait=True)
+        if java_class is not None:
+            is_sink = java.connector_kind(java_class) is ConnectorType.SINK
+            resolved = validator.resolved(config)
+            records = preview_records(request, resolved, is_sink, read_tail)
+            return java.preview(
+                resolved, java_class, records, request.samples, _config_field(request)
+            )
     is_sink = isinstance(validator.plugin_for(config), SinkConnector)
     resolved = validator.resolved(config)
     records = preview_records(request, resolved, is_sink, read_tail)

@@ -24,6 +24,8 @@ Public API
     Java config providers (``config_providers.java.JavaConfigLookup``).
 ``java_catalogue_for(config: WorkerConfig) -> JvmPluginCatalogue | None``
     The worker's catalogue; None when ``plugin.path`` holds no Java plugins.
+``preview_converter_properties(config: WorkerConfig) -> dict[str, str]``
+    The worker's converter settings a Java connector's preview falls back on.
 """
 
 from __future__ import annotations
@@ -225,12 +227,18 @@ class JvmPluginCatalogue:
         host_properties: the worker properties the JVM's host is opened with
             (``java.plugin_path.host_worker_properties``).
         jvm: the JVM view to reach the host through (the driver's by default).
+        converter_properties: the worker's converter settings a preview falls back on
+            (:func:`preview_converter_properties`), as a Java task's Kafka worker does.
     """
 
     def __init__(
-        self, host_properties: Mapping[str, str], jvm: Callable[[], Any] = _driver_jvm
+        self,
+        host_properties: Mapping[str, str],
+        jvm: Callable[[], Any] = _driver_jvm,
+        converter_properties: Mapping[str, str] | None = None,
     ) -> None:
         self._properties = dict(host_properties)
+        self._converters = dict(converter_properties or {})
         self._jvm = jvm
         self._lock = threading.Lock()
         self._opened: Future[tuple[Any, Mapping[str, Any]]] | None = None
@@ -283,22 +291,36 @@ class JvmPluginCatalogue:
     def validate(
         self, config: Mapping[str, str], timeout_s: float, errors_only: bool = False
     ) -> Mapping[str, Any]:
+        request = json.dumps(dict(config))
+        return self._host_call(
+            lambda host: host.validateErrors(request) if errors_only else host.validate(request),
+            timeout_s, "java-plugin-validate", "Kafka Connect's validation",
+        )
+
+    def preview(self, request: Mapping[str, Any], timeout_s: float) -> Mapping[str, Any]:
+        sent = json.dumps({**request, "worker": self._converters})
+        return self._host_call(
+            lambda host: host.preview(sent), timeout_s, "java-plugin-preview",
+            "the Java pipeline's preview",
+        )
+
+    def _host_call(
+        self, call: Callable[[Any], Any], timeout_s: float, thread: str, what: str
+    ) -> Mapping[str, Any]:
+        """``call`` of the opened host (once the scan ended) on a thread of its own, its
+        JSON answer within ``timeout_s`` in all; the host answers its own failures, so an
+        exception here is the gateway's."""
         until = time.monotonic() + timeout_s
         host, _ = _wait(self._open(), timeout_s, "the scan of plugin.path's Java plugins")
-        request = json.dumps(dict(config))
-        validate = host.validateErrors if errors_only else host.validate
-        answer = _run_in_thread(lambda: str(validate(request)), "java-plugin-validate")
+        answer = _run_in_thread(lambda: str(call(host)), thread)
         try:
-            body = _wait(answer, until - time.monotonic(), "Kafka Connect's validation")
+            body = _wait(answer, until - time.monotonic(), what)
         except ConnectError:
             raise
-        except Exception as exc:  # the gateway's own failure: the host answers its errors
-            raise ConnectError(
-                f"Kafka Connect's validation in the worker's JVM failed: {_java_message(exc)}"
-            ) from exc
+        except Exception as exc:
+            raise ConnectError(f"{what} in the worker's JVM failed: {_java_message(exc)}") from exc
         parsed: Mapping[str, Any] = json.loads(body)
         return parsed
-
 
     def open_config_provider(self, spec: ProviderSpec, timeout_s: float) -> None:
         self._config_provider_call("openConfigProvider", spec, {}, timeout_s)
@@ -370,4 +392,29 @@ def java_catalogue_for(config: WorkerConfig) -> JvmPluginCatalogue | None:
         log.error("java_plugin_jar_unreadable", jar=str(archive), error=reason,
                   consequence="Kafka's plugin loader finds no class in it: the plugins it "
                   "holds are neither listed nor loadable")
-    return JvmPluginCatalogue(host_worker_properties(config.raw, entries))
+    return JvmPluginCatalogue(
+        host_worker_properties(config.raw, entries),
+        converter_properties=preview_converter_properties(config),
+    )
+
+
+#: The worker's converter settings, in Kafka Connect's names (a Java task's Kafka worker is
+#: given the same: ``runtime.java_tasks.kafka_worker_properties``).
+_CONVERTERS = ("key.converter", "value.converter", "header.converter")
+#: A key or value converter the worker leaves unset passes bytes through for Java tasks
+#: (``runtime.java_tasks.PASS_THROUGH_CONVERTER``); the header converter is Kafka's default.
+_PASS_THROUGH_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+
+
+def preview_converter_properties(config: WorkerConfig) -> dict[str, str]:
+    """The worker's converters and their settings, as a Java task's Kafka worker has them:
+    what a preview of a Java connector uses where its config names no converter."""
+    props = {
+        key: value
+        for key, value in config.raw.items()
+        if key in _CONVERTERS or key.startswith(tuple(f"{name}." for name in _CONVERTERS))
+    }
+    for name in _CONVERTERS[:2]:
+        if config.converter_class(name) is None:
+            props[name] = _PASS_THROUGH_CONVERTER
+    return props

@@ -31,12 +31,8 @@ from connect_grpc.kernel.domain import (
     State,
     TargetState,
 )
-from connect_grpc.kernel.errors import (
-    ConnectError,
-    FailedPreconditionError,
-    InvalidArgumentError,
-)
-from connect_grpc.pipeline.preview_model import SampleRecord
+from connect_grpc.kernel.errors import ConnectError, InvalidArgumentError
+from connect_grpc.pipeline.preview_model import Outcome, SampleRecord
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import read_all
 
@@ -388,9 +384,13 @@ def test_task_configs_beyond_tasks_max_are_refused_as_kafka_refuses_them(
         worker.delete_connector(each)
 
 
-def test_preview_pipeline_of_a_java_connector_is_refused(
+def test_preview_pipeline_of_a_java_connector_runs_kafkas_pipeline(
     worker: ConnectClient, tmp_path: Path
 ) -> None:
-    with pytest.raises(FailedPreconditionError, match="PreviewPipeline runs the Python"):
-        worker.preview_pipeline(config=_file_source(tmp_path / "p.txt"),
-                                samples=[SampleRecord(value="a line")])
+    # test_java_preview has the stages; here, that the worker that runs the connector's
+    # tasks previews it (with its StringConverters, as its tasks have them)
+    config = {"name": "previewed", **_file_source(tmp_path / "p.txt")}
+    preview = worker.preview_pipeline(config=config, samples=[SampleRecord(value='"a line"')])
+    (record,) = preview.records
+    assert record.outcome is Outcome.DELIVERED
+    assert record.output is not None and record.output.value == b"a line"

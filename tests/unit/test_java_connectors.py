@@ -2,7 +2,8 @@
 plugins route to a Java stand-in, the stand-in's lifecycle and calls as the JVM's connector
 host answers them (a stand-in for the gateway), the relay of the Java context's events, Java
 exceptions as statuses and KIP-875 refusals, bounded waits, and the refusals of a worker that
-does not run Java connectors and of PreviewPipeline."""
+does not run Java connectors, and which configs PreviewPipeline sends to Kafka's Java
+pipeline."""
 
 from __future__ import annotations
 
@@ -275,13 +276,15 @@ def test_a_java_connector_is_validated_by_kafka_only(
         ("config.topic", 'Missing required configuration "topic" which has no default value.')]
 
 
-def test_preview_of_a_java_connector_is_refused_and_a_python_ones_is_not(
+def test_a_config_designates_a_java_connector_by_its_class_or_alias_and_not_by_reference(
     routed: tuple[Plugins, JavaPlugins],
 ) -> None:
+    # what PreviewPipeline asks to send a config to Kafka's Java pipeline, or Python's
     _, java = routed
-    with pytest.raises(FailedPreconditionError, match="PreviewPipeline runs the Python"):
-        java.refuse_preview({"connector.class": "PostgresConnector"})
-    java.refuse_preview({"connector.class": "FileStreamSource"})
+    assert java.java_class_of({"connector.class": " PostgresConnector "}, wait=True) == POSTGRES
+    assert java.java_class_of({"connector.class": FILE_SOURCE}, wait=True) == FILE_SOURCE
+    assert java.java_class_of({"connector.class": "FileStreamSource"}, wait=True) is None
+    assert java.java_class_of({"connector.class": "${file:/c:cls}"}, wait=True) is None
 
 
 # the stand-in's lifecycle

@@ -6,6 +6,7 @@ standalone one), and the JVM catalogue's waits (a stand-in for the gateway)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,11 +17,8 @@ import pytest
 from connect_grpc.config.worker import WorkerConfig
 from connect_grpc.config_providers.redaction import HIDDEN
 from connect_grpc.connectors.plugins import Plugins
-from connect_grpc.herder.java_plugins import (
-    JavaPlugins,
-    config_infos_from_kafka,
-    config_validator,
-)
+from connect_grpc.herder.java_listing import config_infos_from_kafka
+from connect_grpc.herder.java_plugins import JavaPlugins, config_validator
 from connect_grpc.herder.standalone import StandaloneHerder
 from connect_grpc.java.jvm_build import (
     JVM_TARGET_ENV,
@@ -113,6 +111,9 @@ class FakeCatalogue:
         self.answer = answer or FILE_SOURCE_INFOS
         self.calls: list[str] = []
         self.validated: list[dict[str, str]] = []
+        #: What ``preview`` answers, and the requests it was sent.
+        self.preview_answer: Mapping[str, Any] = {"type": "sink", "records": []}
+        self.previews: list[Mapping[str, Any]] = []
 
     def listing(self, timeout_s: float) -> Mapping[str, Any]:
         self.calls.append("listing")
@@ -130,6 +131,11 @@ class FakeCatalogue:
         self.calls.append("validate_errors" if errors_only else "validate")
         self.validated.append(dict(config))
         return errors_of(self.answer) if errors_only else self.answer
+
+    def preview(self, request: Mapping[str, Any], timeout_s: float) -> Mapping[str, Any]:
+        self.calls.append("preview")
+        self.previews.append(request)
+        return self.preview_answer
 
 
 def errors_of(answer: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -451,6 +457,10 @@ class FakeHost:
         self.release.wait(10)
         return '{"name": "x", "error_count": 0, "groups": [], "configs": []}'
 
+    def preview(self, request: str) -> str:
+        self.release.wait(10)
+        return json.dumps({"records": [], "asked": json.loads(request)})
+
 
 class JavaClass:
     """Named as py4j's class of a class found in the JVM."""
@@ -491,6 +501,23 @@ def test_the_catalogue_opens_lazily_and_a_call_never_outlives_its_deadline() -> 
     release.set()
     assert catalogue.validate({"connector.class": "x"}, 5)["error_count"] == 0
     assert asked == [1]  # one scan
+
+
+def test_a_preview_in_the_jvm_is_given_the_workers_converters_and_never_outlives_its_deadline(
+) -> None:
+    opened, release = threading.Event(), threading.Event()
+    opened.set()
+    host = FakeHost(release)
+    converters = {"key.converter": "org.apache.kafka.connect.storage.StringConverter"}
+    catalogue = JvmPluginCatalogue(
+        {"plugin.path": "/p"}, lambda: FakeJvm(JavaClass(host, opened)),
+        converter_properties=converters,
+    )
+    request = {"type": "sink", "config": {"connector.class": "x"}, "records": []}
+    with pytest.raises(UnavailableError, match="the Java pipeline's preview"):
+        catalogue.preview(request, 0.05)
+    release.set()
+    assert catalogue.preview(request, 5)["asked"] == {**request, "worker": converters}
 
 
 def test_a_host_missing_from_the_driver_is_a_precise_failed_precondition() -> None:

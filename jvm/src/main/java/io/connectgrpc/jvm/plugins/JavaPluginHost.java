@@ -20,6 +20,7 @@ import org.apache.kafka.connect.runtime.rest.entities.ConfigValueInfo;
  *   catalogue = json.loads(host.listPlugins())
  *   result = json.loads(host.validate(json.dumps(connector_config)))
  *   errors = json.loads(host.validateErrors(json.dumps(connector_config)))
+ *   preview = json.loads(host.preview(json.dumps(preview_request)))
  *   host.close()
  * </pre>
  *
@@ -39,6 +40,8 @@ public final class JavaPluginHost implements AutoCloseable {
 
     private final PluginCatalogue catalogue;
     private final ConfigProviders configProviders;
+    /** Built by the first preview: its metrics registry is the one thing it keeps. */
+    private volatile PipelinePreview previewer;
 
     private JavaPluginHost(PluginCatalogue catalogue) {
         this.catalogue = catalogue;
@@ -94,6 +97,34 @@ public final class JavaPluginHost implements AutoCloseable {
         } catch (Exception | LinkageError e) {
             return Json.write(Json.error(e));
         }
+    }
+
+    /**
+     * PreviewPipeline of a Java connector ({@link PipelinePreview}): {@code {"type": "sink"|
+     * "source", "config": {...}, "worker": {...}, "records": [...]}} in, {@code {"records":
+     * [...]}}, {@code {"config_error": ...}} (a plugin that cannot be built) or
+     * {@code {"error": ...}} out.
+     */
+    public String preview(String requestJson) {
+        try {
+            return Json.write(previewer().preview(Json.readObject(requestJson)));
+        } catch (Exception | LinkageError e) {
+            return Json.write(Json.error(e));
+        }
+    }
+
+    private PipelinePreview previewer() {
+        PipelinePreview built = previewer;
+        if (built == null) {
+            synchronized (this) {
+                built = previewer;
+                if (built == null) {
+                    built = new PipelinePreview(catalogue);
+                    previewer = built;
+                }
+            }
+        }
+        return built;
     }
 
     /**
@@ -160,6 +191,10 @@ public final class JavaPluginHost implements AutoCloseable {
 
     @Override
     public void close() {
+        PipelinePreview built = previewer;
+        if (built != null) {
+            built.close();
+        }
         configProviders.close();
         catalogue.close();
     }
