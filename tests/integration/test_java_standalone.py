@@ -3,11 +3,11 @@
 the plugin directories ``make install`` fetched), its instance in the worker's Spark driver JVM
 and its task under Kafka's own worker in a JVM host, with its source offsets in the worker's
 offsets file (``offset.storage.file.filename``) as a Python task's are (and Kafka's
-FileStreamSinkConnector beside it, on the same Kafka worker): GetOffsets shows what
-the task committed, a restarted worker resumes from there without sending a line again, and
-AlterOffsets/ResetOffsets change what the task starts from. Kafka's worker commits a source
-task's offsets every ``offset.flush.interval.ms`` (60 s, left as it is) and as the task
-stops: the offsets seen here are those of the stops."""
+FileStreamSinkConnector beside it, on the same Kafka worker, its pipeline previewed):
+GetOffsets shows what the task committed, a restarted worker resumes from there without
+sending a line again, and AlterOffsets/ResetOffsets change what the task starts from.
+Kafka's worker commits a source task's offsets every ``offset.flush.interval.ms`` (60 s,
+left as it is) and as the task stops: the offsets seen here are those of the stops."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 from connect_grpc.client import ConnectClient
 from connect_grpc.java.plugin_jars import CONNECT_FILE, ensure_plugins
 from connect_grpc.kernel.domain import ConnectorOffset, ConnectorStatus, State
+from connect_grpc.pipeline.preview_model import ConnectData, Outcome, TopicTail
 from connect_grpc.testing.cluster import WorkerProcess, wait_until
 from tests.integration.helpers import logged_events, read_all
 from tests.integration.java_builds import running
@@ -130,6 +131,13 @@ def test_a_java_source_on_a_standalone_worker_keeps_its_offsets_in_the_workers_f
             held = sink_file.read_text(encoding="utf-8") if sink_file.exists() else None
             raise AssertionError(f"{sink_file} holds {held!r}; "
                                  f"{client.get_connector_status(sink_name)}") from None
+        # its pipeline previewed on this worker too: Kafka's StringConverter in the driver's
+        # JVM reads the topic's last lines as the task did
+        preview = client.preview_pipeline(name=sink_name, from_topic=TopicTail(topic, 2))
+        assert [(r.outcome, r.output.value) for r in preview.records] == [  # type: ignore[union-attr]
+            (Outcome.DELIVERED, ConnectData(json.dumps(line), '{"type":"string","optional":true}'))
+            for line in more[-2:]
+        ], preview
         client.delete_connector(sink_name)
     # the worker stopped its task, which committed as it stopped: its own offsets file holds
     # them (its journal until the next start compacts it), a standalone worker having no
