@@ -4,10 +4,12 @@ distributed worker whose ``plugin.path`` holds the plugin directory ``make insta
 ListPlugins lists the connector with its version; ValidateConfig of a correct config (pgoutput)
 has no error and changes nothing in the database; a wrong password, port or database gives
 Debezium's own error on ``database.hostname``, as Kafka Connect's REST validation answers it
-(Debezium reports every connection failure on that key). No task runs."""
+(Debezium reports every connection failure on that key); PreviewPipeline runs Debezium's own
+ExtractNewRecordState on a change event. No task runs."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from connect_grpc.client import ConnectClient
 from connect_grpc.kafka.ports import free_port
 from connect_grpc.kernel.domain import ConfigInfos, ConnectorType
+from connect_grpc.pipeline.preview_model import Outcome, SampleRecord, Verdict
 from connect_grpc.testing.cluster import WorkerProcess
 from connect_grpc.testing.postgres import PostgresServer
 from tests.integration.conftest import POSTGRES_PASSWORD
@@ -133,3 +136,51 @@ def test_a_missing_database_is_debeziums_error_on_the_hostname(
     assert set(errors) == {"database.hostname"}, errors
     assert f'database "{postgres_database}_missing" does not exist' in (
         errors["database.hostname"][0])
+
+
+def _row(name: str) -> dict[str, object]:
+    return {"type": "struct", "name": name, "optional": True, "fields": [
+        {"field": "id", "type": "int32", "optional": False},
+        {"field": "item", "type": "string", "optional": True}]}
+
+
+#: A change event as Debezium's PostgreSQL connector polls it (a trimmed envelope: the row
+#: before and after, the source's table, the operation), as a preview sample's JSON envelope.
+UPDATE_EVENT = json.dumps({
+    "schema": {"type": "struct", "name": "inventory.public.orders.Envelope", "optional": False,
+               "fields": [
+                   {**_row("inventory.public.orders.Value"), "field": "before"},
+                   {**_row("inventory.public.orders.Value"), "field": "after"},
+                   {"field": "source", "type": "struct", "optional": False,
+                    "name": "io.debezium.connector.postgresql.Source",
+                    "fields": [{"field": "table", "type": "string", "optional": True}]},
+                   {"field": "op", "type": "string", "optional": False}]},
+    "payload": {"before": {"id": 1, "item": "pen"}, "after": {"id": 1, "item": "ink"},
+                "source": {"table": "orders"}, "op": "u"},
+})
+
+
+def test_debeziums_own_smt_previews_a_change_event_as_its_task_would_transform_it(
+    worker: ConnectClient, postgres: PostgresServer, postgres_database: str
+) -> None:
+    """PreviewPipeline of the connector with Debezium's ExtractNewRecordState (a class of
+    Debezium's plugin directory, loaded in its class loader in the driver's JVM): the event
+    becomes its row after the change, with the operation added, then JSON without schemas."""
+    postgres.execute("CREATE TABLE orders (id int PRIMARY KEY, item text)", postgres_database)
+    config = _config(postgres, postgres_database, **{
+        "transforms": "unwrap",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+        "transforms.unwrap.add.fields": "op",
+    })
+    preview = worker.preview_pipeline(config=config, samples=[
+        SampleRecord(topic="inventory.public.orders", value=UPDATE_EVENT)])
+    [record] = preview.records
+    assert record.outcome is Outcome.DELIVERED, record.failure
+    unwrap = record.stages[0]
+    assert (unwrap.stage, unwrap.alias, unwrap.verdict) == (
+        "TRANSFORMATION", "unwrap", Verdict.APPLIED)
+    assert unwrap.class_name == "io.debezium.transforms.ExtractNewRecordState"
+    assert record.output is not None and isinstance(record.output.value, bytes)
+    assert json.loads(record.output.value) == {"id": 1, "item": "ink", "__op": "u"}
+    # a preview writes nothing: no slot, no publication
+    assert postgres.replication_slots(postgres_database) == []
