@@ -384,6 +384,8 @@ def one_round(
 
 def report(results: dict[str, Result], args: argparse.Namespace) -> str:
     anchor, ours = results[ANCHOR], results[OURS]
+    phases = (("snapshot", anchor.snapshots, ours.snapshots),
+              ("streaming", anchor.streams, ours.streams))
     out = [
         f"Debezium PostgreSQL {DEBEZIUM_VERSION}: snapshot of N = {args.rows:,} rows, then "
         f"C = {args.changes:,} INSERTs in transactions of {args.batch:,} rows; JsonConverter "
@@ -405,10 +407,7 @@ def report(results: dict[str, Result], args: argparse.Namespace) -> str:
         "connect-grpc (s) |",
         "|---|---:|---:|",
     ]
-    for label, theirs, mine in (
-        ("snapshot", anchor.snapshots, ours.snapshots),
-        ("streaming", anchor.streams, ours.streams),
-    ):
+    for label, theirs, mine in phases:
         out.append(
             f"| {label} | {statistics.median(p.first_s for p in theirs):.2f} / "
             f"{statistics.median(p.first_s for p in mine):.2f} | "
@@ -428,10 +427,7 @@ def report(results: dict[str, Result], args: argparse.Namespace) -> str:
         return statistics.median(
             float(getattr(p.cpu_s, part)) * 10_000 / p.records for p in phases)
 
-    for label, theirs, mine in (
-        ("snapshot", anchor.snapshots, ours.snapshots),
-        ("streaming", anchor.streams, ours.streams),
-    ):
+    for label, theirs, mine in phases:
         out.append(
             f"| {label} | {per_10k(theirs, 'worker'):.2f} / {per_10k(mine, 'worker'):.2f} | "
             f"{per_10k(theirs, 'postgres'):.2f} / {per_10k(mine, 'postgres'):.2f} | "

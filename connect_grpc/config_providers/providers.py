@@ -8,6 +8,7 @@ path and the key only.
 
 from __future__ import annotations
 
+import abc
 import os
 import re
 from collections.abc import Collection, Mapping
@@ -64,11 +65,11 @@ class ConfigProvider(Protocol):
         ...
 
 
-class _Lasting:
+class _Lasting(abc.ABC):
     """A provider whose values hold until they are read again (every built-in one)."""
 
-    def get(self, path: str, keys: Collection[str]) -> dict[str, str]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def get(self, path: str, keys: Collection[str]) -> dict[str, str]: ...
 
     def read(self, path: str, keys: Collection[str]) -> ConfigValues:
         return ConfigValues(self.get(path, keys))

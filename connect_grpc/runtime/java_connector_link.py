@@ -34,7 +34,7 @@ from connect_grpc.runtime.java_plugins import (
     _java_message,
     _run_in_thread,
     _wait,
-    driver_class,
+    required_driver_class,
 )
 
 __all__ = ["CONNECTOR_HOST_CLASS", "ConnectorHostLink", "JavaConnectorError"]
@@ -113,13 +113,10 @@ class ConnectorHostLink:
         return host
 
     def _open(self, jvm: Any) -> Any:
-        entry = driver_class(jvm, CONNECTOR_HOST_CLASS)
-        if entry is None or not callable(getattr(entry, "open", None)):
-            raise FailedPreconditionError(
-                f"{CONNECTOR_HOST_CLASS} is not on the Spark driver's classpath: jvm/ was not "
-                f"built with it when the worker started (`make install` builds it), so the Java "
-                f"connectors of plugin.path cannot run"
-            )
+        entry = required_driver_class(
+            jvm, CONNECTOR_HOST_CLASS, "the Java connectors of plugin.path cannot run",
+            method="open",
+        )
         try:
             return entry.open(json.dumps(self._properties), json.dumps(self._settings))
         except Exception as exc:

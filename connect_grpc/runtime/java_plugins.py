@@ -130,6 +130,24 @@ def driver_class(jvm: Any, path: str) -> Any | None:
     return entry if type(entry).__name__ == "JavaClass" else None
 
 
+def required_driver_class(
+    jvm: Any,
+    path: str,
+    without_it: str,
+    method: str | None = None,
+    error: type[ConnectError] = FailedPreconditionError,
+) -> Any:
+    """The class ``path`` of ``jvm/``'s jar in the driver's JVM (with ``method``, if named);
+    else ``error`` saying that jvm/ was not built, and so ``without_it``."""
+    entry = driver_class(jvm, path)
+    if entry is None or (method is not None and not callable(getattr(entry, method, None))):
+        raise error(
+            f"{path} is not on the Spark driver's classpath: jvm/ was not built when the "
+            f"worker started (`make install` builds it), so {without_it}"
+        )
+    return entry
+
+
 class _CallThreads:
     """The threads the gateway's calls run on, kept for the next call.
 
@@ -256,13 +274,10 @@ class JvmPluginCatalogue:
         log.info("java_plugins_scanning", plugin_path=self._properties["plugin.path"],
                  plugin_discovery=self._properties.get("plugin.discovery", "hybrid_warn"))
         try:
-            entry = driver_class(jvm, HOST_CLASS)
-            if entry is None or not callable(getattr(entry, "shared", None)):
-                raise FailedPreconditionError(
-                    f"{HOST_CLASS} is not on the Spark driver's classpath: jvm/ was not built "
-                    f"when the worker started (`make install` builds it), so the Java plugins "
-                    f"of plugin.path ({self._properties['plugin.path']}) cannot be read"
-                )
+            entry = required_driver_class(
+                jvm, HOST_CLASS, f"the Java plugins of plugin.path "
+                f"({self._properties['plugin.path']}) cannot be read", method="shared",
+            )
             # the JVM's one scan of this path, which its connector instances share
             host = entry.shared(json.dumps(self._properties))
             listing = json.loads(str(host.listPlugins()))

@@ -24,7 +24,7 @@ from connect_grpc.kernel.domain import TaskId
 from connect_grpc.kernel.errors import ConnectError
 from connect_grpc.runtime.hosting.jobs import JOB_END_WAIT_S, JVM_HOST, HostLostError, WarmHosts
 from connect_grpc.runtime.hosting.jvm_wire import JvmConnection, JvmHostListener
-from connect_grpc.runtime.java_plugins import driver_class
+from connect_grpc.runtime.java_plugins import required_driver_class
 from connect_grpc.runtime.placement import LOCAL_EXECUTOR_ID
 from connect_grpc.runtime.spark import SparkRuntime, host_job_tag
 
@@ -47,13 +47,7 @@ AHEAD_POOL = "default"
 def jvm_class(jvm: Any, path: str) -> Any:
     """A class of ``jvm/``'s jar in the driver's JVM (py4j answers a package for a class it
     cannot find: say why instead)."""
-    entry = driver_class(jvm, path)
-    if entry is None:
-        raise ConnectError(
-            f"{path} is not on the Spark driver's classpath: jvm/ was not built when the worker "
-            f"started (`make install` builds it), so Java tasks cannot be hosted"
-        )
-    return entry
+    return required_driver_class(jvm, path, "Java tasks cannot be hosted", error=ConnectError)
 
 
 class LaunchedHost(Protocol):
